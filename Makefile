@@ -1,0 +1,37 @@
+# Two set-up commands on a fresh machine: `make demo` and `make test`. Both are safe to rerun.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test venv lint bench clean schema
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+# torch first: a CPU build is pinned; an unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/diag diagnose examples/torchrun_nccl_ecc_cascade
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+schema: $(STAMP)
+	$(BIN)/diag schema --out docs/schema/diagnosis.schema.json
+
+bench: $(STAMP)
+	$(BIN)/python eval/bench/bench_diagnose.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,83 @@
+"""``diag`` commands. Every command calls the shared pipeline; none holds diagnosis logic."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from diag_service.domain import Diagnosis
+from diag_service.ingest import BundleError
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.signatures import SignatureError, load_signatures
+
+app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True)
+err = Console(stderr=True)
+
+try:  # the fault-injection lab is optional (it needs torch)
+    from diag_service.lab.cli import app as lab_app
+
+    app.add_typer(lab_app, name="lab", help="Fault-injection lab: real torch.distributed failures.")
+except ImportError:  # pragma: no cover - lab not installed
+    pass
+
+
+@app.command("diagnose")
+def diagnose_cmd(
+    path: Annotated[Path, typer.Argument(help="Log bundle: directory, .tar/.tar.gz/.zip, or one log file.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
+    job_id: Annotated[str | None, typer.Option(help="Job id to put in the result.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON result to this file.")] = None,
+    events: Annotated[int, typer.Option(help="Event templates to show in the report.")] = 10,
+) -> None:
+    """Diagnose a failed job from the logs of all its ranks."""
+    try:
+        d = diagnose(DiagnoseRequest(path=str(path), job_id=job_id))
+    except BundleError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except SignatureError as exc:
+        err.print(f"[red]signature catalog error:[/red] {exc}")
+        raise typer.Exit(3) from exc
+    payload = d.model_dump_json(indent=2)
+    if out is not None:
+        out.write_text(payload + "\n", encoding="utf-8")
+    if json_out:
+        sys.stdout.write(payload + "\n")
+    else:
+        from diag_service.cli.report import render
+
+        render(d, Console(), max_events=events)
+
+
+@app.command("schema")
+def schema_cmd(
+    out: Annotated[Path | None, typer.Option(help="Write the JSON Schema here instead of stdout.")] = None,
+) -> None:
+    """Print the JSON Schema of the diagnosis output."""
+    text = json.dumps(Diagnosis.model_json_schema(), indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+
+
+@app.command("signatures")
+def signatures_cmd(
+    directory: Annotated[Path | None, typer.Option(help="Signature folder (default: knowledge_base/signatures).")] = None,
+) -> None:
+    """Validate the signature catalog and list it."""
+    try:
+        sigs = load_signatures(directory)
+    except SignatureError as exc:
+        err.print(f"[red]invalid:[/red] {exc}")
+        raise typer.Exit(3) from exc
+    for c in sigs.signatures:
+        s = c.spec
+        sys.stdout.write(f"{s.id:32} {s.category.value:15} {s.role.value:8} p{s.priority:<3} {s.name}\n")
+    sys.stdout.write(f"{len(sigs)} signatures, catalog version {sigs.version}\n")

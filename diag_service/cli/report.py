@@ -1,0 +1,80 @@
+"""Human-readable rendering of a :class:`~diag_service.domain.Diagnosis` with rich."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from diag_service.domain import Category, Diagnosis, EventRole
+
+_STYLE = {
+    "fail_stop": "bold red",
+    "fail_hang": "bold yellow",
+    "fail_slow": "bold magenta",
+}
+
+
+def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
+    """Print the diagnosis: headline, root cause, evidence, events, warnings and stage timings."""
+    head = Text()
+    head.append(f"{d.failure_mode.value}", style=_STYLE.get(d.failure_mode.value, "bold"))
+    head.append("  category ")
+    head.append(d.category.value, style="bold cyan" if d.category is not Category.UNKNOWN else "bold white")
+    head.append(f"  responsible {d.responsible.value}  confidence {d.confidence:.2f}")
+    where = []
+    if d.first_failing_rank is not None:
+        where.append(f"first failing rank {d.first_failing_rank}")
+    if d.faulty_nodes:
+        where.append("faulty node(s) " + ", ".join(d.faulty_nodes[:8]))
+    body = [head]
+    if where:
+        body.append(Text("  ".join(where), style="bold"))
+    body.append(Text(""))
+    body.append(Text(d.root_cause.summary))
+    console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
+
+    if d.root_cause.evidence:
+        t = Table(title="Evidence", show_lines=False, expand=True)
+        t.add_column("where", no_wrap=True)
+        t.add_column("rank", justify="right")
+        t.add_column("node")
+        t.add_column("time", no_wrap=True)
+        t.add_column("line")
+        for e in d.root_cause.evidence:
+            t.add_row(
+                escape(f"{e.file}:{e.line}"), "" if e.rank is None else str(e.rank), escape(e.node or ""),
+                (e.timestamp or "")[:23], escape(e.text[:300]),
+            )
+        console.print(t)
+    if d.findings:
+        for f in d.findings:
+            console.print(f"[dim]•[/dim] {escape(f)}")
+    if d.events:
+        t = Table(title=f"Events (deduplicated, {len(d.events)} templates)", expand=True)
+        t.add_column("role")
+        t.add_column("count", justify="right")
+        t.add_column("ranks", justify="right")
+        t.add_column("first", no_wrap=True)
+        t.add_column("template")
+        for ev in d.events[:max_events]:
+            style = "red" if ev.role is EventRole.ROOT else "yellow" if ev.role is EventRole.SYMPTOM else ""
+            t.add_row(
+                Text(ev.role.value, style=style), str(ev.count), str(ev.n_ranks or ""),
+                (ev.first_timestamp or "")[:19], escape(ev.template[:200]),
+            )
+        console.print(t)
+    if d.similar_incidents:
+        for s in d.similar_incidents:
+            console.print(f"similar: {escape(s.incident_id)} ({s.score:.2f}) {escape(s.title)}")
+    for w in d.input.warnings[:20]:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    if len(d.input.warnings) > 20:
+        console.print(f"[yellow]… {len(d.input.warnings) - 20} more warnings[/yellow]")
+    timing = "  ".join(f"{k} {v:.0f} ms" for k, v in d.timings_ms.items())
+    console.print(
+        f"[dim]{d.input.files} file(s), {d.input.lines} lines, {d.input.bytes_read} bytes; "
+        f"layouts {', '.join(d.input.layouts) or '-'}; {timing}[/dim]"
+    )

@@ -1,0 +1,202 @@
+"""Domain vocabulary shared by every part of diag_service.
+
+One module owns the terms of the field (failure modes, categories, evidence, events, diagnosis) so
+that the pipeline stages, the analyzers and every interface (CLI, HTTP API, bot, batch labelling)
+speak the same pydantic models and serialise to the same JSON.
+
+The JSON Schema of :class:`Diagnosis` is exported to ``docs/schema/diagnosis.schema.json``
+(``diag schema``); bump :data:`SCHEMA_VERSION` when a field changes meaning or disappears.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+
+class FailureMode(StrEnum):
+    """How a job lost productivity: it stopped, it stayed alive without progress, or it ran slow."""
+
+    FAIL_STOP = "fail_stop"
+    FAIL_HANG = "fail_hang"
+    FAIL_SLOW = "fail_slow"
+
+
+class Category(StrEnum):
+    """What kind of fault caused the failure. ``unknown`` is an honest answer, not an error."""
+
+    GPU_HARDWARE = "gpu_hardware"
+    NETWORK = "network"
+    GPU_OOM = "gpu_oom"
+    HOST_OOM = "host_oom"
+    USER_CODE = "user_code"
+    CONFIG = "config"
+    DATA = "data"
+    STORAGE = "storage"
+    FRAMEWORK = "framework"
+    INFRASTRUCTURE = "infrastructure"
+    UNKNOWN = "unknown"
+
+
+class Responsible(StrEnum):
+    """Who has to act: the platform (hardware, network, cluster software) or the job's owner."""
+
+    PLATFORM = "platform"
+    USER = "user"
+
+
+#: Default owner of each category, used when a signature does not say otherwise. Hardware, fabric,
+#: storage, cluster software and unexplained failures go to the platform's on-call; the job's code,
+#: configuration, data and memory budget (GPU and host) go to its owner.
+DEFAULT_RESPONSIBLE: dict[Category, Responsible] = {
+    Category.GPU_HARDWARE: Responsible.PLATFORM,
+    Category.NETWORK: Responsible.PLATFORM,
+    Category.GPU_OOM: Responsible.USER,
+    Category.HOST_OOM: Responsible.USER,
+    Category.USER_CODE: Responsible.USER,
+    Category.CONFIG: Responsible.USER,
+    Category.DATA: Responsible.USER,
+    Category.STORAGE: Responsible.PLATFORM,
+    Category.FRAMEWORK: Responsible.PLATFORM,
+    Category.INFRASTRUCTURE: Responsible.PLATFORM,
+    Category.UNKNOWN: Responsible.PLATFORM,
+}
+
+
+class EventRole(StrEnum):
+    """Where an event sits in a failure's causal chain.
+
+    ``root``: names a cause by itself (a CUDA OOM, an Xid, a user exception).
+    ``symptom``: what ranks print when *another* rank or component failed (collective watchdog
+    timeouts, broken pipes, "closed by remote peer", SIGTERM sent by the agent).
+    ``summary``: launcher epilogues that restate a failure (torchelastic ``ChildFailedError``).
+    ``context``: useful but not a failure (a stack dump, a warning).
+    """
+
+    ROOT = "root"
+    SYMPTOM = "symptom"
+    SUMMARY = "summary"
+    CONTEXT = "context"
+
+
+class EventKind(StrEnum):
+    """Shape of a candidate event found in the logs (stage 3, ``extract``)."""
+
+    TRACEBACK = "traceback"
+    EXCEPTION = "exception"
+    CPP_FRAMES = "cpp_frames"
+    NCCL = "nccl"
+    KERNEL = "kernel"
+    EXIT = "exit"
+    ELASTIC_SUMMARY = "elastic_summary"
+    STACK_DUMP = "stack_dump"
+    PROGRESS = "progress"
+    ERROR_LINE = "error_line"
+
+
+class Evidence(BaseModel):
+    """One log line that supports a finding. ``timestamp`` is ISO-8601 (UTC if the log gave no zone)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str = Field(description="Path of the file inside the bundle, '/'-separated.")
+    line: int = Field(description="1-based line number in that file.")
+    rank: int | None = Field(default=None, description="Global rank that wrote the line, if known.")
+    node: str | None = Field(default=None, description="Node (host) that wrote the line, if known.")
+    timestamp: str | None = Field(default=None, description="ISO-8601 time of the line, if it had one.")
+    text: str = Field(description="The (redacted) line, at most 2,000 characters.")
+
+
+class SignatureHit(BaseModel):
+    """A known failure signature (``knowledge_base/signatures/*.yaml``) matched by an event."""
+
+    signature_id: str
+    name: str
+    failure_mode: FailureMode
+    category: Category
+    role: EventRole
+    priority: int = Field(description="Higher wins when several root signatures compete (0-100).")
+    confidence: float = Field(ge=0, le=1, description="How decisive the signature is on its own.")
+    explanation: str
+    source: str | None = Field(default=None, description="Vendor doc or public thread backing it.")
+    details: dict[str, str] = Field(default_factory=dict, description="Named regex groups, e.g. Xid code.")
+    template_ids: list[int] = Field(default_factory=list)
+    ranks: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    first_timestamp: str | None = None
+
+
+class EventTemplate(BaseModel):
+    """One deduplicated event: every occurrence, on any rank, of one Drain3 template."""
+
+    template_id: int
+    template: str = Field(description="Drain3 template with masks such as <RANK>, <HEX>, <NUM>.")
+    kind: EventKind
+    role: EventRole
+    count: int = Field(description="Occurrences across the whole bundle.")
+    ranks: list[int] = Field(default_factory=list, description="Ranks it occurred on (at most 64 listed).")
+    n_ranks: int = Field(default=0, description="Number of distinct ranks it occurred on.")
+    nodes: list[str] = Field(default_factory=list, description="Nodes it occurred on (at most 64 listed).")
+    first_timestamp: str | None = None
+    first: Evidence = Field(description="Earliest occurrence (by time, then by position).")
+    signature_ids: list[str] = Field(default_factory=list)
+    suspicion: float = Field(default=0.0, description="Ranking score for unmatched events (0-1).")
+
+
+class RootCause(BaseModel):
+    summary: str = Field(description="The root cause in plain words, grounded in the evidence.")
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class SimilarIncident(BaseModel):
+    incident_id: str
+    title: str
+    score: float
+    category: Category
+    root_cause: str
+    action: str
+
+
+class InputReport(BaseModel):
+    """What ingest saw: sizes, layouts, and every problem with the input (never fatal)."""
+
+    path: str
+    files: int = 0
+    bytes_read: int = 0
+    lines: int = 0
+    layouts: list[str] = Field(default_factory=list)
+    ranks_seen: int = 0
+    nodes_seen: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Diagnosis(BaseModel):
+    """The answer for one job: what failed, where first, why, and on what evidence.
+
+    ``first_failing_rank`` and ``faulty_nodes`` are set only when the evidence supports them.
+    ``similar_incidents`` is filled by the knowledge base and ``recovery`` by the recovery policy
+    when those stages run; both stay empty otherwise. ``timings_ms`` maps stage name to wall
+    milliseconds.
+    """
+
+    schema_version: str = SCHEMA_VERSION
+    job_id: str | None = None
+    failure_mode: FailureMode
+    category: Category
+    responsible: Responsible
+    confidence: float = Field(ge=0, le=1)
+    root_cause: RootCause
+    first_failing_rank: int | None = None
+    faulty_nodes: list[str] = Field(default_factory=list)
+    signature_hits: list[SignatureHit] = Field(default_factory=list)
+    events: list[EventTemplate] = Field(default_factory=list)
+    similar_incidents: list[SimilarIncident] = Field(default_factory=list)
+    recovery: dict[str, Any] | None = None
+    findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
+    input: InputReport
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)

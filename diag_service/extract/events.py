@@ -1,0 +1,542 @@
+"""Candidate-event extraction over streamed blocks.
+
+Speed: a block is never split into Python line objects. One compiled pre-filter regex
+(:data:`PREFILTER`) jumps from candidate line to candidate line at C speed; only those lines (and
+the lines of a traceback that one of them opens) are looked at in Python. A 1 GB bundle with a few
+thousand candidate lines therefore costs about one regex pass (see ``eval/bench/bench_diagnose.py``).
+
+Events:
+
+- a Python traceback (``Traceback (most recent call last):`` … ``SomeError: msg``, chained
+  exceptions included, or a headless run of ``File "…", line N`` frames) is one event keyed by its
+  exception line;
+- C++ frame dumps (``Exception raised from … (most recent call first):`` and ``frame #N:``) collapse
+  into one event;
+- NCCL's ``Last error:`` is joined with the line that follows it;
+- torchelastic's failure report (``Root Cause (first observed failure):`` and ``Failures:``)
+  becomes structured events naming rank, host, exit code and signal;
+- torchelastic ``error.json`` files become traceback events with their exact failure time;
+- every other pre-filter hit is a single-line event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from diag_service.domain import EventKind
+from diag_service.ingest import Block, Source
+from diag_service.logformat import LEADING_TS, Attribution, attribute, parse_timestamp
+
+MAX_EVENT_LINES = 80
+MAX_LINE_CHARS = 4000
+MAX_TRACEBACK_SCAN = 400
+
+# Case variants are spelled out: Python's re is much faster on literals than with (?i).
+PREFILTER = re.compile(
+    "|".join(
+        [
+            r"Traceback \(most recent call last\)",
+            r'File "[^"\n]*", line \d',
+            r"Error\b",
+            r"Exception\b",
+            r"[Ee]rror",
+            r"ERROR",
+            r"[Ff]ail",
+            r"FAIL",
+            r"NCCL WARN",
+            r"\bXid\b",
+            r"\bECC\b",
+            r"[Oo]ut of memory|\bOOM\b|oom[-_]kill",
+            r"[Kk]illed",
+            r"\bSIG[A-Z]{2,5}\b|[Ss]ignal \d",
+            r"[Ss]egmentation fault|core dumped|[Aa]borted|[Bb]us error",
+            r"[Tt]imed out|[Tt]imeout\b|TIMEOUT|[Tt]imeoutError",
+            r"[Ee]xit ?code|exit status|[Ee]xited with|returned non-zero",
+            r"frame #\d+:",
+            r"Last error:",
+            r"Root Cause \(first observed failure\)|^Failures:",
+            r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
+            r"[Aa]ssert",
+            r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
+            r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
+            r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
+            r"Thread \d+ \((?:idle|active|gil)",
+            r"<defunct>",
+            r"Unable to determine the device handle|fallen off the bus",
+        ]
+    ),
+    re.MULTILINE,
+)
+PROGRESS_RE = re.compile(
+    r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
+)
+EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
+)
+CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+FRAME_LINE = re.compile(r'^\s*File "[^"\n]*", line \d+')
+CPP_FRAME = re.compile(r"^frame #\d+:")
+GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w.]+:\d+)?\]\s*")
+LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
+STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
+ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+ELASTIC_RANK = re.compile(r"(\d+) \(local_rank: (\d+)\)")
+ELASTIC_EXIT = re.compile(r"(-?\d+) \(pid: (\d+)\)\s*(\S*)")
+WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
+LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
+ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})_(\d{2}):(\d{2}):(\d{2})")
+
+
+@dataclass(slots=True)
+class RawEvent:
+    """One candidate event before deduplication. Times are unix seconds; ``line`` is 1-based."""
+
+    kind: EventKind
+    key: str
+    lines: list[str]
+    path: str
+    line: int
+    rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
+    ts: float | None = None
+    ts_approx: bool = False
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CollectiveTimeout:
+    """One rank's report of a collective that timed out (PyTorch ProcessGroupNCCL watchdog)."""
+
+    rank: int | None
+    node: str | None
+    seq: int
+    op: str
+    numel: int | None
+    ts: float | None
+
+
+@dataclass(slots=True)
+class ProgressLog:
+    """Observations gathered while extracting, beside the events.
+
+    ``series``: training-progress lines per stream, ``(unix seconds, step)``, the last 4,096 each.
+    ``stack_dumps``: number of stack-dump headers seen (py-spy ``Thread N (idle)``).
+    ``collectives``: every collective-timeout report (first 100,000).
+    ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
+    """
+
+    series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
+    stack_dumps: int = 0
+    collectives: list[CollectiveTimeout] = field(default_factory=list)
+    last_completed: dict[int, int] = field(default_factory=dict)
+
+    def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
+        d = self.series.get(key)
+        if d is None:
+            d = self.series[key] = deque(maxlen=4096)
+        d.append((ts, step))
+
+
+def clean_key(text: str) -> str:
+    """Remove a leading timestamp, glog header and log level so that templates group well."""
+    text = text.strip()
+    for _ in range(2):
+        new = LEADING_TS.sub("", text, count=1)
+        new = GLOG_HEADER.sub("", new, count=1)
+        new = LEVEL_HEADER.sub("", new, count=1)
+        if new == text:
+            break
+        text = new
+    return text[:MAX_LINE_CHARS]
+
+
+class _BlockReader:
+    """Line access inside one block by character offset; attribution cached per line start."""
+
+    __slots__ = ("block", "text", "src", "kinds")
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.text = block.text
+        self.src = block.source
+        self.kinds = block.source.prefixes
+
+    def line_at(self, start: int) -> tuple[str, int]:
+        end = self.text.find("\n", start)
+        if end == -1:
+            end = len(self.text)
+        return self.text[start:end], end + 1
+
+    def attr(self, line: str) -> Attribution:
+        return attribute(line[:MAX_LINE_CHARS], self.kinds)
+
+
+def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | None]:
+    """Combine path and line attribution. A Slurm task id is a rank unless a finer prefix exists."""
+    rank = att.rank if att.rank is not None else src.rank
+    local_rank = att.local_rank if att.local_rank is not None else src.local_rank
+    node = att.node or src.node
+    if att.task is not None:
+        if rank is None and local_rank is None:
+            rank = att.task
+        elif node is None:
+            node = f"task{att.task}"
+    return rank, local_rank, node
+
+
+class Extractor:
+    """Stateful extractor; feed blocks in order, then call :meth:`finish`."""
+
+    def __init__(self, progress: ProgressLog) -> None:
+        self.progress = progress
+        self.year = time.gmtime().tm_year
+        self._json_buf: dict[str, list[str]] = {}
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _ts(self, text: str) -> float | None:
+        ts = parse_timestamp(text, self.year)
+        return ts
+
+    def _ts_before(self, rd: _BlockReader, start: int, who: tuple) -> float | None:
+        """Nearest earlier timestamp of the same writer within 40 lines (approximate event time)."""
+        pos = start
+        for _ in range(40):
+            if pos <= 0:
+                return None
+            prev = rd.text.rfind("\n", 0, pos - 1) + 1
+            line = rd.text[prev : pos - 1]
+            pos = prev
+            att = rd.attr(line)
+            if _who(rd.src, att) != who:
+                continue
+            ts = self._ts(att.text)
+            if ts is not None:
+                return ts
+        return None
+
+    # -- main loop ---------------------------------------------------------------------------------
+
+    def feed(self, block: Block) -> Iterator[RawEvent]:
+        src = block.source
+        if src.path.rsplit("/", 1)[-1] == "error.json":
+            buf = self._json_buf.setdefault(src.path, [])
+            if sum(len(x) for x in buf) < 4 << 20:
+                buf.append(block.text)
+            return
+        rd = _BlockReader(block)
+        text = rd.text
+        self._progress(rd)
+        consumed: set[int] = set()
+        pos = 0
+        line_no = block.first_line
+        counted_to = 0
+        m = PREFILTER.search(text, 0)
+        while m is not None:
+            ls = text.rfind("\n", 0, m.start()) + 1
+            line_no += text.count("\n", counted_to, ls)
+            counted_to = ls
+            line, nxt = rd.line_at(ls)
+            pos = nxt
+            if ls not in consumed:
+                yield from self._handle(rd, ls, line, line_no, consumed)
+            if pos >= len(text):
+                break
+            m = PREFILTER.search(text, pos)
+
+    def _progress(self, rd: _BlockReader) -> None:
+        text = rd.text
+        last_ls = -1
+        for m in PROGRESS_RE.finditer(text):
+            ls = text.rfind("\n", 0, m.start()) + 1
+            if ls == last_ls:
+                continue
+            last_ls = ls
+            line, _ = rd.line_at(ls)
+            att = rd.attr(line)
+            ts = self._ts(att.text)
+            if ts is None:
+                continue
+            rank, _lr, node = _who(rd.src, att)
+            self.progress.add((rd.src.path, rank, node), ts, int(m.group(1)))
+
+    def _handle(self, rd: _BlockReader, ls: int, line: str, line_no: int, consumed: set[int]) -> Iterator[RawEvent]:
+        att = rd.attr(line)
+        body = att.text
+        stripped = body.strip()
+        who = _who(rd.src, att)
+        if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
+            ev = self._traceback(rd, ls, line_no, who, consumed)
+            if ev is not None:
+                yield ev
+            return
+        if "Root Cause (first observed failure)" in body or stripped == "Failures:":
+            yield from self._elastic(rd, ls, line_no, who, consumed, root=stripped != "Failures:")
+            return
+        if CPP_FRAME.match(stripped) or "(most recent call first)" in body:
+            yield self._cpp_frames(rd, ls, line_no, who, consumed, body)
+            return
+        kind = _classify(stripped)
+        key = clean_key(body)
+        if stripped == "Last error:":
+            nxt_line, _ = rd.line_at(ls + len(line) + 1)
+            nxt_att = rd.attr(nxt_line)
+            if nxt_line and _who(rd.src, nxt_att) == who:
+                key = "Last error: " + clean_key(nxt_att.text)
+                consumed.add(ls + len(line) + 1)
+                kind = EventKind.NCCL
+        if not key:
+            return
+        ts = self._ts(body)
+        approx = False
+        if ts is None and kind is not EventKind.STACK_DUMP:
+            ts = self._ts_before(rd, ls, who)
+            approx = ts is not None
+        if kind is EventKind.STACK_DUMP:
+            self.progress.stack_dumps += 1
+        if "NCCL work" in key or "WorkNCCL" in key:
+            self._collective(key, who, ts)
+        yield RawEvent(
+            kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
+            rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx,
+        )
+
+    def _collective(self, key: str, who: tuple, ts: float | None) -> None:
+        obs = self.progress
+        if "Watchdog caught collective operation timeout" in key and len(obs.collectives) < 100_000:
+            m = WORK_RE.search(key)
+            if m:
+                obs.collectives.append(
+                    CollectiveTimeout(
+                        rank=who[0], node=who[2], seq=int(m.group(1)), op=m.group(2),
+                        numel=int(m.group(3)) if m.group(3) else None, ts=ts,
+                    )
+                )
+        m = LAST_DONE_RE.search(key)
+        if m and who[0] is not None:
+            obs.last_completed[who[0]] = int(m.group(1))
+
+    def _traceback(
+        self, rd: _BlockReader, ls: int, line_no: int, who: tuple, consumed: set[int]
+    ) -> RawEvent | None:
+        """Collect one Python traceback of one writer, skipping interleaved lines of other writers."""
+        text = rd.text
+        lines: list[str] = []
+        header_ts: float | None = None
+        exc_line: str | None = None
+        exc_line_no = line_no
+        pos = ls
+        n = line_no
+        scanned = 0
+        frames = 0
+        while pos < len(text) and scanned < MAX_TRACEBACK_SCAN:
+            line, nxt = rd.line_at(pos)
+            scanned += 1
+            att = rd.attr(line)
+            if _who(rd.src, att) != who and scanned > 1:
+                pos, n = nxt, n + 1
+                continue
+            body = att.text
+            s = body.strip()
+            if scanned == 1:
+                header_ts = self._ts(body)
+            is_header = "Traceback (most recent call last)" in body
+            if is_header or FRAME_LINE.match(body):
+                if is_header and exc_line is not None:
+                    break  # a new traceback starts
+                frames += 0 if is_header else 1
+                lines.append(s if is_header else body.rstrip()[:MAX_LINE_CHARS])
+                consumed.add(pos)
+            elif exc_line is None and (body.startswith((" ", "\t")) or s.startswith(("^", "~"))) and s:
+                lines.append(body.rstrip()[:MAX_LINE_CHARS])  # source line under a frame
+                consumed.add(pos)
+            elif exc_line is None and s and lines:
+                exc_line = clean_key(body)
+                exc_line_no = n
+                lines.append(exc_line)
+                consumed.add(pos)
+            elif exc_line is not None and CHAINED.match(s):
+                lines.append(s)
+                consumed.add(pos)
+                exc_line = None  # chained: the cause we keep is the last exception printed
+            elif exc_line is not None and s and not PREFILTER.search(body) and len(lines) < MAX_EVENT_LINES:
+                lines.append(s[:MAX_LINE_CHARS])  # multi-line exception message
+                consumed.add(pos)
+            elif not s and exc_line is None and lines and lines[-1].startswith(("During", "The above")):
+                pass
+            else:
+                break
+            if len(lines) >= MAX_EVENT_LINES:
+                break
+            pos, n = nxt, n + 1
+        if not lines:
+            return None
+        if exc_line is None:
+            # Cut by the block end or the log's end: keep what we have, keyed by the last frame.
+            key = "Traceback (incomplete): " + clean_key(lines[-1])
+            kind = EventKind.TRACEBACK
+        else:
+            key = exc_line
+            kind = EventKind.TRACEBACK
+        ts = header_ts
+        if ts is None and exc_line is not None:
+            ts = self._ts(exc_line)
+        approx = False
+        if ts is None:
+            ts = self._ts_before(rd, ls, who)
+            approx = ts is not None
+        return RawEvent(
+            kind=kind, key=key, lines=lines, path=rd.src.path, line=exc_line_no,
+            rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx,
+            fields={"frames": str(frames)},
+        )
+
+    def _cpp_frames(
+        self, rd: _BlockReader, ls: int, line_no: int, who: tuple, consumed: set[int], first: str
+    ) -> RawEvent:
+        pos = ls
+        lines: list[str] = []
+        text = rd.text
+        while pos < len(text) and len(lines) < 200:
+            line, nxt = rd.line_at(pos)
+            att = rd.attr(line)
+            s = att.text.strip()
+            if _who(rd.src, att) != who:
+                break
+            if not (CPP_FRAME.match(s) or "(most recent call first)" in s or (not lines and s)):
+                break
+            lines.append(s[:MAX_LINE_CHARS])
+            consumed.add(pos)
+            pos = nxt
+        key = clean_key(first)
+        return RawEvent(
+            kind=EventKind.CPP_FRAMES, key=key, lines=lines[:MAX_EVENT_LINES], path=rd.src.path, line=line_no,
+            rank=who[0], local_rank=who[1], node=who[2], fields={"frames": str(len(lines))},
+        )
+
+    def _elastic(
+        self, rd: _BlockReader, ls: int, line_no: int, who: tuple, consumed: set[int], root: bool
+    ) -> Iterator[RawEvent]:
+        """Parse torchelastic's ChildFailedError report (``_FAILURE_FORMAT_TEMPLATE`` in
+        torch.distributed.elastic.multiprocessing.errors)."""
+        text = rd.text
+        _, pos = rd.line_at(ls)
+        n = line_no + 1
+        consumed.add(ls)
+        entry: dict[str, str] = {}
+        entry_line = n
+        for _ in range(200):
+            if pos >= len(text):
+                break
+            line, nxt = rd.line_at(pos)
+            s = rd.attr(line).text.strip()
+            if re.match(r"^\[\d+\]:$", s) or s.startswith(("----", "====")) or not s:
+                if entry:
+                    yield self._elastic_event(rd, entry, entry_line, who, root)
+                    entry = {}
+                    if root:
+                        break
+                if s.startswith(("----", "====")):
+                    break
+                entry_line = n + 1
+            else:
+                m = ELASTIC_FIELD.match(s)
+                if m:
+                    entry[m.group(1)] = m.group(2).strip()
+                elif s.startswith("<NO_OTHER_FAILURES>"):
+                    break
+            consumed.add(pos)
+            pos, n = nxt, n + 1
+        if entry:
+            yield self._elastic_event(rd, entry, entry_line, who, root)
+
+    def _elastic_event(self, rd: _BlockReader, entry: dict[str, str], line_no: int, who: tuple, root: bool) -> RawEvent:
+        rank = local_rank = None
+        m = ELASTIC_RANK.search(entry.get("rank", ""))
+        if m:
+            rank, local_rank = int(m.group(1)), int(m.group(2))
+        exitcode, signal = "", ""
+        m = ELASTIC_EXIT.search(entry.get("exitcode", ""))
+        if m:
+            exitcode, signal = m.group(1), m.group(3)
+        ts = None
+        m = ELASTIC_TIME.search(entry.get("time", ""))
+        if m:
+            ts = parse_timestamp("{}-{}-{} {}:{}:{}".format(*m.groups()), self.year)
+        host = entry.get("host") or who[2]
+        what = "first observed failure" if root else "failure"
+        key = f"torchelastic {what}: rank {rank} (local_rank {local_rank}) exitcode: {exitcode} {signal}".strip()
+        fields = {k: v for k, v in entry.items() if k != "traceback"}
+        fields.update({"root": "1" if root else "0", "exitcode": exitcode, "signal": signal})
+        if entry.get("traceback") and entry["traceback"] not in ("<N/A>", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"):
+            fields["traceback"] = entry["traceback"][:MAX_LINE_CHARS]
+        return RawEvent(
+            kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=rd.src.path, line=line_no,
+            rank=rank, local_rank=local_rank, node=host, ts=ts, fields=fields,
+        )
+
+    def finish(self) -> Iterator[RawEvent]:
+        """Parse buffered torchelastic ``error.json`` files (their failure time is exact)."""
+        for path, parts in self._json_buf.items():
+            src_rank, src_local, src_node = _path_who(path)
+            try:
+                doc = json.loads("".join(parts))
+                msg = doc.get("message", {})
+                if isinstance(msg, str):
+                    message, extra = msg, {}
+                else:
+                    message, extra = str(msg.get("message", "")), msg.get("extraInfo", {}) or {}
+                stack = str(extra.get("py_callstack", ""))
+                ts_raw = extra.get("timestamp")
+                ts = float(ts_raw) if ts_raw not in (None, "") else None
+            except (ValueError, TypeError, AttributeError):
+                continue
+            lines = [ln for ln in stack.splitlines() if ln.strip()][-MAX_EVENT_LINES:] or [message]
+            exc = message.strip().splitlines()[0] if message.strip() else (lines[-1] if lines else "")
+            if not exc:
+                continue
+            yield RawEvent(
+                kind=EventKind.TRACEBACK, key=clean_key(exc), lines=lines, path=path, line=1,
+                rank=src_rank, local_rank=src_local, node=src_node, ts=ts, fields={"error_file": "1"},
+            )
+
+
+def _path_who(path: str) -> tuple[int | None, int | None, str | None]:
+    from diag_service.ingest.bundle import attribute_path
+
+    s = attribute_path(path)
+    return s.rank, s.local_rank, s.node
+
+
+_KERNEL = re.compile(r"\bXid\b|NVRM|\bECC\b|mce:|kernel:|Hardware Error|fallen off the bus|device handle")
+_NCCL = re.compile(r"NCCL|nccl[A-Z]")
+_EXIT = re.compile(r"[Ee]xit ?code|exit status|[Ee]xited with|[Kk]illed|\bSIG[A-Z]{2,5}\b|[Ss]ignal \d|core dumped")
+
+
+def _classify(s: str) -> EventKind:
+    body = clean_key(s)
+    if STACK_DUMP.match(body):
+        return EventKind.STACK_DUMP
+    if EXCEPTION_LINE.match(body):
+        return EventKind.EXCEPTION
+    if _KERNEL.search(body):
+        return EventKind.KERNEL
+    if _NCCL.search(body):
+        return EventKind.NCCL
+    if _EXIT.search(body):
+        return EventKind.EXIT
+    return EventKind.ERROR_LINE
+
+
+def extract_events(blocks: Iterable[Block], progress: ProgressLog) -> Iterator[RawEvent]:
+    """Yield candidate events from ``blocks`` (in bundle order); fill ``progress`` on the way."""
+    ex = Extractor(progress)
+    for block in blocks:
+        yield from ex.feed(block)
+    yield from ex.finish()

@@ -1,0 +1,483 @@
+"""Tiny data-parallel training job for the fault-injection lab, launched by ``torchrun``.
+
+One process per rank. It trains a small MLP on synthetic data with the gloo backend and an
+explicit gradient all-reduce after ``backward()`` (the collective DDP issues, made explicit so
+that the compute, communication and data phases of a step can be timed separately). A step takes
+20-100 ms on a shared 2-core CPU.
+
+The script is run as a plain file (``torchrun .../diag_service/lab/train.py --config cfg.json``),
+so it imports only the standard library and torch. The JSON configuration is written by
+:mod:`diag_service.lab.runner`; its keys are documented in :class:`TrainConfig`.
+
+What it writes besides its stdout/stderr (which torchrun redirects into its log tree), all in
+``parts_dir`` and merged by the runner after the run:
+
+- ``rank-<R>.json``: ``{"rank", "node", "pid", "local_rank", "attempt", "time"}`` once the process
+  group is up (overwritten on every restart attempt);
+- ``timing-rank-<R>.jsonl``: one line per completed step, unix seconds;
+- ``events-rank-<R>.jsonl``: lifecycle events this rank saw (``first_step``, ``checkpoint_saved``,
+  ``restart``);
+- ``fault-rank-<R>.json``: ground truth, written the moment a fault fires (never read by analyzers).
+
+Exactly one fault is injected, on the configured rank (or on every rank for job-wide faults),
+from the configured onset step, with real torch / OS behaviour: a shape mismatch raised by
+``torch.nn.functional.linear``, a real ``KeyError``/``ImportError``, ``SIGKILL``, a real
+``EROFS``/``ENOSPC``/``EACCES`` from the file system, a real DataLoader worker death, a real gloo
+collective timeout, and so on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import signal
+import socket
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.utils.data import DataLoader, Dataset
+
+IN_FEATURES = 128
+N_CLASSES = 16
+
+
+@dataclass
+class TrainConfig:
+    """Configuration of one training run (times in seconds).
+
+    ``fault`` is ``{"kind": ..., <parameters>}``; ``faulty_rank`` is the global rank that carries
+    the fault (``None`` for job-wide faults and controls); ``onset_step`` is the first step at which
+    the fault acts.
+    """
+
+    scenario: str
+    parts_dir: str
+    ckpt_dir: str
+    fault: dict[str, Any] = field(default_factory=lambda: {"kind": "none"})
+    faulty_rank: int | None = None
+    onset_step: int = 0
+    steps: int = 60
+    seed: int = 0
+    batch_size: int = 32
+    hidden: int = 384
+    n_buckets: int = 2
+    num_workers: int = 0
+    collective_timeout_s: float = 30.0
+    ckpt_every: int = 0
+    fault_ckpt_dir: str | None = None
+    fault_on_restart: bool = False
+    jitter_s: float = 0.0
+
+
+class _Writer:
+    """Line-buffered JSONL appender (one ``write`` per line, flushed at once)."""
+
+    def __init__(self, path: Path) -> None:
+        self._f = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the rank
+
+    def write(self, record_: dict[str, Any]) -> None:
+        self._f.write(json.dumps(record_, sort_keys=False) + "\n")
+        self._f.flush()
+
+
+class SyntheticBatches(Dataset):
+    """Map-style dataset whose item ``i`` is the whole batch of step ``i`` (use ``batch_size=None``).
+
+    Data faults act here, inside ``__getitem__``, so that they happen where a real data pipeline
+    fails: in the DataLoader worker process when ``num_workers > 0``, else in the rank itself.
+    """
+
+    def __init__(self, cfg: TrainConfig, rank: int) -> None:
+        self.cfg = cfg
+        self.rank = rank
+        self.kind = cfg.fault.get("kind", "none")
+        self.faulty = cfg.faulty_rank == rank and _fault_active_in_attempt(cfg)
+
+    def __len__(self) -> int:
+        return self.cfg.steps
+
+    def __getitem__(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + self.rank * 10_007 + step)
+        features = IN_FEATURES
+        if self.faulty and step == self.cfg.onset_step:
+            if self.kind == "exception" and self.cfg.fault.get("error") == "shape_mismatch":
+                # A feature-pipeline bug: one feature column dropped for this shard.
+                features = IN_FEATURES - int(self.cfg.fault.get("dropped_features", 1))
+            elif self.kind == "dataloader_worker_killed":
+                _note_fault(self.cfg, self.rank, step, {"pid": os.getpid(), "where": "dataloader_worker"})
+                os.kill(os.getpid(), signal.SIGKILL)  # as the kernel OOM killer would
+            elif self.kind == "data_block":
+                _note_fault(self.cfg, self.rank, step, {"pid": os.getpid(), "where": "dataset_read"})
+                _read_blocking_shard(Path(self.cfg.parts_dir) / f"shard-rank-{self.rank}.fifo")
+        x = torch.randn(self.cfg.batch_size, features, generator=g)
+        y = torch.randint(0, N_CLASSES, (self.cfg.batch_size,), generator=g)
+        if self.faulty and step == self.cfg.onset_step and self.kind == "nan_loss":
+            x[0, :] = float("inf")  # a corrupt record: inf * 0 weights later gives NaN
+        return x, y
+
+
+def _read_blocking_shard(fifo: Path) -> bytes:
+    """Open a data shard that never delivers (a FIFO with no writer): blocks in ``open(2)``."""
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    with open(fifo, "rb") as f:
+        return f.read()
+
+
+def _fault_active_in_attempt(cfg: TrainConfig) -> bool:
+    """Whether the fault acts in this torchelastic attempt (restart count 0, or always)."""
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    return attempt == 0 or cfg.fault_on_restart
+
+
+def _note_fault(cfg: TrainConfig, rank: int, step: int, extra: dict[str, Any] | None = None) -> None:
+    """Record ground truth: the fault fired on ``rank`` at ``step`` now (unix seconds)."""
+    path = Path(cfg.parts_dir) / f"fault-rank-{rank}.json"
+    if path.exists():
+        return
+    rec = {"rank": rank, "step": step, "time": time.time(), "kind": cfg.fault.get("kind")}
+    rec.update(extra or {})
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rec))
+    tmp.replace(path)
+
+
+class MLP(nn.Module):
+    """Three-layer MLP classifier (about 0.25 M parameters at ``hidden=384``)."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(IN_FEATURES, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, N_CLASSES),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class MetricsBuffer:
+    """Step metrics shared with a background flusher thread, guarded by two locks.
+
+    The flusher takes ``io_lock`` then ``buf_lock``; the training loop takes ``buf_lock`` then
+    ``io_lock`` only on the deadlock fault path, which produces a real lock-order deadlock.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.buf_lock = threading.Lock()
+        self.io_lock = threading.Lock()
+        self.items: list[dict[str, Any]] = []
+        self.path = path
+        self._stop = threading.Event()
+        self._flusher_has_io = threading.Event()
+        self._grab_io_now = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="metrics-flusher", daemon=True)
+        self.thread.start()
+
+    def add(self, item: dict[str, Any]) -> None:
+        with self.buf_lock:
+            self.items.append(item)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            if self._grab_io_now.is_set():
+                self._grab_io_now.clear()
+                with self.io_lock:
+                    self._flusher_has_io.set()
+                    time.sleep(0.05)
+                    self._flush_locked()
+            else:
+                with self.io_lock:
+                    self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        with self.buf_lock:
+            items, self.items = self.items, []
+        if items:
+            with open(self.path, "a", encoding="utf-8") as f:
+                for it in items:
+                    f.write(json.dumps(it) + "\n")
+
+    def flush_from_training_loop(self) -> None:
+        """Deadlock path: hold ``buf_lock`` while the flusher holds ``io_lock``, then take it."""
+        with self.buf_lock:
+            self._grab_io_now.set()
+            self._flusher_has_io.wait(5.0)
+            with self.io_lock:
+                self._flush_locked()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=1.0)
+
+
+def _lr_at(step: int, schedule: dict[str, Any]) -> float:
+    """Linear warm-up then step decay; reads its keys from the (per-rank) schedule config."""
+    if step < schedule["warmup_steps"]:
+        return schedule["base_lr"] * (step + 1) / schedule["warmup_steps"]
+    decay_every = schedule["decay_every"]
+    return schedule["base_lr"] * schedule["decay_factor"] ** (step // decay_every)
+
+
+def _load_fused_clip() -> Any:
+    """Import an optional fused kernel extension that the job image does not have."""
+    from fused_optim_ext import clip_grad_norm_  # type: ignore[import-not-found]
+
+    return clip_grad_norm_
+
+
+def _allreduce_grads(model: nn.Module, world: int, n_buckets: int, delay_s: float) -> None:
+    """Average gradients across ranks with ``n_buckets`` gloo all-reduces (``delay_s`` per bucket)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    buckets = torch.chunk(flat, max(1, n_buckets))
+    reduced = []
+    for b in buckets:
+        if delay_s > 0:
+            time.sleep(delay_s)  # a slow link: every message of this rank arrives late
+        b = b.clone()
+        dist.all_reduce(b)
+        reduced.append(b)
+    out = torch.cat(reduced) / world
+    offset = 0
+    for g in grads:
+        n = g.numel()
+        g.copy_(out[offset : offset + n].view_as(g))
+        offset += n
+
+
+def _stall_before_allreduce(seconds: float) -> None:
+    """The faulty rank stops before the gradient all-reduce (e.g. a stuck host-side call)."""
+    time.sleep(seconds)
+
+
+def _mismatched_collective(variant: str, flat_numel: int) -> None:
+    """Issue a collective that does not match what the other ranks issue at this step."""
+    if variant == "skip":
+        return
+    if variant == "barrier":
+        dist.barrier()
+    elif variant == "broadcast":
+        dist.broadcast(torch.zeros(flat_numel), src=dist.get_rank())
+    elif variant == "allreduce_size":
+        dist.all_reduce(torch.zeros(max(1, flat_numel // 3)))
+    else:
+        raise ValueError(f"unknown collective mismatch variant {variant!r}")
+
+
+def _save_checkpoint(model: nn.Module, opt: torch.optim.Optimizer, step: int, directory: Path) -> Path:
+    """Write ``step-<N>.pt`` (model, optimizer, step) atomically-ish into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"step-{step:06d}.pt"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, path)
+    return path
+
+
+def _latest_checkpoint(directory: Path) -> Path | None:
+    if not directory.is_dir():
+        return None
+    cands = sorted(directory.glob("step-*.pt"))
+    return cands[-1] if cands else None
+
+
+@record
+def main(argv: list[str] | None = None) -> int:
+    """Train for ``cfg.steps`` steps, injecting the configured fault; return 0 on success."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", required=True, help="JSON file with the TrainConfig fields")
+    args = ap.parse_args(argv)
+    raw = json.loads(Path(args.config).read_text())
+    cfg = TrainConfig(**raw)
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    node = os.environ.get("LAB_NODE", socket.gethostname())
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    parts = Path(cfg.parts_dir)
+    parts.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    torch.manual_seed(cfg.seed)
+
+    # Fallback stack dumps for hosts without ptrace: the runner sends SIGUSR1.
+    fh_file = open(parts / f"faulthandler-rank-{rank}.txt", "a", encoding="utf-8")  # noqa: SIM115
+    faulthandler.register(signal.SIGUSR1, file=fh_file, all_threads=True, chain=False)
+
+    kind = cfg.fault.get("kind", "none")
+    fault_here = _fault_active_in_attempt(cfg) and (
+        cfg.faulty_rank == rank or (cfg.faulty_rank is None and cfg.fault.get("scope") == "all")
+    )
+
+    print(f"[lab] rank {rank}/{world} node={node} local_rank={local_rank} pid={os.getpid()} "
+          f"attempt={attempt} scenario={cfg.scenario}", flush=True)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=cfg.collective_timeout_s))
+    info = {"rank": rank, "node": node, "pid": os.getpid(), "local_rank": local_rank,
+            "attempt": attempt, "world_size": world, "time": time.time()}
+    tmp = parts / f"rank-{rank}.json.tmp"
+    tmp.write_text(json.dumps(info))
+    tmp.replace(parts / f"rank-{rank}.json")
+
+    timing = _Writer(parts / f"timing-rank-{rank}.jsonl")
+    events = _Writer(parts / f"events-rank-{rank}.jsonl")
+    metrics = MetricsBuffer(parts / f"metrics-rank-{rank}.jsonl")
+
+    model = MLP(cfg.hidden)
+    # Same initial weights everywhere, as DDP guarantees with its initial broadcast.
+    for p in model.parameters():
+        dist.broadcast(p.data, src=0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    schedule: dict[str, Any] = {"base_lr": 0.05, "warmup_steps": 5, "decay_every": 20, "decay_factor": 0.7}
+    if kind == "exception" and cfg.fault.get("error") == "key_error" and fault_here:
+        # This rank's config came from an older template that lacks a key.
+        schedule.pop(str(cfg.fault.get("missing_key", "decay_every")))
+        schedule["decay_steps"] = 20
+    ckpt_dir = Path(cfg.ckpt_dir)
+
+    start_step = 0
+    if attempt > 0:
+        if rank == 0:
+            events.write({"event": "restart", "time": time.time(), "attempt": attempt})
+        last = _latest_checkpoint(ckpt_dir)
+        if last is not None:
+            state = torch.load(last, weights_only=True)
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+            start_step = int(state["step"]) + 1
+            print(f"[lab] rank {rank} resumed from {last.name} at step {start_step}", flush=True)
+
+    ds = SyntheticBatches(cfg, rank)
+    loader = DataLoader(
+        torch.utils.data.Subset(ds, range(start_step, cfg.steps)),
+        batch_size=None,
+        shuffle=False,
+        num_workers=cfg.num_workers,
+        persistent_workers=False,
+    )
+    jitter = torch.Generator().manual_seed(cfg.seed + 7 * rank)
+    compute_hist: list[float] = []
+    n_params = sum(p.numel() for p in model.parameters())
+
+    step = start_step
+    it = iter(loader)
+    while step < cfg.steps:
+        t0 = time.time()
+        x, y = next(it)
+        t1 = time.time()
+        for group in opt.param_groups:
+            group["lr"] = _lr_at(step, schedule)
+        at_onset = fault_here and step == cfg.onset_step
+        if at_onset and kind == "exception" and cfg.fault.get("error") == "import_error":
+            _note_fault(cfg, rank, step)
+            _load_fused_clip()
+        if at_onset and kind == "sigkill":
+            _note_fault(cfg, rank, step)
+            print(f"[lab] rank {rank} step {step}: memory exhausted", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if at_onset and kind in ("exception", "nan_loss", "dataloader_worker_killed", "data_block"):
+            _note_fault(cfg, rank, step)
+
+        opt.zero_grad(set_to_none=True)
+        out = model(x)
+        loss = loss_fn(out, y)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"Loss is {loss.item()} at step {step} on rank {rank}; stopping to protect the checkpoint"
+            )
+        loss.backward()
+        if cfg.jitter_s > 0:
+            time.sleep(float(torch.rand(1, generator=jitter)) * cfg.jitter_s)
+        t_compute = time.time() - t1
+        if step < cfg.onset_step or not compute_hist:
+            compute_hist.append(t_compute)
+        if kind == "slow_compute" and fault_here and step >= cfg.onset_step and _slow_now(cfg, step):
+            if step == cfg.onset_step or not (parts / f"fault-rank-{rank}.json").exists():
+                _note_fault(cfg, rank, step, {"base_compute_s": statistics.median(compute_hist)})
+            extra = statistics.median(compute_hist) * float(cfg.fault.get("extra_pct", 50)) / 100.0
+            time.sleep(extra)  # the host waits on a throttled device
+        t2 = time.time()
+
+        delay = 0.0
+        if at_onset and kind == "hang_sleep":
+            _note_fault(cfg, rank, step)
+            _stall_before_allreduce(float(cfg.fault.get("sleep_s", 3600)))
+        if at_onset and kind == "lock_deadlock":
+            _note_fault(cfg, rank, step)
+            metrics.flush_from_training_loop()
+        if at_onset and kind == "collective_mismatch":
+            _note_fault(cfg, rank, step, {"variant": cfg.fault.get("variant", "barrier")})
+            _mismatched_collective(str(cfg.fault.get("variant", "barrier")), n_params)
+            if cfg.fault.get("variant", "barrier") != "skip":
+                _allreduce_grads(model, world, cfg.n_buckets, 0.0)
+        elif kind == "slow_comm" and fault_here and step >= cfg.onset_step:
+            if step == cfg.onset_step:
+                _note_fault(cfg, rank, step)
+            delay = float(cfg.fault.get("delay_s", 0.02))
+            _allreduce_grads(model, world, cfg.n_buckets, delay)
+        else:
+            _allreduce_grads(model, world, cfg.n_buckets, 0.0)
+        t3 = time.time()
+        opt.step()
+        t4 = time.time()
+        timing.write({
+            "rank": rank, "node": node, "step": step, "start": round(t0, 6), "end": round(t4, 6),
+            "compute_s": round(t2 - t1 + (t4 - t3), 6), "comm_s": round(t3 - t2, 6),
+            "data_s": round(t1 - t0, 6), "attempt": attempt,
+        })
+        metrics.add({"step": step, "loss": float(loss.detach())})
+        if step == start_step and rank == 0:
+            events.write({"event": "first_step", "time": t4, "step": step, "attempt": attempt})
+
+        if cfg.ckpt_every and rank == 0 and (step + 1) % cfg.ckpt_every == 0 and step + 1 < cfg.steps:
+            path = _save_checkpoint(model, opt, step, ckpt_dir)
+            events.write({"event": "checkpoint_saved", "time": time.time(), "step": step, "path": str(path)})
+        if at_onset and kind == "checkpoint_write":
+            _note_fault(cfg, rank, step, {"dir": cfg.fault_ckpt_dir})
+            assert cfg.fault_ckpt_dir is not None
+            _save_checkpoint_as_configured(model, opt, step, Path(cfg.fault_ckpt_dir), cfg)
+        if step % 10 == 0:
+            print(f"[lab] rank {rank} step {step} loss {loss.item():.4f}", flush=True)
+        step += 1
+
+    metrics.close()
+    dist.barrier()
+    print(f"[lab] rank {rank} finished {cfg.steps} steps", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+def _slow_now(cfg: TrainConfig, step: int) -> bool:
+    """Whether the slow-compute fault acts at ``step`` (persistent, or ``period``/``duty`` steps)."""
+    period = int(cfg.fault.get("period", 0) or 0)
+    if period <= 0:
+        return True
+    duty = int(cfg.fault.get("duty", 1))
+    return (step - cfg.onset_step) % period < duty
+
+
+def _save_checkpoint_as_configured(
+    model: nn.Module, opt: torch.optim.Optimizer, step: int, directory: Path, cfg: TrainConfig
+) -> None:
+    """Save into the faulty checkpoint directory; drop root privileges first if the runner asked."""
+    if cfg.fault.get("drop_privileges") and os.geteuid() == 0:
+        os.seteuid(65534)  # permission bits are not enforced for root
+    _save_checkpoint(model, opt, step, directory)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""Root cause versus cascade.
+
+Rules, in order (each documented where it acts):
+
+1. **Root signatures compete by priority, then time.** A hardware report (Xid, ECC) outranks the
+   CUDA and NCCL errors it causes on the same rank; among equals the earliest wins. Symptoms
+   (watchdog timeouts, broken pipes, SIGTERM from the agent) and launcher summaries never win.
+2. **Confidence gate.** A root whose signature confidence is below :data:`MIN_CONFIDENCE` is
+   reported as a suspicion with category ``unknown``: a confident wrong answer is worse.
+3. **Failure mode.** The winning signature's mode, except: stack dumps in the logs and no process
+   termination anywhere mean the job was alive and stuck (``fail_hang``); with no confident root,
+   collective timeouts mean ``fail_hang`` and a throughput collapse before the end ``fail_slow``.
+4. **First failing rank** only when the evidence names one: the winning event on a single rank,
+   the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)", or, for
+   hangs, the minority rank of a collective mismatch / the ranks behind in SeqNum / the one rank
+   that is not waiting.
+5. **Faulty nodes** only for node-level categories (GPU hardware, network, host OOM, storage,
+   infrastructure) and only when the fault sits on few of the nodes seen.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from diag_service.domain import (
+    DEFAULT_RESPONSIBLE,
+    Category,
+    EventKind,
+    EventRole,
+    EventTemplate,
+    Evidence,
+    FailureMode,
+    Responsible,
+    SignatureHit,
+)
+from diag_service.extract import ProgressLog, RawEvent
+from diag_service.logformat import iso
+from diag_service.signatures import SignatureSet
+from diag_service.templates import TemplateGroup
+
+MIN_CONFIDENCE = 0.4
+SLOWDOWN_FACTOR = 3.0
+NODE_LEVEL = {Category.GPU_HARDWARE, Category.NETWORK, Category.HOST_OOM, Category.STORAGE, Category.INFRASTRUCTURE}
+TERMINATION_KINDS = {EventKind.TRACEBACK, EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
+_KIND_SUSPICION = {
+    EventKind.TRACEBACK: 0.7,
+    EventKind.EXCEPTION: 0.6,
+    EventKind.KERNEL: 0.6,
+    EventKind.NCCL: 0.5,
+    EventKind.EXIT: 0.45,
+    EventKind.ELASTIC_SUMMARY: 0.3,
+    EventKind.ERROR_LINE: 0.3,
+    EventKind.CPP_FRAMES: 0.15,
+    EventKind.STACK_DUMP: 0.1,
+    EventKind.PROGRESS: 0.0,
+}
+
+
+@dataclass
+class Localization:
+    failure_mode: FailureMode
+    category: Category
+    responsible: Responsible
+    confidence: float
+    summary: str
+    evidence: list[Evidence]
+    first_failing_rank: int | None
+    faulty_nodes: list[str]
+    events: list[EventTemplate]
+    findings: list[str] = field(default_factory=list)
+
+
+def _evidence(ev: RawEvent, text: str | None = None) -> Evidence:
+    return Evidence(
+        file=ev.path, line=ev.line, rank=ev.rank, node=ev.node, timestamp=iso(ev.ts),
+        text=(text if text is not None else ev.key)[:2000],
+    )
+
+
+def _where(rank: int | None, local_rank: int | None, node: str | None) -> str:
+    parts = []
+    if rank is not None:
+        parts.append(f"rank {rank}")
+    elif local_rank is not None:
+        parts.append(f"local rank {local_rank}")
+    if node:
+        parts.append(f"node {node}")
+    return " on ".join(parts) if parts else "an unattributed rank"
+
+
+@dataclass
+class _Slowdown:
+    factor: float
+    baseline_s: float
+    last_s: float
+    stream: str
+
+
+def _slowdown(progress: ProgressLog) -> _Slowdown | None:
+    """Throughput collapse at the end of any progress series: the last three step intervals' max
+    against the median of the earlier ones, per step; needs at least three earlier intervals."""
+    best: _Slowdown | None = None
+    for (path, _rank, _node), series in progress.series.items():
+        pts = sorted(set(series), key=lambda p: p[1])
+        rates: list[float] = []
+        for (t0, s0), (t1, s1) in zip(pts, pts[1:], strict=False):
+            if s1 > s0 and t1 >= t0:
+                rates.append((t1 - t0) / (s1 - s0))
+        if len(rates) < 3:
+            continue
+        head, tail = rates[:-1], rates[-1:]
+        if len(rates) >= 6:
+            head, tail = rates[:-3], rates[-3:]
+        base = statistics.median(head)
+        if base <= 0:
+            continue
+        factor = max(tail) / base
+        if factor >= SLOWDOWN_FACTOR and (best is None or factor > best.factor):
+            best = _Slowdown(factor, base, max(tail), path)
+    return best
+
+
+def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int]]:
+    """Findings and suspect ranks from collective-timeout reports (SeqNum / OpType per rank)."""
+    findings: list[str] = []
+    suspects: list[int] = []
+    recs = [c for c in progress.collectives if c.rank is not None]
+    if not recs:
+        return findings, suspects
+    per_rank: dict[int, tuple[int, str, int | None]] = {}
+    for c in recs:
+        cur = per_rank.get(c.rank)  # type: ignore[arg-type]
+        if cur is None or c.seq < cur[0]:
+            per_rank[c.rank] = (c.seq, c.op, c.numel)  # type: ignore[index]
+    seqs = Counter(v[0] for v in per_rank.values())
+    top_seq = seqs.most_common(1)[0][0]
+    at_top = {r: v for r, v in per_rank.items() if v[0] == top_seq}
+    ops = Counter((v[1], v[2]) for v in at_top.values())
+    if len(ops) > 1:
+        desc = "; ".join(
+            f"{op}(numel {numel}) on rank(s) {sorted(r for r, v in at_top.items() if (v[1], v[2]) == (op, numel))[:8]}"
+            for (op, numel), _ in ops.most_common()
+        )
+        findings.append(f"Collective mismatch at SeqNum {top_seq}: ranks issued different collectives: {desc}.")
+        (maj_key, maj_n), *rest = ops.most_common()
+        minority = [r for r, v in at_top.items() if (v[1], v[2]) != maj_key]
+        if maj_n >= 2 * len(minority) and maj_n >= 2:
+            suspects = sorted(minority)
+    if len(seqs) > 1:
+        low = min(seqs)
+        behind = sorted(r for r, v in per_rank.items() if v[0] == low)
+        findings.append(
+            f"Collective timeouts at different SeqNums: rank(s) {behind[:8]} time out at {low}, "
+            f"the others at up to {max(seqs)}; the lower ones are behind."
+        )
+        if not suspects and len(behind) < len(per_rank):
+            suspects = behind
+    waiting = set(per_rank)
+    missing = sorted(ranks_seen - waiting)
+    if not suspects and len(waiting) >= 2 and 0 < len(missing) <= max(1, len(ranks_seen) // 8):
+        findings.append(
+            f"{len(waiting)} rank(s) time out waiting in a collective; rank(s) {missing[:8]} do not: "
+            "they never reached it and are the likely culprits."
+        )
+        suspects = missing
+    if not findings:
+        seq, op, numel = next(iter(per_rank.values()))
+        findings.append(
+            f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; the logs do not show which rank "
+            "never joined (take stack dumps of every rank, or enable the Flight Recorder)."
+        )
+    return findings, suspects
+
+
+def _event_templates(
+    groups: list[TemplateGroup], per_group: dict[int, list[str]], hits_by_id: dict[str, SignatureHit],
+    ranks_seen: int,
+) -> list[EventTemplate]:
+    out: list[EventTemplate] = []
+    for gi, g in enumerate(groups):
+        sids = per_group.get(gi, [])
+        roles = [hits_by_id[s].role for s in sids if s in hits_by_id]
+        role = (
+            EventRole.ROOT if EventRole.ROOT in roles else
+            EventRole.SYMPTOM if EventRole.SYMPTOM in roles else
+            EventRole.SUMMARY if EventRole.SUMMARY in roles else EventRole.CONTEXT
+        )
+        base = _KIND_SUSPICION.get(g.kind, 0.2)
+        if ranks_seen > 1 and g.ranks:
+            base *= 1.0 + 0.5 * (1 - len(g.ranks) / ranks_seen)  # rarer across ranks: more suspicious
+        if role is EventRole.ROOT:
+            base = max(base, 0.9)
+        elif role in (EventRole.SYMPTOM, EventRole.SUMMARY):
+            base = min(base, 0.3)
+        assert g.first is not None
+        out.append(
+            EventTemplate(
+                template_id=g.template_id, template=g.template[:2000], kind=g.kind, role=role, count=g.count,
+                ranks=sorted(g.ranks)[:64], n_ranks=len(g.ranks), nodes=sorted(g.nodes)[:64],
+                first_timestamp=iso(g.first_ts), first=_evidence(g.first), signature_ids=sids,
+                suspicion=round(min(base, 1.0), 3),
+            )
+        )
+    return out
+
+
+def localize(
+    groups: list[TemplateGroup],
+    hits: list[SignatureHit],
+    per_group: dict[int, list[str]],
+    progress: ProgressLog,
+    sigs: SignatureSet,
+    ranks_seen: set[int],
+    nodes_seen: set[str],
+) -> Localization:
+    """Decide failure mode, category, first failing rank, faulty nodes, summary and evidence.
+
+    ``groups`` are the deduplicated templates, ``hits`` the signature hits sorted by priority then
+    time, ``per_group`` the signature ids per group index.
+    """
+    hits_by_id = {h.signature_id: h for h in hits}
+    by_tid: dict[int, list[TemplateGroup]] = {}
+    for g in groups:
+        by_tid.setdefault(g.template_id, []).append(g)
+    events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
+    findings: list[str] = []
+    roots = [h for h in hits if h.role is EventRole.ROOT]
+    symptoms = [h for h in hits if h.role is EventRole.SYMPTOM]
+    primary = roots[0] if roots else None
+    confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
+    kinds_present = {g.kind for g in groups}
+    terminated = bool(kinds_present & TERMINATION_KINDS)
+    slow = _slowdown(progress)
+    hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen)
+    elastic_root = next(
+        (g.first for g in groups if g.kind is EventKind.ELASTIC_SUMMARY and g.first and g.first.fields.get("root") == "1"),
+        None,
+    )
+
+    evidence: list[Evidence] = []
+    first_rank: int | None = None
+    faulty_nodes: list[str] = []
+
+    def primary_events(h: SignatureHit) -> list[RawEvent]:
+        evs = [g.first for tid in h.template_ids for g in by_tid.get(tid, []) if g.first is not None]
+        return sorted(evs, key=lambda e: (e.ts is None, e.ts or 0.0))
+
+    if primary is not None and confident:
+        category = primary.category
+        mode = primary.failure_mode
+        spec = sigs.by_id(primary.signature_id)
+        responsible = spec.responsible or DEFAULT_RESPONSIBLE[category]
+        confidence = primary.confidence
+        corroborating = [h for h in roots[1:] if h.category == category and h.signature_id != primary.signature_id]
+        if corroborating:
+            confidence = min(0.97, confidence + 0.05 * len(corroborating))
+        pevs = primary_events(primary)
+        for ev in pevs[:3]:
+            evidence.append(_evidence(ev))
+        # First failing rank.
+        rank_ts: dict[int, float] = {}
+        for tid in primary.template_ids:
+            for g in by_tid.get(tid, []):
+                for r, t in g.rank_first_ts.items():
+                    rank_ts[r] = min(t, rank_ts.get(r, t))
+        if len(primary.ranks) == 1:
+            first_rank = primary.ranks[0]
+        elif len(rank_ts) >= 2:
+            ordered = sorted(rank_ts.items(), key=lambda kv: kv[1])
+            if ordered[1][1] - ordered[0][1] >= 0.001:
+                first_rank = ordered[0][0]
+        if elastic_root is not None and elastic_root.rank is not None and (
+            first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
+        ):
+            first_rank = elastic_root.rank
+            evidence.append(_evidence(elastic_root))
+        if category in NODE_LEVEL and primary.nodes:
+            if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
+                faulty_nodes = list(primary.nodes)
+        elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
+            faulty_nodes = [elastic_root.node]
+        # Failure mode adjustments.
+        if progress.stack_dumps and not terminated:
+            mode = FailureMode.FAIL_HANG
+            findings.append("Stack dumps were taken and no process exited: the job was alive but stuck.")
+        first_ev = pevs[0] if pevs else None
+        where = _where(first_rank, first_ev.local_rank if first_ev else None,
+                       faulty_nodes[0] if faulty_nodes else (first_ev.node if first_ev else None))
+        when = f" at {iso(first_ev.ts)}" if first_ev and first_ev.ts is not None else ""
+        detail = ""
+        if primary.details:
+            shown = {k: v for k, v in primary.details.items() if k in ("code", "peer", "status", "sig", "exc", "op", "dev")}
+            if shown:
+                detail = " (" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
+        summary = f"{primary.name}{detail} on {where}{when}. {primary.explanation}"
+        cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
+        cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
+        if cascade:
+            other_ranks = sorted({r for h in cascade for r in h.ranks} - ({first_rank} if first_rank is not None else set()))
+            names = ", ".join(dict.fromkeys(h.name for h in cascade[:4]))
+            who = f"{len(other_ranks)} other rank(s)" if other_ranks else "The logs"
+            findings.append(f"{who} then reported: {names}. These follow from the root cause above.")
+            summary += f" Cascade: {names}" + (f" on {len(other_ranks)} other rank(s)" if other_ranks else "") + "."
+        if slow is not None:
+            findings.append(f"Throughput fell {slow.factor:.0f}x before the failure ({slow.stream}).")
+    else:
+        category = Category.UNKNOWN
+        responsible = Responsible.PLATFORM
+        if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None:
+            mode = FailureMode.FAIL_HANG
+            confidence = 0.3
+            findings.extend(hang_findings)
+            if hang_suspects:
+                first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
+            summary = "The job hung in a collective: " + " ".join(hang_findings)
+            for h in symptoms[:2]:
+                for ev in primary_events(h)[:2]:
+                    evidence.append(_evidence(ev))
+        elif slow is not None:
+            mode = FailureMode.FAIL_SLOW
+            confidence = 0.35
+            summary = (
+                f"Throughput collapsed about {slow.factor:.0f}x before the job ended ({slow.baseline_s:.2f} s/step "
+                f"normally, {slow.last_s:.2f} s/step at the end, from {slow.stream}); the cause is not in the logs."
+            )
+            for g in groups:
+                if g.first is not None and g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION, EventKind.NCCL):
+                    evidence.append(_evidence(g.first))
+                    break
+        elif progress.stack_dumps and not terminated:
+            mode = FailureMode.FAIL_HANG
+            confidence = 0.25
+            summary = "Stack dumps were taken and no process exited: the job hung; no known cause in the logs."
+        else:
+            mode = FailureMode.FAIL_STOP
+            confidence = 0.15 if groups else 0.05
+            summary = "No known failure signature matched with enough confidence."
+        if primary is not None:
+            summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
+            confidence = max(confidence, min(primary.confidence, 0.39))
+            for ev in primary_events(primary)[:2]:
+                evidence.append(_evidence(ev))
+        ranked = sorted(events, key=lambda e: -e.suspicion)
+        if not evidence:
+            evidence = [e.first for e in ranked[:3]]
+        if ranked:
+            summary += " Most suspicious events: " + "; ".join(f"'{e.first.text[:160]}'" for e in ranked[:3]) + "."
+        if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
+            first_rank = elastic_root.rank
+            evidence.append(_evidence(elastic_root))
+    if category is Category.UNKNOWN and primary is None and not roots:
+        pass
+    events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
+    return Localization(
+        failure_mode=mode, category=category, responsible=responsible, confidence=round(confidence, 3),
+        summary=summary, evidence=evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
+        events=events[:200], findings=findings,
+    )

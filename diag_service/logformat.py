@@ -1,0 +1,224 @@
+"""Knowledge of how training launchers format log lines: per-line prefixes and timestamps.
+
+A library, not a stage: ingest uses it to detect each file's layout, extract uses it to attribute
+candidate lines to a rank and node and to read their time.
+
+Prefixes recognised (outermost first, several may nest, e.g. ``0: [default3]:``):
+
+- ``[rank7]:`` PyTorch C++/Python logging with the global rank (torch >= 2.2).
+- ``[default3]:`` / ``[trainer3]:`` torchrun ``--tee`` output: ``[${role_name}${local_rank}]:``
+  (torch.distributed.elastic LocalElasticAgent docs); ``[12]:`` when the template is ``[${rank}]:``.
+- ``3: `` Slurm ``srun -l`` task label (the task id; the rank when srun starts one task per GPU,
+  the node index when it starts one torchrun per node).
+- ``gpu-node-040: `` pdsh / DeepSpeed launcher host prefix.
+
+NCCL's own lines carry ``host:pid:tid [cudaDev]`` (NCCL_DEBUG docs), and c10d messages carry
+``[Rank N]``; both are read from the line body.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+
+# --- prefixes -------------------------------------------------------------------------------------
+
+RANK_PREFIX = re.compile(r"\[rank(\d{1,6})\]:\s?")
+ROLE_PREFIX = re.compile(r"\[([A-Za-z_][A-Za-z_]*?)(\d{1,6})\]:\s?")
+NUM_PREFIX = re.compile(r"\[(\d{1,6})\]:\s?")
+SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
+# A host name: letters, digits, dots, dashes; must contain a digit or a dash so that words such as
+# "RuntimeError: " or "INFO: " are never mistaken for hosts.
+HOST_PREFIX = re.compile(r"((?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,62}): ")
+_NOT_HOSTS = re.compile(r"(?i)^(?:.*(?:error|exception|warning)|info|warn|debug|fatal|note|error|nccl)$")
+
+NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+ )?NCCL ")
+INLINE_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):")
+
+PREFIX_KINDS = ("rank", "role", "num", "srun", "host")
+
+
+@dataclass(slots=True)
+class Attribution:
+    """Who wrote a line, as far as its prefixes and body say. ``text`` is the line without prefixes."""
+
+    text: str
+    rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
+    task: int | None = None
+
+
+def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
+    """Return the prefix kinds used by a file, from a sample of its first lines.
+
+    A kind is kept when at least 20% of the non-empty sample lines carry it, so that a stray
+    ``word: `` inside a message does not turn a plain file into a "host-prefixed" one.
+    """
+    counts = dict.fromkeys(PREFIX_KINDS, 0)
+    hosts: dict[str, int] = {}
+    n = 0
+    for raw in sample_lines:
+        if not raw.strip():
+            continue
+        n += 1
+        line = raw
+        for _ in range(3):
+            m = SRUN_PREFIX.match(line)
+            if m:
+                counts["srun"] += 1
+                line = line[m.end():]
+                continue
+            m = RANK_PREFIX.match(line)
+            if m:
+                counts["rank"] += 1
+                line = line[m.end():]
+                continue
+            m = ROLE_PREFIX.match(line)
+            if m:
+                counts["role"] += 1
+                line = line[m.end():]
+                continue
+            m = NUM_PREFIX.match(line)
+            if m:
+                counts["num"] += 1
+                line = line[m.end():]
+                continue
+            m = HOST_PREFIX.match(line)
+            if m and not _NOT_HOSTS.match(m.group(1)):
+                hosts[m.group(1)] = hosts.get(m.group(1), 0) + 1
+                line = line[m.end():]
+                continue
+            break
+    # A host prefix is only believed when few distinct hosts explain many lines.
+    host_lines = sum(hosts.values())
+    if hosts and host_lines >= 2 * len(hosts):
+        counts["host"] = host_lines
+    if n == 0:
+        return frozenset()
+    return frozenset(k for k, c in counts.items() if c >= max(1, 0.2 * n))
+
+
+def attribute(line: str, kinds: frozenset[str]) -> Attribution:
+    """Strip the prefixes of ``kinds`` from ``line`` and read rank, local rank, node and task.
+
+    In-line markers (``[Rank N]``, NCCL ``host:pid:tid [dev]``) fill what the prefixes left open.
+    The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
+    """
+    att = Attribution(text=line)
+    if kinds:
+        text = line
+        for _ in range(4):
+            if "srun" in kinds and att.task is None:
+                m = SRUN_PREFIX.match(text)
+                if m:
+                    att.task = int(m.group(1))
+                    text = text[m.end():]
+                    continue
+            if "host" in kinds and att.node is None:
+                m = HOST_PREFIX.match(text)
+                if m and not _NOT_HOSTS.match(m.group(1)):
+                    att.node = m.group(1)
+                    text = text[m.end():]
+                    continue
+            if "rank" in kinds and att.rank is None:
+                m = RANK_PREFIX.match(text)
+                if m:
+                    att.rank = int(m.group(1))
+                    text = text[m.end():]
+                    continue
+            if "role" in kinds and att.local_rank is None:
+                m = ROLE_PREFIX.match(text)
+                if m and m.group(1) != "rank":
+                    att.local_rank = int(m.group(2))
+                    text = text[m.end():]
+                    continue
+            if "num" in kinds and att.rank is None:
+                m = NUM_PREFIX.match(text)
+                if m:
+                    att.rank = int(m.group(1))
+                    text = text[m.end():]
+                    continue
+            break
+        att.text = text
+    body = att.text
+    if att.rank is None and ("Rank" in body or "rank" in body):
+        m = INLINE_RANK.search(body)
+        if m:
+            att.rank = int(next(g for g in m.groups() if g is not None))
+    if "NCCL" in body:
+        m = NCCL_ORIGIN.search(body)
+        if m:
+            if att.node is None:
+                att.node = m.group(1)
+            if att.local_rank is None:
+                att.local_rank = int(m.group(4))
+    return att
+
+
+# --- timestamps -----------------------------------------------------------------------------------
+
+_MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
+ISO_TS = re.compile(
+    r"(\d{4})[-/](\d{2})[-/](\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2})?"
+)
+GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
+SYSLOG_TS = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})")
+# Leading timestamp (plus optional level) to strip before template mining.
+LEADING_TS = re.compile(
+    r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d{2}:\d{2}:\d{2})\]?[\s|:-]*"
+)
+
+
+def _frac(s: str | None) -> float:
+    return float("0." + s) if s else 0.0
+
+
+def parse_timestamp(text: str, default_year: int) -> float | None:
+    """Return the first timestamp in the first 120 characters of ``text`` as unix seconds.
+
+    Formats: ISO-8601 and Python logging (``2024-04-10 04:59:03,123``, optional zone), glog
+    (``E0726 13:23:24.941166``, as PyTorch's C++ logging prints it; no year, so ``default_year``),
+    and syslog (``Jul 26 13:23:24``). Times without a zone are taken as UTC. Returns ``None`` when
+    the line has no timestamp or the fields are out of range.
+    """
+    head = text[:120]
+    try:
+        m = ISO_TS.search(head)
+        if m:
+            y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+            ts = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(7))
+            zone = m.group(8)
+            if zone and zone != "Z":
+                sign = 1 if zone[0] == "+" else -1
+                digits = zone[1:].replace(":", "")
+                ts -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+            return ts if 1 <= mo <= 12 and 1 <= d <= 31 else None
+        m = GLOG_TS.search(head)
+        if m:
+            mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
+            if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24):
+                return None
+            return calendar.timegm((default_year, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(6))
+        m = SYSLOG_TS.search(head)
+        if m:
+            mo = _MONTHS[m.group(1)]
+            d, h, mi, s = (int(g) for g in m.groups()[1:5])
+            return calendar.timegm((default_year, mo, d, h, mi, s, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    return None
+
+
+def iso(ts: float | None) -> str | None:
+    """Format unix seconds as ISO-8601 UTC with milliseconds, or ``None``."""
+    if ts is None:
+        return None
+    import datetime as _dt
+
+    try:
+        return _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return None

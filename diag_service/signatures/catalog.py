@@ -1,0 +1,294 @@
+"""Signature catalog: YAML schema, validation at load, and matching.
+
+A signature file holds ``signatures`` (and optionally ``tables``)::
+
+    version: 1
+    signatures:
+      - id: cuda_oom                      # unique across all files
+        name: CUDA out of memory
+        patterns: ['CUDA out of memory', 'OutOfMemoryError']   # Python regexes; any one matches
+        context_patterns: []              # optional: one must also match the event's other lines
+        kinds: []                         # optional: restrict to event kinds (traceback, nccl, ...)
+        failure_mode: fail_stop
+        category: gpu_oom
+        responsible: user                 # optional; defaults per category
+        role: root                        # root | symptom | summary | context
+        priority: 70                      # 0-100; higher wins among competing roots
+        confidence: 0.9                   # 0-1; how decisive on its own
+        explanation: ...
+        source: https://...               # vendor doc or public thread
+        lookup: {group: code, table: xid} # optional: per-value overrides from a table
+        examples: ['RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB']
+        counter_examples: []              # lines that must not match
+    tables:
+      xid:
+        "79": {name: ..., category: gpu_hardware, priority: 95, explanation: ...}
+
+Loading validates every field with pydantic, compiles every regex, checks ids are unique and that
+every example matches and no counter-example does; any failure raises :class:`SignatureError`
+naming the file and signature.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from diag_service.domain import (
+    Category,
+    EventKind,
+    EventRole,
+    FailureMode,
+    Responsible,
+    SignatureHit,
+)
+from diag_service.logformat import iso
+from diag_service.templates import TemplateGroup
+
+
+class SignatureError(Exception):
+    """A signature file is malformed, a regex does not compile, or an example does not match."""
+
+
+class LookupEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    category: Category | None = None
+    failure_mode: FailureMode | None = None
+    role: EventRole | None = None
+    priority: int | None = Field(default=None, ge=0, le=100)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    explanation: str
+    source: str | None = None
+
+
+class Lookup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    group: str
+    table: str
+
+
+class SignatureSpec(BaseModel):
+    """One known failure signature (see the module docstring for the YAML form)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    name: str
+    patterns: list[str] = Field(min_length=1)
+    context_patterns: list[str] = Field(default_factory=list)
+    kinds: list[EventKind] = Field(default_factory=list)
+    failure_mode: FailureMode = FailureMode.FAIL_STOP
+    category: Category
+    responsible: Responsible | None = None
+    role: EventRole = EventRole.ROOT
+    priority: int = Field(ge=0, le=100)
+    confidence: float = Field(ge=0, le=1)
+    explanation: str
+    source: str | None = None
+    lookup: Lookup | None = None
+    examples: list[str] = Field(min_length=1)
+    counter_examples: list[str] = Field(default_factory=list)
+
+    @field_validator("patterns", "context_patterns")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        for p in v:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
+        return v
+
+
+class SignatureFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    signatures: list[SignatureSpec] = Field(default_factory=list)
+    tables: dict[str, dict[str, LookupEntry]] = Field(default_factory=dict)
+
+
+@dataclass
+class _Compiled:
+    spec: SignatureSpec
+    patterns: list[re.Pattern[str]]
+    context: list[re.Pattern[str]]
+
+    def search(self, key: str) -> re.Match[str] | None:
+        for p in self.patterns:
+            m = p.search(key)
+            if m:
+                return m
+        return None
+
+
+@dataclass
+class SignatureSet:
+    """Validated, compiled signatures. ``version`` is a content hash for provenance."""
+
+    signatures: list[_Compiled]
+    tables: dict[str, dict[str, LookupEntry]]
+    version: str
+    any_pattern: re.Pattern[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.any_pattern = re.compile("|".join(_anonymous(p.pattern) for c in self.signatures for p in c.patterns))
+
+    def __len__(self) -> int:
+        return len(self.signatures)
+
+    def by_id(self, sid: str) -> SignatureSpec:
+        for c in self.signatures:
+            if c.spec.id == sid:
+                return c.spec
+        raise KeyError(sid)
+
+
+def _anonymous(pattern: str) -> str:
+    """A pattern fit for one big alternation: groups unnamed, leading global flags made local."""
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    m = re.match(r"^\(\?([aiLmsux]+)\)", pattern)
+    if m:
+        return f"(?{m.group(1)}:{pattern[m.end():]})"
+    return f"(?:{pattern})"
+
+
+def default_signature_dir() -> Path:
+    """``knowledge_base/signatures`` of the source tree (the package is installed editable)."""
+    return Path(__file__).resolve().parents[2] / "knowledge_base" / "signatures"
+
+
+def load_signatures(directory: str | Path | None = None) -> SignatureSet:
+    """Load and validate every ``*.yaml`` file under ``directory`` (default: the project's).
+
+    Raises :class:`SignatureError` on the first problem, naming the file and the signature.
+    """
+    import hashlib
+
+    d = Path(directory) if directory is not None else default_signature_dir()
+    files = sorted(d.glob("*.yaml"))
+    if not files:
+        raise SignatureError(f"no signature files (*.yaml) in {d}")
+    compiled: list[_Compiled] = []
+    tables: dict[str, dict[str, LookupEntry]] = {}
+    seen: dict[str, str] = {}
+    digest = hashlib.sha256()
+    for f in files:
+        raw = f.read_bytes()
+        digest.update(raw)
+        try:
+            doc = yaml.safe_load(raw) or {}
+            parsed = SignatureFile.model_validate(doc)
+        except (yaml.YAMLError, ValidationError) as exc:
+            raise SignatureError(f"{f.name}: {exc}") from exc
+        for name, table in parsed.tables.items():
+            if name in tables:
+                raise SignatureError(f"{f.name}: table {name!r} defined twice")
+            tables[name] = table
+        for spec in parsed.signatures:
+            if spec.id in seen:
+                raise SignatureError(f"{f.name}: signature id {spec.id!r} already defined in {seen[spec.id]}")
+            seen[spec.id] = f.name
+            c = _Compiled(spec, [re.compile(p) for p in spec.patterns], [re.compile(p) for p in spec.context_patterns])
+            for ex in spec.examples:
+                if not c.search(ex):
+                    raise SignatureError(f"{f.name}: signature {spec.id!r}: example does not match: {ex!r}")
+            for ex in spec.counter_examples:
+                if c.search(ex):
+                    raise SignatureError(f"{f.name}: signature {spec.id!r}: counter-example matches: {ex!r}")
+            compiled.append(c)
+    for c in compiled:
+        lk = c.spec.lookup
+        if lk is not None:
+            if lk.table not in tables:
+                raise SignatureError(f"signature {c.spec.id!r}: unknown lookup table {lk.table!r}")
+            if lk.group not in c.patterns[0].groupindex:
+                raise SignatureError(f"signature {c.spec.id!r}: lookup group {lk.group!r} not in its first pattern")
+    return SignatureSet(compiled, tables, digest.hexdigest()[:12])
+
+
+def _hit_fields(c: _Compiled, m: re.Match[str], tables: dict[str, dict[str, LookupEntry]]) -> dict:
+    spec = c.spec
+    details = {k: v for k, v in m.groupdict().items() if v is not None}
+    out = {
+        "signature_id": spec.id,
+        "name": spec.name,
+        "failure_mode": spec.failure_mode,
+        "category": spec.category,
+        "role": spec.role,
+        "priority": spec.priority,
+        "confidence": spec.confidence,
+        "explanation": spec.explanation,
+        "source": spec.source,
+        "details": details,
+    }
+    if spec.lookup is not None:
+        value = details.get(spec.lookup.group)
+        entry = tables[spec.lookup.table].get(str(int(value)) if value and value.isdigit() else str(value))
+        if entry is not None:
+            out["name"] = f"{spec.name}: {entry.name}"
+            out["explanation"] = entry.explanation
+            for k in ("category", "failure_mode", "role", "priority", "confidence", "source"):
+                v = getattr(entry, k)
+                if v is not None:
+                    out[k] = v
+    return out
+
+
+def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tuple[list[SignatureHit], dict[int, list[str]]]:
+    """Match every template group (on up to 8 distinct example lines each) against ``sigs``.
+
+    Returns the hits (one per signature and lookup value, merged across groups, with ranks, nodes,
+    template ids and earliest time) and, per group index, the ids of the signatures it matched.
+    """
+    hits: dict[tuple[str, str], dict] = {}
+    per_group: dict[int, list[str]] = {}
+    for gi, g in enumerate(groups):
+        matched: list[str] = []
+        for ev in g.examples:
+            if not sigs.any_pattern.search(ev.key):
+                continue
+            for c in sigs.signatures:
+                if c.spec.kinds and ev.kind not in c.spec.kinds:
+                    continue
+                m = c.search(ev.key)
+                if m is None:
+                    continue
+                if c.context and not any(p.search(line) for p in c.context for line in ev.lines):
+                    continue
+                fields = _hit_fields(c, m, sigs.tables)
+                lk = fields["details"].get(c.spec.lookup.group, "") if c.spec.lookup else ""
+                hk = (c.spec.id, lk)
+                h = hits.get(hk)
+                if h is None:
+                    h = hits[hk] = {**fields, "template_ids": set(), "ranks": set(), "nodes": set(), "ts": None, "order": gi}
+                h["template_ids"].add(g.template_id)
+                h["ranks"] |= g.ranks
+                h["nodes"] |= g.nodes
+                for r_ev in (g.first, ev):
+                    if r_ev is not None and r_ev.ts is not None and (h["ts"] is None or r_ev.ts < h["ts"]):
+                        h["ts"] = r_ev.ts
+                if c.spec.id not in matched:
+                    matched.append(c.spec.id)
+        if matched:
+            per_group[gi] = matched
+    out: list[SignatureHit] = []
+    for h in sorted(hits.values(), key=lambda h: (-h["priority"], h["ts"] if h["ts"] is not None else float("inf"), h["order"])):
+        out.append(
+            SignatureHit(
+                signature_id=h["signature_id"], name=h["name"], failure_mode=h["failure_mode"],
+                category=h["category"], role=h["role"], priority=h["priority"], confidence=h["confidence"],
+                explanation=h["explanation"], source=h["source"], details=h["details"],
+                template_ids=sorted(h["template_ids"]), ranks=sorted(h["ranks"])[:64],
+                nodes=sorted(h["nodes"])[:64], first_timestamp=iso(h["ts"]),
+            )
+        )
+    return out, per_group

