@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/diag diagnose examples/torchrun_nccl_ecc_cascade
+	$(BIN)/diag diagnose examples/torchrun_shape_mismatch_2x2
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

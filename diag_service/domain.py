@@ -95,6 +95,7 @@ class EventKind(StrEnum):
     ELASTIC_SUMMARY = "elastic_summary"
     STACK_DUMP = "stack_dump"
     PROGRESS = "progress"
+    WARNING = "warning"
     ERROR_LINE = "error_line"
 
 

@@ -37,18 +37,17 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
 
     if d.root_cause.evidence:
-        t = Table(title="Evidence", show_lines=False, expand=True)
-        t.add_column("where", no_wrap=True)
-        t.add_column("rank", justify="right")
-        t.add_column("node")
-        t.add_column("time", no_wrap=True)
-        t.add_column("line")
+        console.print("[bold]Evidence[/bold]")
         for e in d.root_cause.evidence:
-            t.add_row(
-                escape(f"{e.file}:{e.line}"), "" if e.rank is None else str(e.rank), escape(e.node or ""),
-                (e.timestamp or "")[:23], escape(e.text[:300]),
-            )
-        console.print(t)
+            meta = [f"{e.file}:{e.line}"]
+            if e.rank is not None:
+                meta.append(f"rank {e.rank}")
+            if e.node:
+                meta.append(f"node {e.node}")
+            if e.timestamp:
+                meta.append(e.timestamp[:23])
+            console.print(f"  [dim]{escape('  '.join(meta))}[/dim]")
+            console.print(f"    {escape(e.text[:500])}", soft_wrap=True)
     if d.findings:
         for f in d.findings:
             console.print(f"[dim]•[/dim] {escape(f)}")

@@ -81,12 +81,14 @@ EXCEPTION_LINE = re.compile(
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 FRAME_LINE = re.compile(r'^\s*File "[^"\n]*", line \d+')
 CPP_FRAME = re.compile(r"^frame #\d+:")
-GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w.]+:\d+)?\]\s*")
+GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 ELASTIC_RANK = re.compile(r"(\d+) \(local_rank: (\d+)\)")
 ELASTIC_EXIT = re.compile(r"(-?\d+) \(pid: (\d+)\)\s*(\S*)")
+RANK_PREFIX_ALL = re.compile(r"^(?:\d+: )?\[rank(\d{1,6})\]:", re.MULTILINE)
+NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})_(\d{2}):(\d{2}):(\d{2})")
@@ -129,12 +131,16 @@ class ProgressLog:
     ``stack_dumps``: number of stack-dump headers seen (py-spy ``Thread N (idle)``).
     ``collectives``: every collective-timeout report (first 100,000).
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
+    ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
+    ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
     stack_dumps: int = 0
     collectives: list[CollectiveTimeout] = field(default_factory=list)
     last_completed: dict[int, int] = field(default_factory=dict)
+    ranks: set[int] = field(default_factory=set)
+    world_size: int | None = None
 
     def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
         d = self.series.get(key)
@@ -233,6 +239,15 @@ class Extractor:
         rd = _BlockReader(block)
         text = rd.text
         self._progress(rd)
+        obs = self.progress
+        if src.rank is not None:
+            obs.ranks.add(src.rank)
+        if "rank" in src.prefixes:
+            obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text)))
+        if obs.world_size is None and "nranks" in text:
+            m_world = NRANKS_RE.search(text)
+            if m_world:
+                obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
         pos = 0
         line_no = block.first_line
@@ -519,10 +534,15 @@ _NCCL = re.compile(r"NCCL|nccl[A-Z]")
 _EXIT = re.compile(r"[Ee]xit ?code|exit status|[Ee]xited with|[Kk]illed|\bSIG[A-Z]{2,5}\b|[Ss]ignal \d|core dumped")
 
 
+PY_WARNING = re.compile(r"(?:^|[\s:])(?:[\w.]+\.)?[A-Z]\w*Warning: |^warnings\.warn\(")
+
+
 def _classify(s: str) -> EventKind:
     body = clean_key(s)
     if STACK_DUMP.match(body):
         return EventKind.STACK_DUMP
+    if PY_WARNING.search(body):
+        return EventKind.WARNING
     if EXCEPTION_LINE.match(body):
         return EventKind.EXCEPTION
     if _KERNEL.search(body):

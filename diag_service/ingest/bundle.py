@@ -88,7 +88,8 @@ _NODE_NAME = re.compile(
     r"|(?=.*(?:node|host|gpu|worker|compute|server|machine|pod|ip-\d))[a-z][a-z0-9]*(?:-[a-z0-9]+)*-?\d+"
     r"(?:\.[a-z0-9.-]+)?)$"
 )
-_LOG_EXT = re.compile(r"(?i)(\.(?:log|txt|out|err|stdout|stderr|json|jsonl))+(\.gz)?$|\.gz$")
+_NODE_TOKEN = re.compile(r"(?i)(?:^|[_.-])((?:node|host|worker)[-_]?\d+)(?:$|[_.-])")
+_LOG_EXT = re.compile(r"(?i)(\.(?:log|txt|out|err|stdout|stderr|json|jsonl|dmesg|kern|syslog|messages|console))+(\.gz)?$|\.gz$")
 
 
 def attribute_path(path: str) -> Source:
@@ -120,8 +121,13 @@ def attribute_path(path: str) -> Source:
         if m and src.rank is None:
             src.rank = int(m.group(1))
             continue
-        if src.node is None and not stem.isdigit() and not _ATTEMPT.match(stem) and _NODE_NAME.match(stem):
-            src.node = stem
+        if src.node is None and not stem.isdigit() and not _ATTEMPT.match(stem):
+            if _NODE_NAME.match(stem):
+                src.node = stem
+            else:
+                m = _NODE_TOKEN.search(stem)
+                if m:
+                    src.node = m.group(1)
     if src.layout == "plain" and (src.rank is not None or src.node is not None):
         src.layout = "per_rank_file" if src.rank is not None else "per_node_file"
     return src

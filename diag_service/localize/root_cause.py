@@ -54,6 +54,7 @@ _KIND_SUSPICION = {
     EventKind.ERROR_LINE: 0.3,
     EventKind.CPP_FRAMES: 0.15,
     EventKind.STACK_DUMP: 0.1,
+    EventKind.WARNING: 0.1,
     EventKind.PROGRESS: 0.0,
 }
 
@@ -233,7 +234,8 @@ def localize(
     kinds_present = {g.kind for g in groups}
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
-    hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen)
+    world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
+    hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen | world)
     elastic_root = next(
         (g.first for g in groups if g.kind is EventKind.ELASTIC_SUMMARY and g.first and g.first.fields.get("root") == "1"),
         None,
@@ -350,8 +352,13 @@ def localize(
         if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
-    if category is Category.UNKNOWN and primary is None and not roots:
-        pass
+    if primary is not None and confident:
+        # Root-signature events of another category and lower priority are part of the cascade.
+        for e in events:
+            if e.role is EventRole.ROOT and not any(
+                hits_by_id[s].category == category for s in e.signature_ids if s in hits_by_id and hits_by_id[s].role is EventRole.ROOT
+            ):
+                e.role = EventRole.SYMPTOM
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     return Localization(
         failure_mode=mode, category=category, responsible=responsible, confidence=round(confidence, 3),

@@ -91,7 +91,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     t0 = time.perf_counter()
     hits, per_group = match_signatures(groups, sigs)
     timings["signatures"] = time.perf_counter() - t0
-    ranks_seen = {r for g in groups for r in g.ranks}
+    ranks_seen = {r for g in groups for r in g.ranks} | progress.ranks
     nodes_seen = {n for g in groups for n in g.nodes}
     t0 = time.perf_counter()
     loc = localize(groups, hits, per_group, progress, sigs, ranks_seen, nodes_seen)

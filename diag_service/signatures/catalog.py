@@ -259,6 +259,8 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
             for c in sigs.signatures:
                 if c.spec.kinds and ev.kind not in c.spec.kinds:
                     continue
+                if ev.kind is EventKind.WARNING and c.spec.role is EventRole.ROOT and EventKind.WARNING not in c.spec.kinds:
+                    continue  # a Python warning names a risk, not the failure
                 m = c.search(ev.key)
                 if m is None:
                     continue

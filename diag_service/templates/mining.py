@@ -27,7 +27,7 @@ MASKS: list[tuple[str, str]] = [
     (r"(?<=PCI:)[0-9a-fA-F:.]+", "PCI"),
     (r"\b0x[0-9a-fA-F]+\b", "HEX"),
     (r"\[?(?:\d{1,3}\.){3}\d{1,3}\]?(?:[:<]\d{1,5}>?)?", "IP"),
-    (r"\[?(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\]?(?:[:<]\d{1,5}>?)?", "IP"),
+    (r"\[?(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}\]?(?:[:<]\d{1,5}>?)?", "IP"),
     (r"(?<=SeqNum=)\d+", "SEQ"),
     (r"\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes|B)\b", "SIZE"),
     (r"\b\d+(?:\.\d+)?\s?(?:ms|us|ns|s|sec|secs|seconds|milliseconds|min|minutes)\b", "DURATION"),

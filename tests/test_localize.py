@@ -1,0 +1,98 @@
+"""Root cause versus cascade on multi-rank bundles written in the formats PyTorch and NCCL print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.domain import Category, EventRole, FailureMode
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+
+def _watchdog(rank: int, seq: int, op: str = "ALLREDUCE", numel: int = 7020002, t: str = "13:23:24") -> str:
+    return (
+        f"[rank{rank}]:[E726 {t}.941166255 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, "
+        "Timeout(ms)=600000) ran for 600066 milliseconds before timing out.\n"
+    )
+
+
+def test_hang_culprit_is_the_rank_not_waiting(tmp_path: Path) -> None:
+    lines = []
+    for r in range(16):
+        lines.append(f"[rank{r}]:[I726 13:00:0{r % 10}.000000000 ProcessGroupNCCL.cpp:900] [Rank {r}] ProcessGroupNCCL initialized\n")
+    for r in range(16):
+        if r != 11:
+            lines.append(_watchdog(r, 80078))
+    (tmp_path / "job.log").write_text("".join(lines))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG
+    assert d.category is Category.UNKNOWN
+    assert d.first_failing_rank == 11
+    assert "11" in d.root_cause.summary
+
+
+def test_collective_mismatch_names_the_minority_rank(tmp_path: Path) -> None:
+    text = "".join(_watchdog(r, 5001, "BROADCAST" if r == 6 else "ALLREDUCE", 5056 if r == 6 else 2106881) for r in range(8))
+    (tmp_path / "job.log").write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG
+    assert d.first_failing_rank == 6
+    assert "mismatch" in d.root_cause.summary.lower()
+
+
+def test_xid79_outranks_the_cuda_and_nccl_errors_it_causes(tmp_path: Path) -> None:
+    node3 = tmp_path / "gpu-node-003"
+    node3.mkdir()
+    (node3 / "dmesg.log").write_text(
+        "Jul 26 13:20:01 gpu-node-003 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=0, GPU has fallen off the bus.\n"
+    )
+    (node3 / "rank-26.log").write_text(
+        "2024-07-26 13:20:02,120 ERROR rank 26 crashed\nTraceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n    loss.backward()\n'
+        "RuntimeError: CUDA error: unspecified launch failure\n"
+    )
+    for r in (0, 9, 17):
+        (tmp_path / f"rank-{r}.log").write_text(_watchdog(r, 1202, t="13:30:02"))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.GPU_HARDWARE
+    assert d.signature_hits[0].signature_id == "xid" and d.signature_hits[0].details["code"] == "79"
+    assert d.faulty_nodes == ["gpu-node-003"]
+    assert d.responsible.value == "platform"
+    watchdog = [e for e in d.events if "Watchdog caught" in e.template]
+    assert watchdog and watchdog[0].role is EventRole.SYMPTOM and watchdog[0].n_ranks == 3
+
+
+def test_first_failing_rank_is_the_earliest_of_several(tmp_path: Path) -> None:
+    for r, t in ((5, "13:20:07"), (2, "13:20:01"), (7, "13:20:09")):
+        (tmp_path / f"rank{r}.log").write_text(
+            f"2024-07-26 {t},000 INFO step 400\n"
+            "Traceback (most recent call last):\n  File \"train.py\", line 10, in step\n    out = model(x)\n"
+            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {r}.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n"
+        )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.GPU_OOM
+    assert d.first_failing_rank == 2
+    oom = next(e for e in d.events if e.role is EventRole.ROOT)
+    assert oom.count == 3 and oom.n_ranks == 3
+
+
+def test_nothing_known_is_unknown_with_ranked_events(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(
+        "2024-07-26 13:20:01 INFO starting\n2024-07-26 13:20:05 ERROR frobnicator reported state 7 (expected 3)\n"
+        "2024-07-26 13:20:06 INFO shutting down\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.UNKNOWN
+    assert d.confidence < 0.3
+    assert d.first_failing_rank is None and d.faulty_nodes == []
+    assert "frobnicator" in d.root_cause.summary
+    assert d.events and "frobnicator" in d.events[0].first.text
+
+
+def test_warnings_never_become_the_root_cause(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(
+        "/usr/lib/python3/site-packages/torch/_subclasses/functional_tensor.py:368: UserWarning: Failed to "
+        "initialize NumPy: No module named 'numpy'\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.GPU_OOM

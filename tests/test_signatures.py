@@ -1,0 +1,99 @@
+"""The signature catalog is data: validated at load, complete for the failure kinds we promise."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diag_service.domain import Category, EventRole
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.signatures import SignatureError, default_signature_dir, load_signatures
+
+REQUIRED = {
+    "cuda_oom", "nccl_watchdog_timeout", "nccl_ib_completion_error", "nccl_system_error", "nccl_internal_error",
+    "nccl_remote_error", "nccl_unhandled_cuda_error", "xid", "uncorrectable_ecc", "illegal_memory_access",
+    "unspecified_launch_failure", "device_side_assert", "nan_loss", "process_sigkill", "host_oom_killer",
+    "sigbus_shm", "segfault", "import_error", "shape_mismatch", "checkpoint_corrupt", "checkpoint_io_error",
+    "no_space_left", "permission_denied", "rendezvous_timeout", "address_in_use", "child_failed",
+    "connection_reset", "dataloader_worker_killed", "c10d_store_timeout", "version_mismatch",
+}
+XID_CODES = {13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120}
+
+
+def test_catalog_loads_and_covers_required_kinds() -> None:
+    sigs = load_signatures()
+    ids = {c.spec.id for c in sigs.signatures}
+    assert ids >= REQUIRED, REQUIRED - ids
+    assert {int(k) for k in sigs.tables["xid"]} >= XID_CODES
+    for c in sigs.signatures:
+        assert c.spec.source and c.spec.source.startswith("https://"), c.spec.id
+
+
+@pytest.mark.parametrize(
+    ("code", "category", "role"),
+    [(79, Category.GPU_HARDWARE, EventRole.ROOT), (48, Category.GPU_HARDWARE, EventRole.ROOT),
+     (13, Category.USER_CODE, EventRole.ROOT), (45, Category.GPU_HARDWARE, EventRole.SYMPTOM),
+     (74, Category.GPU_HARDWARE, EventRole.ROOT), (119, Category.GPU_HARDWARE, EventRole.ROOT)],
+)
+def test_xid_code_table(tmp_path: Path, code: int, category: Category, role: EventRole) -> None:
+    log = tmp_path / "gpu-node-007.dmesg.log"
+    log.write_text(f"[Tue Jul 26 13:20:01 2024] NVRM: Xid (PCI:0000:3b:00): {code}, pid=4242, name=python, Ch 0000000c\n")
+    d = diagnose(DiagnoseRequest(path=str(log)))
+    hit = next(h for h in d.signature_hits if h.signature_id == "xid")
+    assert hit.details["code"] == str(code)
+    assert hit.category is category and hit.role is role
+    if role is EventRole.ROOT:
+        assert d.category is category
+        if category is Category.GPU_HARDWARE:
+            assert d.faulty_nodes == ["gpu-node-007"]
+
+
+def _copy_catalog(tmp_path: Path) -> Path:
+    dst = tmp_path / "signatures"
+    shutil.copytree(default_signature_dir(), dst)
+    return dst
+
+
+def test_new_failure_kind_is_a_data_change(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   "    fs.open(path)\nLustreQuotaError: OST0003 is full for project 42\n")
+    assert diagnose(DiagnoseRequest(path=str(log))).category is Category.UNKNOWN
+    d = _copy_catalog(tmp_path)
+    (d / "site.yaml").write_text(
+        "version: 1\nsignatures:\n  - id: lustre_quota\n    name: Lustre project quota\n"
+        "    patterns: ['LustreQuotaError']\n    category: storage\n    priority: 70\n    confidence: 0.9\n"
+        "    explanation: The project's Lustre quota is exhausted.\n    source: https://doc.lustre.org/\n"
+        "    examples: ['LustreQuotaError: OST0003 is full']\n"
+    )
+    res = diagnose(DiagnoseRequest(path=str(log), signatures_dir=str(d)))
+    assert res.category is Category.STORAGE
+    assert res.signature_hits[0].signature_id == "lustre_quota"
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        ("patterns: ['(unclosed']", "does not compile"),
+        ("patterns: ['nothing-like-it']", "example does not match"),
+        ("patterns: ['LustreQuotaError']\n    colour: blue", "colour"),
+    ],
+)
+def test_malformed_signature_is_refused_with_a_clear_error(tmp_path: Path, snippet: str, message: str) -> None:
+    d = _copy_catalog(tmp_path)
+    (d / "bad.yaml").write_text(
+        "version: 1\nsignatures:\n  - id: bad_one\n    name: Bad\n    " + snippet + "\n    category: storage\n"
+        "    priority: 10\n    confidence: 0.5\n    explanation: x\n    examples: ['LustreQuotaError: full']\n"
+    )
+    with pytest.raises(SignatureError) as exc:
+        load_signatures(d)
+    assert "bad.yaml" in str(exc.value) and message in str(exc.value)
+
+
+def test_duplicate_id_is_refused(tmp_path: Path) -> None:
+    d = _copy_catalog(tmp_path)
+    (d / "dup.yaml").write_text((d / "gpu.yaml").read_text())
+    with pytest.raises(SignatureError, match="already defined"):
+        load_signatures(d)
