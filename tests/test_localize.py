@@ -19,7 +19,7 @@ def _watchdog(rank: int, seq: int, op: str = "ALLREDUCE", numel: int = 7020002, 
 def test_hang_culprit_is_the_rank_not_waiting(tmp_path: Path) -> None:
     lines = []
     for r in range(16):
-        lines.append(f"[rank{r}]:[I726 13:00:0{r % 10}.000000000 ProcessGroupNCCL.cpp:900] [Rank {r}] ProcessGroupNCCL initialized\n")
+        lines.append(f"[rank{r}]:[I726 13:00:0{r % 10}.000000000 ProcessGroupNCCL.cpp:900] [Rank {r}] ProcessGroupNCCL init\n")
     for r in range(16):
         if r != 11:
             lines.append(_watchdog(r, 80078))

@@ -355,9 +355,8 @@ def localize(
     if primary is not None and confident:
         # Root-signature events of another category and lower priority are part of the cascade.
         for e in events:
-            if e.role is EventRole.ROOT and not any(
-                hits_by_id[s].category == category for s in e.signature_ids if s in hits_by_id and hits_by_id[s].role is EventRole.ROOT
-            ):
+            same = [hits_by_id[s] for s in e.signature_ids if s in hits_by_id]
+            if e.role is EventRole.ROOT and not any(h.category == category and h.role is EventRole.ROOT for h in same):
                 e.role = EventRole.SYMPTOM
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     return Localization(
