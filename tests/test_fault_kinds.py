@@ -27,9 +27,12 @@ CASES = {
         "workers are out of shared memory. Please try to raise your shared memory limit.\n",
         "fail_stop", "infrastructure",
     ),
-    "segfault": ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n", "fail_stop", "framework"),
+    "segfault": (
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n", "fail_stop", "framework"
+    ),
     "nan_loss": (
-        "Traceback (most recent call last):\n  File \"train.py\", line 212, in <module>\n    raise ValueError(f'Loss is nan at step {step}')\n"
+        "Traceback (most recent call last):\n  File \"train.py\", line 212, in <module>\n"
+        "    raise ValueError(f'Loss is nan at step {step}')\n"
         "ValueError: Loss is nan at step 1200, stopping training\n",
         "fail_stop", "data",
     ),
@@ -50,7 +53,8 @@ CASES = {
         "fail_stop", "storage",
     ),
     "read_only_checkpoint": (
-        "PermissionError: [Errno 13] Permission denied: '/ckpt/step_100'\nOSError: [Errno 30] Read-only file system: '/ckpt/step_100'\n",
+        "PermissionError: [Errno 13] Permission denied: '/ckpt/step_100'\n"
+        "OSError: [Errno 30] Read-only file system: '/ckpt/step_100'\n",
         "fail_stop", "storage",
     ),
     "rendezvous_port": (
