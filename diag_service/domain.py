@@ -11,7 +11,6 @@ The JSON Schema of :class:`Diagnosis` is exported to ``docs/schema/diagnosis.sch
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -162,6 +161,60 @@ class SimilarIncident(BaseModel):
     action: str
 
 
+class RecoveryLevel(StrEnum):
+    """Hierarchical recovery levels, cheapest first (as in production stability systems).
+
+    L0 observe and continue; L1 restart the failed ranks in place (in-job restart); L2 restart the
+    job from the last good checkpoint on the same nodes; L3 cordon/drain the faulty node(s), replace
+    them and restart from checkpoint; L4 stop and hand to the job owner with a fix hint.
+    """
+
+    L0 = "L0"
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+    L4 = "L4"
+
+
+class LostTime(BaseModel):
+    """Estimated loss of one recovery option, in seconds of wall time and GPU-seconds."""
+
+    restart_s: float = 0.0
+    checkpoint_reload_s: float = 0.0
+    lost_progress_s: float = 0.0
+    node_replacement_s: float = 0.0
+    total_s: float = 0.0
+    gpu_seconds: float | None = Field(default=None, description="total_s x GPUs, when the GPU count is known.")
+    unbounded: bool = Field(default=False, description="True for L4: the job waits for its owner.")
+
+
+class RecoveryOption(BaseModel):
+    level: RecoveryLevel
+    action: str
+    lost: LostTime
+
+
+class RecoveryPlan(BaseModel):
+    """The recommended recovery for one diagnosis. Nothing here has been executed unless ``executed``."""
+
+    level: RecoveryLevel
+    action: str = Field(description="What to do, in words.")
+    rule_id: str = Field(description="Policy rule that decided (knowledge_base/recovery_policy.yaml).")
+    reason: str
+    timing: str = Field(default="now", description="'now' or 'next_checkpoint'.")
+    backoff_s: float = 0.0
+    target_nodes: list[str] = Field(default_factory=list)
+    target_ranks: list[int] = Field(default_factory=list)
+    fix_hint: str | None = None
+    platform: str
+    commands: list[str] = Field(default_factory=list, description="Dry-run commands; never run unless configured.")
+    options: list[RecoveryOption] = Field(default_factory=list, description="Every level's estimated cost.")
+    escalated_from: RecoveryLevel | None = None
+    history_note: str | None = None
+    idempotency_key: str
+    executed: bool = False
+
+
 class InputReport(BaseModel):
     """What ingest saw: sizes, layouts, and every problem with the input (never fatal)."""
 
@@ -196,7 +249,7 @@ class Diagnosis(BaseModel):
     signature_hits: list[SignatureHit] = Field(default_factory=list)
     events: list[EventTemplate] = Field(default_factory=list)
     similar_incidents: list[SimilarIncident] = Field(default_factory=list)
-    recovery: dict[str, Any] | None = None
+    recovery: RecoveryPlan | None = None
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -13,6 +13,7 @@ from rich.console import Console
 from diag_service.domain import Diagnosis
 from diag_service.ingest import BundleError
 from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.recovery import DryRunExecutor, ExecutionRefused, History, PolicyError, ShellExecutor, load_policy, recommend
 from diag_service.signatures import SignatureError, load_signatures
 
 app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True)
@@ -33,15 +34,26 @@ def diagnose_cmd(
     job_id: Annotated[str | None, typer.Option(help="Job id to put in the result.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON result to this file.")] = None,
     events: Annotated[int, typer.Option(help="Event templates to show in the report.")] = 10,
+    history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite) for escalation and lemon nodes.")] = None,
+    platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm: dry-run commands for the plan.")] = "kubernetes",
+    no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
     try:
-        d = diagnose(DiagnoseRequest(path=str(path), job_id=job_id))
+        d = diagnose(
+            DiagnoseRequest(
+                path=str(path), job_id=job_id, recovery=not no_recovery,
+                history_path=str(history) if history else None, platform=platform,
+            )
+        )
     except BundleError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     except SignatureError as exc:
         err.print(f"[red]signature catalog error:[/red] {exc}")
+        raise typer.Exit(3) from exc
+    except (PolicyError, ValueError) as exc:
+        err.print(f"[red]recovery policy error:[/red] {exc}")
         raise typer.Exit(3) from exc
     payload = d.model_dump_json(indent=2)
     if out is not None:
@@ -81,3 +93,47 @@ def signatures_cmd(
         s = c.spec
         sys.stdout.write(f"{s.id:32} {s.category.value:15} {s.role.value:8} p{s.priority:<3} {s.name}\n")
     sys.stdout.write(f"{len(sigs)} signatures, catalog version {sigs.version}\n")
+
+
+@app.command("recover")
+def recover_cmd(
+    diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json`.")],
+    history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite); records this recommendation.")] = None,
+    platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm")] = "kubernetes",
+    policy: Annotated[Path | None, typer.Option(help="Policy file (default: knowledge_base/recovery_policy.yaml).")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs of the job, for GPU-second estimates.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    execute: Annotated[bool, typer.Option("--execute", help="Run the plan (needs DIAG_EXECUTOR=shell).")] = False,
+) -> None:
+    """Recommend the cheapest recovery likely to work for a diagnosis (dry-run by default)."""
+    try:
+        d = Diagnosis.model_validate_json(diagnosis.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        err.print(f"[red]error:[/red] cannot read diagnosis {diagnosis}: {exc}")
+        raise typer.Exit(2) from exc
+    try:
+        pol = load_policy(policy)
+        hist = History(history) if history else None
+        plan = recommend(d, pol, hist, platform=platform, gpus=gpus)
+    except (PolicyError, ValueError) as exc:
+        err.print(f"[red]recovery policy error:[/red] {exc}")
+        raise typer.Exit(3) from exc
+    ran: list[str] = []
+    if execute:
+        try:
+            ran = ShellExecutor().run(plan)
+        except ExecutionRefused as exc:
+            err.print(f"[red]refused:[/red] {exc}")
+            raise typer.Exit(4) from exc
+        if hist is not None:
+            hist.record_outcome(plan.idempotency_key, "executed", "; ".join(ran))
+    else:
+        ran = DryRunExecutor().run(plan)
+    if json_out:
+        sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
+        return
+    from diag_service.cli.report import render_recovery
+
+    render_recovery(plan, Console())
+    for line in ran:
+        sys.stdout.write(line + "\n")

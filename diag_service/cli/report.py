@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from diag_service.domain import Category, Diagnosis, EventRole
+from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan
 
 _STYLE = {
     "fail_stop": "bold red",
@@ -65,6 +65,8 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
                 (ev.first_timestamp or "")[:19], escape(ev.template[:200]),
             )
         console.print(t)
+    if d.recovery is not None:
+        render_recovery(d.recovery, console)
     if d.similar_incidents:
         for s in d.similar_incidents:
             console.print(f"similar: {escape(s.incident_id)} ({s.score:.2f}) {escape(s.title)}")
@@ -77,3 +79,24 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         f"[dim]{d.input.files} file(s), {d.input.lines} lines, {d.input.bytes_read} bytes; "
         f"layouts {', '.join(d.input.layouts) or '-'}; {timing}[/dim]"
     )
+
+
+def render_recovery(plan: RecoveryPlan, console: Console) -> None:
+    """Print a recovery plan: level, action, why, dry-run commands and each option's cost."""
+    when = " at the next checkpoint" if plan.timing == "next_checkpoint" else ""
+    backoff = f" after a {plan.backoff_s:.0f} s back-off" if plan.backoff_s else ""
+    lines = [
+        Text.assemble(("recovery ", "bold"), (plan.level.value, "bold green"), f"{when}{backoff}: {plan.action}"),
+        Text(f"why: {plan.reason}", style="dim"),
+    ]
+    if plan.fix_hint:
+        lines.append(Text(f"fix hint: {plan.fix_hint}"))
+    if plan.history_note:
+        lines.append(Text(f"history: {plan.history_note}", style="dim"))
+    for c in plan.commands:
+        lines.append(Text(f"  $ {c}", style="cyan"))
+    costs = "  ".join(
+        f"{o.level.value} {'owner-bound' if o.lost.unbounded else f'{o.lost.total_s / 60:.0f} min'}" for o in plan.options
+    )
+    lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
+    console.print(Panel(Group(*lines), title=f"recovery ({plan.platform}, dry-run)", expand=True))

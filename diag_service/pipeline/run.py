@@ -20,6 +20,7 @@ from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
 from diag_service.localize import localize
+from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
 from diag_service.templates import mine_templates
@@ -36,6 +37,10 @@ class DiagnoseRequest(BaseModel):
     job_id: str | None = None
     signatures_dir: str | None = None
     limits: IngestLimits | None = None
+    recovery: bool = True
+    policy_path: str | None = None
+    history_path: str | None = None
+    platform: str = "kubernetes"
 
 
 class _Timed:
@@ -98,8 +103,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     timings["localize"] = time.perf_counter() - t0
     report.ranks_seen = len(ranks_seen)
     report.nodes_seen = sorted(nodes_seen)[:256]
-    timings["total"] = time.perf_counter() - t_start
-    return Diagnosis(
+    d = Diagnosis(
         job_id=req.job_id or Path(req.path.rstrip("/")).name,
         failure_mode=loc.failure_mode,
         category=loc.category,
@@ -112,6 +116,24 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         events=loc.events,
         findings=loc.findings,
         input=report,
-        timings_ms={k: round(v * 1000, 2) for k, v in timings.items()},
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
+    if req.recovery:
+        t0 = time.perf_counter()
+        pol = _policy(req.policy_path)
+        history = History(req.history_path) if req.history_path else None
+        try:
+            d.recovery = recommend(d, pol, history, platform=req.platform, gpus=len(ranks_seen) or None)
+        finally:
+            if history is not None:
+                history.close()
+        d.versions["recovery_policy"] = pol.version_hash
+        timings["recovery"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
+    return d
+
+
+@lru_cache(maxsize=4)
+def _policy(path: str | None) -> Policy:
+    return load_policy(path)

@@ -1,0 +1,146 @@
+"""Recovery policy file: schema, validation with line numbers, and rule matching."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from diag_service.domain import Category, FailureMode, RecoveryLevel
+
+
+class PolicyError(Exception):
+    """The recovery policy file is malformed; the message names the file and line."""
+
+
+class Costs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rank_restart_s: float = Field(120, ge=0)
+    job_restart_s: float = Field(600, ge=0)
+    checkpoint_reload_s: float = Field(180, ge=0)
+    checkpoint_interval_s: float = Field(3600, gt=0)
+    node_replacement_s: float = Field(1800, ge=0)
+
+
+class HistorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    window_days: float = Field(7, gt=0)
+    lemon_node_faults: int = Field(3, ge=1)
+    backoff_base_s: float = Field(60, ge=0)
+    backoff_max_s: float = Field(1800, ge=0)
+
+
+class When(BaseModel):
+    """Conditions of a rule; all must hold; lists mean any-of; absent means don't care."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_mode: list[FailureMode] | None = None
+    category: list[Category] | None = None
+    signature_ids: list[str] | None = None
+    xid_codes: list[int] | None = None
+    min_confidence: float | None = Field(default=None, ge=0, le=1)
+    max_confidence: float | None = Field(default=None, ge=0, le=1)
+    has_faulty_nodes: bool | None = None
+    summary_matches: str | None = None
+    job_restarts_at_least: int | None = Field(default=None, ge=0)
+    same_cause_restarts_at_least: int | None = Field(default=None, ge=0)
+    node_faults_at_least: int | None = Field(default=None, ge=1)
+
+    @field_validator("summary_matches")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"regex does not compile: {exc}") from exc
+        return v
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    when: When
+    level: RecoveryLevel
+    action: str
+    timing: str = Field("now", pattern=r"^(now|next_checkpoint)$")
+    backoff: bool = False
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    costs: Costs = Field(default_factory=Costs)
+    history: HistorySettings = Field(default_factory=HistorySettings)
+    rules: list[Rule] = Field(min_length=1)
+    platforms: dict[str, dict[RecoveryLevel, list[str]]] = Field(default_factory=dict)
+    source: str = ""
+    version_hash: str = ""
+
+    @field_validator("rules")
+    @classmethod
+    def _unique(cls, rules: list[Rule]) -> list[Rule]:
+        seen: set[str] = set()
+        for r in rules:
+            if r.id in seen:
+                raise ValueError(f"rule id {r.id!r} used twice")
+            seen.add(r.id)
+        return rules
+
+
+def default_policy_path() -> Path:
+    return Path(__file__).resolve().parents[2] / "knowledge_base" / "recovery_policy.yaml"
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the YAML node at pydantic error location ``loc`` (deepest node found)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            nxt = node.value[key]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Load and validate the recovery policy. Raises :class:`PolicyError` with file and line."""
+    p = Path(path) if path is not None else default_policy_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{p}: cannot read ({exc.strerror or exc})") from exc
+    try:
+        node = yaml.compose(text)
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "?"
+        raise PolicyError(f"{p}:{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    if not isinstance(doc, dict):
+        raise PolicyError(f"{p}:1: the policy must be a mapping with 'rules'")
+    try:
+        pol = Policy.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        line = _line_of(node, tuple(first["loc"]))
+        loc = ".".join(str(x) for x in first["loc"])
+        raise PolicyError(f"{p}:{line}: {loc}: {first['msg']}") from exc
+    pol.source = str(p)
+    pol.version_hash = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return pol

@@ -1,0 +1,238 @@
+"""Choose the recovery for a diagnosis by the policy's first matching rule, with history.
+
+Lost-time estimates (seconds; GPU-seconds when the GPU count is known) follow the ETPR terms:
+restart and checkpoint reload are unproductive allocated time, progress since the last checkpoint
+is recomputed work (half a checkpoint interval on average when unknown), node replacement adds the
+time to bring a spare node. L4 waits for the job owner and is reported as unbounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Protocol
+
+from diag_service.domain import (
+    Diagnosis,
+    EventRole,
+    LostTime,
+    RecoveryLevel,
+    RecoveryOption,
+    RecoveryPlan,
+    SignatureHit,
+)
+from diag_service.recovery.history import History
+from diag_service.recovery.policy import Policy, Rule, load_policy
+
+_LEVEL_ORDER = [RecoveryLevel.L0, RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLevel.L3, RecoveryLevel.L4]
+
+
+def primary_hit(d: Diagnosis) -> SignatureHit | None:
+    """The root signature that decided the diagnosis' category (hits are sorted by priority)."""
+    return next((h for h in d.signature_hits if h.role is EventRole.ROOT and h.category == d.category), None)
+
+
+def idempotency_key(d: Diagnosis) -> str:
+    """Same job and same failure evidence give the same key, so one diagnosis yields one action."""
+    ev = d.root_cause.evidence[0] if d.root_cause.evidence else None
+    hit = primary_hit(d)
+    basis = [
+        d.job_id, d.failure_mode.value, d.category.value, d.first_failing_rank, sorted(d.faulty_nodes),
+        hit.signature_id if hit else None, hit.first_timestamp if hit else None,
+        (ev.file, ev.line, ev.text) if ev else None,
+    ]
+    return hashlib.sha256(json.dumps(basis, default=str).encode()).hexdigest()[:24]
+
+
+@dataclass
+class _Facts:
+    job_restarts: int = 0
+    same_cause_restarts: int = 0
+    node_faults: int = 0
+
+
+def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) -> bool:
+    w = rule.when
+    if w.failure_mode is not None and d.failure_mode not in w.failure_mode:
+        return False
+    if w.category is not None and d.category not in w.category:
+        return False
+    if w.signature_ids is not None and not (hit is not None and hit.signature_id in w.signature_ids):
+        return False
+    if w.xid_codes is not None:
+        code = hit.details.get("code") if hit is not None and hit.signature_id == "xid" else None
+        if code is None or not code.isdigit() or int(code) not in w.xid_codes:
+            return False
+    if w.min_confidence is not None and d.confidence < w.min_confidence:
+        return False
+    if w.max_confidence is not None and d.confidence > w.max_confidence:
+        return False
+    if w.has_faulty_nodes is not None and bool(d.faulty_nodes) != w.has_faulty_nodes:
+        return False
+    if w.summary_matches is not None:
+        text = d.root_cause.summary + " " + " ".join(d.findings)
+        if not re.search(w.summary_matches, text):
+            return False
+    if w.job_restarts_at_least is not None and facts.job_restarts < w.job_restarts_at_least:
+        return False
+    if w.same_cause_restarts_at_least is not None and facts.same_cause_restarts < w.same_cause_restarts_at_least:
+        return False
+    return not (w.node_faults_at_least is not None and facts.node_faults < w.node_faults_at_least)
+
+
+def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None) -> LostTime:
+    c = pol.costs
+    lost = LostTime()
+    if level is not RecoveryLevel.L0:
+        lost.restart_s = c.rank_restart_s if level is RecoveryLevel.L1 else c.job_restart_s
+        lost.checkpoint_reload_s = c.checkpoint_reload_s
+        lost.lost_progress_s = c.checkpoint_interval_s / 2
+    if level is RecoveryLevel.L3:
+        lost.node_replacement_s = c.node_replacement_s
+    lost.unbounded = level is RecoveryLevel.L4
+    lost.total_s = lost.restart_s + lost.checkpoint_reload_s + lost.lost_progress_s + lost.node_replacement_s
+    if gpus:
+        lost.gpu_seconds = lost.total_s * gpus
+    return lost
+
+
+_OPTION_TEXT = {
+    RecoveryLevel.L0: "observe and continue",
+    RecoveryLevel.L1: "restart the failed ranks in place",
+    RecoveryLevel.L2: "restart the job from the last checkpoint on the same nodes",
+    RecoveryLevel.L3: "cordon the faulty node(s), replace them, restart from checkpoint",
+    RecoveryLevel.L4: "stop and hand to the job owner",
+}
+
+
+def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str, namespace: str) -> list[str]:
+    templates = pol.platforms.get(platform, {}).get(level, [])
+    job = d.job_id or "JOB"
+    nodes = d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else [])
+    out: list[str] = []
+    for t in templates:
+        values = {
+            "job_id": shlex.quote(job), "namespace": shlex.quote(namespace), "category": d.category.value,
+            "reason": reason.replace('"', "'")[:120], "pods": "POD_OF_FAILED_RANK",
+        }
+        if "{node}" in t:
+            for n in nodes:
+                out.append(t.format(node=shlex.quote(n), **values))
+        else:
+            out.append(t.format(node="", **values))
+    return out
+
+
+def recommend(
+    d: Diagnosis,
+    policy: Policy | None = None,
+    history: History | None = None,
+    platform: str = "kubernetes",
+    gpus: int | None = None,
+    namespace: str = "default",
+    now: float | None = None,
+) -> RecoveryPlan:
+    """The cheapest recovery that is likely to work, by the first matching policy rule.
+
+    With a ``history``, the same diagnosis twice returns the first plan unchanged (idempotent) and
+    is recorded once; restarts and node faults feed the escalation conditions. ``gpus`` turns the
+    lost-time estimate into GPU-seconds. Raises ``ValueError`` for a platform the policy lacks.
+    """
+    pol = policy or load_policy()
+    if pol.platforms and platform not in pol.platforms:
+        raise ValueError(f"unknown platform {platform!r}; the policy knows {sorted(pol.platforms)}")
+    key = idempotency_key(d)
+    if history is not None:
+        prior = history.plan_for(key)
+        if prior is not None:
+            return prior
+    hit = primary_hit(d)
+    facts = _Facts()
+    note = None
+    if history is not None:
+        window = pol.history.window_days * 86400
+        facts.job_restarts = history.job_restarts(d.job_id or "")
+        facts.same_cause_restarts = history.job_restarts(d.job_id or "", d.category)
+        # this diagnosis' own fault counts too: "repeats" means earlier faults plus this one
+        facts.node_faults = max((history.node_faults(n, window, now) + 1 for n in d.faulty_nodes), default=0)
+        note = (
+            f"{facts.job_restarts} earlier restart(s) of this job ({facts.same_cause_restarts} for {d.category.value}); "
+            f"faulty node(s) have {facts.node_faults} fault(s) in {pol.history.window_days:g} days including this one"
+        )
+    else:
+        facts.node_faults = 1 if d.faulty_nodes else 0
+    rule = next((r for r in pol.rules if _matches(r, d, hit, facts)), None)
+    if rule is None:  # a policy without a catch-all: the safe answer is to hand over
+        level, rule_id, action, timing, backoff = RecoveryLevel.L4, "no_rule_matched", "No rule matched; hand over.", "now", False
+    else:
+        level, rule_id, action, timing, backoff = rule.level, rule.id, rule.action, rule.timing, rule.backoff
+    backoff_s = 0.0
+    if backoff:
+        backoff_s = min(pol.history.backoff_max_s, pol.history.backoff_base_s * (2 ** facts.job_restarts))
+    hint = None
+    if level is RecoveryLevel.L4 and hit is not None:
+        hint = hit.explanation
+    reason = f"{d.failure_mode.value}/{d.category.value}" + (f" ({hit.name})" if hit else "") + f" -> rule {rule_id}"
+    plan = RecoveryPlan(
+        level=level, action=action, rule_id=rule_id, reason=reason, timing=timing, backoff_s=backoff_s,
+        target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
+        target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
+        fix_hint=hint, platform=platform, commands=_commands(pol, platform, level, d, reason, namespace),
+        options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus)) for lv in _LEVEL_ORDER],
+        history_note=note, idempotency_key=key,
+    )
+    if history is not None:
+        history.record_recommendation(d, plan, hit.signature_id if hit else None, now)
+    return plan
+
+
+# --- execution (off by default) -------------------------------------------------------------------
+
+
+class ExecutionRefused(Exception):
+    """Execution was asked for without an explicitly configured executor, or a command is not allowed."""
+
+
+class Executor(Protocol):
+    def run(self, plan: RecoveryPlan) -> list[str]: ...
+
+
+class DryRunExecutor:
+    """The default: returns the commands it would run and runs nothing."""
+
+    def run(self, plan: RecoveryPlan) -> list[str]:
+        return [f"DRY-RUN: {c}" for c in plan.commands]
+
+
+class ShellExecutor:
+    """Runs a plan's commands, only when ``DIAG_EXECUTOR=shell`` is set, only allow-listed binaries.
+
+    Raises :class:`ExecutionRefused` otherwise. Each command has a timeout (seconds).
+    """
+
+    ALLOWED = ("kubectl", "scontrol", "vcctl")
+
+    def __init__(self, timeout_s: float = 120.0) -> None:
+        if os.environ.get("DIAG_EXECUTOR") != "shell":
+            raise ExecutionRefused("execution is off: set DIAG_EXECUTOR=shell to configure the shell executor")
+        self.timeout_s = timeout_s
+
+    def run(self, plan: RecoveryPlan) -> list[str]:
+        out: list[str] = []
+        for cmd in plan.commands:
+            if cmd.lstrip().startswith("#"):
+                continue
+            argv = shlex.split(cmd.split("  #", 1)[0])
+            if not argv or argv[0] not in self.ALLOWED or shutil.which(argv[0]) is None:
+                raise ExecutionRefused(f"refusing to run {argv[:1]}: not an allowed, installed binary")
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+            out.append(f"{cmd} -> exit {res.returncode}")
+            if res.returncode != 0:
+                break
+        return out
