@@ -112,7 +112,10 @@ class History:
                 self.db.execute(
                     "INSERT OR IGNORE INTO restarts(job_id, ts, level, category, signature_id, nodes, idempotency_key) "
                     "VALUES (?,?,?,?,?,?,?)",
-                    (job, now, plan.level.value, d.category.value, signature_id, json.dumps(d.faulty_nodes), plan.idempotency_key),
+                    (
+                        job, now, plan.level.value, d.category.value, signature_id,
+                        json.dumps(d.faulty_nodes), plan.idempotency_key,
+                    ),
                 )
             if d.category in _NODE_FAULT_CATEGORIES:
                 for node in d.faulty_nodes:
