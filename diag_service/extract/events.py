@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
+
 from diag_service.domain import EventKind
 from diag_service.ingest import Block, Source
 from diag_service.logformat import LEADING_TS, Attribution, attribute, parse_timestamp
@@ -35,6 +37,7 @@ from diag_service.logformat import LEADING_TS, Attribution, attribute, parse_tim
 MAX_EVENT_LINES = 80
 MAX_LINE_CHARS = 4000
 MAX_TRACEBACK_SCAN = 400
+PROGRESS_SAMPLES = 64
 
 # Case variants are spelled out: Python's re is much faster on literals than with (?i).
 PREFILTER = re.compile(
@@ -72,9 +75,15 @@ PREFILTER = re.compile(
     ),
     re.MULTILINE,
 )
-PROGRESS_RE = re.compile(
+PROGRESS_PATTERN = (
     r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
+PROGRESS_RE = re.compile(PROGRESS_PATTERN)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 64 << 20
+PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _RE2_OPTIONS)
+PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
+
 EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
 )
@@ -88,6 +97,7 @@ ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\
 ELASTIC_RANK = re.compile(r"(\d+) \(local_rank: (\d+)\)")
 ELASTIC_EXIT = re.compile(r"(-?\d+) \(pid: (\d+)\)\s*(\S*)")
 RANK_PREFIX_ALL = re.compile(r"^(?:\d+: )?\[rank(\d{1,6})\]:", re.MULTILINE)
+RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
@@ -151,8 +161,11 @@ class ProgressLog:
 
 def clean_key(text: str) -> str:
     """Remove a leading timestamp, glog header and log level so that templates group well."""
-    text = text.strip()
+    text = text.strip()[: MAX_LINE_CHARS + 200]
     for _ in range(2):
+        c = text[:1]
+        if not c or not (c.isdigit() or c.isupper() or c == "["):
+            break
         new = LEADING_TS.sub("", text, count=1)
         new = GLOG_HEADER.sub("", new, count=1)
         new = LEVEL_HEADER.sub("", new, count=1)
@@ -243,43 +256,65 @@ class Extractor:
         if src.rank is not None:
             obs.ranks.add(src.rank)
         if "rank" in src.prefixes:
-            obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text)))
+            # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
+            mid = len(text) // 2
+            for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
+                obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text, a, a + RANK_WINDOW)))
         if obs.world_size is None and "nranks" in text:
             m_world = NRANKS_RE.search(text)
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
-        pos = 0
         line_no = block.first_line
         counted_to = 0
-        m = PREFILTER.search(text, 0)
-        while m is not None:
-            ls = text.rfind("\n", 0, m.start()) + 1
-            line_no += text.count("\n", counted_to, ls)
-            counted_to = ls
-            line, nxt = rd.line_at(ls)
-            pos = nxt
-            if ls not in consumed:
-                yield from self._handle(rd, ls, line, line_no, consumed)
-            if pos >= len(text):
-                break
-            m = PREFILTER.search(text, pos)
-
-    def _progress(self, rd: _BlockReader) -> None:
-        text = rd.text
         last_ls = -1
-        for m in PROGRESS_RE.finditer(text):
+        # One linear-time pass finds every candidate; lines are then handled in order.
+        for m in PREFILTER_FAST.finditer(text):
             ls = text.rfind("\n", 0, m.start()) + 1
             if ls == last_ls:
                 continue
             last_ls = ls
+            line_no += text.count("\n", counted_to, ls)
+            counted_to = ls
+            if ls in consumed:
+                continue
             line, _ = rd.line_at(ls)
+            yield from self._handle(rd, ls, line, line_no, consumed)
+
+    def _progress(self, rd: _BlockReader) -> None:
+        """Sample progress lines, at most about 64 per block (evenly spread, the last one kept), so that
+        per-step logging on every rank does not dominate the cost; the series stays long enough to
+        see a throughput collapse before the end."""
+        text = rd.text
+        n = len(text)
+        if n <= 256 << 10:
+            positions = [m.start() for m in PROGRESS_RE.finditer(text)]
+            if len(positions) > PROGRESS_SAMPLES:
+                step = len(positions) / PROGRESS_SAMPLES
+                positions = [positions[int(i * step)] for i in range(PROGRESS_SAMPLES)] + [positions[-1]]
+        else:
+            stride = n // PROGRESS_SAMPLES
+            positions = []
+            for w in range(0, n, stride):
+                # re2 on a slice (its wrapper re-encodes the whole string on every call); the slice
+                # overlaps the next window so a line cut at the boundary is still seen.
+                m = PROGRESS_FAST.search(text[w : w + stride + 512])
+                if m is not None and m.start() < stride:
+                    positions.append(w + m.start())
+        last_ls = -1
+        for pos in positions:
+            ls = text.rfind("\n", 0, pos) + 1
+            if ls == last_ls:
+                continue
+            last_ls = ls
+            line, _ = rd.line_at(ls)
+            mm = PROGRESS_RE.search(line)
             att = rd.attr(line)
             ts = self._ts(att.text)
-            if ts is None:
+            if ts is None or mm is None:
                 continue
             rank, _lr, node = _who(rd.src, att)
-            self.progress.add((rd.src.path, rank, node), ts, int(m.group(1)))
+            self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
     def _handle(self, rd: _BlockReader, ls: int, line: str, line_no: int, consumed: set[int]) -> Iterator[RawEvent]:
         att = rd.attr(line)
