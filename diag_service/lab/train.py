@@ -70,8 +70,8 @@ class TrainConfig:
     onset_step: int = 0
     steps: int = 60
     seed: int = 0
-    batch_size: int = 32
-    hidden: int = 384
+    batch_size: int = 1024
+    hidden: int = 512
     n_buckets: int = 2
     num_workers: int = 0
     collective_timeout_s: float = 30.0
@@ -120,7 +120,7 @@ class SyntheticBatches(Dataset):
                 os.kill(os.getpid(), signal.SIGKILL)  # as the kernel OOM killer would
             elif self.kind == "data_block":
                 _note_fault(self.cfg, self.rank, step, {"pid": os.getpid(), "where": "dataset_read"})
-                _read_blocking_shard(Path(self.cfg.parts_dir) / f"shard-rank-{self.rank}.fifo")
+                _open_shard(Path(self.cfg.parts_dir) / f"shard-rank-{self.rank}.fifo")
         x = torch.randn(self.cfg.batch_size, features, generator=g)
         y = torch.randint(0, N_CLASSES, (self.cfg.batch_size,), generator=g)
         if self.faulty and step == self.cfg.onset_step and self.kind == "nan_loss":
@@ -128,7 +128,7 @@ class SyntheticBatches(Dataset):
         return x, y
 
 
-def _read_blocking_shard(fifo: Path) -> bytes:
+def _open_shard(fifo: Path) -> bytes:
     """Open a data shard that never delivers (a FIFO with no writer): blocks in ``open(2)``."""
     if not fifo.exists():
         os.mkfifo(fifo)
@@ -155,7 +155,7 @@ def _note_fault(cfg: TrainConfig, rank: int, step: int, extra: dict[str, Any] | 
 
 
 class MLP(nn.Module):
-    """Three-layer MLP classifier (about 0.25 M parameters at ``hidden=384``)."""
+    """Three-layer MLP classifier (0.34 M parameters at ``hidden=512``)."""
 
     def __init__(self, hidden: int) -> None:
         super().__init__()
@@ -213,7 +213,7 @@ class MetricsBuffer:
                 for it in items:
                     f.write(json.dumps(it) + "\n")
 
-    def flush_from_training_loop(self) -> None:
+    def flush_now(self) -> None:
         """Deadlock path: hold ``buf_lock`` while the flusher holds ``io_lock``, then take it."""
         with self.buf_lock:
             self._grab_io_now.set()
@@ -261,13 +261,13 @@ def _allreduce_grads(model: nn.Module, world: int, n_buckets: int, delay_s: floa
         offset += n
 
 
-def _stall_before_allreduce(seconds: float) -> None:
-    """The faulty rank stops before the gradient all-reduce (e.g. a stuck host-side call)."""
+def _refresh_lease(seconds: float) -> None:
+    """Wait for a host-side lease renewal (the hang fault makes it never return in time)."""
     time.sleep(seconds)
 
 
-def _mismatched_collective(variant: str, flat_numel: int) -> None:
-    """Issue a collective that does not match what the other ranks issue at this step."""
+def _sync_metrics(variant: str, flat_numel: int) -> None:
+    """Rank-local metrics sync; on the faulty rank it issues a collective the others do not."""
     if variant == "skip":
         return
     if variant == "barrier":
@@ -323,11 +323,17 @@ def main(argv: list[str] | None = None) -> int:
         cfg.faulty_rank == rank or (cfg.faulty_rank is None and cfg.fault.get("scope") == "all")
     )
 
-    print(f"[lab] rank {rank}/{world} node={node} local_rank={local_rank} pid={os.getpid()} "
-          f"attempt={attempt} scenario={cfg.scenario}", flush=True)
+    print(f"[lab] rank {rank}/{world} node={node} local_rank={local_rank} pid={os.getpid()} attempt={attempt}", flush=True)
     dist.init_process_group("gloo", timeout=timedelta(seconds=cfg.collective_timeout_s))
-    info = {"rank": rank, "node": node, "pid": os.getpid(), "local_rank": local_rank,
-            "attempt": attempt, "world_size": world, "time": time.time()}
+    info = {
+        "rank": rank,
+        "node": node,
+        "pid": os.getpid(),
+        "local_rank": local_rank,
+        "attempt": attempt,
+        "world_size": world,
+        "time": time.time(),
+    }
     tmp = parts / f"rank-{rank}.json.tmp"
     tmp.write_text(json.dumps(info))
     tmp.replace(parts / f"rank-{rank}.json")
@@ -344,8 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = nn.CrossEntropyLoss()
     schedule: dict[str, Any] = {"base_lr": 0.05, "warmup_steps": 5, "decay_every": 20, "decay_factor": 0.7}
     if kind == "exception" and cfg.fault.get("error") == "key_error" and fault_here:
-        # This rank's config came from an older template that lacks a key.
-        schedule.pop(str(cfg.fault.get("missing_key", "decay_every")))
+        # This rank's config came from an older template: a longer warm-up, and the decay
+        # section spelled differently, so the first post-warm-up step fails its lookup.
+        schedule["warmup_steps"] = cfg.onset_step
+        schedule.pop(str(cfg.fault.get("missing_key", "decay_every")), None)
         schedule["decay_steps"] = 20
     ckpt_dir = Path(cfg.ckpt_dir)
 
@@ -379,26 +387,23 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         x, y = next(it)
         t1 = time.time()
+        at_onset = fault_here and step == cfg.onset_step
+        if at_onset and kind in ("exception", "nan_loss", "dataloader_worker_killed", "data_block"):
+            _note_fault(cfg, rank, step)
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, schedule)
-        at_onset = fault_here and step == cfg.onset_step
         if at_onset and kind == "exception" and cfg.fault.get("error") == "import_error":
             _note_fault(cfg, rank, step)
             _load_fused_clip()
         if at_onset and kind == "sigkill":
             _note_fault(cfg, rank, step)
-            print(f"[lab] rank {rank} step {step}: memory exhausted", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
-        if at_onset and kind in ("exception", "nan_loss", "dataloader_worker_killed", "data_block"):
-            _note_fault(cfg, rank, step)
 
         opt.zero_grad(set_to_none=True)
         out = model(x)
         loss = loss_fn(out, y)
         if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"Loss is {loss.item()} at step {step} on rank {rank}; stopping to protect the checkpoint"
-            )
+            raise FloatingPointError(f"Loss is {loss.item()} at step {step} on rank {rank}; stopping to protect the checkpoint")
         loss.backward()
         if cfg.jitter_s > 0:
             time.sleep(float(torch.rand(1, generator=jitter)) * cfg.jitter_s)
@@ -412,33 +417,39 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(extra)  # the host waits on a throttled device
         t2 = time.time()
 
-        delay = 0.0
         if at_onset and kind == "hang_sleep":
             _note_fault(cfg, rank, step)
-            _stall_before_allreduce(float(cfg.fault.get("sleep_s", 3600)))
+            _refresh_lease(float(cfg.fault.get("sleep_s", 3600)))
         if at_onset and kind == "lock_deadlock":
             _note_fault(cfg, rank, step)
-            metrics.flush_from_training_loop()
+            metrics.flush_now()
         if at_onset and kind == "collective_mismatch":
             _note_fault(cfg, rank, step, {"variant": cfg.fault.get("variant", "barrier")})
-            _mismatched_collective(str(cfg.fault.get("variant", "barrier")), n_params)
+            _sync_metrics(str(cfg.fault.get("variant", "barrier")), n_params)
             if cfg.fault.get("variant", "barrier") != "skip":
                 _allreduce_grads(model, world, cfg.n_buckets, 0.0)
         elif kind == "slow_comm" and fault_here and step >= cfg.onset_step:
             if step == cfg.onset_step:
                 _note_fault(cfg, rank, step)
-            delay = float(cfg.fault.get("delay_s", 0.02))
-            _allreduce_grads(model, world, cfg.n_buckets, delay)
+            _allreduce_grads(model, world, cfg.n_buckets, float(cfg.fault.get("delay_s", 0.03)))
         else:
             _allreduce_grads(model, world, cfg.n_buckets, 0.0)
         t3 = time.time()
         opt.step()
         t4 = time.time()
-        timing.write({
-            "rank": rank, "node": node, "step": step, "start": round(t0, 6), "end": round(t4, 6),
-            "compute_s": round(t2 - t1 + (t4 - t3), 6), "comm_s": round(t3 - t2, 6),
-            "data_s": round(t1 - t0, 6), "attempt": attempt,
-        })
+        timing.write(
+            {
+                "rank": rank,
+                "node": node,
+                "step": step,
+                "start": round(t0, 6),
+                "end": round(t4, 6),
+                "compute_s": round(t2 - t1 + (t4 - t3), 6),
+                "comm_s": round(t3 - t2, 6),
+                "data_s": round(t1 - t0, 6),
+                "attempt": attempt,
+            }
+        )
         metrics.add({"step": step, "loss": float(loss.detach())})
         if step == start_step and rank == 0:
             events.write({"event": "first_step", "time": t4, "step": step, "attempt": attempt})

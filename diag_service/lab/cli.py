@@ -1,0 +1,93 @@
+"""``diag lab``: run fault-injection scenarios with real torch.distributed (gloo, CPU) jobs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from diag_service.lab.runner import run_scenario, run_suite
+from diag_service.lab.scenarios import DEFAULT_SCENARIO_DIR, load_scenarios, resolve_scenario
+
+app = typer.Typer(
+    help="Fault-injection lab: real torchrun/gloo training runs with injected faults and ground truth.",
+    no_args_is_help=True,
+)
+
+ScenarioDir = Annotated[Path, typer.Option("--scenarios-dir", help="Folder of scenario YAML files.", file_okay=False)]
+
+
+@app.command("run")
+def run_cmd(
+    scenario: Annotated[str, typer.Argument(help="Scenario name (see `diag lab list`) or a YAML path.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (must be empty or absent).")],
+    ranks: Annotated[int | None, typer.Option(help="Number of ranks (default: the scenario's).")] = None,
+    faulty_rank: Annotated[int | None, typer.Option(help="Faulty global rank (default: the scenario's).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data and jitter.")] = 0,
+    nodes: Annotated[int | None, typer.Option(help="Simulated nodes, 1 or 2 (default: the scenario's).")] = None,
+    onset_step: Annotated[int | None, typer.Option(help="Onset step (default: the scenario's).")] = None,
+    faulthandler: Annotated[bool, typer.Option(help="Use faulthandler dumps instead of py-spy.")] = False,
+    keep_work: Annotated[bool, typer.Option(help="Keep the .lab/ work folder (holds the truth).")] = False,
+    scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
+) -> None:
+    """Run one scenario and capture its logs, stack dumps, timing, events and truth into OUT."""
+    sc = resolve_scenario(scenario, scenarios_dir)
+    res = run_scenario(
+        sc,
+        out,
+        ranks=ranks,
+        faulty_rank=faulty_rank,
+        seed=seed,
+        nodes=nodes,
+        onset_step=onset_step,
+        force_dump_fallback=faulthandler,
+        keep_work=keep_work,
+        echo=typer.echo,
+    )
+    typer.echo(
+        json.dumps(
+            {
+                "out": str(res.out_dir),
+                "status": res.status,
+                "duration_s": res.duration_s,
+                "hang_detected": res.hang_detected,
+                "snapshots": res.snapshots,
+                "exit_codes": res.exit_codes,
+            }
+        )
+    )
+
+
+@app.command("suite")
+def suite_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Output folder; one sub-folder per run.")],
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Number of runs.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the plan (scenario order, faulty ranks, onsets).")] = 0,
+    ranks: Annotated[int | None, typer.Option(help="Ranks for every run (default: each scenario's).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes for every run (default: each scenario's).")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Restrict to these scenario names (repeatable).")] = None,
+    scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
+) -> None:
+    """Run N scenarios (cycling through all, random faulty ranks and onsets) into OUT."""
+    scenarios = load_scenarios(scenarios_dir)
+    if only:
+        missing = sorted(set(only) - set(scenarios))
+        if missing:
+            raise typer.BadParameter(f"unknown scenarios: {', '.join(missing)}")
+        scenarios = {k: v for k, v in scenarios.items() if k in only}
+    rows = run_suite(scenarios, out, runs, seed=seed, ranks=ranks, nodes=nodes, echo=typer.echo)
+    ok = sum(1 for r in rows if r.get("status") != "error")
+    typer.echo(f"{ok}/{len(rows)} runs captured into {out} (index: {out / 'suite.jsonl'})")
+
+
+@app.command("list")
+def list_cmd(scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR) -> None:
+    """List the scenarios with their failure mode, category and fault kind."""
+    for name, sc in load_scenarios(scenarios_dir).items():
+        typer.echo(f"{name:32s} {sc.failure_mode!s:10s} {sc.category!s:15s} {sc.fault.kind}")
+
+
+if __name__ == "__main__":
+    app()
