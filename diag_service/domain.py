@@ -215,6 +215,45 @@ class RecoveryPlan(BaseModel):
     executed: bool = False
 
 
+class StackGroup(BaseModel):
+    """Ranks whose main threads are stuck at the same place."""
+
+    signature: str = Field(description="Normalised stack, innermost frame first, ' < ' separated.")
+    ranks: list[int]
+    top_frames: list[str] = Field(description="Innermost frames as 'function (file:line)'.")
+    in_collective: bool = Field(description="The innermost meaningful frames are a collective or its wait.")
+    collective: str | None = None
+
+
+class HangSuspect(BaseModel):
+    rank: int
+    node: str | None = None
+    score: float = Field(ge=0, le=1)
+    reason: str
+    top_frames: list[str] = Field(default_factory=list)
+
+
+class HangReport(BaseModel):
+    """Fail-hang localisation by temporal stack invariance (``diag hang``).
+
+    ``stuck_since`` is the first snapshot from which every rank's main-thread stack stayed unchanged;
+    ``stuck_since_time`` its unix time when the dumps say.
+    """
+
+    hung: bool
+    snapshots: int
+    ranks: int
+    stuck_ranks: list[int] = Field(default_factory=list)
+    moving_ranks: list[int] = Field(default_factory=list)
+    stuck_since: str | None = None
+    stuck_since_time: float | None = None
+    groups: list[StackGroup] = Field(default_factory=list)
+    suspects: list[HangSuspect] = Field(default_factory=list)
+    suspect_nodes: list[str] = Field(default_factory=list)
+    explanation: str
+    warnings: list[str] = Field(default_factory=list)
+
+
 class InputReport(BaseModel):
     """What ingest saw: sizes, layouts, and every problem with the input (never fatal)."""
 
@@ -250,6 +289,7 @@ class Diagnosis(BaseModel):
     events: list[EventTemplate] = Field(default_factory=list)
     similar_incidents: list[SimilarIncident] = Field(default_factory=list)
     recovery: RecoveryPlan | None = None
+    hang: HangReport | None = Field(default=None, description="Stack-dump analysis when the bundle carries dumps.")
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -27,6 +27,11 @@ except ImportError:  # pragma: no cover - lab not installed
     pass
 
 
+from diag_service.hang.cli import hang_cmd  # noqa: E402
+
+app.command("hang")(hang_cmd)
+
+
 @app.command("diagnose")
 def diagnose_cmd(
     path: Annotated[Path, typer.Argument(help="Log bundle: directory, .tar/.tar.gz/.zip, or one log file.")],

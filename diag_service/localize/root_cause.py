@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from diag_service.domain import (
     DEFAULT_RESPONSIBLE,
     Category,
+    Diagnosis,
     EventKind,
     EventRole,
     EventTemplate,
     Evidence,
     FailureMode,
+    HangReport,
     Responsible,
     SignatureHit,
 )
@@ -41,6 +43,8 @@ from diag_service.signatures import SignatureSet
 from diag_service.templates import TemplateGroup
 
 MIN_CONFIDENCE = 0.4
+LATE_ROOT_PRIORITY = 50
+LATE_ROOT_S = 1.0
 SLOWDOWN_FACTOR = 3.0
 NODE_LEVEL = {Category.GPU_HARDWARE, Category.NETWORK, Category.HOST_OOM, Category.STORAGE, Category.INFRASTRUCTURE}
 TERMINATION_KINDS = {EventKind.TRACEBACK, EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
@@ -175,6 +179,36 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
     return findings, suspects
 
 
+def _ts_of(h: SignatureHit) -> float | None:
+    import datetime as _dt
+
+    if h.first_timestamp is None:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(h.first_timestamp).timestamp()
+    except ValueError:
+        return None
+
+
+def _demote_late_roots(roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str]) -> list[SignatureHit]:
+    """Teardown errors are not causes: a low-priority root (below :data:`LATE_ROOT_PRIORITY`, e.g. a
+    store or connection error) first seen more than :data:`LATE_ROOT_S` after the job's first
+    failure evidence (any root or symptom) is treated as part of the cascade. Hardware reports keep
+    their rank: the kernel log often stamps them after the application error they caused."""
+    times = [t for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM) for t in [_ts_of(h)] if t is not None]
+    if not times:
+        return roots
+    first = min(times)
+    kept: list[SignatureHit] = []
+    for h in roots:
+        t = _ts_of(h)
+        if t is not None and h.priority < LATE_ROOT_PRIORITY and t > first + LATE_ROOT_S:
+            findings.append(f"{h.name} came {t - first:.0f} s after the first failure evidence: treated as teardown.")
+            continue
+        kept.append(h)
+    return kept
+
+
 def _event_templates(
     groups: list[TemplateGroup], per_group: dict[int, list[str]], hits_by_id: dict[str, SignatureHit],
     ranks_seen: int,
@@ -227,8 +261,8 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
-    roots = [h for h in hits if h.role is EventRole.ROOT]
-    symptoms = [h for h in hits if h.role is EventRole.SYMPTOM]
+    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings)
+    symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
     kinds_present = {g.kind for g in groups}
@@ -316,6 +350,9 @@ def localize(
             findings.extend(hang_findings)
             if hang_suspects:
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
+            if not hang_findings:
+                hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
+                findings.extend(hang_findings)
             summary = "The job hung in a collective: " + " ".join(hang_findings)
             for h in symptoms[:2]:
                 for ev in primary_events(h)[:2]:
@@ -364,3 +401,27 @@ def localize(
         summary=summary, evidence=evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
         events=events[:200], findings=findings,
     )
+
+
+def combine_hang(d: Diagnosis, hang: HangReport) -> None:
+    """Fold a stack-dump analysis into a diagnosis (in place).
+
+    A hung job is ``fail_hang`` whatever the logs said; the logs' category stands when a confident
+    root cause was found (a GPU that fell off the bus hangs its peers), otherwise it stays
+    ``unknown`` and the stack contrast names the culprit: the first failing rank is the top suspect
+    when it scores at least 0.7 and no other suspect ties it.
+    """
+    if not hang.hung:
+        d.findings.append("Stack dumps: " + hang.explanation)
+        return
+    d.failure_mode = FailureMode.FAIL_HANG
+    d.findings.insert(0, "Stack dumps: " + hang.explanation)
+    top = hang.suspects[0] if hang.suspects else None
+    unique = top is not None and top.score >= 0.7 and (len(hang.suspects) == 1 or hang.suspects[1].score < top.score)
+    if d.category is Category.UNKNOWN:
+        d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
+        if unique and top is not None:
+            d.first_failing_rank = top.rank
+            d.confidence = max(d.confidence, round(min(0.45, top.score / 2), 3))
+    if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
+        d.faulty_nodes = [top.node]

@@ -7,6 +7,7 @@ time spent upstream.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from functools import lru_cache
@@ -18,8 +19,9 @@ from pydantic import BaseModel, ConfigDict
 from diag_service import __version__
 from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
+from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
-from diag_service.localize import localize
+from diag_service.localize import combine_hang, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
@@ -76,7 +78,13 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     sigs = _signatures(req.signatures_dir)
     report = InputReport(path=req.path)
     progress = ProgressLog()
-    blocks = _Timed(read_bundle(req.path, report, req.limits))
+    # Stack dumps go to the hang analyzer, not to the log stages.
+    dumps_dir = find_dumps_dir(req.path) if Path(req.path).is_dir() else None
+    skip = _relative_prefix(req.path, dumps_dir)
+    source = read_bundle(req.path, report, req.limits)
+    if skip is not None:
+        source = (b for b in source if not (b.source.path + "/").startswith(skip))
+    blocks = _Timed(source)
     raw = _Timed(extract_events(blocks, progress))
     clean = _Timed(redact_events(raw))
     t0 = time.perf_counter()
@@ -118,6 +126,15 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
+    if dumps_dir is not None:
+        t0 = time.perf_counter()
+        try:
+            d.hang = analyze_hang(HangRequest(dumps_dir=str(dumps_dir)))
+        except (OSError, ValueError) as exc:
+            report.warnings.append(f"stack dumps not analysed: {exc}")
+        else:
+            combine_hang(d, d.hang)
+        timings["hang"] = time.perf_counter() - t0
     if req.recovery:
         t0 = time.perf_counter()
         pol = _policy(req.policy_path)
@@ -132,6 +149,13 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     timings["total"] = time.perf_counter() - t_start
     d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
     return d
+
+
+def _relative_prefix(root: str, sub: Path | None) -> str | None:
+    if sub is None:
+        return None
+    rel = os.path.relpath(sub, root).replace(os.sep, "/")
+    return "" if rel == "." else rel.rstrip("/") + "/"
 
 
 @lru_cache(maxsize=4)

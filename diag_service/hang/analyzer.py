@@ -1,0 +1,260 @@
+"""Temporal stack invariance and cross-rank contrast over periodic stack dumps of every rank.
+
+Method (after the "temporal invariance" idea used by production hang detectors, e.g. the stack-
+analysis approach described for Alibaba's and ByteDance's training clusters):
+
+1. Each rank's main-thread stack is normalised to a signature: ``function (file:line)`` per frame,
+   innermost first, with wrapper noise (threading, functools, contextlib, c10d logging wrappers,
+   torchelastic's ``@record``) removed.
+2. A rank is *stuck* when its signature is unchanged over the last ``min_stuck_snapshots`` dumps;
+   the job is *hung* when every dumped rank is stuck, or when most ranks are stuck in a collective
+   (it cannot complete while the others do something else).
+3. Stuck ranks are grouped by signature. The majority normally waits in a collective; suspects are
+   the ranks stuck outside any collective (data loading, checkpoint I/O, a lock, a sleep), ranks
+   still moving while the others wait, ranks in another collective or call site, and ranks whose
+   dumps stopped (process gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from diag_service.domain import HangReport, HangSuspect, StackGroup
+from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
+
+NOISE_FILE = re.compile(
+    r"(?:^|/)(?:threading|functools|contextlib|runpy|selectors|queue)\.py$|c10d_logger\.py$"
+    r"|elastic/multiprocessing/errors/__init__\.py$|^<frozen |/_contextlib\.py$"
+)
+COLLECTIVE_NAMES = {
+    "all_reduce", "allreduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "all_gather_object",
+    "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "broadcast_object_list",
+    "barrier", "monitored_barrier", "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "send",
+    "recv", "isend", "irecv", "batch_isend_irecv", "wait", "synchronize", "_wait", "wait_stream", "allreduce_coalesced",
+}
+COMM_FILE = re.compile(r"torch/distributed/|deepspeed/comm|megatron/core/.*parallel|/comm\.py$|nccl|gloo")
+RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+MAX_FRAMES = 24
+
+
+class HangRequest(BaseModel):
+    """``dumps_dir``: ``<snapshot>/rank-<R>.txt|.json`` folders (sorted by name = time order),
+    optional ``ranks.json`` {rank: {node, pid, local_rank}} and ``index.json`` [{dir, time}]."""
+
+    dumps_dir: str
+    min_stuck_snapshots: int = 3
+
+
+def find_dumps_dir(bundle: str | os.PathLike[str]) -> Path | None:
+    """The stack-dump folder of a bundle directory (``dumps/`` or the bundle itself), or None."""
+    p = Path(bundle)
+    if not p.is_dir():
+        return None
+    for cand in (p / "dumps", p):
+        if not cand.is_dir():
+            continue
+        try:
+            subs = [d for d in cand.iterdir() if d.is_dir()]
+        except OSError:
+            continue
+        if any(RANK_FILE.match(f.name) for d in subs[:50] for f in _safe_iter(d)):
+            return cand
+    return None
+
+
+def _safe_iter(d: Path) -> list[Path]:
+    try:
+        return list(d.iterdir())
+    except OSError:
+        return []
+
+
+def _meaningful(frames: list[Frame]) -> list[Frame]:
+    return [f for f in frames if not NOISE_FILE.search(f.file)][:MAX_FRAMES]
+
+
+def _collective(frames: list[Frame]) -> str | None:
+    for f in frames[:4]:
+        short = f.name.rsplit(".", 1)[-1]
+        if short in COLLECTIVE_NAMES and COMM_FILE.search(f.file):
+            return short
+    return None
+
+
+def _signature(frames: list[Frame]) -> str:
+    return " < ".join(f.short() for f in frames)
+
+
+def _main(threads: list[ThreadStack]) -> ThreadStack:
+    return next((t for t in threads if t.is_main), threads[0])
+
+
+def analyze_hang(req: HangRequest) -> HangReport:
+    """Analyse the dumps of ``req.dumps_dir``. Raises ``FileNotFoundError`` if the folder is missing
+    and ``ValueError`` if it holds no snapshot with a parseable dump; damaged dumps of some ranks are
+    warnings in the report."""
+    root = Path(req.dumps_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no such dumps folder: {root}")
+    warnings: list[str] = []
+    nodes: dict[int, str] = {}
+    try:
+        rj = json.loads((root / "ranks.json").read_text())
+        nodes = {int(r): str(v.get("node")) for r, v in rj.items() if isinstance(v, dict) and v.get("node")}
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, AttributeError) as exc:
+        warnings.append(f"ranks.json unreadable ({exc}); nodes unknown")
+    times: dict[str, float] = {}
+    try:
+        for entry in json.loads((root / "index.json").read_text()):
+            if isinstance(entry, dict) and "dir" in entry and isinstance(entry.get("time"), int | float):
+                times[str(entry["dir"])] = float(entry["time"])
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, TypeError) as exc:
+        warnings.append(f"index.json unreadable ({exc}); snapshot times unknown")
+
+    snapshots = sorted(d.name for d in root.iterdir() if d.is_dir())
+    # sigs[rank][snapshot index] = (signature, meaningful frames)
+    sigs: dict[int, dict[int, tuple[str, list[Frame]]]] = defaultdict(dict)
+    bad: Counter[int] = Counter()
+    for si, snap in enumerate(snapshots):
+        files: dict[int, list[Path]] = defaultdict(list)
+        for f in sorted(_safe_iter(root / snap)):
+            m = RANK_FILE.match(f.name)
+            if m:
+                files[int(m.group(1))].append(f)
+        for rank, paths in files.items():
+            # prefer JSON (structured), fall back to text
+            for path in sorted(paths, key=lambda p: p.suffix != ".json"):
+                try:
+                    threads = parse_dump(path.read_bytes()[: 8 << 20])
+                except (DumpError, OSError) as exc:
+                    warnings.append(f"{snap}/{path.name}: {exc}")
+                    continue
+                frames = _meaningful(_main(threads).frames)
+                sigs[rank][si] = (_signature(frames), frames)
+                break
+            else:
+                bad[rank] += 1
+    all_ranks = sorted(set(sigs) | set(nodes))
+    if not sigs:
+        raise ValueError(f"no parseable stack dump under {root}")
+    n = len(snapshots)
+    k = max(2, req.min_stuck_snapshots)
+    tail = set(range(max(0, n - k), n))
+    stuck: dict[int, int] = {}  # rank -> first snapshot of its final unchanged run
+    moving: list[int] = []
+    silent: list[int] = []
+    for r in all_ranks:
+        seen = sigs.get(r, {})
+        present_tail = sorted(i for i in seen if i in tail)
+        if len(present_tail) < min(k, 2):
+            silent.append(r)
+            continue
+        last = seen[max(seen)][0]
+        run_start = max(seen)
+        for i in sorted(seen, reverse=True):
+            if seen[i][0] != last:
+                break
+            run_start = i
+        if sum(1 for i in seen if i >= run_start) >= k:
+            stuck[r] = run_start
+        else:
+            moving.append(r)
+    groups_map: dict[str, list[int]] = defaultdict(list)
+    for r in stuck:
+        groups_map[sigs[r][max(sigs[r])][0]].append(r)
+    groups: list[StackGroup] = []
+    for sig, ranks in sorted(groups_map.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
+        frames = sigs[ranks[0]][max(sigs[ranks[0]])][1]
+        coll = _collective(frames)
+        groups.append(
+            StackGroup(signature=sig, ranks=sorted(ranks), top_frames=[f.short() for f in frames[:6]],
+                       in_collective=coll is not None, collective=coll)
+        )
+    coll_groups = [g for g in groups if g.in_collective]
+    majority = coll_groups[0] if coll_groups else (groups[0] if groups else None)
+    dumped = [r for r in all_ranks if r not in silent]
+    all_stuck = bool(dumped) and len(stuck) == len(dumped)
+    waiting = sum(len(g.ranks) for g in coll_groups)
+    hung = bool(stuck) and (all_stuck or (majority is not None and majority.in_collective and waiting >= len(dumped) / 2))
+
+    suspects: list[HangSuspect] = []
+    if hung:
+        for g in groups:
+            if g is majority:
+                continue
+            if not g.in_collective:
+                reason = f"stuck outside any collective in {g.top_frames[0] if g.top_frames else '?'}"
+                score = 0.9
+            elif majority is not None and len(g.ranks) < len(majority.ranks):
+                reason = (f"stuck in {g.collective} at another call site/collective than the majority "
+                          f"({majority.collective}: {majority.top_frames[0] if majority.top_frames else '?'})")
+                score = 0.7
+            else:
+                reason = f"stuck in {g.collective}, as many ranks as the group in {majority.collective if majority else '?'}"
+                score = 0.5
+            for r in g.ranks:
+                suspects.append(HangSuspect(rank=r, node=nodes.get(r), score=score, reason=reason, top_frames=g.top_frames))
+        for r in moving:
+            frames = sigs[r][max(sigs[r])][1]
+            suspects.append(HangSuspect(
+                rank=r, node=nodes.get(r), score=0.85, top_frames=[f.short() for f in frames[:6]],
+                reason="still running (its stack changes between dumps) while the others wait" +
+                       (f" in {majority.collective}" if majority and majority.in_collective else ""),
+            ))
+        for r in silent:
+            suspects.append(HangSuspect(
+                rank=r, node=nodes.get(r), score=0.6,
+                reason="no readable stack in the last dumps: the process exited, or could not be dumped",
+            ))
+    suspects.sort(key=lambda s: (-s.score, s.rank))
+    suspect_nodes = sorted({s.node for s in suspects if s.node and s.score >= 0.7})
+    since_idx = max(stuck.values()) if (hung and stuck) else None
+    since = snapshots[since_idx] if since_idx is not None else None
+    explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n)
+    for r in sorted(bad):
+        if r not in sigs:
+            warnings.append(f"rank {r}: no readable dump in any snapshot")
+    return HangReport(
+        hung=hung, snapshots=n, ranks=len(all_ranks), stuck_ranks=sorted(stuck), moving_ranks=sorted(moving),
+        stuck_since=since, stuck_since_time=times.get(since) if since else None, groups=groups, suspects=suspects,
+        suspect_nodes=suspect_nodes, explanation=explanation, warnings=warnings[:200],
+    )
+
+
+def _explain(
+    hung: bool, n_ranks: int, stuck: dict[int, int], moving: list[int], groups: list[StackGroup],
+    majority: StackGroup | None, suspects: list[HangSuspect], since: str | None, n_snap: int,
+) -> str:
+    if not hung:
+        if n_snap < 3:
+            return f"Not enough snapshots ({n_snap}) to call a hang: at least 3 are needed."
+        return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
+                f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
+    parts = [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."]
+    if majority is not None and majority.in_collective:
+        site = majority.top_frames[1] if len(majority.top_frames) > 1 else majority.top_frames[0]
+        parts.append(
+            f"{len(majority.ranks)} rank(s) wait in {majority.collective} at {site}; "
+            "a collective completes only when every rank joins it."
+        )
+    if suspects:
+        top = suspects[0]
+        parts.append(f"Culprit: rank {top.rank}" + (f" on {top.node}" if top.node else "") + f", {top.reason}.")
+        if len(suspects) > 1:
+            parts.append("Other suspects: " + "; ".join(f"rank {s.rank} ({s.reason})" for s in suspects[1:4]) + ".")
+    else:
+        parts.append(
+            "Every rank waits at the same place, so the stacks do not name a culprit: look for a rank whose process "
+            "died or whose GPU/network failed (logs, Xid, NCCL errors), or enable the Flight Recorder."
+        )
+    return " ".join(parts)

@@ -1,0 +1,68 @@
+"""``diag hang DUMPS_DIR [--logs LOG_BUNDLE] [--json]``: a thin layer over :func:`analyze_hang`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from diag_service.hang.analyzer import HangRequest, analyze_hang, find_dumps_dir
+
+err = Console(stderr=True)
+
+
+def hang_cmd(
+    dumps: Annotated[Path, typer.Argument(help="Folder of snapshots <snapshot>/rank-<R>.txt|.json (or a bundle with dumps/).")],
+    logs: Annotated[Path | None, typer.Option(help="The job's logs, for watchdog SeqNum evidence.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    min_stuck: Annotated[int, typer.Option(help="Unchanged snapshots that make a rank stuck.")] = 3,
+) -> None:
+    """Is the job hung, since when, which rank(s) are the culprits, and where is each stuck."""
+    root = find_dumps_dir(dumps) or dumps
+    try:
+        rep = analyze_hang(HangRequest(dumps_dir=str(root), min_stuck_snapshots=min_stuck))
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    log_diag = None
+    if logs is not None:
+        from diag_service.ingest import BundleError
+        from diag_service.pipeline import DiagnoseRequest, diagnose
+
+        try:
+            log_diag = diagnose(DiagnoseRequest(path=str(logs), recovery=False))
+        except BundleError as exc:
+            rep.warnings.append(f"logs not read: {exc}")
+        else:
+            rep.warnings.extend(f"logs: {f}" for f in log_diag.findings)
+    if json_out:
+        sys.stdout.write(rep.model_dump_json(indent=2) + "\n")
+        return
+    c = Console()
+    style = "bold yellow" if rep.hung else "bold green"
+    c.print(Panel(escape(rep.explanation), title=f"[{style}]{'HUNG' if rep.hung else 'not hung'}[/{style}]  "
+                  f"{rep.ranks} ranks, {rep.snapshots} snapshots"))
+    if rep.suspects:
+        t = Table(title="Suspects")
+        for col in ("rank", "node", "score", "reason", "where"):
+            t.add_column(col)
+        for s in rep.suspects[:20]:
+            where = s.top_frames[0] if s.top_frames else ""
+            t.add_row(str(s.rank), s.node or "", f"{s.score:.2f}", escape(s.reason), escape(where))
+        c.print(t)
+    t = Table(title="Stack groups")
+    t.add_column("ranks")
+    t.add_column("collective")
+    t.add_column("innermost frames")
+    for g in rep.groups[:20]:
+        ranks = ",".join(map(str, g.ranks[:16])) + ("…" if len(g.ranks) > 16 else "")
+        t.add_row(ranks, g.collective or "-", escape(" < ".join(g.top_frames[:3])))
+    c.print(t)
+    for w in rep.warnings[:20]:
+        c.print(f"[yellow]warning:[/yellow] {escape(w)}")
