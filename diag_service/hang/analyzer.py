@@ -40,6 +40,13 @@ COLLECTIVE_NAMES = {
 }
 COMM_FILE = re.compile(r"torch/distributed/|deepspeed/comm|megatron/core/.*parallel|/comm\.py$|nccl|gloo")
 RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+# Process and thread ids differ between ranks whose stacks are the same; blank them to share parses.
+_IDS_TEXT = re.compile(rb"^(?:Process \d+:.*|Python v.*|Thread \S+)", re.MULTILINE)
+_IDS_JSON = re.compile(rb'"(?:pid|thread_id|os_thread_id)": \d+')
+
+
+def _cache_key(data: bytes) -> bytes:
+    return _IDS_JSON.sub(b"", data) if data[:1] in (b"[", b"{") else _IDS_TEXT.sub(b"", data)
 MAX_FRAMES = 24
 
 
@@ -125,22 +132,39 @@ def analyze_hang(req: HangRequest) -> HangReport:
     # sigs[rank][snapshot index] = (signature, meaningful frames)
     sigs: dict[int, dict[int, tuple[str, list[Frame]]]] = defaultdict(dict)
     bad: Counter[int] = Counter()
+    cache: dict[bytes, tuple[str, list[Frame]]] = {}
     for si, snap in enumerate(snapshots):
         files: dict[int, list[Path]] = defaultdict(list)
-        for f in sorted(_safe_iter(root / snap)):
-            m = RANK_FILE.match(f.name)
+        snap_dir = root / snap
+        try:
+            names = sorted(os.listdir(snap_dir))
+        except OSError as exc:
+            warnings.append(f"{snap}: unreadable ({exc})")
+            names = []
+        for name in names:
+            m = RANK_FILE.match(name)
             if m:
-                files[int(m.group(1))].append(f)
+                files[int(m.group(1))].append(snap_dir / name)
         for rank, paths in files.items():
             # prefer JSON (structured), fall back to text
             for path in sorted(paths, key=lambda p: p.suffix != ".json"):
                 try:
-                    threads = parse_dump(path.read_bytes()[: 8 << 20])
-                except (DumpError, OSError) as exc:
+                    data = path.read_bytes()[: 8 << 20]
+                except OSError as exc:
                     warnings.append(f"{snap}/{path.name}: {exc}")
                     continue
-                frames = _meaningful(_main(threads).frames)
-                sigs[rank][si] = (_signature(frames), frames)
+                key = _cache_key(data)
+                parsed = cache.get(key)
+                if parsed is None:
+                    try:
+                        frames = _meaningful(_main(parse_dump(data)).frames)
+                    except DumpError as exc:
+                        warnings.append(f"{snap}/{path.name}: {exc}")
+                        continue
+                    parsed = (_signature(frames), frames)
+                    if len(cache) < 100_000:
+                        cache[key] = parsed
+                sigs[rank][si] = parsed
                 break
             else:
                 bad[rank] += 1
