@@ -11,6 +11,8 @@ Prefixes recognised (outermost first, several may nest, e.g. ``0: [default3]:``)
 - ``3: `` Slurm ``srun -l`` task label (the task id; the rank when srun starts one task per GPU,
   the node index when it starts one torchrun per node).
 - ``gpu-node-040: `` pdsh / DeepSpeed launcher host prefix.
+- ``2024-03-14T13:02:41.118123456Z `` a log collector's stamp in front of every line
+  (``kubectl logs --timestamps``, ``docker logs -t``), outside all the others.
 
 NCCL's own lines carry ``host:pid:tid [cudaDev]`` (NCCL_DEBUG docs), and c10d messages carry
 ``[Rank N]``; both are read from the line body.
@@ -36,7 +38,15 @@ _NOT_HOSTS = re.compile(r"(?i)^(?:.*(?:error|exception|warning)|info|warn|debug|
 NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+ )?NCCL ")
 INLINE_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):")
 
-PREFIX_KINDS = ("rank", "role", "num", "srun", "host")
+# RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
+COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
+
+PREFIX_KINDS = ("stamp", "rank", "role", "num", "srun", "host")
+#: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether
+#: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
+#: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
+#: and often first after a long preamble; ``[defaultN]:`` only on the workers' lines, not the agent's.
+UNAMBIGUOUS_KINDS = frozenset({"rank", "role"})
 
 
 @dataclass(slots=True)
@@ -48,13 +58,16 @@ class Attribution:
     local_rank: int | None = None
     node: str | None = None
     task: int | None = None
+    stamp: str | None = None  # a log collector's timestamp removed from the front of the line
 
 
 def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
     """Return the prefix kinds used by a file, from a sample of its first lines.
 
     A kind is kept when at least 20% of the non-empty sample lines carry it, so that a stray
-    ``word: `` inside a message does not turn a plain file into a "host-prefixed" one.
+    ``word: `` inside a message does not turn a plain file into a "host-prefixed" one; ``[rankN]:``
+    and ``[roleN]:`` when one line does; a collector's stamp when 80% do (a collector stamps every
+    line, an application that logs RFC 3339 times only its own log records).
     """
     counts = dict.fromkeys(PREFIX_KINDS, 0)
     hosts: dict[str, int] = {}
@@ -64,6 +77,10 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
             continue
         n += 1
         line = raw
+        m = COLLECTOR_TS.match(line)
+        if m:
+            counts["stamp"] += 1
+            line = line[m.end():]
         for _ in range(3):
             m = SRUN_PREFIX.match(line)
             if m:
@@ -97,18 +114,30 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
         counts["host"] = host_lines
     if n == 0:
         return frozenset()
-    return frozenset(k for k, c in counts.items() if c >= max(1, 0.2 * n))
+    def needed(kind: str) -> float:
+        if kind in UNAMBIGUOUS_KINDS:
+            return 1
+        return max(1, (0.8 if kind == "stamp" else 0.2) * n)
+
+    return frozenset(k for k, c in counts.items() if c >= needed(k))
 
 
 def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     """Strip the prefixes of ``kinds`` from ``line`` and read rank, local rank, node and task.
 
+    ``[rankN]:`` and ``[roleN]:`` prefixes (:data:`UNAMBIGUOUS_KINDS`) are read whatever ``kinds`` says.
     In-line markers (``[Rank N]``, NCCL ``host:pid:tid [dev]``) fill what the prefixes left open.
     The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
     """
     att = Attribution(text=line)
-    if kinds:
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith("["):
+        kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
+        if "stamp" in kinds:
+            m = COLLECTOR_TS.match(text)
+            if m:
+                att.stamp = m.group(0).rstrip()
+                text = text[m.end():]
         for _ in range(4):
             if "srun" in kinds and att.task is None:
                 m = SRUN_PREFIX.match(text)
@@ -163,8 +192,11 @@ _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 ISO_TS = re.compile(
     r"(\d{4})[-/](\d{2})[-/](\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2})?"
 )
-GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
-SYSLOG_TS = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})")
+# glog's MMDD; PyTorch's C++ logging drops the month's leading zero ("E726" is 26 July).
+GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
+SYSLOG_TS = re.compile(
+    r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?: (\d{4})\b)?"
+)
 # Leading timestamp (plus optional level) to strip before template mining.
 LEADING_TS = re.compile(
     r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?"
@@ -181,7 +213,8 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
 
     Formats: ISO-8601 and Python logging (``2024-04-10 04:59:03,123``, optional zone), glog
     (``E0726 13:23:24.941166``, as PyTorch's C++ logging prints it; no year, so ``default_year``),
-    and syslog (``Jul 26 13:23:24``). Times without a zone are taken as UTC. Returns ``None`` when
+    syslog (``Jul 26 13:23:24``) and ``dmesg -T`` (``[Fri Jul 26 13:23:24 2024]``, with its year).
+    Times without a zone are taken as UTC. Returns ``None`` when
     the line has no timestamp or the fields are out of range.
     """
     head = text[:120]
@@ -206,7 +239,8 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
         if m:
             mo = _MONTHS[m.group(1)]
             d, h, mi, s = (int(g) for g in m.groups()[1:5])
-            return calendar.timegm((default_year, mo, d, h, mi, s, 0, 0, 0))
+            year = int(m.group(6)) if m.group(6) else default_year  # ``dmesg -T`` prints the year
+            return calendar.timegm((year, mo, d, h, mi, s, 0, 0, 0))
     except (ValueError, OverflowError):
         return None
     return None

@@ -1,40 +1,54 @@
 """Open a log bundle (directory, tar/tar.gz/tgz, zip, single file, gzip) and stream its text.
 
 Streaming: files are read in blocks of :attr:`IngestLimits.block_bytes` (4 MiB) cut at line ends,
-so memory stays bounded whatever the bundle size. Nothing is extracted to disk.
+so memory stays bounded whatever the bundle size. Nothing is extracted to disk (one exception: a
+zip nested in a streamed tar needs random access and is spooled, to disk above 64 MiB).
 
 Bad input never raises out of the iterator, except :class:`BundleError` for a path that does not
 exist or cannot be opened at all. Everything else becomes a warning in the report:
 
-- binary members (NUL bytes in their first 8 KiB) are skipped;
+- binary members (NUL bytes, or many control characters other than ESC, in their first 8 KiB) are
+  skipped;
 - invalid UTF-8 is decoded with U+FFFD replacement and counted;
-- CRLF becomes LF, ``\\r`` progress-bar redraws keep only their last segment (what a terminal
-  shows), ANSI colour codes are removed;
-- a line longer than :attr:`IngestLimits.max_line_bytes` is cut with a ``[truncated N bytes]`` marker;
+- CRLF (and CR CR LF) becomes LF, ``\\r`` progress-bar redraws keep only their last segment (what a
+  terminal shows; a tqdm bar with text written right after it is dropped), ANSI colour codes are
+  removed;
+- a line longer than :attr:`IngestLimits.max_line_bytes` is cut with a
+  ``[truncated: line longer than limit]`` marker, at a UTF-8 character boundary;
+- a truncated or corrupt gzip file or archive keeps what could be read before the damage;
+- a ``.gz`` file that is not gzip-compressed is read as plain text;
 - archive members with absolute paths or ``..`` are refused (path traversal), as are links and
-  devices;
+  devices; unreadable files and directories, and broken symbolic links, are skipped;
 - decompression stops when a member grows past ``max_ratio`` times its compressed size (and more
-  than 64 MiB), or the whole bundle past ``max_total_bytes`` (decompression bombs).
+  than ``ratio_floor_bytes``), or the whole bundle past ``max_total_bytes`` (decompression bombs);
+  for a streamed tar the compressed size is what the member consumed of the archive.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
+import stat
 import tarfile
+import tempfile
 import zipfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import InputReport
-from diag_service.logformat import detect_prefixes
+from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
 
 ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-CR_REDRAW_RE = re.compile(r"[^\n]*\r")
+CRLF_RE = re.compile(r"\r+\n")
+CR_REDRAW_RE = re.compile(r"[^\n]*\r([^\n]*)")
+# A tqdm bar (``desc: 45%|####      | 225/500 [01:23<01:42,  2.69it/s, loss=2.31]``) with more text
+# right after it: an exception or log line written while the bar was on screen, without a newline.
+PROGRESS_BAR_RE = re.compile(r"(?:[^\n|]{0,120}: )?\s*\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}\[[^\]\n]{0,200}\](?=\S)")
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -90,6 +104,7 @@ _NODE_NAME = re.compile(
 )
 _NODE_TOKEN = re.compile(r"(?i)(?:^|[_.-])((?:node|host|worker)[-_]?\d+)(?:$|[_.-])")
 _LOG_EXT = re.compile(r"(?i)(\.(?:log|txt|out|err|stdout|stderr|json|jsonl|dmesg|kern|syslog|messages|console))+(\.gz)?$|\.gz$")
+_ARCHIVE_EXT = re.compile(r"(?i)\.(?:tar(?:\.(?:gz|bz2|xz))?|tgz|tbz2|txz|zip)$")
 
 
 def attribute_path(path: str) -> Source:
@@ -110,7 +125,7 @@ def attribute_path(path: str) -> Source:
             if i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
                 src.local_rank = int(parts[i + 1])
     for part in parts:
-        stem = _LOG_EXT.sub("", part)
+        stem = _LOG_EXT.sub("", _ARCHIVE_EXT.sub("", part))  # node0.tar.gz/... names node0
         if not stem:
             continue
         m = _LOCAL_RANK_NAME.search(stem)
@@ -135,6 +150,13 @@ def attribute_path(path: str) -> Source:
 
 # --- byte streams to text blocks ------------------------------------------------------------------
 
+#: Size of one read from a member; a block is assembled from several, so that a read error (a
+#: truncated archive) loses at most this much of what came before it.
+_READ_PIECE = 256 << 10
+_TRUNC_MARK = b" [truncated: line longer than limit]"
+
+Compressed = int | Callable[[], int] | None
+
 
 class _Budget:
     """Counts decompressed bytes across the bundle and per member (decompression-bomb guard)."""
@@ -142,134 +164,111 @@ class _Budget:
     def __init__(self, limits: IngestLimits) -> None:
         self.limits = limits
         self.total = 0
+        self.stopped = False  # the bundle limit was hit: open no further member
+        self.bombs = 0  # members cut for their decompression ratio
 
-    def exceeded(self, member_bytes: int, compressed: int | None) -> str | None:
+    def exceeded(self, member_bytes: int, compressed: Compressed) -> str | None:
+        """``compressed``: the member's compressed size, or a function returning how many compressed
+        bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed)."""
         if self.total > self.limits.max_total_bytes:
+            self.stopped = True
             return f"bundle exceeds {self.limits.max_total_bytes} decompressed bytes; rest skipped"
-        if (
-            compressed is not None
-            and member_bytes > self.limits.ratio_floor_bytes
-            and member_bytes > self.limits.max_ratio * max(compressed, 1)
-        ):
+        if compressed is None or member_bytes <= self.limits.ratio_floor_bytes:
+            return None
+        c = compressed() if callable(compressed) else compressed
+        if member_bytes > self.limits.max_ratio * max(c, 1):
+            self.bombs += 1
             return (
                 f"decompression ratio above {self.limits.max_ratio:.0f}x "
-                f"({member_bytes} from {compressed} bytes): likely a decompression bomb, member cut"
+                f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
             )
         return None
 
 
-def _normalise(text: str) -> str:
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-        if "\r" in text:
-            text = CR_REDRAW_RE.sub("", text)
-    if "\x1b" in text:
-        text = ANSI_RE.sub("", text)
-    return text
+class _Counting(io.RawIOBase):
+    """A read-only stream that counts the bytes read through it (compressed bytes of an archive)."""
 
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.n = 0
 
-def _looks_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if b"\x00" in head[:8192]:
+    def readable(self) -> bool:
         return True
-    sample = head[:8192]
-    ctrl = sum(1 for b in sample if b < 9 or 13 < b < 32)
-    return ctrl > 0.1 * len(sample)
+
+    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+        data = self.raw.read(size)
+        self.n += len(data)
+        return data
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
 
 
-def _stream_blocks(
-    fobj: BinaryIO,
-    src: Source,
-    report: InputReport,
-    budget: _Budget,
-    limits: IngestLimits,
-    compressed_size: int | None,
-) -> Iterator[Block]:
-    """Yield blocks of complete lines from a binary stream, applying every input guard."""
-    buf = b""
-    line_no = 1
-    first = True
-    skipping_long = False
-    truncated = 0
-    bad_chars = 0
-    member_bytes = 0
-    while True:
-        try:
-            chunk = fobj.read(limits.block_bytes)
-        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile) as exc:
-            report.warnings.append(f"{src.path}: read error after {member_bytes} bytes ({exc}); rest skipped")
-            chunk = b""
-        if first:
-            first = False
-            if chunk[:2] == GZIP_MAGIC:
-                # A gzip member without a .gz name: decompress it transparently.
-                inner = gzip.GzipFile(fileobj=_Prepend(chunk, fobj))
-                yield from _stream_blocks(inner, src, report, budget, limits, compressed_size)
+class _Gunzip(io.RawIOBase):
+    """Streaming gzip decompression that keeps everything a truncated or corrupt file yields.
+
+    ``gzip.GzipFile`` raises on a truncated stream and drops what the failing read had decompressed
+    (for a small file, all of it); this returns the data first and raises :class:`OSError` after.
+    Concatenated gzip members are read in turn; ``consumed`` counts compressed bytes (bomb guard).
+    """
+
+    _OUT = 1 << 20
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.consumed = 0
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._out = b""
+        self._done = False
+        self._error: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def consumed_bytes(self) -> int:
+        return self.consumed
+
+    def _raw(self) -> bytes:
+        data = self.raw.read(_READ_PIECE)
+        self.consumed += len(data)
+        return data
+
+    def _fill(self) -> None:
+        d = self._d
+        if d.eof:
+            rest = d.unused_data or self._raw()
+            if not rest.strip(b"\x00"):
+                self._done = True  # end of the last member (gzip tolerates trailing zeros)
                 return
-            if _looks_binary(chunk):
-                report.warnings.append(f"{src.path}: binary content, skipped")
-                return
-        if not chunk:
-            break
-        member_bytes += len(chunk)
-        budget.total += len(chunk)
-        report.bytes_read += len(chunk)
-        problem = budget.exceeded(member_bytes, compressed_size)
-        if problem:
-            report.warnings.append(f"{src.path}: {problem}")
-            break
-        data = buf + chunk if buf else chunk
-        cut = data.rfind(b"\n")
-        if cut == -1:
-            if len(data) > limits.max_line_bytes:
-                if not skipping_long:
-                    data = data[: limits.max_line_bytes] + b" [truncated: line longer than limit]\n"
-                    truncated += 1
-                    skipping_long = True
-                    buf = b""
-                    complete = data
-                else:
-                    buf = b""
-                    continue
-            else:
-                buf = data
-                continue
+            self._d = d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = rest
         else:
-            complete, buf = data[: cut + 1], data[cut + 1 :]
-            if skipping_long:
-                nl = complete.find(b"\n")
-                complete = complete[nl + 1 :]
-                skipping_long = False
-                line_no += 1
-                if not complete:
-                    continue
-            if len(buf) > limits.max_line_bytes:
-                complete += buf[: limits.max_line_bytes] + b" [truncated: line longer than limit]\n"
-                truncated += 1
-                buf = b""
-                skipping_long = True
-        text = complete.decode("utf-8", errors="replace")
-        if "\ufffd" in text:
-            bad_chars += text.count("\ufffd")
-        text = _normalise(text)
-        if not src.prefixes and line_no == 1:
-            src.prefixes = detect_prefixes(text[:200_000].split("\n", 400)[:400])
-        n_lines = text.count("\n")
-        yield Block(source=src, text=text, first_line=line_no)
-        line_no += n_lines
-    if buf and not skipping_long:
-        text = _normalise(buf.decode("utf-8", errors="replace")) + "\n"
-        bad_chars += text.count("\ufffd")
-        if not src.prefixes and line_no == 1:
-            src.prefixes = detect_prefixes(text[:200_000].split("\n", 400)[:400])
-        yield Block(source=src, text=text, first_line=line_no)
-        line_no += 1
-    report.lines += line_no - 1
-    if truncated:
-        report.warnings.append(f"{src.path}: {truncated} line(s) longer than {limits.max_line_bytes} bytes truncated")
-    if bad_chars:
-        report.warnings.append(f"{src.path}: {bad_chars} byte sequence(s) not valid UTF-8, replaced")
+            data = d.unconsumed_tail or self._raw()
+            if not data:
+                self._out = d.flush()
+                self._error = "compressed data ends before the end of the gzip stream (truncated file)"
+                self._done = True
+                return
+        try:
+            self._out = d.decompress(data, self._OUT)
+        except zlib.error as exc:
+            self._error = f"corrupt gzip data ({exc})"
+            self._done = True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self._out and not self._done:
+            self._fill()
+        if not self._out:
+            if self._error:
+                error, self._error = self._error, None
+                raise OSError(error)
+            return 0
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
 
 
 class _Prepend(io.RawIOBase):
@@ -294,6 +293,235 @@ class _Prepend(io.RawIOBase):
         return n
 
 
+def _read_block(fobj: BinaryIO, size: int) -> tuple[bytes, Exception | None]:
+    """Read up to ``size`` bytes in pieces; on a read error return what came before it, and the error."""
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            piece = fobj.read(min(_READ_PIECE, size - got))
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, tarfile.TarError) as exc:
+            return b"".join(parts), exc
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts), None
+
+
+def _utf8_cut(data: bytes, n: int) -> int:
+    """A cut position at or just before ``n`` (< ``len(data)``) that does not split a UTF-8 character."""
+    k = n
+    while k > 0 and n - k < 3 and 0x80 <= data[k] < 0xC0:
+        k -= 1
+    return k
+
+
+def _cut_long_lines(data: bytes, limit: int) -> tuple[bytes, int]:
+    """Cut every line of ``data`` (complete lines, ending with a newline) longer than ``limit`` bytes.
+
+    Finds them without splitting the block into lines: a line longer than ``limit`` contains a
+    whole window of ``limit // 2`` bytes without a newline, and only such windows are examined.
+    """
+    if len(data) <= limit:
+        return data, 0
+    step = max(limit // 2, 1)
+    parts: list[bytes] = []
+    done = n = 0
+    k = 0
+    end_data = len(data)
+    while k < end_data:
+        if data.find(b"\n", k, k + step) != -1:
+            k += step
+            continue
+        start = data.rfind(b"\n", 0, k) + 1
+        end = data.find(b"\n", k)
+        if end == -1:
+            end = end_data
+        if end - start > limit:
+            parts += [data[done : start + _utf8_cut(data[start:end], limit)], _TRUNC_MARK]
+            done = end
+            n += 1
+        k = end + 1
+    if not n:
+        return data, 0
+    parts.append(data[done:])
+    return b"".join(parts), n
+
+
+def _last_segment(m: re.Match[str]) -> str:
+    """What a terminal shows of a line redrawn with ``\\r``: its last segment, without a progress bar
+    that the text after it was written over."""
+    seg = m.group(1)
+    bar = PROGRESS_BAR_RE.match(seg)
+    return seg[bar.end() :] if bar else seg
+
+
+def _normalise(text: str) -> str:
+    if "\r" in text:
+        text = CRLF_RE.sub("\n", text)
+        if "\r" in text:
+            text = CR_REDRAW_RE.sub(_last_segment, text)
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    return text
+
+
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27))
+
+
+def _looks_binary(head: bytes) -> bool:
+    """NUL bytes, or many control characters, in the first 8 KiB. ESC does not count: colour codes."""
+    if not head:
+        return False
+    sample = head[:8192]
+    if b"\x00" in sample:
+        return True
+    ctrl = len(sample) - len(sample.translate(None, _CONTROL))
+    return ctrl > 0.1 * len(sample)
+
+
+# A line that may start with a Slurm task label (``3: ``) or a host prefix (``gpu-node-040: ``).
+_PREFIX_PROBE = re.compile(r"\n(?:[ \t]{0,5}\d{1,6}: |(?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,62}: )")
+
+
+class _PrefixSniffer:
+    """Find the line-prefix kinds of one file, also after a long unprefixed preamble.
+
+    A Slurm or pdsh job's output often starts with what the batch script printed itself
+    (``nvidia-smi``, ``pip list``, ``env``), without labels, and only then the labelled output of the
+    tasks. The first 400 lines are sampled; while they show no ambiguous prefix kind (task label or
+    host), further 400-line windows are sampled where :data:`_PREFIX_PROBE` finds a candidate line,
+    at most :attr:`MAX_WINDOWS` windows within the first :attr:`MAX_CHARS` characters of the file.
+    Unambiguous kinds (``[rankN]:``, ``[defaultN]:``) are collected on the way; they are applied
+    to every line anyway (:func:`diag_service.logformat.attribute`). A file whose lines mostly start
+    with one of those is decided at once: a task label or host would come before it.
+    """
+
+    WINDOW = 400
+    MAX_WINDOWS = 16
+    MAX_CHARS = 4 << 20
+
+    __slots__ = ("src", "windows", "seen", "done")
+
+    def __init__(self, src: Source) -> None:
+        self.src = src
+        self.windows = 0
+        self.seen = 0
+        self.done = False
+
+    def _window(self, text: str, start: int) -> int:
+        """Sample the window at ``start``; return where it ends."""
+        seg = text[start : start + 200_000]
+        parts = seg.split("\n", self.WINDOW)
+        lines = parts[: self.WINDOW]
+        self.windows += 1
+        kinds = detect_prefixes(lines)
+        if kinds:
+            self.src.prefixes = self.src.prefixes | kinds
+        if kinds - UNAMBIGUOUS_KINDS:
+            self.done = True
+        elif kinds:
+            non_empty = [x for x in lines if x]
+            if sum(x.startswith("[") for x in non_empty) >= 0.5 * len(non_empty):
+                self.done = True
+        return start + len(seg) - (len(parts[-1]) if len(parts) > self.WINDOW else 0)
+
+    def feed(self, text: str) -> None:
+        if self.done:
+            return
+        pos = 0
+        if self.windows == 0:
+            pos = self._window(text, 0)
+        limit = min(len(text), self.MAX_CHARS - self.seen)
+        while not self.done and self.windows < self.MAX_WINDOWS and pos < limit:
+            m = _PREFIX_PROBE.search(text, max(pos - 1, 0), limit)
+            if m is None:
+                break
+            pos = self._window(text, m.start() + 1)
+        self.seen += len(text)
+        if self.windows >= self.MAX_WINDOWS or self.seen >= self.MAX_CHARS:
+            self.done = True
+
+
+def _stream_blocks(
+    fobj: BinaryIO,
+    src: Source,
+    report: InputReport,
+    budget: _Budget,
+    limits: IngestLimits,
+    compressed: Compressed,
+) -> Iterator[Block]:
+    """Yield blocks of complete lines from a binary stream, applying every input guard."""
+    max_line = limits.max_line_bytes
+    buf = b""  # the incomplete last line of what was read so far
+    line_no = 1
+    skipping_long = False  # inside a line already cut (and counted): drop it up to its newline
+    truncated = bad_chars = member_bytes = 0
+    sniffer = _PrefixSniffer(src)
+    first = True
+    while True:
+        chunk, error = _read_block(fobj, limits.block_bytes)
+        if first:
+            first = False
+            if chunk[:2] == GZIP_MAGIC:
+                # A gzip member without a .gz name: decompress it transparently.
+                inner = _Gunzip(_Prepend(chunk, fobj))
+                yield from _stream_blocks(inner, src, report, budget, limits, inner.consumed_bytes)
+                return
+            if _looks_binary(chunk):
+                report.warnings.append(f"{src.path}: binary content, skipped")
+                return
+        if chunk:
+            member_bytes += len(chunk)
+            budget.total += len(chunk)
+            report.bytes_read += len(chunk)
+            problem = budget.exceeded(member_bytes, compressed)
+            if problem:
+                report.warnings.append(f"{src.path}: {problem}")
+                break
+            data = buf + chunk if buf else chunk
+            if skipping_long:
+                nl = data.find(b"\n")
+                data = b"" if nl == -1 else data[nl + 1 :]
+                skipping_long = nl == -1
+            cut = data.rfind(b"\n")
+            complete, buf = data[: cut + 1], data[cut + 1 :]
+            if complete:
+                complete, n_cut = _cut_long_lines(complete, max_line)
+                truncated += n_cut
+            if len(buf) > max_line:
+                complete += buf[: _utf8_cut(buf, max_line)] + _TRUNC_MARK + b"\n"
+                truncated += 1
+                buf = b""
+                skipping_long = True
+            if complete:
+                text = complete.decode("utf-8", errors="replace")
+                if "\ufffd" in text:
+                    bad_chars += text.count("\ufffd")
+                text = _normalise(text)
+                sniffer.feed(text)
+                n_lines = text.count("\n")
+                yield Block(source=src, text=text, first_line=line_no)
+                line_no += n_lines
+        if error is not None:
+            report.warnings.append(f"{src.path}: read error after {member_bytes} bytes ({error}); rest skipped")
+            break
+        if not chunk:
+            break
+    if buf and not skipping_long:
+        text = _normalise(buf.decode("utf-8", errors="replace")) + "\n"
+        bad_chars += text.count("\ufffd")
+        sniffer.feed(text)
+        yield Block(source=src, text=text, first_line=line_no)
+        line_no += 1
+    report.lines += line_no - 1
+    if truncated:
+        report.warnings.append(f"{src.path}: {truncated} line(s) longer than {max_line} bytes truncated")
+    if bad_chars:
+        report.warnings.append(f"{src.path}: {bad_chars} byte sequence(s) not valid UTF-8, replaced")
+
+
 # --- containers -----------------------------------------------------------------------------------
 
 
@@ -306,67 +534,152 @@ def _safe_member_name(name: str) -> bool:
     return not p.is_absolute() and ".." not in p.parts and not re.match(r"^[A-Za-z]:", name)
 
 
+def _real_file(fobj: BinaryIO) -> bool:
+    """Whether ``fobj`` is a seekable file on disk (random access is cheap)."""
+    try:
+        fobj.fileno()
+        return fobj.seekable()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return False
+
+
+@contextmanager
+def _random_access(fobj: BinaryIO, limits: IngestLimits) -> Iterator[BinaryIO]:
+    """``fobj`` itself if it is a file on disk, else a copy spooled to memory (to disk above 64 MiB):
+    a zip needs random access, which a member of a streamed tar does not have."""
+    if _real_file(fobj):
+        yield fobj
+        return
+    with tempfile.SpooledTemporaryFile(max_size=64 << 20) as tmp:
+        left = limits.max_total_bytes
+        while left > 0:
+            piece = fobj.read(min(_READ_PIECE, left))
+            if not piece:
+                break
+            tmp.write(piece)
+            left -= len(piece)
+        if left <= 0 and fobj.read(1):
+            raise OSError(f"nested zip larger than {limits.max_total_bytes} bytes")
+        tmp.seek(0)
+        yield tmp  # type: ignore[misc]
+
+
 def _open_member_stream(
     name: str, fobj: BinaryIO, report: InputReport, budget: _Budget, limits: IngestLimits,
-    compressed_size: int | None, depth: int,
+    compressed: Compressed, depth: int,
 ) -> Iterator[Block]:
     """Dispatch one member by name: nested archive, gzip, or plain text."""
     report.files += 1
     lower = name.lower()
     if depth < limits.max_nesting and _is_tar(lower):
+        counting = _Counting(fobj)
         try:
-            with tarfile.open(fileobj=fobj, mode="r|*") as tf:
-                yield from _iter_tar(tf, name + "/", report, budget, limits, depth + 1)
-        except (tarfile.TarError, OSError, EOFError) as exc:
+            with tarfile.open(fileobj=counting, mode="r|*") as tf:  # type: ignore[call-overload]
+                yield from _iter_tar(tf, counting, name + "/", report, budget, limits, depth + 1)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
             report.warnings.append(f"{name}: unreadable tar archive ({exc}), skipped")
         return
     if depth < limits.max_nesting and lower.endswith(".zip"):
         try:
-            data = io.BytesIO(fobj.read(limits.max_total_bytes))
-            with zipfile.ZipFile(data) as zf:
+            with _random_access(fobj, limits) as seekable, zipfile.ZipFile(seekable) as zf:
                 yield from _iter_zip(zf, name + "/", report, budget, limits, depth + 1)
-        except (zipfile.BadZipFile, OSError) as exc:
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
             report.warnings.append(f"{name}: unreadable zip archive ({exc}), skipped")
         return
     src = attribute_path(name[:-3] if lower.endswith(".gz") else name)
-    if lower.endswith(".gz"):
-        yield from _stream_blocks(gzip.GzipFile(fileobj=fobj), src, report, budget, limits, compressed_size)
-    else:
-        yield from _stream_blocks(fobj, src, report, budget, limits, compressed_size)
+    # Evidence must name the member as it is in the bundle, ``.gz`` included. Exception: extract
+    # recognises torchelastic error files by the exact name ``error.json`` (extract/events.py,
+    # ``Extractor.feed``), so a gzipped one keeps the name without ``.gz`` until extract accepts both.
+    if not lower.endswith("/error.json.gz") and lower != "error.json.gz":
+        src.path = name
+    if not lower.endswith(".gz"):
+        yield from _stream_blocks(fobj, src, report, budget, limits, compressed)
+        return
+    head, _ = _read_block(fobj, 2)
+    rest = _Prepend(head, fobj)
+    if head == GZIP_MAGIC:
+        gz = _Gunzip(rest)
+        yield from _stream_blocks(gz, src, report, budget, limits, gz.consumed_bytes)
+        return
+    if head:
+        report.warnings.append(f"{name}: not gzip-compressed despite its name, read as plain text")
+    yield from _stream_blocks(rest, src, report, budget, limits, compressed)
+
+
+class _TarMember(io.RawIOBase):
+    """A regular member of a streamed tar, read straight from the archive stream.
+
+    ``TarFile.extractfile`` raises when the archive ends inside the member and drops the whole read
+    (for a small member, all of it); this returns what is there, then raises :class:`OSError`.
+    """
+
+    def __init__(self, stream: BinaryIO, size: int) -> None:
+        self.stream = stream
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self.left <= 0:
+            return 0
+        data = self.stream.read(min(len(b), self.left))
+        if not data:
+            self.left = 0
+            raise OSError("the archive ends inside this member (truncated archive)")
+        self.left -= len(data)
+        b[: len(data)] = data
+        return len(data)
+
+
+def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO | None:
+    stream = tf.fileobj
+    try:
+        direct = member.isreg() and not member.issparse() and stream is not None and stream.tell() == member.offset_data
+    except (AttributeError, OSError, ValueError):
+        direct = False
+    if direct:
+        return _TarMember(stream, member.size)  # type: ignore[arg-type]
+    return tf.extractfile(member)
 
 
 def _iter_tar(
-    tf: tarfile.TarFile, prefix: str, report: InputReport, budget: _Budget, limits: IngestLimits, depth: int
+    tf: tarfile.TarFile, counting: _Counting, prefix: str, report: InputReport, budget: _Budget,
+    limits: IngestLimits, depth: int,
 ) -> Iterator[Block]:
+    """Members of a streamed tar. ``counting`` wraps the archive's raw bytes: what a member costs
+    in them is its compressed size (a tar header holds only the uncompressed one)."""
     n = 0
     try:
         for member in tf:
+            if budget.stopped:
+                return
             n += 1
+            name = prefix + member.name
             if n > limits.max_members:
                 report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
                 return
             if not _safe_member_name(member.name):
-                report.warnings.append(f"{member.name}: unsafe path in archive (absolute or '..'), refused")
+                report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
                 continue
             if member.isdir():
                 continue
             if not member.isfile():
-                report.warnings.append(f"{member.name}: link or special file in archive, skipped")
+                report.warnings.append(f"{name}: link or special file in archive, skipped")
                 continue
-            fobj = tf.extractfile(member)
+            fobj = _tar_member(tf, member)
             if fobj is None:
                 continue
+            start, bombs = counting.n, budget.bombs
             yield from _open_member_stream(
-                prefix + member.name, fobj, report, budget, limits, member.size, depth
+                name, fobj, report, budget, limits, lambda start=start: counting.n - start, depth
             )
-    except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+            if budget.bombs > bombs:
+                # Reaching the next member of a stream means inflating the rest of this one.
+                report.warnings.append(f"{prefix or 'archive'}: rest of the archive skipped after a decompression bomb")
+                return
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         report.warnings.append(f"{prefix or 'archive'}: archive truncated or corrupt ({exc}); rest skipped")
-
-
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
 
 
 def _iter_zip(
@@ -377,35 +690,45 @@ def _iter_zip(
         report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
         infos = infos[: limits.max_members]
     for info in infos:
+        if budget.stopped:
+            return
+        name = prefix + info.filename
         if info.is_dir():
             continue
         if not _safe_member_name(info.filename):
-            report.warnings.append(f"{info.filename}: unsafe path in archive (absolute or '..'), refused")
+            report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
             continue
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
-            report.warnings.append(f"{info.filename}: symbolic link in archive, skipped")
+            report.warnings.append(f"{name}: symbolic link in archive, skipped")
             continue
         if info.file_size > limits.ratio_floor_bytes and info.file_size > limits.max_ratio * max(info.compress_size, 1):
             report.warnings.append(
-                f"{info.filename}: declared decompression ratio "
+                f"{name}: declared decompression ratio "
                 f"{info.file_size / max(info.compress_size, 1):.0f}x: likely a decompression bomb, skipped"
             )
             continue
         try:
             with zf.open(info) as fobj:
                 yield from _open_member_stream(
-                    prefix + info.filename, fobj, report, budget, limits, info.compress_size, depth  # type: ignore[arg-type]
+                    name, fobj, report, budget, limits, info.compress_size, depth  # type: ignore[arg-type]
                 )
-        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
-            report.warnings.append(f"{info.filename}: unreadable zip member ({exc}), skipped")
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, zlib.error) as exc:
+            report.warnings.append(f"{name}: unreadable zip member ({exc}), skipped")
 
 
 def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLimits) -> Iterator[Block]:
     real_root = os.path.realpath(root)
     n = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def walk_error(exc: OSError) -> None:
+        where = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else root
+        report.warnings.append(f"{where}: unreadable directory ({exc.strerror or exc}), skipped")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error, followlinks=False):
         dirnames.sort()
         for fname in sorted(filenames):
+            if budget.stopped:
+                return
             full = os.path.join(dirpath, fname)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
             n += 1
@@ -416,6 +739,9 @@ def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLim
                 target = os.path.realpath(full)
                 if not target.startswith(real_root + os.sep):
                     report.warnings.append(f"{rel}: symbolic link leaving the bundle, skipped")
+                    continue
+                if not os.path.exists(full):
+                    report.warnings.append(f"{rel}: broken symbolic link, skipped")
                     continue
             if not os.path.isfile(full):
                 continue
@@ -463,24 +789,47 @@ def read_bundle(path: str | os.PathLike[str], report: InputReport, limits: Inges
     except OSError as exc:
         raise BundleError(f"cannot open {p}: {exc.strerror or exc}") from exc
     with fobj:
-        size = os.fstat(fobj.fileno()).st_size
+        st = os.fstat(fobj.fileno())
         lower = name.lower()
-        if _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and tarfile.is_tarfile(p)):
+        stream: BinaryIO = fobj
+        if stat.S_ISREG(st.st_mode):
+            is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and tarfile.is_tarfile(p))
+            is_zip = not is_tar and (lower.endswith(".zip") or zipfile.is_zipfile(fobj))
+            fobj.seek(0)
+        else:  # a pipe or a device (``tar cz logs | diag diagnose /dev/stdin``): no seeking, so sniff
+            head, _ = _read_block(fobj, 1024)
+            stream = _Prepend(head, fobj)  # type: ignore[assignment]
+            kind = _stream_kind(head)
+            is_tar, is_zip = kind == "tar", kind == "zip"
+        if is_tar:
+            counting = _Counting(stream)
             try:
-                tf = tarfile.open(fileobj=fobj, mode="r|*")  # noqa: SIM115 - closed below
-            except (tarfile.TarError, OSError, EOFError) as exc:
+                tf = tarfile.open(fileobj=counting, mode="r|*")  # type: ignore[call-overload]  # noqa: SIM115
+            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
                 raise BundleError(f"cannot read archive {p}: {exc}") from exc
             with tf:
-                yield from _tracked(_iter_tar(tf, "", report, budget, limits, 1))
+                yield from _tracked(_iter_tar(tf, counting, "", report, budget, limits, 1))
             return
-        if lower.endswith(".zip") or zipfile.is_zipfile(fobj):
-            fobj.seek(0)
+        if is_zip:
             try:
-                zf = zipfile.ZipFile(fobj)
-            except (zipfile.BadZipFile, OSError) as exc:
+                with _random_access(stream, limits) as seekable, zipfile.ZipFile(seekable) as zf:
+                    yield from _tracked(_iter_zip(zf, "", report, budget, limits, 1))
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise BundleError(f"cannot read zip archive {p}: {exc}") from exc
-            with zf:
-                yield from _tracked(_iter_zip(zf, "", report, budget, limits, 1))
             return
-        fobj.seek(0)
-        yield from _tracked(_open_member_stream(name, fobj, report, budget, limits, size, 0))
+        yield from _tracked(_open_member_stream(name, stream, report, budget, limits, st.st_size or None, 0))
+
+
+def _stream_kind(head: bytes) -> str:
+    """``tar``, ``zip`` or ``text`` from the first bytes of a stream that cannot be rewound."""
+    if head[257:262] == b"ustar" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+        return "tar"
+    if head[:4] == b"PK\x03\x04":
+        return "zip"
+    if head[:2] == GZIP_MAGIC:
+        try:
+            inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 512)
+        except zlib.error:
+            return "text"
+        return "tar" if inner[257:262] == b"ustar" else "text"
+    return "text"

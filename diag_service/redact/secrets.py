@@ -36,7 +36,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     ),
 ]
 # Cheap substring test before the patterns run (lower-cased text): most lines hold no secret.
-_TRIGGERS = ("begin", "auth", "bearer", "://", "gh", "hf_", "xox", "akia", "asia", "sk-", "eyj", "pass", "pwd",
+_TRIGGERS = ("begin", "auth", "bearer", "://", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "sk-", "eyj", "pass", "pwd",
              "secret", "token", "key", "credential")
 
 

@@ -9,6 +9,7 @@ keeps rank ids, step counts and sizes from splitting one message into thousands 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ MASKS: list[tuple[str, str]] = [
 ]
 
 _EXAMPLES = 8
+_DIGITS = re.compile(r"\d+")
 
 
 def make_miner(sim_th: float = 0.4, depth: int = 4, masks: list[tuple[str, str]] | None = None) -> TemplateMiner:
@@ -105,11 +107,13 @@ def mine_templates(events: Iterable[RawEvent], miner: TemplateMiner | None = Non
     groups: dict[tuple[int, EventKind], TemplateGroup] = {}
     cache: dict[str, int] = {}
     for order, ev in enumerate(events):
-        cid = cache.get(ev.key)
+        # Digits never survive the masks, so lines that differ only in digits share one Drain3 call.
+        norm = _DIGITS.sub("0", ev.key)
+        cid = cache.get(norm)
         if cid is None:
-            cid = miner.add_log_message(ev.key)["cluster_id"]
+            cid = miner.add_log_message(norm)["cluster_id"]
             if len(cache) < 200_000:
-                cache[ev.key] = cid
+                cache[norm] = cid
         g = groups.get((cid, ev.kind))
         if g is None:
             g = groups[(cid, ev.kind)] = TemplateGroup(template_id=cid, template="", kind=ev.kind)
