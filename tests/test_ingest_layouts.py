@@ -42,16 +42,6 @@ LAYOUTS: dict[str, tuple[Builder, set[str]]] = {
     "single-file": (B.rank_stderr_file, {"prefix:rank"}),
 }
 
-SRUN_TASK_AS_NODE = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "extract/events.py _who(): when a line has both a Slurm task label and a [rankN]: prefix, the "
-        "task id becomes node 'task<N>'. With `srun -l --ntasks=<world>` (one task per GPU) the task id "
-        "IS the global rank, so every event gets an invented node ('task5', 'task0'...). Only treat the "
-        "task id as a node index when a torchrun role prefix ([defaultN]:) shows one agent per task, "
-        "or when task != rank."
-    ),
-)
 
 
 _CACHE: dict[str, tuple[B.Built, Diagnosis]] = {}
@@ -111,7 +101,7 @@ def test_layout_diagnosis_names_rank_file_and_line(tmp_path: Path, name: str) ->
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=SRUN_TASK_AS_NODE) if n == "slurm-srun-l" else n for n in LAYOUTS]
+    "name", list(LAYOUTS)
 )
 def test_layout_attributes_nodes(tmp_path: Path, name: str) -> None:
     built, d = _build(name, tmp_path)
@@ -152,15 +142,6 @@ def test_gzipped_torchelastic_error_json_is_still_read_as_one(tmp_path: Path) ->
     assert not any("{" in e.first.text[:3] for e in d.events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "extract/events.py Extractor.feed() recognises torchelastic error files only by the exact "
-        "basename 'error.json'; ingest therefore keeps reporting a gzipped one as '.../error.json' "
-        "(ingest/bundle.py _open_member_stream). Fix: accept 'error.json.gz' in feed(), then drop that "
-        "exception in _open_member_stream so the evidence names the real member."
-    ),
-)
 def test_gzipped_error_json_evidence_names_the_real_member(tmp_path: Path) -> None:
     built, d = _build("torchrun-logdir-gzip-members", tmp_path)
     names = {e.first.file for e in d.events}
@@ -221,33 +202,12 @@ def test_timestamps_of_each_format_are_read(tmp_path: Path) -> None:
     assert elastic and elastic[0].first_timestamp == f"{B.YEAR}-03-14T13:02:47.000+00:00"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "extract/events.py Extractor._ts_before() only borrows the time of an earlier line written by "
-        "the *same* (rank, local_rank, node). In a per-process file (torchrun stderr.log) the excepthook "
-        "gives the traceback rank 5 via [rank5]: while the script's own logging lines have no prefix "
-        "(rank None), so the OOM gets no time at all, though the line just before it in the same "
-        "process's file is 0.4 s earlier. Lines of a per-rank/per-process file should count as the "
-        "same writer when their attribution does not contradict it."
-    ),
-)
 @pytest.mark.parametrize("name", ["torchrun-logdir", "single-file"])
 def test_traceback_in_a_per_process_file_gets_the_time_of_the_line_before(tmp_path: Path, name: str) -> None:
     built, d = _build(name, tmp_path)
     assert _oom_evidence(built, d).timestamp == f"{B.YEAR}-03-14T13:02:46.600+00:00"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "extract/events.py reads a line's time from Attribution.text only. With `kubectl logs --timestamps` "
-        "logformat.attribute() must remove the collector's RFC 3339 stamp from the text (else no prefix, "
-        "traceback frame or torchelastic field is recognised) and hands it over as Attribution.stamp; "
-        "extract should use it when the line has no time of its own (a traceback line). Today the OOM "
-        "evidence of that layout has no time although every line of the pod log is stamped."
-    ),
-)
 def test_kubectl_stamp_gives_the_time_of_a_traceback(tmp_path: Path) -> None:
     built, d = _build("one-file-per-pod-kubectl-timestamps", tmp_path)
     ev = _oom_evidence(built, d)
@@ -255,17 +215,6 @@ def test_kubectl_stamp_gives_the_time_of_a_traceback(tmp_path: Path) -> None:
     assert ev.timestamp == stamp[:23] + "+00:00"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "localize/root_cause.py: elastic_root is the first 'Root Cause (first observed failure)' group in "
-        "bundle order. With one torchrun agent per node each agent reports its own first failure; node 0's "
-        "report (rank 0, SIGABRT from the watchdog, 13:12:49) comes first in the file, node 1's (rank 5, "
-        "exit 1 with the OOM traceback, 13:02:47) later. The diagnosis says 'CUDA out of memory on rank 0'. "
-        "The earliest report by its 'time' field (and one with an exit code rather than SIGABRT/SIGTERM) "
-        "should win."
-    ),
-)
 def test_earliest_of_several_agents_root_causes_names_the_rank(tmp_path: Path) -> None:
     """Console of torch < 2.2 (no [rankN]: on tracebacks): only the agents' reports name ranks."""
     built = B.combined_rank_file(tmp_path, rank_prefix=False)
@@ -274,16 +223,6 @@ def test_earliest_of_several_agents_root_causes_names_the_rank(tmp_path: Path) -
     assert d.first_failing_rank == B.OOM_RANK
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "extract/events.py Extractor.__init__ sets self.year = the current year for glog timestamps "
-        "(E1231 23:59:58.1 has no year). A job that failed on 31 Dec and is diagnosed in January gets its "
-        "C++ lines dated a year after its Python-logging lines of the same minute. The year should come "
-        "from the bundle (ISO timestamps seen in it, torchelastic times, error.json), or from the file "
-        "modification time, not from the clock."
-    ),
-)
 def test_glog_lines_take_the_year_of_the_logs(tmp_path: Path) -> None:
     year = B.YEAR - 1
     lines = [

@@ -135,15 +135,6 @@ def test_ordinary_text_survives_redaction(tmp_path: Path) -> None:
     assert "<REDACTED>" not in dump
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "redact/secrets.py: the key=value rule matches any key ending in 'token' (\\b[\\w.-]*token\\b), so "
-        "Hugging Face's own error about special tokens loses its advice: `pad_token = tokenizer.eos_token` "
-        "and `{'pad_token': '[PAD]'}` become `<REDACTED>`. Tokenizer special-token names (pad/eos/bos/unk/"
-        "sep/cls/mask_token) and values that are plainly not credentials should be left alone."
-    ),
-)
 def test_tokenizer_special_token_settings_are_not_secrets(tmp_path: Path) -> None:
     line = (
         "ValueError: Asking to pad but the tokenizer does not have a padding token. Please select a token to use as "
@@ -154,14 +145,6 @@ def test_tokenizer_special_token_settings_are_not_secrets(tmp_path: Path) -> Non
     assert line in [e.first.text for e in d.events]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "redact/secrets.py: the URL-credentials rule needs a non-empty user name "
-        "([^/\\s:@'\"]+:[^/\\s@'\"]+@), so the password of a Redis URL in its documented form "
-        "redis://:password@host:6379/0 (no user) is left in clear."
-    ),
-)
 def test_password_of_a_url_without_user_name(tmp_path: Path) -> None:
     line = f"redis.exceptions.ConnectionError: Error connecting to redis://:{URL_PASS}@redis.internal:6379/0"
     _, d = _bundle_with(tmp_path, [line])
@@ -169,14 +152,6 @@ def test_password_of_a_url_without_user_name(tmp_path: Path) -> None:
     assert URL_PASS not in d.model_dump_json()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "redact/secrets.py: only key=value and key: value pairs are recognised. DeepSpeed's launcher "
-        "error (launch.py sigkill_handler) prints the whole command as a Python list, where a secret "
-        "option and its value are separate items: ['--db-password', 'value']; the value stays in clear."
-    ),
-)
 def test_secret_option_in_a_printed_command_line(tmp_path: Path) -> None:
     line = (
         f"[{B.YEAR}-03-14 13:02:48,512] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', '-u', "

@@ -99,6 +99,7 @@ ELASTIC_EXIT = re.compile(r"(-?\d+) \(pid: (\d+)\)\s*(\S*)")
 RANK_PREFIX_ALL = re.compile(r"^(?:\d+: )?\[rank(\d{1,6})\]:", re.MULTILINE)
 RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
+ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})_(\d{2}):(\d{2}):(\d{2})")
@@ -203,9 +204,9 @@ def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | N
     node = att.node or src.node
     if att.task is not None:
         if rank is None and local_rank is None:
-            rank = att.task
-        elif node is None:
-            node = f"task{att.task}"
+            rank = att.task  # srun -l with one task per GPU: the task id is the rank
+        elif node is None and att.task != att.rank and att.rank is None:
+            node = f"task{att.task}"  # one torchrun per srun task: the task id is the node index
     return rank, local_rank, node
 
 
@@ -220,11 +221,17 @@ class Extractor:
     # -- helpers -----------------------------------------------------------------------------------
 
     def _ts(self, text: str) -> float | None:
+        """Unix time of a line; lines with a full date also set the year used for glog lines."""
         ts = parse_timestamp(text, self.year)
+        if ts is not None and text[:1].isdigit() and ISO_DATE.match(text):
+            self.year = time.gmtime(ts).tm_year
         return ts
 
     def _ts_before(self, rd: _BlockReader, start: int, who: tuple) -> float | None:
-        """Nearest earlier timestamp of the same writer within 40 lines (approximate event time)."""
+        """Nearest earlier timestamp of the same writer within 40 lines (approximate event time).
+        In a file of one process (torchrun's per-rank stderr.log, a per-rank file), every line is
+        that writer's, prefixed or not."""
+        single_writer = rd.src.rank is not None or rd.src.local_rank is not None
         pos = start
         for _ in range(40):
             if pos <= 0:
@@ -233,9 +240,13 @@ class Extractor:
             line = rd.text[prev : pos - 1]
             pos = prev
             att = rd.attr(line)
-            if _who(rd.src, att) != who:
+            w = _who(rd.src, att)
+            # skip lines that name another writer; unattributed lines do not contradict this one
+            if not single_writer and w != who and any(x is not None for x in w):
                 continue
             ts = self._ts(att.text)
+            if ts is None and att.stamp:
+                ts = self._ts(att.stamp)
             if ts is not None:
                 return ts
         return None
@@ -244,7 +255,7 @@ class Extractor:
 
     def feed(self, block: Block) -> Iterator[RawEvent]:
         src = block.source
-        if src.path.rsplit("/", 1)[-1] == "error.json":
+        if src.path.rsplit("/", 1)[-1] in ("error.json", "error.json.gz"):
             buf = self._json_buf.setdefault(src.path, [])
             if sum(len(x) for x in buf) < 4 << 20:
                 buf.append(block.text)
@@ -344,6 +355,8 @@ class Extractor:
         if not key:
             return
         ts = self._ts(body)
+        if ts is None and att.stamp:
+            ts = self._ts(att.stamp)
         approx = False
         if ts is None and kind is not EventKind.STACK_DUMP:
             ts = self._ts_before(rd, ls, who)
@@ -396,6 +409,8 @@ class Extractor:
             s = body.strip()
             if scanned == 1:
                 header_ts = self._ts(body)
+                if header_ts is None and att.stamp:
+                    header_ts = self._ts(att.stamp)
             is_header = "Traceback (most recent call last)" in body
             if is_header or FRAME_LINE.match(body):
                 if is_header and exc_line is not None:

@@ -587,11 +587,7 @@ def _open_member_stream(
             report.warnings.append(f"{name}: unreadable zip archive ({exc}), skipped")
         return
     src = attribute_path(name[:-3] if lower.endswith(".gz") else name)
-    # Evidence must name the member as it is in the bundle, ``.gz`` included. Exception: extract
-    # recognises torchelastic error files by the exact name ``error.json`` (extract/events.py,
-    # ``Extractor.feed``), so a gzipped one keeps the name without ``.gz`` until extract accepts both.
-    if not lower.endswith("/error.json.gz") and lower != "error.json.gz":
-        src.path = name
+    src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
     if not lower.endswith(".gz"):
         yield from _stream_blocks(fobj, src, report, budget, limits, compressed)
         return

@@ -270,10 +270,11 @@ def localize(
     slow = _slowdown(progress)
     world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
     hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen | world)
-    elastic_root = next(
-        (g.first for g in groups if g.kind is EventKind.ELASTIC_SUMMARY and g.first and g.first.fields.get("root") == "1"),
-        None,
-    )
+    # Each node's agent reports its own "first observed failure": the job's is the earliest of them.
+    elastic_roots = [
+        ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples if ev.fields.get("root") == "1"
+    ]
+    elastic_root = min(elastic_roots, key=lambda e: (e.ts is None, e.ts or 0.0), default=None)
 
     evidence: list[Evidence] = []
     first_rank: int | None = None

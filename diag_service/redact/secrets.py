@@ -20,7 +20,16 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), REDACTED),
     (re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:bearer|basic|token)\s+)[^\s'\",]+"), r"\1" + REDACTED),
     (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{12,}"), r"\1" + REDACTED),
-    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@'\"]+:[^/\s@'\"]+@"), r"\1" + REDACTED + "@"),
+    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@'\"]*:[^/\s@'\"]+@"), r"\1" + REDACTED + "@"),
+    # A secret option and its value as separate argv items (a launcher printing its command as a list).
+    (
+        re.compile(
+            r"(?i)(['\"]--?[\w-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)['\"]\s*,\s*)(['\"])[^'\"]*\2"
+        ),
+        r"\1\2" + REDACTED + r"\2",
+    ),
+    # ... and on a command line: --password VALUE
+    (re.compile(r"(?i)(\s--?[\w-]*(?:password|passwd|secret|api[_-]?key|access[_-]?key)[ =])(?!<REDACTED>)(\S+)"), r"\1" + REDACTED),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b|\bgithub_pat_[A-Za-z0-9_]{40,}\b"), REDACTED),
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),
@@ -29,7 +38,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), REDACTED),
     (
         re.compile(
-            r"(?i)(\b[\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+            # tokenizer special-token settings (pad_token = ..., {'eos_token': '</s>'}) are not secrets
+            r"(?i)(\b(?![\w.-]*\b(?:pad|eos|bos|unk|sep|cls|mask)_token\b)[\w.-]*"
+            r"(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
             r"|credentials?)\b[\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}]+)"
         ),
         r"\1" + REDACTED,
