@@ -11,6 +11,7 @@ The JSON Schema of :class:`Diagnosis` is exported to ``docs/schema/diagnosis.sch
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -290,6 +291,10 @@ class Diagnosis(BaseModel):
     similar_incidents: list[SimilarIncident] = Field(default_factory=list)
     recovery: RecoveryPlan | None = None
     hang: HangReport | None = Field(default=None, description="Stack-dump analysis when the bundle carries dumps.")
+    slow: dict[str, Any] | None = Field(
+        default=None,
+        description="Fail-slow report (diag_service.slow.SlowReport, as JSON) when the bundle carries a timing feed.",
+    )
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -28,8 +28,10 @@ except ImportError:  # pragma: no cover - lab not installed
 
 
 from diag_service.hang.cli import hang_cmd  # noqa: E402
+from diag_service.slow.cli import app as slow_app  # noqa: E402
 
 app.command("hang")(hang_cmd)
+app.add_typer(slow_app, name="slow")
 
 
 @app.command("diagnose")
@@ -42,13 +44,14 @@ def diagnose_cmd(
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite) for escalation and lemon nodes.")] = None,
     platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm: dry-run commands for the plan.")] = "kubernetes",
     no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
+    exclude: Annotated[list[str] | None, typer.Option(help="Skip files matching this glob (repeatable).")] = None,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
     try:
         d = diagnose(
             DiagnoseRequest(
                 path=str(path), job_id=job_id, recovery=not no_recovery,
-                history_path=str(history) if history else None, platform=platform,
+                history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
             )
         )
     except BundleError as exc:

@@ -40,6 +40,7 @@ from diag_service.domain import (
 from diag_service.extract import ProgressLog, RawEvent
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
+from diag_service.slow.models import SlowReport
 from diag_service.templates import TemplateGroup
 
 MIN_CONFIDENCE = 0.4
@@ -425,4 +426,32 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
             d.first_failing_rank = top.rank
             d.confidence = max(d.confidence, round(min(0.45, top.score / 2), 3))
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
+        d.faulty_nodes = [top.node]
+
+
+def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
+    """Fold a fail-slow report into a diagnosis (in place).
+
+    A confident fail-stop or hang diagnosis keeps its mode; the slowdown is a finding. Otherwise a
+    slowdown makes the diagnosis ``fail_slow`` with the report's category and summary, the top
+    straggler as first failing rank when its confidence is at least 0.7, and the blamed node(s).
+    """
+    if slow.failure_mode is not FailureMode.FAIL_SLOW:
+        return
+    d.findings.append("Timing feed: " + slow.summary)
+    if d.category is not Category.UNKNOWN or d.failure_mode is FailureMode.FAIL_HANG:
+        return
+    d.failure_mode = FailureMode.FAIL_SLOW
+    d.category = slow.category
+    d.responsible = DEFAULT_RESPONSIBLE[slow.category]
+    d.root_cause.summary = slow.summary + " " + d.root_cause.summary
+    top = slow.stragglers[0] if slow.stragglers else None
+    unique = len(slow.stragglers) == 1 or (top is not None and slow.stragglers[1].confidence < top.confidence)
+    if top is not None and top.confidence >= 0.7 and unique:
+        d.first_failing_rank = top.rank
+        d.confidence = max(d.confidence, round(min(0.8, top.confidence), 3))
+    nodes = [g.name for g in slow.groups if g.group == "node"]
+    if nodes:
+        d.faulty_nodes = nodes[:8]
+    elif top is not None and top.node and d.first_failing_rank == top.rank:
         d.faulty_nodes = [top.node]

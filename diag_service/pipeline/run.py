@@ -7,6 +7,7 @@ time spent upstream.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import time
 from collections.abc import Iterator
@@ -21,10 +22,12 @@ from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
-from diag_service.localize import combine_hang, localize
+from diag_service.localize import combine_hang, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
+from diag_service.slow.analyze import analyze_bundle
+from diag_service.slow.feeds import FeedError
 from diag_service.templates import mine_templates
 
 T = TypeVar("T")
@@ -43,6 +46,7 @@ class DiagnoseRequest(BaseModel):
     policy_path: str | None = None
     history_path: str | None = None
     platform: str = "kubernetes"
+    exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
 
 
 class _Timed:
@@ -81,9 +85,16 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     # Stack dumps go to the hang analyzer, not to the log stages.
     dumps_dir = find_dumps_dir(req.path) if Path(req.path).is_dir() else None
     skip = _relative_prefix(req.path, dumps_dir)
+    feeds = _timing_feeds(req.path)
     source = read_bundle(req.path, report, req.limits)
-    if skip is not None:
-        source = (b for b in source if not (b.source.path + "/").startswith(skip))
+    if skip is not None or feeds or req.exclude:
+        # dumps go to the hang analyzer and timing feeds to the slow analyzer, not to the log stages
+        source = (
+            b for b in source
+            if not (skip is not None and (b.source.path + "/").startswith(skip))
+            and b.source.path not in feeds
+            and not _excluded(b.source.path, req.exclude)
+        )
     blocks = _Timed(source)
     raw = _Timed(extract_events(blocks, progress))
     clean = _Timed(redact_events(raw))
@@ -135,6 +146,17 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         else:
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
+    if feeds:
+        t0 = time.perf_counter()
+        try:
+            slow = analyze_bundle(req.path)
+        except (FeedError, OSError, ValueError) as exc:
+            report.warnings.append(f"timing feed not analysed: {exc}")
+        else:
+            if slow is not None:
+                d.slow = slow.model_dump(mode="json", exclude={"config"})
+                combine_slow(d, slow)
+        timings["slow"] = time.perf_counter() - t0
     if req.recovery:
         t0 = time.perf_counter()
         pol = _policy(req.policy_path)
@@ -149,6 +171,23 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     timings["total"] = time.perf_counter() - t_start
     d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
     return d
+
+
+def _excluded(path: str, patterns: list[str]) -> bool:
+    base = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(base, p) for p in patterns)
+
+
+def _timing_feeds(path: str) -> set[str]:
+    """Bundle-relative paths of per-rank timing feeds (``timing*.jsonl``, ``.csv``, ``.parquet``) at the
+    top of a bundle directory; they are read by the slow analyzer."""
+    p = Path(path)
+    if not p.is_dir():
+        return set()
+    out = set()
+    for pattern in ("timing*.jsonl", "timing*.csv", "timing*.parquet"):
+        out |= {f.name for f in p.glob(pattern) if f.is_file()}
+    return out
 
 
 def _relative_prefix(root: str, sub: Path | None) -> str | None:

@@ -29,7 +29,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         r"\1\2" + REDACTED + r"\2",
     ),
     # ... and on a command line: --password VALUE
-    (re.compile(r"(?i)(\s--?[\w-]*(?:password|passwd|secret|api[_-]?key|access[_-]?key)[ =])(?!<REDACTED>)(\S+)"), r"\1" + REDACTED),
+    (
+        re.compile(r"(?i)(\s--?[\w-]*(?:password|passwd|secret|api[_-]?key|access[_-]?key)[ =])(?!<REDACTED>)(\S+)"),
+        r"\1" + REDACTED,
+    ),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b|\bgithub_pat_[A-Za-z0-9_]{40,}\b"), REDACTED),
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), REDACTED),
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),
@@ -47,8 +50,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     ),
 ]
 # Cheap substring test before the patterns run (lower-cased text): most lines hold no secret.
-_TRIGGERS = ("begin", "auth", "bearer", "://", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "sk-", "eyj", "pass", "pwd",
-             "secret", "token", "key", "credential")
+_TRIGGERS = (
+    "begin", "auth", "bearer", "://", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia",
+    "asia", "sk-", "eyj", "pass", "pwd", "secret", "token", "key", "credential",
+)
 
 
 def redact(text: str) -> str:

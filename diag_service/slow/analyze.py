@@ -1,0 +1,175 @@
+"""``analyze_slow``: the one batch entry point of fail-slow detection, and the feed dispatcher.
+
+``analyze_slow`` loads any supported input and replays it, in step order, through
+:class:`~diag_service.slow.detector.SlowDetector` (the streaming detector), so that a feed analysed at
+once and the same feed streamed step by step give the same report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diag_service.ingest import BundleError
+from diag_service.slow.detector import SlowDetector, log_evidence_list
+from diag_service.slow.feeds import Feed, FeedError, StepBatch, load_jsonl, load_table
+from diag_service.slow.logs import load_log_bundle
+from diag_service.slow.models import SlowConfig, SlowReport
+from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
+
+FEED_NAMES = ("timing.jsonl", "timing.jsonl.gz", "timing.csv", "timing.parquet")
+_JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
+
+
+def load_feed(path: str | Path) -> Feed:
+    """Load a timing feed or a log bundle, choosing the reader from the path.
+
+    * ``*.jsonl``/``*.ndjson`` (optionally ``.gz``): the lab's per-rank records;
+    * ``*.csv``/``*.parquet``: the same columns, or the public traces (PAI CSV, ByteDance parquet),
+      recognised by their columns;
+    * a directory holding ``timing.jsonl`` (a lab run, a bundle with a feed): that feed;
+    * anything else (a directory, archive or log file): iteration lines of the logs.
+
+    Raises :class:`~diag_service.slow.feeds.FeedError` if the path does not exist or cannot be read.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FeedError(f"no such file or directory: {p}")
+    if p.is_dir():
+        for name in FEED_NAMES:
+            if (p / name).is_file():
+                return load_feed(p / name)
+    name = p.name.lower()
+    if name.endswith(_JSONL):
+        return load_jsonl(p)
+    if name.endswith(".parquet"):
+        import polars as pl
+
+        try:
+            cols = pl.read_parquet_schema(p)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise FeedError(f"cannot read {p}: {exc}") from exc
+        return load_bytedance_feed(p) if is_bytedance_trace(list(cols)) else load_table(p)
+    if name.endswith(".csv"):
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            header = [c.strip().strip('"') for c in fh.readline().split(",")]
+        return load_alibaba_feed(p) if is_alibaba_trace(header) else load_table(p)
+    try:
+        return load_log_bundle(p)
+    except BundleError as exc:
+        raise FeedError(str(exc)) from exc
+
+
+def _sorted_steps(b: StepBatch) -> list[StepBatch]:
+    """Split a batch into per-step batches in step order (records within a step keep their order)."""
+    if len(b) == 0:
+        return []
+    order = np.argsort(b.step, kind="stable")
+    ss = b.step[order]
+    cut = np.flatnonzero(np.diff(ss)) + 1
+    return [b.take(order[lo:hi]) for lo, hi in zip(np.concatenate([[0], cut]), np.concatenate([cut, [ss.size]]), strict=True)]
+
+
+def analyze_slow(
+    source: str | Path | Feed | StepBatch | Iterable[Mapping[str, Any]],
+    config: SlowConfig | None = None,
+    *,
+    world_size: int | None = None,
+) -> SlowReport:
+    """Is the job slower than it should be, since when, by how much, and which rank, node or stage is to blame?
+
+    ``source``: a path (timing feed, public trace or log bundle; see :func:`load_feed`), a loaded
+    :class:`~diag_service.slow.feeds.Feed`, a :class:`~diag_service.slow.feeds.StepBatch`, or an iterable
+    of records in the lab's format (``{"rank", "node", "step", "start", "end", "compute_s", "comm_s",
+    "data_s"}``, unix seconds / seconds). ``config``: detector parameters (defaults documented on
+    :class:`~diag_service.slow.models.SlowConfig`); ``world_size``: number of ranks, if known.
+
+    Returns a :class:`~diag_service.slow.models.SlowReport` (``failure_mode`` is ``fail_slow`` when an
+    episode, straggler or group was found). Bad records are skipped and reported in ``report.input``;
+    raises :class:`~diag_service.slow.feeds.FeedError` only when a path cannot be read at all.
+    """
+    t0 = time.perf_counter()
+    if isinstance(source, str | Path):
+        feed = load_feed(source)
+    elif isinstance(source, Feed):
+        feed = source
+    elif isinstance(source, StepBatch):
+        feed = Feed(source, _empty_stats("batch", source))
+    else:
+        from diag_service.slow.feeds import RecordConverter
+
+        conv = RecordConverter()
+        batch = conv.convert(source)
+        feed = Feed(batch, _empty_stats("records", batch))
+        feed.stats.bad_records = conv.bad
+        if conv.bad:
+            feed.stats.warnings.append(f"{conv.bad} record(s) were invalid and skipped, e.g. " + "; ".join(conv.reasons[:3]))
+    t_load = time.perf_counter()
+    det = SlowDetector(config, world_size=world_size, source=feed.stats.source, fmt=feed.stats.format, units=feed.units)
+    det.stats.bad_records = feed.stats.bad_records
+    det.stats.warnings = list(feed.stats.warnings)
+    batch = feed.batch
+    if batch.node_names:
+        batch = det._own_nodes(batch)
+    # every rank known up front, so that a step is processed as soon as it is complete, as in a live feed
+    det._register_ranks(batch.rank)
+    for part in _sorted_steps(batch):
+        det.update(part)
+    rep = det.report()
+    rep.input.records = len(batch)
+    rep.input.bad_records = feed.stats.bad_records
+    if feed.log_evidence:
+        steps = {e.start_step for e in rep.job_slowdown} | {e.detected_at_step for e in rep.job_slowdown}
+        chosen = {s: feed.log_evidence[s] for s in steps if s in feed.log_evidence}
+        first = min(feed.log_evidence)
+        chosen.setdefault(first, feed.log_evidence[first])
+        rep.log_evidence = log_evidence_list(chosen)
+    rep.timings_ms = {"load": round((t_load - t0) * 1000, 3), **rep.timings_ms,
+                      "total": round((time.perf_counter() - t0) * 1000, 3)}
+    return rep
+
+
+def _empty_stats(fmt: str, batch: StepBatch):  # noqa: ANN202 - FeedStats
+    from diag_service.slow.models import FeedStats
+
+    return FeedStats(source=fmt, format=fmt, records=len(batch), phases=batch.phases())
+
+
+def analyze_bundle(path: str | Path, config: SlowConfig | None = None) -> SlowReport | None:
+    """The fail-slow report of a log bundle, or None when it has neither a timing feed nor iteration lines.
+
+    Meant for ``diag diagnose``: a bundle (directory, archive or file) is searched for a ``timing*.jsonl``
+    feed (a lab run's ``timing.jsonl``, or an archive member), else for iteration lines. Raises
+    :class:`~diag_service.slow.feeds.FeedError` if the path cannot be opened.
+    """
+    feed = load_feed(path)
+    if len(feed.batch) == 0:
+        return None
+    return analyze_slow(feed, config)
+
+
+def etpr_events(report: SlowReport, job: str) -> list[dict[str, Any]]:
+    """ETPR lifecycle events for the report's episodes: ``slow_detected`` / ``slow_resolved``.
+
+    One ``slow_detected`` per episode at its start time, with ``slowdown`` (the episode's factor), the
+    category and the node to blame (a node finding, else the leading straggler's node); a
+    ``slow_resolved`` at its end time when it ended. Episodes without absolute times (log lines without
+    timestamps, normalised traces) are skipped. Field names are those of ``diag_service.etpr``'s events.
+    """
+    out: list[dict[str, Any]] = []
+    node = next((g.name for g in report.groups if g.group == "node"), None)
+    if node is None and report.stragglers:
+        node = report.stragglers[0].node
+    for ep in report.job_slowdown:
+        if ep.start_time is None or report.units != "seconds":
+            continue
+        out.append({"job": job, "event": "slow_detected", "time": ep.start_time, "slowdown": max(1.0, ep.slowdown_factor),
+                    "mode": "fail_slow", "category": str(report.category), "node": node, "step": ep.start_step,
+                    "cause": f"{ep.kind} phase" if ep.kind else None})
+        if ep.end_time is not None and not ep.ongoing:
+            out.append({"job": job, "event": "slow_resolved", "time": ep.end_time, "step": ep.end_step})
+    return out

@@ -1,0 +1,97 @@
+"""``diag slow TIMING_FEED [--json]``: is the job running slower than it should, and who is to blame?
+
+``app`` is a :class:`typer.Typer` whose callback is the command, so it works both standalone
+(``python -m diag_service.slow.cli FEED``) and mounted with ``app.add_typer(slow_app, name="slow")``
+as ``diag slow FEED``. Exit status: 0 when the analysis ran (whatever it found), 2 when the input
+cannot be read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from diag_service.slow.analyze import analyze_slow
+from diag_service.slow.feeds import FeedError
+from diag_service.slow.models import SlowConfig, SlowReport
+
+# A callback-only group; interspersed args so that ``FEED --json`` parses like ``--json FEED``.
+app = typer.Typer(
+    help="Fail-slow detection and straggler localisation from step timings or iteration lines.",
+    context_settings={"allow_interspersed_args": True},
+)
+err = Console(stderr=True)
+
+
+@app.callback(invoke_without_command=True)
+def slow(
+    timing_feed: Annotated[Path, typer.Argument(
+        help="timing.jsonl / .csv / .parquet, a lab run folder, a public trace, or a log bundle with iteration lines.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the SlowReport as one JSON object.")] = False,
+    min_effect: Annotated[float, typer.Option(help="Minimum slowdown to report (0.10 = 10 %).", min=0.01, max=5.0)] = 0.10,
+    world_size: Annotated[int | None, typer.Option(help="Number of ranks, if known.", min=1)] = None,
+    show: Annotated[int, typer.Option(help="Stragglers and alarms to list in the text report.", min=0)] = 10,
+) -> None:
+    """Detect job slowdowns (since when, by how much, time lost) and straggler ranks, nodes and stages."""
+    try:
+        rep = analyze_slow(timing_feed, SlowConfig(min_effect=min_effect), world_size=world_size)
+    except FeedError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if json_out:
+        typer.echo(rep.model_dump_json(indent=2))
+        return
+    print_report(rep, Console(), show)
+
+
+def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
+    """Render a :class:`SlowReport` for a terminal."""
+    u = "s" if rep.units == "seconds" else f" ({rep.units})"
+    lost = "lost (s)" if rep.units == "seconds" else f"lost ({rep.units})"
+    verdict = "[red]FAIL-SLOW[/red]" if rep.failure_mode else "[green]OK[/green]"
+    con.print(f"{verdict}  category: {rep.category}")
+    con.print(rep.summary)
+    b = rep.baseline
+    if b.step_time_s is not None:
+        con.print(f"baseline: {b.step_time_s:.4g}{u}/step (noise {b.noise_sigma:.3f} log-sd), warm-up {b.warmup_steps} "
+                  f"steps, window steps {b.first_step}-{b.last_step}, {b.excluded_steps} excluded"
+                  + (f"; periodic: {', '.join(b.periodic)}" if b.periodic else ""))
+    if rep.job_slowdown:
+        t = Table(title="job slowdown episodes")
+        for col in ("start", "end", "detected", "factor", lost, "kind", "stragglers"):
+            t.add_column(col)
+        for e in rep.job_slowdown:
+            t.add_row(str(e.start_step), "ongoing" if e.end_step is None else str(e.end_step), str(e.detected_at_step),
+                      f"{e.slowdown_factor:.2f}x", f"{e.time_lost_s:.4g}", str(e.kind or ""),
+                      ",".join(map(str, e.explained_by_ranks[:8])))
+        con.print(t)
+    if rep.groups:
+        t = Table(title="nodes / stages")
+        for col in ("group", "name", "kind", "factor", "since", "ranks", "basis"):
+            t.add_column(col)
+        for g in rep.groups[:show]:
+            t.add_row(g.group, g.name, str(g.kind), f"{g.slowdown_factor:.2f}x", str(g.first_step),
+                      f"{len(g.ranks)}/{g.n_ranks}", g.basis)
+        con.print(t)
+    if rep.stragglers:
+        t = Table(title=f"stragglers ({len(rep.stragglers)})")
+        for col in ("rank", "node", "kind", "factor", "since", "detected", "slow steps", lost, "conf"):
+            t.add_column(col)
+        for s in rep.stragglers[:show]:
+            t.add_row(str(s.rank), s.node or "", str(s.kind), f"{s.slowdown_factor:.2f}x",
+                      str(s.first_step) + (" (start)" if s.present_at_start else ""), str(s.detected_at_step),
+                      f"{s.slow_fraction:.0%}", f"{s.time_lost_s:.4g}", f"{s.confidence:.2f}")
+        con.print(t)
+    i = rep.input
+    con.print(f"input: {i.format} {i.source}: {i.records} records, {i.ranks} ranks, {i.nodes} nodes, {i.steps} steps"
+              f" (phases: {', '.join(i.phases) or 'none'})")
+    for w in i.warnings:
+        con.print(f"[yellow]warning:[/yellow] {w}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

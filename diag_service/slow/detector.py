@@ -1,0 +1,548 @@
+"""The streaming fail-slow detector: ``SlowDetector.update(step_records)`` and ``SlowDetector.report()``.
+
+Records may arrive in any grouping (one call per step, per rank, or a whole file), out of order,
+duplicated or with ranks missing. They are buffered per step; a step is processed, in step order,
+as soon as every rank known so far (or ``world_size`` ranks, if given) has reported, or when half of the
+ranks have reported a step ``max_lag_steps`` steps newer. A record for a step already processed is counted as late
+and dropped; a second record for the same (step, rank) replaces the first (the highest ``attempt``
+wins, so a restarted job's replayed steps supersede the failed attempt's).
+
+Per processed step the work is O(ranks in the step) (a few numpy passes and lexsorts), and the state
+is bounded: per-rank/node/stage arrays, at most ``max_lag_steps + 1`` buffered steps, one held
+outlier step, and capped lists of alarms and findings. The batch entry point
+(:func:`diag_service.slow.analyze.analyze_slow`) replays a whole feed through this class, so
+streaming and batch give the same report.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from diag_service.domain import Category, Evidence, FailureMode
+from diag_service.slow.feeds import RecordConverter, StepBatch
+from diag_service.slow.job import JobDetector, StepCtx
+from diag_service.slow.models import (
+    FeedStats,
+    GroupFinding,
+    SlowAlarm,
+    SlowConfig,
+    SlowEpisode,
+    SlowReport,
+    StepEvidence,
+    Straggler,
+    StragglerKind,
+)
+from diag_service.slow.rank import (
+    KINDS,
+    Grouping,
+    PeerTracker,
+    PhaseEvidence,
+    UnitRecord,
+    max_of_others,
+    median,
+    nanmedian,
+    peer_reference,
+    phase_evidence,
+)
+
+_KIND_CATEGORY = {
+    StragglerKind.COMPUTE: Category.GPU_HARDWARE,
+    StragglerKind.COMMUNICATION: Category.NETWORK,
+    StragglerKind.DATA: Category.STORAGE,
+}
+
+
+def _r(v: float) -> float | None:
+    return round(float(v), 6) if math.isfinite(v) else None
+
+
+def _concat(parts: list[StepBatch]) -> StepBatch:
+    if len(parts) == 1:
+        return parts[0]
+    names = ("step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
+             "step_time", "line")
+    return StepBatch(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in names}, node_names=parts[0].node_names)
+
+
+class SlowDetector:
+    """Online fail-slow detector over per-rank step records (see the module docstring).
+
+    ``config``: detector parameters; ``world_size``: the number of ranks, if known (otherwise learned
+    from the ranks seen); ``source``/``fmt``/``units``: recorded in the report's input section.
+    """
+
+    def __init__(
+        self,
+        config: SlowConfig | None = None,
+        *,
+        world_size: int | None = None,
+        source: str = "stream",
+        fmt: str = "stream",
+        units: str = "seconds",
+    ) -> None:
+        self.cfg = config or SlowConfig()
+        self.world_size = world_size
+        self.units = units
+        self.conv = RecordConverter()
+        self.stats = FeedStats(source=source, format=fmt)
+        self.pending: dict[int, list[StepBatch]] = {}
+        self.max_seen = -1
+        self.last_done = -1
+        self.rank_idx = np.full(0, -1, np.int64)
+        self.unit_rank = np.zeros(0, np.int64)
+        self.unit_node = np.zeros(0, np.int32)
+        self.unit_stage = np.zeros(0, np.int32)
+        self.n_units = 0
+        self.job = JobDetector(self.cfg)
+        self.ranks = PeerTracker(self.cfg)
+        self.nodes = PeerTracker(self.cfg)
+        self.stages = PeerTracker(self.cfg)
+        self.alarms: list[SlowAlarm] = []
+        self._new: list[SlowAlarm] = []
+        self._steps = 0
+        self._first_step: int | None = None
+        self._phases: set[str] = set()
+        self._no_phase_steps = 0
+        self._job_only_steps = 0
+        self._started = time.perf_counter()
+        self._remap_key: list[str] | None = None
+        self._remap_names: list[str] = []
+        self._remap = np.zeros(0, np.int32)
+
+    # ------------------------------------------------------------------ input
+    def update(self, step_records: StepBatch | Iterable[Mapping[str, Any] | Any]) -> list[SlowAlarm]:
+        """Add records (a :class:`StepBatch`, or mappings / pydantic objects in the lab's format).
+
+        Returns the alarms raised by the steps this call completed. Invalid records are skipped and
+        counted (``input.bad_records``); nothing raises on bad data.
+        """
+        if isinstance(step_records, StepBatch):
+            batch = self._own_nodes(step_records)
+        else:
+            bad0 = self.conv.bad
+            batch = self.conv.convert(step_records)
+            self.stats.bad_records += self.conv.bad - bad0
+        return self._ingest(batch)
+
+    def _own_nodes(self, b: StepBatch) -> StepBatch:
+        if b.node_names is self.conv.node_names or not b.node_names:
+            return b
+        if b.node_names is self._remap_key or b.node_names == self._remap_names:
+            remap = self._remap
+        else:
+            remap = np.array([self.conv.node_code(n) for n in b.node_names], dtype=np.int32)
+            self._remap_key, self._remap_names, self._remap = b.node_names, list(b.node_names), remap
+        node = np.where(b.node >= 0, remap[np.clip(b.node, 0, None)], -1).astype(np.int32)
+        return StepBatch(**{**b.__dict__, "node": node, "node_names": self.conv.node_names})
+
+    def _ingest(self, b: StepBatch, final: bool = False) -> list[SlowAlarm]:
+        self._new = []
+        n = len(b)
+        if n:
+            self.stats.records += n
+            steps = b.step
+            prev_max = np.maximum.accumulate(np.concatenate([[self.max_seen], steps[:-1]]))
+            self.stats.out_of_order += int((steps < prev_max).sum())
+            late = steps <= self.last_done
+            if late.any():
+                self.stats.late += int(late.sum())
+                b = b.take(~late)
+                steps = b.step
+            if len(b):
+                self._register_ranks(b.rank)
+                order = np.argsort(steps, kind="stable")
+                ss = steps[order]
+                cut = np.flatnonzero(np.diff(ss)) + 1
+                for lo, hi in zip(np.concatenate([[0], cut]), np.concatenate([cut, [ss.size]]), strict=True):
+                    s = int(ss[lo])
+                    self.pending.setdefault(s, []).append(b.take(order[lo:hi]))
+                self.max_seen = max(self.max_seen, int(ss[-1]))
+        self._drain(final)
+        return self._new
+
+    def _register_ranks(self, ranks: np.ndarray) -> None:
+        r = ranks[ranks >= 0]
+        if r.size == 0:
+            return
+        top = int(r.max())
+        if top >= self.rank_idx.size:
+            grown = np.full(max(top + 1, 2 * self.rank_idx.size), -1, np.int64)
+            grown[: self.rank_idx.size] = self.rank_idx
+            self.rank_idx = grown
+        unknown = self.rank_idx[r] < 0
+        new = np.unique(r[unknown]) if unknown.any() else r[:0]
+        if new.size:
+            k = new.size
+            self.rank_idx[new] = np.arange(self.n_units, self.n_units + k)
+            need = self.n_units + k
+            if need > self.unit_rank.size:
+                cap = max(need, 2 * self.unit_rank.size)
+                for name, fill, dt in (("unit_rank", 0, np.int64), ("unit_node", -1, np.int32), ("unit_stage", -1, np.int32)):
+                    a = getattr(self, name)
+                    g = np.full(cap, fill, dt)
+                    g[: a.size] = a
+                    setattr(self, name, g)
+            self.unit_rank[self.n_units: need] = new
+            self.n_units = need
+
+    def _moved_on(self, world: int) -> int:
+        """The newest step that at least half of the ranks (or a job-level record) have reached.
+
+        The lag rule counts from it, not from the newest record, so that one stray record far in the
+        future (a clock or step-counter glitch) does not force every pending step through incomplete.
+        """
+        need = max(1, world // 2)
+        best = self.last_done
+        for st, parts in self.pending.items():
+            if st > best and sum(len(p) for p in parts) >= need:
+                best = st
+        return best
+
+    def _ready(self, s: int, final: bool) -> bool:
+        if final:
+            return True
+        world = self.world_size or self.n_units
+        if world <= 0:
+            return False
+        if s <= self._moved_on(world) - self.cfg.max_lag_steps - 1:
+            return True
+        parts = self.pending[s]
+        ranks = np.concatenate([p.rank for p in parts]) if len(parts) > 1 else parts[0].rank
+        if (ranks < 0).any():
+            return True  # a job-level series (log lines): one record is the whole step
+        if ranks.size < world:
+            return False
+        return int(np.count_nonzero(np.bincount(self.rank_idx[ranks], minlength=self.n_units))) >= world
+
+    def _drain(self, final: bool) -> None:
+        while self.pending:
+            s = min(self.pending)
+            if not self._ready(s, final):
+                break
+            self._process(s, _concat(self.pending.pop(s)))
+            self.last_done = s
+        if final:
+            for c, inc in self.job.flush():
+                if inc:
+                    self._rank_step(c)
+        self._collect_job_alarms()
+
+    # ------------------------------------------------------------------ one step
+    def _process(self, step: int, b: StepBatch) -> None:
+        self._steps += 1
+        if self._first_step is None:
+            self._first_step = step
+        rk = b.rank
+        if rk.size > 1:
+            key = np.where(rk >= 0, rk, -1)
+            order = np.lexsort((np.arange(rk.size), b.attempt, key))
+            ks = key[order]
+            last = np.ones(ks.size, bool)
+            last[:-1] = ks[1:] != ks[:-1]
+            keep = order[last]
+            if keep.size < rk.size:
+                self.stats.duplicates += int(rk.size - keep.size)
+                b = b.take(np.sort(keep))
+        for name, a in (("compute", b.compute), ("comm", b.comm), ("data", b.data)):
+            if name not in self._phases and np.isfinite(a).any():
+                self._phases.add(name)
+        ranked = b.rank >= 0
+        rb = b.take(ranked) if not ranked.all() else b
+        idx = self.rank_idx[rb.rank] if len(rb) else np.zeros(0, np.int64)
+        if len(rb):
+            known = rb.node >= 0
+            self.unit_node[idx[known]] = rb.node[known]
+            ks = rb.stage >= 0
+            self.unit_stage[idx[ks]] = rb.stage[ks]
+            world = self.world_size or self.n_units
+            if idx.size < world:
+                self.stats.incomplete_steps += 1
+        with np.errstate(all="ignore"):
+            dur = rb.end - rb.start
+            have_ph = np.isfinite(rb.compute) | np.isfinite(rb.comm) | np.isfinite(rb.data)
+            busy = np.where(have_ph, np.nan_to_num(rb.compute) + np.nan_to_num(rb.comm) + np.nan_to_num(rb.data), np.nan)
+            T = math.nan
+            for cand in (dur, rb.step_time, busy, b.step_time):
+                if np.isfinite(cand).any():
+                    T = nanmedian(cand)
+                    break
+            src = rb if len(rb) else b
+            phases = tuple(nanmedian(a) if np.isfinite(a).any() else math.nan
+                           for a in (src.compute, src.comm, src.data))
+            t0 = float(np.nanmin(b.start)) if np.isfinite(b.start).any() else None
+            t1 = float(np.nanmax(b.end)) if np.isfinite(b.end).any() else None
+        t_max = float(np.nanmax(dur)) if np.isfinite(dur).sum() >= 2 else math.nan
+        ctx = StepCtx(step=step, T=T, T_max=t_max, weight=median(b.weight) if len(b) else 1.0, kind=int(b.kind.max()),
+                      start_time=t0, end_time=t1, phases=phases,  # type: ignore[arg-type]
+                      payload=(rb, idx, dur, busy) if len(rb) >= 2 else None)
+        if not len(rb):
+            self._job_only_steps += 1
+        for c, included in self.job.push(ctx):
+            if included:
+                self._rank_step(c)
+        self._collect_job_alarms()
+
+    def _collect_job_alarms(self) -> None:
+        while self.job.alarms:
+            self._alarm(self.job.alarms.pop(0))
+
+    def _alarm(self, a: SlowAlarm) -> None:
+        self._new.append(a)
+        if len(self.alarms) < self.cfg.max_alarms:
+            self.alarms.append(a)
+
+    def _node_name(self, code: int) -> str | None:
+        return self.conv.node_names[code] if 0 <= code < len(self.conv.node_names) else None
+
+    def _rank_step(self, c: StepCtx) -> None:
+        if c.payload is None:
+            return
+        rb, idx, dur, busy = c.payload
+        T, cfg = c.T, self.cfg
+        x = {0: rb.compute, 1: rb.comm, 2: rb.data}
+        if not np.isfinite(busy).any():  # no phase breakdown: the step duration stands for compute
+            self._no_phase_steps += 1
+            x = {0: dur, 1: np.full(dur.size, np.nan), 2: np.full(dur.size, np.nan)}
+            busy = dur
+        g, ng = None, 0
+        if (rb.stage >= 0).any():
+            g = np.where(rb.stage >= 0, rb.stage, rb.stage.max() + 1).astype(np.int64)
+            ng = int(g.max()) + 1
+        ev: dict[int, PhaseEvidence] = {}
+        late = None
+        if np.isfinite(x[1]).any():
+            cd = np.nan_to_num(x[0]) + np.nan_to_num(x[2])
+            cref, csig = peer_reference(cd, g, ng, cfg.mad_scale)
+            late = max_of_others(cd - cref - cfg.peer_k * csig)  # a peer genuinely late, beyond the noise
+        for j in (0, 1, 2):
+            if np.isfinite(x[j]).any():
+                ev[j] = phase_evidence(x[j], busy if j == 1 else None, g, ng, T, cfg, late if j == 1 else None)
+        cost = None
+        if self.job.base_max is not None and c.T_max > 0:
+            # synchronous ranks pay for the slowest one: its step must be longer than the slowest usually is
+            cost = max(0.0, 1.0 - self.job.base_max / c.T_max)
+
+        def rank_ev(pos: int, j: int) -> StepEvidence:
+            e = ev[j]
+            ref = float(e.ref[pos])
+            return StepEvidence(
+                step=c.step, rank=int(rb.rank[pos]), node=self._node_name(int(rb.node[pos])), step_time_s=_r(T),
+                compute_s=_r(x[0][pos]), comm_s=_r(x[1][pos]), data_s=_r(x[2][pos]),
+                **{("peer_compute_s", "peer_comm_s", "peer_data_s")[j]: _r(ref)},
+            )
+
+        for rec in self.ranks.update(c.step, idx, ev, rank_ev, cost):
+            r = int(self.unit_rank[rec.unit])
+            node = self._node_name(int(self.unit_node[rec.unit]))
+            e = rec.evidence[0]
+            val = (e.compute_s, e.comm_s, e.data_s)[KINDS.index(rec.kind)]
+            ref = (e.peer_compute_s, e.peer_comm_s, e.peer_data_s)[KINDS.index(rec.kind)]
+            self._alarm(SlowAlarm(
+                step=c.step, time=c.end_time, scope="rank", subject=str(r), kind=rec.kind,
+                message=f"rank {r}{f' ({node})' if node else ''} is a {rec.kind} straggler since step {rec.first_step}: "
+                        f"{val} s vs peers' {ref} s",
+                evidence=list(rec.evidence),
+            ))
+        self._group_step(c, rb, x, busy, T, cost, rb.node, self.nodes, "node", lambda code: self._node_name(code) or str(code))
+        if g is not None:
+            self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str)
+
+    def _group_step(self, c: StepCtx, rb: StepBatch, x: dict[int, np.ndarray], busy: np.ndarray, T: float,
+                    cost: float | None, codes: np.ndarray, tracker: PeerTracker, scope: str, name: Any) -> None:
+        ok = codes >= 0
+        if not ok.any():
+            return
+        cc = codes.astype(np.int64)
+        ng = int(cc.max()) + 1
+        counts = np.bincount(cc[ok], minlength=ng)
+        multi = np.flatnonzero(counts >= 2)
+        if multi.size < 2:
+            return
+        grp = Grouping(np.where(ok, cc, -1), ng)
+        meds = {}
+        for j in (0, 1, 2):
+            if np.isfinite(x[j]).any():
+                m, _ = grp.medians(x[j])
+                meds[j] = m[multi]
+        bm, _ = grp.medians(busy)
+        bmed = bm[multi]
+        late = None
+        if 1 in meds:
+            cd = np.nan_to_num(meds.get(0, np.zeros(multi.size))) + np.nan_to_num(meds.get(2, np.zeros(multi.size)))
+            cref, csig = peer_reference(cd, None, 0, self.cfg.mad_scale)
+            late = max_of_others(cd - cref - self.cfg.peer_k * csig)
+        ev = {j: phase_evidence(v, bmed if j == 1 else None, None, 0, T, self.cfg, late if j == 1 else None)
+              for j, v in meds.items()}
+
+        def grp_ev(pos: int, j: int) -> StepEvidence:
+            vals = [_r(meds[k][pos]) if k in meds else None for k in (0, 1, 2)]
+            return StepEvidence(step=c.step, node=str(name(int(multi[pos]))) if scope == "node" else None,
+                                step_time_s=_r(T), compute_s=vals[0], comm_s=vals[1], data_s=vals[2],
+                                **{("peer_compute_s", "peer_comm_s", "peer_data_s")[j]: _r(float(ev[j].ref[pos]))})
+
+        for rec in tracker.update(c.step, multi, ev, grp_ev, cost):
+            label = str(name(rec.unit))
+            self._alarm(SlowAlarm(
+                step=c.step, time=c.end_time, scope=scope, subject=label, kind=rec.kind,
+                message=f"{scope} {label}: its ranks' median {rec.kind} time is above the other {scope}s' since step "
+                        f"{rec.first_step}",
+                evidence=list(rec.evidence),
+            ))
+
+    # ------------------------------------------------------------------ output
+    def report(self) -> SlowReport:
+        """Finish the steps still buffered (treating them as complete) and build the :class:`SlowReport`.
+
+        Records that arrive later for those steps are counted as late. Safe to call more than once.
+        """
+        self._ingest(StepBatch.empty(), final=True)
+        t_report = time.perf_counter()
+        episodes = self.job.episode_models()
+        stragglers = [self._straggler(r) for r in self.ranks.snapshot()]
+        stragglers.sort(key=lambda s: (-s.time_lost_s, s.rank))
+        groups = self._groups(stragglers)
+        for ep in episodes:
+            hi = ep.end_step if ep.end_step is not None else math.inf
+            expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]
+            ep.explained_by_ranks = sorted({s.rank for s in expl})[:64]
+            if expl:
+                kinds = [s.kind for s in expl]
+                ep.kind = max(set(kinds), key=kinds.count)
+        st = self.stats
+        st.ranks = int(self.n_units)
+        st.nodes = len(self.conv.node_names)
+        st.steps = self._steps
+        st.first_step = self._first_step
+        st.last_step = self.last_done if self.last_done >= 0 else None
+        st.phases = sorted(self._phases)
+        warnings = list(st.warnings)
+        if self._no_phase_steps:
+            warnings.append(f"{self._no_phase_steps} step(s) had no phase breakdown; rank kinds assume compute")
+        if st.late:
+            warnings.append(f"{st.late} record(s) arrived after their step was processed and were dropped")
+        if st.duplicates:
+            warnings.append(f"{st.duplicates} duplicate record(s) for a (step, rank); the last (highest attempt) was kept")
+        if st.incomplete_steps:
+            warnings.append(f"{st.incomplete_steps} step(s) were missing some ranks")
+        if self.job.base is None and self._steps:
+            warnings.append(
+                f"only {self._steps} step(s): not enough to learn a baseline "
+                f"({self.cfg.warmup_steps} warm-up + {self.cfg.baseline_steps} baseline steps needed); no job-level verdict")
+        st.warnings = list(dict.fromkeys(warnings))
+        found = bool(episodes or stragglers or groups)
+        rep = SlowReport(
+            failure_mode=FailureMode.FAIL_SLOW if found else None,
+            category=self._category(episodes, stragglers, groups),
+            summary=self._summary(episodes, stragglers, groups),
+            units=self.units, job_slowdown=episodes, stragglers=stragglers, groups=groups,
+            time_lost_s=round(sum(e.time_lost_s for e in episodes), 6),
+            baseline=self.job.baseline_info(), alarms=list(self.alarms), input=st.model_copy(deep=True),
+            config=self.cfg,
+            timings_ms={"detect": round((t_report - self._started) * 1000, 3),
+                        "report": round((time.perf_counter() - t_report) * 1000, 3)},
+        )
+        return rep
+
+    def _straggler(self, rec: UnitRecord) -> Straggler:
+        u = rec.unit
+        frac = rec.nslow / rec.n if rec.n else 0.0
+        stage = int(self.unit_stage[u])
+        return Straggler(
+            rank=int(self.unit_rank[u]), node=self._node_name(int(self.unit_node[u])), stage=stage if stage >= 0 else None,
+            kind=rec.kind, slowdown_factor=PeerTracker.factor(rec), first_step=rec.first_step,
+            last_step=max(rec.last_slow, rec.first_step), detected_at_step=rec.detected_at,
+            present_at_start=rec.present_at_start, confidence=self.ranks.confidence(rec), intermittent=frac < 0.7,
+            slow_fraction=round(frac, 3),
+            time_lost_s=round(rec.exc, 6), active=rec.active, evidence=rec.evidence,
+        )
+
+    def _groups(self, stragglers: list[Straggler]) -> list[GroupFinding]:
+        out: list[GroupFinding] = []
+        members: dict[str, list[int]] = {}
+        for u in range(self.n_units):
+            nm = self._node_name(int(self.unit_node[u]))
+            if nm is not None:
+                members.setdefault(nm, []).append(int(self.unit_rank[u]))
+        for tracker, scope in ((self.nodes, "node"), (self.stages, "stage")):
+            for rec in tracker.snapshot():
+                if scope == "node":
+                    label = self._node_name(rec.unit) or str(rec.unit)
+                    grp = members.get(label, [])
+                else:
+                    label = str(rec.unit)
+                    grp = [int(self.unit_rank[u]) for u in range(self.n_units) if int(self.unit_stage[u]) == rec.unit]
+                flagged = sorted({s.rank for s in stragglers if s.rank in set(grp) and s.kind == rec.kind})
+                out.append(GroupFinding(
+                    group=scope, name=label, kind=rec.kind, ranks=flagged[:64], n_ranks=len(grp),
+                    slowdown_factor=PeerTracker.factor(rec), first_step=rec.first_step, detected_at_step=rec.detected_at,
+                    confidence=tracker.confidence(rec), basis="group_median",
+                ))
+        seen = {(g.group, g.name, g.kind) for g in out}
+        for node, ranks in members.items():
+            if len(ranks) < 2 or len(members) < 2:
+                continue
+            for kind in KINDS:
+                hit = [s for s in stragglers if s.node == node and s.kind == kind]
+                if len(hit) == len(ranks) and ("node", node, kind) not in seen:
+                    out.append(GroupFinding(
+                        group="node", name=node, kind=kind, ranks=sorted(s.rank for s in hit)[:64], n_ranks=len(ranks),
+                        slowdown_factor=round(float(np.exp(np.mean(np.log([s.slowdown_factor for s in hit])))), 4),
+                        first_step=min(s.first_step for s in hit), detected_at_step=max(s.detected_at_step for s in hit),
+                        confidence=round(min(s.confidence for s in hit), 3), basis="all_ranks",
+                    ))
+        return out
+
+    @staticmethod
+    def _category(episodes: list[SlowEpisode], stragglers: list[Straggler], groups: list[GroupFinding]) -> Category:
+        stage = [g for g in groups if g.group == "stage"]
+        if stage and not [g for g in groups if g.group == "node"]:
+            return Category.CONFIG  # stage partitioning imbalance: the job's configuration
+        lead = groups[0].kind if groups else (stragglers[0].kind if stragglers else None)
+        if lead is not None:
+            if lead is StragglerKind.COMPUTE and groups and groups[0].group == "node":
+                return Category.GPU_HARDWARE
+            return _KIND_CATEGORY[lead]
+        if episodes:
+            kinds = [e.kind for e in episodes if e.kind is not None]
+            if kinds and kinds[0] is StragglerKind.COMMUNICATION:
+                return Category.NETWORK
+            if kinds and kinds[0] is StragglerKind.DATA:
+                return Category.STORAGE
+            return Category.INFRASTRUCTURE
+        return Category.UNKNOWN
+
+    def _summary(self, episodes: list[SlowEpisode], stragglers: list[Straggler], groups: list[GroupFinding]) -> str:
+        u = "s" if self.units == "seconds" else " (normalised units)"
+        parts: list[str] = []
+        base = self.job.base
+        for ep in episodes[:3]:
+            since = f"from step {ep.start_step}" + (f" to step {ep.end_step}" if ep.end_step is not None else " (ongoing)")
+            why = f", {ep.kind} phase" if ep.kind else ""
+            parts.append(f"The job ran {ep.slowdown_factor:.2f}x slower than its baseline ({base:.4g}{u}/step) {since}, "
+                         f"detected at step {ep.detected_at_step}, costing {ep.time_lost_s:.4g}{u}{why}.")
+        for g in groups[:3]:
+            parts.append(f"{g.group.capitalize()} {g.name} is slow ({g.kind}, {g.slowdown_factor:.2f}x the other {g.group}s' "
+                         f"median since step {g.first_step}; {g.n_ranks} ranks, {len(g.ranks)} of them flagged on their own).")
+        shown = stragglers[:5]
+        for s in shown:
+            where = f" on {s.node}" if s.node else ""
+            how = "intermittent" if s.intermittent else "persistent"
+            parts.append(f"Rank {s.rank}{where} is a {how} {s.kind} straggler ({s.slowdown_factor:.2f}x its peers' "
+                         f"{s.kind} time on its slow steps) since step {s.first_step}, detected at step {s.detected_at_step}.")
+        if len(stragglers) > len(shown):
+            parts.append(f"{len(stragglers) - len(shown)} more straggler(s).")
+        if not parts:
+            if base is None:
+                return "Not enough steps to judge the job's pace; no straggler found."
+            return f"No slowdown: the job kept its baseline pace ({base:.4g}{u}/step) and no rank lagged its peers."
+        return " ".join(parts)
+
+
+def log_evidence_list(evidence: dict[int, Evidence], limit: int = 20) -> list[Evidence]:
+    """The first ``limit`` log lines behind a log-derived series, in line order."""
+    return [evidence[k] for k in sorted(evidence)[:limit]]

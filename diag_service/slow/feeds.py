@@ -1,0 +1,407 @@
+"""Per-rank step timing feeds: the columnar :class:`StepBatch` and the JSONL / CSV / Parquet loaders.
+
+The lab's format (``diag_service/lab/train.py``) is one JSON object per rank per step::
+
+    {"rank": 3, "node": "node1", "step": 120, "start": 1795943642.03, "end": 1795943642.11,
+     "compute_s": 0.069, "comm_s": 0.004, "data_s": 0.005, "attempt": 0}
+
+``start``/``end`` are unix seconds, the phases are seconds and optional. Optional extras understood here:
+``stage`` (pipeline stage, used as the peer group), ``kind`` (``train``/``eval``/``checkpoint``),
+``step_time_s`` (a step duration when ``start``/``end`` are absent) and ``iterations`` (how many
+iterations one record covers, for logs that print averages over an interval).
+
+Bad input never raises out of a loader: unparseable lines, non-objects, negative or non-finite
+numbers, ``end < start`` and missing ``rank``/``step`` are skipped and counted in
+:class:`~diag_service.slow.models.FeedStats`. Only a path that does not exist, or a file whose
+format cannot be read at all, raises :class:`FeedError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diag_service.domain import Evidence
+from diag_service.slow.models import FeedStats, StepKind
+
+KIND_CODE: dict[str, int] = {"train": 0, "eval": 1, "evaluation": 1, "validation": 1, "val": 1, "checkpoint": 2, "ckpt": 2}
+KIND_NAMES = (StepKind.TRAIN, StepKind.EVAL, StepKind.CHECKPOINT)
+
+#: Accepted column names, first match wins (lab format first; common alternatives after).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "rank": ("rank", "global_rank", "worker", "rank_id"),
+    "node": ("node", "host", "hostname", "node_name"),
+    "step": ("step", "iteration", "iter", "global_step"),
+    "start": ("start", "start_time", "start_ts", "t_start"),
+    "end": ("end", "end_time", "end_ts", "t_end"),
+    "compute_s": ("compute_s", "compute", "compute_time_s"),
+    "comm_s": ("comm_s", "comm", "communication_s", "comm_time_s"),
+    "data_s": ("data_s", "data", "data_time_s", "dataload_s"),
+    "stage": ("stage", "pp_rank", "pipeline_stage"),
+    "kind": ("kind", "step_kind", "phase"),
+    "attempt": ("attempt", "restart", "restart_count"),
+    "step_time_s": ("step_time_s", "duration_s", "iter_time_s", "elapsed_s"),
+    "iterations": ("iterations", "n_iters", "interval"),
+}
+
+
+class FeedError(Exception):
+    """The feed cannot be read at all (missing path, unreadable or unrecognised file)."""
+
+
+@dataclass
+class StepBatch:
+    """Columnar step records (numpy arrays of equal length ``n``).
+
+    ``step``/``rank`` int64 (``rank`` is -1 for job-level series such as log iteration lines);
+    ``start``/``end`` unix seconds, ``compute``/``comm``/``data``/``step_time`` seconds (NaN = absent);
+    ``node`` int32 code into :attr:`node_names` (-1 unknown); ``stage`` int32 (-1 unknown);
+    ``kind`` int8 (0 train, 1 eval, 2 checkpoint); ``attempt`` int32; ``weight`` iterations covered by the
+    record (1.0); ``line`` the source line (1-based, -1 unknown).
+    """
+
+    step: np.ndarray
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    compute: np.ndarray
+    comm: np.ndarray
+    data: np.ndarray
+    node: np.ndarray
+    stage: np.ndarray
+    kind: np.ndarray
+    attempt: np.ndarray
+    weight: np.ndarray
+    step_time: np.ndarray
+    line: np.ndarray
+    node_names: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.step.shape[0])
+
+    @staticmethod
+    def empty() -> StepBatch:
+        """A batch with no records."""
+        return StepBatch.from_columns(step=np.zeros(0, np.int64), rank=np.zeros(0, np.int64))
+
+    @staticmethod
+    def from_columns(
+        *,
+        step: Sequence[int] | np.ndarray,
+        rank: Sequence[int] | np.ndarray,
+        start: Sequence[float] | np.ndarray | None = None,
+        end: Sequence[float] | np.ndarray | None = None,
+        compute: Sequence[float] | np.ndarray | None = None,
+        comm: Sequence[float] | np.ndarray | None = None,
+        data: Sequence[float] | np.ndarray | None = None,
+        node: Sequence[int] | np.ndarray | None = None,
+        node_names: list[str] | None = None,
+        stage: Sequence[int] | np.ndarray | None = None,
+        kind: Sequence[int] | np.ndarray | None = None,
+        attempt: Sequence[int] | np.ndarray | None = None,
+        weight: Sequence[float] | np.ndarray | None = None,
+        step_time: Sequence[float] | np.ndarray | None = None,
+        line: Sequence[int] | np.ndarray | None = None,
+    ) -> StepBatch:
+        """Build a batch from columns (the fast path of the streaming API; no per-record Python work).
+
+        Missing optional columns become NaN / -1 / 0 / 1 as documented on the class. Raises
+        ``ValueError`` if the columns do not all have the length of ``step``.
+        """
+        st = np.asarray(step, dtype=np.int64)
+        n = st.shape[0]
+
+        def f(a: Any) -> np.ndarray:
+            return np.full(n, np.nan) if a is None else np.asarray(a, dtype=np.float64)
+
+        def i(a: Any, fill: int, dt: type) -> np.ndarray:
+            return np.full(n, fill, dtype=dt) if a is None else np.asarray(a, dtype=dt)
+
+        b = StepBatch(
+            step=st, rank=i(rank, -1, np.int64), start=f(start), end=f(end), compute=f(compute), comm=f(comm),
+            data=f(data), node=i(node, -1, np.int32), stage=i(stage, -1, np.int32), kind=i(kind, 0, np.int8),
+            attempt=i(attempt, 0, np.int32), weight=np.ones(n) if weight is None else np.asarray(weight, np.float64),
+            step_time=f(step_time), line=i(line, -1, np.int64), node_names=list(node_names or []),
+        )
+        for name in ("rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
+                     "step_time", "line"):
+            if getattr(b, name).shape != (n,):
+                raise ValueError(f"column {name!r} has shape {getattr(b, name).shape}, expected ({n},)")
+        return b
+
+    def take(self, idx: np.ndarray) -> StepBatch:
+        """The records at ``idx`` (an index or boolean array), sharing :attr:`node_names`."""
+        return StepBatch(
+            step=self.step[idx], rank=self.rank[idx], start=self.start[idx], end=self.end[idx],
+            compute=self.compute[idx], comm=self.comm[idx], data=self.data[idx], node=self.node[idx],
+            stage=self.stage[idx], kind=self.kind[idx], attempt=self.attempt[idx], weight=self.weight[idx],
+            step_time=self.step_time[idx], line=self.line[idx], node_names=self.node_names,
+        )
+
+    def phases(self) -> list[str]:
+        """Names of the phases with at least one value: ``compute``, ``comm``, ``data``."""
+        return [p for p, a in (("compute", self.compute), ("comm", self.comm), ("data", self.data)) if np.isfinite(a).any()]
+
+
+@dataclass
+class Feed:
+    """A loaded feed: its records, what the loader saw, and (for logs) the lines behind the series."""
+
+    batch: StepBatch
+    stats: FeedStats
+    units: str = "seconds"
+    log_evidence: dict[int, Evidence] = field(default_factory=dict)
+
+
+def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    for n in names:
+        v = rec.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+def _num(v: Any) -> float:
+    """A finite non-negative float, or NaN (absent); raises ValueError on a bad value."""
+    if v is None or v == "":
+        return math.nan
+    if isinstance(v, bool):
+        raise ValueError("boolean where a number was expected")
+    x = float(v)
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"not a finite non-negative number: {v!r}")
+    return x
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool):
+        raise ValueError("boolean where an integer was expected")
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise ValueError(f"not an integer: {v!r}")
+        return int(v)
+    return int(v)
+
+
+class RecordConverter:
+    """Turns mappings (JSON objects, ``StepRecord``-like dicts) into a :class:`StepBatch`.
+
+    Keeps the node-name table across calls, so that a streaming detector sees stable node codes.
+    Invalid records are skipped and counted in :attr:`bad`, with the first few reasons in :attr:`reasons`.
+    """
+
+    def __init__(self, node_names: list[str] | None = None) -> None:
+        self.node_names: list[str] = node_names if node_names is not None else []
+        self._node_code: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
+        self.bad = 0
+        self.reasons: list[str] = []
+
+    def node_code(self, name: Any) -> int:
+        """Code of a node name (new names are appended); -1 for None/empty."""
+        if name is None or name == "":
+            return -1
+        s = str(name)
+        c = self._node_code.get(s)
+        if c is None:
+            c = len(self.node_names)
+            self.node_names.append(s)
+            self._node_code[s] = c
+        return c
+
+    def _reject(self, where: str, why: str) -> None:
+        self.bad += 1
+        if len(self.reasons) < 20:
+            self.reasons.append(f"{where}: {why}")
+
+    _FAST = ("rank", "step", "start", "end", "compute_s", "comm_s", "data_s", "node", "attempt")
+
+    def _convert_fast(self, records: list[Any]) -> StepBatch | None:
+        """Vectorised conversion of lab-format dicts that all carry the first record's keys; None to fall back."""
+        first = records[0]
+        if not isinstance(first, dict) or not {"rank", "step"} <= first.keys():
+            return None
+        keys = [k for k in self._FAST if k in first]
+        if len(first) != len(keys):
+            return None  # other columns (aliases, kind, stage...): the general path
+        try:
+            get = operator.itemgetter(*keys)
+            cols = list(zip(*map(get, records), strict=True))
+            arr = {k: np.array(c, dtype=np.float64) for k, c in zip(keys, cols, strict=True) if k != "node"}
+        except (KeyError, TypeError, ValueError):
+            return None
+        n = len(records)
+        nan = np.full(n, np.nan)
+        step, rank = arr["step"], arr["rank"]
+        start, end = arr.get("start", nan), arr.get("end", nan)
+        ph = [arr.get(k, nan) for k in ("compute_s", "comm_s", "data_s")]
+        att = arr.get("attempt", np.zeros(n))
+        with np.errstate(invalid="ignore"):
+            good = np.isfinite(step) & (step >= 0) & (step == np.round(step))
+            good &= np.isfinite(rank) & (rank >= -1) & (rank == np.round(rank))
+            for a in (start, end, *ph):
+                good &= np.isnan(a) | (np.isfinite(a) & (a >= 0))
+            good &= ~(end < start)
+            good &= np.isfinite(att)
+        if "node" in keys:
+            names = cols[keys.index("node")]
+            table = {nm: self.node_code(nm) for nm in set(names)}
+            node = np.fromiter((table[nm] for nm in names), np.int32, n)
+        else:
+            node = np.full(n, -1, np.int32)
+        bad = int(n - good.sum())
+        if bad:
+            self.bad += bad
+            if len(self.reasons) < 20:
+                self.reasons.append(f"{bad} record(s): negative, non-finite or non-integer values, or end before start")
+        idx = np.flatnonzero(good)
+        return StepBatch.from_columns(
+            step=step[idx].astype(np.int64), rank=rank[idx].astype(np.int64), start=start[idx], end=end[idx],
+            compute=ph[0][idx], comm=ph[1][idx], data=ph[2][idx], node=node[idx], attempt=att[idx].astype(np.int32),
+            node_names=self.node_names,
+        )
+
+    def convert(self, records: Iterable[Any], lines: Iterable[int] | None = None) -> StepBatch:
+        """Convert ``records`` (mappings or objects with ``model_dump()``) to a batch; bad ones are skipped.
+
+        Lists of lab-format dicts take a vectorised path; anything else (aliases, extra fields, pydantic
+        objects, odd values) the per-record path, which gives a reason for every rejected record.
+        """
+        if lines is None and isinstance(records, list) and records:
+            fast = self._convert_fast(records)
+            if fast is not None:
+                return fast
+        cols: dict[str, list[Any]] = {k: [] for k in (
+            "step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
+            "step_time", "line")}
+        line_iter = iter(lines) if lines is not None else None
+        a = ALIASES
+        for i, rec in enumerate(records):
+            ln = next(line_iter) if line_iter is not None else -1
+            where = f"line {ln}" if ln >= 0 else f"record {i}"
+            if not isinstance(rec, Mapping):
+                dump = getattr(rec, "model_dump", None)
+                if dump is None:
+                    self._reject(where, "not an object")
+                    continue
+                rec = dump()
+            try:
+                rank_v = _pick(rec, a["rank"])
+                step_v = _pick(rec, a["step"])
+                if step_v is None:
+                    raise ValueError("no step")
+                step = _int(step_v)
+                rank = _int(rank_v) if rank_v is not None else -1
+                if step < 0 or rank < -1:
+                    raise ValueError("negative step or rank")
+                start = _num(_pick(rec, a["start"]))
+                end = _num(_pick(rec, a["end"]))
+                if end < start:
+                    raise ValueError("end before start")
+                kind_v = _pick(rec, a["kind"])
+                kind = KIND_CODE.get(str(kind_v).lower(), 0) if kind_v is not None else 0
+                stage_v = _pick(rec, a["stage"])
+                att_v = _pick(rec, a["attempt"])
+                w_v = _num(_pick(rec, a["iterations"]))
+                row = (
+                    step, rank, start, end, _num(_pick(rec, a["compute_s"])), _num(_pick(rec, a["comm_s"])),
+                    _num(_pick(rec, a["data_s"])), self.node_code(_pick(rec, a["node"])),
+                    _int(stage_v) if stage_v is not None else -1, kind, _int(att_v) if att_v is not None else 0,
+                    w_v if w_v == w_v and w_v > 0 else 1.0, _num(_pick(rec, a["step_time_s"])), ln,
+                )
+            except (ValueError, TypeError, OverflowError) as exc:
+                self._reject(where, str(exc))
+                continue
+            for k, v in zip(cols, row, strict=True):
+                cols[k].append(v)
+        return StepBatch.from_columns(**cols, node_names=self.node_names)
+
+
+def _open_text(path: Path):  # noqa: ANN202 - a text file object
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - the caller closes it
+
+
+def load_jsonl(path: str | Path) -> Feed:
+    """Load a JSONL (optionally ``.gz``) timing feed. Malformed lines are skipped and counted.
+
+    Raises :class:`FeedError` if the file cannot be opened.
+    """
+    p = Path(path)
+    conv = RecordConverter()
+    recs: list[Any] = []
+    lines: list[int] = []
+    malformed = 0
+    try:
+        with _open_text(p) as fh:
+            for ln, raw in enumerate(fh, 1):
+                s = raw.strip()
+                if not s:
+                    continue
+                try:
+                    recs.append(json.loads(s))
+                except (json.JSONDecodeError, RecursionError):
+                    malformed += 1
+                    continue
+                lines.append(ln)
+    except OSError as exc:
+        raise FeedError(f"cannot read {p}: {exc}") from exc
+    batch = conv.convert(recs, lines)
+    return Feed(batch, _stats(str(p), "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
+
+
+def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
+    """Convert a polars DataFrame with timing columns (aliases allowed) into a feed."""
+    cols = {c.lower(): c for c in df.columns}
+    rename = {}
+    for canon, names in ALIASES.items():
+        for n in names:
+            if n in cols:
+                rename[cols[n]] = canon
+                break
+    if "step" not in rename.values():
+        raise FeedError(f"{source}: no step column (expected one of {ALIASES['step']})")
+    df = df.select(list(rename)).rename(rename)
+    conv = RecordConverter()
+    batch = conv.convert(df.iter_rows(named=True), range(2, df.height + 2))
+    return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0))
+
+
+def load_table(path: str | Path) -> Feed:
+    """Load a CSV or Parquet timing feed with the lab's columns (aliases in :data:`ALIASES`).
+
+    Raises :class:`FeedError` if the file cannot be read or has no step column.
+    """
+    import polars as pl
+
+    p = Path(path)
+    try:
+        if p.suffix.lower() == ".parquet":
+            df = pl.read_parquet(p)
+            fmt = "parquet"
+        else:
+            df = pl.read_csv(p, infer_schema_length=10000, ignore_errors=True)
+            fmt = "csv"
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise FeedError(f"cannot read {p}: {exc}") from exc
+    return _table_to_feed(df, str(p), fmt)
+
+
+def _stats(source: str, fmt: str, batch: StepBatch, bad: int, reasons: list[str], malformed: int) -> FeedStats:
+    warnings = []
+    if malformed:
+        warnings.append(f"{malformed} line(s) are not valid JSON and were skipped")
+    if bad - malformed > 0:
+        warnings.append(f"{bad - malformed} record(s) were invalid and skipped, e.g. " + "; ".join(reasons[:3]))
+    if len(batch) == 0:
+        warnings.append("no usable step records")
+    return FeedStats(source=source, format=fmt, records=len(batch), bad_records=bad, warnings=warnings,
+                     phases=batch.phases())

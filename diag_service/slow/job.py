@@ -1,0 +1,349 @@
+"""Job-level fail-slow detection: an adaptive baseline and an online CUSUM change-point detector.
+
+Input: one observation per step, the job's step time ``T`` (seconds per iteration; the median over
+ranks of their step durations, or an iteration line's elapsed time). The detector
+
+1. skips ``warmup_steps`` observations, then learns the job's own baseline from the next
+   ``baseline_steps`` train steps: the median step time, and the robust sigma of ``log T``
+   (1.4826 x MAD). The warm-up is extended while the window still starts with slow steps.
+2. excludes evaluation and checkpoint steps: records marked as such, lone outliers (a step slower than
+   ``baseline x (1 + max(spike_factor, 6 sigma))`` whose neighbour is not: decided with a one-step delay),
+   and, once the outliers repeat at a constant period (``periodic_min_hits`` times), every step of that
+   period and phase, without delay;
+3. runs a one-sided tabular CUSUM (Page 1954) on ``x = log(T / baseline)`` with reference
+   ``k = max(log(1 + min_effect) / 2, job_k_sigma x sigma)`` and decision interval
+   ``h = max(job_h_sigma x sigma, 2 log(1 + min_effect))``; per-step increments are clipped at
+   ``max(3 sigma, 3 log(1 + min_effect))`` so that one outlier cannot alarm alone;
+4. opens an episode when the CUSUM exceeds ``h``, the run has lasted ``min_episode_steps`` steps and
+   its mean slowdown is at least ``1 + min_effect``. The episode starts at the CUSUM's change-point
+   estimate (the step after its last zero), and ends when a mirror CUSUM (on ``k - x``) exceeds ``h``
+   after at least ``2 x min_episode_steps`` steps back near the baseline (so that the pauses of an
+   intermittent slowdown do not split it); its end is that CUSUM's change-point estimate.
+
+State is O(1) per job (plus the baseline window and a 12-entry outlier history): bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from diag_service.slow.models import BaselineInfo, SlowAlarm, SlowConfig, SlowEpisode, StepEvidence, StragglerKind
+
+PHASES = (StragglerKind.COMPUTE, StragglerKind.COMMUNICATION, StragglerKind.DATA)
+_SIGMA_FLOOR = 0.005  # log-units: 0.5 % noise floor, so that a perfectly regular synthetic feed has a finite scale
+
+
+@dataclass
+class StepCtx:
+    """One step as the job detector sees it. ``phases`` = peer medians of (compute, comm, data) seconds."""
+
+    step: int
+    T: float
+    weight: float = 1.0
+    kind: int = 0
+    start_time: float | None = None
+    end_time: float | None = None
+    phases: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    T_max: float = math.nan
+    payload: Any = None
+
+
+@dataclass
+class _Acc:
+    """Running sums over a run of steps."""
+
+    n: int = 0
+    w: float = 0.0
+    tw: float = 0.0
+    ph: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    ph_n: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    first_step: int | None = None
+    first_time: float | None = None
+    last_step: int | None = None
+    last_time: float | None = None
+
+    def add(self, c: StepCtx) -> None:
+        self.n += 1
+        self.w += c.weight
+        self.tw += c.T * c.weight
+        ph = np.asarray(c.phases, dtype=float)
+        ok = np.isfinite(ph)
+        self.ph[ok] += ph[ok]
+        self.ph_n[ok] += 1
+        if self.first_step is None:
+            self.first_step, self.first_time = c.step, c.start_time
+        self.last_step, self.last_time = c.step, c.end_time
+
+    def sub(self, o: _Acc) -> None:
+        self.n -= o.n
+        self.w -= o.w
+        self.tw -= o.tw
+        self.ph -= o.ph
+        self.ph_n -= o.ph_n
+
+    def mean_t(self) -> float:
+        return self.tw / self.w if self.w > 0 else math.nan
+
+
+@dataclass
+class _Episode:
+    start_step: int
+    start_time: float | None
+    detected_at: int
+    acc: _Acc
+    evidence: list[StepEvidence]
+    end_step: int | None = None
+    end_time: float | None = None
+
+
+class JobDetector:
+    """Online job-level slowdown detector (see the module docstring). Feed steps in order with :meth:`push`."""
+
+    def __init__(self, cfg: SlowConfig) -> None:
+        self.cfg = cfg
+        self.delta = math.log1p(cfg.min_effect)
+        self.n_obs = 0
+        self.warm = 0
+        self.buf: deque[StepCtx] = deque()
+        self.base: float | None = None
+        self.base_max: float | None = None
+        self.sigma: float | None = None
+        self.base_first: int | None = None
+        self.base_last: int | None = None
+        self.phase_base = np.full(3, np.nan)
+        self.held: StepCtx | None = None
+        self.outliers: deque[int] = deque(maxlen=12)
+        self.periodic: list[tuple[int, int]] = []
+        self.excluded = 0
+        self.S = 0.0
+        self.run = _Acc()
+        self.R = 0.0
+        self.racc = _Acc()
+        self.end_candidate: tuple[int | None, float | None] = (None, None)
+        self.episode: _Episode | None = None
+        self.episodes: list[_Episode] = []
+        self.alarms: list[SlowAlarm] = []
+        self.last_fed: tuple[int | None, float | None] = (None, None)
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def k(self) -> float:
+        """CUSUM reference value (log units)."""
+        return max(self.delta / 2, self.cfg.job_k_sigma * (self.sigma or 0.0))
+
+    @property
+    def h(self) -> float:
+        """CUSUM decision interval (log units)."""
+        return max(self.cfg.job_h_sigma * (self.sigma or 0.0), 2 * self.delta)
+
+    def _clip(self) -> float:
+        return max(3 * (self.sigma or 0.0), 3 * self.delta)
+
+    # ------------------------------------------------------------------ input
+    def push(self, c: StepCtx) -> list[tuple[StepCtx, bool]]:
+        """Take the next step (in step order). Returns the steps decided so far as ``(ctx, included)``.
+
+        ``included`` is False for warm-up, evaluation/checkpoint and outlier steps, which the rank-level
+        detectors must skip too. A step that looks like an outlier is held back one step (returned with the
+        next call, or by :meth:`flush`).
+        """
+        if c.kind != 0 or not (c.T > 0 and math.isfinite(c.T)):
+            self.excluded += 1
+            return [(c, False)]
+        if self.base is None:
+            return self._learn(c)
+        if self._periodic_hit(c.step):
+            self.excluded += 1
+            return [(c, False)]
+        spike = self._is_spike(c.T)
+        out: list[tuple[StepCtx, bool]] = []
+        if self.held is not None:
+            held, self.held = self.held, None
+            if spike:  # two slow steps in a row: a level shift, not an outlier
+                self._feed(held)
+                out.append((held, True))
+            else:
+                self._outlier(held.step)
+                out.append((held, False))
+        elif spike:
+            self.held = c
+            return out
+        self._feed(c)
+        out.append((c, True))
+        return out
+
+    def flush(self) -> list[tuple[StepCtx, bool]]:
+        """End of input: a held outlier stays an outlier."""
+        if self.held is None:
+            return []
+        held, self.held = self.held, None
+        self._outlier(held.step)
+        return [(held, False)]
+
+    # ------------------------------------------------------------------ baseline
+    def _learn(self, c: StepCtx) -> list[tuple[StepCtx, bool]]:
+        cfg = self.cfg
+        self.n_obs += 1
+        if self.n_obs <= cfg.warmup_steps:
+            self.warm += 1
+            return [(c, False)]
+        if len(self.buf) >= 5:
+            med = float(np.median([b.T for b in self.buf]))
+            if c.T > med * (1 + max(cfg.spike_factor, 3 * cfg.min_effect)):
+                self._outlier(c.step)
+                return [(c, False)]
+        self.buf.append(c)
+        while len(self.buf) >= cfg.baseline_steps:
+            logs = np.log([b.T for b in self.buf])
+            med = float(np.median(logs))
+            sig = max(cfg.mad_scale * float(np.median(np.abs(logs - med))), _SIGMA_FLOOR)
+            first = logs[0]
+            if first - med > max(3 * sig, self.delta) and self.warm < cfg.max_warmup_steps:
+                self.buf.popleft()  # still warming up
+                self.warm += 1
+                continue
+            self.base, self.sigma = math.exp(med), sig
+            tmax = [b.T_max for b in self.buf if math.isfinite(b.T_max)]
+            self.base_max = float(np.median(tmax)) if tmax else None
+            self.base_first, self.base_last = self.buf[0].step, self.buf[-1].step
+            ph = np.array([b.phases for b in self.buf], dtype=float)
+            with np.errstate(all="ignore"):
+                for j in range(3):
+                    col = ph[:, j][np.isfinite(ph[:, j])]
+                    self.phase_base[j] = float(np.median(col)) if col.size else math.nan
+            self.buf.clear()
+            break
+        return [(c, True)]
+
+    # ------------------------------------------------------------------ outliers
+    def _level(self) -> float:
+        """Current level (ratio to baseline) that a step must exceed to be an outlier."""
+        if self.episode is not None and self.episode.acc.w > 0:
+            return max(1.0, self.episode.acc.mean_t() / self.base)  # type: ignore[operator]
+        if self.S > 0 and self.run.w > 0:
+            return max(1.0, self.run.mean_t() / self.base)  # type: ignore[operator]
+        return 1.0
+
+    def _is_spike(self, T: float) -> bool:
+        thr = self.base * self._level() * (1 + max(self.cfg.spike_factor, 6 * (self.sigma or 0.0)))  # type: ignore[operator]
+        return T > thr
+
+    def _outlier(self, step: int) -> None:
+        self.excluded += 1
+        self.outliers.append(step)
+        if len(self.periodic) >= 4 or len(self.outliers) < self.cfg.periodic_min_hits:
+            return
+        seen = set(self.outliers)
+        for p in sorted(seen, reverse=True):
+            g = step - p
+            if g < 2 or any(g == gg for gg, _ in self.periodic):
+                continue
+            # the last periodic_min_hits positions of this period must all have been outliers
+            if all(step - i * g in seen for i in range(self.cfg.periodic_min_hits)):
+                self.periodic.append((g, step % g))
+                return
+
+    def _periodic_hit(self, step: int) -> bool:
+        return any(step % g == r for g, r in self.periodic)
+
+    # ------------------------------------------------------------------ CUSUM
+    def _feed(self, c: StepCtx) -> None:
+        assert self.base is not None
+        x = max(-self._clip(), min(self._clip(), math.log(c.T / self.base)))
+        k, h = self.k, self.h
+        if self.episode is None:
+            prev = self.S
+            self.S = max(0.0, self.S + x - k)
+            if self.S <= 0:
+                self.run = _Acc()
+            else:
+                if prev <= 0:
+                    self.run = _Acc()
+                self.run.add(c)
+                ratio = self.run.mean_t() / self.base
+                if self.S >= h and self.run.n >= self.cfg.min_episode_steps and ratio >= 1 + self.cfg.min_effect:
+                    self._open(c, ratio)
+        else:
+            ep = self.episode
+            ep.acc.add(c)
+            prev = self.R
+            self.R = max(0.0, self.R + k - x)
+            if self.R > 0:
+                if prev <= 0:
+                    self.racc = _Acc()
+                    self.end_candidate = self.last_fed
+                self.racc.add(c)
+                # back to baseline for long enough: an intermittent slowdown's short pauses do not end it
+                if self.R >= h and self.racc.n >= 2 * self.cfg.min_episode_steps:
+                    self._close()
+        self.last_fed = (c.step, c.end_time)
+
+    def _evidence(self, c: StepCtx) -> StepEvidence:
+        f = [None if not math.isfinite(v) else round(v, 6) for v in c.phases]
+        return StepEvidence(step=c.step, step_time_s=round(c.T, 6), baseline_s=round(self.base or 0.0, 6),
+                            compute_s=f[0], comm_s=f[1], data_s=f[2])
+
+    def _open(self, c: StepCtx, ratio: float) -> None:
+        run = self.run
+        ep = _Episode(start_step=run.first_step if run.first_step is not None else c.step, start_time=run.first_time,
+                      detected_at=c.step, acc=run, evidence=[self._evidence(c)])
+        self.episode, self.run, self.R = ep, _Acc(), 0.0
+        if len(self.episodes) < self.cfg.max_alarms:
+            self.episodes.append(ep)
+        self._alarm(SlowAlarm(
+            step=c.step, time=c.end_time, scope="job", subject="job",
+            message=(f"job step time {ratio:.2f}x its baseline ({self.base:.4g} s) since step {ep.start_step}"),
+            evidence=[self._evidence(c)],
+        ))
+
+    def _close(self) -> None:
+        ep = self.episode
+        assert ep is not None
+        ep.acc.sub(self.racc)
+        ep.end_step, ep.end_time = self.end_candidate
+        if ep.end_step is None or ep.end_step < ep.start_step:
+            ep.end_step = ep.start_step
+        self.episode, self.S, self.R, self.racc = None, 0.0, 0.0, _Acc()
+
+    def _alarm(self, a: SlowAlarm) -> None:
+        if len(self.alarms) < self.cfg.max_alarms:
+            self.alarms.append(a)
+
+    # ------------------------------------------------------------------ output
+    def baseline_info(self) -> BaselineInfo:
+        """What was learned about the job's normal pace."""
+        names = ("compute", "comm", "data")
+        return BaselineInfo(
+            step_time_s=round(self.base, 6) if self.base is not None else None,
+            noise_sigma=round(self.sigma, 5) if self.sigma is not None else None,
+            warmup_steps=self.warm, first_step=self.base_first, last_step=self.base_last, excluded_steps=self.excluded,
+            periodic=[f"every {g} steps (step % {g} == {r})" for g, r in self.periodic],
+            phase_medians_s={n: round(float(v), 6) for n, v in zip(names, self.phase_base, strict=True) if math.isfinite(v)},
+        )
+
+    def episode_models(self) -> list[SlowEpisode]:
+        """The episodes found so far (the open one is ``ongoing``)."""
+        out = []
+        for ep in self.episodes:
+            acc = ep.acc
+            if acc.w <= 0 or self.base is None:
+                continue
+            mean_t = acc.mean_t()
+            kind = None
+            if acc.ph_n.min() > 0 or np.isfinite(self.phase_base).any():
+                with np.errstate(all="ignore"):
+                    grown = np.where(acc.ph_n > 0, acc.ph / np.maximum(acc.ph_n, 1), np.nan) - self.phase_base
+                if np.isfinite(grown).any() and np.nanmax(grown) > 0:
+                    kind = PHASES[int(np.nanargmax(grown))]
+            out.append(SlowEpisode(
+                start_step=ep.start_step, end_step=ep.end_step, start_time=ep.start_time, end_time=ep.end_time,
+                detected_at_step=ep.detected_at, steps=acc.n, slowdown_factor=round(mean_t / self.base, 4),
+                time_lost_s=round(max(0.0, acc.tw - acc.w * self.base), 6), kind=kind,
+                ongoing=ep is self.episode, evidence=ep.evidence,
+            ))
+        return out

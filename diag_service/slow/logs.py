@@ -1,0 +1,245 @@
+"""Iteration lines of training logs -> one job-level step-time series.
+
+Formats (each documented by the line its framework prints):
+
+* **Megatron-LM** ``training_log()``: `` iteration      100/  500000 | consumed samples: ... | elapsed time
+  per iteration (ms): 1234.5 | throughput per GPU (TFLOP/s/GPU): 150.2 | ...``. The elapsed time is the
+  mean over the ``log_interval`` iterations since the previous line, so each line covers
+  (this iteration - previous iteration) iterations.
+* **DeepSpeed**: the ThroughputTimer line ``epoch=0/micro_step=40/global_step=10,
+  RunningAvgSamplesPerSec=.., CurrSamplesPerSec=.., ...`` (step time = ``train_batch_size`` /
+  CurrSamplesPerSec when the config dump gives the batch size, else seconds per sample); the
+  ``wall_clock_breakdown`` line ``time (ms) | fwd: .. | bwd: .. | bwd_inner: .. | bwd_allreduce: .. |
+  step: ..`` (or the ``*_microstep`` variant), which also gives compute and communication.
+* **Hugging Face Trainer** and **PyTorch Lightning**: their tqdm progress bars ``  45%|####  | 450/1000
+  [01:30<01:50,  4.98it/s]`` (Lightning prefixes ``Epoch N:`` and restarts the count each epoch; tqdm's
+  rate is an exponential moving average, so the series is smoothed).
+
+Lines are attributed to ranks and nodes with :mod:`diag_service.logformat`; when several ranks print the
+same iteration, the median of their values is used. Unparseable numbers are skipped and counted. A bundle
+member named ``timing*.jsonl`` (a per-rank timing feed, e.g. inside a ``.tar.gz``) is read as the feed
+instead, since it says more than iteration lines.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diag_service.domain import Evidence, InputReport
+from diag_service.ingest import read_bundle
+from diag_service.logformat import attribute, iso, parse_timestamp
+from diag_service.slow.feeds import Feed, RecordConverter, StepBatch
+from diag_service.slow.models import FeedStats
+
+MEGATRON = re.compile(
+    r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+(?:[eE][+-]?\d+)?)"
+)
+DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[eE][+-]?\d+)?)")
+DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
+DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
+DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
+FEED_MEMBER = re.compile(r"(?:^|/)timing[^/]*\.jsonl$")
+TQDM = re.compile(
+    r"(?:Epoch (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
+)
+
+
+@dataclass
+class _Point:
+    step: int
+    value: float
+    weight: float
+    rank: int
+    time: float | None
+    compute: float = math.nan
+    comm: float = math.nan
+    evidence: Evidence | None = None
+
+
+@dataclass
+class _State:
+    points: list[_Point] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+    batch_size: int | None = None
+    ds_step: int | None = None
+    ds_rate: list[tuple[int, float, Evidence, float | None]] = field(default_factory=list)
+    bad: int = 0
+    prev: dict[tuple[str, int], int] = field(default_factory=dict)
+    epoch_len: dict[str, int] = field(default_factory=dict)
+
+
+def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> Evidence:
+    return Evidence(file=path, line=line, rank=rank, node=node, timestamp=iso(ts), text=text[:2000])
+
+
+def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
+    """Parse one log line into ``st`` (see the module docstring for the formats)."""
+    if not ("iteration" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
+            or "time (ms)" in raw):
+        return
+    att = attribute(raw, frozenset())
+    text = att.text
+    rank = att.rank if att.rank is not None else rank
+    node = att.node or node
+    r = rank if rank is not None else -1
+    ts = parse_timestamp(raw, year)
+    key = (path, r)
+    m = MEGATRON.search(text)
+    if m:
+        it, ms = int(m.group(1)), float(m.group(3))
+        if not (math.isfinite(ms) and ms > 0):
+            st.bad += 1
+            return
+        prev = st.prev.get(key)
+        w = float(it - prev) if prev is not None and it > prev else 1.0
+        st.prev[key] = it
+        st.formats.add("megatron")
+        st.points.append(_Point(it, ms / 1000.0, w, r, ts, evidence=_ev(path, lineno, raw, rank, node, ts)))
+        return
+    m = DS_BATCH.search(text)
+    if m and st.batch_size is None:
+        st.batch_size = int(m.group(1))
+    m = DS_THROUGHPUT.search(text)
+    if m:
+        rate = float(m.group(2))
+        if rate > 0 and math.isfinite(rate):
+            st.formats.add("deepspeed")
+            st.ds_rate.append((int(m.group(1)), rate, _ev(path, lineno, raw, rank, node, ts), ts))
+        else:
+            st.bad += 1
+        return
+    m = DS_STEP.search(text)
+    if m:
+        st.ds_step = int(m.group(1))
+        return
+    m = DS_TIMERS.search(text)
+    if m:
+        vals = {}
+        for part in m.group(1).split("|"):
+            if ":" in part:
+                k, v = part.split(":", 1)
+                try:
+                    vals[k.strip().removesuffix("_microstep")] = float(v)
+                except ValueError:
+                    st.bad += 1
+        fwd, bwd, stp = vals.get("fwd", vals.get("forward")), vals.get("bwd", vals.get("backward")), vals.get("step")
+        if fwd is None or bwd is None:
+            return
+        comm = vals.get("bwd_allreduce", vals.get("backward_allreduce", 0.0))
+        total = (fwd + bwd + (stp or 0.0)) / 1000.0
+        step = st.ds_step if st.ds_step is not None else (st.prev.get(key, -1) + 1)
+        st.prev[key] = step
+        st.formats.add("deepspeed")
+        st.points.append(_Point(step, total, 1.0, r, ts, compute=total - comm / 1000.0, comm=comm / 1000.0,
+                                evidence=_ev(path, lineno, raw, rank, node, ts)))
+        return
+    m = TQDM.search(text)
+    if m:
+        epoch, n, total, rate, unit = m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4)), m.group(5)
+        if rate <= 0 or n <= 0:
+            return
+        sec = 1.0 / rate if unit == "it/s" else rate
+        if epoch is not None:
+            st.formats.add("lightning")
+            st.epoch_len[path] = max(st.epoch_len.get(path, 0), total)
+            step = int(epoch) * st.epoch_len[path] + n
+        else:
+            st.formats.add("hf_trainer")
+            step = n
+        prev = st.prev.get(key)
+        if prev is not None and step <= prev:
+            return  # a redraw of the same position
+        w = float(step - prev) if prev is not None else 1.0
+        st.prev[key] = step
+        st.points.append(_Point(step, sec, w, r, ts, evidence=_ev(path, lineno, raw, rank, node, ts)))
+
+
+def load_log_bundle(path: str | Path) -> Feed:
+    """Parse the iteration lines of a log bundle (directory, archive or file) into a job-level series.
+
+    Returns a :class:`~diag_service.slow.feeds.Feed` whose records have ``rank = -1`` and ``step_time``
+    set (seconds per iteration), ``weight`` = iterations covered. Raises
+    :class:`~diag_service.ingest.BundleError` if the path cannot be opened; a bundle without iteration
+    lines gives an empty feed with a warning.
+    """
+    report = InputReport(path=str(path))
+    st = _State()
+    year = 1970
+    feed_recs: list[Any] = []
+    feed_lines: list[int] = []
+    feed_bad = 0
+    feed_src: str | None = None
+    for block in read_bundle(path, report):
+        src = block.source
+        if FEED_MEMBER.search(src.path):  # a timing feed inside the bundle (archive member or file)
+            feed_src = feed_src or src.path
+            for i, line in enumerate(block.text.splitlines()):
+                if line.strip():
+                    try:
+                        feed_recs.append(json.loads(line))
+                        feed_lines.append(block.first_line + i)
+                    except (json.JSONDecodeError, RecursionError):
+                        feed_bad += 1
+            continue
+        for i, line in enumerate(block.text.splitlines()):
+            if year == 1970:
+                ts = parse_timestamp(line, 2000)
+                if ts is not None:
+                    year = _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).year
+            parse_line(st, src.path, block.first_line + i, line, src.rank, src.node, year if year != 1970 else 2024)
+    if feed_recs:
+        conv = RecordConverter()
+        batch = conv.convert(feed_recs, feed_lines)
+        warnings = list(report.warnings)
+        if feed_bad or conv.bad:
+            warnings.append(f"{feed_bad + conv.bad} line(s) of {feed_src} were not valid records and were skipped")
+        return Feed(batch, FeedStats(source=f"{path}:{feed_src}", format="jsonl", records=len(batch),
+                                     bad_records=feed_bad + conv.bad, warnings=warnings, phases=batch.phases()))
+    units = "seconds"
+    for step, rate, ev, ts in st.ds_rate:
+        if st.batch_size:
+            st.points.append(_Point(step, st.batch_size / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
+        else:
+            units = "seconds per sample"
+            st.points.append(_Point(step, 1.0 / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
+    by_step: dict[int, list[_Point]] = {}
+    for p in st.points:
+        by_step.setdefault(p.step, []).append(p)
+    steps = sorted(by_step)
+    evidence: dict[int, Evidence] = {}
+    cols: dict[str, list[float]] = {k: [] for k in ("step", "step_time", "weight", "end", "compute", "comm")}
+    for s in steps:
+        ps = by_step[s]
+        cols["step"].append(s)
+        cols["step_time"].append(float(np.median([p.value for p in ps])))
+        cols["weight"].append(float(np.median([p.weight for p in ps])))
+        times = [p.time for p in ps if p.time is not None]
+        cols["end"].append(max(times) if times else math.nan)
+        comp = [p.compute for p in ps if math.isfinite(p.compute)]
+        comm = [p.comm for p in ps if math.isfinite(p.comm)]
+        cols["compute"].append(float(np.median(comp)) if comp else math.nan)
+        cols["comm"].append(float(np.median(comm)) if comm else math.nan)
+        ev = ps[0].evidence
+        if ev is not None:
+            evidence[s] = ev
+    n = len(steps)
+    batch = StepBatch.from_columns(step=cols["step"], rank=np.full(n, -1), step_time=cols["step_time"],
+                                   weight=cols["weight"], end=cols["end"], compute=cols["compute"], comm=cols["comm"])
+    warnings = list(report.warnings)
+    if not n:
+        warnings.append("no iteration lines (Megatron-LM, DeepSpeed, Hugging Face Trainer, Lightning) found")
+    if st.bad:
+        warnings.append(f"{st.bad} iteration line(s) with unusable numbers skipped")
+    if units != "seconds":
+        warnings.append("DeepSpeed throughput without train_batch_size: the series is seconds per sample")
+    stats = FeedStats(source=str(path), format="logs:" + ",".join(sorted(st.formats)) if st.formats else "logs",
+                      records=n, bad_records=st.bad, warnings=warnings)
+    return Feed(batch, stats, units=units, log_evidence=evidence)

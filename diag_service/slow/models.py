@@ -1,0 +1,231 @@
+"""Data models of fail-slow detection: configuration, findings and the report.
+
+The vocabulary of the whole service (:class:`~diag_service.domain.FailureMode`,
+:class:`~diag_service.domain.Category`, :class:`~diag_service.domain.Evidence`) is imported from
+:mod:`diag_service.domain`; this module adds only what is specific to step timing.
+
+Units: every duration is in **seconds** (``*_s``) unless the feed is normalised (the Alibaba PAI trace),
+in which case :attr:`SlowReport.units` says so and seconds are "normalised units". Steps are the
+training loop's own step (iteration) numbers.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diag_service.domain import Category, Evidence, FailureMode
+
+SLOW_SCHEMA_VERSION = "1.0"
+
+
+class StragglerKind(StrEnum):
+    """Which phase of a step makes a rank (or node, or stage) slow.
+
+    ``compute``: its forward/backward/optimizer phase is longer than its peers' (the peers then wait in
+    the collective, so their *communication* time grows: that is the victim, not the culprit).
+    ``communication``: its communication phase is longer *and* its whole step is longer than its peers'
+    (time the others did not spend waiting for it). ``data``: its data-loading phase is longer.
+    """
+
+    COMPUTE = "compute"
+    COMMUNICATION = "communication"
+    DATA = "data"
+
+
+class StepKind(StrEnum):
+    """What a step did. Evaluation and checkpoint steps are excluded from the baseline and the detectors."""
+
+    TRAIN = "train"
+    EVAL = "eval"
+    CHECKPOINT = "checkpoint"
+
+
+class SlowConfig(BaseModel):
+    """Parameters of the detectors. Defaults are the ones the tests, the lab scorecard and the bench use.
+
+    Sources of the defaults:
+
+    * ``min_effect`` = 0.10: the minimum slowdown worth an alarm (issue 7, "minimum effect >= 10 %"); it
+      is also the ``delta`` of both CUSUMs (Page, "Continuous inspection schemes", Biometrika 1954: the
+      reference value ``k`` is half the shift to detect).
+    * ``job_k_sigma`` = 0.5 and ``job_h_sigma`` = 5: the textbook tabular-CUSUM design (k = 0.5 sigma,
+      h = 4-5 sigma; Montgomery, *Introduction to Statistical Quality Control*, ch. 9), applied to the
+      log step time with sigma learned from the job's own baseline.
+    * ``mad_scale`` = 1.4826: MAD to standard deviation under normality (Rousseeuw & Croux 1993).
+    * ``peer_k`` = 3: a rank's excess over the peer median must exceed 3 robust sigmas of the peers'
+      spread before it counts (the usual 3-sigma outlier rule, on MAD).
+    * ``rank_h`` = 1.0: a rank alarms when its accumulated excess, in units of the job's step time,
+      exceeds one whole step (e.g. 7 steps at +25 %, or 3 of 8 steps at +60 %); an engineering choice,
+      checked on synthetic feeds (``docs/slow.md``). Both are floors: each rank's
+      own noise (robust sigma of its excess in the baseline window) raises them (k = 0.5 sigma, h = 5 sigma).
+    * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
+      baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
+      rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
+    * ``warmup_steps``/``baseline_steps``/``max_lag_steps``/``min_episode_steps``: engineering choices,
+      documented in ``docs/slow.md``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    min_effect: float = Field(default=0.10, gt=0, lt=10, description="Minimum relative slowdown (0.10 = 10 %).")
+    warmup_steps: int = Field(default=5, ge=0, description="Steps always treated as warm-up.")
+    max_warmup_steps: int = Field(default=50, ge=0, description="Warm-up is extended while steps stay slow, up to this.")
+    baseline_steps: int = Field(default=20, ge=3, description="Train steps after warm-up that define the baseline.")
+    job_k_sigma: float = Field(default=0.5, gt=0, description="Job CUSUM reference value, in baseline sigmas.")
+    job_h_sigma: float = Field(default=5.0, gt=0, description="Job CUSUM decision interval, in baseline sigmas.")
+    min_episode_steps: int = Field(default=5, ge=1, description="An episode alarms only after this many steps.")
+    spike_factor: float = Field(
+        default=0.5, gt=0, description="A lone step slower than baseline x (1 + max(this, 6 sigma)) is an outlier (eval/ckpt)."
+    )
+    periodic_min_hits: int = Field(default=3, ge=2, description="Outliers at a constant period this many times = periodic.")
+    peer_k: float = Field(default=3.0, ge=0, description="Robust sigmas of the peers a rank's excess must exceed.")
+    rank_h: float = Field(default=1.0, gt=0, description="Rank CUSUM decision interval, in step times.")
+    structural_effect: float = Field(
+        default=0.2, gt=0, description="Baseline excess (step times) that makes a rank a straggler present from the start."
+    )
+    rank_clip: float = Field(default=0.5, gt=0, description="Per-step rank evidence is clipped to +-this (step times).")
+    mad_scale: float = Field(default=1.4826, gt=0)
+    max_lag_steps: int = Field(default=4, ge=0, description="Streaming: how many steps a late record may lag.")
+    max_alarms: int = Field(default=1000, ge=1, description="Alarms kept in the report (bounded state).")
+    max_evidence: int = Field(default=3, ge=1, description="Evidence steps kept per finding.")
+
+
+class StepEvidence(BaseModel):
+    """The numbers of one step that support a finding (seconds; ``peer_*`` are the peers' medians)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    rank: int | None = None
+    node: str | None = None
+    step_time_s: float | None = Field(default=None, description="Job step time (median over ranks).")
+    compute_s: float | None = None
+    comm_s: float | None = None
+    data_s: float | None = None
+    peer_compute_s: float | None = None
+    peer_comm_s: float | None = None
+    peer_data_s: float | None = None
+    baseline_s: float | None = Field(default=None, description="Job baseline step time, for job-level evidence.")
+
+
+class SlowEpisode(BaseModel):
+    """A sustained job-level slowdown: every rank's step got slower (times in unix seconds when known)."""
+
+    start_step: int = Field(description="First slow step (change-point estimate).")
+    end_step: int | None = Field(default=None, description="Last slow step; None while the episode is ongoing.")
+    start_time: float | None = None
+    end_time: float | None = None
+    detected_at_step: int = Field(description="Step at which the streaming detector raised the alarm.")
+    steps: int = Field(description="Train steps in the episode (evaluation/checkpoint steps excluded).")
+    slowdown_factor: float = Field(description="Mean step time in the episode / baseline step time.")
+    time_lost_s: float = Field(description="Sum over the episode of (step time - baseline), >= 0.")
+    kind: StragglerKind | None = Field(
+        default=None, description="Phase that grew (compute/communication/data) or the straggler's kind when one explains it."
+    )
+    explained_by_ranks: list[int] = Field(default_factory=list, description="Stragglers active during the episode.")
+    ongoing: bool = False
+    evidence: list[StepEvidence] = Field(default_factory=list)
+
+
+class Straggler(BaseModel):
+    """A rank slower than its peers in one phase, persistently or intermittently."""
+
+    rank: int
+    node: str | None = None
+    stage: int | None = None
+    kind: StragglerKind
+    slowdown_factor: float = Field(description="Its phase time / the peers' median, on the steps where it was slow.")
+    first_step: int = Field(description="First step of the evidence run (change-point estimate).")
+    last_step: int = Field(description="Last step with positive evidence.")
+    detected_at_step: int
+    present_at_start: bool = Field(
+        default=False, description="Already slower than its peers in the baseline window (no onset seen)."
+    )
+    confidence: float = Field(ge=0, le=1, description="1 - 0.5**(peak evidence / threshold); heuristic, not calibrated.")
+    intermittent: bool = Field(description="Slow on fewer than 70 % of the steps since first_step.")
+    slow_fraction: float = Field(ge=0, le=1, description="Fraction of steps since first_step with excess >= min_effect.")
+    time_lost_s: float = Field(description="Sum of its excess over the peers since first_step (time the others waited).")
+    active: bool = Field(description="Still slow at the end of the feed.")
+    evidence: list[StepEvidence] = Field(default_factory=list)
+
+
+class GroupFinding(BaseModel):
+    """A node (or pipeline stage) whose ranks are slow together: the node or stage is to blame, not one rank."""
+
+    group: str = Field(description="'node' or 'stage'.")
+    name: str = Field(description="Node name or stage number.")
+    kind: StragglerKind
+    ranks: list[int] = Field(default_factory=list, description="Its ranks also flagged as stragglers on their own (<= 64).")
+    n_ranks: int = Field(default=0, description="Ranks seen in the group.")
+    slowdown_factor: float
+    first_step: int
+    detected_at_step: int
+    confidence: float = Field(ge=0, le=1)
+    basis: str = Field(description="'group_median' (group vs groups) or 'all_ranks' (every rank flagged).")
+
+
+class SlowAlarm(BaseModel):
+    """One alarm as the streaming detector raised it, in order. Bounded by ``SlowConfig.max_alarms``."""
+
+    step: int
+    time: float | None = None
+    scope: str = Field(description="'job', 'rank', 'node' or 'stage'.")
+    subject: str = Field(description="'job', the rank number, the node name or the stage number.")
+    kind: StragglerKind | None = None
+    message: str
+    evidence: list[StepEvidence] = Field(default_factory=list)
+
+
+class BaselineInfo(BaseModel):
+    """What the job-level detector learned about the job's normal pace."""
+
+    step_time_s: float | None = Field(default=None, description="Baseline step time (median of the baseline window).")
+    noise_sigma: float | None = Field(default=None, description="Robust sigma of log step time in the baseline window.")
+    warmup_steps: int = Field(default=0, description="Leading steps treated as warm-up.")
+    first_step: int | None = Field(default=None, description="First step of the baseline window.")
+    last_step: int | None = Field(default=None, description="Last step of the baseline window.")
+    excluded_steps: int = Field(default=0, description="Steps excluded as evaluation/checkpoint/outliers.")
+    periodic: list[str] = Field(default_factory=list, description="Periodic slow steps found, e.g. 'every 50 steps (phase 49)'.")
+    phase_medians_s: dict[str, float] = Field(default_factory=dict, description="Baseline median of each phase.")
+
+
+class FeedStats(BaseModel):
+    """What the loader and the detector saw; bad input becomes counts and warnings, never an exception."""
+
+    source: str = Field(description="Path, or 'stream'.")
+    format: str = Field(description="jsonl, csv, parquet, logs, bytedance_trace, alibaba_trace, records, stream.")
+    records: int = 0
+    ranks: int = 0
+    nodes: int = 0
+    steps: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    duplicates: int = Field(default=0, description="Records for a (step, rank) already seen; the last one wins.")
+    late: int = Field(default=0, description="Records that arrived after their step was processed (dropped).")
+    incomplete_steps: int = Field(default=0, description="Steps processed with some known ranks missing.")
+    bad_records: int = Field(default=0, description="Unparseable or invalid records (skipped).")
+    out_of_order: int = Field(default=0, description="Records whose step was lower than one already received.")
+    phases: list[str] = Field(default_factory=list, description="Phases present: compute, comm, data.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class SlowReport(BaseModel):
+    """The answer of ``diag slow``: is the job slower than it should be, since when, by how much, who is to blame."""
+
+    schema_version: str = SLOW_SCHEMA_VERSION
+    failure_mode: FailureMode | None = Field(default=None, description="fail_slow when anything was found, else None.")
+    category: Category = Category.UNKNOWN
+    summary: str
+    units: str = Field(default="seconds", description="'seconds', or 'normalised' for traces without absolute times.")
+    job_slowdown: list[SlowEpisode] = Field(default_factory=list)
+    stragglers: list[Straggler] = Field(default_factory=list)
+    groups: list[GroupFinding] = Field(default_factory=list, description="Nodes and pipeline stages to blame.")
+    time_lost_s: float = Field(default=0.0, description="Total of the episodes' lost time.")
+    baseline: BaselineInfo = Field(default_factory=BaselineInfo)
+    alarms: list[SlowAlarm] = Field(default_factory=list)
+    input: FeedStats
+    log_evidence: list[Evidence] = Field(default_factory=list, description="Log lines behind a log-derived series.")
+    config: SlowConfig = Field(default_factory=SlowConfig)
+    timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -1,0 +1,501 @@
+"""Rank-level (and node-/stage-level) straggler localisation: robust peer comparison + per-unit CUSUM.
+
+Per step, for every unit (rank; or node, or pipeline stage, using their ranks' medians) and every
+phase available, the unit's *excess* over its peers is ``e = x - ref``, where ``ref`` is the peers'
+median (the other unit's value when the peer group has only two units) and the peers' spread is
+``sigma = 1.4826 x MAD`` (0 for fewer than three units). The per-step evidence, in units of the job's
+step time ``T``, is ``s = clip((e - peer_k x sigma) / T, -rank_clip, rank_clip)``; a one-sided CUSUM
+``S = max(0, S + s - min_effect / 2)`` accumulates it (Page 1954), so that both persistent and
+intermittent stragglers build evidence, and the unit alarms when ``S >= rank_h``. The straggler's
+first step is the CUSUM's change-point estimate (the step after its last zero).
+
+Kinds (issue 7: "the straggler is the rank that computes longest while the others wait"):
+
+* ``compute``: evidence on the compute phase;
+* ``data``: evidence on the data-loading phase;
+* ``communication``: evidence on the communication phase *and* on the rank's whole busy time
+  (compute + comm + data), the smaller of the two. A rank that merely waits for a straggler has a long
+  communication phase but a normal busy time (it computed less), so it is not blamed.
+
+State: a few float/int arrays of length (units x 3 phases), grown by doubling; alarmed units have
+a small record each. Every update is O(units in the step).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from diag_service.slow.models import SlowConfig, StepEvidence, StragglerKind
+
+KINDS = (StragglerKind.COMPUTE, StragglerKind.COMMUNICATION, StragglerKind.DATA)
+
+
+def median(v: np.ndarray) -> float:
+    """Median of a 1-D array without NaN (NaN for an empty one). ``np.median`` for large arrays; a sort for
+    small ones, where numpy's per-call overhead dominates (a rank-level step of a 16-rank job)."""
+    n = v.size
+    if n == 0:
+        return math.nan
+    if n > 256:
+        return float(np.median(v))
+    w = np.sort(v)
+    return float(w[(n - 1) // 2] + w[n // 2]) / 2
+
+
+def nanmedian(v: np.ndarray) -> float:
+    """Median of the finite values of ``v`` (NaN when there is none)."""
+    return median(v[np.isfinite(v)])
+
+
+def group_medians(x: np.ndarray, g: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median of ``x`` per group and the count of finite values per group.
+
+    ``x``: float array (NaN ignored); ``g``: int group codes in ``[0, ng)``. Returns two arrays of length
+    ``ng`` (median NaN for empty groups). O(n log n) (one lexsort).
+    """
+    ok = np.isfinite(x) & (g >= 0)
+    xv, gv = x[ok], g[ok]
+    counts = np.bincount(gv, minlength=ng)[:ng]
+    med = np.full(ng, np.nan)
+    if xv.size == 0:
+        return med, counts
+    order = np.lexsort((xv, gv))
+    xs = xv[order]
+    starts = np.cumsum(counts) - counts
+    has = counts > 0
+    lo = starts[has] + (counts[has] - 1) // 2
+    hi = starts[has] + counts[has] // 2
+    med[has] = (xs[lo] + xs[hi]) / 2
+    return med, counts
+
+
+class Grouping:
+    """Group codes prepared once for several per-group medians (the same ranks, several phases).
+
+    ``g``: int codes in ``[0, ng)`` (negative = no group). When every non-empty group has the same
+    size (8 GPUs per node, the ranks of a pipeline stage) the medians are a reshape and one partial sort
+    per row, O(n); otherwise :func:`group_medians` (one lexsort, O(n log n)).
+    """
+
+    def __init__(self, g: np.ndarray, ng: int) -> None:
+        self.g, self.ng = g, ng
+        ok = g >= 0
+        self.sizes = np.bincount(g[ok], minlength=ng)[:ng]
+        self.present = np.flatnonzero(self.sizes)
+        sz = self.sizes[self.present]
+        self.equal = bool(ok.all() and sz.size and (sz == sz[0]).all())
+        self.order = np.argsort(g, kind="stable") if self.equal else None
+
+    def medians(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Median of ``x`` per group (NaN ignored) and the count of finite values per group (length ``ng``)."""
+        if not self.equal:
+            return group_medians(x, self.g, self.ng)
+        k = int(self.sizes[self.present[0]])
+        v = np.sort(x[self.order].reshape(self.present.size, k), axis=1)  # NaN sort last
+        c = np.isfinite(v).sum(axis=1)
+        med = np.full(self.ng, np.nan)
+        cnt = np.zeros(self.ng, np.int64)
+        cnt[self.present] = c
+        lo = np.take_along_axis(v, np.maximum(c - 1, 0)[:, None] // 2, axis=1)[:, 0]
+        hi = np.take_along_axis(v, np.minimum(c // 2, k - 1)[:, None], axis=1)[:, 0]
+        med[self.present] = np.where(c > 0, (lo + hi) / 2, np.nan)
+        return med, cnt
+
+
+def peer_reference(x: np.ndarray, g: np.ndarray | None, ng: int, mad_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each element's peer reference and the peers' robust sigma.
+
+    ``x``: values (NaN = absent); ``g``: peer-group code of each element, or None for one group.
+    The reference is the group median, except in groups of exactly two values, where it is the other
+    value; sigma is ``mad_scale x MAD`` of the group, or 0 for groups of fewer than three values.
+    Elements that are NaN, or alone in their group, get NaN.
+    """
+    n = x.shape[0]
+    ref = np.full(n, np.nan)
+    sig = np.zeros(n)
+    if n == 0:
+        return ref, sig
+    if g is None:
+        ok = np.isfinite(x)
+        cnt = int(ok.sum())
+        if cnt < 2:
+            return ref, sig
+        xv = x[ok]
+        med = median(xv)
+        if cnt == 2:
+            ref = 2 * med - x
+        else:
+            ref[:] = med
+            sig[:] = mad_scale * median(np.abs(xv - med))
+        ref[~ok] = np.nan
+        return ref, sig
+    grp = Grouping(g, ng)
+    med, counts = grp.medians(x)
+    gg = np.where(g >= 0, g, 0)
+    m_el = med[gg]
+    c_el = np.where(g >= 0, counts[gg], 0)
+    ref = np.where(c_el == 2, 2 * m_el - x, m_el)
+    ref[(c_el < 2) | ~np.isfinite(x)] = np.nan
+    dev = np.abs(x - m_el)
+    mad, _ = grp.medians(np.where(c_el >= 3, dev, np.nan))
+    sig = np.where(c_el >= 3, mad_scale * np.nan_to_num(mad[gg]), 0.0)
+    return ref, sig
+
+
+@dataclass
+class PhaseEvidence:
+    """Per-unit evidence of one phase in one step (arrays over the step's units).
+
+    ``q``: the unit's excess over its peers beyond their noise, in step times,
+    ``(x - ref - peer_k x sigma) / T`` (NaN = no evidence); ``ex``: the same without the noise margin
+    (the effect size, compared with ``min_effect``); ``log_ratio``: log(x / ref);
+    ``excess_s``: x - ref in seconds; ``ref``: the peer reference in seconds.
+    """
+
+    q: np.ndarray
+    ex: np.ndarray
+    log_ratio: np.ndarray
+    excess_s: np.ndarray
+    ref: np.ndarray
+
+
+def max_of_others(v: np.ndarray) -> np.ndarray:
+    """For each element, the maximum of the *other* elements (NaN ignored; -inf when there is none). O(n)."""
+    w = np.where(np.isfinite(v), v, -np.inf)
+    if w.size < 2:
+        return np.full(w.size, -np.inf)
+    i1 = int(np.argmax(w))
+    top1 = w[i1]
+    top2 = np.max(np.delete(w, i1))
+    out = np.full(w.size, top1)
+    out[i1] = top2
+    return out
+
+
+def phase_evidence(
+    x: np.ndarray,
+    busy: np.ndarray | None,
+    g: np.ndarray | None,
+    ng: int,
+    T: float,
+    cfg: SlowConfig,
+    others_late_s: np.ndarray | None = None,
+) -> PhaseEvidence:
+    """Evidence of one phase ``x`` (seconds per unit) against the unit's peers, for a step of time ``T``.
+
+    For the communication phase, ``busy`` is the units' busy time (compute + comm + data) and
+    ``others_late_s`` the largest compute + data excess among the *other* units in the step (seconds):
+    a unit's communication excess counts only beyond both, since waiting for a late peer (and, in a ring
+    all-reduce, finishing after it) is not a slow link. Raises nothing; a unit without peers or value
+    gets NaN evidence.
+    """
+    ref, sig = peer_reference(x, g, ng, cfg.mad_scale)
+    e = x - ref
+    eff = e - cfg.peer_k * sig
+    raw = e
+    if busy is not None:
+        # the busy-time check tells a slow link from a victim's wait; its noise margin is the comm phase's own
+        bref, _ = peer_reference(busy, g, ng, cfg.mad_scale)
+        eff = np.minimum(eff, busy - bref)
+        raw = np.minimum(raw, busy - bref)
+    if others_late_s is not None:
+        eff = eff - np.maximum(others_late_s, 0.0)
+        raw = raw - np.maximum(others_late_s, 0.0)
+    with np.errstate(all="ignore"):
+        q = eff / T
+        lr = np.where((x > 0) & (ref > 0), np.log(np.where(x > 0, x, 1.0) / np.where(ref > 0, ref, 1.0)), 0.0)
+    return PhaseEvidence(q=q, ex=raw / T, log_ratio=lr, excess_s=np.nan_to_num(e), ref=ref)
+
+
+@dataclass
+class UnitRecord:
+    """An alarmed (unit, kind): the evidence folded from finished runs plus the live run's arrays."""
+
+    unit: int
+    kind: StragglerKind
+    first_step: int
+    detected_at: int
+    h: float
+    present_at_start: bool = False
+    peak: float = 0.0
+    n: int = 0
+    nslow: int = 0
+    slr: float = 0.0
+    exc: float = 0.0
+    last_slow: int = -1
+    active: bool = True
+    evidence: list[StepEvidence] = field(default_factory=list)
+
+
+_ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
+           ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
+           ("sig", float), ("structural", bool), ("first_seen", np.int64))
+
+
+class PeerTracker:
+    """Per-unit, per-kind baseline + CUSUM over peer evidence, with bounded state.
+
+    The first ``baseline_steps`` steps it is given are its baseline window: each unit's median
+    normalised excess ``b`` and its robust sigma are learned there (units with fewer than five values,
+    or joining later, get the pooled median sigma and ``b = 0``). A unit whose baseline excess is at
+    least ``structural_effect`` is reported at once as a straggler *present from the start*. After the
+    window, the CUSUM runs on ``clip(q - b, +-max(rank_clip, 3 sigma))`` with reference
+    ``max(min_effect / 2, 0.5 sigma)`` and decision interval ``max(rank_h, 5 sigma)`` (the tabular-CUSUM
+    design of :class:`~diag_service.slow.models.SlowConfig`, per unit): a rank that has always been a bit
+    slower (rank 0 writing logs and metrics) is not an alarm; a rank that becomes slower is.
+    """
+
+    def __init__(self, cfg: SlowConfig, capacity: int = 64) -> None:
+        self.cfg = cfg
+        self.cap = 0
+        for name, dt in _ARRAYS:
+            setattr(self, name, np.zeros((3, 0), dt))
+        self.records: dict[tuple[int, int], UnitRecord] = {}
+        self.learn_left = cfg.baseline_steps
+        self._bufs: np.ndarray | None = None
+        self._buf_steps: list[int] = []
+        self._buf_kinds: set[int] = set()
+        self.pooled_sig = np.zeros(3)
+        self._grow(capacity)
+
+    def _grow(self, need: int) -> None:
+        if need <= self.cap:
+            return
+        new = max(need, 2 * self.cap, 16)
+        for name, dt in _ARRAYS:
+            a = getattr(self, name)
+            b = np.zeros((3, new), dt)
+            if name == "first_seen":
+                b[:] = -1
+            if name == "sig":
+                b[:] = self.pooled_sig[:, None] if hasattr(self, "pooled_sig") else 0.0
+            b[:, : a.shape[1]] = a
+            setattr(self, name, b)
+        self.cap = new
+
+    @property
+    def learning(self) -> bool:
+        """True while the baseline window is being collected."""
+        return self.learn_left > 0
+
+    def update(
+        self,
+        step: int,
+        units: np.ndarray,
+        evidence: dict[int, PhaseEvidence],
+        make_evidence: Callable[[int, int], StepEvidence],
+        cost: float | None = None,
+    ) -> list[UnitRecord]:
+        """Add one step's evidence. ``units``: dense unit indices; ``evidence``: kind index -> arrays over ``units``.
+
+        ``make_evidence(position, kind_index)`` builds the evidence of the unit at ``position`` in ``units``.
+        ``cost``: how much longer than its baseline the job's step was, in step times (``1 - baseline / T``,
+        >= 0), when the ranks run synchronously; a unit's evidence is capped at it, because a rank that is
+        slower than its peers while the step is not slower costs nothing (on a shared host, one process
+        taking CPU from another). None = no cap (asynchronous workers, or no job baseline yet).
+        Returns the records of the units that alarmed at this step (including, at the end of the baseline
+        window, the units slow from the start).
+        """
+        if units.size == 0:
+            return []
+        self._grow(int(units.max()) + 1)
+        for j in evidence:
+            fs = self.first_seen[j, units]
+            self.first_seen[j, units] = np.where(fs < 0, step, fs)
+        if self.learning:
+            self._remember(step, units, evidence)
+            self.learn_left -= 1
+            if self.learn_left == 0:
+                return self._finish_baseline(step, units, evidence, make_evidence)
+            return []
+        return self._cusum(step, units, evidence, make_evidence, cost)
+
+    def _remember(self, step: int, units: np.ndarray, evidence: dict[int, PhaseEvidence]) -> None:
+        """Store one baseline-window step in dense (kind, field, step, unit) float32 buffers."""
+        row = self.cfg.baseline_steps - self.learn_left
+        if self._bufs is None or self._bufs.shape[3] < self.cap:
+            grown = np.full((3, 4, self.cfg.baseline_steps, self.cap), np.nan, np.float32)
+            if self._bufs is not None:
+                grown[..., : self._bufs.shape[3]] = self._bufs
+            self._bufs = grown
+        self._buf_steps.append(step)
+        for j, ev in evidence.items():
+            self._buf_kinds.add(j)
+            for f, a in enumerate((ev.q, ev.ex, ev.log_ratio, ev.excess_s)):
+                self._bufs[j, f, row, units] = a
+
+    def _finish_baseline(self, step: int, units: np.ndarray, evidence: dict[int, PhaseEvidence],
+                         make_evidence: Callable[[int, int], StepEvidence]) -> list[UnitRecord]:
+        cfg = self.cfg
+        new: list[UnitRecord] = []
+        assert self._bufs is not None
+        bufs = self._bufs[..., : self.cap].astype(np.float64)
+        steps = np.array(self._buf_steps, dtype=np.int64)[:, None]
+        pos_of = np.full(self.cap, -1, np.int64)
+        pos_of[units] = np.arange(units.size)
+        for j in sorted(self._buf_kinds):
+            Q, EX, LR, EXC = bufs[j]
+            fin = np.isfinite(Q)
+            cnt = fin.sum(axis=0)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med = np.nanmedian(Q, axis=0)
+                mad = np.nanmedian(np.abs(Q - med), axis=0)
+            enough = cnt >= 5
+            sig = cfg.mad_scale * np.nan_to_num(mad)
+            pooled = float(np.median(sig[enough])) if enough.any() else 0.0
+            self.pooled_sig[j] = pooled
+            self.base[j] = np.where(enough, np.nan_to_num(med), 0.0)
+            self.sig[j] = np.where(enough, sig, pooled)
+            structural = enough & (self.base[j] >= cfg.structural_effect)
+            self.structural[j] = structural
+            for uu in np.nonzero(structural)[0]:
+                uu = int(uu)
+                rec = UnitRecord(unit=uu, kind=KINDS[j], first_step=int(self.first_seen[j, uu]), detected_at=step,
+                                 h=float(self._h(j, uu)), present_at_start=True, peak=float(self._h(j, uu)))
+                if pos_of[uu] >= 0 and j in evidence:
+                    rec.evidence.append(make_evidence(int(pos_of[uu]), j))
+                    self.n_ev[j, uu] = 1
+                self.records[(uu, j)] = rec
+                self.alarmed[j, uu] = True
+                new.append(rec)
+            self.start[j, structural] = self.first_seen[j, structural]
+            if structural.any():  # the window's own steps count towards their statistics
+                sl = structural
+                slow = fin[:, sl] & (EX[:, sl] >= cfg.min_effect) & (Q[:, sl] > 0)
+                self.n[j, sl] += cnt[sl]
+                self.nslow[j, sl] += slow.sum(axis=0)
+                self.slr[j, sl] += np.where(slow, LR[:, sl], 0.0).sum(axis=0)
+                self.exc[j, sl] += np.maximum(np.nan_to_num(EXC[:, sl]), 0.0).sum(axis=0)
+                self.last_slow[j, sl] = np.where(slow, steps, -1).max(axis=0)
+        self._bufs, self._buf_steps, self._buf_kinds = None, [], set()
+        return new
+
+    def _h(self, j: int, u: int | np.ndarray) -> float | np.ndarray:
+        return np.maximum(self.cfg.rank_h, 5 * self.sig[j, u])
+
+    def _cusum(self, step: int, units: np.ndarray, evidence: dict[int, PhaseEvidence],
+               make_evidence: Callable[[int, int], StepEvidence], cost: float | None) -> list[UnitRecord]:
+        """One CUSUM step for every (kind, unit) at once: arrays of shape (3, units)."""
+        cfg = self.cfg
+        n = units.size
+        nan = np.full(n, np.nan)
+        Q = np.stack([evidence[j].q if j in evidence else nan for j in range(3)])
+        EX = np.stack([evidence[j].ex if j in evidence else nan for j in range(3)])
+        LR = np.stack([evidence[j].log_ratio if j in evidence else nan for j in range(3)])
+        EXC = np.stack([evidence[j].excess_s if j in evidence else nan for j in range(3)])
+        contiguous = bool(n and units[0] == 0 and units[-1] == n - 1 and n <= self.cap and (np.diff(units) == 1).all())
+        u = slice(0, n) if contiguous else units
+        valid = np.isfinite(Q)
+        sig, base, structural = self.sig[:, u], self.base[:, u], self.structural[:, u]
+        k = np.maximum(cfg.min_effect / 2, 0.5 * sig)
+        h = np.maximum(cfg.rank_h, 5 * sig)
+        clip = np.maximum(cfg.rank_clip, 3 * sig)
+        b_pos = np.maximum(base, 0.0)  # a rank normally below its peers is not credited for catching up with them
+        with np.errstate(invalid="ignore"):
+            s = np.clip(Q - b_pos, -clip, clip)
+            if cost is not None:
+                s = np.minimum(s, cost)
+            b_slow = np.where(structural, 0.0, b_pos)
+            slow_all = valid & ((EX - b_slow) >= cfg.min_effect) & ((Q - b_slow) > 0)
+        s_old = self.S[:, u]
+        s_new = np.where(valid, np.maximum(0.0, s_old + np.nan_to_num(s) - k), s_old)
+        started = valid & (s_old <= 0) & (s_new > 0) & ~structural
+        ended = valid & (s_old > 0) & (s_new <= 0) & ~structural
+        alarmed = self.alarmed[:, u]
+        n_arr, nslow, slr, exc, peak, last_slow = (self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u],
+                                                   self.peak[:, u], self.last_slow[:, u])
+        if ended.any():
+            for j, p in zip(*np.nonzero(ended & alarmed), strict=True):
+                self._fold(int(units[p]), int(j), active=False, live=(n_arr[j, p], nslow[j, p], slr[j, p], exc[j, p],
+                                                                      peak[j, p], last_slow[j, p]))
+        reset = started | ended
+        if reset.any():
+            for a in (n_arr, nslow, slr, exc, peak):
+                a[reset] = 0
+        if started.any():
+            start = self.start[:, u]
+            start[started] = step
+            self.start[:, u] = start
+            for j, p in zip(*np.nonzero(started & alarmed), strict=True):
+                self.records[(int(units[p]), int(j))].active = True
+        act = valid & ((s_new > 0) | structural)
+        slow = slow_all & act
+        n_arr += act
+        nslow += slow
+        slr += np.where(slow, np.nan_to_num(LR), 0.0)
+        exc += np.where(act, np.maximum(np.nan_to_num(EXC), 0.0), 0.0)
+        peak[...] = np.where(act, np.maximum(peak, s_new), peak)
+        last_slow[...] = np.where(slow, step, last_slow)
+        self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u] = n_arr, nslow, slr, exc
+        self.peak[:, u], self.last_slow[:, u], self.S[:, u] = peak, last_slow, s_new
+        fire = act & (s_new > 0) & (s_new >= h) & ~alarmed
+        new: list[UnitRecord] = []
+        if fire.any():
+            for j, p in zip(*np.nonzero(fire), strict=True):
+                uu, jj = int(units[p]), int(j)
+                rec = UnitRecord(unit=uu, kind=KINDS[jj], first_step=int(self.start[jj, uu]), detected_at=step,
+                                 h=float(h[jj, p]))
+                rec.evidence.append(make_evidence(int(p), jj))
+                self.records[(uu, jj)] = rec
+                self.alarmed[jj, uu] = True
+                self.n_ev[jj, uu] = 1
+                new.append(rec)
+        more = slow & alarmed & ~fire
+        if more.any():
+            n_ev = self.n_ev[:, u]
+            for j, p in zip(*np.nonzero(more & (n_ev < cfg.max_evidence)), strict=True):
+                uu, jj = int(units[p]), int(j)
+                self.records[(uu, jj)].evidence.append(make_evidence(int(p), jj))
+                self.n_ev[jj, uu] += 1
+        return new
+
+    def _reset(self, j: int, u: np.ndarray) -> None:
+        for name in ("n", "nslow", "slr", "exc", "peak"):
+            getattr(self, name)[j, u] = 0
+
+    def _fold(self, u: int, j: int, active: bool, live: tuple[Any, ...]) -> None:
+        """Add a finished run's statistics ``(n, nslow, slr, exc, peak, last_slow)`` to the unit's record."""
+        rec = self.records[(u, j)]
+        n, nslow, slr, exc, peak, last_slow = live
+        rec.n += int(n)
+        rec.nslow += int(nslow)
+        rec.slr += float(slr)
+        rec.exc += float(exc)
+        rec.peak = max(rec.peak, float(peak))
+        rec.last_slow = max(rec.last_slow, int(last_slow))
+        rec.active = active
+
+    def snapshot(self) -> list[UnitRecord]:
+        """Alarmed records with the live run folded in (copies; the tracker is unchanged)."""
+        out = []
+        for (u, j), rec in self.records.items():
+            r = UnitRecord(**{**rec.__dict__, "evidence": list(rec.evidence)})
+            if self.S[j, u] > 0 or self.structural[j, u]:
+                r.n += int(self.n[j, u])
+                r.nslow += int(self.nslow[j, u])
+                r.slr += float(self.slr[j, u])
+                r.exc += float(self.exc[j, u])
+                r.peak = max(r.peak, float(self.peak[j, u]))
+                r.last_slow = max(r.last_slow, int(self.last_slow[j, u]))
+                r.active = bool(self.S[j, u] > 0 or r.nslow and r.last_slow >= 0)
+            else:
+                r.active = False
+            out.append(r)
+        return out
+
+    @staticmethod
+    def confidence(rec: UnitRecord) -> float:
+        """``1 - 0.5 ** (peak / h)``: 0.5 at the decision interval, 0.75 at twice it (a heuristic, not calibrated)."""
+        return round(min(0.99, 1 - 0.5 ** (max(rec.peak, rec.h) / rec.h)), 3)
+
+    @staticmethod
+    def factor(rec: UnitRecord) -> float:
+        """Geometric-mean ratio of the unit's phase to its peers' on its slow steps (1.0 if none)."""
+        return round(math.exp(rec.slr / rec.nslow), 4) if rec.nslow else 1.0

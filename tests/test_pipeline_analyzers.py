@@ -1,0 +1,42 @@
+"""diag diagnose folds the hang and slow analyzers in when a bundle carries dumps or a timing feed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from diag_service.cli import app
+from diag_service.domain import FailureMode
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_timing_feed_in_a_bundle_makes_a_fail_slow_diagnosis(tmp_path: Path) -> None:
+    src = FIX / "slow" / "lab_slow_rank_compute"
+    truth = json.loads((src / "truth.json").read_text())
+    bundle = tmp_path / "run"
+    bundle.mkdir()
+    shutil.copy(src / "timing.jsonl", bundle / "timing.jsonl")
+    (bundle / "console_node0.log").write_text("2026-11-29 09:39:00,000 INFO [rank0] step 1 loss 2.3\n")
+    d = diagnose(DiagnoseRequest(path=str(bundle)))
+    assert d.failure_mode is FailureMode.FAIL_SLOW
+    assert d.first_failing_rank == truth["faulty_rank"]
+    assert d.faulty_nodes == [truth["faulty_node"]]
+    assert d.slow is not None and d.slow["stragglers"][0]["kind"] == "compute"
+    assert d.recovery is not None and d.recovery.timing == "next_checkpoint"
+    # the feed went to the slow analyzer, not to the log stages
+    assert all(e.first.file != "timing.jsonl" for e in d.events)
+
+
+def test_excluded_files_are_never_read(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    (tmp_path / "truth.json").write_text('{"category": "network", "error": "NCCL WARN NET/IB : Got completion with error 12"}\n')
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), exclude=["truth.json"]))
+    assert d.category.value == "gpu_oom"
+    assert "truth.json" not in d.model_dump_json()
+    res = CliRunner().invoke(app, ["diagnose", str(tmp_path), "--json", "--exclude", "*.json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["category"] == "gpu_oom"
