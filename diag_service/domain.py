@@ -255,6 +255,23 @@ class HangReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+class Narrative(BaseModel):
+    """Two or three sentences for the incident channel, written from the evidence pack only.
+
+    ``citations`` are ids of evidence-pack items (``E1``...); claims without one are dropped.
+    ``source`` says whether a language model wrote it or the deterministic fallback did. The model
+    never chooses the category or the recovery action; ``suggested_category`` is advisory and only
+    offered when the diagnosis is ``unknown``.
+    """
+
+    text: str
+    citations: list[str] = Field(default_factory=list)
+    source: str = Field(description="'model' or 'fallback'.")
+    model: str | None = None
+    suggested_category: Category | None = None
+    latency_s: float | None = None
+
+
 class InputReport(BaseModel):
     """What ingest saw: sizes, layouts, and every problem with the input (never fatal)."""
 
@@ -289,6 +306,9 @@ class Diagnosis(BaseModel):
     signature_hits: list[SignatureHit] = Field(default_factory=list)
     events: list[EventTemplate] = Field(default_factory=list)
     similar_incidents: list[SimilarIncident] = Field(default_factory=list)
+    novel: bool | None = Field(default=None, description="True when no past incident is similar enough (knowledge base).")
+    category_source: str = Field(default="signatures", description="What decided the category: signatures, retrieval, analyzers.")
+    narrative: Narrative | None = None
     recovery: RecoveryPlan | None = None
     hang: HangReport | None = Field(default=None, description="Stack-dump analysis when the bundle carries dumps.")
     slow: dict[str, Any] | None = Field(
