@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema
+.PHONY: demo test venv lint bench clean schema eval
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ lint: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/diag schema --out docs/schema/diagnosis.schema.json
+
+# The scorecard: lab suite (real torch runs, ~15 min), incidents_dev, Loghub-2k, KB and LLM when present.
+eval: $(STAMP)
+	$(BIN)/python eval/scorecard.py
 
 bench: $(STAMP)
 	$(BIN)/python eval/bench/bench_diagnose.py

@@ -1,0 +1,289 @@
+"""One evaluation scorecard for every analyzer the project has (``make eval``).
+
+Sources:
+
+- the fault-injection lab: runs a suite (``diag lab suite``) or reuses a folder of runs, then scores
+  fail-stop category and first-failing-rank accuracy, hang culprit top-1/top-3 and no hang on the
+  lab's healthy snapshots, and straggler precision/recall/delay (``eval/slow_eval.py``);
+- ``../shared/data/incidents_dev``: category accuracy and macro-F1, failure-mode accuracy, faulty
+  rank accuracy where labelled, recovery-level agreement (``eval/recovery_levels_dev.yaml``);
+- Loghub-2k: grouping accuracy of the template stage (``eval/loghub_eval.py``) against Drain's
+  published 0.865;
+- the knowledge base and the LLM summaries, when those modules exist (``eval/kb_eval.py``,
+  ``eval/llm_eval.py``); an analyzer that does not exist is reported as absent, never as zero.
+
+Analyzers never see ground truth: ``truth.json``, ``run.json``, ``events.jsonl`` and the suite index
+are excluded from what they read; only this file opens them, to score.
+
+    python eval/scorecard.py [--lab-runs 20] [--lab-dir eval/results/lab_runs] [--reuse-lab DIR ...] [--skip-lab]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "eval"))
+
+DEV = REPO.parent / "shared" / "data" / "incidents_dev"
+RESULTS = REPO / "eval" / "results"
+NOT_FOR_ANALYZERS = ["truth.json", "run.json", "events.jsonl", "suite.jsonl", "index.json"]
+
+
+def macro_f1(pairs: list[tuple[str, str]]) -> float:
+    """Macro-averaged F1 over the labels present in truth or prediction; pairs are (truth, predicted)."""
+    labels = sorted({t for t, _ in pairs} | {p for _, p in pairs})
+    f1s = []
+    for lab in labels:
+        tp = sum(1 for t, p in pairs if t == lab and p == lab)
+        fp = sum(1 for t, p in pairs if t != lab and p == lab)
+        fn = sum(1 for t, p in pairs if t == lab and p != lab)
+        f1s.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
+    return round(sum(f1s) / len(f1s), 4) if f1s else 0.0
+
+
+# --- incidents_dev ------------------------------------------------------------------------------
+
+
+def score_incidents_dev() -> dict[str, Any]:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    labels_file = DEV / "labels.jsonl"
+    if not labels_file.exists():
+        return {"available": False, "reason": f"{DEV} absent"}
+    import yaml
+
+    levels = yaml.safe_load((REPO / "eval" / "recovery_levels_dev.yaml").read_text())["levels"]
+    cases = [json.loads(x) for x in labels_file.read_text().splitlines() if x.strip()]
+    cat_pairs, mode_ok, rank_total, rank_ok, rec_ok, per_case = [], 0, 0, 0, 0, []
+    for c in cases:
+        d = diagnose(DiagnoseRequest(path=str(DEV / "logs" / f"{c['id']}.log")))
+        cat_pairs.append((c["category"], d.category.value))
+        mode_ok += d.failure_mode.value == c["failure_mode"]
+        if c.get("faulty_rank") is not None:
+            rank_total += 1
+            rank_ok += d.first_failing_rank == c["faulty_rank"]
+        lvl = d.recovery.level.value if d.recovery else None
+        rec_ok += lvl == levels.get(c["id"])
+        per_case.append({"id": c["id"], "truth": c["category"], "got": d.category.value, "mode": d.failure_mode.value,
+                         "confidence": d.confidence, "recovery": lvl, "recovery_truth": levels.get(c["id"])})
+    n = len(cases)
+    return {
+        "available": True, "cases": n,
+        "category_accuracy": round(sum(t == p for t, p in cat_pairs) / n, 4),
+        "category_macro_f1": macro_f1(cat_pairs),
+        "failure_mode_accuracy": round(mode_ok / n, 4),
+        "faulty_rank_accuracy": round(rank_ok / rank_total, 4) if rank_total else None, "faulty_rank_cases": rank_total,
+        "recovery_level_agreement": round(rec_ok / n, 4),
+        "per_case": per_case,
+    }
+
+
+# --- lab ----------------------------------------------------------------------------------------
+
+
+def run_lab_suite(out: Path, runs: int, seed: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [str(REPO / ".venv" / "bin" / "diag"), "lab", "suite", "--out", str(out), "--runs", str(runs), "--seed", str(seed)]
+    if not Path(cmd[0]).exists():
+        cmd[0:1] = [sys.executable, "-m", "diag_service.cli.main"]
+    print(f"[eval] lab suite: {' '.join(cmd)}", flush=True)
+    subprocess.run(cmd, check=False)
+
+
+def _runs(dirs: list[Path]) -> list[tuple[Path, dict]]:
+    found = []
+    for d in dirs:
+        for t in sorted(d.glob("**/truth.json")):
+            try:
+                found.append((t.parent, json.loads(t.read_text())))
+            except ValueError:
+                continue
+    return found
+
+
+def score_lab(dirs: list[Path]) -> dict[str, Any]:
+    from diag_service.hang import HangRequest, analyze_hang
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    runs = _runs(dirs)
+    if not runs:
+        return {"available": False, "reason": "no lab runs"}
+    stop = [(p, t) for p, t in runs if t["failure_mode"] == "fail_stop" and t.get("fault_fired", True)]
+    hang = [(p, t) for p, t in runs if t["failure_mode"] == "fail_hang" and t.get("fault_fired", True)]
+    slow = [p for p, t in runs if t["failure_mode"] == "fail_slow"]
+    res: dict[str, Any] = {"available": True, "runs": len(runs)}
+
+    cat_pairs, rank_ok, mode_ok, rows = [], 0, 0, []
+    for p, t in stop:
+        d = diagnose(DiagnoseRequest(path=str(p), exclude=NOT_FOR_ANALYZERS, recovery=False))
+        cat_pairs.append((t["category"], d.category.value))
+        rank_ok += d.first_failing_rank == t["faulty_rank"]
+        mode_ok += d.failure_mode.value == "fail_stop"
+        rows.append({"run": p.name, "truth": t["category"], "got": d.category.value,
+                     "rank_truth": t["faulty_rank"], "rank_got": d.first_failing_rank})
+    if stop:
+        res["fail_stop"] = {
+            "cases": len(stop), "category_accuracy": round(sum(a == b for a, b in cat_pairs) / len(stop), 4),
+            "category_macro_f1": macro_f1(cat_pairs), "first_failing_rank_accuracy": round(rank_ok / len(stop), 4),
+            "failure_mode_accuracy": round(mode_ok / len(stop), 4), "per_run": rows,
+        }
+    top1 = top3 = hung_ok = 0
+    healthy_checked = healthy_false = 0
+    kinds: Counter[str] = Counter()
+    hrows = []
+    for p, t in hang:
+        kinds[t.get("fault", {}).get("kind", t["scenario"])] += 1
+        try:
+            rep = analyze_hang(HangRequest(dumps_dir=str(p / "dumps")))
+        except (OSError, ValueError) as exc:
+            hrows.append({"run": p.name, "error": str(exc)})
+            continue
+        ranks = [s.rank for s in rep.suspects]
+        top1 += bool(ranks) and ranks[0] == t["faulty_rank"]
+        top3 += t["faulty_rank"] in ranks[:3]
+        hung_ok += rep.hung
+        hrows.append({"run": p.name, "truth": t["faulty_rank"], "suspects": ranks[:3], "hung": rep.hung})
+        # the snapshots taken while the job was still stepping must not look hung
+        index = p / "dumps" / "index.json"
+        if index.exists():
+            before = [e["dir"] for e in json.loads(index.read_text()) if e.get("phase") == "before_hang"]
+            if before:
+                import shutil
+                import tempfile
+
+                with tempfile.TemporaryDirectory() as tmp:
+                    for name in before:
+                        shutil.copytree(p / "dumps" / name, Path(tmp) / name)
+                    healthy_checked += 1
+                    healthy_false += analyze_hang(HangRequest(dumps_dir=tmp)).hung
+    if hang:
+        res["fail_hang"] = {
+            "cases": len(hang), "kinds": dict(kinds), "culprit_top1": round(top1 / len(hang), 4),
+            "culprit_top3": round(top3 / len(hang), 4), "hung_detected": round(hung_ok / len(hang), 4),
+            "healthy_snapshot_sets": healthy_checked, "healthy_false_hangs": healthy_false, "per_run": hrows,
+        }
+    if slow and importlib.util.find_spec("slow_eval") is not None:
+        import slow_eval
+
+        try:
+            res["fail_slow"] = slow_eval.score_lab_runs(slow)
+        except Exception as exc:  # noqa: BLE001 - a broken scorer is reported, not fatal
+            res["fail_slow"] = {"error": repr(exc)}
+    return res
+
+
+# --- optional analyzers -------------------------------------------------------------------------
+
+
+def _optional(module: str, func: str) -> dict[str, Any]:
+    path = REPO / "eval" / f"{module}.py"
+    if not path.exists():
+        return {"available": False, "reason": f"eval/{module}.py absent"}
+    try:
+        mod = __import__(module)
+        return {"available": True, **getattr(mod, func)()}
+    except Exception as exc:  # noqa: BLE001
+        return {"available": False, "reason": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def markdown(card: dict[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        return "absent" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    lines = [f"# Scorecard ({card['date']})", "", "| source | metric | value | cases |", "|---|---|---|---|"]
+    dev = card["incidents_dev"]
+    if dev.get("available"):
+        for k in ("category_accuracy", "category_macro_f1", "failure_mode_accuracy", "faulty_rank_accuracy",
+                  "recovery_level_agreement"):
+            lines.append(f"| incidents_dev | {k} | {fmt(dev.get(k))} | {dev['cases']} |")
+    else:
+        lines.append(f"| incidents_dev | - | absent | {dev.get('reason', '')} |")
+    lab = card["lab"]
+    if lab.get("available"):
+        fs = lab.get("fail_stop")
+        if fs:
+            for k in ("category_accuracy", "category_macro_f1", "first_failing_rank_accuracy"):
+                lines.append(f"| lab fail-stop | {k} | {fmt(fs[k])} | {fs['cases']} |")
+        fh = lab.get("fail_hang")
+        if fh:
+            for k in ("culprit_top1", "culprit_top3", "hung_detected"):
+                lines.append(f"| lab fail-hang | {k} | {fmt(fh[k])} | {fh['cases']} |")
+            lines.append(f"| lab fail-hang | false hangs on healthy snapshots | {fh['healthy_false_hangs']} | "
+                         f"{fh['healthy_snapshot_sets']} |")
+        sl = lab.get("fail_slow")
+        if isinstance(sl, dict):
+            ov = sl.get("overall", sl)
+            for k in ("precision", "recall", "detection_delay_steps_median", "within_20_steps", "false_alarm_rate"):
+                if k in ov:
+                    lines.append(f"| lab fail-slow | straggler {k} | {fmt(ov[k])} | {ov.get('runs', '')} |")
+    else:
+        lines.append("| lab | - | absent | |")
+    lh = card["loghub"]
+    if lh.get("available"):
+        lines.append(f"| Loghub-2k | grouping accuracy, Drain benchmark settings | {fmt(lh['average']['benchmark'])} | 16 systems "
+                     f"(Drain published {lh['drain_published_average']}) |")
+        lines.append(f"| Loghub-2k | grouping accuracy, our deployed masks | {fmt(lh['average']['deployed'])} | 16 systems |")
+    for name in ("knowledge_base", "llm"):
+        sec = card[name]
+        if not sec.get("available"):
+            lines.append(f"| {name} | - | absent | |")
+            continue
+        for k, v in sec.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                lines.append(f"| {name} | {k} | {fmt(v)} | |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lab-runs", type=int, default=20)
+    ap.add_argument("--lab-seed", type=int, default=0)
+    ap.add_argument("--lab-dir", default=str(RESULTS / "lab_runs"))
+    ap.add_argument("--reuse-lab", nargs="*", default=None, help="score these existing run folders instead of running a suite")
+    ap.add_argument("--skip-lab", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS / "scorecard.json"))
+    a = ap.parse_args()
+    t0 = time.time()
+    card: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    print("[eval] incidents_dev", flush=True)
+    card["incidents_dev"] = score_incidents_dev()
+    if a.skip_lab:
+        card["lab"] = {"available": False, "reason": "--skip-lab"}
+    else:
+        dirs = [Path(x) for x in a.reuse_lab] if a.reuse_lab else [Path(a.lab_dir)]
+        if not a.reuse_lab:
+            run_lab_suite(Path(a.lab_dir), a.lab_runs, a.lab_seed)
+        print("[eval] scoring lab runs", flush=True)
+        card["lab"] = score_lab(dirs)
+    print("[eval] loghub", flush=True)
+    import loghub_eval
+
+    card["loghub"] = loghub_eval.evaluate()
+    print("[eval] knowledge base / llm (when present)", flush=True)
+    card["knowledge_base"] = _optional("kb_eval", "evaluate")
+    card["llm"] = _optional("llm_eval", "evaluate")
+    card["seconds"] = round(time.time() - t0, 1)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(card, indent=2, default=str) + "\n")
+    md = markdown(card)
+    out.with_suffix(".md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
