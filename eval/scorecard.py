@@ -234,7 +234,8 @@ def markdown(card: dict[str, Any]) -> str:
         lines.append("| lab | - | absent | |")
     lh = card["loghub"]
     if lh.get("available"):
-        lines.append(f"| Loghub-2k | grouping accuracy, Drain benchmark settings | {fmt(lh['average']['benchmark'])} | 16 systems "
+        bench = fmt(lh["average"]["benchmark"])
+        lines.append(f"| Loghub-2k | grouping accuracy, Drain benchmark settings | {bench} | 16 systems "
                      f"(Drain published {lh['drain_published_average']}) |")
         lines.append(f"| Loghub-2k | grouping accuracy, our deployed masks | {fmt(lh['average']['deployed'])} | 16 systems |")
     for name in ("knowledge_base", "llm"):
