@@ -47,6 +47,7 @@ MIN_CONFIDENCE = 0.4
 LATE_ROOT_PRIORITY = 50
 LATE_ROOT_S = 1.0
 SLOWDOWN_FACTOR = 3.0
+SEVERE_SLOWDOWN = 2.0
 NODE_LEVEL = {Category.GPU_HARDWARE, Category.NETWORK, Category.HOST_OOM, Category.STORAGE, Category.INFRASTRUCTURE}
 TERMINATION_KINDS = {EventKind.TRACEBACK, EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
 _KIND_SUSPICION = {
@@ -440,6 +441,12 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         return
     d.findings.append("Timing feed: " + slow.summary)
     if d.category is not Category.UNKNOWN or d.failure_mode is FailureMode.FAIL_HANG:
+        return
+    factor = max([e.slowdown_factor for e in slow.job_slowdown] + [s.slowdown_factor for s in slow.stragglers], default=1.0)
+    terminated = any(e.kind in TERMINATION_KINDS for e in d.events)
+    # A job that died of an unexplained error stays fail_stop unless it had collapsed first (>= 2x);
+    # a live job is fail_slow from the detector's minimum effect on.
+    if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
         return
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
