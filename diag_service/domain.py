@@ -129,6 +129,7 @@ class SignatureHit(BaseModel):
     ranks: list[int] = Field(default_factory=list)
     nodes: list[str] = Field(default_factory=list)
     first_timestamp: str | None = None
+    first_timestamp_approx: bool = Field(default=False, description="Borrowed from an earlier line of the same writer.")
 
 
 class EventTemplate(BaseModel):

@@ -46,6 +46,8 @@ from diag_service.templates import TemplateGroup
 MIN_CONFIDENCE = 0.4
 LATE_ROOT_PRIORITY = 50
 LATE_ROOT_S = 1.0
+HARDWARE_PRIORITY = 80
+LATER_FAILURE_S = 5.0
 SLOWDOWN_FACTOR = 3.0
 SEVERE_SLOWDOWN = 2.0
 NODE_LEVEL = {Category.GPU_HARDWARE, Category.NETWORK, Category.HOST_OOM, Category.STORAGE, Category.INFRASTRUCTURE}
@@ -193,19 +195,31 @@ def _ts_of(h: SignatureHit) -> float | None:
 
 
 def _demote_late_roots(roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str]) -> list[SignatureHit]:
-    """Teardown errors are not causes: a low-priority root (below :data:`LATE_ROOT_PRIORITY`, e.g. a
-    store or connection error) first seen more than :data:`LATE_ROOT_S` after the job's first
-    failure evidence (any root or symptom) is treated as part of the cascade. Hardware reports keep
-    their rank: the kernel log often stamps them after the application error they caused."""
+    """The first failure is the cause; what follows is cascade. Two rules, on timestamped hits:
+
+    - teardown: a low-priority root (below :data:`LATE_ROOT_PRIORITY`: store, connection and
+      launcher errors) first seen more than :data:`LATE_ROOT_S` after the job's first failure
+      evidence (any root or symptom) is part of the cascade;
+    - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
+      :data:`LATER_FAILURE_S` after an earlier root is a consequence of it (a restarted job that then
+      fails to re-rendezvous). Hardware reports keep their rank: the kernel log often stamps them
+      after the application error they caused.
+    """
     times = [t for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM) for t in [_ts_of(h)] if t is not None]
     if not times:
         return roots
-    first = min(times)
+    first_any = min(times)
+    root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
+    first_root = min(root_times) if root_times else None
     kept: list[SignatureHit] = []
     for h in roots:
         t = _ts_of(h)
-        if t is not None and h.priority < LATE_ROOT_PRIORITY and t > first + LATE_ROOT_S:
-            findings.append(f"{h.name} came {t - first:.0f} s after the first failure evidence: treated as teardown.")
+        if t is not None and h.priority < LATE_ROOT_PRIORITY and t > first_any + LATE_ROOT_S:
+            findings.append(f"{h.name} came {t - first_any:.0f} s after the first failure evidence: treated as teardown.")
+            continue
+        exact = t is not None and not h.first_timestamp_approx
+        if exact and first_root is not None and h.priority < HARDWARE_PRIORITY and t > first_root + LATER_FAILURE_S:
+            findings.append(f"{h.name} came {t - first_root:.0f} s after an earlier failure: treated as its consequence.")
             continue
         kept.append(h)
     return kept

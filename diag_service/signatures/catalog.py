@@ -271,13 +271,16 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                 hk = (c.spec.id, lk)
                 h = hits.get(hk)
                 if h is None:
-                    h = hits[hk] = {**fields, "template_ids": set(), "ranks": set(), "nodes": set(), "ts": None, "order": gi}
+                    h = hits[hk] = {
+                        **fields, "template_ids": set(), "ranks": set(), "nodes": set(), "ts": None, "approx": False, "order": gi,
+                    }
                 h["template_ids"].add(g.template_id)
                 h["ranks"] |= g.ranks
                 h["nodes"] |= g.nodes
                 for r_ev in (g.first, ev):
                     if r_ev is not None and r_ev.ts is not None and (h["ts"] is None or r_ev.ts < h["ts"]):
                         h["ts"] = r_ev.ts
+                        h["approx"] = r_ev.ts_approx
                 if c.spec.id not in matched:
                     matched.append(c.spec.id)
         if matched:
@@ -290,7 +293,7 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                 category=h["category"], role=h["role"], priority=h["priority"], confidence=h["confidence"],
                 explanation=h["explanation"], source=h["source"], details=h["details"],
                 template_ids=sorted(h["template_ids"]), ranks=sorted(h["ranks"])[:64],
-                nodes=sorted(h["nodes"])[:64], first_timestamp=iso(h["ts"]),
+                nodes=sorted(h["nodes"])[:64], first_timestamp=iso(h["ts"]), first_timestamp_approx=h["approx"],
             )
         )
     return out, per_group

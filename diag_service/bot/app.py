@@ -1,0 +1,282 @@
+"""The Slack app (slack_bolt), mounted on the service's FastAPI app at ``POST /slack/events``.
+
+- ``/diag JOB_ID``: the job's latest stored diagnosis, or a new one when its logs are found under an
+  allowed root (``<root>/<JOB_ID>``); posted as a short message with the details in its thread.
+- Mention with a log file attached (or with a job id): the file is downloaded from Slack, inspected
+  with the service's upload limits, diagnosed, and answered in the thread.
+- Confirm / Correct buttons: feedback on the diagnosis (stored, and taught to the knowledge base);
+  Correct opens a form (category, root cause, what fixed it, recovery level).
+- Proactive posts: hang and slowdown alerts go to ``slack.alert_channel`` (see :mod:`diag_service.bot.alerts`).
+
+Request signatures are verified by Bolt (``X-Slack-Signature``, ``X-Slack-Request-Timestamp``;
+unsigned or stale requests get 401). Listeners acknowledge at once and work in Bolt's thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from slack_bolt import App
+from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from diag_service.bot.blocks import CONFIRM, CORRECT, CORRECT_VIEW, correct_view, diagnosis_blocks, summary_text
+from diag_service.domain import Category, Diagnosis, RecoveryLevel
+from diag_service.service.context import Conflict, NotFound, ServiceContext
+from diag_service.service.store import JobRecord, new_id
+from diag_service.service.uploads import Refused, inspect_bundle, resolve_allowed, safe_filename, with_extension
+
+log = logging.getLogger("diag_service.bot")
+
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,255}$")
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+
+class BotError(Exception):
+    """Something to tell the user in the thread (bad job id, no logs, file refused...)."""
+
+
+def _find_logs(ctx: ServiceContext, job_id: str) -> Path | None:
+    for root in ctx.settings.allowed_roots:
+        cand = root / job_id
+        if cand.exists():
+            try:
+                return resolve_allowed(str(cand), ctx.settings.allowed_roots)
+            except Refused:
+                return None
+    return None
+
+
+def lookup_or_diagnose(ctx: ServiceContext, job_id: str) -> JobRecord:
+    """The latest diagnosis of ``job_id``, or a new one of its logs under an allowed root (waited for)."""
+    if not JOB_ID.match(job_id):
+        raise BotError(f"`{job_id[:80]}` is not a job id (letters, digits and ._:@-)")
+    job = ctx.store.latest_for_job(job_id)
+    if job is None:
+        path = _find_logs(ctx, job_id)
+        if path is None:
+            raise BotError(f"No diagnosis and no logs found for `{job_id}`. Upload the logs with `POST /v1/diagnoses`, "
+                           "or mention me with the log bundle attached.")
+        try:
+            job, _ = ctx.submit("diagnose", ctx.diagnose_task(path, job_id), job_id=job_id)
+        except Refused as exc:
+            raise BotError(exc.message) from None
+    if job.status in ("queued", "running"):
+        job = ctx.wait_blocking(job, ctx.settings.slack.wait_s)
+    return job
+
+
+def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str | None) -> JobRecord:
+    """Download a Slack file (bot token, size-capped), inspect it like an upload, diagnose it and wait."""
+    s = ctx.settings.slack
+    url = file.get("url_private_download") or file.get("url_private") or ""
+    if not any(url.startswith(p) for p in s.file_url_prefixes):
+        raise BotError("I can only download files shared in Slack.")
+    size = int(file.get("size") or 0)
+    limit = min(s.max_file_bytes, ctx.settings.limits.max_upload_bytes)
+    if size > limit:
+        raise BotError(f"The file is {size} bytes; the limit is {limit}.")
+    job_uuid = new_id()
+    folder = ctx.settings.uploads_dir / job_uuid
+    dest = folder / safe_filename(file.get("name"), "bundle")
+    folder.mkdir(parents=True, exist_ok=True)
+    token = s.bot_token.get_secret_value() if s.bot_token else ""
+    try:
+        n = 0
+        with httpx.stream("GET", url, headers={"Authorization": f"Bearer {token}"}, timeout=60, follow_redirects=False) as r:
+            if r.status_code != 200:
+                raise BotError(f"Slack refused the file download (HTTP {r.status_code}).")
+            with open(dest, "wb") as fh:
+                for chunk in r.iter_bytes(1 << 20):
+                    n += len(chunk)
+                    if n > limit:
+                        raise BotError(f"The file is larger than the limit of {limit} bytes.")
+                    fh.write(chunk)
+        info = inspect_bundle(dest, ctx.settings.limits)
+        final = dest.with_name(with_extension(dest.name, info.kind))
+        dest.rename(final)
+        name = job_id or safe_filename(file.get("name"), "bundle").split(".")[0]
+        job, _ = ctx.submit("diagnose", ctx.diagnose_task(final, name), job_id=name, job_uuid=job_uuid,
+                            input_path=folder, input_bytes=n)
+    except Refused as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BotError(f"I cannot take this file: {exc.message}") from None
+    except httpx.HTTPError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BotError(f"Downloading the file failed ({exc.__class__.__name__}).") from None
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return ctx.wait_blocking(job, s.wait_s)
+
+
+def result_message(ctx: ServiceContext, job: JobRecord) -> tuple[str, list[dict[str, Any]]]:
+    """Fallback text and blocks for a finished (or failed, or still running) diagnosis job."""
+    if job.status == "failed":
+        return f"The diagnosis of {job.job_id or job.id} failed: {job.error}", []
+    if job.status != "done" or not job.result:
+        link = ctx.link(job.id)
+        return f"Still diagnosing {job.job_id or job.id}; " + (f"see {link}" if link else f"id {job.id}"), []
+    d = Diagnosis.model_validate_json(job.result)
+    return summary_text(d), diagnosis_blocks(d, job.id, ctx.link(job.id))
+
+
+def create_bolt_app(ctx: ServiceContext) -> App:
+    """The Bolt app with its listeners; its Web API client talks to ``slack.api_base_url``."""
+    s = ctx.settings.slack
+    assert s.signing_secret is not None and s.bot_token is not None
+    client = WebClient(token=s.bot_token.get_secret_value(), base_url=s.api_base_url, timeout=15)
+    bolt = App(client=client, signing_secret=s.signing_secret.get_secret_value(), token_verification_enabled=False,
+               process_before_response=False)
+
+    def post_result(channel: str, job: JobRecord, thread_ts: str | None) -> None:
+        text, blocks = result_message(ctx, job)
+        if thread_ts is None:  # a slash command: a short message in the channel, the details in its thread
+            head = client.chat_postMessage(channel=channel, text=f":mag: {text}"[:3000])
+            thread_ts = head["ts"]
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text[:3000], blocks=blocks or None)
+
+    def say_in_thread(channel: str, thread_ts: str | None, text: str) -> None:
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text[:3000])
+
+    @bolt.command("/diag")
+    def on_diag(ack: Any, command: dict[str, Any], respond: Any) -> None:
+        job_id = (command.get("text") or "").strip().split(" ")[0]
+        if not job_id:
+            ack("Usage: `/diag JOB_ID`: the diagnosis of a failed job (or mention me with its logs attached).")
+            return
+        ack(f"Looking up `{job_id[:80]}`…")
+        channel = command.get("channel_id", "")
+        try:
+            job = lookup_or_diagnose(ctx, job_id)
+            post_result(channel, job, None)
+        except BotError as exc:
+            respond(text=str(exc), response_type="ephemeral")
+        except SlackApiError as exc:  # e.g. not in the channel: answer the user privately instead
+            log.warning("/diag: chat.postMessage failed: %s", exc.response.get("error"))
+            text, blocks = result_message(ctx, job)
+            respond(text=text, blocks=blocks or None, response_type="ephemeral")
+
+    @bolt.event("app_mention")
+    def on_mention(event: dict[str, Any]) -> None:
+        channel = event.get("channel", "")
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        words = _MENTION.sub(" ", event.get("text") or "").split()
+        job_id = next((w for w in words if JOB_ID.match(w) and w.lower() != "diag"), None)
+        files = event.get("files") or []
+        try:
+            if files:
+                f = files[0]
+                if not (f.get("url_private_download") or f.get("url_private")) and f.get("id"):
+                    f = client.files_info(file=f["id"])["file"]
+                say_in_thread(channel, thread_ts, f"Diagnosing `{safe_filename(f.get('name'), 'the file')}`…")
+                job = download_and_diagnose(ctx, f, job_id)
+            elif job_id:
+                job = lookup_or_diagnose(ctx, job_id)
+            else:
+                say_in_thread(channel, thread_ts, "Attach a job's log bundle (.tar.gz, .zip or a log file) or give its job id.")
+                return
+            post_result(channel, job, thread_ts)
+        except BotError as exc:
+            say_in_thread(channel, thread_ts, str(exc))
+
+    def _where(body: dict[str, Any]) -> tuple[str, str | None, str]:
+        msg = body.get("message") or {}
+        channel = (body.get("channel") or {}).get("id", "")
+        return channel, msg.get("thread_ts") or msg.get("ts"), (body.get("user") or {}).get("id", "")
+
+    @bolt.action(CONFIRM)
+    def on_confirm(ack: Any, body: dict[str, Any]) -> None:
+        ack()
+        diag_id = body["actions"][0]["value"]
+        channel, thread_ts, user = _where(body)
+        try:
+            out = ctx.feedback(diag_id, verdict="confirm", who=f"slack:{user}", source="slack")
+        except (NotFound, Conflict) as exc:
+            say_in_thread(channel, thread_ts, str(exc))
+            return
+        kb = f" Knowledge base: `{out.kb_record_id}`{' (merged)' if out.kb_merged else ''}." if out.kb_record_id else ""
+        say_in_thread(channel, thread_ts, f":white_check_mark: <@{user}> confirmed this diagnosis ({out.feedback.category}).{kb}")
+
+    @bolt.action(CORRECT)
+    def on_correct(ack: Any, body: dict[str, Any]) -> None:
+        ack()
+        diag_id = body["actions"][0]["value"]
+        channel, thread_ts, _user = _where(body)
+        try:
+            _job, d = ctx.diagnosis(diag_id)
+        except NotFound as exc:
+            say_in_thread(channel, thread_ts, str(exc))
+            return
+        if d is None:
+            say_in_thread(channel, thread_ts, "This diagnosis is not finished yet.")
+            return
+        meta = json.dumps({"id": diag_id, "channel": channel, "thread": thread_ts})
+        client.views_open(trigger_id=body["trigger_id"], view=correct_view(d, meta))
+
+    @bolt.view(CORRECT_VIEW)
+    def on_correct_submit(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        values = view.get("state", {}).get("values", {})
+
+        def val(block: str) -> str | None:
+            v = (values.get(block) or {}).get("value") or {}
+            return (v.get("selected_option") or {}).get("value") if "selected_option" in v else v.get("value")
+
+        action = (val("action") or "").strip()
+        if not action:
+            ack(response_action="errors", errors={"action": "Say what fixed it (or what should be done)."})
+            return
+        try:
+            category = Category(val("category") or "")
+            level = RecoveryLevel(val("level")) if val("level") else None
+        except ValueError:
+            ack(response_action="errors", errors={"category": "Pick a category from the list."})
+            return
+        ack()
+        meta = json.loads(view.get("private_metadata") or "{}")
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            out = ctx.feedback(meta.get("id", ""), verdict="correct", category=category, root_cause=val("root_cause"),
+                               action=action, level=level, who=f"slack:{user}", source="slack")
+        except (NotFound, Conflict) as exc:
+            say_in_thread(meta.get("channel", ""), meta.get("thread"), str(exc))
+            return
+        kb = f" Knowledge base: `{out.kb_record_id}`." if out.kb_record_id else ""
+        say_in_thread(meta.get("channel", ""), meta.get("thread"),
+                      f":pencil2: <@{user}> corrected this diagnosis to *{category.value}*: {action[:500]}{kb}")
+
+    @bolt.action("diag_open")
+    def on_open(ack: Any) -> None:
+        ack()
+
+    @bolt.event("message")
+    def on_message() -> None:  # channel chatter the app is subscribed to: nothing to do
+        return
+
+    return bolt
+
+
+def mount(app: FastAPI, ctx: ServiceContext) -> App:
+    """Add ``POST /slack/events`` (commands, events and interactivity) and the alert channel poster."""
+    bolt = create_bolt_app(ctx)
+    channel = ctx.settings.slack.alert_channel
+    if channel:
+        ctx.notifier.post_to_channel = lambda payload: bolt.client.chat_postMessage(channel=channel, **payload)
+
+    @app.post("/slack/events", include_in_schema=False)
+    async def slack_events(request: Request) -> Response:
+        body = await request.body()
+        resp = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
+        return to_starlette_response(resp)
+
+    app.state.bolt = bolt
+    return bolt

@@ -1,0 +1,770 @@
+"""ETPR accounting: turn normalised lifecycle events into a GPU-time ledger (the core of ``diag etpr``).
+
+The algorithm is columnar (polars) so that a million jobs fit in seconds; the definitions it implements
+are in ``docs/etpr.md``. In short, per job, events sorted by time define a piecewise-constant *state*
+(queue, scheduling, init, ckpt_load, productive, ckpt_stall, detection, hang, post-failure, recovery,
+released); every interval between two consecutive events gets the state in force at its start and
+is charged ``gpus x seconds`` to the bucket of that state. Three things are retroactive and are
+handled with pseudo events and per-episode windows:
+
+* checkpoint stalls and checkpoint loads: ``duration`` seconds before the event;
+* failure onset: ``onset_time`` before the detection event (detection delay, or hang duration);
+* lost work: productive time between the checkpoint that the restart resumed from (the last checkpoint
+  saved in the failed attempt, or ``restart.rollback_time``) and the failure onset.
+
+Productive intervals that are not lost are split into productive ``dur * r`` and slow ``dur * (1 - r)``
+with ``r = min(1, observed / expected throughput)`` (samples with ``r >= 1 - slow_tolerance`` count as 1).
+
+Context-dependent events (a ``progress`` before any ``first_step``, a ``restart`` without a failure, a
+``hang_detected`` during start-up, ...) are resolved in a fixed number of passes over the previous
+state; every such resolution is counted as a warning or an assumption (:class:`~diag_service.etpr.schema.Issue`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from diag_service.domain import FailureMode
+from diag_service.etpr.schema import (
+    BUCKET_TERM,
+    KILLED,
+    NO_FAILURE,
+    UNKNOWN_NODE,
+    Bucket,
+    EventType,
+    Issue,
+    Phase,
+)
+
+# ---- states (small ints, so that forward fills and comparisons stay cheap) ----
+S_NONE, S_QUEUE, S_SCHED, S_INIT, S_LOAD, S_PROD, S_STALL, S_DETECT, S_HANG, S_POST, S_RECOV, S_REL = range(12)
+PRE = [S_SCHED, S_INIT, S_LOAD]
+RUNNING = [S_PROD, S_STALL]
+ACTIVE = PRE + RUNNING + [S_DETECT, S_HANG]
+EPISODE = [S_DETECT, S_HANG, S_POST, S_RECOV]
+ALLOCATED = ACTIVE + [S_POST, S_RECOV]
+OUTSIDE = [S_NONE, S_QUEUE, S_REL]
+
+#: Event name -> small integer code (order is irrelevant; the codes only need to be stable).
+EVENT_CODE: dict[str, int] = {e.value: i for i, e in enumerate(EventType)}
+E = {e: EVENT_CODE[e.value] for e in EventType}
+
+FAILED_STATUSES = ["failed", "failure", "error", "crashed", "timeout", "killed", "cancelled", "preempted"]
+OK_STATUSES = ["succeeded", "success", "successful", "completed", "complete", "ok", "pass", "passed", "done"]
+
+#: Small integer codes of buckets and phases inside the computation, and the Enum dtypes of the output.
+B: dict[Bucket, int] = {b: i for i, b in enumerate(Bucket)}
+B_NAMES: dict[int, str] = {i: b.value for b, i in B.items()}
+PH: dict[Phase, int] = {p: i for i, p in enumerate(Phase)}
+PH_NAMES: dict[int, str] = {i: p.value for p, i in PH.items()}
+BUCKET_ENUM = pl.Enum([b.value for b in Bucket])
+PHASE_ENUM = pl.Enum([p.value for p in Phase])
+P_REAL, P_ONSET, P_IMPLICIT, P_STALL, P_LOAD = range(5)  # kinds of rows (real event or pseudo event)
+
+_STATE_BUCKET_CODE: dict[int, int] = {
+    S_QUEUE: B[Bucket.QUEUE],
+    S_SCHED: B[Bucket.SCHEDULING],
+    S_INIT: B[Bucket.INIT],
+    S_LOAD: B[Bucket.CKPT_LOAD],
+    S_STALL: B[Bucket.CKPT_STALL],
+    S_DETECT: B[Bucket.DETECTION],
+    S_HANG: B[Bucket.HANG],
+    S_RECOV: B[Bucket.RECOVERY],
+}
+
+
+@dataclass
+class Ledger:
+    """Result of :func:`compute_ledger`.
+
+    ``parts``: one row per (job, interval part) with ``jid, t, wall_s, gpu_s, bucket, phase, mode,
+    category, node, cause`` (seconds and GPU-seconds). ``jobs``: one row per job with ``job, gpus,
+    attempts, failures, first_time, last_time``. ``issues``: warnings and assumptions met on the way.
+    """
+
+    parts: pl.DataFrame
+    jobs: pl.DataFrame
+    issues: list[Issue] = field(default_factory=list)
+    n_events: int = 0
+
+
+def _in(col: str | pl.Expr, values: list[int]) -> pl.Expr:
+    c = pl.col(col) if isinstance(col, str) else col
+    return c.is_in(values)
+
+
+def _issue_from_flag(df: pl.DataFrame, flag: str, kind: str, code: str, message: str, issues: list[Issue],
+                     job_map: pl.DataFrame, count: int | None = None) -> None:
+    """Append one aggregated issue if any row has ``flag`` true (examples: up to 5 job ids)."""
+    if count is None:
+        count = int(df.get_column(flag).sum())
+    if not count:
+        return
+    jids = df.lazy().filter(pl.col(flag)).select("jid").unique(maintain_order=True).head(5).collect()
+    jobs = jids.join(job_map, on="jid", how="left").get_column("job").to_list()
+    issues.append(Issue(kind=kind, code=code, message=message, count=count, examples=[str(j) for j in jobs]))
+
+
+def seg_ffill(col: pl.Expr, first: pl.Expr, sentinel: float | str) -> pl.Expr:
+    """Forward fill within segments starting where ``first`` is true; ``sentinel`` marks "nothing yet"."""
+    return pl.when(first & col.is_null()).then(pl.lit(sentinel)).otherwise(col).forward_fill()
+
+
+def seg_next(col: pl.Expr, last: pl.Expr, sentinel: float | str) -> pl.Expr:
+    """First non-null value strictly after each row within its segment (``last`` ends a segment);
+    rows with none get ``sentinel`` (or null on the segment's last row)."""
+    filled = pl.when(last & col.is_null()).then(pl.lit(sentinel)).otherwise(col).backward_fill()
+    return pl.when(last).then(None).otherwise(filled.shift(-1))
+
+
+def seg_cumsum(x: pl.Expr, first: pl.Expr) -> pl.Expr:
+    """Cumulative sum restarting at every row where ``first`` is true (data sorted by segment)."""
+    cs = x.cum_sum()
+    return cs - pl.when(first).then(cs - x).forward_fill()
+
+
+def job_key(job: pl.Expr) -> pl.Expr:
+    """A 64-bit key per job id (hash); :func:`compute_ledger` checks it for collisions."""
+    return job.hash(seed=0x5EED)
+
+
+def _resolve_states(df: pl.DataFrame, passes: int = 3) -> pl.DataFrame:
+    """Add ``ps`` (state before the row) and ``hard`` (state the row sets, or null) to sorted events.
+
+    Pass 0 uses context-free rules; each further pass re-applies the context rules with the ``ps`` of
+    the previous pass, so that an ignored event (e.g. a ``hang_detected`` during start-up) no longer
+    shapes the state of the rows after it.
+    """
+    ev = pl.col("ev")
+    first = pl.col("_first")
+
+    def ffill_state(hard: pl.Expr) -> pl.Expr:
+        # A sentinel on each job's first row keeps the global forward fill inside the job.
+        return pl.when(first & hard.is_null()).then(pl.lit(S_NONE)).otherwise(hard).forward_fill()
+
+    base = (
+        pl.when(ev == E[EventType.SUBMITTED]).then(pl.lit(S_QUEUE))
+        .when(ev == E[EventType.ALLOCATED]).then(pl.lit(S_SCHED))
+        .when(ev.is_in([E[EventType.STARTED], E[EventType.RESTART]])).then(pl.lit(S_INIT))
+        .when(ev == E[EventType.FIRST_STEP]).then(pl.lit(S_PROD))
+        .when(ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])).then(pl.lit(S_POST))
+        .when(ev == E[EventType.DIAGNOSED]).then(pl.lit(S_RECOV))
+        .when(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])).then(pl.lit(S_REL))
+        .otherwise(None)
+    )
+    df = df.with_columns(hard=base.cast(pl.Int8))
+    for _ in range(passes):
+        df = df.with_columns(
+            ps=pl.when(first).then(pl.lit(S_NONE)).otherwise(ffill_state(pl.col("hard")).shift(1)).cast(pl.Int8)
+        )
+        ps = pl.col("ps")
+        hard = (
+            pl.when(ev == E[EventType.SUBMITTED]).then(pl.when(_in(ps, OUTSIDE)).then(pl.lit(S_QUEUE)))
+            .when(ev == E[EventType.ALLOCATED]).then(pl.when(~_in(ps, ALLOCATED)).then(pl.lit(S_SCHED)))
+            .when(ev.is_in([E[EventType.STARTED], E[EventType.RESTART]])).then(pl.lit(S_INIT))
+            .when(ev == E[EventType.CHECKPOINT_LOADED]).then(pl.when(_in(ps, PRE)).then(pl.lit(S_INIT)))
+            .when(ev == E[EventType.FIRST_STEP]).then(pl.when(~_in(ps, RUNNING)).then(pl.lit(S_PROD)))
+            .when(ev == E[EventType.PROGRESS]).then(pl.when(_in(ps, PRE + OUTSIDE)).then(pl.lit(S_PROD)))
+            .when(ev == E[EventType.CHECKPOINT_SAVED]).then(
+                pl.when((ps == S_PROD) & (pl.col("duration") > 0)).then(pl.lit(S_PROD)))
+            .when(ev == E[EventType.FAILURE]).then(pl.when(_in(ps, ACTIVE)).then(pl.lit(S_POST)))
+            .when(ev == E[EventType.HANG_DETECTED]).then(pl.when(_in(ps, RUNNING)).then(pl.lit(S_POST)))
+            .when(ev == E[EventType.DIAGNOSED]).then(pl.when(_in(ps, [S_POST, S_RECOV])).then(pl.lit(S_RECOV)))
+            .when(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])).then(
+                pl.when(ps != S_REL).then(pl.lit(S_REL)))
+            .otherwise(None)
+        )
+        df = df.with_columns(hard=hard.cast(pl.Int8))
+    return df
+
+
+_HASHED = ["jid", "t", "ev", "gpus", "throughput", "expected_throughput", "ratio", "slowdown", "duration",
+           "onset_time", "rollback_time", "step", "from_step", "_failed", "mode", "category", "node", "cause"]
+
+
+def _dedupe_and_order(df: pl.DataFrame, job_map: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFrame, list[Issue]]:
+    """On events sorted by (jid, t, seq): drop exact duplicates (same job, time, type and fields; compared by a
+    64-bit hash among rows that share their job and time) and count events that came out of time order."""
+    issues: list[Issue] = []
+    same_prev = pl.col("jid") == pl.col("jid").shift(1)
+    df = df.with_columns(_ooo=(same_prev & (pl.col("seq") < pl.col("seq").shift(1))).fill_null(False))
+    _issue_from_flag(df, "_ooo", "warning", "out_of_order",
+                     "events out of time order within a job (input order); they are sorted by time, ties keep input "
+                     "order", issues, job_map)
+    tie = ((same_prev & (pl.col("t") == pl.col("t").shift(1))).fill_null(False)
+           | ((pl.col("jid") == pl.col("jid").shift(-1)) & (pl.col("t") == pl.col("t").shift(-1))).fill_null(False))
+    sub = df.with_row_index("_ri").filter(tie)
+    if sub.height:
+        sub = sub.join(attrs, left_on="seq", right_on="_rid", how="left", maintain_order="left")
+        dup = sub.select("_ri", "jid", _h=_row_hash()).filter(~pl.col("_h").is_first_distinct())
+        if dup.height:
+            ex = dup.select("jid").unique(maintain_order=True).head(5).join(job_map, on="jid", how="left")
+            issues.append(Issue(kind="warning", code="duplicate_event",
+                                message="exact duplicate events (same job, type, time and fields); dropped",
+                                count=dup.height, examples=ex.get_column("job").to_list()))
+            df = df.with_row_index("_ri").filter(~pl.col("_ri").is_in(dup.get_column("_ri").implode())).drop("_ri")
+    return df.drop(["_ooo"]), issues
+
+
+def _sort_events(df: pl.DataFrame, job_map: pl.DataFrame) -> pl.DataFrame:
+    """Sort by (job, time, input order) with one single-key sort: key = job index x rows + time rank, where
+    the time rank is the ordinal rank of time (ties in input order; ``df`` is in input order)."""
+    n = df.height
+    idx = job_map.select("jid", _k=pl.int_range(job_map.height, dtype=pl.UInt64))
+    k = df.select("jid").join(idx, on="jid", how="left", maintain_order="left").get_column("_k")
+    if not bool((df.get_column("seq").diff().drop_nulls() > 0).all()):  # not in input order: put it there first
+        df = df.sort("seq")
+        k = df.select("jid").join(idx, on="jid", how="left", maintain_order="left").get_column("_k")
+    rank = df.select(pl.col("time").rank("ordinal").cast(pl.UInt64)).to_series()
+    return df.with_columns(_key=k * pl.lit(n + 1, pl.UInt64) + rank).sort("_key").drop("_key")
+
+
+def _segments(df: pl.DataFrame, seg_first: pl.Expr, right: pl.DataFrame, keys: list[str], cols: list[str],
+              right_keys: list[str] | None = None) -> pl.DataFrame:
+    """Attach segment-level ``cols`` of ``right`` to every row of ``df``: ``seg_first`` marks the first row of
+    each segment (constant ``keys`` within it); one join on the segment heads, then a gather (no hashing of
+    every row)."""
+    heads = df.select(_s=(seg_first.cast(pl.UInt32).cum_sum() - 1))
+    sub = df.filter(seg_first).select(keys)
+    rk = right_keys or keys
+    joined = sub.join(right.select([*rk, *cols]), left_on=keys, right_on=rk, how="left", maintain_order="left")
+    s_idx = heads.get_column("_s")
+    return df.with_columns([joined.get_column(c).gather(s_idx).alias(c) for c in cols])
+
+
+def _row_hash() -> pl.Expr:
+    """64-bit hash of an event's canonical fields (job, type, time and payload), for duplicate detection."""
+    h = pl.lit(0, pl.UInt64)
+    for i, c in enumerate(_HASHED):
+        h = h ^ (pl.col(c).hash(seed=i + 1) * pl.lit(2 * i + 3, pl.UInt64))
+    return h
+
+
+def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: bool = False,
+                   expected_quantile: float = 0.9) -> Ledger:
+    """Account every job's allocated GPU time into buckets (see the module docstring and ``docs/etpr.md``).
+
+    ``events``: the output of :func:`diag_service.etpr.loaders.normalize_events` (columns of
+    :data:`~diag_service.etpr.schema.EVENT_COLUMNS` plus ``seq``). ``slow_tolerance``: throughput ratios
+    ``r >= 1 - slow_tolerance`` count as nominal (default 0.05, so that step-time jitter is not called
+    fail-slow). ``expected_quantile``: when a job gives no ``expected_throughput``, its expected rate is this
+    quantile of its own throughput samples (default 0.9: a rate it demonstrably sustained; the median would
+    call a job that ran slow most of the time nominal). ``by_week``: split interval parts at ISO-week
+    boundaries (UTC) and add a ``week`` column.
+    Times in unix seconds; the ledger is in seconds and GPU-seconds.
+    """
+    issues: list[Issue] = []
+    n_events = events.height
+    if events.height == 0:
+        empty = pl.DataFrame(schema={"jid": pl.UInt64, "t": pl.Float64, "wall_s": pl.Float64, "gpu_s": pl.Float64,
+                                     "bucket": pl.String, "phase": pl.String, "mode": pl.String,
+                                     "category": pl.String, "node": pl.String, "cause": pl.String})
+        jobs = pl.DataFrame(schema={"jid": pl.UInt64, "job": pl.String, "gpus": pl.Float64, "attempts": pl.UInt32,
+                                    "failures": pl.UInt32, "first_time": pl.Float64, "last_time": pl.Float64})
+        return Ledger(empty, jobs, issues, 0)
+
+    ev_code = (pl.col("event").to_physical().cast(pl.Int8) if isinstance(events.schema["event"], pl.Enum)
+               else pl.col("event").cast(pl.String).replace_strict(EVENT_CODE, return_dtype=pl.Int8))
+    df = events.with_columns(ev=ev_code, seq=pl.col("seq").cast(pl.Float64))
+    if "jid" not in df.columns:
+        df = df.with_columns(jid=job_key(pl.col("job")))
+    # strings leave the big frame before the sort: attributes go to a side table keyed by input row (seq)
+    attr_cols = ["mode", "category", "node", "cause"]
+    has_attr = pl.any_horizontal([pl.col(c).is_not_null() for c in attr_cols])
+    attrs_real = df.lazy().filter(has_attr).select(pl.col("seq").alias("_rid"), *attr_cols).collect()
+    job_map = df.lazy().select("jid", "job").unique("jid").collect()
+    status_failed = pl.col("status").str.to_lowercase().is_in(FAILED_STATUSES).fill_null(False)
+    df = df.select("jid", "seq", "ev", "time", "gpus", "throughput", "expected_throughput", "ratio", "slowdown",
+                   "duration", "onset_time", "rollback_time", "step", "from_step", _failed=status_failed,
+                   _ok=pl.col("status").str.to_lowercase().is_in(OK_STATUSES).fill_null(False),
+                   _hang_mode=(pl.col("mode") == FailureMode.FAIL_HANG.value).fill_null(False),
+                   _has_attr=has_attr)
+    df = _sort_events(df, job_map).rename({"time": "t"})
+    df = df.with_columns(_first=pl.col("jid") != pl.col("jid").shift(1),
+                         _last=pl.col("jid") != pl.col("jid").shift(-1)).with_columns(
+        _first=pl.col("_first").fill_null(True), _last=pl.col("_last").fill_null(True))
+    df, dup_issues = _dedupe_and_order(df, job_map, attrs_real)
+    issues += dup_issues
+
+    # ---- gpus in force: forward fill within the job; before the first value, the job's first value ----
+    first_g = df.lazy().filter(pl.col("gpus").is_not_null()).group_by("jid").agg(g0=pl.col("gpus").first()).collect()
+    df = df.with_columns(gpus_f=seg_ffill(pl.col("gpus"), pl.col("_first"), float("nan"))).join(
+        first_g, on="jid", how="left").with_columns(
+        gpus_f=pl.when(pl.col("gpus_f").is_nan()).then(pl.col("g0")).otherwise(pl.col("gpus_f"))).drop("g0")
+    no_gpus = job_map.join(first_g, on="jid", how="anti")
+    if no_gpus.height:
+        issues.append(Issue(kind="warning", code="no_gpus",
+                            message="no event of the job carries gpus; the job is weighted as 1 GPU",
+                            count=no_gpus.height, examples=no_gpus.get_column("job").head(5).to_list()))
+    df = df.with_columns(gpus_f=pl.col("gpus_f").fill_null(1.0))
+    job_times = df.filter(pl.col("_first")).select("jid", first_time="t").join(
+        df.filter(pl.col("_last")).select("jid", last_time="t", gpus="gpus_f"), on="jid")
+
+    df = _resolve_states(df)
+    ps, ev, hard = pl.col("ps"), pl.col("ev"), pl.col("hard")
+
+    # ---- warnings from the resolved context ----
+    df = df.with_columns(
+        w_submitted=(ev == E[EventType.SUBMITTED]) & hard.is_null(),
+        w_alloc=(ev == E[EventType.ALLOCATED]) & hard.is_null(),
+        w_restart_nofail=(ev == E[EventType.RESTART]) & _in(ps, ACTIVE),
+        w_started_running=(ev == E[EventType.STARTED]) & _in(ps, RUNNING + [S_DETECT, S_HANG]),
+        w_restart_outside=(ev == E[EventType.RESTART]) & _in(ps, OUTSIDE),
+        w_first_dup=(ev == E[EventType.FIRST_STEP]) & _in(ps, RUNNING),
+        w_first_nores=(ev == E[EventType.FIRST_STEP]) & _in(ps, [S_POST, S_RECOV]),
+        w_noalloc=(ev.is_in([E[EventType.FIRST_STEP], E[EventType.PROGRESS]])) & _in(ps, OUTSIDE) & (hard.is_not_null()),
+        w_start_noalloc=(ev == E[EventType.STARTED]) & _in(ps, OUTSIDE),
+        w_prog_implicit=(ev == E[EventType.PROGRESS]) & _in(ps, PRE),
+        w_prog_stray=(ev == E[EventType.PROGRESS]) & _in(ps, [S_POST, S_RECOV]),
+        w_hang_pre=(ev == E[EventType.HANG_DETECTED]) & _in(ps, PRE),
+        w_fail_outside=(ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])) & _in(ps, OUTSIDE),
+        w_diag_nofail=(ev == E[EventType.DIAGNOSED]) & ~_in(ps, [S_POST, S_RECOV]),
+        w_end_dup=(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])) & (ps == S_REL),
+        w_hang_noonset=(ev == E[EventType.HANG_DETECTED]) & _in(ps, RUNNING) & pl.col("onset_time").is_null(),
+        w_after_end=(ps == S_REL) & ~ev.is_in([E[EventType.SUBMITTED], E[EventType.ALLOCATED], E[EventType.STARTED],
+                                              E[EventType.RESTART], E[EventType.FINISHED], E[EventType.KILLED],
+                                              E[EventType.RELEASED]]),
+    )
+    flags = [c for c in df.columns if c.startswith("w_")]
+    counts = df.select([pl.col(c).sum() for c in flags]).row(0, named=True)
+    for flag, kind, code, msg in [
+        ("w_submitted", "warning", "submitted_while_active", "submitted while already queued or allocated; ignored"),
+        ("w_alloc", "warning", "allocated_while_allocated",
+         "allocated while already allocated (no released/killed before it); the allocation is assumed held"),
+        ("w_restart_nofail", "warning", "restart_without_failure",
+         "restart while the job was running and no failure was reported: a failure is assumed at the last event "
+         "before the restart (last sign of life); the time from there to the restart counts as recovery"),
+        ("w_started_running", "warning", "started_while_running",
+         "started while the job was training: treated as a restart after an unreported failure"),
+        ("w_restart_outside", "warning", "restart_outside_allocation",
+         "restart with no allocation in force: the allocation is assumed to begin at the restart"),
+        ("w_first_dup", "warning", "duplicate_first_step", "second first_step in one attempt; ignored"),
+        ("w_first_nores", "warning", "first_step_without_restart",
+         "first_step after a failure without a restart event: a new attempt is assumed to begin there"),
+        ("w_noalloc", "assumption", "allocation_from_first_activity",
+         "no allocated/started before the job's first activity: allocated time starts at that event "
+         "(pre-execution time before it is unknown and not counted)"),
+        ("w_start_noalloc", "assumption", "allocation_from_started",
+         "no allocated event before started: allocated time is assumed to begin at started (scheduling time 0)"),
+        ("w_prog_implicit", "warning", "missing_first_step",
+         "progress before any first_step in the attempt: productive time is assumed to start at that progress"),
+        ("w_prog_stray", "warning", "progress_after_failure",
+         "progress after a failure and before any restart: ignored (emit restart when the job resumes)"),
+        ("w_hang_pre", "warning", "hang_before_first_step",
+         "hang_detected before the attempt's first step (no progress yet to stall): ignored, the time stays "
+         "pre-execution"),
+        ("w_fail_outside", "warning", "failure_outside_allocation", "failure/hang with no allocation in force; ignored"),
+        ("w_diag_nofail", "warning", "diagnosed_without_failure", "diagnosed with no open failure; ignored"),
+        ("w_end_dup", "warning", "duplicate_end", "finished/killed/released after the job had already ended; ignored"),
+        ("w_hang_noonset", "assumption", "hang_without_onset",
+         "hang_detected without onset_time/last_progress_time: the hang is assumed to start at detection "
+         "(hang duration 0, its time stays productive)"),
+        ("w_after_end", "warning", "event_after_end",
+         "event after the job released its allocation (finished/killed/released); not counted"),
+    ]:
+        _issue_from_flag(df, flag, kind, code, msg, issues, job_map, int(counts[flag] or 0))
+
+    # ---- time of the last state-setting row before each row (pseudo events are clamped to it) ----
+    df = df.with_columns(
+        t_last_hard=pl.when(pl.col("_first")).then(pl.col("t"))
+        .otherwise(pl.when(hard.is_not_null()).then(pl.col("t")).forward_fill().shift(1)),
+        t_prev=pl.when(pl.col("_first")).then(pl.col("t")).otherwise(pl.col("t").shift(1)),
+        seq_prev=pl.when(pl.col("_first")).then(pl.col("seq")).otherwise(pl.col("seq").shift(1)),
+    )
+    # a killed / failed-finished job that was active is a loss episode of its own (mode "killed" or fail_stop)
+    df = df.with_columns(
+        ep_end=((ev == E[EventType.KILLED]) | ((ev == E[EventType.FINISHED]) & pl.col("_failed"))) & _in(ps, ACTIVE),
+    )
+    _issue_from_flag(df.select("jid", _f=pl.col("ep_end") & (ev == E[EventType.FINISHED])), "_f", "warning",
+                     "failed_without_failure_event",
+                     "finished with a failed status while running, and no failure event: a fail_stop of unknown "
+                     "category is assumed at that time", issues, job_map)
+    df = df.drop(flags)
+
+    # ---- pseudo events ----
+    # String attributes live in a side table keyed by row id (_rid): the big frame stays numeric.
+    df = df.with_row_index("_ri").with_columns(_rid=pl.when(pl.col("_has_attr")).then(pl.col("seq")))
+    rid_next = float(events.get_column("seq").max() or 0) + 1.0
+    is_fail = ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])
+    onset = pl.min_horizontal(pl.max_horizontal(pl.col("onset_time"), pl.col("t_last_hard")), pl.col("t"))
+    hang_like = (ev == E[EventType.HANG_DETECTED]) | pl.col("_hang_mode")
+    onset_rows = df.lazy().filter(is_fail & _in(ps, RUNNING) & pl.col("onset_time").is_not_null()
+                                  & (onset < pl.col("t"))).select(
+        "jid", "gpus_f", "_rid", "onset_time", "t_last_hard", t=onset, ev=ev, pseudo=pl.lit(P_ONSET, pl.Int8),
+        hard=pl.when(hang_like).then(pl.lit(S_HANG)).otherwise(pl.lit(S_DETECT)).cast(pl.Int8)).collect()
+    clamped = onset_rows.filter(pl.col("onset_time") < pl.col("t_last_hard") - 1e-9).height
+    if clamped:
+        issues.append(Issue(kind="assumption", code="onset_clamped",
+                            message="onset_time before the last state change (a checkpoint, the first step): "
+                                    "the onset is moved to that change", count=clamped))
+    onset_rows = onset_rows.drop(["onset_time", "t_last_hard"])  # _rid: the source row's attributes
+    implicit_rows = df.lazy().filter(
+        ((ev == E[EventType.RESTART]) & _in(ps, ACTIVE)) | ((ev == E[EventType.STARTED]) & _in(ps, RUNNING))
+    ).select(
+        "jid", "gpus_f", t=pl.col("t_prev"), ev=pl.lit(E[EventType.FAILURE]).cast(pl.Int8),
+        hard=pl.lit(S_POST).cast(pl.Int8), pseudo=pl.lit(P_IMPLICIT, pl.Int8),
+        _anchor=(pl.col("_ri") - 1).cast(pl.Float64) + 0.25,
+    ).collect()
+    implicit_rows = implicit_rows.with_columns(
+        _rid=pl.int_range(0, implicit_rows.height, dtype=pl.Int64).cast(pl.Float64) + rid_next)
+    attrs_implicit = implicit_rows.select("_rid", mode=pl.lit(None, pl.String), category=pl.lit(None, pl.String),
+                                          node=pl.lit(None, pl.String),
+                                          cause=pl.lit("implicit: restart without a failure event"))
+    attrs = pl.concat([attrs_real, attrs_implicit], how="vertical_relaxed")
+    dur_start = pl.max_horizontal(pl.col("t") - pl.col("duration"), pl.col("t_last_hard"))
+    stall_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_SAVED]) & (ps == S_PROD) & (pl.col("duration") > 0)
+                                  & (dur_start < pl.col("t"))).select(
+        "jid", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_STALL).cast(pl.Int8),
+        pseudo=pl.lit(P_STALL, pl.Int8)).collect()
+    load_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_LOADED]) & _in(ps, PRE) & (pl.col("duration") > 0)
+                                 & (dur_start < pl.col("t"))).select(
+        "jid", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_LOAD).cast(pl.Int8),
+        pseudo=pl.lit(P_LOAD, pl.Int8)).collect()
+
+    # real rows keep only what the rest needs (numeric)
+    real = df.select(
+        "jid", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown", "expected_throughput",
+        "rollback_time", "ep_end", "_ok", pseudo=pl.lit(P_REAL, pl.Int8),
+    )
+    del df
+    pseudo = pl.concat([onset_rows, implicit_rows, stall_rows, load_rows], how="diagonal_relaxed")
+    df = _insert_sorted(real, pseudo)
+    del real, pseudo
+    df = df.with_columns(
+        _first=(pl.col("jid") != pl.col("jid").shift(1)).fill_null(True),
+        _last=(pl.col("jid") != pl.col("jid").shift(-1)).fill_null(True),
+        ep_end=pl.col("ep_end").fill_null(False),
+    )
+    df = df.with_columns(
+        st=pl.when(pl.col("_first") & pl.col("hard").is_null()).then(pl.lit(S_NONE)).otherwise(pl.col("hard"))
+        .forward_fill().cast(pl.Int8),
+    )
+    df = df.with_columns(
+        prev_st=pl.when(pl.col("_first")).then(pl.lit(None)).otherwise(pl.col("st").shift(1)),
+        dur=pl.when(pl.col("_last")).then(0.0).otherwise(pl.col("t").shift(-1) - pl.col("t")),
+    )
+    st, prev_st = pl.col("st"), pl.col("prev_st")
+
+    # ---- attempts and episodes ----
+    df = df.with_columns(
+        att_start=_in(st, PRE + [S_PROD]) & (~_in(prev_st, ACTIVE)).fill_null(True),
+        ep_start=(_in(st, [S_DETECT, S_HANG, S_POST]) & (~_in(prev_st, EPISODE)).fill_null(True))
+        | pl.col("ep_end"),
+    ).drop("prev_st")
+    df = df.with_columns(
+        att=seg_cumsum(pl.col("att_start").cast(pl.UInt32), pl.col("_first")),
+        ep=seg_cumsum(pl.col("ep_start").cast(pl.UInt32), pl.col("_first")),
+        # the first row of each (job, attempt) segment, for fills that must not cross attempts
+        _gfirst=pl.col("_first") | pl.col("att_start"),
+    ).with_columns(_glast=pl.col("_gfirst").shift(-1).fill_null(True))
+    lz = df.lazy()
+    ckpt_eff = (pl.col("ev") == E[EventType.CHECKPOINT_SAVED]) & (pl.col("ps") == S_PROD) & (pl.col("pseudo") == P_REAL)
+    attempts = lz.filter(pl.col("att") > 0).group_by(["jid", "att"]).agg(
+        last_ckpt=pl.col("t").filter(ckpt_eff).max(),
+        first_prod=pl.col("t").filter(st == S_PROD).min(),
+        ep_at_start=pl.col("ep").first(),
+    ).sort(["jid", "att"]).with_columns(
+        caused=(pl.col("ep_at_start") > pl.when(pl.col("jid") == pl.col("jid").shift(1))
+                .then(pl.col("ep_at_start").shift(1)).otherwise(0)),
+    ).collect()
+    is_diag = (pl.col("ev") == E[EventType.DIAGNOSED]) & (pl.col("st") == S_RECOV)
+    cand = is_diag | (pl.col("ev").is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED], E[EventType.KILLED],
+                                           E[EventType.FINISHED]]) & (st != S_REL)) | pl.col("ep_end") \
+        | (pl.col("pseudo") == P_ONSET)
+    cands = lz.filter((pl.col("ep") > 0) & cand & _in("st", EPISODE + [S_REL])).select(
+        "jid", "ep", "ev", "_rid", "t", "pseudo",
+        prio=pl.when(is_diag).then(0).otherwise(1),
+        order=pl.when(is_diag).then(-pl.col("t")).otherwise(pl.col("t")),
+        is_diag=is_diag,
+    ).collect().join(attrs, on="_rid", how="left", maintain_order="left").sort(["jid", "ep", "prio", "order"])
+    kind_default = (
+        pl.when(pl.col("ev") == E[EventType.HANG_DETECTED]).then(pl.lit(FailureMode.FAIL_HANG.value))
+        .when(pl.col("ev") == E[EventType.KILLED]).then(pl.lit(KILLED))
+        .otherwise(pl.lit(FailureMode.FAIL_STOP.value))
+    )
+    ep_attr = cands.group_by(["jid", "ep"]).agg(
+        mode=pl.col("mode").drop_nulls().first(),
+        category=pl.col("category").drop_nulls().first(),
+        node=pl.col("node").drop_nulls().first(),
+        cause=pl.col("cause").drop_nulls().first(),
+        kind=kind_default.filter(pl.col("prio") == 1).first(),
+        has_diag=pl.col("is_diag").any(),
+    )
+    starts = lz.filter(pl.col("ep_start")).select("jid", "ep", onset_t="t", att_e="att").collect()
+    rollback = lz.filter((pl.col("ev") == E[EventType.RESTART]) & (pl.col("ep") > 0)).group_by(["jid", "ep"]).agg(
+        rollback=pl.col("rollback_time").drop_nulls().first()).collect()
+    # how each episode ended: the first row after it that is not in an episode state; a successful finish
+    # there (no restart) means the job kept its progress, so no work is lost
+    ended_ok = lz.filter((pl.col("ep") > 0) & ~_in("st", EPISODE) & ~pl.col("ep_start")).group_by(["jid", "ep"]).agg(
+        ended_ok=(pl.col("ev").first() == E[EventType.FINISHED]) & pl.col("_ok").first().fill_null(False)).collect()
+    episodes = (
+        starts.join(ep_attr, on=["jid", "ep"], how="left")
+        .join(rollback, on=["jid", "ep"], how="left")
+        .join(ended_ok, on=["jid", "ep"], how="left")
+        .join(attempts.select("jid", "att", "last_ckpt", "first_prod"), left_on=["jid", "att_e"],
+              right_on=["jid", "att"], how="left")
+        .with_columns(
+            has_diag=pl.col("has_diag").fill_null(False),
+            mode=pl.coalesce(pl.col("mode"), pl.col("kind"), pl.lit(FailureMode.FAIL_STOP.value)),
+        )
+        .with_columns(
+            category=pl.coalesce(pl.col("category"),
+                                 pl.when(pl.col("mode") == KILLED).then(pl.lit(NO_FAILURE)).otherwise(pl.lit("unknown"))),
+            node=pl.coalesce(pl.col("node"),
+                             pl.when(pl.col("mode") == KILLED).then(pl.lit(NO_FAILURE)).otherwise(pl.lit(UNKNOWN_NODE))),
+            cause=pl.col("cause").fill_null(""),
+            cstar=pl.when(pl.col("ended_ok").fill_null(False)).then(pl.lit(float("inf")))
+            .when(pl.col("rollback").is_not_null())
+            .then(pl.min_horizontal(pl.col("rollback"), pl.col("onset_t")))
+            .otherwise(pl.coalesce(pl.col("last_ckpt"), pl.col("first_prod"), pl.col("onset_t"))),
+        )
+        .sort(["jid", "ep"])
+        .with_columns(suf=pl.col("cstar").cum_min(reverse=True).over("jid"))
+    )
+    n_ok = int(episodes.get_column("ended_ok").fill_null(False).sum())
+    if n_ok:
+        ex = episodes.filter(pl.col("ended_ok").fill_null(False)).select("jid").head(5).join(job_map, on="jid")
+        issues.append(Issue(kind="warning", code="failure_then_success",
+                            message="failure/hang followed by a successful finish without a restart: the job kept its "
+                                    "progress, so no work is counted as lost; detection to the end counts as recovery",
+                            count=n_ok, examples=ex.get_column("job").to_list()))
+    bad_rb = episodes.filter(pl.col("rollback").is_not_null() & (pl.col("rollback") > pl.col("onset_t")))
+    if bad_rb.height:
+        issues.append(Issue(kind="warning", code="rollback_after_onset",
+                            message="restart.rollback_time after the failure onset: clamped to the onset",
+                            count=bad_rb.height))
+
+    # ---- lost work: productive rows covered by a later episode's window [cstar, onset) ----
+    ep_next = episodes.select("jid", ep_nx=pl.col("ep") - 1, cstar_next="cstar", next_suf="suf")
+    ep_first = pl.col("_first") | pl.col("ep_start")
+    df = _segments(df, ep_first, ep_next, ["jid", "ep"], ["cstar_next", "next_suf"], ["jid", "ep_nx"])
+    df = df.with_columns(lost=(st == S_PROD) & (pl.col("next_suf") <= pl.col("t") + 1e-9).fill_null(False))
+    # attribution of lost rows: the next episode if its window covers the row, else the one with the smallest cstar
+    ep_by_c = episodes.group_by(["jid", "cstar"]).agg(ep_min=pl.col("ep").min())
+    lost_rows = df.lazy().with_row_index("_i").filter(pl.col("lost")).select(
+        "_i", "jid", "ep", "t", "cstar_next", "next_suf").collect().join(
+        ep_by_c, left_on=["jid", "next_suf"], right_on=["jid", "cstar"], how="left", maintain_order="left").select(
+        "_i", ep_lost=pl.when(pl.col("cstar_next") <= pl.col("t") + 1e-9).then(pl.col("ep") + 1)
+        .otherwise(pl.col("ep_min")))
+
+    # ---- throughput ratio r per productive interval ----
+    prog = (pl.col("ev") == E[EventType.PROGRESS]) & (pl.col("pseudo") == P_REAL)
+    per_job = df.lazy().filter(pl.col("throughput").is_not_null() | pl.col("expected_throughput").is_not_null()).group_by(
+        "jid").agg(q_tp=pl.col("throughput").filter(prog & ~_in("ps", [S_POST, S_RECOV, S_REL]))
+                   .quantile(expected_quantile, "linear"),
+                   exp_tp=pl.col("expected_throughput").drop_nulls().first()).collect()
+    used_q = per_job.filter(pl.col("exp_tp").is_null() & pl.col("q_tp").is_not_null())
+    if used_q.height:
+        issues.append(Issue(kind="assumption", code="expected_throughput_quantile",
+                            message=f"no expected_throughput for the job: the {expected_quantile:.0%} quantile of its "
+                                    "observed throughput samples is used as the expected rate", count=used_q.height,
+                            examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left")
+                            .get_column("job").to_list()))
+    df = _segments(df, pl.col("_first"), per_job.select("jid", exp=pl.coalesce(pl.col("exp_tp"), pl.col("q_tp"))),
+                   ["jid"], ["exp"])
+    is_prog = (pl.col("ev") == E[EventType.PROGRESS]) & ~_in("ps", [S_POST, S_RECOV, S_REL])
+    raw_r = pl.when(pl.col("ratio").is_not_null()).then(pl.col("ratio")).otherwise(pl.col("throughput") / pl.col("exp"))
+    r_sample = pl.when(is_prog).then(raw_r.clip(0.0, 1.0))
+    is_slow_ev = pl.col("ev").is_in([E[EventType.SLOW_DETECTED], E[EventType.SLOW_RESOLVED]])
+    slow_r = (
+        pl.when(pl.col("ev") == E[EventType.SLOW_DETECTED])
+        .then(pl.coalesce(pl.col("ratio"), 1.0 / pl.col("slowdown")).clip(0.0, 1.0))
+        .when(pl.col("ev") == E[EventType.SLOW_RESOLVED]).then(pl.lit(1.0))
+    )
+    gf, gl, nan = pl.col("_gfirst"), pl.col("_glast"), float("nan")
+    df = df.with_columns(_rs=r_sample, _rf=pl.coalesce(r_sample, slow_r))
+    df = df.with_columns(
+        r_next=seg_next(pl.col("_rs"), gl, nan).fill_nan(None),
+        r_prev=seg_ffill(pl.col("_rf"), gf, nan).fill_nan(None),
+        # the slow_detected/slow_resolved row in force (its _rid), for the slow loss's attribution
+        slow_src=seg_ffill(pl.when(is_slow_ev).then(pl.col("_rid")), gf, -1.0),
+    )
+    tol = 1.0 - slow_tolerance
+    r = pl.coalesce(pl.col("r_next"), pl.col("r_prev"), pl.lit(1.0))
+    df = df.with_columns(r=pl.when(r >= tol).then(1.0).otherwise(r))
+
+    # ---- labels ----
+    df = _segments(df, pl.col("_gfirst"), attempts.select("jid", "att", "caused", "ep_at_start"), ["jid", "att"],
+                   ["caused", "ep_at_start"])
+    t_alloc = pl.when(_in("st", ALLOCATED)).then(pl.col("t"))
+    df = df.with_columns(
+        future_alloc=(seg_next(t_alloc, pl.col("_last"), float("-inf")) > float("-inf")).fill_null(False),
+    )
+    ep_lost = pl.Series("ep_lost", [None] * df.height, dtype=pl.UInt32)
+    if lost_rows.height:
+        ep_lost = ep_lost.scatter(lost_rows.get_column("_i"), lost_rows.get_column("ep_lost").cast(pl.UInt32))
+    df = df.with_columns(ep_lost)
+    attr_ep = (
+        pl.when(_in("st", PRE) & pl.col("caused").fill_null(False)).then(pl.col("ep_at_start"))
+        .when(_in("st", EPISODE)).then(pl.col("ep"))
+        .when(pl.col("lost")).then(pl.col("ep_lost"))
+    )
+    df = df.with_columns(attr_ep=attr_ep)
+    df = _segments(df, ep_first, episodes.select("jid", "ep", "has_diag"), ["jid", "ep"], ["has_diag"])
+    bucket = (
+        pl.when(st == S_PROD).then(pl.when(pl.col("lost")).then(pl.lit(B[Bucket.LOST_WORK]))
+                                   .otherwise(pl.lit(B[Bucket.PRODUCTIVE])))
+        .when(st == S_POST).then(pl.when(pl.col("has_diag").fill_null(False)).then(pl.lit(B[Bucket.DIAGNOSIS]))
+                                 .otherwise(pl.lit(B[Bucket.RECOVERY])))
+        .when(st == S_REL).then(pl.when(pl.col("future_alloc")).then(pl.lit(B[Bucket.REQUEUE])))
+        .otherwise(pl.col("st").replace_strict(_STATE_BUCKET_CODE, default=None, return_dtype=pl.Int8))
+    ).cast(pl.Int8)
+    keep = ["jid", "t", "st", "dur", "r", "gpus_f", "attr_ep", "slow_src"]
+    df = df.lazy().select(*keep, bucket=bucket).filter(pl.col("bucket").is_not_null() & (pl.col("dur") > 0)).collect()
+
+    phase = (
+        pl.when(_in("st", PRE)).then(pl.when(pl.col("attr_ep").is_not_null()).then(pl.lit(PH[Phase.REINIT]))
+                                     .otherwise(pl.lit(PH[Phase.STARTUP])))
+        .when(_in("st", [S_DETECT, S_HANG])).then(pl.lit(PH[Phase.DETECTION]))
+        .when(pl.col("bucket") == B[Bucket.DIAGNOSIS]).then(pl.lit(PH[Phase.DIAGNOSIS]))
+        .when(pl.col("bucket") == B[Bucket.RECOVERY]).then(pl.lit(PH[Phase.RECOVERY]))
+        .when(pl.col("bucket") == B[Bucket.LOST_WORK]).then(pl.lit(PH[Phase.LOST_WORK]))
+        .when(pl.col("bucket") == B[Bucket.CKPT_STALL]).then(pl.lit(PH[Phase.CHECKPOINT]))
+        .when(pl.col("bucket") == B[Bucket.PRODUCTIVE]).then(pl.lit(PH[Phase.PRODUCTIVE]))
+        .otherwise(pl.lit(PH[Phase.QUEUE]))
+    ).cast(pl.Int8)
+    g = pl.col("gpus_f")
+    main = df.select("jid", "t", "attr_ep", bucket="bucket", phase=phase,
+                     wall_s=pl.when(pl.col("bucket") == B[Bucket.PRODUCTIVE]).then(pl.col("dur") * pl.col("r"))
+                     .otherwise(pl.col("dur")), gpus=g, slow_src=pl.lit(None, pl.Float64))
+    slow = df.filter((pl.col("bucket") == B[Bucket.PRODUCTIVE]) & (pl.col("r") < 1.0)).select(
+        "jid", "t", attr_ep=pl.lit(None, pl.UInt32), bucket=pl.lit(B[Bucket.SLOW], pl.Int8),
+        phase=pl.lit(PH[Phase.SLOW], pl.Int8), wall_s=pl.col("dur") * (1.0 - pl.col("r")), gpus=g,
+        slow_src=pl.col("slow_src"))
+    del df
+    parts = pl.concat([main, slow], how="vertical_relaxed").with_columns(gpu_s=pl.col("wall_s") * pl.col("gpus"))
+    parts = _attribute(parts, episodes, attrs)
+    if by_week:
+        parts = _split_weeks(parts)
+
+    jobs = df_jobs(job_map, job_times, episodes, attempts)
+    return Ledger(parts=parts, jobs=jobs, issues=issues, n_events=n_events)
+
+
+def _attribute(parts: pl.DataFrame, episodes: pl.DataFrame, attrs: pl.DataFrame) -> pl.DataFrame:
+    """Replace the numeric attribution keys of ``parts`` by names: bucket, phase (Enum), mode, category,
+    node, cause (Categorical; ``none`` where no failure caused the time)."""
+    cat = pl.Categorical()
+    base = ["jid", "t", "wall_s", "gpu_s", pl.col("bucket").replace_strict(B_NAMES, return_dtype=BUCKET_ENUM),
+            pl.col("phase").replace_strict(PH_NAMES, return_dtype=PHASE_ENUM)]
+    is_slow = pl.col("bucket") == B[Bucket.SLOW]
+    plain = parts.filter(pl.col("attr_ep").is_null() & ~is_slow).select(
+        *base, mode=pl.lit(NO_FAILURE, cat), category=pl.lit(NO_FAILURE, cat), node=pl.lit(NO_FAILURE, cat),
+        cause=pl.lit("", cat))
+    ep = episodes.select("jid", attr_ep="ep", mode="mode", category="category", node="node", cause="cause")
+    failed = parts.filter(pl.col("attr_ep").is_not_null() & ~is_slow).join(
+        ep, on=["jid", "attr_ep"], how="left").select(
+        *base, *[pl.col(c).fill_null(NO_FAILURE if c != "cause" else "").cast(cat) for c in
+                 ("mode", "category", "node", "cause")])
+    sl = attrs.select(slow_src=pl.col("_rid"), category="category", node="node", cause="cause")
+    slow = parts.filter(is_slow).join(sl, on="slow_src", how="left").select(
+        *base, mode=pl.lit(FailureMode.FAIL_SLOW.value, cat), category=pl.col("category").fill_null("unknown").cast(cat),
+        node=pl.col("node").fill_null(UNKNOWN_NODE).cast(cat), cause=pl.col("cause").fill_null("").cast(cat))
+    return pl.concat([plain, failed, slow], how="vertical")
+
+
+def _insert_sorted(real: pl.DataFrame, pseudo: pl.DataFrame) -> pl.DataFrame:
+    """Merge pseudo rows into real rows sorted by (jid, t, seq) without sorting everything again.
+
+    Each pseudo row goes after the last real row of its job with time <= its own (an as-of join; the
+    implicit failures carry their anchor already), at a fractional position ordered by time within the gap.
+    """
+    real = real.with_row_index("_pos").with_columns(pl.col("_pos").cast(pl.Float64))
+    if pseudo.height == 0:
+        return real.drop("_pos")
+    if "_anchor" not in pseudo.columns:
+        pseudo = pseudo.with_columns(_anchor=pl.lit(None, pl.Float64))
+    keys = real.select("jid", "t", "_pos").with_columns(
+        t_next=pl.when(pl.col("jid") == pl.col("jid").shift(-1)).then(pl.col("t").shift(-1)))
+    need = pseudo.filter(pl.col("_anchor").is_null()).with_row_index("_pi").sort(["jid", "t"])
+    found = need.join_asof(keys.rename({"t": "t_a"}), left_on="t", right_on="t_a", by="jid", strategy="backward",
+                           check_sortedness=False)
+    frac = pl.when(pl.col("t_next") > pl.col("t_a")).then(
+        ((pl.col("t") - pl.col("t_a")) / (pl.col("t_next") - pl.col("t_a"))).clip(0.0, 1.0)).otherwise(0.0)
+    found = found.with_columns(_anchor=pl.col("_pos") + 0.5 + 0.4 * frac).drop(["_pi", "t_a", "_pos", "t_next"])
+    pseudo = pl.concat([pseudo.filter(pl.col("_anchor").is_not_null()), found], how="diagonal_relaxed")
+    pseudo = pseudo.rename({"_anchor": "_pos"}).sort("_pos")
+    cols = real.columns
+    pseudo = pseudo.select([pl.col(c).cast(real.schema[c]) if c in pseudo.columns else pl.lit(None, real.schema[c]).alias(c)
+                            for c in cols])
+    return real.merge_sorted(pseudo, key="_pos").drop("_pos")
+
+
+WEEK_S = 7 * 86400.0
+_MONDAY_OFFSET = 3 * 86400.0  # 1970-01-01 was a Thursday; ISO weeks start on Monday
+
+
+def _split_weeks(parts: pl.DataFrame) -> pl.DataFrame:
+    """Split parts at UTC Monday 00:00 boundaries (proportionally) and add ``week`` as ``YYYY-Www``."""
+    p = parts.with_columns(
+        w0=((pl.col("t") + _MONDAY_OFFSET) / WEEK_S).floor().cast(pl.Int64),
+        w1=((pl.col("t") + pl.col("wall_s").clip(0.0) + _MONDAY_OFFSET) / WEEK_S).ceil().cast(pl.Int64),
+    ).with_columns(frac_den=pl.col("wall_s").clip(1e-12))
+    p = p.with_columns(w=pl.int_ranges(pl.col("w0"), pl.max_horizontal(pl.col("w1"), pl.col("w0") + 1))).explode("w")
+    ws = pl.col("w").cast(pl.Float64) * WEEK_S - _MONDAY_OFFSET
+    piece = (pl.min_horizontal(pl.col("t") + pl.col("wall_s"), ws + WEEK_S) - pl.max_horizontal(pl.col("t"), ws)).clip(0.0)
+    p = p.with_columns(share=pl.when(pl.col("wall_s") > 0).then(piece / pl.col("frac_den")).otherwise(1.0))
+    p = p.filter(pl.col("share") > 0).with_columns(
+        wall_s=pl.col("wall_s") * pl.col("share"), gpu_s=pl.col("gpu_s") * pl.col("share"),
+        week=pl.from_epoch((ws + 86400.0 * 3.5).cast(pl.Int64), time_unit="s").dt.strftime("%G-W%V"),
+    )
+    return p.drop(["w0", "w1", "w", "frac_den", "share"])
+
+
+def df_jobs(job_map: pl.DataFrame, times: pl.DataFrame, episodes: pl.DataFrame,
+            attempts: pl.DataFrame) -> pl.DataFrame:
+    """Per-job identity and counts: ``jid, job, gpus (last), attempts, failures, first_time, last_time``."""
+    base = job_map
+    att = attempts.group_by("jid").agg(attempts=pl.len().cast(pl.UInt32))
+    eps = episodes.group_by("jid").agg(failures=pl.len().cast(pl.UInt32))
+    out = (base.join(times, on="jid", how="left").join(att, on="jid", how="left").join(eps, on="jid", how="left")
+           .with_columns(attempts=pl.col("attempts").fill_null(0), failures=pl.col("failures").fill_null(0),
+                         gpus=pl.col("gpus").fill_null(1.0)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# aggregation
+# ---------------------------------------------------------------------------------------------------
+
+ALLOC_BUCKET_NAMES = [b.value for b, t in BUCKET_TERM.items() if t.value != "queue"]
+
+
+def bucket_totals_frame(parts: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Wide table: one row per ``keys`` value, one column per bucket in GPU-seconds (``<bucket>``) and
+    wall seconds (``wall_<bucket>``), with missing buckets as 0."""
+    all_b = [b.value for b in Bucket]
+    code = pl.col("bucket").cast(pl.String) if keys else pl.col("bucket")
+    aggs = [pl.col("gpu_s").filter(code == b).sum().alias(b) for b in all_b] + [
+        pl.col("wall_s").filter(code == b).sum().alias("wall_" + b) for b in all_b]
+    if keys:
+        # one pass: the bucket as a small integer, then conditional sums per key
+        p = parts.lazy().with_columns(_b=pl.col("bucket").cast(pl.String).replace_strict(
+            {b: i for i, b in enumerate(all_b)}, return_dtype=pl.Int8))
+        aggs = [pl.col("gpu_s").filter(pl.col("_b") == i).sum().alias(b) for i, b in enumerate(all_b)] + [
+            pl.col("wall_s").filter(pl.col("_b") == i).sum().alias("wall_" + b) for i, b in enumerate(all_b)]
+        wide = p.group_by(keys).agg(aggs).collect()
+    else:
+        wide = parts.lazy().select(aggs).collect()
+    wide = wide.with_columns([pl.col(b).fill_null(0.0) for b in all_b] + [pl.col("wall_" + b).fill_null(0.0) for b in all_b])
+    alloc = pl.sum_horizontal([pl.col(b) for b in ALLOC_BUCKET_NAMES])
+    alloc_w = pl.sum_horizontal([pl.col("wall_" + b) for b in ALLOC_BUCKET_NAMES])
+    wide = wide.with_columns(allocated=alloc, wall_allocated=alloc_w)
+    wide = wide.with_columns(
+        etpr=pl.when(pl.col("allocated") > 0).then(pl.col("productive") / pl.col("allocated")),
+        ettr=pl.when(pl.col("allocated") + pl.col("requeue") > 0).then(
+            (pl.col("productive") + pl.col("slow")) / (pl.col("allocated") + pl.col("requeue"))),
+        ettr_wall=pl.when(pl.col("wall_allocated") + pl.col("wall_requeue") > 0).then(
+            (pl.col("wall_productive") + pl.col("wall_slow")) / (pl.col("wall_allocated") + pl.col("wall_requeue"))),
+    )
+    return wide
+
+
+def safe_ratio(num: float, den: float) -> float | None:
+    """``num / den`` or None when the denominator is not positive (or either is not finite)."""
+    if den <= 0 or not math.isfinite(den) or not math.isfinite(num):
+        return None
+    return num / den

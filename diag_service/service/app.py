@@ -1,0 +1,95 @@
+"""``create_app(settings)``: the FastAPI application of ``diag serve`` (API, pages, probes, and the Slack bot)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, RedirectResponse
+
+from diag_service import __version__
+from diag_service.service import api, ui
+from diag_service.service.context import Conflict, NotFound, ServiceContext
+from diag_service.service.middleware import LimitsMiddleware
+from diag_service.service.settings import Settings, load_settings
+from diag_service.service.store import StoreError
+from diag_service.service.uploads import Refused
+
+log = logging.getLogger("diag_service.service")
+
+_UPLOAD_PATHS = ("/v1/diagnoses", "/v1/hang", "/v1/slow", "/v1/etpr")
+
+DESCRIPTION = """Diagnosis of failed, hung and slow large-model training jobs.
+
+Submit a failed job's logs to `POST /v1/diagnoses` (multipart field `bundle`, a raw body, or a JSON
+`{"path": ...}` under an allowed root); small bundles are answered with the diagnosis, large ones
+with `202` and an id to poll. Stack dumps go to `POST /v1/hang`, step timings to `POST /v1/slow`
+(batch) or `POST /v1/slow/streams/{job_id}/steps` (live), lifecycle events to `POST /v1/etpr`.
+Authentication: `Authorization: Bearer <token>` with scopes `read`, `diagnose`, `kb:write`.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application. Workers start (and unfinished jobs resume) when the app starts serving.
+
+    ``settings``: default :func:`~diag_service.service.settings.load_settings` (``DIAG_*`` variables).
+    Raises :class:`~diag_service.service.store.StoreError` when the database cannot be opened.
+    """
+    settings = settings or load_settings()
+    ctx = ServiceContext(settings)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(ctx.start)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(ctx.stop)
+
+    app = FastAPI(title="diag-service", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app.state.ctx = ctx
+
+    def body_limit(path: str) -> int:
+        if path in _UPLOAD_PATHS:
+            return settings.limits.max_upload_bytes
+        if path.startswith("/slack/"):
+            return 1 << 20
+        return settings.max_json_bytes
+
+    app.add_middleware(LimitsMiddleware, metrics=ctx.metrics, body_limit=body_limit,
+                       read_timeout_s=settings.body_read_timeout_s, request_timeout_s=settings.request_timeout_s)
+
+    @app.exception_handler(Refused)
+    async def _refused(_req: Request, exc: Refused) -> JSONResponse:
+        ctx.metrics.refusals.labels(exc.reason).inc()
+        headers = {"Retry-After": "5"} if exc.status == 503 else None
+        return JSONResponse({"detail": exc.message, "reason": exc.reason}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_req: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(Conflict)
+    async def _conflict(_req: Request, exc: Conflict) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+
+    @app.exception_handler(StoreError)
+    async def _store(_req: Request, exc: StoreError) -> JSONResponse:
+        log.error("store unavailable: %s", exc)
+        return JSONResponse({"detail": "the store is unavailable; retry later"}, status_code=503, headers={"Retry-After": "5"})
+
+    app.include_router(api.router)
+    app.include_router(ui.router)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=307)
+
+    if settings.slack.enabled:
+        from diag_service.bot.app import mount
+
+        mount(app, ctx)
+    return app

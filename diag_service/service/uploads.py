@@ -1,0 +1,380 @@
+"""Uploaded bundles: streamed to disk under a size limit, inspected before any work is queued.
+
+The inspection is the service's admission check, not a diagnosis: it decompresses the upload once,
+streaming, and refuses (:class:`Refused`, a 4xx with a message naming the limit) archives with too
+many members, too many decompressed bytes, a decompression ratio of a bomb, unsafe member paths
+(absolute, ``..``, links leaving the archive, devices), invalid gzip/zip data, or a line longer than
+the limit. Memory stays bounded: 1 MiB pieces, whatever the size.
+
+What passes is diagnosed by the pipeline, whose ingest applies its own guards as well.
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import os
+import re
+import shutil
+import tarfile
+import zipfile
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from diag_service.service.settings import UploadLimits
+
+_PIECE = 1 << 20
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class Refused(Exception):
+    """Input the service will not take. ``status``: the HTTP status (413 limits, 422 invalid, 403/404 paths)."""
+
+    def __init__(self, status: int, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason
+
+
+@dataclass
+class BundleInfo:
+    """What the inspection saw. ``kind``: ``tar``, ``tar.gz``, ``tar.bz2``, ``tar.xz``, ``zip``, ``gz``, ``log``."""
+
+    kind: str
+    members: int
+    unpacked_bytes: int
+    compressed_bytes: int
+
+
+def safe_filename(name: str | None, default: str = "bundle") -> str:
+    """The base name of a client-given file name, reduced to ``[A-Za-z0-9._-]`` (at most 100 characters)."""
+    base = PurePosixPath((name or "").replace("\\", "/")).name
+    base = _SAFE_NAME.sub("_", base).strip("._")[:100]
+    return base or default
+
+
+def with_extension(name: str, kind: str) -> str:
+    """``name`` with the extension that ingest needs to recognise ``kind`` (a ``.tar.gz`` saved as ``logs`` etc.)."""
+    lower = name.lower()
+    want = {"tar": (".tar",), "tar.gz": (".tar.gz", ".tgz"), "tar.bz2": (".tar.bz2", ".tbz2"), "tar.xz": (".tar.xz", ".txz"),
+            "zip": (".zip",), "gz": (".gz",)}.get(kind)
+    if want is None:  # plain text: a trailing archive-like extension would mislead ingest
+        return re.sub(r"(?i)\.(tar|tgz|zip|gz|bz2|xz)$", ".log", name) if lower.endswith((".tar", ".tgz", ".zip", ".gz",
+                                                                                          ".bz2", ".xz")) else name
+    if lower.endswith(want):
+        return name
+    return f"{name}.{kind}"
+
+
+async def save_stream(chunks: AsyncIterator[bytes], dest: Path, max_bytes: int) -> int:
+    """Write an async byte stream to ``dest``, refusing (413) past ``max_bytes``. Returns the size.
+
+    The partial file is removed on refusal or error. The caller bounds the time between chunks.
+    """
+    n = 0
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(dest, "wb") as fh:
+            async for chunk in chunks:
+                if not chunk:
+                    continue
+                n += len(chunk)
+                if n > max_bytes:
+                    raise Refused(413, f"upload larger than the limit of {max_bytes} bytes (limits.max_upload_bytes)",
+                                  "upload_size")
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise
+    return n
+
+
+class _Counting:
+    """Counts bytes read through a binary file object (the compressed side of an archive)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.n = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.n += len(data)
+        return data
+
+
+class _Gunzip:
+    """Streaming gzip reader over concatenated members that raises :class:`Refused` on corrupt or truncated data."""
+
+    def __init__(self, raw: _Counting, what: str) -> None:
+        self.raw = raw
+        self.what = what
+        self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.buf = b""
+        self.eof = False
+
+    def read(self, size: int = -1) -> bytes:
+        size = _PIECE if size is None or size < 0 else size
+        while len(self.buf) < size and not self.eof:
+            if self.d.eof:  # end of one gzip member: another may follow (concatenated), or zero padding
+                data = self.d.unused_data or self.raw.read(_PIECE)
+                if not data.strip(b"\x00"):
+                    self.eof = True
+                    break
+                self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            else:
+                data = self.d.unconsumed_tail or self.raw.read(_PIECE)
+                if not data:
+                    raise Refused(422, f"invalid gzip data in {self.what}: the stream ends early (truncated file)", "bad_gzip")
+            try:
+                self.buf += self.d.decompress(data, _PIECE)
+            except zlib.error as exc:
+                raise Refused(422, f"invalid gzip data in {self.what}: {exc}", "bad_gzip") from None
+        out, self.buf = self.buf[:size], self.buf[size:]
+        return out
+
+
+class _Budget:
+    def __init__(self, limits: UploadLimits, total_compressed: int) -> None:
+        self.limits = limits
+        self.total = 0
+        self.members = 0
+        self.total_compressed = total_compressed
+
+    def member(self, name: str) -> None:
+        self.members += 1
+        if self.members > self.limits.max_members:
+            raise Refused(413, f"archive has more than {self.limits.max_members} members (limits.max_members)", "members")
+        _check_name(name)
+
+    def add(self, n: int, member_bytes: int, compressed: int, name: str) -> None:
+        self.total += n
+        lim = self.limits
+        if self.total > lim.max_unpacked_bytes:
+            raise Refused(413, f"bundle unpacks to more than {lim.max_unpacked_bytes} bytes (limits.max_unpacked_bytes)",
+                          "unpacked_size")
+        if member_bytes > lim.ratio_floor_bytes and member_bytes > lim.max_ratio * max(compressed, 1):
+            raise Refused(413, f"decompression bomb: {name} expands more than {lim.max_ratio:.0f}x "
+                               f"({member_bytes} bytes from {compressed}) (limits.max_ratio)", "bomb")
+
+
+def _check_name(name: str) -> None:
+    p = name.replace("\\", "/")
+    if p.startswith("/") or re.match(r"^[A-Za-z]:", p) or ".." in PurePosixPath(p).parts:
+        raise Refused(422, f"unsafe member path {name[:200]!r} (absolute or with '..'): refused", "traversal")
+
+
+class _Lines:
+    """Longest-line check over a byte stream, in O(1) memory."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.cur = 0
+        self.line = 1
+
+    def feed(self, data: bytes, name: str) -> None:
+        first = data.find(b"\n")
+        if first == -1:
+            self.cur += len(data)
+        else:
+            if self.cur + first > self.limit:
+                self._refuse(name)
+            self.line += data.count(b"\n")
+            self.cur = len(data) - data.rfind(b"\n") - 1
+            if len(data) > self.limit:  # an interior line may be long only when a piece exceeds the limit
+                for part in data.split(b"\n")[1:-1]:
+                    if len(part) > self.limit:
+                        self._refuse(name)
+        if self.cur > self.limit:
+            self._refuse(name)
+
+    def _refuse(self, name: str) -> None:
+        raise Refused(413, f"{name}: a line near line {self.line} is longer than {self.limit} bytes (limits.max_line_bytes)",
+                      "line_length")
+
+
+def _scan(stream: _Gunzip | _Counting | BinaryIO, name: str, budget: _Budget, compressed: _Counting | None,
+          member_compressed: int | None = None) -> int:
+    """Read a member to its end, checking lines, totals and ratio. ``compressed``: counter of the compressed side."""
+    lines = _Lines(budget.limits.max_line_bytes)
+    n = 0
+    c0 = compressed.n if compressed is not None else 0
+    while True:
+        try:
+            data = stream.read(_PIECE)
+        except (zlib.error, EOFError, OSError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+            raise Refused(422, f"invalid compressed data in {name}: {exc}", "bad_archive") from None
+        if not data:
+            return n
+        n += len(data)
+        used = member_compressed if member_compressed is not None else (compressed.n - c0 if compressed else n)
+        budget.add(len(data), n, used, name)
+        lines.feed(data, name)
+
+
+def _sniff(fh: BinaryIO) -> str:
+    head = fh.read(512)
+    fh.seek(0)
+    if head[:2] == b"\x1f\x8b":
+        return "gz"
+    if head[:3] == b"BZh":
+        return "bz2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    return "log"
+
+
+def _tar_members(tf: tarfile.TarFile, counting: _Counting, budget: _Budget) -> None:
+    while True:
+        try:
+            info = tf.next()
+        except Refused:
+            raise
+        except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+            raise Refused(422, f"invalid tar archive: {exc}", "bad_archive") from None
+        if info is None:
+            return
+        budget.member(info.name)
+        if info.issym() or info.islnk():
+            target = info.linkname.replace("\\", "/")
+            if target.startswith("/") or ".." in PurePosixPath(target).parts:
+                raise Refused(422, f"unsafe link {info.name[:200]!r} -> {target[:200]!r}: refused", "traversal")
+            continue
+        if info.ischr() or info.isblk() or info.isfifo():
+            raise Refused(422, f"device or pipe member {info.name[:200]!r}: refused", "traversal")
+        if not info.isfile():
+            continue
+        f = tf.extractfile(info)
+        if f is not None:
+            _scan(f, info.name, budget, counting)
+
+
+def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
+    """Decompress ``path`` once, streaming, and refuse it (:class:`Refused`) if it breaks a limit.
+
+    Understands tar (plain, gzip, bzip2, xz), zip, a gzip-compressed log and plain text.
+    """
+    size = path.stat().st_size
+    budget = _Budget(limits, size)
+    with open(path, "rb") as fh:
+        kind = _sniff(fh)
+        counting = _Counting(fh)
+        if kind == "zip":
+            _inspect_zip(fh, budget)
+            return BundleInfo("zip", budget.members, budget.total, size)
+        if kind in ("gz", "bz2", "xz"):
+            if kind == "gz":
+                inner: _Gunzip | BinaryIO = _Gunzip(counting, path.name)
+            else:
+                opener = bz2.BZ2File if kind == "bz2" else lzma.LZMAFile
+                inner = opener(counting)  # type: ignore[arg-type]
+            try:
+                head = inner.read(512)
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise Refused(422, f"invalid {kind} data in {path.name}: {exc}", "bad_archive") from None
+            if len(head) >= 262 and head[257:262] == b"ustar":
+                tf = tarfile.open(fileobj=_Prepended(head, inner), mode="r|")  # noqa: SIM115 - read to the end below
+                _tar_members(tf, counting, budget)
+                return BundleInfo(f"tar.{kind}", budget.members, budget.total, size)
+            budget.member(path.name)
+            _scan(_Prepended(head, inner), path.name, budget, counting)
+            return BundleInfo("gz" if kind == "gz" else "log", budget.members, budget.total, size)
+        if kind == "tar":
+            try:
+                tf = tarfile.open(fileobj=counting, mode="r|")  # type: ignore[call-overload]  # noqa: SIM115
+            except tarfile.TarError as exc:
+                raise Refused(422, f"invalid tar archive: {exc}", "bad_archive") from None
+            _tar_members(tf, counting, budget)
+            return BundleInfo("tar", budget.members, budget.total, size)
+        budget.member(path.name)
+        _scan(counting, path.name, budget, None)
+        return BundleInfo("log", budget.members, budget.total, size)
+
+
+class _Prepended:
+    def __init__(self, head: bytes, tail: _Gunzip | BinaryIO) -> None:
+        self.head = head
+        self.tail = tail
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            out = self.head if size < 0 else self.head[:size]
+            self.head = self.head[len(out):]
+            return out
+        return self.tail.read(size)
+
+
+def _inspect_zip(fh: BinaryIO, budget: _Budget) -> None:
+    try:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise Refused(422, f"invalid zip archive: {exc}", "bad_archive") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > budget.limits.max_members:
+            raise Refused(413, f"archive has more than {budget.limits.max_members} members (limits.max_members)", "members")
+        for info in infos:
+            budget.member(info.filename)
+            if info.is_dir():
+                continue
+            mode = (info.external_attr >> 16) & 0o170000
+            if mode == 0o120000:  # a symbolic link stored in the zip
+                raise Refused(422, f"link member {info.filename[:200]!r}: refused", "traversal")
+            try:
+                with zf.open(info) as f:
+                    _scan(f, info.filename, budget, None, member_compressed=max(info.compress_size, 1))
+            except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError, zlib.error) as exc:
+                raise Refused(422, f"invalid zip member {info.filename[:200]!r}: {exc}", "bad_archive") from None
+
+
+def extract_bundle(path: Path, dest: Path, limits: UploadLimits) -> Path:
+    """Inspect, then unpack an archive into ``dest`` (for analyzers that need a folder: stack dumps).
+
+    A single file is placed in ``dest`` as is. Links and special files are not extracted. Returns
+    ``dest``, or its only top-level folder when the archive wraps everything in one.
+    """
+    info = inspect_bundle(path, limits)
+    dest.mkdir(parents=True, exist_ok=True)
+    if info.kind.startswith("tar"):
+        with tarfile.open(path, mode="r:*") as tf:
+            members = [m for m in tf.getmembers() if m.isfile() or m.isdir()]
+            tf.extractall(dest, members=members, filter="data")
+    elif info.kind == "zip":
+        with zipfile.ZipFile(path) as zf:
+            for zi in zf.infolist():
+                _check_name(zi.filename)
+                zf.extract(zi, dest)
+    else:
+        shutil.copyfile(path, dest / path.name)
+    tops = [p for p in dest.iterdir() if not p.name.startswith(".")]
+    return tops[0] if len(tops) == 1 and tops[0].is_dir() else dest
+
+
+def resolve_allowed(path: str, roots: list[Path]) -> Path:
+    """The real path of ``path`` if it is under one of ``roots``; else :class:`Refused` (403 outside, 404 missing).
+
+    Relative paths are taken relative to the first root. Symbolic links are resolved first, so a link
+    inside a root that points outside it is refused.
+    """
+    if not roots:
+        raise Refused(403, "path requests are disabled: no allowed root is configured (allowed_roots)", "path_disabled")
+    if not path or "\x00" in path or len(path) > 4096:
+        raise Refused(422, "path must be a non-empty string without NUL, at most 4096 characters", "bad_path")
+    raw = Path(path).expanduser()
+    cand = raw if raw.is_absolute() else roots[0] / raw
+    real = Path(os.path.realpath(cand))
+    for root in roots:
+        if real == root or root in real.parents:
+            if not real.exists():
+                raise Refused(404, f"no such file or directory under the allowed root: {path}", "path_missing")
+            return real
+    raise Refused(403, f"path {path!r} is outside the allowed roots", "path_outside")
