@@ -124,9 +124,25 @@ def score_lab(dirs: list[Path]) -> dict[str, Any]:
     slow = [p for p, t in runs if t["failure_mode"] == "fail_slow"]
     res: dict[str, Any] = {"available": True, "runs": len(runs)}
 
+    import yaml
+
+    expected_levels = yaml.safe_load((REPO / "eval" / "recovery_levels_lab.yaml").read_text())["levels"]
+    rec_total = rec_ok = 0
+    rec_rows = []
+
+    def _recovery(d: Any, t: dict) -> None:
+        nonlocal rec_total, rec_ok
+        want = expected_levels.get(t["scenario"])
+        if want is None or d.recovery is None:
+            return
+        rec_total += 1
+        rec_ok += d.recovery.level.value == want
+        rec_rows.append({"scenario": t["scenario"], "want": want, "got": d.recovery.level.value, "rule": d.recovery.rule_id})
+
     cat_pairs, rank_ok, mode_ok, rows = [], 0, 0, []
     for p, t in stop:
-        d = diagnose(DiagnoseRequest(path=str(p), exclude=NOT_FOR_ANALYZERS, recovery=False))
+        d = diagnose(DiagnoseRequest(path=str(p), exclude=NOT_FOR_ANALYZERS))
+        _recovery(d, t)
         cat_pairs.append((t["category"], d.category.value))
         rank_ok += d.first_failing_rank == t["faulty_rank"]
         mode_ok += d.failure_mode.value == "fail_stop"
@@ -149,6 +165,7 @@ def score_lab(dirs: list[Path]) -> dict[str, Any]:
         except (OSError, ValueError) as exc:
             hrows.append({"run": p.name, "error": str(exc)})
             continue
+        _recovery(diagnose(DiagnoseRequest(path=str(p), exclude=NOT_FOR_ANALYZERS)), t)
         ranks = [s.rank for s in rep.suspects]
         top1 += bool(ranks) and ranks[0] == t["faulty_rank"]
         top3 += t["faulty_rank"] in ranks[:3]
@@ -173,6 +190,8 @@ def score_lab(dirs: list[Path]) -> dict[str, Any]:
             "culprit_top3": round(top3 / len(hang), 4), "hung_detected": round(hung_ok / len(hang), 4),
             "healthy_snapshot_sets": healthy_checked, "healthy_false_hangs": healthy_false, "per_run": hrows,
         }
+    if rec_total:
+        res["recovery"] = {"cases": rec_total, "level_agreement": round(rec_ok / rec_total, 4), "per_run": rec_rows}
     if slow and importlib.util.find_spec("slow_eval") is not None:
         import slow_eval
 
@@ -224,6 +243,9 @@ def markdown(card: dict[str, Any]) -> str:
                 lines.append(f"| lab fail-hang | {k} | {fmt(fh[k])} | {fh['cases']} |")
             lines.append(f"| lab fail-hang | false hangs on healthy snapshots | {fh['healthy_false_hangs']} | "
                          f"{fh['healthy_snapshot_sets']} |")
+        rc = lab.get("recovery")
+        if rc:
+            lines.append(f"| lab recovery | level_agreement | {fmt(rc['level_agreement'])} | {rc['cases']} |")
         sl = lab.get("fail_slow")
         if isinstance(sl, dict):
             ov = sl.get("overall", sl)

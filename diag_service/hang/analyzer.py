@@ -220,8 +220,9 @@ def analyze_hang(req: HangRequest) -> HangReport:
                 reason = f"stuck outside any collective in {g.top_frames[0] if g.top_frames else '?'}"
                 score = 0.9
             elif majority is not None and len(g.ranks) < len(majority.ranks):
-                reason = (f"stuck in {g.collective} at another call site/collective than the majority "
-                          f"({majority.collective}: {majority.top_frames[0] if majority.top_frames else '?'})")
+                where = majority.top_frames[1] if len(majority.top_frames) > 1 else "?"
+                kind = "collective mismatch" if g.collective != majority.collective else "call-site mismatch"
+                reason = f"{kind}: stuck in {g.collective} while the majority waits in {majority.collective} at {where}"
                 score = 0.7
             else:
                 reason = f"stuck in {g.collective}, as many ranks as the group in {majority.collective if majority else '?'}"
