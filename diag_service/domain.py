@@ -155,12 +155,16 @@ class RootCause(BaseModel):
 
 
 class SimilarIncident(BaseModel):
+    """A past incident from the knowledge base; ``score`` is cosine similarity in [-1, 1]."""
+
     incident_id: str
     title: str
     score: float
     category: Category
     root_cause: str
     action: str
+    recovery_level: str | None = Field(default=None, description="L0-L4 of the action that fixed it.")
+    count: int = Field(default=1, description="How many confirmed occurrences the record stands for.")
 
 
 class RecoveryLevel(StrEnum):

@@ -192,6 +192,9 @@ def evaluate_kb(
         "n_dev": int((src == "dev").sum()),
         "recall_at_1": loo["all"].get("at_1"),
         "recall_at_5": loo["all"].get("at_k"),
+        "recall_at_1_dev": loo["dev"].get("at_1"),
+        "recall_at_5_dev": loo["dev"].get("at_k"),
+        "leave_family_out_recall_at_5": lfo["all"].get("at_k"),
         "recall_by_subset": loo,
         "vote_accuracy": round(sum(h for _, h in vote_hits) / n, 4) if n else None,
         "vote_accuracy_dev": round(sum(h for s, h in dev_votes) / max(1, len(dev_votes)), 4),
@@ -204,6 +207,11 @@ def evaluate_kb(
         "misses_at_1": misses,
         "seconds": round(time.perf_counter() - t0, 2),
     }
+
+
+def evaluate(**kwargs: object) -> dict:
+    """What ``eval/scorecard.py`` calls: :func:`evaluate_kb` with its defaults (MiniLM, seed KB + dev set)."""
+    return evaluate_kb(**kwargs)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:

