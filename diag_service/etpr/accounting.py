@@ -209,17 +209,25 @@ def _dedupe_and_order(df: pl.DataFrame, job_map: pl.DataFrame, attrs: pl.DataFra
     return df.drop(["_ooo"]), issues
 
 
-def _sort_events(df: pl.DataFrame, job_map: pl.DataFrame) -> pl.DataFrame:
-    """Sort by (job, time, input order) with one single-key sort: key = job index x rows + time rank, where
-    the time rank is the ordinal rank of time (ties in input order; ``df`` is in input order)."""
-    n = df.height
-    idx = job_map.select("jid", _k=pl.int_range(job_map.height, dtype=pl.UInt64))
-    k = df.select("jid").join(idx, on="jid", how="left", maintain_order="left").get_column("_k")
+def _sort_events(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """Sort by (job, time, input order) with one single-key sort: ``_key = job index x (rows + 1) + time rank``,
+    the time rank being the ordinal rank of time over all rows (ties in input order; ``df`` is in input order).
+
+    Returns the sorted frame (with ``_key`` as Float64, exact below 2**53, and ``_k`` the job index) and all
+    times sorted, so that pseudo events can be given keys that place them without another sort.
+    """
     if not bool((df.get_column("seq").diff().drop_nulls() > 0).all()):  # not in input order: put it there first
         df = df.sort("seq")
-        k = df.select("jid").join(idx, on="jid", how="left", maintain_order="left").get_column("_k")
+    n = df.height
+    uniq = df.select(pl.col("jid").unique())
+    idx = uniq.with_columns(_k=pl.int_range(uniq.height, dtype=pl.UInt64))
+    k = df.select("jid").join(idx, on="jid", how="left", maintain_order="left").get_column("_k")
     rank = df.select(pl.col("time").rank("ordinal").cast(pl.UInt64)).to_series()
-    return df.with_columns(_key=k * pl.lit(n + 1, pl.UInt64) + rank).sort("_key").drop("_key")
+    # all times in ascending order, from the ranks (a scatter, not another sort)
+    t_sorted = pl.Series("t", [0.0] * 0, dtype=pl.Float64).extend_constant(0.0, n).scatter(
+        rank - 1, df.get_column("time"))
+    df = df.with_columns(_k=k, _key=(k * pl.lit(n + 1, pl.UInt64) + rank)).sort("_key")
+    return df.with_columns(pl.col("_key").cast(pl.Float64)), t_sorted
 
 
 def _segments(df: pl.DataFrame, seg_first: pl.Expr, right: pl.DataFrame, keys: list[str], cols: list[str],
@@ -228,7 +236,7 @@ def _segments(df: pl.DataFrame, seg_first: pl.Expr, right: pl.DataFrame, keys: l
     each segment (constant ``keys`` within it); one join on the segment heads, then a gather (no hashing of
     every row)."""
     heads = df.select(_s=(seg_first.cast(pl.UInt32).cum_sum() - 1))
-    sub = df.filter(seg_first).select(keys)
+    sub = df.lazy().filter(seg_first).select(keys).collect()
     rk = right_keys or keys
     joined = sub.join(right.select([*rk, *cols]), left_on=keys, right_on=rk, how="left", maintain_order="left")
     s_idx = heads.get_column("_s")
@@ -275,17 +283,22 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     attr_cols = ["mode", "category", "node", "cause"]
     has_attr = pl.any_horizontal([pl.col(c).is_not_null() for c in attr_cols])
     attrs_real = df.lazy().filter(has_attr).select(pl.col("seq").alias("_rid"), *attr_cols).collect()
-    job_map = df.lazy().select("jid", "job").unique("jid").collect()
+    src_jobs = df.get_column("job")
     status_failed = pl.col("status").str.to_lowercase().is_in(FAILED_STATUSES).fill_null(False)
     df = df.select("jid", "seq", "ev", "time", "gpus", "throughput", "expected_throughput", "ratio", "slowdown",
                    "duration", "onset_time", "rollback_time", "step", "from_step", _failed=status_failed,
                    _ok=pl.col("status").str.to_lowercase().is_in(OK_STATUSES).fill_null(False),
                    _hang_mode=(pl.col("mode") == FailureMode.FAIL_HANG.value).fill_null(False),
-                   _has_attr=has_attr)
-    df = _sort_events(df, job_map).rename({"time": "t"})
+                   _has_attr=has_attr, _src=pl.int_range(pl.len(), dtype=pl.UInt32))
+    df, t_sorted = _sort_events(df)
+    df = df.rename({"time": "t"})
+    n_keys = df.height + 1
     df = df.with_columns(_first=pl.col("jid") != pl.col("jid").shift(1),
                          _last=pl.col("jid") != pl.col("jid").shift(-1)).with_columns(
         _first=pl.col("_first").fill_null(True), _last=pl.col("_last").fill_null(True))
+    heads = df.filter(pl.col("_first")).select("jid", "_src")
+    job_map = heads.select("jid", job=src_jobs.gather(heads.get_column("_src")))
+    df = df.drop("_src")
     df, dup_issues = _dedupe_and_order(df, job_map, attrs_real)
     issues += dup_issues
 
@@ -372,7 +385,7 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         t_last_hard=pl.when(pl.col("_first")).then(pl.col("t"))
         .otherwise(pl.when(hard.is_not_null()).then(pl.col("t")).forward_fill().shift(1)),
         t_prev=pl.when(pl.col("_first")).then(pl.col("t")).otherwise(pl.col("t").shift(1)),
-        seq_prev=pl.when(pl.col("_first")).then(pl.col("seq")).otherwise(pl.col("seq").shift(1)),
+        _key_prev=pl.when(pl.col("_first")).then(pl.col("_key")).otherwise(pl.col("_key").shift(1)),
     )
     # a killed / failed-finished job that was active is a loss episode of its own (mode "killed" or fail_stop)
     df = df.with_columns(
@@ -386,14 +399,14 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
 
     # ---- pseudo events ----
     # String attributes live in a side table keyed by row id (_rid): the big frame stays numeric.
-    df = df.with_row_index("_ri").with_columns(_rid=pl.when(pl.col("_has_attr")).then(pl.col("seq")))
+    df = df.with_columns(_rid=pl.when(pl.col("_has_attr")).then(pl.col("seq")))
     rid_next = float(events.get_column("seq").max() or 0) + 1.0
     is_fail = ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])
     onset = pl.min_horizontal(pl.max_horizontal(pl.col("onset_time"), pl.col("t_last_hard")), pl.col("t"))
     hang_like = (ev == E[EventType.HANG_DETECTED]) | pl.col("_hang_mode")
     onset_rows = df.lazy().filter(is_fail & _in(ps, RUNNING) & pl.col("onset_time").is_not_null()
                                   & (onset < pl.col("t"))).select(
-        "jid", "gpus_f", "_rid", "onset_time", "t_last_hard", t=onset, ev=ev, pseudo=pl.lit(P_ONSET, pl.Int8),
+        "jid", "_k", "gpus_f", "_rid", "onset_time", "t_last_hard", t=onset, ev=ev, pseudo=pl.lit(P_ONSET, pl.Int8),
         hard=pl.when(hang_like).then(pl.lit(S_HANG)).otherwise(pl.lit(S_DETECT)).cast(pl.Int8)).collect()
     clamped = onset_rows.filter(pl.col("onset_time") < pl.col("t_last_hard") - 1e-9).height
     if clamped:
@@ -404,9 +417,9 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     implicit_rows = df.lazy().filter(
         ((ev == E[EventType.RESTART]) & _in(ps, ACTIVE)) | ((ev == E[EventType.STARTED]) & _in(ps, RUNNING))
     ).select(
-        "jid", "gpus_f", t=pl.col("t_prev"), ev=pl.lit(E[EventType.FAILURE]).cast(pl.Int8),
+        "jid", "_k", "gpus_f", t=pl.col("t_prev"), ev=pl.lit(E[EventType.FAILURE]).cast(pl.Int8),
         hard=pl.lit(S_POST).cast(pl.Int8), pseudo=pl.lit(P_IMPLICIT, pl.Int8),
-        _anchor=(pl.col("_ri") - 1).cast(pl.Float64) + 0.25,
+        _anchor=pl.col("_key_prev") + 0.25,
     ).collect()
     implicit_rows = implicit_rows.with_columns(
         _rid=pl.int_range(0, implicit_rows.height, dtype=pl.Int64).cast(pl.Float64) + rid_next)
@@ -417,21 +430,21 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     dur_start = pl.max_horizontal(pl.col("t") - pl.col("duration"), pl.col("t_last_hard"))
     stall_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_SAVED]) & (ps == S_PROD) & (pl.col("duration") > 0)
                                   & (dur_start < pl.col("t"))).select(
-        "jid", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_STALL).cast(pl.Int8),
+        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_STALL).cast(pl.Int8),
         pseudo=pl.lit(P_STALL, pl.Int8)).collect()
     load_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_LOADED]) & _in(ps, PRE) & (pl.col("duration") > 0)
                                  & (dur_start < pl.col("t"))).select(
-        "jid", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_LOAD).cast(pl.Int8),
+        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_LOAD).cast(pl.Int8),
         pseudo=pl.lit(P_LOAD, pl.Int8)).collect()
 
     # real rows keep only what the rest needs (numeric)
     real = df.select(
-        "jid", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown", "expected_throughput",
+        "jid", "_key", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown", "expected_throughput",
         "rollback_time", "ep_end", "_ok", pseudo=pl.lit(P_REAL, pl.Int8),
     )
     del df
     pseudo = pl.concat([onset_rows, implicit_rows, stall_rows, load_rows], how="diagonal_relaxed")
-    df = _insert_sorted(real, pseudo)
+    df = _insert_sorted(real, pseudo, t_sorted, n_keys)
     del real, pseudo
     df = df.with_columns(
         _first=(pl.col("jid") != pl.col("jid").shift(1)).fill_null(True),
@@ -666,31 +679,33 @@ def _attribute(parts: pl.DataFrame, episodes: pl.DataFrame, attrs: pl.DataFrame)
     return pl.concat([plain, failed, slow], how="vertical")
 
 
-def _insert_sorted(real: pl.DataFrame, pseudo: pl.DataFrame) -> pl.DataFrame:
-    """Merge pseudo rows into real rows sorted by (jid, t, seq) without sorting everything again.
+def _insert_sorted(real: pl.DataFrame, pseudo: pl.DataFrame, t_sorted: pl.Series, n_keys: int) -> pl.DataFrame:
+    """Merge pseudo rows into real rows sorted by ``_key`` (see :func:`_sort_events`) without sorting again.
 
-    Each pseudo row goes after the last real row of its job with time <= its own (an as-of join; the
-    implicit failures carry their anchor already), at a fractional position ordered by time within the gap.
+    A pseudo row at time ``t`` of job index ``k`` gets ``k x n_keys + r + 0.1 + 0.8 f``, where ``r`` is the number
+    of events (all jobs) at or before ``t`` and ``f`` its position between the neighbouring event times: it
+    lands after its job's events at or before ``t`` and before the later ones. Implicit failures carry
+    their key already (just after the previous event).
     """
-    real = real.with_row_index("_pos").with_columns(pl.col("_pos").cast(pl.Float64))
     if pseudo.height == 0:
-        return real.drop("_pos")
+        return real.drop("_key")
     if "_anchor" not in pseudo.columns:
         pseudo = pseudo.with_columns(_anchor=pl.lit(None, pl.Float64))
-    keys = real.select("jid", "t", "_pos").with_columns(
-        t_next=pl.when(pl.col("jid") == pl.col("jid").shift(-1)).then(pl.col("t").shift(-1)))
-    need = pseudo.filter(pl.col("_anchor").is_null()).with_row_index("_pi").sort(["jid", "t"])
-    found = need.join_asof(keys.rename({"t": "t_a"}), left_on="t", right_on="t_a", by="jid", strategy="backward",
-                           check_sortedness=False)
-    frac = pl.when(pl.col("t_next") > pl.col("t_a")).then(
-        ((pl.col("t") - pl.col("t_a")) / (pl.col("t_next") - pl.col("t_a"))).clip(0.0, 1.0)).otherwise(0.0)
-    found = found.with_columns(_anchor=pl.col("_pos") + 0.5 + 0.4 * frac).drop(["_pi", "t_a", "_pos", "t_next"])
-    pseudo = pl.concat([pseudo.filter(pl.col("_anchor").is_not_null()), found], how="diagonal_relaxed")
-    pseudo = pseudo.rename({"_anchor": "_pos"}).sort("_pos")
+    n_t = t_sorted.len()
+    r = t_sorted.search_sorted(pseudo.get_column("t"), side="right").cast(pl.Int64)
+    pseudo = pseudo.with_columns(_r=r).with_columns(
+        _lo=pl.lit(t_sorted).gather((pl.col("_r") - 1).clip(0, n_t - 1)),
+        _hi=pl.lit(t_sorted).gather(pl.col("_r").clip(0, n_t - 1)),
+    )
+    frac = pl.when(pl.col("_hi") > pl.col("_lo")).then(
+        ((pl.col("t") - pl.col("_lo")) / (pl.col("_hi") - pl.col("_lo"))).clip(0.0, 1.0)).otherwise(0.5)
+    key = pl.coalesce(pl.col("_anchor"), pl.col("_k").cast(pl.Float64) * float(n_keys)
+                      + pl.col("_r").cast(pl.Float64) + 0.1 + 0.8 * frac)
+    pseudo = pseudo.with_columns(_key=key).sort("_key")
     cols = real.columns
     pseudo = pseudo.select([pl.col(c).cast(real.schema[c]) if c in pseudo.columns else pl.lit(None, real.schema[c]).alias(c)
                             for c in cols])
-    return real.merge_sorted(pseudo, key="_pos").drop("_pos")
+    return real.merge_sorted(pseudo, key="_key").drop("_key")
 
 
 WEEK_S = 7 * 86400.0
