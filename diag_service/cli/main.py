@@ -13,7 +13,7 @@ from rich.console import Console
 from diag_service.domain import Diagnosis
 from diag_service.ingest import BundleError
 from diag_service.pipeline import DiagnoseRequest, diagnose
-from diag_service.recovery import DryRunExecutor, ExecutionRefused, History, PolicyError, ShellExecutor, load_policy, recommend
+from diag_service.recovery import ExecutionRefused, History, PolicyError, ShellExecutor, load_policy, recommend
 from diag_service.signatures import SignatureError, load_signatures
 
 app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True)
@@ -27,8 +27,8 @@ except ImportError:  # pragma: no cover - lab not installed
     pass
 
 
-from diag_service.hang.cli import hang_cmd  # noqa: E402
 from diag_service.etpr.cli import app as etpr_app  # noqa: E402
+from diag_service.hang.cli import hang_cmd  # noqa: E402
 from diag_service.kb.cli import app as kb_app  # noqa: E402
 from diag_service.slow.cli import app as slow_app  # noqa: E402
 
@@ -111,7 +111,7 @@ def signatures_cmd(
 
 @app.command("recover")
 def recover_cmd(
-    diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json`.")],
+    diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json` ('-' for stdin).")],
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite); records this recommendation.")] = None,
     platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm")] = "kubernetes",
     policy: Annotated[Path | None, typer.Option(help="Policy file (default: knowledge_base/recovery_policy.yaml).")] = None,
@@ -121,9 +121,14 @@ def recover_cmd(
 ) -> None:
     """Recommend the cheapest recovery likely to work for a diagnosis (dry-run by default)."""
     try:
-        d = Diagnosis.model_validate_json(diagnosis.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        err.print(f"[red]error:[/red] cannot read diagnosis {diagnosis}: {exc}")
+        text = sys.stdin.read() if str(diagnosis) == "-" else diagnosis.read_text(encoding="utf-8")
+        d = Diagnosis.model_validate_json(text)
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot read {diagnosis}: {exc.strerror or exc}")
+        raise typer.Exit(2) from exc
+    except ValueError as exc:
+        first = str(exc).splitlines()[0][:200]
+        err.print(f"[red]error:[/red] {diagnosis} is not a diagnosis written by `diag diagnose --json` ({first})")
         raise typer.Exit(2) from exc
     try:
         pol = load_policy(policy)
@@ -141,13 +146,11 @@ def recover_cmd(
             raise typer.Exit(4) from exc
         if hist is not None:
             hist.record_outcome(plan.idempotency_key, "executed", "; ".join(ran))
-    else:
-        ran = DryRunExecutor().run(plan)
     if json_out:
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
         return
     from diag_service.cli.report import render_recovery
 
     render_recovery(plan, Console())
-    for line in ran:
+    for line in ran:  # what --execute ran; the dry-run commands are in the panel above
         sys.stdout.write(line + "\n")

@@ -35,6 +35,10 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     body.append(Text(""))
     body.append(Text(d.root_cause.summary))
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
+    for w in d.input.warnings[:20]:
+        console.print(f"[yellow]input warning:[/yellow] {escape(w)}")
+    if len(d.input.warnings) > 20:
+        console.print(f"[yellow]… {len(d.input.warnings) - 20} more input warnings (see --json)[/yellow]")
 
     if d.root_cause.evidence:
         console.print("[bold]Evidence[/bold]")
@@ -73,10 +77,6 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         for s in d.similar_incidents[:3]:
             console.print(f"  {escape(s.incident_id)} ({s.score:.2f}, {s.category.value}) {escape(s.title)}")
             console.print(f"    [dim]fix:[/dim] {escape(s.action[:200])}")
-    for w in d.input.warnings[:20]:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-    if len(d.input.warnings) > 20:
-        console.print(f"[yellow]… {len(d.input.warnings) - 20} more warnings[/yellow]")
     timing = "  ".join(f"{k} {v:.0f} ms" for k, v in d.timings_ms.items())
     console.print(
         f"[dim]{d.input.files} file(s), {d.input.lines} lines, {d.input.bytes_read} bytes; "

@@ -18,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import re
 import threading
 from pathlib import Path

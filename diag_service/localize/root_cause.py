@@ -414,9 +414,10 @@ def localize(
             if e.role is EventRole.ROOT and not any(h.category == category and h.role is EventRole.ROOT for h in same):
                 e.role = EventRole.SYMPTOM
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
+    unique_evidence = list({(e.file, e.line, e.text): e for e in evidence}.values())
     return Localization(
         failure_mode=mode, category=category, responsible=responsible, confidence=round(confidence, 3),
-        summary=summary, evidence=evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
+        summary=summary, evidence=unique_evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
         events=events[:200], findings=findings,
     )
 

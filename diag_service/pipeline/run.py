@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import time
 from collections.abc import Iterator
 from functools import lru_cache
@@ -31,6 +32,7 @@ from diag_service.slow.feeds import FeedError
 from diag_service.templates import mine_templates
 
 T = TypeVar("T")
+MIXED_JOBS_SPAN_S = 7 * 86400
 
 
 class DiagnoseRequest(BaseModel):
@@ -122,9 +124,15 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     loc = localize(groups, hits, per_group, progress, sigs, ranks_seen, nodes_seen)
     timings["localize"] = time.perf_counter() - t0
     report.ranks_seen = len(ranks_seen)
+    stamps = [g.first_ts for g in groups if g.first_ts is not None and g.first is not None and not g.first.ts_approx]
+    if stamps and max(stamps) - min(stamps) > MIXED_JOBS_SPAN_S:
+        report.warnings.append(
+            f"events span {(max(stamps) - min(stamps)) / 86400:.0f} days: the bundle may hold logs of several jobs "
+            "or attempts; diagnose each job's logs separately"
+        )
     report.nodes_seen = sorted(nodes_seen)[:256]
     d = Diagnosis(
-        job_id=req.job_id or Path(req.path.rstrip("/")).name,
+        job_id=req.job_id or _job_id(req.path),
         failure_mode=loc.failure_mode,
         category=loc.category,
         responsible=loc.responsible,
@@ -183,6 +191,12 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     timings["total"] = time.perf_counter() - t_start
     d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
     return d
+
+
+def _job_id(path: str) -> str:
+    """A default job id from the bundle's name, without archive and log extensions."""
+    name = Path(path.rstrip("/")).name
+    return re.sub(r"(?i)(\.(?:tar|tgz|gz|zip|log|txt|out|err|json|jsonl))+$", "", name) or name
 
 
 def _excluded(path: str, patterns: list[str]) -> bool:
