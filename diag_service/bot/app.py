@@ -33,7 +33,14 @@ from diag_service.bot.blocks import CONFIRM, CORRECT, CORRECT_VIEW, correct_view
 from diag_service.domain import Category, Diagnosis, RecoveryLevel
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.store import JobRecord, new_id
-from diag_service.service.uploads import Refused, inspect_bundle, resolve_allowed, safe_filename, with_extension
+from diag_service.service.uploads import (
+    Refused,
+    inspect_bundle,
+    job_id_from_name,
+    resolve_allowed,
+    safe_filename,
+    with_extension,
+)
 
 log = logging.getLogger("diag_service.bot")
 
@@ -104,7 +111,7 @@ def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str
         info = inspect_bundle(dest, ctx.settings.limits)
         final = dest.with_name(with_extension(dest.name, info.kind))
         dest.rename(final)
-        name = job_id or safe_filename(file.get("name"), "bundle").split(".")[0]
+        name = job_id or job_id_from_name(file.get("name") or "")
         job, _ = ctx.submit("diagnose", ctx.diagnose_task(final, name), job_id=name, job_uuid=job_uuid,
                             input_path=folder, input_bytes=n)
     except Refused as exc:

@@ -57,7 +57,8 @@ def diagnosis_blocks(d: Diagnosis, diagnosis_id: str, link: str | None = None, b
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(f"*Evidence*\n```{body}```", 3000)}})
     if d.similar_incidents:
         lines = [f"• {_clip(s.title, 120)} ({s.score:.2f}) — {_clip(s.action, 200)}" for s in d.similar_incidents[:3]]
-        text = _clip("*Similar incidents*\n" + "\n".join(lines), 3000)
+        title = "*Closest past incidents* (none similar enough: this looks new)" if d.novel else "*Similar incidents*"
+        text = _clip(title + "\n" + "\n".join(lines), 3000)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     elif d.novel:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "No similar past incident: this looks new."}]})

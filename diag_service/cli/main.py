@@ -30,12 +30,14 @@ except ImportError:  # pragma: no cover - lab not installed
 from diag_service.etpr.cli import app as etpr_app  # noqa: E402
 from diag_service.hang.cli import hang_cmd  # noqa: E402
 from diag_service.kb.cli import app as kb_app  # noqa: E402
+from diag_service.service.cli import serve as serve_cmd  # noqa: E402
 from diag_service.slow.cli import app as slow_app  # noqa: E402
 
 app.command("hang")(hang_cmd)
 app.add_typer(slow_app, name="slow")
 app.add_typer(kb_app, name="kb", help="Incident knowledge base: build, search, add.")
 app.add_typer(etpr_app, name="etpr")
+app.command("serve", help="HTTP diagnosis service (FastAPI + uvicorn).")(serve_cmd)
 
 
 @app.command("diagnose")

@@ -4,6 +4,7 @@ the core's models; the analysis itself runs in the queue's workers (:mod:`diag_s
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +44,16 @@ from diag_service.service.schemas import (
     StepsResult,
 )
 from diag_service.service.store import JobRecord, new_id
-from diag_service.service.uploads import Refused, extract_bundle, inspect_bundle, resolve_allowed, safe_filename, with_extension
+from diag_service.service.uploads import (
+    Refused,
+    extract_bundle,
+    inspect_bundle,
+    job_id_from_name,
+    resolve_allowed,
+    safe_filename,
+    save_stream,
+    with_extension,
+)
 from diag_service.slow import SlowReport
 
 router = APIRouter()
@@ -148,8 +158,6 @@ async def receive_file(request: Request, ctx: ServiceContext, field: str, job_uu
         return dest, n, fields
     if ctype in _RAW_TYPES or ctype == "":
         dest = folder / safe_filename(request.query_params.get("filename"), default_name)
-        from diag_service.service.uploads import save_stream
-
         n = await save_stream(request.stream(), dest, limit)
         if n == 0:
             shutil.rmtree(folder, ignore_errors=True)
@@ -179,7 +187,7 @@ async def json_body(request: Request, model: type) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise HTTPException(422, exc.errors(include_url=False, include_context=False)) from None
+        raise HTTPException(422, exc.errors(include_url=False, include_context=False, include_input=False)) from None
 
 
 def _content_type(request: Request) -> str:
@@ -200,8 +208,6 @@ def _bool(v: Any, default: bool) -> bool:
 
 
 def _job_id(v: Any) -> str | None:
-    import re
-
     if v in (None, ""):
         return None
     if not isinstance(v, str) or not re.match(_JOB_ID_FIELD, v):
@@ -292,7 +298,7 @@ async def create_diagnosis(
         raise
     finally:
         ctx.release_upload_slot()
-    name = _job_id(fields.get("job_id", job_id)) or _job_id(safe_filename(fields.get("filename") or final.name).split(".")[0])
+    name = _job_id(fields.get("job_id", job_id)) or job_id_from_name(fields.get("filename") or final.name)
     exclude = fields.get("exclude") or []
     try:
         job, fut = ctx.submit("diagnose", ctx.diagnose_task(final, name, exclude), job_id=name, job_uuid=job_uuid,

@@ -106,9 +106,20 @@ class ServiceContext:
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        from diag_service.service.tasks import use_kb_home
+
+        use_kb_home(self.kb_cfg)  # search and feedback here use the store the workers' pipeline consults
+        if self.kb_cfg is not None:  # load the model for search and feedback now, not on the first click
+            threading.Thread(target=self._warm_kb, name="diag-kb-warm", daemon=True).start()
         self.recovery_notes = self.queue.start()
         for note in self.recovery_notes:
             log.warning("restart recovery: %s", note)
+
+    def _warm_kb(self) -> None:
+        try:
+            self.kb()
+        except Exception as exc:  # noqa: BLE001 - reported again, with its reason, on first use
+            log.warning("knowledge base not loaded at start: %s", exc)
 
     def stop(self) -> None:
         self.queue.stop()

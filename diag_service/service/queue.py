@@ -25,7 +25,7 @@ from typing import Any
 
 from diag_service.service.settings import Settings
 from diag_service.service.store import JobRecord, Store, StoreError
-from diag_service.service.tasks import run_task, worker_main
+from diag_service.service.tasks import run_task, warm_up, worker_main
 
 log = logging.getLogger("diag_service.service.queue")
 
@@ -129,6 +129,7 @@ class JobQueue:
         self._threads: list[threading.Thread] = []
         self._workers: list[_ProcessWorker] = []
         self._stopping = threading.Event()
+        self._warm = threading.Event()  # thread mode: this process has loaded the models
         self.kb_cfg: dict[str, Any] | None = None
 
     # -- state -----------------------------------------------------------------------------------------
@@ -149,7 +150,7 @@ class JobQueue:
         if self._stopping.is_set() or not self._threads:
             return False
         if self.settings.worker_mode == "thread":
-            return True
+            return self._warm.is_set()
         return any(w.ready for w in self._workers)
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -157,6 +158,8 @@ class JobQueue:
     def start(self) -> list[str]:
         """Start the workers and resume this replica's unfinished jobs. Returns what recovery did, in words."""
         notes = self._recover()
+        if self.settings.worker_mode == "thread":
+            threading.Thread(target=self._warm_up, name="diag-warm", daemon=True).start()
         for i in range(self.settings.workers):
             worker = _ProcessWorker(self.kb_cfg) if self.settings.worker_mode == "process" else None
             if worker is not None:
@@ -165,6 +168,13 @@ class JobQueue:
             t.start()
             self._threads.append(t)
         return notes
+
+    def _warm_up(self) -> None:
+        try:
+            warm_up(self.kb_cfg)
+        except Exception:  # noqa: BLE001 - a failed warm-up shows up on the first real job
+            log.exception("warm-up failed")
+        self._warm.set()
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Stop taking jobs; wait up to ``grace_s`` for running ones, then stop the workers.

@@ -3,8 +3,8 @@
 A task is a JSON-able dict (it is stored with the job, so a restarted service can run it again):
 
 - ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "kb"}``
-  → :func:`diag_service.pipeline.diagnose`, then :func:`diag_service.kb` similar incidents when the
-  pipeline did not look them up itself;
+  → :func:`diag_service.pipeline.diagnose` (with its knowledge-base step when ``kb`` is set; with the
+  hashing embedder the retrieval is added after it through :func:`diag_service.localize.combine_retrieval`);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
 - ``{"kind": "slow", "path", "world_size"}`` → :func:`diag_service.slow.analyze_slow`;
 - ``{"kind": "etpr", "path", "by", "slow_tolerance"}`` → :mod:`diag_service.etpr` (load, ledger, report).
@@ -33,9 +33,16 @@ _kb_cache: dict[str, Any] = {}
 
 
 def knowledge_base(cfg: dict[str, Any]) -> Any:
-    """The process's :class:`diag_service.kb.KnowledgeBase` for ``cfg`` (``home``, ``embedder``), opened once."""
-    from diag_service.kb import HashingEmbedder, KBConfig, KnowledgeBase
+    """The process's :class:`diag_service.kb.KnowledgeBase` for ``cfg`` (``home``, ``embedder``), opened once.
 
+    With the MiniLM embedder this is the kb module's own :func:`~diag_service.kb.default_kb` (the one the
+    pipeline consults, so the model loads once per process; see :func:`use_kb_home`).
+    """
+    from diag_service.kb import HashingEmbedder, KBConfig, KnowledgeBase, default_kb
+
+    if cfg.get("embedder", "minilm") == "minilm":
+        use_kb_home(cfg)
+        return default_kb()
     key = f"{cfg.get('home')}|{cfg.get('embedder')}"
     with _kb_lock:
         kb = _kb_cache.get(key)
@@ -62,19 +69,25 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
     from diag_service.pipeline import DiagnoseRequest, diagnose
 
     limits = IngestLimits(**task["ingest"]) if task.get("ingest") else None
+    kb_cfg = task.get("kb")
+    # The pipeline consults the process's default knowledge base (MiniLM, $DIAG_HOME/kb) itself, before the
+    # recovery plan; the hashing embedder (tests, tools) is not one it offers, so that case is added here.
+    in_pipeline = bool(kb_cfg) and kb_cfg.get("embedder", "minilm") == "minilm"
     d = diagnose(DiagnoseRequest(
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
-        history_path=task.get("history_path"),
+        history_path=task.get("history_path"), kb=in_pipeline,
     ))
-    kb_cfg = task.get("kb")
-    if kb_cfg and d.novel is None:  # the pipeline did not consult the knowledge base itself
+    if kb_cfg and not in_pipeline and d.novel is None:
         from diag_service.kb import KBError
+        from diag_service.localize import combine_retrieval
 
         try:
-            d.similar_incidents, d.novel = knowledge_base(kb_cfg).similar_incidents(d, k=5)
+            incidents, novel = knowledge_base(kb_cfg).similar_incidents(d, k=5)
         except (KBError, ValueError, OSError) as exc:
             d.input.warnings.append(f"knowledge base not consulted: {exc}")
+        else:
+            combine_retrieval(d, incidents, novel)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
                summary=d.root_cause.summary, timings_ms=d.timings_ms)
 
@@ -148,6 +161,16 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
         return _err(500, f"internal error while analysing ({exc.__class__.__name__}: {str(exc)[:500]})")
 
 
+def use_kb_home(kb_cfg: dict[str, Any] | None) -> None:
+    """Point the process's default knowledge base (the one the pipeline consults) at ``kb_cfg["home"]``.
+
+    The knowledge base lives in ``$DIAG_HOME/kb``; a configured home is exported as ``DIAG_HOME`` for
+    this process (a worker process, or the whole server in thread mode).
+    """
+    if kb_cfg and kb_cfg.get("home") and kb_cfg.get("embedder", "minilm") == "minilm":
+        os.environ["DIAG_HOME"] = str(kb_cfg["home"])
+
+
 def warm_up(kb_cfg: dict[str, Any] | None = None) -> None:
     """Load what every diagnosis needs once per process: a tiny log through the pipeline (catalog,
     policy, template miner) and, when configured, the knowledge base with its model."""
@@ -162,6 +185,7 @@ def worker_main(conn: Connection, kb_cfg: dict[str, Any] | None) -> None:
     """Entry point of a worker process: warm up, say ``ready``, then answer tasks until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(level=logging.WARNING)
+    use_kb_home(kb_cfg)
     try:
         warm_up(kb_cfg)
     except Exception:  # noqa: BLE001 - a failed warm-up shows up on the first real task

@@ -188,10 +188,7 @@ def login(request: Request, token: Annotated[str, Form(max_length=512)],
     """Check a bearer token and keep it in an HttpOnly, SameSite=Strict cookie for the pages."""
     ctx: ServiceContext = request.app.state.ctx
     target = next if next.startswith("/ui/") and "//" not in next else "/ui/"
-    request.scope["headers"] = [(k, v) for k, v in request.scope["headers"] if k != b"authorization"] + [
-        (b"authorization", f"Bearer {token}".encode("latin-1", "replace"))]
-    probe = Request(request.scope)
-    if ctx.auth.identify(probe) is None:
+    if ctx.auth.principal_for(token) is None:
         return _render("login.html", 401, next=target, error="Unknown token.")
     resp = RedirectResponse(target, status_code=303)
     resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", max_age=12 * 3600)

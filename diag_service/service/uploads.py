@@ -57,6 +57,13 @@ def safe_filename(name: str | None, default: str = "bundle") -> str:
     return base or default
 
 
+def job_id_from_name(name: str) -> str:
+    """A job id from a file name: its stem, reduced to the job-id alphabet (``upload`` if nothing is left)."""
+    stem = re.sub(r"(?i)(\.(tar|tgz|zip|gz|bz2|xz|log|txt|out|err))+$", "", safe_filename(name))
+    stem = re.sub(r"[^A-Za-z0-9._:@-]+", "_", stem).lstrip("._:@-")[:200]
+    return stem or "upload"
+
+
 def with_extension(name: str, kind: str) -> str:
     """``name`` with the extension that ingest needs to recognise ``kind`` (a ``.tar.gz`` saved as ``logs`` etc.)."""
     lower = name.lower()

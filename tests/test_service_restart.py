@@ -1,0 +1,211 @@
+"""Durability: a killed server loses nothing (queued and running work resumes after a restart, or ends
+with a stated reason), and stored results are written once and never overwritten or deleted.
+
+The restart test runs ``diag serve`` (the ``serve`` function) as a real subprocess with process
+workers on 127.0.0.1 and kills it with SIGKILL while it works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from test_service_support import EXAMPLE, service_settings, wait_until
+
+from diag_service.service.queue import JobQueue
+from diag_service.service.store import Store
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(cfg: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    code = ("from pathlib import Path\nfrom diag_service.service.cli import serve\n"
+            f"serve(host='127.0.0.1', port={port}, config=Path({str(cfg)!r}), log_level='warning')\n")
+    with open(log, "ab") as fh:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(url + "/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+def _big_bundle(root: Path, name: str, mib: int) -> Path:
+    """The example failure plus ``mib`` MiB of ordinary training chatter (varied, as real step lines are)."""
+    import random
+    import shutil
+
+    d = root / name
+    shutil.copytree(EXAMPLE, d)
+    rnd = random.Random(mib)
+    with open(d / "node0" / "chatter.log", "w") as fh:
+        n = 0
+        i = 0
+        while n < mib << 20:
+            line = (f"[rank{i % 2}]: 2026-11-29 08:{i // 3600 % 60:02d}:{i // 60 % 60:02d},{i % 1000:03d} INFO step {i} "
+                    f"loss {rnd.uniform(1, 3):.4f} lr 3.0e-4 grad_norm {rnd.uniform(0.5, 2):.3f} "
+                    f"tokens/s {rnd.randint(9000, 16000)}\n")
+            fh.write(line)
+            n += len(line)
+            i += 1
+    return d
+
+
+def test_sigkill_while_working_then_restart_finishes_everything(tmp_path: Path) -> None:
+    roots = tmp_path / "roots"
+    roots.mkdir()
+    names = [f"job-{i}" for i in range(3)]
+    for i, n in enumerate(names):
+        _big_bundle(roots, n, mib=24 if i == 0 else 2)  # the first one is still running when the server dies
+    cfg = tmp_path / "settings.json"
+    cfg.write_text(json.dumps({"data_dir": str(tmp_path / "data"), "worker_mode": "process", "workers": 1, "kb_enabled": False,
+                               "allowed_roots": [str(roots)], "replica_id": "replica-a", "recovery": False}))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    proc = _start(cfg, port, log)
+    try:
+        wait_until(lambda: _ready(url), timeout=90, step=0.2)
+        ids = []
+        for n in names:
+            r = httpx.post(url + "/v1/diagnoses", json={"path": n, "wait": False}, timeout=30)
+            assert r.status_code == 202, r.text[:300]
+            ids.append(r.json()["id"])
+        wait_until(lambda: any(_status(url, i) == "running" for i in ids), timeout=60, step=0.02)
+        _kill(proc)  # the server and its worker, mid-job, with more queued
+        store = Store(f"sqlite:///{tmp_path / 'data' / 'diag.sqlite'}")
+        at_kill = {i: store.get(i).status for i in ids}  # type: ignore[union-attr]
+        store.close()
+        assert "running" in at_kill.values() and "queued" in at_kill.values(), at_kill
+        proc = _start(cfg, port, log)
+        wait_until(lambda: _ready(url), timeout=90, step=0.2)
+        finals = [wait_until(lambda i=i: _final(url, i), timeout=120, step=0.2) for i in ids]
+    finally:
+        _kill(proc)
+    assert [f["status"] for f in finals] == ["done"] * 3, [f.get("error") for f in finals]
+    assert all(f["diagnosis"]["category"] == "user_code" for f in finals)
+    for f in finals:  # the job running at the kill ran again; the queued ones ran once
+        assert f["attempts"] == (2 if at_kill[f["id"]] == "running" else 1 if at_kill[f["id"]] == "queued" else f["attempts"])
+    assert [f["job_id"] for f in finals] == names
+
+
+def _status(url: str, id_: str) -> str:
+    return httpx.get(f"{url}/v1/jobs/{id_}", timeout=10).json()["status"]
+
+
+def _final(url: str, id_: str) -> dict[str, Any] | None:
+    body = httpx.get(f"{url}/v1/diagnoses/{id_}", timeout=10).json()
+    return body if body["status"] in ("done", "failed") else None
+
+
+def test_restart_ends_hopeless_jobs_with_a_stated_reason(tmp_path: Path) -> None:
+    settings = service_settings(tmp_path, replica_id="r1", max_attempts=3)
+    settings.data_dir.mkdir(parents=True)
+    store = Store(settings.db_url)
+    gone = store.create_job("diagnose", {"kind": "diagnose", "path": str(tmp_path / "deleted")}, "r1")
+    crashing = store.create_job("diagnose", {"kind": "diagnose", "path": str(EXAMPLE)}, "r1")
+    for _ in range(3):
+        store.mark_running(crashing.id)
+    resumable = store.create_job("diagnose", {"kind": "diagnose", "path": str(EXAMPLE), "job_id": "ok"}, "r1")
+    store.mark_running(resumable.id)
+    other = store.create_job("diagnose", {"kind": "diagnose", "path": str(EXAMPLE)}, "another-replica")
+    q = JobQueue(settings, store)
+    notes = q.start()
+    try:
+        assert len(notes) == 3
+        g = store.get(gone.id)
+        assert g is not None and g.status == "failed" and g.error_status == 410 and "input lost" in (g.error or "")
+        c = store.get(crashing.id)
+        assert c is not None and c.status == "failed" and "gave up after 3 attempt(s)" in (c.error or "")
+        wait_until(lambda: store.get(resumable.id).status == "done")  # type: ignore[union-attr]
+        assert store.get(resumable.id).attempts == 2  # type: ignore[union-attr]
+        assert store.get(other.id).status == "queued", "another replica's work is left to it"  # type: ignore[union-attr]
+    finally:
+        q.stop()
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 's.sqlite'}"
+    url = os.environ.get("DIAG_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("DIAG_TEST_POSTGRES_URL is not set (a PostgreSQL server for the storage tests)")
+    return url
+
+
+def test_results_are_written_once_and_never_lost(store_url: str) -> None:
+    store = Store(store_url)
+    try:
+        job = store.create_job("diagnose", {"kind": "diagnose", "path": "/x"}, "r")
+        assert store.mark_running(job.id) is not None
+        assert store.finish(job.id, '{"v": 1}', category="network", summary="first") is True
+        assert store.finish(job.id, '{"v": 2}', category="data") is False
+        assert store.fail(job.id, "late failure") is False
+        assert store.mark_running(job.id) is None
+        store.requeue(job.id, "r")
+        got = store.get(job.id)
+        assert got is not None and got.status == "done" and got.result == '{"v": 1}' and got.category == "network"
+        # feedback is append-only
+        store.add_feedback(job.id, "confirmed", "network", source="api")
+        store.add_feedback(job.id, "corrected", "data", source="slack", who="u")
+        assert [f.verdict for f in store.feedback_for(job.id)] == ["confirmed", "corrected"]
+        # concurrent writers: every result is kept
+        ids = [store.create_job("hang", {"kind": "hang"}, "r").id for _ in range(64)]
+
+        def finish(chunk: list[str]) -> None:
+            for i in chunk:
+                store.mark_running(i)
+                store.finish(i, json.dumps({"id": i}))
+
+        threads = [threading.Thread(target=finish, args=(ids[k::8],)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert all(json.loads(store.get(i).result or "{}") == {"id": i} for i in ids)  # type: ignore[union-attr]
+        assert store.latest_for_job("nope") is None
+    finally:
+        store.close()
+
+
+def test_alert_claims_deduplicate_across_replicas(store_url: str) -> None:
+    a, b = Store(store_url), Store(store_url)
+    key = f"hang:job-{time.time_ns()}"
+    try:
+        results = []
+        threads = [threading.Thread(target=lambda s=s: results.append(s.claim_alert(key, "hang", "j", {}, 3600)))
+                   for s in (a, b, a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(results) == [False, False, False, True]
+        assert a.alert_count(key) == 4
+        assert b.claim_alert(key, "hang", "j", {}, repeat_s=0) is True  # past the repeat window: announced again
+    finally:
+        a.close()
+        b.close()
