@@ -204,6 +204,14 @@ def analyze_hang(req: HangRequest) -> HangReport:
             StackGroup(signature=sig, ranks=sorted(ranks), top_frames=[f.short() for f in frames[:6]],
                        in_collective=coll is not None, collective=coll)
         )
+    # How routine each stuck place is: how often any rank was seen there before the job stopped
+    # moving. With two ranks (or two equal groups) the routine place is the training loop's own
+    # collective, and the rank stuck somewhere new is the culprit.
+    first_stuck = min(stuck.values()) if stuck else n
+    routine: Counter[str] = Counter(
+        sig for per_rank in sigs.values() for i, (sig, _f) in per_rank.items() if i < first_stuck
+    )
+    groups.sort(key=lambda g: (-len(g.ranks), -routine[g.signature], min(g.ranks)))
     coll_groups = [g for g in groups if g.in_collective]
     majority = coll_groups[0] if coll_groups else (groups[0] if groups else None)
     dumped = [r for r in all_ranks if r not in silent]
@@ -219,7 +227,9 @@ def analyze_hang(req: HangRequest) -> HangReport:
             if not g.in_collective:
                 reason = f"stuck outside any collective in {g.top_frames[0] if g.top_frames else '?'}"
                 score = 0.9
-            elif majority is not None and len(g.ranks) < len(majority.ranks):
+            elif majority is not None and (
+                len(g.ranks) < len(majority.ranks) or routine[g.signature] < routine[majority.signature]
+            ):
                 where = majority.top_frames[1] if len(majority.top_frames) > 1 else "?"
                 kind = "collective mismatch" if g.collective != majority.collective else "call-site mismatch"
                 reason = f"{kind}: stuck in {g.collective} while the majority waits in {majority.collective} at {where}"
