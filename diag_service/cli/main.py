@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - lab not installed
 from diag_service.etpr.cli import app as etpr_app  # noqa: E402
 from diag_service.hang.cli import hang_cmd  # noqa: E402
 from diag_service.kb.cli import app as kb_app  # noqa: E402
+from diag_service.label.cli import label as label_cmd  # noqa: E402
 from diag_service.service.cli import serve as serve_cmd  # noqa: E402
 from diag_service.slow.cli import app as slow_app  # noqa: E402
 
@@ -38,6 +39,7 @@ app.add_typer(slow_app, name="slow")
 app.add_typer(kb_app, name="kb", help="Incident knowledge base: build, search, add.")
 app.add_typer(etpr_app, name="etpr")
 app.command("serve", help="HTTP diagnosis service (FastAPI + uvicorn).")(serve_cmd)
+app.command("label", help="Batch-label an archive of failed jobs (resumable; local or Ray engine).")(label_cmd)
 
 
 @app.command("diagnose")

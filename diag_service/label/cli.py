@@ -38,7 +38,7 @@ from diag_service.label.run import LabelConfigError, LabelRequest, label_archive
 from diag_service.label.summary import render_markdown
 from diag_service.signatures import SignatureError
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class EngineName(StrEnum):
@@ -52,11 +52,28 @@ class KBChoice(StrEnum):
     off = "off"
 
 
+#: What each stage counts, for the rate column.
+UNITS = {"label": "jobs", "summaries": "clusters"}
+
+
+def rate_text(per_s: float | None, unit: str) -> str:
+    """``12.3 jobs/s``, or ``25 s/cluster`` when slower than one per second."""
+    if not per_s:
+        return f"- {unit}/s"
+    if per_s >= 1:
+        return f"{per_s:,.1f} {unit}/s"
+    return f"{1 / per_s:,.0f} s/{unit.rstrip('s')}"
+
+
 class _Rate(ProgressColumn):
-    """Jobs per second over the last 30 s (rich's own estimate, which ignores rows done before a resume)."""
+    """Items per second over the last 30 s (rich's own estimate, which ignores items done before a resume)."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
 
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:,.1f} jobs/s" if task.speed else "- jobs/s", style="progress.data.speed")
+        return Text(rate_text(task.speed, self.unit), style="progress.data.speed")
 
 
 class RichProgress:
@@ -75,7 +92,7 @@ class RichProgress:
         self._t0 = self._last = time.monotonic()
         if self.live:
             self._progress = Progress(
-                TextColumn(f"[bold]{stage}"), BarColumn(), MofNCompleteColumn(), _Rate(),
+                TextColumn(f"[bold]{stage}"), BarColumn(), MofNCompleteColumn(), _Rate(UNITS.get(stage, "items")),
                 TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                 console=self.console, transient=False,
             )
@@ -97,7 +114,8 @@ class RichProgress:
         rate = (self._done - self._start_done) / elapsed if elapsed > 0 else 0.0
         eta = (self._total - self._done) / rate if rate > 0 else float("nan")
         eta_s = f"{eta // 60:.0f}m{eta % 60:02.0f}s" if eta == eta else "?"
-        return f"{self._stage}: {self._done}/{self._total} ({rate:.1f} jobs/s, elapsed {elapsed:.0f}s, ETA {eta_s})"
+        unit = UNITS.get(self._stage, "items")
+        return f"{self._stage}: {self._done}/{self._total} ({rate_text(rate, unit)}, elapsed {elapsed:.0f}s, ETA {eta_s})"
 
     def stop(self) -> None:
         if self._progress is not None:

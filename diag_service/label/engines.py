@@ -23,9 +23,10 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from diag_service.label.models import Job, LabelOptions, LabelRow
@@ -65,9 +66,33 @@ class WorkerInitError(Exception):
     """A worker could not build its labeller (e.g. ``--kb on`` and no knowledge base)."""
 
 
+#: Set in every worker before any model library is imported (a value set by the user wins). One job's
+#: embedding is far too small to gain from intra-op threads, and N workers x N threads each on N cores
+#: (torch, FAISS/OpenMP spin-waiting) made the knowledge-base lookups 3-10x slower here. Ray does the same
+#: for its actors (OMP_NUM_THREADS = the actor's CPUs).
+WORKER_ENV = {
+    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+    "TQDM_DISABLE": "1",  # model-loading bars would scribble over the driver's progress bar
+}
+
+
+@contextmanager
+def worker_env() -> Iterator[None]:
+    """:data:`WORKER_ENV` in this process's environment while worker processes are spawned (values already set win)."""
+    added = [k for k in WORKER_ENV if k not in os.environ]
+    for k in added:
+        os.environ[k] = WORKER_ENV[k]
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
 def _init_worker(factory: LabellerFactory, options: LabelOptions) -> None:
     global _worker_labeller, _worker_init_error
-    os.environ.setdefault("TQDM_DISABLE", "1")  # model loading bars would scribble over the driver's progress bar
+    for k, v in WORKER_ENV.items():
+        os.environ.setdefault(k, v)
     try:
         _worker_labeller = factory(options)
     except Exception as exc:  # noqa: BLE001 - reported to the driver by the first task
@@ -100,14 +125,15 @@ class LocalEngine:
         """Run every job; raises :class:`EngineError` when workers cannot start (nothing is labelled then)."""
         queue = deque(batches(jobs, self.batch_size))
         suspects: list[Job] = []
-        pool = self._pool(options, min(self.workers, max(1, len(queue))))
-        try:
-            pool = self._drain(pool, queue, options, sink, suspects, max_in_flight=2 * self.workers)
-            # Jobs that were in flight when a worker died: one at a time, to find the one that kills it.
-            for job in suspects:
-                pool = self._drain(pool, deque([[job]]), options, sink, None, max_in_flight=1)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with worker_env():  # spawned workers start with it, before numpy/torch/FAISS size their thread pools
+            pool = self._pool(options, min(self.workers, max(1, len(queue))))
+            try:
+                pool = self._drain(pool, queue, options, sink, suspects, max_in_flight=2 * self.workers)
+                # Jobs that were in flight when a worker died: one at a time, to find the one that kills it.
+                for job in suspects:
+                    pool = self._drain(pool, deque([[job]]), options, sink, None, max_in_flight=1)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def _drain(
         self, pool: ProcessPoolExecutor, queue: deque[list[Job]], options: LabelOptions, sink: Sink,
@@ -181,7 +207,8 @@ class RayLabeller:
     """The Ray Data actor: one :class:`Labeller` per actor, built once, then fed batches of jobs."""
 
     def __init__(self, factory: LabellerFactory, options_json: str) -> None:
-        os.environ.setdefault("TQDM_DISABLE", "1")
+        for k, v in WORKER_ENV.items():
+            os.environ.setdefault(k, v)
         self.labeller = factory(LabelOptions.model_validate_json(options_json))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:

@@ -88,17 +88,6 @@ def is_ours(out: Path) -> bool:
     return (out / LEDGER).is_file()
 
 
-def clear_output(out: Path) -> None:
-    """Delete the files ``diag label`` writes in ``out`` (and nothing else). Refuses a folder that is not ours."""
-    if not out.exists():
-        return
-    if not is_ours(out):
-        raise LedgerError(f"{out} is not a `diag label` output folder (no {LEDGER}); not deleting anything")
-    for f in out.iterdir():
-        if f.is_file() and _OURS.match(f.name):
-            f.unlink()
-
-
 def _fsync_dir(d: Path) -> None:
     try:
         fd = os.open(d, os.O_RDONLY)
@@ -177,6 +166,15 @@ class Ledger:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def reset(self) -> None:
+        """Forget every job, row, part and summary of this folder (``--fresh``); deletes only files this tool writes."""
+        with self.tx() as db:
+            for table in ("jobs", "parts", "clusters", "meta"):
+                db.execute(f"DELETE FROM {table}")
+        for f in self.out.iterdir():
+            if f.is_file() and _OURS.match(f.name) and not f.name.startswith("_ledger."):
+                f.unlink()
 
     # -- identity -----------------------------------------------------------------------------------
 

@@ -45,7 +45,6 @@ class LabelOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kb: KBMode = "auto"
-    similar_k: int = Field(default=5, ge=1, le=100)
     signatures_dir: str | None = None
     policy_path: str | None = None
     platform: str = "kubernetes"
@@ -59,7 +58,7 @@ class LabelOptions(BaseModel):
 
 
 #: Options whose change would make rows of a resumed run disagree with the rows already written.
-ROW_OPTIONS = {"kb", "similar_k", "signatures_dir", "policy_path", "platform", "recovery", "exclude"}
+ROW_OPTIONS = {"kb", "signatures_dir", "policy_path", "platform", "recovery", "exclude"}
 
 
 class LabelRow(BaseModel):

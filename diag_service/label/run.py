@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from diag_service.label.engines import Engine, EngineError, LocalEngine, RayEngine
 from diag_service.label.inputs import ArchiveError, discover_jobs
-from diag_service.label.ledger import SUCCESS, SUMMARY_JSON, SUMMARY_MD, Ledger, LedgerError, atomic_write_bytes, clear_output
+from diag_service.label.ledger import SUCCESS, SUMMARY_JSON, SUMMARY_MD, Ledger, LedgerError, atomic_write_bytes
 from diag_service.label.models import Job, LabelOptions, LabelRow
 from diag_service.label.summary import LabelSummary, SummarizeFn, cluster_summary, load_summarizer, render_markdown, summarise
 from diag_service.label.worker import Labeller, error_row
@@ -108,11 +108,11 @@ def label_archive(req: LabelRequest, progress: ProgressSink | None = None, engin
     load_signatures(req.options.signatures_dir)  # a broken catalog stops the run here, not in every job
     if not Path(archive).exists():
         raise ArchiveError(f"no such archive: {archive}")
-    if req.fresh:
-        clear_output(out)
     engine = engine or make_engine(req)
     notes: list[str] = []
     with Ledger(out) as ledger:
+        if req.fresh:
+            ledger.reset()
         notes += ledger.bind(archive, req.options.fingerprint())
         notes += ledger.reconcile()
         (out / SUCCESS).unlink(missing_ok=True)

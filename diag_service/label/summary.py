@@ -216,6 +216,10 @@ def load_summarizer() -> tuple[SummarizeFn, str] | None:
 
 
 def cluster_summary(template_id: str, job_id: str, d: Diagnosis, summarize: SummarizeFn, default_model: str) -> ClusterSummary:
-    """The model's summary of one cluster, from its representative's diagnosis."""
+    """The model's summary of one cluster, from its representative's diagnosis.
+
+    ``model`` is the narrative's model, else ``fallback`` for the deterministic fallback, else ``default_model``.
+    """
     n = summarize(d)
-    return ClusterSummary(template_id=template_id, job_id=job_id, text=n.text, source=n.source, model=n.model or default_model)
+    model = n.model or ("fallback" if n.source == "fallback" else default_model)
+    return ClusterSummary(template_id=template_id, job_id=job_id, text=n.text, source=n.source, model=model)

@@ -28,6 +28,9 @@ from diag_service.pipeline import DiagnoseRequest, diagnose
 SimilarFn = Callable[[Diagnosis, int], tuple[list[SimilarIncident], bool]]
 
 MAX_WARNINGS = 5
+SIMILAR_K = 5
+#: Whether the pipeline consults the knowledge base itself (``DiagnoseRequest.kb``); feature-detected.
+PIPELINE_KB = "kb" in DiagnoseRequest.model_fields
 _PLACEHOLDER = re.compile(r"<(?:[A-Z][A-Z0-9_]*|\*)>")
 _RUN_OF_VARS = re.compile(r"<\*>(?:[\s:;,./#=()\[\]-]*<\*>)+")
 _SOURCE_PREFIX = re.compile(r"^\s*\[[^\]]*\.(?:cpp|cc|cu|c|h|hpp|py):<\*>\]\s*")
@@ -185,6 +188,7 @@ class Labeller:
 
     def __init__(self, options: LabelOptions, similar: SimilarFn | None = None, kb_version: str | None = None) -> None:
         self.options = options
+        self.injected = similar is not None
         if similar is not None:
             self.similar, self.kb_version, self.kb_note = similar, kb_version or "injected", None
         else:
@@ -193,21 +197,27 @@ class Labeller:
     def diagnose(self, job: Job) -> Diagnosis:
         """The job's diagnosis from the shared pipeline, with similar incidents when the knowledge base is used.
 
-        Raises :class:`~diag_service.ingest.BundleError` for a bundle that cannot be read and
+        The knowledge base is consulted by the pipeline itself (``DiagnoseRequest.kb``, which may also
+        let retrieval name the category, exactly as ``diag diagnose`` does); a lookup injected at
+        construction, or a pipeline without that field, is called here instead. Raises
+        :class:`~diag_service.ingest.BundleError` for a bundle that cannot be read and
         :class:`JobTimeout` past the job timeout.
         """
         o = self.options
+        via_pipeline = self.similar is not None and not self.injected and PIPELINE_KB
+        fields: dict[str, Any] = {"kb": True} if via_pipeline else {}
         with _deadline(o.job_timeout_s):
             d = diagnose(DiagnoseRequest(
                 path=job.path, job_id=job.job_id, signatures_dir=o.signatures_dir, recovery=o.recovery,
-                policy_path=o.policy_path, platform=o.platform, exclude=list(o.exclude),
+                policy_path=o.policy_path, platform=o.platform, exclude=list(o.exclude), **fields,
             ))
-            if self.similar is not None and not d.similar_incidents:
+            if self.similar is not None and not via_pipeline and not d.similar_incidents:
                 try:
-                    d.similar_incidents, d.novel = self.similar(d, o.similar_k)
-                    d.versions["kb"] = self.kb_version or "unknown"
+                    d.similar_incidents, d.novel = self.similar(d, SIMILAR_K)
                 except Exception as exc:  # noqa: BLE001 - the label stands without similar incidents
                     d.input.warnings.append(f"knowledge base lookup failed: {type(exc).__name__}: {exc}")
+        if self.similar is not None:
+            d.versions.setdefault("kb", self.kb_version or "unknown")
         if self.kb_note:
             d.input.warnings.insert(0, self.kb_note)
         return d
