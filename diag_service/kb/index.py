@@ -34,6 +34,7 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from diag_service.fsutil import fsync_dir
 from diag_service.kb.records import KBError
 
 MANIFEST = "index.json"
@@ -132,17 +133,6 @@ def build_index(
     return LoadedIndex(index, kind, model, dim, int(ids.max()) if n else 0, epoch, n)
 
 
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -155,7 +145,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _sha256(path: Path) -> str:

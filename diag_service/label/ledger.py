@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from diag_service.fsutil import fsync_dir
 from diag_service.label.models import LABEL_SCHEMA, ClusterSummary, Job, LabelRow
 
 LEDGER = "_ledger.sqlite"
@@ -88,19 +89,6 @@ def is_ours(out: Path) -> bool:
     return (out / LEDGER).is_file()
 
 
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``path`` through a fsynced temporary file renamed into place."""
     tmp = path.with_name(path.name + ".tmp")
@@ -109,7 +97,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 class Ledger:
