@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from diag_service.domain import FailureMode
@@ -80,9 +81,10 @@ _STATE_BUCKET_CODE: dict[int, int] = {
 class Ledger:
     """Result of :func:`compute_ledger`.
 
-    ``parts``: one row per (job, interval part) with ``jid, t, wall_s, gpu_s, bucket, phase, mode,
-    category, node, cause`` (seconds and GPU-seconds). ``jobs``: one row per job with ``job, gpus,
-    attempts, failures, first_time, last_time``. ``issues``: warnings and assumptions met on the way.
+    ``parts``: one row per (job, interval part) with ``jid, job_idx, t, wall_s, gpu_s, bucket, phase, mode,
+    category, node, cause`` (seconds and GPU-seconds). ``jobs``: one row per job with ``jid, job, gpus,
+    attempts, failures, first_time, last_time``; ``job_idx`` is the job's row number in ``jobs``.
+    ``issues``: warnings and assumptions met on the way.
     """
 
     parts: pl.DataFrame
@@ -206,6 +208,8 @@ def _dedupe_and_order(df: pl.DataFrame, job_map: pl.DataFrame, attrs: pl.DataFra
                                 message="exact duplicate events (same job, type, time and fields); dropped",
                                 count=dup.height, examples=ex.get_column("job").to_list()))
             df = df.with_row_index("_ri").filter(~pl.col("_ri").is_in(dup.get_column("_ri").implode())).drop("_ri")
+            # a dropped duplicate may have been its job's last row (the first copy is kept, so _first holds)
+            df = df.with_columns(_last=(pl.col("jid") != pl.col("jid").shift(-1)).fill_null(True))
     return df.drop(["_ooo"]), issues
 
 
@@ -230,17 +234,14 @@ def _sort_events(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     return df.with_columns(pl.col("_key").cast(pl.Float64)), t_sorted
 
 
-def _segments(df: pl.DataFrame, seg_first: pl.Expr, right: pl.DataFrame, keys: list[str], cols: list[str],
-              right_keys: list[str] | None = None) -> pl.DataFrame:
-    """Attach segment-level ``cols`` of ``right`` to every row of ``df``: ``seg_first`` marks the first row of
-    each segment (constant ``keys`` within it); one join on the segment heads, then a gather (no hashing of
-    every row)."""
-    heads = df.select(_s=(seg_first.cast(pl.UInt32).cum_sum() - 1))
-    sub = df.lazy().filter(seg_first).select(keys).collect()
-    rk = right_keys or keys
-    joined = sub.join(right.select([*rk, *cols]), left_on=keys, right_on=rk, how="left", maintain_order="left")
-    s_idx = heads.get_column("_s")
-    return df.with_columns([joined.get_column(c).gather(s_idx).alias(c) for c in cols])
+def _per_segment(n_seg: int, at: pl.Series, values: pl.DataFrame) -> pl.DataFrame:
+    """A frame of ``n_seg`` rows, one per segment id, with the rows of ``values`` placed at the ids ``at``
+    (distinct) and nulls elsewhere; ``frame[c].gather(segment_id_of_each_row)`` then reaches every row."""
+    cols = []
+    for c in values.get_columns():
+        base = pl.repeat(None, n_seg, dtype=c.dtype, eager=True).alias(c.name)
+        cols.append(base.scatter(at, c) if at.len() else base)
+    return pl.DataFrame(cols)
 
 
 def _row_hash() -> pl.Expr:
@@ -267,7 +268,8 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     issues: list[Issue] = []
     n_events = events.height
     if events.height == 0:
-        empty = pl.DataFrame(schema={"jid": pl.UInt64, "t": pl.Float64, "wall_s": pl.Float64, "gpu_s": pl.Float64,
+        empty = pl.DataFrame(schema={"jid": pl.UInt64, "job_idx": pl.UInt32, "t": pl.Float64,
+                                      "wall_s": pl.Float64, "gpu_s": pl.Float64,
                                      "bucket": pl.String, "phase": pl.String, "mode": pl.String,
                                      "category": pl.String, "node": pl.String, "cause": pl.String})
         jobs = pl.DataFrame(schema={"jid": pl.UInt64, "job": pl.String, "gpus": pl.Float64, "attempts": pl.UInt32,
@@ -303,11 +305,13 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     issues += dup_issues
 
     # ---- gpus in force: forward fill within the job; before the first value, the job's first value ----
-    first_g = df.lazy().filter(pl.col("gpus").is_not_null()).group_by("jid").agg(g0=pl.col("gpus").first()).collect()
-    df = df.with_columns(gpus_f=seg_ffill(pl.col("gpus"), pl.col("_first"), float("nan"))).join(
-        first_g, on="jid", how="left").with_columns(
-        gpus_f=pl.when(pl.col("gpus_f").is_nan()).then(pl.col("g0")).otherwise(pl.col("gpus_f"))).drop("g0")
-    no_gpus = job_map.join(first_g, on="jid", how="anti")
+    # (rows before the job's first value take the next value at or after them: a segment-wise backward fill)
+    g_next = pl.when(pl.col("_last") & pl.col("gpus").is_null()).then(pl.lit(float("nan"))).otherwise(
+        pl.col("gpus")).backward_fill()
+    df = df.with_columns(gpus_f=seg_ffill(pl.col("gpus"), pl.col("_first"), float("nan"))).with_columns(
+        gpus_f=pl.when(pl.col("gpus_f").is_nan()).then(g_next.fill_nan(None)).otherwise(pl.col("gpus_f")))
+    no_gpus = df.lazy().filter(pl.col("_first") & pl.col("gpus_f").is_null()).select("jid").collect().join(
+        job_map, on="jid", how="left", maintain_order="left")
     if no_gpus.height:
         issues.append(Issue(kind="warning", code="no_gpus",
                             message="no event of the job carries gpus; the job is weighted as 1 GPU",
@@ -439,13 +443,15 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
 
     # real rows keep only what the rest needs (numeric)
     real = df.select(
-        "jid", "_key", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown", "expected_throughput",
-        "rollback_time", "ep_end", "_ok", pseudo=pl.lit(P_REAL, pl.Int8),
+        "jid", "_k", "_key", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown",
+        "expected_throughput", "rollback_time", "ep_end", "_ok", pseudo=pl.lit(P_REAL, pl.Int8),
     )
     del df
     pseudo = pl.concat([onset_rows, implicit_rows, stall_rows, load_rows], how="diagonal_relaxed")
     df = _insert_sorted(real, pseudo, t_sorted, n_keys)
     del real, pseudo
+    # rows are in job-index order (the key starts with it): flag it, so that group-bys on it take the sorted path
+    df = df.with_columns(pl.col("_k").cast(pl.UInt32).set_sorted())
     df = df.with_columns(
         _first=(pl.col("jid") != pl.col("jid").shift(1)).fill_null(True),
         _last=(pl.col("jid") != pl.col("jid").shift(-1)).fill_null(True),
@@ -472,14 +478,22 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         ep=seg_cumsum(pl.col("ep_start").cast(pl.UInt32), pl.col("_first")),
         # the first row of each (job, attempt) segment, for fills that must not cross attempts
         _gfirst=pl.col("_first") | pl.col("att_start"),
-    ).with_columns(_glast=pl.col("_gfirst").shift(-1).fill_null(True))
+    ).with_columns(
+        _glast=pl.col("_gfirst").shift(-1).fill_null(True),
+        # global ids of the (job, attempt) and (job, episode) segments: increasing, so group-bys on them are
+        # sorted group-bys and segment-level values reach every row by a gather (no join)
+        _aseg=(pl.col("_gfirst").cast(pl.UInt32).cum_sum() - 1).set_sorted(),
+        _eseg=((pl.col("_first") | pl.col("ep_start")).cast(pl.UInt32).cum_sum() - 1).set_sorted(),
+    )
     lz = df.lazy()
     ckpt_eff = (pl.col("ev") == E[EventType.CHECKPOINT_SAVED]) & (pl.col("ps") == S_PROD) & (pl.col("pseudo") == P_REAL)
-    attempts = lz.filter(pl.col("att") > 0).group_by(["jid", "att"]).agg(
+    attempts = lz.filter(pl.col("att") > 0).group_by("_aseg").agg(
+        jid=pl.col("jid").first(),
+        att=pl.col("att").first(),
         last_ckpt=pl.col("t").filter(ckpt_eff).max(),
         first_prod=pl.col("t").filter(st == S_PROD).min(),
         ep_at_start=pl.col("ep").first(),
-    ).sort(["jid", "att"]).with_columns(
+    ).sort("_aseg").with_columns(
         caused=(pl.col("ep_at_start") > pl.when(pl.col("jid") == pl.col("jid").shift(1))
                 .then(pl.col("ep_at_start").shift(1)).otherwise(0)),
     ).collect()
@@ -488,17 +502,17 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                                            E[EventType.FINISHED]]) & (st != S_REL)) | pl.col("ep_end") \
         | (pl.col("pseudo") == P_ONSET)
     cands = lz.filter((pl.col("ep") > 0) & cand & _in("st", EPISODE + [S_REL])).select(
-        "jid", "ep", "ev", "_rid", "t", "pseudo",
+        "_eseg", "ev", "_rid", "t", "pseudo",
         prio=pl.when(is_diag).then(0).otherwise(1),
         order=pl.when(is_diag).then(-pl.col("t")).otherwise(pl.col("t")),
         is_diag=is_diag,
-    ).collect().join(attrs, on="_rid", how="left", maintain_order="left").sort(["jid", "ep", "prio", "order"])
+    ).collect().join(attrs, on="_rid", how="left", maintain_order="left").sort(["_eseg", "prio", "order"])
     kind_default = (
         pl.when(pl.col("ev") == E[EventType.HANG_DETECTED]).then(pl.lit(FailureMode.FAIL_HANG.value))
         .when(pl.col("ev") == E[EventType.KILLED]).then(pl.lit(KILLED))
         .otherwise(pl.lit(FailureMode.FAIL_STOP.value))
     )
-    ep_attr = cands.group_by(["jid", "ep"]).agg(
+    ep_attr = cands.with_columns(pl.col("_eseg").set_sorted()).group_by("_eseg").agg(
         mode=pl.col("mode").drop_nulls().first(),
         category=pl.col("category").drop_nulls().first(),
         node=pl.col("node").drop_nulls().first(),
@@ -506,17 +520,17 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         kind=kind_default.filter(pl.col("prio") == 1).first(),
         has_diag=pl.col("is_diag").any(),
     )
-    starts = lz.filter(pl.col("ep_start")).select("jid", "ep", onset_t="t", att_e="att").collect()
-    rollback = lz.filter((pl.col("ev") == E[EventType.RESTART]) & (pl.col("ep") > 0)).group_by(["jid", "ep"]).agg(
+    starts = lz.filter(pl.col("ep_start")).select("jid", "ep", "_eseg", onset_t="t", att_e="att").collect()
+    rollback = lz.filter((pl.col("ev") == E[EventType.RESTART]) & (pl.col("ep") > 0)).group_by("_eseg").agg(
         rollback=pl.col("rollback_time").drop_nulls().first()).collect()
     # how each episode ended: the first row after it that is not in an episode state; a successful finish
     # there (no restart) means the job kept its progress, so no work is lost
-    ended_ok = lz.filter((pl.col("ep") > 0) & ~_in("st", EPISODE) & ~pl.col("ep_start")).group_by(["jid", "ep"]).agg(
+    ended_ok = lz.filter((pl.col("ep") > 0) & ~_in("st", EPISODE) & ~pl.col("ep_start")).group_by("_eseg").agg(
         ended_ok=(pl.col("ev").first() == E[EventType.FINISHED]) & pl.col("_ok").first().fill_null(False)).collect()
     episodes = (
-        starts.join(ep_attr, on=["jid", "ep"], how="left")
-        .join(rollback, on=["jid", "ep"], how="left")
-        .join(ended_ok, on=["jid", "ep"], how="left")
+        starts.join(ep_attr, on="_eseg", how="left")
+        .join(rollback, on="_eseg", how="left")
+        .join(ended_ok, on="_eseg", how="left")
         .join(attempts.select("jid", "att", "last_ckpt", "first_prod"), left_on=["jid", "att_e"],
               right_on=["jid", "att"], how="left")
         .with_columns(
@@ -534,7 +548,7 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
             .then(pl.min_horizontal(pl.col("rollback"), pl.col("onset_t")))
             .otherwise(pl.coalesce(pl.col("last_ckpt"), pl.col("first_prod"), pl.col("onset_t"))),
         )
-        .sort(["jid", "ep"])
+        .sort("_eseg")
         .with_columns(suf=pl.col("cstar").cum_min(reverse=True).over("jid"))
     )
     n_ok = int(episodes.get_column("ended_ok").fill_null(False).sum())
@@ -551,9 +565,16 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                             count=bad_rb.height))
 
     # ---- lost work: productive rows covered by a later episode's window [cstar, onset) ----
-    ep_next = episodes.select("jid", ep_nx=pl.col("ep") - 1, cstar_next="cstar", next_suf="suf")
-    ep_first = pl.col("_first") | pl.col("ep_start")
-    df = _segments(df, ep_first, ep_next, ["jid", "ep"], ["cstar_next", "next_suf"], ["jid", "ep_nx"])
+    # per (job, episode) segment: the next segment is the job's next episode unless it starts a new job
+    n_eseg = int(df.get_column("_eseg")[-1]) + 1
+    seg_ep = _per_segment(n_eseg, episodes.get_column("_eseg"),
+                          episodes.select(cstar_next="cstar", next_suf="suf", has_diag="has_diag"))
+    new_job_next = df.lazy().filter(pl.col("_first") | pl.col("ep_start")).select(
+        nj=pl.col("_first").shift(-1).fill_null(True)).collect().get_column("nj")
+    seg_next_ep = seg_ep.select(
+        [pl.when(new_job_next).then(None).otherwise(pl.col(c).shift(-1)).alias(c) for c in ("cstar_next", "next_suf")])
+    eseg = df.get_column("_eseg")
+    df = df.with_columns([c.gather(eseg) for c in seg_next_ep.get_columns()])
     df = df.with_columns(lost=(st == S_PROD) & (pl.col("next_suf") <= pl.col("t") + 1e-9).fill_null(False))
     # attribution of lost rows: the next episode if its window covers the row, else the one with the smallest cstar
     ep_by_c = episodes.group_by(["jid", "cstar"]).agg(ep_min=pl.col("ep").min())
@@ -565,10 +586,14 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
 
     # ---- throughput ratio r per productive interval ----
     prog = (pl.col("ev") == E[EventType.PROGRESS]) & (pl.col("pseudo") == P_REAL)
-    per_job = df.lazy().filter(pl.col("throughput").is_not_null() | pl.col("expected_throughput").is_not_null()).group_by(
-        "jid").agg(q_tp=pl.col("throughput").filter(prog & ~_in("ps", [S_POST, S_RECOV, S_REL]))
-                   .quantile(expected_quantile, "linear"),
-                   exp_tp=pl.col("expected_throughput").drop_nulls().first()).collect()
+    # the job's first expected_throughput (sorted order); the quantile of its samples only where it has none
+    per_job = df.lazy().filter(pl.col("expected_throughput").is_not_null()).group_by("_k").agg(
+        exp_tp=pl.col("expected_throughput").first()).collect()
+    q_src = df.lazy().filter(pl.col("throughput").is_not_null() & prog & ~_in("ps", [S_POST, S_RECOV, S_REL])).select(
+        "_k", "throughput").join(per_job.lazy(), on="_k", how="anti")
+    q = q_src.group_by("_k").agg(q_tp=pl.col("throughput").quantile(expected_quantile, "linear")).collect()
+    per_job = per_job.join(q, on="_k", how="full", coalesce=True)
+    per_job = per_job.with_columns(jid=job_map.get_column("jid").gather(per_job.get_column("_k")))
     used_q = per_job.filter(pl.col("exp_tp").is_null() & pl.col("q_tp").is_not_null())
     if used_q.height:
         issues.append(Issue(kind="assumption", code="expected_throughput_quantile",
@@ -576,8 +601,9 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                                     "observed throughput samples is used as the expected rate", count=used_q.height,
                             examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left")
                             .get_column("job").to_list()))
-    df = _segments(df, pl.col("_first"), per_job.select("jid", exp=pl.coalesce(pl.col("exp_tp"), pl.col("q_tp"))),
-                   ["jid"], ["exp"])
+    exp_job = _per_segment(job_map.height, per_job.get_column("_k"),
+                           per_job.select(exp=pl.coalesce(pl.col("exp_tp"), pl.col("q_tp"))))
+    df = df.with_columns(exp_job.get_column("exp").gather(df.get_column("_k")))
     is_prog = (pl.col("ev") == E[EventType.PROGRESS]) & ~_in("ps", [S_POST, S_RECOV, S_REL])
     raw_r = pl.when(pl.col("ratio").is_not_null()).then(pl.col("ratio")).otherwise(pl.col("throughput") / pl.col("exp"))
     r_sample = pl.when(is_prog).then(raw_r.clip(0.0, 1.0))
@@ -600,13 +626,15 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     df = df.with_columns(r=pl.when(r >= tol).then(1.0).otherwise(r))
 
     # ---- labels ----
-    df = _segments(df, pl.col("_gfirst"), attempts.select("jid", "att", "caused", "ep_at_start"), ["jid", "att"],
-                   ["caused", "ep_at_start"])
+    n_aseg = int(df.get_column("_aseg")[-1]) + 1
+    seg_att = _per_segment(n_aseg, attempts.get_column("_aseg"), attempts.select("caused", "ep_at_start"))
+    aseg = df.get_column("_aseg")
+    df = df.with_columns([c.gather(aseg) for c in seg_att.get_columns()])
     t_alloc = pl.when(_in("st", ALLOCATED)).then(pl.col("t"))
     df = df.with_columns(
         future_alloc=(seg_next(t_alloc, pl.col("_last"), float("-inf")) > float("-inf")).fill_null(False),
     )
-    ep_lost = pl.Series("ep_lost", [None] * df.height, dtype=pl.UInt32)
+    ep_lost = pl.repeat(None, df.height, dtype=pl.UInt32, eager=True).alias("ep_lost")
     if lost_rows.height:
         ep_lost = ep_lost.scatter(lost_rows.get_column("_i"), lost_rows.get_column("ep_lost").cast(pl.UInt32))
     df = df.with_columns(ep_lost)
@@ -616,7 +644,7 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         .when(pl.col("lost")).then(pl.col("ep_lost"))
     )
     df = df.with_columns(attr_ep=attr_ep)
-    df = _segments(df, ep_first, episodes.select("jid", "ep", "has_diag"), ["jid", "ep"], ["has_diag"])
+    df = df.with_columns(seg_ep.get_column("has_diag").gather(eseg))
     bucket = (
         pl.when(st == S_PROD).then(pl.when(pl.col("lost")).then(pl.lit(B[Bucket.LOST_WORK]))
                                    .otherwise(pl.lit(B[Bucket.PRODUCTIVE])))
@@ -625,7 +653,7 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         .when(st == S_REL).then(pl.when(pl.col("future_alloc")).then(pl.lit(B[Bucket.REQUEUE])))
         .otherwise(pl.col("st").replace_strict(_STATE_BUCKET_CODE, default=None, return_dtype=pl.Int8))
     ).cast(pl.Int8)
-    keep = ["jid", "t", "st", "dur", "r", "gpus_f", "attr_ep", "slow_src"]
+    keep = ["jid", "_k", "t", "st", "dur", "r", "gpus_f", "attr_ep", "slow_src"]
     df = df.lazy().select(*keep, bucket=bucket).filter(pl.col("bucket").is_not_null() & (pl.col("dur") > 0)).collect()
 
     phase = (
@@ -640,11 +668,11 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         .otherwise(pl.lit(PH[Phase.QUEUE]))
     ).cast(pl.Int8)
     g = pl.col("gpus_f")
-    main = df.select("jid", "t", "attr_ep", bucket="bucket", phase=phase,
+    main = df.select("jid", "_k", "t", "attr_ep", bucket="bucket", phase=phase,
                      wall_s=pl.when(pl.col("bucket") == B[Bucket.PRODUCTIVE]).then(pl.col("dur") * pl.col("r"))
                      .otherwise(pl.col("dur")), gpus=g, slow_src=pl.lit(None, pl.Float64))
     slow = df.filter((pl.col("bucket") == B[Bucket.PRODUCTIVE]) & (pl.col("r") < 1.0)).select(
-        "jid", "t", attr_ep=pl.lit(None, pl.UInt32), bucket=pl.lit(B[Bucket.SLOW], pl.Int8),
+        "jid", "_k", "t", attr_ep=pl.lit(None, pl.UInt32), bucket=pl.lit(B[Bucket.SLOW], pl.Int8),
         phase=pl.lit(PH[Phase.SLOW], pl.Int8), wall_s=pl.col("dur") * (1.0 - pl.col("r")), gpus=g,
         slow_src=pl.col("slow_src"))
     del df
@@ -661,7 +689,8 @@ def _attribute(parts: pl.DataFrame, episodes: pl.DataFrame, attrs: pl.DataFrame)
     """Replace the numeric attribution keys of ``parts`` by names: bucket, phase (Enum), mode, category,
     node, cause (Categorical; ``none`` where no failure caused the time)."""
     cat = pl.Categorical()
-    base = ["jid", "t", "wall_s", "gpu_s", pl.col("bucket").replace_strict(B_NAMES, return_dtype=BUCKET_ENUM),
+    base = ["jid", pl.col("_k").alias("job_idx"), "t", "wall_s", "gpu_s",
+            pl.col("bucket").replace_strict(B_NAMES, return_dtype=BUCKET_ENUM),
             pl.col("phase").replace_strict(PH_NAMES, return_dtype=PHASE_ENUM)]
     is_slow = pl.col("bucket") == B[Bucket.SLOW]
     plain = parts.filter(pl.col("attr_ep").is_null() & ~is_slow).select(
@@ -731,11 +760,14 @@ def _split_weeks(parts: pl.DataFrame) -> pl.DataFrame:
 
 def df_jobs(job_map: pl.DataFrame, times: pl.DataFrame, episodes: pl.DataFrame,
             attempts: pl.DataFrame) -> pl.DataFrame:
-    """Per-job identity and counts: ``jid, job, gpus (last), attempts, failures, first_time, last_time``."""
+    """Per-job identity and counts: ``jid, job, gpus (last), attempts, failures, first_time, last_time``, in the
+    row order of ``job_map`` (the job index)."""
     base = job_map
     att = attempts.group_by("jid").agg(attempts=pl.len().cast(pl.UInt32))
     eps = episodes.group_by("jid").agg(failures=pl.len().cast(pl.UInt32))
-    out = (base.join(times, on="jid", how="left").join(att, on="jid", how="left").join(eps, on="jid", how="left")
+    out = (base.join(times, on="jid", how="left", maintain_order="left")
+           .join(att, on="jid", how="left", maintain_order="left")
+           .join(eps, on="jid", how="left", maintain_order="left")
            .with_columns(attempts=pl.col("attempts").fill_null(0), failures=pl.col("failures").fill_null(0),
                          gpus=pl.col("gpus").fill_null(1.0)))
     return out
@@ -765,6 +797,28 @@ def bucket_totals_frame(parts: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     else:
         wide = parts.lazy().select(aggs).collect()
     wide = wide.with_columns([pl.col(b).fill_null(0.0) for b in all_b] + [pl.col("wall_" + b).fill_null(0.0) for b in all_b])
+    return _with_ratios(wide)
+
+
+def job_totals_frame(ledger: Ledger) -> pl.DataFrame:
+    """:func:`bucket_totals_frame` per job, for every job of ``ledger.jobs`` in its row order (``jid`` first; jobs
+    without parts have 0 in every bucket), in GPU-seconds and wall seconds. One weighted ``bincount`` over
+    ``job_idx x buckets`` instead of a hash group-by with a filtered sum per bucket."""
+    all_b = [b.value for b in Bucket]
+    n_jobs, n_b = ledger.jobs.height, len(all_b)
+    parts = ledger.parts
+    cell = (parts.get_column("job_idx").cast(pl.Int64) * n_b
+            + parts.get_column("bucket").cast(BUCKET_ENUM).to_physical().cast(pl.Int64)).to_numpy()
+    cols: dict[str, pl.Series] = {"jid": ledger.jobs.get_column("jid")}
+    for name, prefix in (("gpu_s", ""), ("wall_s", "wall_")):
+        m = np.bincount(cell, weights=parts.get_column(name).to_numpy(), minlength=n_jobs * n_b).reshape(n_jobs, n_b)
+        for i, b in enumerate(all_b):
+            cols[prefix + b] = pl.Series(prefix + b, m[:, i], dtype=pl.Float64)
+    return _with_ratios(pl.DataFrame(cols))
+
+
+def _with_ratios(wide: pl.DataFrame) -> pl.DataFrame:
+    """Add ``allocated``, ``wall_allocated``, ``etpr``, ``ettr``, ``ettr_wall`` to a wide bucket table."""
     alloc = pl.sum_horizontal([pl.col(b) for b in ALLOC_BUCKET_NAMES])
     alloc_w = pl.sum_horizontal([pl.col("wall_" + b) for b in ALLOC_BUCKET_NAMES])
     wide = wide.with_columns(allocated=alloc, wall_allocated=alloc_w)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from diag_service.etpr.accounting import ALLOC_BUCKET_NAMES, Ledger, bucket_totals_frame, safe_ratio
+from diag_service.etpr.accounting import ALLOC_BUCKET_NAMES, Ledger, bucket_totals_frame, job_totals_frame, safe_ratio
 from diag_service.etpr.schema import (
     BUCKET_TERM,
     KILLED,
@@ -154,9 +154,7 @@ def build_report(ledger: Ledger, source: str, by: str = "category", issues: Sequ
         [pl.col(k).cast(pl.String) for k in keys])
     cluster_w = bucket_totals_frame(cells, [])
     cluster = _totals(cluster_w.row(0, named=True))
-    per_job = bucket_totals_frame(parts, ["jid"]).join(ledger.jobs, on="jid", how="right")
-    per_job = per_job.with_columns([pl.col(c).fill_null(0.0) for c in per_job.columns
-                                    if per_job.schema[c] == pl.Float64 and c not in ("etpr", "ettr", "ettr_wall")])
+    per_job = job_totals_frame(ledger).hstack(ledger.jobs.drop("jid").get_columns())
     loss = cells.filter(pl.col("bucket").is_in([b for b in ALLOC_BUCKET_NAMES if b != "productive"]))
     total_loss = float(loss.get_column("gpu_s").sum()) if loss.height else 0.0
     pareto: list[ParetoRow] = []
@@ -209,7 +207,7 @@ def build_report(ledger: Ledger, source: str, by: str = "category", issues: Sequ
 
 def jobs_table(ledger: Ledger) -> pl.DataFrame:
     """Per-job wide table (GPU-seconds and wall seconds per bucket, ETPR, ETTR) for ``--jobs-out``."""
-    return bucket_totals_frame(ledger.parts, ["jid"]).join(ledger.jobs, on="jid", how="right").drop("jid")
+    return job_totals_frame(ledger).hstack(ledger.jobs.drop("jid").get_columns()).drop("jid")
 
 
 # ---------------------------------------------------------------------------------------------------
