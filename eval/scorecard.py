@@ -9,13 +9,15 @@ Sources:
   rank accuracy where labelled, recovery-level agreement (``eval/recovery_levels_dev.yaml``);
 - Loghub-2k: grouping accuracy of the template stage (``eval/loghub_eval.py``) against Drain's
   published 0.865;
-- the knowledge base and the LLM summaries, when those modules exist (``eval/kb_eval.py``,
-  ``eval/llm_eval.py``); an analyzer that does not exist is reported as absent, never as zero.
+- the knowledge base, the LLM summaries and batch labelling, when those modules exist (``eval/kb_eval.py``,
+  ``eval/llm_eval.py``, ``eval/label_eval.py``); an analyzer that does not exist is reported as absent,
+  never as zero.
 
 Analyzers never see ground truth: ``truth.json``, ``run.json``, ``events.jsonl`` and the suite index
 are excluded from what they read; only this file opens them, to score.
 
     python eval/scorecard.py [--lab-runs 20] [--lab-dir eval/results/lab_runs] [--reuse-lab DIR ...] [--skip-lab]
+    python eval/scorecard.py --reuse-lab DIR ... --only llm,labelling   # re-score some sections, keep the rest
 """
 
 from __future__ import annotations
@@ -205,13 +207,13 @@ def score_lab(dirs: list[Path]) -> dict[str, Any]:
 # --- optional analyzers -------------------------------------------------------------------------
 
 
-def _optional(module: str, func: str) -> dict[str, Any]:
+def _optional(module: str, func: str, **kwargs: Any) -> dict[str, Any]:
     path = REPO / "eval" / f"{module}.py"
     if not path.exists():
         return {"available": False, "reason": f"eval/{module}.py absent"}
     try:
         mod = __import__(module)
-        return {"available": True, **getattr(mod, func)()}
+        return {"available": True, **getattr(mod, func)(**kwargs)}
     except Exception as exc:  # noqa: BLE001
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
 
@@ -224,14 +226,14 @@ def markdown(card: dict[str, Any]) -> str:
         return "absent" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
     lines = [f"# Scorecard ({card['date']})", "", "| source | metric | value | cases |", "|---|---|---|---|"]
-    dev = card["incidents_dev"]
+    dev = card.get("incidents_dev") or {}
     if dev.get("available"):
         for k in ("category_accuracy", "category_macro_f1", "failure_mode_accuracy", "faulty_rank_accuracy",
                   "recovery_level_agreement"):
             lines.append(f"| incidents_dev | {k} | {fmt(dev.get(k))} | {dev['cases']} |")
     else:
         lines.append(f"| incidents_dev | - | absent | {dev.get('reason', '')} |")
-    lab = card["lab"]
+    lab = card.get("lab") or {}
     if lab.get("available"):
         fs = lab.get("fail_stop")
         if fs:
@@ -254,21 +256,29 @@ def markdown(card: dict[str, Any]) -> str:
                     lines.append(f"| lab fail-slow | straggler {k} | {fmt(ov[k])} | {ov.get('runs', '')} |")
     else:
         lines.append("| lab | - | absent | |")
-    lh = card["loghub"]
+    lh = card.get("loghub") or {}
     if lh.get("available"):
         bench = fmt(lh["average"]["benchmark"])
         lines.append(f"| Loghub-2k | grouping accuracy, Drain benchmark settings | {bench} | 16 systems "
                      f"(Drain published {lh['drain_published_average']}) |")
         lines.append(f"| Loghub-2k | grouping accuracy, our deployed masks | {fmt(lh['average']['deployed'])} | 16 systems |")
-    for name in ("knowledge_base", "llm"):
-        sec = card[name]
+    for name in ("knowledge_base", "llm", "labelling"):
+        sec = card.get(name) or {"available": False}
         if not sec.get("available"):
             lines.append(f"| {name} | - | absent | |")
             continue
         for k, v in sec.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
+            if isinstance(v, dict) and k in ("latency_s",):
+                v = {f"{k}_{kk}": vv for kk, vv in v.items()}
+                for kk, vv in v.items():
+                    if isinstance(vv, int | float) and not isinstance(vv, bool):
+                        lines.append(f"| {name} | {kk} | {fmt(vv)} | |")
+            elif isinstance(v, int | float) and not isinstance(v, bool):
                 lines.append(f"| {name} | {k} | {fmt(v)} | |")
     return "\n".join(lines) + "\n"
+
+
+SECTIONS = ("incidents_dev", "lab", "loghub", "knowledge_base", "llm", "labelling")
 
 
 def main() -> None:
@@ -278,29 +288,49 @@ def main() -> None:
     ap.add_argument("--lab-dir", default=str(RESULTS / "lab_runs"))
     ap.add_argument("--reuse-lab", nargs="*", default=None, help="score these existing run folders instead of running a suite")
     ap.add_argument("--skip-lab", action="store_true")
+    ap.add_argument("--only", default=None,
+                    help=f"comma-separated sections to (re)score, keeping the others from --out: {','.join(SECTIONS)}")
     ap.add_argument("--out", default=str(RESULTS / "scorecard.json"))
     a = ap.parse_args()
     t0 = time.time()
-    card: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    print("[eval] incidents_dev", flush=True)
-    card["incidents_dev"] = score_incidents_dev()
-    if a.skip_lab:
-        card["lab"] = {"available": False, "reason": "--skip-lab"}
-    else:
-        dirs = [Path(x) for x in a.reuse_lab] if a.reuse_lab else [Path(a.lab_dir)]
-        if not a.reuse_lab:
-            run_lab_suite(Path(a.lab_dir), a.lab_runs, a.lab_seed)
-        print("[eval] scoring lab runs", flush=True)
-        card["lab"] = score_lab(dirs)
-    print("[eval] loghub", flush=True)
-    import loghub_eval
-
-    card["loghub"] = loghub_eval.evaluate()
-    print("[eval] knowledge base / llm (when present)", flush=True)
-    card["knowledge_base"] = _optional("kb_eval", "evaluate")
-    card["llm"] = _optional("llm_eval", "evaluate")
-    card["seconds"] = round(time.time() - t0, 1)
     out = Path(a.out)
+    only = set(a.only.split(",")) if a.only else set(SECTIONS)
+    unknown = only - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {sorted(unknown)}; choose from {','.join(SECTIONS)}")
+    card: dict[str, Any] = {}
+    if a.only and out.exists():
+        card = json.loads(out.read_text())
+    card["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    lab_dirs = [Path(x) for x in a.reuse_lab] if a.reuse_lab else [Path(a.lab_dir)]
+    if a.skip_lab:
+        lab_dirs = []
+    if "incidents_dev" in only:
+        print("[eval] incidents_dev", flush=True)
+        card["incidents_dev"] = score_incidents_dev()
+    if "lab" in only:
+        if a.skip_lab:
+            card["lab"] = {"available": False, "reason": "--skip-lab"}
+        else:
+            if not a.reuse_lab:
+                run_lab_suite(Path(a.lab_dir), a.lab_runs, a.lab_seed)
+            print("[eval] scoring lab runs", flush=True)
+            card["lab"] = score_lab(lab_dirs)
+    if "loghub" in only:
+        print("[eval] loghub", flush=True)
+        import loghub_eval
+
+        card["loghub"] = loghub_eval.evaluate()
+    if "knowledge_base" in only:
+        print("[eval] knowledge base", flush=True)
+        card["knowledge_base"] = _optional("kb_eval", "evaluate")
+    if "llm" in only:
+        print("[eval] llm summaries (incidents_dev and lab fail-stop/hang runs)", flush=True)
+        card["llm"] = _optional("llm_eval", "evaluate", lab_dirs=[p for p in lab_dirs if p.exists()])
+    if "labelling" in only:
+        print("[eval] batch labelling agreement", flush=True)
+        card["labelling"] = _optional("label_eval", "evaluate", lab_dirs=[p for p in lab_dirs if p.exists()])
+    card["seconds"] = round(time.time() - t0, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(card, indent=2, default=str) + "\n")
     md = markdown(card)

@@ -81,7 +81,7 @@ def test_sigkill_while_working_then_restart_finishes_everything(tmp_path: Path) 
         _big_bundle(roots, n, mib=24 if i == 0 else 2)  # the first one is still running when the server dies
     cfg = tmp_path / "settings.json"
     cfg.write_text(json.dumps({"data_dir": str(tmp_path / "data"), "worker_mode": "process", "workers": 1, "kb_enabled": False,
-                               "allowed_roots": [str(roots)], "replica_id": "replica-a", "recovery": False}))
+                               "llm": False, "allowed_roots": [str(roots)], "replica_id": "replica-a", "recovery": False}))
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"

@@ -54,7 +54,7 @@ def wait_until(pred: Callable[[], Any], timeout: float = 30.0, step: float = 0.0
 
 def service_settings(tmp: Path, **kw: Any) -> Settings:
     """Settings for an in-process test server: thread workers, a small hashing-embedder knowledge base."""
-    base: dict[str, Any] = {"data_dir": tmp / "data", "worker_mode": "thread", "workers": 2, "kb_enabled": False,
+    base: dict[str, Any] = {"data_dir": tmp / "data", "worker_mode": "thread", "workers": 2, "kb_enabled": False, "llm": False,
                             "rate_per_minute": 60_000, "rate_burst": 1000,
                             "tokens": [{"name": "admin", "token": ADMIN, "scopes": ["read", "diagnose", "kb:write"]},
                                        {"name": "reader", "token": READER, "scopes": ["read"]},

@@ -51,6 +51,10 @@ def diagnosis_blocks(d: Diagnosis, diagnosis_id: str, link: str | None = None, b
     if d.faulty_nodes:
         fields.append(f"*Faulty nodes*\n{_clip(', '.join(d.faulty_nodes), 200)}")
     blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields[:10]]})
+    if d.narrative is not None and d.narrative.text:
+        who = f"model {d.narrative.model}" if d.narrative.source == "model" else "deterministic summary"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(f"*Summary*\n{d.narrative.text}", 3000)}})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(f"written by {who}", 150)}]})
     ev = evidence_lines(d)
     if ev:
         body = "\n\n".join(ev).replace("```", "'''")

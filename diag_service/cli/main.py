@@ -54,6 +54,7 @@ def diagnose_cmd(
     no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
     exclude: Annotated[list[str] | None, typer.Option(help="Skip files matching this glob (repeatable).")] = None,
     kb: Annotated[bool, typer.Option("--kb/--no-kb", help="List similar past incidents (knowledge base).")] = True,
+    llm: Annotated[bool, typer.Option("--llm/--no-llm", help="End with a local model's cited summary (models/llm.yaml).")] = True,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
     try:
@@ -61,7 +62,7 @@ def diagnose_cmd(
             DiagnoseRequest(
                 path=str(path), job_id=job_id, recovery=not no_recovery,
                 history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
-                kb=kb,
+                kb=kb, llm=llm,
             )
         )
     except BundleError as exc:

@@ -34,6 +34,12 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         body.append(Text("  ".join(where), style="bold"))
     body.append(Text(""))
     body.append(Text(d.root_cause.summary))
+    if d.narrative is not None and d.narrative.text:
+        body.append(Text(""))
+        body.append(Text(d.narrative.text, style="italic"))
+        who = f"model {d.narrative.model}" if d.narrative.source == "model" else "deterministic fallback (no model answer)"
+        cites = f", cites {', '.join(d.narrative.citations)}" if d.narrative.citations else ""
+        body.append(Text(f"summary: {who}{cites}", style="dim"))
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
     for w in d.input.warnings[:20]:
         console.print(f"[yellow]input warning:[/yellow] {escape(w)}")

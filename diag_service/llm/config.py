@@ -73,7 +73,7 @@ class ModelSpec(BaseModel):
 
 
 class GenerationConfig(BaseModel):
-    max_new_tokens: int = Field(default=160, ge=16, le=1024)
+    max_new_tokens: int = Field(default=160, ge=8, le=1024)
     temperature: float = Field(default=0.0, ge=0, le=2, description="0 = greedy decoding.")
     timeout_s: float = Field(default=120, gt=0, le=3600, description="Wall-time limit of one generation, seconds.")
 
@@ -81,9 +81,9 @@ class GenerationConfig(BaseModel):
 class PackConfig(BaseModel):
     """How the evidence pack is fitted. Tokens are estimated (see :func:`diag_service.llm.pack.estimate_tokens`)."""
 
-    budget_tokens: int = Field(default=700, ge=64, le=32768)
+    budget_tokens: int = Field(default=380, ge=64, le=32768)
     max_item_tokens: int = Field(default=120, ge=16, le=4096)
-    max_items: int = Field(default=12, ge=1, le=64)
+    max_items: int = Field(default=7, ge=1, le=64)
     max_similar: int = Field(default=3, ge=0, le=10)
     min_similar_score: float = Field(default=0.5, ge=-1, le=1)
 
@@ -125,7 +125,7 @@ class LlmConfig(BaseModel):
     ``transformers``, ``openai`` or ``none`` (always the deterministic summary). ``model_path`` /
     ``model_sha256``: a site's own GGUF file instead of the packaged one (the hash is then required).
     ``threads``: CPU threads for prompt processing and for torch; ``decode_threads``: llamacpp
-    threads for token generation.
+    threads for token generation; 0 chooses from the load (:meth:`resolved_threads`).
     """
 
     enabled: bool = True
@@ -133,8 +133,8 @@ class LlmConfig(BaseModel):
     model: str = "qwen2.5-coder-0.5b-instruct-q4_k_m"
     model_path: Path | None = None
     model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    threads: int = Field(default=2, ge=1, le=256)
-    decode_threads: int = Field(default=1, ge=1, le=256)
+    threads: int = Field(default=0, ge=0, le=256, description="0 = auto (see resolved_threads).")
+    decode_threads: int = Field(default=0, ge=0, le=256, description="0 = auto (see resolved_threads).")
     n_ctx: int = Field(default=4096, ge=512, le=131072)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     pack: PackConfig = Field(default_factory=PackConfig)
@@ -144,6 +144,22 @@ class LlmConfig(BaseModel):
     cache: bool = Field(default=True, description="Reuse summaries of identical evidence packs.")
     cache_dir: Path = Field(default_factory=default_cache_dir)
     models_dir: Path = Field(default_factory=default_models_dir)
+
+    def resolved_threads(self) -> tuple[int, int]:
+        """``(threads, decode_threads)`` with 0 replaced by the automatic choice.
+
+        Automatic: every core when the 1-minute load average is below ``cores - 0.5`` (the machine is
+        ours), else 1. Runtimes that busy-wait collapse on shared cores: measured here, llama.cpp
+        decoding fell from 16-25 to 1-2 tokens/s with 2 threads under a load average of 6-9, and
+        doubled to 38 tokens/s with 2 threads on a quiet machine (docs/llm.md).
+        """
+        cores = os.cpu_count() or 1
+        try:
+            busy = os.getloadavg()[0]
+        except OSError:
+            busy = float(cores)
+        auto = cores if busy < cores - 0.5 else 1
+        return (self.threads or auto, self.decode_threads or auto)
 
     def spec(self) -> ModelSpec:
         """The :class:`ModelSpec` of ``model``; raises :class:`LlmConfigError` when it is not configured."""

@@ -6,14 +6,25 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
 
 1. it cites at least one id that exists in the evidence pack (ids that do not exist are removed;
    a sentence left without any is an *uncited claim* and dropped);
-2. every token of it that carries a digit or a path (``rank 7``, ``gpu-node-040``, ``2.00``, ``/ckpt/x``)
-   appears somewhere in the facts or items the model was shown (*grounding*: a number or a name the
-   model invented drops the sentence);
-3. it gives no action or command and repeats no instruction (``restart``, ``kubectl``, ``rm -rf``,
+2. every specific token of it (one with a digit, a path, a dotted, snake_case or CamelCase name, an
+   acronym of 3+ capitals: ``rank 7``, ``gpu-node-040``, ``2.00``, ``/ckpt/x``, ``torch.OutOfMemoryError``,
+   ``NCCL``) and every quoted span appears somewhere in the facts or items the model was shown
+   (*grounding*: a number, a name or a quote the model invented, or copied from the few-shot
+   example, drops the sentence; a few generic acronyms such as GPU and CUDA are exempt); every
+   ``rank N`` it names is a rank the pack names;
+3. a sentence that claims a resemblance ("resembles", "similar", "past incident") cites a
+   similar-incident item;
+4. it gives no action or command and repeats no instruction (``restart``, ``kubectl``, ``rm -rf``,
    ``ignore previous instructions``...): the model never decides the recovery, and instructions found
-   in logs must not come back out.
+   in logs must not come back out; and it does not claim that the job is fine ("succeeded",
+   "all good"), which contradicts every diagnosis.
 
-At most ``max_sentences`` sentences are kept. An answer with no sentence left raises
+5. it has at least 4 words and repeats no 4-word sequence of our own instructions (system prompt,
+   task, retry text) that the pack does not contain (a small model echoes its instructions).
+
+At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
+cite none of the items that state the failure itself (first failure line, deciding signature, hang
+or slow finding: priority >= :data:`LEAD_PRIORITY`), raises
 :class:`AnswerError`, which makes :func:`diag_service.llm.summarize` retry once and then fall back.
 """
 
@@ -30,6 +41,9 @@ from diag_service.llm.config import SUGGESTABLE, LlmError
 from diag_service.llm.pack import EvidencePack
 
 MAX_SUMMARY_CHARS = 900
+#: Items at or above this priority state the failure itself (first failure line, deciding signature,
+#: hang or slow finding); a summary must cite at least one of them.
+LEAD_PRIORITY = 84
 
 
 class AnswerError(LlmError):
@@ -54,9 +68,24 @@ class CheckedAnswer(BaseModel):
     dropped: list[str] = Field(default_factory=list, description="'reason: sentence' for each dropped sentence.")
 
 
-def answer_schema(ids: list[str], with_category: bool) -> dict[str, Any]:
-    """JSON Schema of the answer, for backends that constrain decoding (llama.cpp, OpenAI ``json_schema``)."""
-    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 20, "maxLength": 700}}
+# A sentence character: no brackets, braces, quotes, backslashes, newlines, ! or ?; a dot only inside a
+# number (2.00, 2.20.5). So a sentence cannot end, or be glued to the next one ("peer.These"), without
+# its citation. File and module names with dots cannot be written: the citation points at them.
+_SEGMENT = r"(?:[^\[\]{}\"\\.!?\n]|[0-9]\.[0-9])"
+
+
+def answer_schema(ids: list[str], with_category: bool, max_sentences: int = 3) -> dict[str, Any]:
+    """JSON Schema of the answer, for backends that constrain decoding (llama.cpp, OpenAI ``json_schema``).
+
+    ``summary`` carries a ``pattern``: 1 to ``max_sentences`` sentences of 12-180 characters, each
+    ending with `` [E1, E3].`` made of ``ids`` only, with a dot inside a sentence only within a number
+    (so every sentence is cited) and no brackets, braces, quotes or backslashes. llama.cpp enforces it while
+    decoding; :func:`check_answer` re-checks everything for backends that do not.
+    """
+    alt = "|".join(re.escape(i) for i in ids) or "E1"
+    sentence = rf"{_SEGMENT}{{12,180}} \[(?:{alt})(?:, (?:{alt}))*\]\."
+    pattern = rf"^{sentence}(?: {sentence}){{0,{max(0, max_sentences - 1)}}}$"
+    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 20, "maxLength": 600, "pattern": pattern}}
     required = ["summary"]
     if with_category:
         props["category"] = {"anyOf": [{"type": "string", "enum": SUGGESTABLE}, {"type": "null"}]}
@@ -67,8 +96,25 @@ def answer_schema(ids: list[str], with_category: bool) -> dict[str, Any]:
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
+def _salvage(text: str) -> dict | None:
+    """An answer cut by the token limit inside ``summary``: keep its complete cited sentences.
+
+    ``{"summary": "A [E1]. B [E2]. C wit`` becomes ``{"summary": "A [E1]. B [E2]."}``; anything else is None.
+    """
+    m = re.match(r'\{\s*"summary"\s*:\s*"', text)
+    end = text.rfind("].")
+    if not m or end < m.end():
+        return None
+    try:
+        obj = json.loads(text[: end + 2] + '"}')
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def parse_answer(text: str) -> ModelAnswer:
-    """Parse the first JSON object in ``text`` (code fences and surrounding prose are tolerated).
+    """Parse the first JSON object in ``text`` (code fences and surrounding prose are tolerated; an
+    answer cut by the token limit keeps its complete cited sentences).
 
     Raises :class:`AnswerError` when there is no JSON object or it does not validate.
     """
@@ -82,7 +128,9 @@ def parse_answer(text: str) -> ModelAnswer:
     try:
         obj, _ = json.JSONDecoder().raw_decode(body[start:])
     except json.JSONDecodeError as exc:
-        raise AnswerError(f"invalid JSON: {exc.msg} at char {exc.pos}") from None
+        obj = _salvage(body[start:])
+        if obj is None:
+            raise AnswerError(f"invalid JSON: {exc.msg} at char {exc.pos}") from None
     if not isinstance(obj, dict):
         raise AnswerError("the answer is not a JSON object")
     try:
@@ -96,14 +144,33 @@ _CITE = re.compile(r"[\[(]\s*((?:E\s*\d+)(?:\s*(?:,|;|and|&)?\s*E?\s*\d+)*)\s*[\
 _ID = re.compile(r"E?\s*(\d+)")
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[(\"'])|(?<=\])\s*[.!?]\s+")
 _ONLY_CITES = re.compile(r"^\s*(?:[\[(][^\])]*[\])]\s*)+[.!?]?\s*$")
-_TOKEN = re.compile(r"[\w./:@-]*\d[\w./:@-]*|(?:/[\w.-]+){2,}")
+# Tokens that name something specific: a digit, a path, a dotted or snake_case name, CamelCase, an acronym.
+_TOKEN = re.compile(
+    r"[\w./:@-]*\d[\w./:@-]*"
+    r"|(?:/[\w.-]+){2,}"
+    r"|\b\w+(?:\.\w+)+\b"
+    r"|\b\w*_\w+\b"
+    r"|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"
+    r"|\b[A-Z]{3,}\b"
+)
+_QUOTE = re.compile(r"""(?:(?<=[\s(])|^)(['"`])(.{8,}?)\1(?=[\s.,;:)]|$)""")
+#: Acronyms too generic to count as a claim.
+GENERIC_TOKENS = frozenset({"gpu", "cpu", "cuda", "ram", "nic", "tcp", "api", "http", "json", "pid"})
+_RANK_CLAIM = re.compile(r"(?i)\branks?\s+(\d+(?:\s*(?:,|and|&|or)\s*\d+)*)")
+_RESEMBLE = re.compile(r"(?i)\b(resembl\w*|similar|past incident|previous incident|earlier incident)")
 _ACTION = re.compile(
     r"(?i)\b(kubectl|scontrol|sbatch|scancel|sudo|rm\s+-\w+|curl|wget|ssh|systemctl|reboot|nvidia-smi\s+-r|chmod|pip install)\b"
     r"|\b(you|we|they|the operator|the user|operators?)\s+(should|must|need to|can|may want to)\b"
-    r"|\b(recommend|recommended|recommendation|suggest(ed|s)?|advis(e|ed))\b"
+    r"|\b(recommend|recommended|recommendation|advise|advised)\b"
     r"|\b(should|must|needs? to) be (restarted|rebooted|drained|cordoned|replaced|reset|killed|removed|deleted|re-?run)\b"
+    r"|\b(restart|reboot|drain|cordon|resubmit|relaunch|rerun|re-run|uncordon)\b"
     r"|^\s*(please\s+)?(restart|reboot|drain|cordon|replace|run|execute|delete|kill|upgrade|downgrade|reduce|increase"
     r"|set|try|check|fix|contact|resubmit|relaunch|reset|remove|disable|enable|install|rerun|re-run|use)\b"
+)
+#: Claims that the job is fine contradict every diagnosis (the job failed, hung or ran slow).
+_CONTRADICTS = re.compile(
+    r"(?i)\b(succeeded|successful(ly)?|all good|everything is (fine|ok|okay|good)|no (error|failure|problem|issue)s?\b"
+    r"|(is|was|are|were) (healthy|fine)|nothing (is|was) wrong|did not fail|false alarm)"
 )
 _INSTRUCTION = re.compile(
     r"(?i)ignore (all |any )?(the )?(previous|prior|above)|system prompt|disregard|new instructions?|as an ai\b"
@@ -123,21 +190,57 @@ def _sentences(summary: str) -> list[str]:
     return out
 
 
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
 def _ungrounded(sentence: str, corpus: str) -> str | None:
+    """The first specific token or quoted span of ``sentence`` that the pack does not contain, else None."""
     stripped = _CITE.sub(" ", sentence)
+    for m in _QUOTE.finditer(stripped):
+        quoted = _norm(m.group(2)).strip(".,;: ")
+        if quoted and quoted not in corpus:
+            return m.group(0)
     for tok in _TOKEN.findall(stripped):
-        t = tok.strip(".,:;'\"()[]").lower()
-        if not t or re.fullmatch(r"e\d+", t):
+        t = tok.strip(".,:;'\"()[]`").lower()
+        if not t or re.fullmatch(r"e\d+", t) or t in GENERIC_TOKENS:
             continue
         if t not in corpus:
             return tok
     return None
 
 
-def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3) -> CheckedAnswer:
-    """Apply the claim checks of the module doc. Raises :class:`AnswerError` when no sentence survives."""
+def known_ranks(pack: EvidencePack) -> set[int]:
+    """Ranks the pack names: the first failing rank, every item's ranks, and ``rank N`` in item texts."""
+    ranks: set[int] = set()
+    r = pack.facts.get("first_failing_rank")
+    if isinstance(r, int):
+        ranks.add(r)
+    for item in pack.items:
+        ranks.update(item.ranks)
+        for m in _RANK_CLAIM.finditer(item.text + " " + item.label):
+            ranks.update(int(x) for x in re.findall(r"\d+", m.group(1)))
+    return ranks
+
+
+def word_ngrams(text: str, n: int = 4) -> set[str]:
+    """Lower-cased word n-grams of ``text`` (for the prompt-echo check)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3,
+                 prompt_ngrams: set[str] | frozenset[str] = frozenset()) -> CheckedAnswer:
+    """Apply the claim checks of the module doc. Raises :class:`AnswerError` when no sentence survives.
+
+    ``prompt_ngrams``: word 4-grams of our own instructions (:func:`word_ngrams`); a sentence sharing one
+    that the pack does not contain echoes the prompt and is dropped.
+    """
     valid = pack.ids()
     corpus = pack.corpus()
+    ranks = known_ranks(pack)
+    kinds = {i.id: i.kind for i in pack.items}
+    pack_ngrams = word_ngrams(corpus) if prompt_ngrams else set()
     kept: list[str] = []
     cites: list[str] = []
     dropped: list[str] = []
@@ -149,16 +252,23 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
                 if i in valid and i not in ids:
                     ids.append(i)
         body = _CITE.sub("", sentence).strip()
-        body = re.sub(r"\s+([.,;:!?])", r"\1", body)
+        body = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", body)
         body = re.sub(r"\s{2,}", " ", body).strip()
         if not ids:
             dropped.append(f"uncited: {sentence}")
             continue
-        if len(body) < 12:
+        if len(body) < 12 or len(re.findall(r"\w+", body)) < 4:
             dropped.append(f"empty: {sentence}")
+            continue
+        echo = (word_ngrams(body) & prompt_ngrams) - pack_ngrams
+        if echo:
+            dropped.append(f"echoes the prompt ({sorted(echo)[0]}): {sentence}")
             continue
         if _INSTRUCTION.search(body):
             dropped.append(f"instruction: {sentence}")
+            continue
+        if _CONTRADICTS.search(body):
+            dropped.append(f"contradicts the diagnosis: {sentence}")
             continue
         if _ACTION.search(body):
             dropped.append(f"action: {sentence}")
@@ -166,6 +276,13 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         bad = _ungrounded(body, corpus)
         if bad is not None:
             dropped.append(f"ungrounded ({bad}): {sentence}")
+            continue
+        claimed = {int(x) for m in _RANK_CLAIM.finditer(body) for x in re.findall(r"\d+", m.group(1))}
+        if claimed - ranks:
+            dropped.append(f"unknown rank ({', '.join(map(str, sorted(claimed - ranks)))}): {sentence}")
+            continue
+        if _RESEMBLE.search(body) and not any(kinds.get(i) == "similar" for i in ids):
+            dropped.append(f"resemblance without a past incident: {sentence}")
             continue
         if len(kept) >= max_sentences:
             dropped.append(f"extra: {sentence}")
@@ -177,6 +294,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     if not kept:
         reasons = "; ".join(d.split(":", 1)[0] for d in dropped) or "no sentence"
         raise AnswerError(f"no claim survived the checks ({reasons})")
+    lead = {i.id for i in pack.items if i.priority >= LEAD_PRIORITY}
+    if lead and not lead & set(cites):
+        raise AnswerError("the summary does not state the first failure (no sentence cites " + ", ".join(sorted(lead)) + ")")
     text = " ".join(kept)
     if len(text) > MAX_SUMMARY_CHARS:
         while len(kept) > 1 and len(" ".join(kept)) > MAX_SUMMARY_CHARS:

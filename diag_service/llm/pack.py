@@ -2,15 +2,16 @@
 
 :func:`build_evidence_pack` turns a :class:`~diag_service.domain.Diagnosis` into
 
-- **facts**: what the analyzers decided (failure mode, category, first failing rank and node, how
-  many other ranks failed after it). Computed by the pipeline, never taken from log text;
+- **facts**: what the analyzers decided (failure mode, category, the deciding signature's name, first
+  failing rank and node, how many other ranks failed after it). Computed by the pipeline, never taken from log text;
 - **items** ``E1``, ``E2``, ...: candidate evidence in priority order. Candidates, highest priority
-  first: the first failure's log line (100), hang/slow findings (88, suspects 84), the deciding
-  signature (85; its meaning only: the first sentence of its explanation, never the advice that
-  follows), further root-cause lines (80-90), the analyzers' cascade findings (75), the other
-  ranks' errors deduplicated by template, with their ranks and nodes (70 down), other root
-  signatures (60), similar past incidents (50; title and root cause, never their action),
-  launcher epilogues (40) and context lines (20).
+  first: the first failure's log line (100), further root-cause lines (89 down), hang/slow findings
+  (88, suspects 84), the deciding signature (85; its meaning only: the first sentence of its
+  explanation, never the advice that follows), other root-cause events (80 down), the analyzers'
+  cascade findings (75 down), the closest similar past incident (72; title and root cause, never its
+  action), the other ranks' errors deduplicated by template, with their ranks and nodes (70 down),
+  further similar incidents (49 down), other root signatures (44 down), launcher epilogues (30
+  down) and context lines (20 down).
 
 **Never in the pack**: the recovery plan, the recovery commands, the similar incidents' actions.
 
@@ -91,13 +92,16 @@ class EvidencePack(BaseModel):
         """The facts as one line, e.g. ``failure mode fail_stop; category user_code; first failing rank 3 on node node1``."""
         f = self.facts
         parts = [f"failure mode {f['failure_mode']}", f"category {f['category']}"]
+        if f.get("signature"):
+            parts.append(f"known failure: {f['signature']}")
         if f.get("first_failing_rank") is not None:
             where = f"first failing rank {f['first_failing_rank']}"
             if f.get("first_failing_node"):
                 where += f" on node {f['first_failing_node']}"
             parts.append(where)
-        elif f.get("first_failing_node"):
-            parts.append(f"first failure on node {f['first_failing_node']}")
+        else:
+            node = f.get("first_failing_node")
+            parts.append("first failing rank unknown" + (f", on node {node}" if node else ""))
         if f.get("faulty_nodes"):
             parts.append("faulty nodes " + ", ".join(f["faulty_nodes"]))  # type: ignore[arg-type]
         others = f.get("other_failed_ranks")
@@ -154,8 +158,8 @@ def _elide(text: str, max_tokens: int) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    m = re.match(r"(.+?[.;])(\s|$)", text.strip())
-    return (m.group(1) if m else text).strip()
+    m = re.match(r"(.+?\.)(\s|$)", text.strip())
+    return (m.group(1) if m else text).strip().rstrip(";:,")
 
 
 def _ranks_label(ranks: list[int], n_ranks: int | None = None, limit: int = 8) -> str:
@@ -245,7 +249,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
         out.append(_Candidate(
             kind="signature",
             label=_label(f'signature "{h.name}"', h.category.value, _ranks_label(h.ranks), _nodes_label(h.nodes)),
-            text=_first_sentence(h.explanation), priority=85 if j == 0 else 60 - j, ranks=h.ranks[:64], nodes=h.nodes[:16],
+            text=_first_sentence(h.explanation), priority=85 if j == 0 else 45 - j, ranks=h.ranks[:64], nodes=h.nodes[:16],
             location=h.signature_id,
         ))
 
@@ -271,7 +275,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
         out.append(_Candidate(
             kind="similar",
             label=_label(f"past incident {s.incident_id}", f"similarity {s.score:.2f}", s.category.value),
-            text=f"{s.title}: {s.root_cause}", priority=50 - j, location=s.incident_id,
+            text=f"{s.title}: {s.root_cause}", priority=72 if j == 0 else 50 - j, location=s.incident_id,
         ))
     return out
 
@@ -282,7 +286,7 @@ def _event_priority(ev: EventTemplate, root_i: int, symptom_i: int, summary_i: i
     if ev.role is EventRole.SYMPTOM:
         return 70 - min(symptom_i, 9), "cascade", "after the first failure"
     if ev.role is EventRole.SUMMARY:
-        return 40 - min(summary_i, 9), "summary", "launcher epilogue"
+        return 30 - min(summary_i, 9), "summary", "launcher epilogue"
     return 20 - min(context_i, 9), "context", "context"
 
 
@@ -294,7 +298,9 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
             others.update(ev.ranks)
     if d.first_failing_rank is not None:
         others.discard(d.first_failing_rank)
+    roots = sorted((h for h in d.signature_hits if h.role is EventRole.ROOT), key=lambda h: -h.priority)
     return {
+        "signature": sanitize(roots[0].name) if roots else None,
         "failure_mode": d.failure_mode.value,
         "category": d.category.value,
         "first_failing_rank": d.first_failing_rank,

@@ -50,6 +50,7 @@ class DiagnoseRequest(BaseModel):
     platform: str = "kubernetes"
     kb: bool = False  # similar past incidents (loads the embedding model once per process, ~8 s)
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
+    llm: bool = False  # narrative summary (diag_service.llm; falls back to a deterministic summary, never fails)
 
 
 class _Timed:
@@ -188,6 +189,15 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 history.close()
         d.versions["recovery_policy"] = pol.version_hash
         timings["recovery"] = time.perf_counter() - t0
+    if req.llm:
+        t0 = time.perf_counter()
+        try:
+            from diag_service.llm import summarize
+
+            d.narrative = summarize(d)
+        except Exception as exc:  # noqa: BLE001 - a summary problem never fails the diagnosis
+            report.warnings.append(f"summary not written: {type(exc).__name__}: {exc}")
+        timings["llm"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
     return d

@@ -144,6 +144,7 @@ class ServiceContext:
             "recovery": s.recovery, "platform": s.platform,
             "history_path": str(s.data_dir / "recovery_history.sqlite") if s.recovery and s.recovery_history else None,
             "kb": self.kb_cfg,
+            "llm": s.llm,
         }
 
     # -- work ----------------------------------------------------------------------------------------

@@ -131,6 +131,9 @@ class Settings(BaseModel):
     kb_home: Path | None = Field(default=None, description="Knowledge-base data folder (default: the kb's own default).")
     kb_embedder: Literal["minilm", "hashing"] = "minilm"
 
+    llm: bool = Field(default=True, description="End each diagnosis with a local model's cited summary (models/llm.yaml); "
+                      "without a usable model the deterministic summary is used.")
+
     recovery: bool = True
     platform: Literal["kubernetes", "volcano", "slurm"] = "kubernetes"
     recovery_history: bool = Field(default=True, description="Record recommendations in <data_dir>/recovery_history.sqlite.")
@@ -168,6 +171,7 @@ _ENV_SCALARS = {
     "DIAG_QUEUE_MAX": "queue_max",
     "DIAG_KB_HOME": "kb_home",
     "DIAG_KB_EMBEDDER": "kb_embedder",
+    "DIAG_LLM": "llm",
 }
 
 

