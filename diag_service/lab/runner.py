@@ -83,6 +83,68 @@ def _proc_stat(pid: int) -> tuple[int, int, int] | None:
     return int(rest[1]), int(rest[2]), int(rest[19])
 
 
+class HostCpuSampler:
+    """Samples how busy the host's CPUs are, and how much of that is the run's own processes.
+
+    Written for fail-slow runs (``host_cpu.jsonl``): on a shared host, other work taking CPU slows every
+    rank of a clean run, and the lab's truth cannot say "no slowdown" for such a run. Each line, per
+    interval of at least ``interval_s`` seconds: ``{"time", "host_busy_cores", "job_cores", "other_cores"}``
+    (cores = CPU seconds per second, from ``/proc/stat`` user+nice+system+irq+softirq+steal and the
+    ``utime + stime`` of every tracked process, ``/proc/<pid>/stat`` fields 14-15, both in clock ticks;
+    ``other_cores`` = host - job, i.e. what other work used). Analyzers must not read it (like ``truth.json``).
+    """
+
+    def __init__(self, path: Path, tracker: ProcessTracker, interval_s: float = 0.5) -> None:
+        self.path, self.tracker, self.interval_s = path, tracker, interval_s
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.last: tuple[float, int, dict[int, int]] | None = None
+        self.rows: list[dict[str, float]] = []
+
+    @staticmethod
+    def _host_busy() -> int | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        # user nice system idle iowait irq softirq steal ...
+        return v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+
+    @staticmethod
+    def _proc_cpu(pid: int) -> int | None:
+        try:
+            raw = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        rest = raw[raw.rindex(")") + 2 :].split()
+        return int(rest[11]) + int(rest[12])  # utime, stime (fields 14, 15)
+
+    def sample(self) -> None:
+        """Take a sample if ``interval_s`` has passed since the last one (never raises)."""
+        now = time.time()
+        if self.last is not None and now - self.last[0] < self.interval_s:
+            return
+        busy = self._host_busy()
+        if busy is None:
+            return
+        procs = {pid: c for pid in self.tracker.alive() if (c := self._proc_cpu(pid)) is not None}
+        if self.last is not None:
+            t0, b0, p0 = self.last
+            dt = (now - t0) * self.tick
+            job = sum(c - p0[pid] for pid, c in procs.items() if pid in p0)
+            host = (busy - b0) / dt
+            self.rows.append({"time": round(now, 3), "host_busy_cores": round(host, 3), "job_cores": round(job / dt, 3),
+                              "other_cores": round(max(0.0, host - job / dt), 3)})
+        self.last = (now, busy, procs)
+
+    def write(self) -> None:
+        """Write ``host_cpu.jsonl`` (nothing if no interval was measured)."""
+        if self.rows:
+            with open(self.path, "w", encoding="utf-8") as f:
+                for r in self.rows:
+                    f.write(json.dumps(r) + "\n")
+
+
 class ProcessTracker:
     """Remembers every descendant of the launched agents, so that all can be killed by PID.
 
@@ -564,8 +626,13 @@ def run_scenario(
         say(f"[lab] {sc.name}: {plan.ranks} ranks on {plan.nodes} node(s), port {port}, out {out_dir}")
 
         mon = _Monitor(plan, parts, dumper, agents, tracker, say, t_started)
+        host_cpu = HostCpuSampler(out_dir / "host_cpu.jsonl", tracker) if sc.failure_mode == "fail_slow" else None
         while not mon.poll():
+            if host_cpu is not None:
+                host_cpu.sample()
             time.sleep(POLL_S)
+        if host_cpu is not None:
+            host_cpu.write()
         runner_events += mon.events
         killed = mon.killed
         failure_logged = mon.failure_logged

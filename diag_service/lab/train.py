@@ -379,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     jitter = torch.Generator().manual_seed(cfg.seed + 7 * rank)
     compute_hist: list[float] = []
+    slow_base_s: float | None = None  # job-wide slow_compute: the common base of the extra time (s)
     n_params = sum(p.numel() for p in model.parameters())
 
     step = start_step
@@ -410,10 +411,17 @@ def main(argv: list[str] | None = None) -> int:
         t_compute = time.time() - t1
         if step < cfg.onset_step or not compute_hist:
             compute_hist.append(t_compute)
+        if kind == "slow_compute" and fault_here and step == cfg.onset_step and cfg.fault.get("scope") == "all":
+            # a job-wide slowdown stretches every rank by the same amount: the mean of the ranks' median
+            # pre-onset compute (a rank that happened to get less CPU before the onset must not become a straggler)
+            job_base = torch.tensor([statistics.median(compute_hist)], dtype=torch.float64)
+            dist.all_reduce(job_base)
+            slow_base_s = float(job_base.item()) / world
         if kind == "slow_compute" and fault_here and step >= cfg.onset_step and _slow_now(cfg, step):
+            base_s = slow_base_s if slow_base_s is not None else statistics.median(compute_hist)
             if step == cfg.onset_step or not (parts / f"fault-rank-{rank}.json").exists():
-                _note_fault(cfg, rank, step, {"base_compute_s": statistics.median(compute_hist)})
-            extra = statistics.median(compute_hist) * float(cfg.fault.get("extra_pct", 50)) / 100.0
+                _note_fault(cfg, rank, step, {"base_compute_s": base_s})
+            extra = base_s * float(cfg.fault.get("extra_pct", 50)) / 100.0
             time.sleep(extra)  # the host waits on a throttled device
         t2 = time.time()
 
