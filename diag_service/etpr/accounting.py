@@ -222,6 +222,10 @@ def _sort_events(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """
     if not bool((df.get_column("seq").diff().drop_nulls() > 0).all()):  # not in input order: put it there first
         df = df.sort("seq")
+    # columns with no value at all are not carried through the sort's gather; they come back as nulls
+    empty = {c: dt for c, dt in df.schema.items() if df.get_column(c).null_count() == df.height and df.height}
+    schema = df.schema
+    df = df.drop(list(empty))
     n = df.height
     uniq = df.select(pl.col("jid").unique())
     idx = uniq.with_columns(_k=pl.int_range(uniq.height, dtype=pl.UInt64))
@@ -231,7 +235,8 @@ def _sort_events(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     t_sorted = pl.Series("t", [0.0] * 0, dtype=pl.Float64).extend_constant(0.0, n).scatter(
         rank - 1, df.get_column("time"))
     df = df.with_columns(_k=k, _key=(k * pl.lit(n + 1, pl.UInt64) + rank)).sort("_key")
-    return df.with_columns(pl.col("_key").cast(pl.Float64)), t_sorted
+    df = df.with_columns([pl.lit(None, dt).alias(c) for c, dt in empty.items()])
+    return df.select([*schema, "_k", "_key"]).with_columns(pl.col("_key").cast(pl.Float64)), t_sorted
 
 
 def _per_segment(n_seg: int, at: pl.Series, values: pl.DataFrame) -> pl.DataFrame:
@@ -286,10 +291,14 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     has_attr = pl.any_horizontal([pl.col(c).is_not_null() for c in attr_cols])
     attrs_real = df.lazy().filter(has_attr).select(pl.col("seq").alias("_rid"), *attr_cols).collect()
     src_jobs = df.get_column("job")
-    status_failed = pl.col("status").str.to_lowercase().is_in(FAILED_STATUSES).fill_null(False)
+    # status spellings are few: lower-case the distinct values, not every row
+    statuses = df.get_column("status").drop_nulls().unique().to_list()
+    failed_sp = [v for v in statuses if v.lower() in FAILED_STATUSES]
+    ok_sp = [v for v in statuses if v.lower() in OK_STATUSES]
     df = df.select("jid", "seq", "ev", "time", "gpus", "throughput", "expected_throughput", "ratio", "slowdown",
-                   "duration", "onset_time", "rollback_time", "step", "from_step", _failed=status_failed,
-                   _ok=pl.col("status").str.to_lowercase().is_in(OK_STATUSES).fill_null(False),
+                   "duration", "onset_time", "rollback_time", "step", "from_step",
+                   _failed=pl.col("status").is_in(failed_sp).fill_null(False),
+                   _ok=pl.col("status").is_in(ok_sp).fill_null(False),
                    _hang_mode=(pl.col("mode") == FailureMode.FAIL_HANG.value).fill_null(False),
                    _has_attr=has_attr, _src=pl.int_range(pl.len(), dtype=pl.UInt32))
     df, t_sorted = _sort_events(df)
@@ -721,7 +730,12 @@ def _insert_sorted(real: pl.DataFrame, pseudo: pl.DataFrame, t_sorted: pl.Series
     if "_anchor" not in pseudo.columns:
         pseudo = pseudo.with_columns(_anchor=pl.lit(None, pl.Float64))
     n_t = t_sorted.len()
-    r = t_sorted.search_sorted(pseudo.get_column("t"), side="right").cast(pl.Int64)
+    # numpy's binary search narrows from the previous answer when the needles ascend: search them in order
+    tp = pseudo.get_column("t").to_numpy()
+    order = np.argsort(tp, kind="stable")
+    pos = np.empty(tp.size, dtype=np.int64)
+    pos[order] = np.searchsorted(t_sorted.to_numpy(), tp[order], side="right")
+    r = pl.Series("_r", pos)
     pseudo = pseudo.with_columns(_r=r).with_columns(
         _lo=pl.lit(t_sorted).gather((pl.col("_r") - 1).clip(0, n_t - 1)),
         _hi=pl.lit(t_sorted).gather(pl.col("_r").clip(0, n_t - 1)),

@@ -120,9 +120,10 @@ def normalize_events(raw: pl.DataFrame, issues: list[Issue] | None = None) -> tu
     if coded.null_count() > ev.null_count():
         coded = ev.str.strip_chars().str.to_lowercase().cast(EVENT_ENUM, strict=False)
     df = df.with_columns(event_raw=ev, event=coded, job=pl.when(pl.col("job").str.len_chars() > 0).then(pl.col("job")))
-    for c in ("mode", "category"):
+    for c, valid in (("mode", _VALID_MODES), ("category", _VALID_CATS)):
         col = df.get_column(c).cast(pl.String)
-        if col.null_count() < col.len():
+        # valid values are already in canonical form: normalise only if some value is not
+        if col.null_count() < col.len() and bool((col.is_not_null() & ~col.is_in(list(valid))).any()):
             df = df.with_columns(col.str.strip_chars().str.to_lowercase().str.replace_all("-", "_").alias(c))
         else:
             df = df.with_columns(col.alias(c))
