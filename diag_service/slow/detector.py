@@ -228,7 +228,7 @@ class SlowDetector:
             self.last_done = s
         if final:
             for c, inc in self.job.flush():
-                if inc:
+                if inc or c.lone_outlier:
                     self._rank_step(c)
         self._collect_job_alarms()
 
@@ -283,7 +283,11 @@ class SlowDetector:
         if not len(rb):
             self._job_only_steps += 1
         for c, included in self.job.push(ctx):
-            if included:
+            # A lone slow step is kept out of the job baseline and CUSUM (an unmarked evaluation or checkpoint
+            # step), but the ranks are still compared on it: a straggler's intermittent slow steps are exactly
+            # such steps, and one step's rank evidence is clipped (rank_clip), so it cannot alarm alone.
+            # Marked and periodic eval/checkpoint steps stay out of both.
+            if included or c.lone_outlier:
                 self._rank_step(c)
         self._collect_job_alarms()
 
@@ -326,6 +330,11 @@ class SlowDetector:
         if self.job.base_max is not None and c.T_max > 0:
             # synchronous ranks pay for the slowest one: its step must be longer than the slowest usually is
             cost = max(0.0, 1.0 - self.job.base_max / c.T_max)
+        # The cap matters only where the reference is the one other unit: of two processes sharing a loaded
+        # host, either may get less CPU for tens of steps while the step is no longer (one took CPU from the
+        # other). With three or more peers the median does not move with the candidate, and the cap (from a
+        # noisy maximum over ranks) would only hide real stragglers.
+        rank_cost = cost if self._smallest_peer_group(rb, g) < 3 else None
 
         def rank_ev(pos: int, j: int) -> StepEvidence:
             e = ev[j]
@@ -336,7 +345,7 @@ class SlowDetector:
                 **{("peer_compute_s", "peer_comm_s", "peer_data_s")[j]: _r(ref)},
             )
 
-        for rec in self.ranks.update(c.step, idx, ev, rank_ev, cost):
+        for rec in self.ranks.update(c.step, idx, ev, rank_ev, rank_cost):
             r = int(self.unit_rank[rec.unit])
             node = self._node_name(int(self.unit_node[rec.unit]))
             e = rec.evidence[0]
@@ -348,19 +357,35 @@ class SlowDetector:
                         f"{val} s vs peers' {ref} s",
                 evidence=list(rec.evidence),
             ))
-        self._group_step(c, rb, x, busy, T, cost, rb.node, self.nodes, "node", lambda code: self._node_name(code) or str(code))
+        self._group_step(c, rb, x, busy, T, cost, rb.node, self.nodes, "node", lambda code: self._node_name(code) or str(code),
+                         min_ranks=3)
         if g is not None:
             self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str)
 
+    @staticmethod
+    def _smallest_peer_group(rb: StepBatch, g: np.ndarray | None) -> int:
+        """Ranks in the smallest peer group of this step (all ranks when there are no stages)."""
+        if g is None:
+            return len(rb)
+        counts = np.bincount(g)
+        return int(counts[counts > 0].min()) if counts.size else 0
+
     def _group_step(self, c: StepCtx, rb: StepBatch, x: dict[int, np.ndarray], busy: np.ndarray, T: float,
-                    cost: float | None, codes: np.ndarray, tracker: PeerTracker, scope: str, name: Any) -> None:
+                    cost: float | None, codes: np.ndarray, tracker: PeerTracker, scope: str, name: Any,
+                    min_ranks: int = 2) -> None:
+        """Peer comparison of groups (nodes or stages) by their ranks' medians.
+
+        Only groups with at least ``min_ranks`` ranks in the step take part: the median of two ranks is their
+        mean, so one straggler among two would make its node look slow (nodes need three; a node of two
+        ranks is blamed when both are stragglers, ``basis: all_ranks``).
+        """
         ok = codes >= 0
         if not ok.any():
             return
         cc = codes.astype(np.int64)
         ng = int(cc.max()) + 1
         counts = np.bincount(cc[ok], minlength=ng)
-        multi = np.flatnonzero(counts >= 2)
+        multi = np.flatnonzero(counts >= min_ranks)
         if multi.size < 2:
             return
         grp = Grouping(np.where(ok, cc, -1), ng)

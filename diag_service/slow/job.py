@@ -51,6 +51,7 @@ class StepCtx:
     phases: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     T_max: float = math.nan
     payload: Any = None
+    lone_outlier: bool = False  # excluded from the job level as a lone slow step (not a marked/periodic one)
 
 
 @dataclass
@@ -169,6 +170,7 @@ class JobDetector:
                 out.append((held, True))
             else:
                 self._outlier(held.step)
+                held.lone_outlier = True
                 out.append((held, False))
         elif spike:
             self.held = c
@@ -183,6 +185,7 @@ class JobDetector:
             return []
         held, self.held = self.held, None
         self._outlier(held.step)
+        held.lone_outlier = True
         return [(held, False)]
 
     # ------------------------------------------------------------------ baseline

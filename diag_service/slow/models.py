@@ -54,12 +54,17 @@ class SlowConfig(BaseModel):
       h = 4-5 sigma; Montgomery, *Introduction to Statistical Quality Control*, ch. 9), applied to the
       log step time with sigma learned from the job's own baseline.
     * ``mad_scale`` = 1.4826: MAD to standard deviation under normality (Rousseeuw & Croux 1993).
-    * ``peer_k`` = 3: a rank's excess over the peer median must exceed 3 robust sigmas of the peers'
-      spread before it counts (the usual 3-sigma outlier rule, on MAD).
+    * ``peer_k`` = 3: a peer counts as *late* (so that a victim's longer communication is explained by it)
+      only beyond 3 robust sigmas of the peers' spread (the usual 3-sigma outlier rule, on MAD). It is no
+      longer a per-step margin on a rank's own evidence: with 4 ranks on a loaded host, 3 MADs of 4 values
+      hid a rank computing 2x longer than its peers (lab runs, ``docs/slow.md``).
     * ``rank_h`` = 1.0: a rank alarms when its accumulated excess, in units of the job's step time,
       exceeds one whole step (e.g. 7 steps at +25 %, or 3 of 8 steps at +60 %); an engineering choice,
-      checked on synthetic feeds (``docs/slow.md``). Both are floors: each rank's
-      own noise (robust sigma of its excess in the baseline window) raises them (k = 0.5 sigma, h = 5 sigma).
+      checked on synthetic feeds (``docs/slow.md``). ``rank_h_sigma`` = 8: each rank's own noise (robust
+      sigma of its excess in the baseline window, at least the pooled sigma of all ranks) raises the
+      floors to k = 0.5 sigma, h = 8 sigma. With k = 0.5 sigma, h = 8 sigma the in-control average run
+      length of a Gaussian CUSUM is about 2 x 10^4 steps per rank and phase (Siegmund's approximation),
+      against about 900 for h = 5 sigma; the mean-excess rule (>= ``min_effect``) comes on top.
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
       baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
       rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
@@ -82,6 +87,15 @@ class SlowConfig(BaseModel):
     periodic_min_hits: int = Field(default=3, ge=2, description="Outliers at a constant period this many times = periodic.")
     peer_k: float = Field(default=3.0, ge=0, description="Robust sigmas of the peers a rank's excess must exceed.")
     rank_h: float = Field(default=1.0, gt=0, description="Rank CUSUM decision interval, in step times.")
+    rank_k_effect: float = Field(
+        default=1.0, gt=0, description="Rank CUSUM reference value, in units of min_effect (step times per step)."
+    )
+    rank_h_sigma: float = Field(
+        default=8.0, gt=0, description="Rank CUSUM decision interval, in the unit's baseline sigmas (a floor on rank_h)."
+    )
+    noise_window: int = Field(
+        default=10, ge=1, description="Steps over which the ranks' current spread (a floor on each rank's sigma) is a median."
+    )
     structural_effect: float = Field(
         default=0.2, gt=0, description="Baseline excess (step times) that makes a rank a straggler present from the start."
     )

@@ -4,10 +4,17 @@ Per step, for every unit (rank; or node, or pipeline stage, using their ranks' m
 phase available, the unit's *excess* over its peers is ``e = x - ref``, where ``ref`` is the peers'
 median (the other unit's value when the peer group has only two units) and the peers' spread is
 ``sigma = 1.4826 x MAD`` (0 for fewer than three units). The per-step evidence, in units of the job's
-step time ``T``, is ``s = clip((e - peer_k x sigma) / T, -rank_clip, rank_clip)``; a one-sided CUSUM
-``S = max(0, S + s - min_effect / 2)`` accumulates it (Page 1954), so that both persistent and
-intermittent stragglers build evidence, and the unit alarms when ``S >= rank_h``. The straggler's
-first step is the CUSUM's change-point estimate (the step after its last zero).
+step time ``T``, is ``u = e / T``. Each unit learns the median ``b`` and robust sigma of ``u`` over the
+baseline window (at least the pooled sigma of all units: a unit that happened to be quiet then does not
+get a hair trigger); a one-sided CUSUM ``S = max(0, S + clip(u - max(b, 0)) - k)`` with
+``k = max(min_effect / 2, 0.5 sigma)`` accumulates the excess (Page 1954), so that both persistent and
+intermittent stragglers build evidence, and the unit alarms when ``S >= h = max(rank_h, rank_h_sigma x
+sigma)`` *and* its mean excess since the CUSUM's last zero is at least ``min_effect`` step times.
+The noise is judged per unit over the baseline window, not per step from the spread of the peers: a
+4-sample MAD is itself so noisy on a loaded host that a per-step margin of 3 of them hid a rank 2x
+slower than its peers (``docs/slow.md``). A burst that slows every rank moves the peer median with it,
+so it adds no evidence. The straggler's first step is the CUSUM's change-point estimate (the step after
+its last zero).
 
 Kinds (issue 7: "the straggler is the rank that computes longest while the others wait"):
 
@@ -152,9 +159,10 @@ def peer_reference(x: np.ndarray, g: np.ndarray | None, ng: int, mad_scale: floa
 class PhaseEvidence:
     """Per-unit evidence of one phase in one step (arrays over the step's units).
 
-    ``q``: the unit's excess over its peers beyond their noise, in step times,
-    ``(x - ref - peer_k x sigma) / T`` (NaN = no evidence); ``ex``: the same without the noise margin
-    (the effect size, compared with ``min_effect``); ``log_ratio``: log(x / ref);
+    ``q``: the unit's excess over its peers, in step times, ``(x - ref) / T`` (NaN = no evidence; for the
+    communication phase also bounded by the busy-time excess and reduced by a late peer's excess);
+    ``ex``: the same (kept apart for callers that compare the effect size with ``min_effect``);
+    ``log_ratio``: log(x / ref);
     ``excess_s``: x - ref in seconds; ``ref``: the peer reference in seconds.
     """
 
@@ -197,18 +205,15 @@ def phase_evidence(
     """
     ref, sig = peer_reference(x, g, ng, cfg.mad_scale)
     e = x - ref
-    eff = e - cfg.peer_k * sig
     raw = e
     if busy is not None:
-        # the busy-time check tells a slow link from a victim's wait; its noise margin is the comm phase's own
+        # the busy-time check tells a slow link from a victim's wait
         bref, _ = peer_reference(busy, g, ng, cfg.mad_scale)
-        eff = np.minimum(eff, busy - bref)
         raw = np.minimum(raw, busy - bref)
     if others_late_s is not None:
-        eff = eff - np.maximum(others_late_s, 0.0)
         raw = raw - np.maximum(others_late_s, 0.0)
     with np.errstate(all="ignore"):
-        q = eff / T
+        q = raw / T
         lr = np.where((x > 0) & (ref > 0), np.log(np.where(x > 0, x, 1.0) / np.where(ref > 0, ref, 1.0)), 0.0)
     return PhaseEvidence(q=q, ex=raw / T, log_ratio=lr, excess_s=np.nan_to_num(e), ref=ref)
 
@@ -235,20 +240,42 @@ class UnitRecord:
 
 _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
            ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
-           ("sig", float), ("structural", bool), ("first_seen", np.int64))
+           ("sig", float), ("structural", bool), ("first_seen", np.int64), ("usum", float))
+
+
+def _pooled_lag1(Q: np.ndarray, fin: np.ndarray, enough: np.ndarray) -> float:
+    """Median over units of the lag-1 autocorrelation of their excess ``Q`` (steps x units); 0 if unknown.
+
+    Only units with at least five values; steps missing for a unit break its pairs (NaN). O(steps x units).
+    """
+    if Q.shape[0] < 3 or not enough.any():
+        return 0.0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = Q - np.nanmean(Q, axis=0)
+        a, b = z[:-1], z[1:]
+        ok = fin[:-1] & fin[1:]
+        num = np.where(ok, a * b, 0.0).sum(axis=0)
+        den = np.where(fin, z * z, 0.0).sum(axis=0)
+        r = num / den
+    r = r[enough & np.isfinite(r)]
+    return float(np.median(r)) if r.size else 0.0
 
 
 class PeerTracker:
     """Per-unit, per-kind baseline + CUSUM over peer evidence, with bounded state.
 
     The first ``baseline_steps`` steps it is given are its baseline window: each unit's median
-    normalised excess ``b`` and its robust sigma are learned there (units with fewer than five values,
-    or joining later, get the pooled median sigma and ``b = 0``). A unit whose baseline excess is at
-    least ``structural_effect`` is reported at once as a straggler *present from the start*. After the
-    window, the CUSUM runs on ``clip(q - b, +-max(rank_clip, 3 sigma))`` with reference
-    ``max(min_effect / 2, 0.5 sigma)`` and decision interval ``max(rank_h, 5 sigma)`` (the tabular-CUSUM
-    design of :class:`~diag_service.slow.models.SlowConfig`, per unit): a rank that has always been a bit
-    slower (rank 0 writing logs and metrics) is not an alarm; a rank that becomes slower is.
+    normalised excess ``b`` and its robust sigma are learned there (the sigma is at least the pooled
+    median sigma of all units; units with fewer than five values, or joining later, get the pooled sigma
+    and ``b = 0``). A unit whose baseline excess is at least ``structural_effect`` is reported at once as
+    a straggler *present from the start*. After the window, the CUSUM runs on
+    ``clip(q - max(b, 0), +-max(rank_clip, 3 sigma))`` with reference ``max(min_effect / 2, 0.5 sigma)``
+    and decision interval ``max(rank_h, rank_h_sigma x sigma)`` (the tabular-CUSUM design of
+    :class:`~diag_service.slow.models.SlowConfig`, per unit), and a unit alarms only when the mean of its
+    clipped excess since the CUSUM's last zero is at least ``min_effect`` step times (the minimum effect):
+    a rank that has always been a bit slower (rank 0 writing logs and metrics) is not an alarm; a rank
+    that becomes slower is.
     """
 
     def __init__(self, cfg: SlowConfig, capacity: int = 64) -> None:
@@ -262,6 +289,10 @@ class PeerTracker:
         self._buf_steps: list[int] = []
         self._buf_kinds: set[int] = set()
         self.pooled_sig = np.zeros(3)
+        self.rho = np.zeros(3)  # pooled lag-1 autocorrelation of the excess per kind, from the baseline window
+        # the units' current spread: 1.4826 x MAD of their excesses per step, the last noise_window steps
+        self._disp = np.full((3, cfg.noise_window), np.nan)
+        self._disp_n = 0
         self._grow(capacity)
 
     def _grow(self, need: int) -> None:
@@ -352,7 +383,8 @@ class PeerTracker:
             pooled = float(np.median(sig[enough])) if enough.any() else 0.0
             self.pooled_sig[j] = pooled
             self.base[j] = np.where(enough, np.nan_to_num(med), 0.0)
-            self.sig[j] = np.where(enough, sig, pooled)
+            self.sig[j] = np.where(enough, np.maximum(sig, pooled), pooled)
+            self.rho[j] = _pooled_lag1(Q, fin, enough)
             structural = enough & (self.base[j] >= cfg.structural_effect)
             self.structural[j] = structural
             for uu in np.nonzero(structural)[0]:
@@ -378,7 +410,17 @@ class PeerTracker:
         return new
 
     def _h(self, j: int, u: int | np.ndarray) -> float | np.ndarray:
-        return np.maximum(self.cfg.rank_h, 5 * self.sig[j, u])
+        return np.maximum(self.cfg.rank_h, self.cfg.rank_h_sigma * self.sig[j, u] * self._ar_factor()[j])
+
+    def _ar_factor(self) -> np.ndarray:
+        """``sqrt((1 + rho) / (1 - rho))`` per kind: the long-run over the one-step sigma of an AR(1) series.
+
+        A CUSUM sums steps; when the excess of a rank is autocorrelated (contention on a shared host lasts
+        several steps), the sum's spread grows by this factor, so the decision interval in sigmas must too
+        (e.g. Box, Jenkins & Reinsel, *Time Series Analysis*, ch. 3, variance of the mean of an AR(1)).
+        """
+        r = np.clip(self.rho, 0.0, 0.8)
+        return np.sqrt((1 + r) / (1 - r))
 
     def _cusum(self, step: int, units: np.ndarray, evidence: dict[int, PhaseEvidence],
                make_evidence: Callable[[int, int], StepEvidence], cost: float | None) -> list[UnitRecord]:
@@ -394,8 +436,9 @@ class PeerTracker:
         u = slice(0, n) if contiguous else units
         valid = np.isfinite(Q)
         sig, base, structural = self.sig[:, u], self.base[:, u], self.structural[:, u]
-        k = np.maximum(cfg.min_effect / 2, 0.5 * sig)
-        h = np.maximum(cfg.rank_h, 5 * sig)
+        sig = np.maximum(sig, self._current_spread(Q, valid)[:, None])
+        k = np.maximum(cfg.rank_k_effect * cfg.min_effect, 0.5 * sig)
+        h = np.maximum(cfg.rank_h, cfg.rank_h_sigma * sig * self._ar_factor()[:, None])
         clip = np.maximum(cfg.rank_clip, 3 * sig)
         b_pos = np.maximum(base, 0.0)  # a rank normally below its peers is not credited for catching up with them
         with np.errstate(invalid="ignore"):
@@ -411,13 +454,14 @@ class PeerTracker:
         alarmed = self.alarmed[:, u]
         n_arr, nslow, slr, exc, peak, last_slow = (self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u],
                                                    self.peak[:, u], self.last_slow[:, u])
+        usum = self.usum[:, u]
         if ended.any():
             for j, p in zip(*np.nonzero(ended & alarmed), strict=True):
                 self._fold(int(units[p]), int(j), active=False, live=(n_arr[j, p], nslow[j, p], slr[j, p], exc[j, p],
                                                                       peak[j, p], last_slow[j, p]))
         reset = started | ended
         if reset.any():
-            for a in (n_arr, nslow, slr, exc, peak):
+            for a in (n_arr, nslow, slr, exc, peak, usum):
                 a[reset] = 0
         if started.any():
             start = self.start[:, u]
@@ -431,11 +475,14 @@ class PeerTracker:
         nslow += slow
         slr += np.where(slow, np.nan_to_num(LR), 0.0)
         exc += np.where(act, np.maximum(np.nan_to_num(EXC), 0.0), 0.0)
+        usum += np.where(act, np.nan_to_num(s), 0.0)
         peak[...] = np.where(act, np.maximum(peak, s_new), peak)
         last_slow[...] = np.where(slow, step, last_slow)
         self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u] = n_arr, nslow, slr, exc
-        self.peak[:, u], self.last_slow[:, u], self.S[:, u] = peak, last_slow, s_new
-        fire = act & (s_new > 0) & (s_new >= h) & ~alarmed
+        self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
+        # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
+        big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
+        fire = act & (s_new > 0) & (s_new >= h) & big & ~alarmed
         new: list[UnitRecord] = []
         if fire.any():
             for j, p in zip(*np.nonzero(fire), strict=True):
@@ -456,8 +503,33 @@ class PeerTracker:
                 self.n_ev[jj, uu] += 1
         return new
 
+    def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """The units' recent spread per kind (length 3; 0 where unknown), after adding this step's.
+
+        Per step and kind, ``1.4826 x MAD`` of the units' excesses (at least three units); the result is the
+        median of the last ``noise_window`` steps' values. One straggler among four or more units hardly
+        moves a MAD; what raises it is several units at once drifting apart, as when other work on a shared
+        host takes CPU from some of the ranks (two of four ranks 1.3x slower than the other two for ten
+        steps). Using it as a floor on a unit's sigma keeps that from reading as a straggler. O(units).
+        """
+        cfg = self.cfg
+        d = np.full(3, np.nan)
+        for j in range(3):
+            row = Q[j][valid[j]]
+            if row.size >= 3:
+                m = median(row)
+                d[j] = cfg.mad_scale * median(np.abs(row - m))
+        self._disp[:, self._disp_n % cfg.noise_window] = d
+        self._disp_n += 1
+        out = np.zeros(3)
+        for j in range(3):
+            col = self._disp[j][np.isfinite(self._disp[j])]
+            if col.size:
+                out[j] = median(col)
+        return out
+
     def _reset(self, j: int, u: np.ndarray) -> None:
-        for name in ("n", "nslow", "slr", "exc", "peak"):
+        for name in ("n", "nslow", "slr", "exc", "peak", "usum"):
             getattr(self, name)[j, u] = 0
 
     def _fold(self, u: int, j: int, active: bool, live: tuple[Any, ...]) -> None:
