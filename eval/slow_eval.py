@@ -82,33 +82,63 @@ def score_lab_runs(run_dirs: Iterable[str | Path], config: SlowConfig | None = N
 def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> dict[str, Any]:
     """Score ``(name, truth, report)`` triples; ``truth`` has the lab's ``truth.json`` keys.
 
-    Returns overall, ``localisable`` (without the lab's slow-link scenario) and per-scenario aggregates:
-    ``precision``/``recall`` of straggler ranks (micro-averaged over runs), detection delay in steps
-    (first alarm at or after the onset, job episode or true straggler, minus the onset; an alarm raised
-    before the onset does not count as detecting the fault), ``within_20_steps`` (fraction of faulty
-    runs), ``false_alarm_runs`` among clean controls (any episode, straggler or group), ``kind_accuracy``
-    on the true stragglers found; and one row per run.
+    Per run:
+
+    * a predicted straggler is a true positive only if it is a truly affected rank *and* was detected at
+      or after the onset; a rank flagged before the fault existed is a false positive (``early``), even
+      when it happens to be the rank that later becomes faulty (1 in 4 by chance with 4 ranks);
+    * ``delay_steps``: for per-rank faults, the first true-positive straggler's detection step minus the
+      onset (localisation, not just "something is slow"); for job-wide faults, the first job episode
+      detected at or after the onset; ``job_delay_steps``: the first job episode at or after the onset;
+    * clean controls: ``straggler_alarm`` = any straggler or node/stage finding (a straggler false
+      alarm); ``job_episode`` = any job-level slowdown episode. A job episode on a control is reported
+      apart: it says the job really ran slower than its own baseline (on this shared host, other work
+      took CPU from every rank), which is not a straggler and not something the lab injected.
+
+    Aggregates (overall, ``localisable`` = without the lab's slow-link scenario, and per scenario):
+    micro-averaged straggler ``precision``/``recall``, delay median/max, ``within_20_steps`` (fraction of
+    faulty runs detected within 20 steps of the onset), ``false_alarm_rate`` = controls with a straggler
+    false alarm, ``job_episode_rate_controls`` = controls with a job episode, ``any_alarm_rate_controls``
+    = controls with any finding (the strictest reading of "no alarm on clean control runs"),
+    ``kind_accuracy`` on the true positives; and one row per run (with the lab's ``measured`` ratios).
     """
     rows: list[dict[str, Any]] = []
     for name, truth, rep in pairs:
         true = _truth_stragglers(truth)
-        pred = {s.rank for s in rep.stragglers}
-        onset = truth.get("onset_step")
+        control = bool(truth.get("control"))
+        onset = None if control else truth.get("onset_step")
         floor = onset if onset is not None else -1
-        alarms = [e.detected_at_step for e in rep.job_slowdown if e.detected_at_step >= floor]
-        alarms += [s.detected_at_step for s in rep.stragglers if s.rank in true and s.detected_at_step >= floor]
-        first = min(alarms) if alarms else None
+        hits = [s for s in rep.stragglers if s.rank in true and s.detected_at_step >= floor]
+        tp_ranks = {s.rank for s in hits}
+        pred = {s.rank for s in rep.stragglers}
+        fp_stragglers = [s for s in rep.stragglers if s.rank not in tp_ranks]
+        ep_after = [e.detected_at_step for e in rep.job_slowdown if e.detected_at_step >= floor]
+        job_first = min(ep_after) if ep_after else None
+        if control:
+            first = None
+        elif true:
+            first = min(s.detected_at_step for s in hits) if hits else None
+        else:
+            first = job_first
         want_kind = FAULT_KIND.get((truth.get("fault") or {}).get("kind", ""))
         rows.append({
-            "run": name, "scenario": truth.get("scenario"), "control": bool(truth.get("control")),
-            "ranks": truth.get("ranks"), "onset_step": onset, "true_stragglers": sorted(true),
-            "predicted_stragglers": sorted(pred), "tp": len(true & pred), "fp": len(pred - true), "fn": len(true - pred),
-            "kinds": [str(s.kind) for s in rep.stragglers if s.rank in true], "expected_kind": want_kind,
+            "run": name, "scenario": truth.get("scenario"), "control": control,
+            "ranks": truth.get("ranks"), "nodes": truth.get("nodes"), "onset_step": onset,
+            "true_stragglers": sorted(true), "predicted_stragglers": sorted(pred),
+            "tp": len(tp_ranks), "fp": len(fp_stragglers), "fn": len(true - tp_ranks),
+            "early": sorted({s.rank for s in fp_stragglers if s.rank in true}),
+            "stragglers": [(s.rank, str(s.kind), s.first_step, s.detected_at_step, s.slowdown_factor)
+                           for s in rep.stragglers],
+            "kinds": [str(s.kind) for s in hits], "expected_kind": want_kind,
             "episodes": [(e.start_step, e.end_step, e.detected_at_step, e.slowdown_factor) for e in rep.job_slowdown],
             "groups": [(g.group, g.name, str(g.kind)) for g in rep.groups],
             "first_alarm_step": first,
-            "delay_steps": (first - onset) if (first is not None and onset is not None and not truth.get("control")) else None,
+            "delay_steps": (first - onset) if (first is not None and onset is not None) else None,
+            "job_delay_steps": (job_first - onset) if (job_first is not None and onset is not None) else None,
+            "straggler_alarm": bool(rep.stragglers or rep.groups),
+            "job_episode": bool(rep.job_slowdown),
             "any_finding": rep.failure_mode is not None,
+            "measured": truth.get("measured"),
         })
 
     def agg(rs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,12 +149,15 @@ def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> di
         matched = [(k, r["expected_kind"]) for r in rs for k in r["kinds"] if r["expected_kind"]]
         return {
             "runs": len(rs), "faulty_runs": len(faulty), "clean_runs": len(clean),
+            "per_rank_fault_runs": sum(1 for r in faulty if r["true_stragglers"]),
             "tp": tp, "fp": fp, "fn": fn, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
             "detected_runs": len(delays), "detection_delay_steps_median": statistics.median(delays) if delays else None,
             "detection_delay_steps_max": max(delays) if delays else None,
             "within_20_steps": _ratio(sum(1 for x in delays if x <= 20), len(faulty)),
-            "false_alarm_runs": sum(1 for r in clean if r["any_finding"]),
-            "false_alarm_rate": _ratio(sum(1 for r in clean if r["any_finding"]), len(clean)),
+            "false_alarm_runs": sum(1 for r in clean if r["straggler_alarm"]),
+            "false_alarm_rate": _ratio(sum(1 for r in clean if r["straggler_alarm"]), len(clean)),
+            "job_episode_rate_controls": _ratio(sum(1 for r in clean if r["job_episode"]), len(clean)),
+            "any_alarm_rate_controls": _ratio(sum(1 for r in clean if r["any_finding"]), len(clean)),
             "kind_accuracy": _ratio(sum(1 for k, w in matched if k == w), len(matched)),
         }
 
@@ -138,7 +171,9 @@ def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> di
         "by_scenario": {k: agg(v) for k, v in sorted(by_scenario.items())},
         "runs": rows,
         "note": ("'localisable' leaves out slow_rank_comm: the lab delays the faulty rank's all-reduce buckets, so every "
-                 "rank's comm phase grows alike and no per-rank duration can tell the faulty rank (docs/slow.md)."),
+                 "rank's comm phase grows alike and no per-rank duration can tell the faulty rank (docs/slow.md). "
+                 "false_alarm_rate counts straggler/node/stage findings on clean controls; job-level episodes on "
+                 "controls are job_episode_rate_controls (any_alarm_rate_controls counts both)."),
     }
 
 
