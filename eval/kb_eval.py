@@ -102,16 +102,18 @@ def evaluate_kb(
 
     ``incidents_dir``: seed folder (default ``knowledge_base/incidents``); ``dev_dir``: the
     development set (skipped when absent or ``None``); ``embedder``: a
-    :class:`diag_service.kb.Embedder` (default all-MiniLM-L6-v2, ~8 s to load). Returns a JSON-able
+    :class:`diag_service.kb.Embedder` (default: the knowledge base's own,
+    :func:`diag_service.kb.embed.default_embedder`, all-MiniLM-L6-v2 + lexical hashing; ~8 s to load). Returns a JSON-able
     dict: ``n_items``, ``recall_at_1``, ``recall_at_5`` (by subset), ``vote_accuracy``,
     ``leave_family_out``, ``novelty_auroc``, ``novelty_at_threshold``, per-item ``misses``, the
     model name and seconds. Raises :class:`diag_service.kb.KBError` on invalid seed YAML.
     """
     from diag_service.domain import Category, SimilarIncident
-    from diag_service.kb import MiniLMEmbedder, calibrate, vote_category
+    from diag_service.kb import calibrate, vote_category
+    from diag_service.kb.embed import default_embedder
 
     t0 = time.perf_counter()
-    emb = embedder if embedder is not None else MiniLMEmbedder()
+    emb = embedder if embedder is not None else default_embedder()
     items = _items(Path(incidents_dir) if incidents_dir else None, Path(dev_dir) if dev_dir else None)
     n = len(items)
     vecs = emb.encode([it["text"] for it in items])
@@ -210,23 +212,24 @@ def evaluate_kb(
 
 
 def evaluate(**kwargs: object) -> dict:
-    """What ``eval/scorecard.py`` calls: :func:`evaluate_kb` with its defaults (MiniLM, seed KB + dev set)."""
+    """What ``eval/scorecard.py`` calls: :func:`evaluate_kb` with its defaults (the KB's embedder, seed KB + dev set)."""
     return evaluate_kb(**kwargs)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--embedder", choices=["minilm", "hybrid", "hashing"], default="minilm")
+    ap.add_argument("--embedder", choices=["hybrid", "minilm", "hashing"], default="hybrid",
+                    help="hybrid: the knowledge base's default (MiniLM 0.7 + lexical hashing 0.3); minilm: MiniLM alone; "
+                         "hashing: lexical alone.")
     ap.add_argument("--out", type=Path, default=None, help="Also write the JSON here.")
     ap.add_argument("--no-dev", action="store_true", help="Seed KB only.")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from diag_service.kb import HashingEmbedder, MiniLMEmbedder
-    from diag_service.kb.embed import HybridEmbedder
+    from diag_service.kb.embed import DEFAULT_LEXICAL_DIM, default_embedder
 
-    emb = {"minilm": None, "hashing": HashingEmbedder(), "hybrid": None}[args.embedder]
-    if args.embedder == "hybrid":
-        emb = HybridEmbedder(MiniLMEmbedder(), HashingEmbedder(), 0.7)
+    emb = {"hybrid": default_embedder, "minilm": MiniLMEmbedder,
+           "hashing": lambda: HashingEmbedder(DEFAULT_LEXICAL_DIM)}[args.embedder]()
     res = evaluate_kb(dev_dir=None if args.no_dev else DEV_DIR, embedder=emb)
     text = json.dumps(res, indent=2)
     if args.out:

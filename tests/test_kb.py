@@ -155,6 +155,17 @@ def test_diagnosis_text_is_masked_root_events_and_signature_names() -> None:
     assert any(e.role is EventRole.ROOT for e in d.events)
 
 
+def test_diagnosis_text_keeps_the_most_suspicious_supporting_line() -> None:
+    """NCCL's generic "internal error" is the root event; the warning before it says why (no interface)."""
+    d = _diag("trn-3:1201:1201 [0] bootstrap.cc:67 NCCL WARN Bootstrap : no socket interface found\n"
+              "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+              "internal error - please report this issue to the NCCL developers, NCCL version 2.18.6\n")
+    text = diagnosis_text(d)
+    assert "internal error" in text and "no socket interface found" in text
+    assert text.index("internal error") < text.index("no socket interface found")  # root events first
+    assert "trn-3" not in text and "1201" not in text
+
+
 def test_diagnosis_text_empty_without_events() -> None:
     d = _diag("all good, step 10 loss 1.23\n")
     assert diagnosis_text(d) == ""
@@ -411,6 +422,22 @@ def test_calibration_separates_known_from_novel() -> None:
     assert calibrate(v[:5], fams[:5]) is None
 
 
+def test_calibration_caps_the_share_of_known_incidents_called_new() -> None:
+    rng = np.random.default_rng(5)
+    centers = rng.standard_normal((10, 16))
+    fams = [f"f{i % 10}" for i in range(40)]
+    v = np.stack([centers[i % 10] + 0.9 * rng.standard_normal(16) for i in range(40)]).astype(np.float32)  # overlapping kinds
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    sims = v @ v.T
+    np.fill_diagonal(sims, -np.inf)
+    known = sims.max(axis=1)  # every record has family mates: its best score is a known sample
+    free = calibrate(v, fams, max_false_novel=1.0)
+    for cap in (0.0, 0.1, 0.3):
+        cal = calibrate(v, fams, max_false_novel=cap)
+        assert cal is not None and free is not None and cal.threshold <= free.threshold
+        assert np.mean(known < cal.threshold) <= cap + 1e-9
+
+
 def test_vote_category_weights_scores() -> None:
     from diag_service.domain import SimilarIncident
 
@@ -475,7 +502,7 @@ def test_similar_incidents_builds_default_store_on_first_use(tmp_path: Path, mon
     from diag_service.kb import kb as kb_module
 
     monkeypatch.setenv("DIAG_HOME", str(tmp_path))
-    monkeypatch.setattr(kb_module, "MiniLMEmbedder", HashingEmbedder)  # the real model: tests/test_kb_model.py
+    monkeypatch.setattr(kb_module, "default_embedder", HashingEmbedder)  # the real model: tests/test_kb_model.py
     monkeypatch.setattr(kb_module, "_default", None)
     incidents, novel = kb_module.similar_incidents(_diag(IB_LOG), k=3)
     assert len(incidents) == 3 and incidents[0].category is Category.NETWORK and not novel
@@ -485,3 +512,28 @@ def test_similar_incidents_builds_default_store_on_first_use(tmp_path: Path, mon
     assert novel and unrelated[0].score < incidents[0].score
     with pytest.raises(ValueError, match="k must be"):
         kb_module.similar_incidents(_diag(IB_LOG), k=0)
+
+
+def test_default_store_of_another_model_is_reembedded_only_when_it_holds_seed_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from diag_service.kb import kb as kb_module
+
+    monkeypatch.setenv("DIAG_HOME", str(tmp_path))
+    monkeypatch.setattr(kb_module, "_default", None)
+    monkeypatch.setattr(kb_module, "default_embedder", lambda: HashingEmbedder(64))
+    _kb(tmp_path, dim=256).build(records=SMALL)  # a store from the previous default embedder
+    kb = kb_module.default_kb()
+    info = kb.info()
+    assert info.model == "hashing-v1-64" and info.dim == 64 and info.records == len(SEED)  # re-embedded from the YAML
+    assert kb.search(IB_LOG, k=1).hits[0].record.category is Category.NETWORK
+
+    other = tmp_path / "with-feedback"
+    monkeypatch.setenv("DIAG_HOME", str(other))
+    old = _kb(other, dim=256)
+    old.build(records=SMALL)
+    old.add_feedback(_diag(IB_LOG), category=Category.NETWORK, action="Replace the cable")
+    with pytest.raises(ModelMismatch, match="--reembed"):
+        kb_module.default_kb()
+    assert _kb(other, dim=256).info().feedback == 1  # untouched
+

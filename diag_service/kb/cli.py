@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from diag_service.domain import Category, Diagnosis, FailureMode, RecoveryLevel
-from diag_service.kb.embed import Embedder, HashingEmbedder, HybridEmbedder, MiniLMEmbedder
+from diag_service.kb.embed import Embedder, HashingEmbedder, MiniLMEmbedder, default_embedder
 from diag_service.kb.kb import KBConfig, KBLocked, KnowledgeBase, SearchResult, default_home
 from diag_service.kb.records import KBError, RecordError
 from diag_service.kb.store import ModelMismatch
@@ -32,7 +32,8 @@ HomeOpt = Annotated[
 ]
 EmbedderOpt = Annotated[
     str,
-    typer.Option("--embedder", help="'minilm' (all-MiniLM-L6-v2, default), 'hybrid' (MiniLM + lexical) or 'hashing'."),
+    typer.Option("--embedder", help="'hybrid' (all-MiniLM-L6-v2 0.7 + lexical hashing 0.3, default), 'minilm' (MiniLM alone) "
+                 "or 'hashing' (lexical alone, for tests)."),
 ]
 
 
@@ -42,7 +43,7 @@ def _embedder(name: str) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
     if name == "hybrid":
-        return HybridEmbedder(MiniLMEmbedder(), HashingEmbedder(), 0.7)
+        return default_embedder()
     raise typer.BadParameter(f"unknown embedder {name!r} (minilm | hybrid | hashing)", param_hint="--embedder")
 
 
@@ -78,7 +79,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def build_cmd(
     source: Annotated[Path | None, typer.Option(help="Incident folder (default: knowledge_base/incidents).")] = None,
     home: HomeOpt = None,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = "hybrid",
     reembed: Annotated[bool, typer.Option(help="Re-embed every stored record (to switch models).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the build report as JSON.")] = False,
 ) -> None:
@@ -128,7 +129,7 @@ def search_cmd(
     k: Annotated[int, typer.Option("-k", help="Number of incidents (1-100).")] = 5,
     from_diagnosis: Annotated[Path | None, typer.Option(help="Search with a diagnosis JSON (diag diagnose --json).")] = None,
     home: HomeOpt = None,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = "hybrid",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Find the stored incidents most similar to log text or to a diagnosis."""
@@ -170,7 +171,7 @@ def add_cmd(
     title: Annotated[str | None, typer.Option(help="Short title (default: from the root signature).")] = None,
     failure_mode: Annotated[FailureMode | None, typer.Option(help="Correct the failure mode.")] = None,
     home: HomeOpt = None,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = "hybrid",
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Confirm or correct a diagnosis; it becomes a record (near-duplicates are merged and counted)."""
@@ -204,7 +205,7 @@ def add_cmd(
 
 
 @app.command("info")
-def info_cmd(home: HomeOpt = None, embedder: EmbedderOpt = "minilm") -> None:
+def info_cmd(home: HomeOpt = None, embedder: EmbedderOpt = "hybrid") -> None:
     """Show where the store is, its model, index and record counts."""
     kb = _open(home, embedder, check_model=False)
     sys.stdout.write(json.dumps(kb.info().model_dump(), indent=2) + "\n")

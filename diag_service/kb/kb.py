@@ -25,6 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -38,17 +39,26 @@ from pydantic import BaseModel, Field
 
 from diag_service.domain import Category, Diagnosis, FailureMode, RecoveryLevel, SimilarIncident
 from diag_service.kb import index as ix
-from diag_service.kb.embed import Embedder, MiniLMEmbedder
+from diag_service.kb.embed import Embedder, default_embedder
 from diag_service.kb.records import FEEDBACK_PREFIX, IncidentRecord, KBError, Recovery, load_records
-from diag_service.kb.store import Store, StoredRecord
+from diag_service.kb.store import ModelMismatch, Store, StoredRecord
 from diag_service.kb.text import diagnosis_text, text_for_log, texts_for_logs
 
 #: Used when the store cannot calibrate (fewer than 5 known and 5 novel samples). The value is the
-#: one calibrated on the seed knowledge base with all-MiniLM-L6-v2 (see docs/kb.md).
-DEFAULT_NOVELTY_THRESHOLD = 0.76
+#: one calibrated on the seed knowledge base with the default embedder (0.663; see docs/kb.md).
+DEFAULT_NOVELTY_THRESHOLD = 0.66
+#: Novelty calibration calls at most this share of *known* incidents new. Youden's J is flat over a
+#: wide range of thresholds on the seed set (within 0.01 from 0.66 to 0.80 with the default embedder),
+#: where the share of known incidents flagged new goes from 0.29 to 0.56; a flag that calls half of
+#: the known kinds new is no use to an operator, so the calibration keeps to the low end. Youden,
+#: "Index for rating diagnostic tests", Cancer 3(1), 1950; scikit-learn's ROC docs
+#: (https://scikit-learn.org/stable/modules/model_evaluation.html).
+DEFAULT_MAX_FALSE_NOVEL = 0.3
 #: A feedback record at least this similar to a stored record of the same category is merged into it.
 DEFAULT_MERGE_THRESHOLD = 0.95
 MAX_K = 100
+
+log = logging.getLogger(__name__)
 
 
 class KBLocked(KBError):
@@ -147,14 +157,18 @@ class KBInfo(BaseModel):
     novelty_threshold: float
 
 
-def calibrate(vectors: np.ndarray, families: list[str | None]) -> Calibration | None:
+def calibrate(
+    vectors: np.ndarray, families: list[str | None], max_false_novel: float = DEFAULT_MAX_FALSE_NOVEL
+) -> Calibration | None:
     """Fit the novelty threshold on unit ``vectors`` (``(n, dim)``) with their families (``None``: no family).
 
     Leave-one-out over the records with a family, scored the way a query is scored (best cosine
     similarity to the rest of the store): a record whose family has another member gives a *known*
     sample (its best score against all other records) and a *novel* sample (its best score with its
-    whole family removed); a record alone in its family gives a *novel* sample. Returns ``None`` with
-    fewer than 5 samples of either kind. At most 5,000 records are used (the first ones).
+    whole family removed); a record alone in its family gives a *novel* sample. The threshold
+    maximises Youden's J among those that call at most ``max_false_novel`` of the known samples
+    new (see :data:`DEFAULT_MAX_FALSE_NOVEL`). Returns ``None`` with fewer than 5 samples of either
+    kind. At most 5,000 records are used (the first ones).
     """
     from sklearn.metrics import roc_auc_score
 
@@ -180,6 +194,8 @@ def calibrate(vectors: np.ndarray, families: list[str | None]) -> Calibration | 
     auroc = float(roc_auc_score(labels, -scores))
     best_t, best_j = float(np.median(scores)), -1.0
     for t in np.unique(scores):
+        if np.mean(known < t) > max_false_novel:
+            break  # thresholds only grow from here, and so does the share of known incidents called new
         j = float(np.mean(novel < t) - np.mean(known < t))
         if j > best_j:
             best_t, best_j = float(t), j
@@ -200,7 +216,7 @@ class KnowledgeBase:
 
     def __init__(self, config: KBConfig | None = None, embedder: Embedder | None = None, check_model: bool = True) -> None:
         self.config = config or KBConfig()
-        self.embedder: Embedder = embedder if embedder is not None else MiniLMEmbedder()
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.dir = self.config.store_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.index_dir = self.dir / "index"
@@ -542,13 +558,27 @@ _default_lock = threading.Lock()
 
 
 def default_kb() -> KnowledgeBase:
-    """The knowledge base at :func:`default_home` with the MiniLM embedder, built from the seed
+    """The knowledge base at :func:`default_home` with :func:`~diag_service.kb.embed.default_embedder`, built from the seed
     incidents on first use if the store is empty. Cached per process (the model loads once, ~8 s).
+
+    A store embedded with another model is re-embedded (``build(reembed=True)``, a warning is
+    logged) when it holds seed records only and no feedback, since those are rebuilt from the YAML
+    and nothing is lost; a store with operator feedback raises :class:`~diag_service.kb.store.ModelMismatch`
+    (re-embed it deliberately with ``diag kb build --reembed``).
     """
     global _default
     with _default_lock:
         if _default is None or _default.config.home != default_home():
-            kb = KnowledgeBase(KBConfig(), _default.embedder if _default is not None else None)
+            embedder = _default.embedder if _default is not None else default_embedder()
+            try:
+                kb = KnowledgeBase(KBConfig(), embedder)
+            except ModelMismatch as exc:
+                kb = KnowledgeBase(KBConfig(), embedder, check_model=False)
+                info = kb.info()
+                if info.feedback or set(info.by_source) - {"seed"}:
+                    raise
+                log.warning("%s Seed records only: re-embedding them now.", exc)
+                kb.build(reembed=True)
             if kb.store.count() == 0:
                 kb.build()
             _default = kb
@@ -559,9 +589,10 @@ def similar_incidents(diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarInc
     """The ``k`` stored incidents most similar to ``diagnosis``, best first, and whether it looks novel.
 
     What is compared: the deduplicated, masked root-cause events of the diagnosis and the names of
-    their signatures (:func:`~diag_service.kb.text.diagnosis_text`), embedded with all-MiniLM-L6-v2,
-    against every record of the default store (:func:`default_kb`). ``score`` is cosine similarity
-    in [-1, 1]. ``is_novel`` is ``True`` when the best score is below the calibrated novelty
+    their signatures (:func:`~diag_service.kb.text.diagnosis_text`), embedded with all-MiniLM-L6-v2
+    plus lexical hashing (:func:`~diag_service.kb.embed.default_embedder`), against every record of
+    the default store (:func:`default_kb`). ``score`` is the blended cosine similarity in [-1, 1]
+    (0.7 · MiniLM cosine + 0.3 · lexical cosine). ``is_novel`` is ``True`` when the best score is below the calibrated novelty
     threshold, or when the diagnosis has no events (nothing to compare: ``([], True)``).
 
     Raises :class:`~diag_service.kb.records.KBError` subclasses when the store or model is unusable
