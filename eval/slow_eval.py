@@ -59,6 +59,7 @@ def score_lab_runs(run_dirs: Iterable[str | Path], config: SlowConfig | None = N
     on a bad run directory: it is listed under ``skipped``.
     """
     pairs: list[tuple[str, dict[str, Any], SlowReport]] = []
+    dirs: list[Path] = []
     skipped: list[dict[str, str]] = []
     for d in map(Path, run_dirs):
         try:
@@ -76,7 +77,37 @@ def score_lab_runs(run_dirs: Iterable[str | Path], config: SlowConfig | None = N
             skipped.append({"run": str(d), "reason": "no timing.jsonl"})
             continue
         pairs.append((d.name, truth, analyze_slow(d / "timing.jsonl", config)))
-    return {**score_reports(pairs), "skipped": skipped}
+        dirs.append(d)
+    res = score_reports(pairs)
+    for row, (_, _, rep), d in zip(res["runs"], pairs, dirs, strict=True):
+        row["host_other_cores"] = host_load_during_episodes(d, rep)
+    return {**res, "skipped": skipped}
+
+
+def host_load_during_episodes(run_dir: Path, rep: SlowReport) -> dict[str, float | int | None] | None:
+    """Median CPU cores used by *other* work on the host during the report's job episodes and outside them.
+
+    Reads the lab's ``host_cpu.jsonl`` (``diag_service.lab.runner.HostCpuSampler``; fail-slow runs since
+    it exists, None otherwise), limited to the training steps (first ``start`` to last ``end`` of
+    ``timing.jsonl``). Evidence for the scorecard only: the detector never reads it. A job episode on a
+    clean control with more "other" cores inside than outside it is a slowdown the host caused, not one
+    the lab injected.
+    """
+    path = run_dir / "host_cpu.jsonl"
+    if not path.is_file():
+        return None
+    recs = [json.loads(x) for x in (run_dir / "timing.jsonl").read_text().splitlines() if x.strip()]
+    lo, hi = min(r["start"] for r in recs), max(r["end"] for r in recs)
+    rows = [r for r in (json.loads(x) for x in path.read_text().splitlines() if x.strip()) if lo <= r["time"] <= hi]
+    spans = [(e.start_time, e.end_time if e.end_time is not None else hi)
+             for e in rep.job_slowdown if e.start_time is not None]
+
+    def med(v: list[float]) -> float | None:
+        return round(statistics.median(v), 3) if v else None
+
+    inside = [r["other_cores"] for r in rows if any(a <= r["time"] <= b for a, b in spans)]
+    outside = [r["other_cores"] for r in rows if not any(a <= r["time"] <= b for a, b in spans)]
+    return {"in_episodes": med(inside), "outside": med(outside), "samples": len(rows)}
 
 
 def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> dict[str, Any]:

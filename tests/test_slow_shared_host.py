@@ -137,3 +137,20 @@ def test_job_detector_marks_lone_outliers() -> None:
     assert not any(c.lone_outlier for c, _ in decided if c.step != 40)
     # warm-up steps are excluded but are not lone outliers
     assert not by_step[0][1] and not by_step[0][0].lone_outlier
+
+
+def test_job_drift_within_the_hosts_noise_is_not_an_episode() -> None:
+    # Other work takes a varying share of the CPU: the whole job runs 1.15x slower for 50 steps, with
+    # 30 % per-rank step-to-step noise. That is within twice the job's own noise (sigma of log step time
+    # ~0.1), so no episode; the same drift in a quiet job (2 % noise) is one, and so is a 1.6x slowdown
+    # (the lab's slow_job_compute) in the noisy one.
+    drift = {s: 1.15 for s in range(50, 100)}
+    noisy = analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor=drift))
+    assert noisy.baseline.noise_sigma is not None and noisy.baseline.noise_sigma > 0.07
+    assert noisy.job_slowdown == [], noisy.summary
+    assert analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor=drift), SlowConfig(job_effect_sigma=0)).job_slowdown
+    quiet = analyze_slow(lab_like_feed(seed=21, jitter=0.02, job_factor=drift))
+    assert [(e.start_step, e.end_step) for e in quiet.job_slowdown] and abs(quiet.job_slowdown[0].start_step - 50) <= 3
+    big = analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor={s: 1.6 for s in range(50, 120)}))
+    assert big.job_slowdown and 50 <= big.job_slowdown[0].detected_at_step <= 70
+    assert not big.stragglers

@@ -80,6 +80,9 @@ class SlowConfig(BaseModel):
     baseline_steps: int = Field(default=20, ge=3, description="Train steps after warm-up that define the baseline.")
     job_k_sigma: float = Field(default=0.5, gt=0, description="Job CUSUM reference value, in baseline sigmas.")
     job_h_sigma: float = Field(default=5.0, gt=0, description="Job CUSUM decision interval, in baseline sigmas.")
+    job_effect_sigma: float = Field(
+        default=2.0, ge=0, description="An episode's mean slowdown must also reach exp(this x the baseline's log sigma)."
+    )
     min_episode_steps: int = Field(default=5, ge=1, description="An episode alarms only after this many steps.")
     spike_factor: float = Field(
         default=0.5, gt=0, description="A lone step slower than baseline x (1 + max(this, 6 sigma)) is an outlier (eval/ckpt)."
