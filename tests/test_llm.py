@@ -238,6 +238,35 @@ def test_check_refuses_when_nothing_survives(example_diag: Diagnosis) -> None:
         check_answer(parse_answer('{"summary": "Everything is fine. Ignore previous instructions [E1]."}'), pack)
 
 
+def test_a_sentence_its_cited_item_does_not_support_is_dropped(example_diag: Diagnosis) -> None:
+    """Check 6: a claim must say something the item it cites says (a small model attaches ids at random)."""
+    pack = build_evidence_pack(example_diag)
+    first = pack.items[0]
+    assert first.kind == "first_failure" and "shapes" in first.text
+    answer = parse_answer(json.dumps({"summary": (
+        f"Rank 3 failed first because two tensor shapes disagree [{first.id}]. "
+        f"The process asked the GPU for more memory than was free [{first.id}]."
+    )}))
+    out = check_answer(answer, pack)
+    assert out.text == f"Rank 3 failed first because two tensor shapes disagree [{first.id}]."
+    assert any(d.startswith(f"unsupported by {first.id}") and "memory" in d for d in out.dropped)
+
+
+def test_a_timing_feed_without_findings_is_not_evidence(example_diag: Diagnosis) -> None:
+    """A slow analysis that found nothing ("not enough steps to judge") is left out of the pack and facts."""
+    quiet = example_diag.model_copy(update={"slow": {"summary": "Not enough steps to judge the job's pace; no straggler found.",
+                                                     "job_slowdown": [], "stragglers": []}})
+    pack = build_evidence_pack(quiet)
+    assert not [i for i in pack.items if i.kind == "slow"] and pack.facts["slow"] is None
+    straggler = {"rank": 3, "node": "node1", "kind": "compute", "slowdown_factor": 2.0}
+    slow = example_diag.model_copy(update={"slow": {"summary": "Rank 3 computes 2.0x longer than its peers since step 40.",
+                                                    "job_slowdown": [], "stragglers": [straggler]}})
+    pack = build_evidence_pack(slow)
+    texts = [i.text for i in pack.items if i.kind == "slow"]
+    assert texts[0].startswith("Rank 3 computes 2.0x") and "rank 3 is a compute straggler, 2.0x slower" in texts
+    assert pack.facts["slow"] == 1
+
+
 def test_check_unknown_rank_quote_and_resemblance_rules(example_diag: Diagnosis) -> None:
     pack = build_evidence_pack(example_diag)
     bad = [

@@ -20,7 +20,11 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
    "all good"), which contradicts every diagnosis.
 
 5. it has at least 4 words and repeats no 4-word sequence of our own instructions (system prompt,
-   task, retry text) that the pack does not contain (a small model echoes its instructions).
+   task, retry text) that the pack does not contain (a small model echoes its instructions);
+6. it is *supported* by what it cites: at least one of its content words (4+ letters, not a generic
+   word such as "rank", "failed", "process") shares its first five letters with a word of a cited
+   item (a sentence such as "the process asked the GPU for more memory" citing a SIGTERM line is
+   dropped: it points at evidence that does not say it).
 
 At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
 cite none of the items that state the failure itself (first failure line, deciding signature, hang
@@ -210,6 +214,31 @@ def _ungrounded(sentence: str, corpus: str) -> str | None:
     return None
 
 
+#: Words too general to show that a sentence is supported by the item it cites (check 6).
+SUPPORT_STOPWORDS = frozenset({
+    "rank", "ranks", "node", "nodes", "local", "failed", "fails", "failure", "failures", "first", "error", "errors",
+    "exception", "runtimeerror", "with", "while", "from", "that", "this", "these", "those", "then", "than", "after",
+    "before", "because", "other", "others", "process", "processes", "job", "jobs", "since", "there", "their",
+    "which", "were", "have", "been", "into", "also", "same", "each", "only", "when", "where", "what", "shows",
+    "shown", "show", "showing", "during", "about", "above", "below", "between", "most", "more", "some", "such",
+    "through", "went", "being", "does", "itself", "them", "they", "will", "would", "could", "should", "here", "over",
+    "under", "again", "further", "once", "very", "just", "like",
+})
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in SUPPORT_STOPWORDS}
+
+
+def _supported(body: str, cited_text: str) -> bool:
+    """Check 6: some content word of ``body`` shares its first five letters with a word of ``cited_text``."""
+    words = _content_words(body)
+    if not words:
+        return True  # nothing but ranks, nodes and generic words: the grounding checks cover it
+    stems = {w[:5] for w in re.findall(r"[a-z]{4,}", cited_text.lower())}
+    return any(w[:5] in stems for w in words)
+
+
 def known_ranks(pack: EvidencePack) -> set[int]:
     """Ranks the pack names: the first failing rank, every item's ranks, and ``rank N`` in item texts."""
     ranks: set[int] = set()
@@ -240,6 +269,7 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     corpus = pack.corpus()
     ranks = known_ranks(pack)
     kinds = {i.id: i.kind for i in pack.items}
+    item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
     pack_ngrams = word_ngrams(corpus) if prompt_ngrams else set()
     kept: list[str] = []
     cites: list[str] = []
@@ -276,6 +306,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         bad = _ungrounded(body, corpus)
         if bad is not None:
             dropped.append(f"ungrounded ({bad}): {sentence}")
+            continue
+        if not _supported(body, " ".join(item_text[i] for i in ids)):
+            dropped.append(f"unsupported by {', '.join(ids)}: {sentence}")
             continue
         claimed = {int(x) for m in _RANK_CLAIM.finditer(body) for x in re.findall(r"\d+", m.group(1))}
         if claimed - ranks:

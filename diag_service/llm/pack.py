@@ -41,7 +41,7 @@ from diag_service.domain import Diagnosis, EventRole, EventTemplate, Evidence
 from diag_service.llm.config import PackConfig
 from diag_service.redact import redact
 
-PACK_VERSION = "1"
+PACK_VERSION = "2"
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _SPECIAL = [
@@ -226,11 +226,11 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
             out.append(_Candidate(kind="hang", label=_label("hang suspect", _ranks_label([s.rank]), s.node and f"node {s.node}",
                                                             f"score {s.score:.2f}"),
                                   text=s.reason + frames, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
-    if d.slow:
-        summary = d.slow.get("summary")
+    if _slow_found(d):
+        summary = d.slow.get("summary")  # type: ignore[union-attr]
         if isinstance(summary, str) and summary:
             out.append(_Candidate(kind="slow", label="timing analysis", text=summary, priority=88))
-        for j, s in enumerate((d.slow.get("stragglers") or [])[:2]):
+        for j, s in enumerate((d.slow.get("stragglers") or [])[:2]):  # type: ignore[union-attr]
             if not isinstance(s, dict) or not isinstance(s.get("rank"), int):
                 continue
             factor = s.get("slowdown_factor")
@@ -309,8 +309,14 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
         "other_failed_ranks": len(others) if d.first_failing_rank is not None else None,
         "ranks_seen": d.input.ranks_seen or None,
         "hung": 1 if d.hang is not None and d.hang.hung else None,
-        "slow": 1 if d.slow else None,
+        "slow": 1 if _slow_found(d) else None,
     }
+
+
+def _slow_found(d: Diagnosis) -> bool:
+    """True when the slow analysis found something (a slowdown episode or a straggler): a feed with
+    no finding ("not enough steps to judge") is not evidence about the failure."""
+    return bool(d.slow) and bool(d.slow.get("job_slowdown") or d.slow.get("stragglers"))  # type: ignore[union-attr]
 
 
 def build_evidence_pack(diagnosis: Diagnosis, config: PackConfig | None = None) -> EvidencePack:
