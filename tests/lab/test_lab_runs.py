@@ -176,3 +176,24 @@ def test_fail_slow_straggler_compute_longer(tmp_path: Path) -> None:
     assert med(0, "compute_s", True) > 1.4 * med(1, "compute_s", True)
     assert med(0, "compute_s", True) > 1.4 * med(0, "compute_s", False)
     assert med(1, "comm_s", True) > med(0, "comm_s", True)
+
+
+@pytest.mark.timeout(120)
+def test_fail_slow_job_wide_stretches_every_rank_by_the_same_time(tmp_path: Path) -> None:
+    # A job-wide slowdown (slow_job_compute) must not turn the rank that happened to compute longest
+    # before the onset into a straggler: every rank sleeps the same extra time, from the mean of the
+    # ranks' median pre-onset compute (one all-reduce at the onset).
+    sc = load_scenarios()["slow_job_compute"].model_copy(update={"steps": 45})
+    res = run_scenario(sc, tmp_path / "run", ranks=2, nodes=1, onset_step=30, keep_work=True)
+    assert res.status == "succeeded"
+    assert not _leftover_processes(res.out_dir), "processes outlived the run"
+    truth = json.loads((res.out_dir / "truth.json").read_text())  # .lab/ is kept here, so not _common_checks
+    assert truth["faulty_rank"] is None and truth["affected_ranks"] == [0, 1]
+    assert (res.out_dir / "host_cpu.jsonl").is_file()
+    notes = [json.loads(p.read_text()) for p in sorted((res.out_dir / ".lab").rglob("fault-rank-*.json"))]
+    assert [n["rank"] for n in notes] == [0, 1]
+    assert all(n["step"] == 30 for n in notes)
+    assert notes[0]["base_compute_s"] == pytest.approx(notes[1]["base_compute_s"], rel=1e-9)
+    timing = _jsonl(res.out_dir / "timing.jsonl")
+    own = {r: statistics.median(t["compute_s"] for t in timing if t["rank"] == r and 3 <= t["step"] < 30) for r in (0, 1)}
+    assert notes[0]["base_compute_s"] == pytest.approx((own[0] + own[1]) / 2, rel=0.25)
