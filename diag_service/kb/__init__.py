@@ -6,7 +6,7 @@ similar stored incidents and a novelty flag out) and :class:`KnowledgeBase` (bui
 (``diag kb``). See ``docs/kb.md``.
 """
 
-from diag_service.kb.embed import Embedder, EmbedderError, HashingEmbedder, MiniLMEmbedder
+from diag_service.kb.embed import Embedder, EmbedderError, HashingEmbedder, HybridEmbedder, MiniLMEmbedder, default_embedder
 from diag_service.kb.index import IndexCorrupt, IndexParams
 from diag_service.kb.kb import (
     DEFAULT_NOVELTY_THRESHOLD,
@@ -38,6 +38,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "HashingEmbedder",
+    "HybridEmbedder",
     "IncidentRecord",
     "IndexCorrupt",
     "IndexParams",
@@ -58,6 +59,7 @@ __all__ = [
     "analyze_bundle",
     "analyze_text",
     "calibrate",
+    "default_embedder",
     "default_home",
     "default_kb",
     "diagnosis_text",
