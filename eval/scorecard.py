@@ -249,11 +249,17 @@ def markdown(card: dict[str, Any]) -> str:
         if rc:
             lines.append(f"| lab recovery | level_agreement | {fmt(rc['level_agreement'])} | {rc['cases']} |")
         sl = lab.get("fail_slow")
+        ls = card.get("lab_slow") or {}
+        if ls.get("available"):
+            sl = ls["fail_slow"]  # the dedicated slow suite replaces the main suite's slow runs
         if isinstance(sl, dict):
             ov = sl.get("overall", sl)
             for k in ("precision", "recall", "detection_delay_steps_median", "within_20_steps", "false_alarm_rate"):
                 if k in ov:
                     lines.append(f"| lab fail-slow | straggler {k} | {fmt(ov[k])} | {ov.get('runs', '')} |")
+            for k in ("job_episode_rate_controls", "any_alarm_rate_controls"):
+                if k in ov:
+                    lines.append(f"| lab fail-slow | {k} | {fmt(ov[k])} | {ov.get('controls', '')} |")
     else:
         lines.append("| lab | - | absent | |")
     lh = card.get("loghub") or {}
@@ -278,7 +284,17 @@ def markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("incidents_dev", "lab", "loghub", "knowledge_base", "llm", "labelling")
+SECTIONS = ("incidents_dev", "lab", "lab_slow", "loghub", "knowledge_base", "llm", "labelling")
+
+
+def score_slow_lab(dirs: list[Path]) -> dict[str, Any]:
+    """Fail-slow scoring of the runs under ``dirs`` alone (``--slow-lab``: a dedicated 4-rank slow suite)."""
+    slow = [p for p, t in _runs(dirs) if t["failure_mode"] == "fail_slow"]
+    if not slow:
+        return {"available": False, "reason": f"no fail-slow runs under {', '.join(map(str, dirs))}"}
+    import slow_eval
+
+    return {"available": True, "dirs": [str(d) for d in dirs], "fail_slow": slow_eval.score_lab_runs(slow)}
 
 
 def main() -> None:
@@ -288,6 +304,8 @@ def main() -> None:
     ap.add_argument("--lab-dir", default=str(RESULTS / "lab_runs"))
     ap.add_argument("--reuse-lab", nargs="*", default=None, help="score these existing run folders instead of running a suite")
     ap.add_argument("--skip-lab", action="store_true")
+    ap.add_argument("--slow-lab", nargs="*", default=None,
+                    help="a dedicated fail-slow lab suite; its rows replace the fail-slow rows of the main lab section")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated sections to (re)score, keeping the others from --out: {','.join(SECTIONS)}")
     ap.add_argument("--out", default=str(RESULTS / "scorecard.json"))
@@ -316,6 +334,9 @@ def main() -> None:
                 run_lab_suite(Path(a.lab_dir), a.lab_runs, a.lab_seed)
             print("[eval] scoring lab runs", flush=True)
             card["lab"] = score_lab(lab_dirs)
+    if "lab_slow" in only and a.slow_lab:
+        print("[eval] scoring the fail-slow lab suite", flush=True)
+        card["lab_slow"] = score_slow_lab([Path(x) for x in a.slow_lab])
     if "loghub" in only:
         print("[eval] loghub", flush=True)
         import loghub_eval
