@@ -166,6 +166,18 @@ def test_diagnosis_text_keeps_the_most_suspicious_supporting_line() -> None:
     assert "trn-3" not in text and "1201" not in text
 
 
+def test_diagnosis_text_leaves_out_the_other_ranks_cascade() -> None:
+    """A shape mismatch on one rank and gloo "closed by peer" on the others: only the cause is embedded,
+    so the similar incidents are shape errors, not network ones (the bundled real example)."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "torchrun_shape_mismatch_2x2"
+    d = diagnose(DiagnoseRequest(path=str(example), recovery=False))
+    assert any(e.role is EventRole.SYMPTOM and "closed by peer" in e.template.lower() for e in d.events)
+    text = diagnosis_text(d)
+    assert "cannot be multiplied" in text and "peer" not in text.lower()
+
+
 def test_diagnosis_text_empty_without_events() -> None:
     d = _diag("all good, step 10 loss 1.23\n")
     assert diagnosis_text(d) == ""

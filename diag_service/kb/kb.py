@@ -42,7 +42,7 @@ from diag_service.kb import index as ix
 from diag_service.kb.embed import Embedder, default_embedder
 from diag_service.kb.records import FEEDBACK_PREFIX, IncidentRecord, KBError, Recovery, load_records
 from diag_service.kb.store import ModelMismatch, Store, StoredRecord
-from diag_service.kb.text import diagnosis_text, text_for_log, texts_for_logs
+from diag_service.kb.text import TEXT_VERSION, diagnosis_text, text_for_log, texts_for_logs
 
 #: Used when the store cannot calibrate (fewer than 5 known and 5 novel samples). The value is the
 #: one calibrated on the seed knowledge base with the default embedder (0.663; see docs/kb.md).
@@ -350,7 +350,7 @@ class KnowledgeBase:
                 for r, t, v in zip(recs, texts, vecs, strict=True):
                     res = self.store.upsert(db, IncidentRecord.model_validate(r.model_dump()), "seed", t, v)
                     setattr(report, res, getattr(report, res) + 1)
-                self.store.set_meta(db, model=self.embedder.name, dim=str(self.embedder.dim))
+                self.store.set_meta(db, model=self.embedder.name, dim=str(self.embedder.dim), text_version=TEXT_VERSION)
             report.kept_not_in_source = [s.record.id for s in stored if s.source == "seed" and s.record.id not in given]
             cal = self._calibrate()
             with self.store.connect() as db, self.store.tx(db):
@@ -494,7 +494,7 @@ class KnowledgeBase:
                     record_id=rid, merged=merged, score=score, root_cause=rc, action=action, level=lvl.value,
                     diagnosis_json=diagnosis.model_dump_json(),
                 )
-                self.store.set_meta(db, model=self.embedder.name, dim=str(self.embedder.dim))
+                self.store.set_meta(db, model=self.embedder.name, dim=str(self.embedder.dim), text_version=TEXT_VERSION)
             self._maybe_persist()
         return AddResult(record_id=rid, merged=merged, count=count, score=None if score is None else round(score, 4),
                          verdict=verdict, feedback_id=fid)
@@ -561,7 +561,9 @@ def default_kb() -> KnowledgeBase:
     """The knowledge base at :func:`default_home` with :func:`~diag_service.kb.embed.default_embedder`, built from the seed
     incidents on first use if the store is empty. Cached per process (the model loads once, ~8 s).
 
-    A store embedded with another model is re-embedded (``build(reembed=True)``, a warning is
+    Seed records embedded from an older :data:`~diag_service.kb.text.TEXT_VERSION` are rebuilt from the
+    YAML (feedback records are kept as they are). A store embedded with another model is re-embedded
+    (``build(reembed=True)``, a warning is
     logged) when it holds seed records only and no feedback, since those are rebuilt from the YAML
     and nothing is lost; a store with operator feedback raises :class:`~diag_service.kb.store.ModelMismatch`
     (re-embed it deliberately with ``diag kb build --reembed``).
@@ -579,8 +581,8 @@ def default_kb() -> KnowledgeBase:
                     raise
                 log.warning("%s Seed records only: re-embedding them now.", exc)
                 kb.build(reembed=True)
-            if kb.store.count() == 0:
-                kb.build()
+            if kb.store.count() == 0 or kb.store.meta().get("text_version") != TEXT_VERSION:
+                kb.build()  # empty, or seeds embedded from an older text shape: re-embed them from the YAML
             _default = kb
         return _default
 

@@ -27,12 +27,16 @@ from diag_service.kb.records import KBError
 #: At most this many events make up one text (the model reads 256 tokens at most).
 MAX_EVENTS = 4
 MAX_TEXT_CHARS = 1200
-#: Besides the root events, the most suspicious other event(s) (a symptom, or a warning the localizer
-#: scored) at least this suspicious: the line that says *why* often sits next to the one that failed
+#: Besides the root events, the most suspicious context event (a warning the localizer scored; never
+#: another rank's symptom or a launcher summary, which would pull in incidents of the cascade, e.g. a gloo
+#: "connection closed by peer" beside a shape mismatch) at least this suspicious: the line that says
+#: *why* often sits next to the one that failed
 #: (``NCCL WARN Bootstrap : no socket interface found`` before NCCL's generic "internal error"). Measured
-#: in ``eval/kb_eval.py`` (docs/kb.md): leave-one-out recall@5 of the category 0.896 → 0.920 with the
-#: default embedder, 0.865 → 0.890 with MiniLM alone.
+#: in ``eval/kb_eval.py`` (docs/kb.md): leave-one-out recall@5 of the category 0.896 → 0.914 with the
+#: default embedder, recall@1 0.742 (dev 0.875); letting symptoms support too gave 0.920 but recall@1 0.730 (dev 0.813).
 SUPPORT_MIN_SUSPICION = 0.5
+#: Bump when what :func:`diagnosis_text` produces changes: the default store then re-embeds its seeds.
+TEXT_VERSION = "2"
 SUPPORT_EVENTS = 1
 #: Signature details worth keeping in the text (an Xid code or an IB status changes the meaning).
 DETAIL_KEYS = ("code", "status", "sig", "exc")
@@ -72,7 +76,8 @@ def _chosen_events(d: Diagnosis) -> list[EventTemplate]:
         evs = sorted((e for e in usable if e.role in roles), key=lambda e: -e.suspicion)
         if evs:
             if roles == (EventRole.ROOT,):
-                support = sorted((e for e in usable if e.role is not EventRole.ROOT and e.suspicion >= SUPPORT_MIN_SUSPICION),
+                support = sorted((e for e in usable if e.role not in (EventRole.ROOT, EventRole.SYMPTOM, EventRole.SUMMARY)
+                                  and e.suspicion >= SUPPORT_MIN_SUSPICION),
                                  key=lambda e: -e.suspicion)
                 evs += support[:SUPPORT_EVENTS]
             return evs

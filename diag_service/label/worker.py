@@ -175,8 +175,8 @@ def load_kb(mode: str) -> tuple[SimilarFn | None, str | None, str | None]:
         if mode == "on":
             raise RuntimeError(reason) from exc
         return None, None, reason
-    model = (info.model or "?").rsplit("/", 1)[-1]
-    return similar_incidents, f"{model}:{info.records}", None
+    # the embedder's whole name (the hybrid's names its parts, with '/' and ';' inside): "<model>:<records>"
+    return similar_incidents, f"{info.model or '?'}:{info.records}", None
 
 
 class Labeller:
