@@ -555,3 +555,23 @@ def test_nested_tar_gz_per_node_in_a_directory(tmp_path: Path) -> None:
     assert d.input.warnings == []
     (w,) = [e for e in d.events if "Watchdog caught" in e.template]
     assert w.nodes == ["node0"] and w.ranks == [0, 1, 2, 3]
+
+
+def test_a_file_without_failure_evidence_gets_a_warning_and_no_action(tmp_path: Path) -> None:
+    """Not a training log (a host name file) or a healthy attempt's log: no event, so an explicit
+    warning and the policy's L0 rule instead of a restart."""
+    from diag_service.domain import RecoveryLevel
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    for name, text in (("hostname", "vm\n"),
+                       ("healthy.log", "".join(f"[rank0]: step {i} loss {2.5 - i / 100:.3f} lr 3e-4\n" for i in range(50)))):
+        p = tmp_path / name
+        p.write_text(text)
+        d = diagnose(DiagnoseRequest(path=str(p)))
+        assert d.category is Category.UNKNOWN and not d.events
+        assert any(w.startswith("no failure evidence") for w in d.input.warnings), d.input.warnings
+        assert d.recovery is not None and d.recovery.level is RecoveryLevel.L0
+        assert d.recovery.rule_id == "no_failure_evidence"
+    real = diagnose(DiagnoseRequest(path=str(Path(__file__).resolve().parents[1] / "examples" / "torchrun_shape_mismatch_2x2")))
+    assert not any(w.startswith("no failure evidence") for w in real.input.warnings)
+    assert real.recovery is not None and real.recovery.rule_id != "no_failure_evidence"

@@ -79,7 +79,10 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         render_recovery(d.recovery, console)
     if d.similar_incidents or d.novel:
         head = "Similar past incidents" + (" (this one looks new)" if d.novel else "")
-        console.print(f"[bold]{head}[/bold]  [dim]category decided by {d.category_source}[/dim]")
+        source = f"category decided by {d.category_source}" if d.category is not Category.UNKNOWN else "no category decided"
+        if not d.similar_incidents:
+            head = "Similar past incidents: none (nothing to compare, or nothing close enough)"
+        console.print(f"[bold]{head}[/bold]  [dim]{source}[/dim]")
         for s in d.similar_incidents[:3]:
             console.print(f"  {escape(s.incident_id)} ({s.score:.2f}, {s.category.value}) {escape(s.title)}")
             console.print(f"    [dim]fix:[/dim] {escape(s.action[:200])}")

@@ -48,6 +48,7 @@ class When(BaseModel):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
     max_confidence: float | None = Field(default=None, ge=0, le=1)
     has_faulty_nodes: bool | None = None
+    has_evidence: bool | None = None  # any failure event, signature hit, hang or slow finding
     summary_matches: str | None = None
     job_restarts_at_least: int | None = Field(default=None, ge=0)
     same_cause_restarts_at_least: int | None = Field(default=None, ge=0)
