@@ -260,6 +260,14 @@ class HangReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+class CitedItem(BaseModel):
+    """One evidence-pack item a narrative cites: its id, where it comes from, and its (redacted) text."""
+
+    id: str = Field(description="E1, E2, ... as cited in the narrative text.")
+    label: str = Field(description="Where it comes from: ranks, nodes, file:line, or the analyzer.")
+    text: str = Field(description="The item's text, at most 300 characters.")
+
+
 class Narrative(BaseModel):
     """Two or three sentences for the incident channel, written from the evidence pack only.
 
@@ -271,6 +279,7 @@ class Narrative(BaseModel):
 
     text: str
     citations: list[str] = Field(default_factory=list)
+    cited: list[CitedItem] = Field(default_factory=list, description="What each citation id points at, in citation order.")
     source: str = Field(description="'model' or 'fallback'.")
     model: str | None = None
     suggested_category: Category | None = None

@@ -310,6 +310,9 @@ def test_summarize_uses_a_valid_model_answer(example_diag: Diagnosis, cfg: LlmCo
     n = r.narrative
     assert n.source == "model" and n.model == "fake:scripted"
     assert n.citations == ["E1", "E2", "E4"] and set(n.citations) <= r.pack.ids()
+    items = {i.id: i for i in r.pack.items}  # every citation can be looked up in the report
+    assert [(c.id, c.text) for c in n.cited] == [(i, items[i].text[:300]) for i in n.citations]
+    assert "mat1 and mat2" in n.cited[0].text
     assert n.latency_s is not None and n.latency_s >= 0
     req = backend.requests[0]
     assert req.json_schema is not None and req.json_schema["required"] == ["summary"]

@@ -40,6 +40,8 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         who = f"model {d.narrative.model}" if d.narrative.source == "model" else "deterministic fallback (no model answer)"
         cites = f", cites {', '.join(d.narrative.citations)}" if d.narrative.citations else ""
         body.append(Text(f"summary: {who}{cites}", style="dim"))
+        for c in d.narrative.cited:
+            body.append(Text(f"  {c.id} ({c.label}): {c.text[:160]}", style="dim"))
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
     for w in d.input.warnings[:20]:
         console.print(f"[yellow]input warning:[/yellow] {escape(w)}")

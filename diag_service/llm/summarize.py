@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from diag_service.domain import Diagnosis, Narrative
+from diag_service.domain import CitedItem, Diagnosis, Narrative
 from diag_service.llm.backends import Backend, Generation, GenerationRequest, get_backend
 from diag_service.llm.cache import SummaryCache, cache_key
 from diag_service.llm.config import LlmConfig, LlmError, PackConfig, default_config
@@ -42,13 +42,20 @@ class SummaryResult:
 
 def _fallback(pack: EvidencePack, t0: float, reason: str, result: SummaryResult | None = None) -> SummaryResult:
     text, cites = fallback_summary(pack)
-    n = Narrative(text=text, citations=cites, source="fallback", latency_s=round(time.perf_counter() - t0, 3))
+    n = _with_cited(Narrative(text=text, citations=cites, source="fallback", latency_s=round(time.perf_counter() - t0, 3)), pack)
     if result is None:
         result = SummaryResult(narrative=n, pack=pack)
     result.narrative = n
     result.fallback_reason = reason
     log.info("narrative fallback: %s", reason)
     return result
+
+
+def _with_cited(n: Narrative, pack: EvidencePack) -> Narrative:
+    """``n`` with ``cited`` filled from ``pack`` (so a reader can look every citation up)."""
+    items = {i.id: i for i in pack.items}
+    n.cited = [CitedItem(id=c, label=items[c].label, text=items[c].text[:300]) for c in n.citations if c in items]
+    return n
 
 
 def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, backend: Backend | None = None) -> SummaryResult:
@@ -88,7 +95,7 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
-            result.narrative = hit.model_copy(update={"latency_s": round(time.perf_counter() - t0, 3)})
+            result.narrative = _with_cited(hit.model_copy(update={"latency_s": round(time.perf_counter() - t0, 3)}), pack)
             result.cache_hit = True
             return result
     ids = sorted(pack.ids(), key=lambda s: int(s[1:]))
@@ -114,10 +121,10 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
     if checked is None:
         return _fallback(pack, t0, f"invalid answer twice: {'; '.join(result.errors)}", result)
     result.dropped = checked.dropped
-    result.narrative = Narrative(
+    result.narrative = _with_cited(Narrative(
         text=checked.text, citations=checked.citations, source="model", model=backend.name,
         suggested_category=checked.suggested_category, latency_s=round(time.perf_counter() - t0, 3),
-    )
+    ), pack)
     if cache is not None:
         cache.put(key, result.narrative)
     return result
