@@ -37,7 +37,7 @@ What it does:
    (from the first committed batch to the last, i.e. what a long run converges to), the number of
    clusters, and the 1/5/15-minute load averages (``/proc/loadavg``) before and after. With the
    model: clusters summarised (by the model / by the fallback), summary seconds (total, median,
-   max), the model's load seconds and the threads it ran with.
+   max), the model's load seconds, the backend and the threads it was loaded with.
    ``--no-reference`` skips step 2 (on 10,000 jobs its 8 passes take minutes).
 
 The JSON is rewritten after every configuration, so an interrupted run keeps what it measured.
@@ -338,12 +338,21 @@ class TimedSummarizer:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.calls: list[dict[str, Any]] = []
+        self.backend: dict[str, Any] = {}
 
     def __call__(self, diagnosis: Any) -> Any:
         from diag_service.llm import summarize_detailed
 
         t0 = time.perf_counter()
         r = summarize_detailed(diagnosis, config=self.config)
+        if not self.backend:  # what the model ran with (threads are chosen from the load when it is loaded)
+            from diag_service.llm import get_backend
+
+            try:
+                b = get_backend(self.config)
+                self.backend = {"name": b.name, "threads": list(getattr(b, "threads", ()) or ()) or None}
+            except Exception as exc:  # noqa: BLE001 - reported, the run goes on with the fallback
+                self.backend = {"error": f"{type(exc).__name__}: {exc}"}
         self.calls.append({"s": round(time.perf_counter() - t0, 2), "source": r.narrative.source,
                            "load_s": round(r.load_s, 2) if r.load_s else None, "cache_hit": r.cache_hit,
                            "attempts": len(r.attempts), "fallback_reason": (r.fallback_reason or "")[:200] or None})
@@ -425,7 +434,7 @@ def one_run(archive: Path, work: Path, engine: Any, options: LabelOptions, llm: 
         "loadavg_before": load_before, "loadavg_after": load_after,
     }
     if summarizer is not None:
-        run["llm"] = summarizer.stats() | {"threads": list(summarizer.config.resolved_threads()), "cache": False}
+        run["llm"] = summarizer.stats() | {"backend": summarizer.backend, "cache": False}
     return run
 
 
