@@ -34,7 +34,7 @@ from diag_service.label.engines import EngineError
 from diag_service.label.inputs import ArchiveError
 from diag_service.label.ledger import LedgerError
 from diag_service.label.models import LabelOptions
-from diag_service.label.run import LabelConfigError, LabelRequest, label_archive
+from diag_service.label.run import LabelConfigError, LabelRequest, NoProgress, label_archive
 from diag_service.label.summary import render_markdown
 from diag_service.signatures import SignatureError
 
@@ -125,17 +125,6 @@ class RichProgress:
             self.console.print(self._line())
 
 
-class _Quiet:
-    def start(self, stage: str, total: int, done: int) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
 ArchiveArg = Annotated[
     Path, typer.Argument(help="Folder of job bundles (one folder or archive per job) or a manifest (.jsonl/.csv/.parquet).")
 ]
@@ -182,7 +171,7 @@ def label(
         batch_size=batch_size, llm=llm, part_rows=part_rows, fresh=fresh,
         options=LabelOptions(kb=kb.value, exclude=exclude or [], platform=platform, job_timeout_s=job_timeout),
     )
-    sink = RichProgress(err) if progress else _Quiet()
+    sink = RichProgress(err) if progress else NoProgress()
     try:
         result = label_archive(req, progress=sink)
     except (ArchiveError, LedgerError, LabelConfigError) as exc:

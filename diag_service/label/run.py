@@ -70,7 +70,9 @@ class ProgressSink(Protocol):
     def stop(self) -> None: ...
 
 
-class _NoProgress:
+class NoProgress:
+    """A :class:`ProgressSink` that shows nothing (the default; ``diag label --no-progress``)."""
+
     def start(self, stage: str, total: int, done: int) -> None:
         pass
 
@@ -97,7 +99,7 @@ def label_archive(req: LabelRequest, progress: ProgressSink | None = None, engin
     ``SignatureError``. A bundle that cannot be labelled is never an exception: it is an error row.
     """
     t_start = time.perf_counter()
-    progress = progress or _NoProgress()
+    progress = progress or NoProgress()
     archive = str(Path(req.archive).resolve())
     out = Path(req.out).resolve()
     summarizer = None
