@@ -177,6 +177,22 @@ async def inspect_upload(ctx: ServiceContext, dest: Path) -> Path:
     return final
 
 
+async def receive_upload(request: Request, ctx: ServiceContext, field: str, job_uuid: str, default_name: str,
+                         ) -> tuple[Path, int, dict[str, Any]]:
+    """:func:`receive_file` then :func:`inspect_upload`, holding one upload slot meanwhile.
+
+    Returns the inspected file's path, its size and the other form fields. Raises :class:`Refused`
+    (503 no slot, 413 too large, 422 missing, or the inspection's refusal); cleaning up
+    ``uploads/<job_uuid>/`` on failure is the caller's.
+    """
+    ctx.acquire_upload_slot()
+    try:
+        dest, size, fields = await receive_file(request, ctx, field, job_uuid, default_name)
+        return await inspect_upload(ctx, dest), size, fields
+    finally:
+        ctx.release_upload_slot()
+
+
 async def json_body(request: Request, model: type) -> Any:
     """Parse the JSON body into ``model``; 400 for invalid JSON, 422 with pydantic's errors for the rest."""
     raw = await request.body()
@@ -288,16 +304,12 @@ async def create_diagnosis(
     if not ctx.has_room():
         ctx.metrics.refusals.labels("queue_full").inc()
         raise Refused(503, f"the work queue is full ({ctx.settings.queue_max} jobs); retry later", "queue_full")
-    ctx.acquire_upload_slot()
     job_uuid = new_id()
     try:
-        dest, size, fields = await receive_file(request, ctx, "bundle", job_uuid, "bundle")
-        final = await inspect_upload(ctx, dest)
+        final, size, fields = await receive_upload(request, ctx, "bundle", job_uuid, "bundle")
     except BaseException:
         shutil.rmtree(ctx.settings.uploads_dir / job_uuid, ignore_errors=True)
         raise
-    finally:
-        ctx.release_upload_slot()
     name = _job_id(fields.get("job_id", job_id)) or job_id_from_name(fields.get("filename") or final.name)
     exclude = fields.get("exclude") or []
     try:
@@ -450,12 +462,7 @@ async def post_slow(request: Request, _: Submit) -> Any:
             job_id = body.job_id
             world = body.world_size
         else:
-            ctx.acquire_upload_slot()
-            try:
-                dest, size, fields = await receive_file(request, ctx, "feed", job_uuid, "timing.jsonl")
-                path = await inspect_upload(ctx, dest)
-            finally:
-                ctx.release_upload_slot()
+            path, size, fields = await receive_upload(request, ctx, "feed", job_uuid, "timing.jsonl")
             input_path, job_id, world = folder, _job_id(fields.get("job_id")), None
         job, fut = ctx.submit("slow", {"kind": "slow", "path": str(path), "world_size": world}, job_id=job_id or job_uuid,
                               job_uuid=job_uuid, input_path=input_path, input_bytes=size)
@@ -513,12 +520,7 @@ async def post_etpr(request: Request, _: Submit) -> Any:
             size = await run_in_threadpool(_write_jsonl, path, body.events)
             by, tol = body.by, body.slow_tolerance
         else:
-            ctx.acquire_upload_slot()
-            try:
-                dest, size, _fields = await receive_file(request, ctx, "events", job_uuid, "events.jsonl")
-                path = await inspect_upload(ctx, dest)
-            finally:
-                ctx.release_upload_slot()
+            path, size, _fields = await receive_upload(request, ctx, "events", job_uuid, "events.jsonl")
         task = {"kind": "etpr", "path": str(path), "by": by, "slow_tolerance": tol, "source": "api"}
         job, fut = ctx.submit("etpr", task, job_id=job_uuid, job_uuid=job_uuid, input_path=folder, input_bytes=size)
     except BaseException:
