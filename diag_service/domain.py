@@ -333,3 +333,18 @@ class Diagnosis(BaseModel):
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
+
+    def slow_found(self) -> bool:
+        """True when the fail-slow analysis found a slowdown episode or a straggler (a feed with no
+        finding, e.g. "not enough steps to judge", is not evidence)."""
+        return bool(self.slow) and bool(self.slow.get("job_slowdown") or self.slow.get("stragglers"))  # type: ignore[union-attr]
+
+    def has_evidence(self) -> bool:
+        """True when the diagnosis rests on something: an event template, a signature hit, evidence lines,
+        a hang or slow finding, a faulty node or rank, a category, or a mode other than the default.
+        A file with no error, warning or progress line (not a training log, or the wrong attempt) has
+        none, and no action should be taken on it (policy condition ``has_evidence``)."""
+        return bool(self.events or self.signature_hits or self.root_cause.evidence
+                    or (self.hang is not None and self.hang.hung) or self.slow_found() or self.faulty_nodes
+                    or self.first_failing_rank is not None or self.category is not Category.UNKNOWN
+                    or self.failure_mode is not FailureMode.FAIL_STOP)

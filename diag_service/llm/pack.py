@@ -226,7 +226,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
             out.append(_Candidate(kind="hang", label=_label("hang suspect", _ranks_label([s.rank]), s.node and f"node {s.node}",
                                                             f"score {s.score:.2f}"),
                                   text=s.reason + frames, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
-    if _slow_found(d):
+    if d.slow_found():
         summary = d.slow.get("summary")  # type: ignore[union-attr]
         if isinstance(summary, str) and summary:
             out.append(_Candidate(kind="slow", label="timing analysis", text=summary, priority=88))
@@ -309,14 +309,8 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
         "other_failed_ranks": len(others) if d.first_failing_rank is not None else None,
         "ranks_seen": d.input.ranks_seen or None,
         "hung": 1 if d.hang is not None and d.hang.hung else None,
-        "slow": 1 if _slow_found(d) else None,
+        "slow": 1 if d.slow_found() else None,
     }
-
-
-def _slow_found(d: Diagnosis) -> bool:
-    """True when the slow analysis found something (a slowdown episode or a straggler): a feed with
-    no finding ("not enough steps to judge") is not evidence about the failure."""
-    return bool(d.slow) and bool(d.slow.get("job_slowdown") or d.slow.get("stragglers"))  # type: ignore[union-attr]
 
 
 def build_evidence_pack(diagnosis: Diagnosis, config: PackConfig | None = None) -> EvidencePack:

@@ -25,7 +25,6 @@ from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
-from diag_service.recovery.recommend import has_evidence
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
 from diag_service.slow.analyze import analyze_bundle
@@ -179,7 +178,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         else:
             combine_retrieval(d, incidents, novel)
         timings["kb"] = time.perf_counter() - t0
-    if not has_evidence(d):
+    if not d.has_evidence():
         report.warnings.append(
             f"no failure evidence: none of the {report.lines} line(s) is an error, warning, traceback or known "
             "failure message; are these the failed job's logs (every rank, the failed attempt)?"

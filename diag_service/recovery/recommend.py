@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from diag_service.domain import (
-    Category,
     Diagnosis,
     EventRole,
-    FailureMode,
     LostTime,
     RecoveryLevel,
     RecoveryOption,
@@ -59,18 +57,6 @@ class _Facts:
     node_faults: int = 0
 
 
-def has_evidence(d: Diagnosis) -> bool:
-    """True when the diagnosis rests on something: an event template, a signature hit, evidence lines,
-    a hang or slow finding, a faulty node or rank, a category, or a mode other than the default.
-    A file with no error, warning or progress line (not a training log, or the wrong attempt) has
-    none, and no action should be taken on it."""
-    slow = d.slow or {}
-    return bool(d.events or d.signature_hits or d.root_cause.evidence or (d.hang is not None and d.hang.hung)
-                or slow.get("job_slowdown") or slow.get("stragglers") or d.faulty_nodes
-                or d.first_failing_rank is not None or d.category is not Category.UNKNOWN
-                or d.failure_mode is not FailureMode.FAIL_STOP)
-
-
 def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) -> bool:
     w = rule.when
     if w.failure_mode is not None and d.failure_mode not in w.failure_mode:
@@ -89,7 +75,7 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) 
         return False
     if w.has_faulty_nodes is not None and bool(d.faulty_nodes) != w.has_faulty_nodes:
         return False
-    if w.has_evidence is not None and has_evidence(d) != w.has_evidence:
+    if w.has_evidence is not None and d.has_evidence() != w.has_evidence:
         return False
     if w.summary_matches is not None:
         text = d.root_cause.summary + " " + " ".join(d.findings)
