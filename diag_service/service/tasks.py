@@ -73,13 +73,14 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
     # The pipeline consults the process's default knowledge base (MiniLM, $DIAG_HOME/kb) itself, before the
     # recovery plan; the hashing embedder (tests, tools) is not one it offers, so that case is added here.
     in_pipeline = bool(kb_cfg) and kb_cfg.get("embedder", "minilm") == "minilm"
+    after = bool(kb_cfg) and not in_pipeline  # retrieval added here, and the summary after it (it may cite it)
     d = diagnose(DiagnoseRequest(
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
         history_path=task.get("history_path"), kb=in_pipeline,
-        llm=bool(task.get("llm")) and (in_pipeline or not kb_cfg),
+        llm=bool(task.get("llm")) and not after,
     ))
-    if kb_cfg and not in_pipeline and d.novel is None:
+    if after:
         from diag_service.kb import KBError
         from diag_service.localize import combine_retrieval
 
@@ -89,7 +90,7 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
             d.input.warnings.append(f"knowledge base not consulted: {exc}")
         else:
             combine_retrieval(d, incidents, novel)
-        if task.get("llm"):  # the summary comes after the retrieval it may cite
+        if task.get("llm"):
             from diag_service.llm import summarize
 
             d.narrative = summarize(d)
