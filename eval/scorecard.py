@@ -274,13 +274,10 @@ def markdown(card: dict[str, Any]) -> str:
             lines.append(f"| {name} | - | absent | |")
             continue
         for k, v in sec.items():
-            if isinstance(v, dict) and k in ("latency_s",):
-                v = {f"{k}_{kk}": vv for kk, vv in v.items()}
-                for kk, vv in v.items():
-                    if isinstance(vv, int | float) and not isinstance(vv, bool):
-                        lines.append(f"| {name} | {kk} | {fmt(vv)} | |")
-            elif isinstance(v, int | float) and not isinstance(v, bool):
-                lines.append(f"| {name} | {k} | {fmt(v)} | |")
+            rows = {f"{k}_{kk}": vv for kk, vv in v.items()} if k == "latency_s" and isinstance(v, dict) else {k: v}
+            for kk, vv in rows.items():
+                if isinstance(vv, int | float) and not isinstance(vv, bool):
+                    lines.append(f"| {name} | {kk} | {fmt(vv)} | |")
     return "\n".join(lines) + "\n"
 
 
