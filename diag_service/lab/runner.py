@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diag_service.domain import FailureMode
 from diag_service.lab.dumps import RankProc, StackDumper
 from diag_service.lab.scenarios import CheckpointWriteFault, NoFault, Scenario
 
@@ -573,6 +574,8 @@ def run_scenario(
             "fault_ckpt_dir": str(broken.path) if broken else None,
             "fault_on_restart": sc.fault_on_restart,
             "jitter_s": sc.jitter_s,
+            # fail-slow runs also trace their collectives (per-rank wait for the last peer, comm_wait_s)
+            "trace_comm": sc.failure_mode == FailureMode.FAIL_SLOW,
         }
         cfg_path = work / "config.json"
         cfg_path.write_text(json.dumps(cfg, indent=2))

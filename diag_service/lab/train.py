@@ -79,6 +79,7 @@ class TrainConfig:
     fault_ckpt_dir: str | None = None
     fault_on_restart: bool = False
     jitter_s: float = 0.0
+    trace_comm: bool = False
 
 
 class _Writer:
@@ -241,16 +242,22 @@ def _load_fused_clip() -> Any:
     return clip_grad_norm_
 
 
-def _allreduce_grads(model: nn.Module, world: int, n_buckets: int, delay_s: float) -> None:
-    """Average gradients across ranks with ``n_buckets`` gloo all-reduces (``delay_s`` per bucket)."""
+def _allreduce_grads(model: nn.Module, world: int, n_buckets: int, delay_s: float) -> list[float]:
+    """Average gradients across ranks with ``n_buckets`` gloo all-reduces (``delay_s`` per bucket).
+
+    Returns the unix time (s) at which this rank issued each bucket's all-reduce, as a collective trace
+    (the PyTorch Flight Recorder's per-collective start time) would record it.
+    """
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     flat = torch.cat([g.reshape(-1) for g in grads])
     buckets = torch.chunk(flat, max(1, n_buckets))
     reduced = []
+    issued: list[float] = []
     for b in buckets:
         if delay_s > 0:
             time.sleep(delay_s)  # a slow link: every message of this rank arrives late
         b = b.clone()
+        issued.append(time.time())
         dist.all_reduce(b)
         reduced.append(b)
     out = torch.cat(reduced) / world
@@ -259,6 +266,22 @@ def _allreduce_grads(model: nn.Module, world: int, n_buckets: int, delay_s: floa
         n = g.numel()
         g.copy_(out[offset : offset + n].view_as(g))
         offset += n
+    return issued
+
+
+def _comm_wait_s(issued: list[float], n_buckets: int) -> float:
+    """Seconds this rank waited in the step's all-reduces for the last rank to issue each of them.
+
+    All ranks exchange their per-collective issue times (one small all-gather, outside the timed step) and
+    the wait is ``sum_b (max_r issued[r, b] - issued[self, b])``: what a collector computes from per-rank
+    collective traces aligned by sequence number. All lab ranks share one host clock.
+    """
+    mine = torch.zeros(max(1, n_buckets), dtype=torch.float64)
+    mine[: len(issued)] = torch.tensor(issued, dtype=torch.float64)
+    everyone = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, mine)
+    latest = torch.stack(everyone).max(dim=0).values
+    return float((latest - mine).clamp(min=0).sum())
 
 
 def _refresh_lease(seconds: float) -> None:
@@ -436,28 +459,30 @@ def main(argv: list[str] | None = None) -> int:
             _sync_metrics(str(cfg.fault.get("variant", "barrier")), n_params)
             if cfg.fault.get("variant", "barrier") != "skip":
                 _allreduce_grads(model, world, cfg.n_buckets, 0.0)
+            issued: list[float] = []
         elif kind == "slow_comm" and fault_here and step >= cfg.onset_step:
             if step == cfg.onset_step:
                 _note_fault(cfg, rank, step)
-            _allreduce_grads(model, world, cfg.n_buckets, float(cfg.fault.get("delay_s", 0.03)))
+            issued = _allreduce_grads(model, world, cfg.n_buckets, float(cfg.fault.get("delay_s", 0.03)))
         else:
-            _allreduce_grads(model, world, cfg.n_buckets, 0.0)
+            issued = _allreduce_grads(model, world, cfg.n_buckets, 0.0)
         t3 = time.time()
         opt.step()
         t4 = time.time()
-        timing.write(
-            {
-                "rank": rank,
-                "node": node,
-                "step": step,
-                "start": round(t0, 6),
-                "end": round(t4, 6),
-                "compute_s": round(t2 - t1 + (t4 - t3), 6),
-                "comm_s": round(t3 - t2, 6),
-                "data_s": round(t1 - t0, 6),
-                "attempt": attempt,
-            }
-        )
+        record = {
+            "rank": rank,
+            "node": node,
+            "step": step,
+            "start": round(t0, 6),
+            "end": round(t4, 6),
+            "compute_s": round(t2 - t1 + (t4 - t3), 6),
+            "comm_s": round(t3 - t2, 6),
+            "data_s": round(t1 - t0, 6),
+            "attempt": attempt,
+        }
+        if cfg.trace_comm and issued:
+            record["comm_wait_s"] = round(min(_comm_wait_s(issued, cfg.n_buckets), t3 - t2), 6)
+        timing.write(record)
         metrics.add({"step": step, "loss": float(loss.detach())})
         if step == start_step and rank == 0:
             events.write({"event": "first_step", "time": t4, "step": step, "attempt": attempt})

@@ -61,14 +61,6 @@ def _r(v: float) -> float | None:
     return round(float(v), 6) if math.isfinite(v) else None
 
 
-def _concat(parts: list[StepBatch]) -> StepBatch:
-    if len(parts) == 1:
-        return parts[0]
-    names = ("step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
-             "step_time", "line")
-    return StepBatch(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in names}, node_names=parts[0].node_names)
-
-
 class SlowDetector:
     """Online fail-slow detector over per-rank step records (see the module docstring).
 
@@ -224,7 +216,7 @@ class SlowDetector:
             s = min(self.pending)
             if not self._ready(s, final):
                 break
-            self._process(s, _concat(self.pending.pop(s)))
+            self._process(s, StepBatch.concat(self.pending.pop(s)))
             self.last_done = s
         if final:
             for c, inc in self.job.flush():
@@ -317,9 +309,18 @@ class SlowDetector:
         if (rb.stage >= 0).any():
             g = np.where(rb.stage >= 0, rb.stage, rb.stage.max() + 1).astype(np.int64)
             ng = int(g.max()) + 1
+        wait = rb.comm_wait
+        traced = bool(np.isfinite(x[1]).any() and np.isfinite(wait).any())
+        if traced:
+            # A collective trace splits each rank's communication into waiting for the last peer and its own
+            # part: a victim's wait drops out, and a rank whose own sends are late (its peers wait for it while
+            # its compute is normal) shows up as an excess of its own part.
+            w = np.where(np.isfinite(wait), np.minimum(wait, x[1]), 0.0)
+            x = {0: x[0], 1: x[1] - w, 2: x[2]}
+            busy = np.where(np.isfinite(busy), busy - np.nan_to_num(w), busy)
         ev: dict[int, PhaseEvidence] = {}
         late = None
-        if np.isfinite(x[1]).any():
+        if np.isfinite(x[1]).any() and not traced:
             cd = np.nan_to_num(x[0]) + np.nan_to_num(x[2])
             cref, csig = peer_reference(cd, g, ng, cfg.mad_scale)
             late = max_of_others(cd - cref - cfg.peer_k * csig)  # a peer genuinely late, beyond the noise
@@ -342,6 +343,7 @@ class SlowDetector:
             return StepEvidence(
                 step=c.step, rank=int(rb.rank[pos]), node=self._node_name(int(rb.node[pos])), step_time_s=_r(T),
                 compute_s=_r(x[0][pos]), comm_s=_r(x[1][pos]), data_s=_r(x[2][pos]),
+                comm_wait_s=_r(float(wait[pos])) if traced else None,
                 **{("peer_compute_s", "peer_comm_s", "peer_data_s")[j]: _r(ref)},
             )
 

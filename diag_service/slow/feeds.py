@@ -7,8 +7,13 @@ The lab's format (``diag_service/lab/train.py``) is one JSON object per rank per
 
 ``start``/``end`` are unix seconds, the phases are seconds and optional. Optional extras understood here:
 ``stage`` (pipeline stage, used as the peer group), ``kind`` (``train``/``eval``/``checkpoint``),
-``step_time_s`` (a step duration when ``start``/``end`` are absent) and ``iterations`` (how many
-iterations one record covers, for logs that print averages over an interval).
+``step_time_s`` (a step duration when ``start``/``end`` are absent), ``iterations`` (how many
+iterations one record covers, for logs that print averages over an interval) and ``comm_wait_s``: the
+part of ``comm_s`` the rank spent inside its collectives waiting for the last peer to issue them, i.e.
+``sum over the step's collectives of (latest peer's start - own start)``. A collector computes it from
+per-rank collective traces aligned by sequence number (the PyTorch Flight Recorder records each
+collective's start time per rank; the lab computes it with one small all-gather per step). With it the
+detector can name a rank whose own communication is slow while its compute is not (``docs/slow.md``).
 
 Bad input never raises out of a loader: unparseable lines, non-objects, negative or non-finite
 numbers, ``end < start`` and missing ``rank``/``step`` are skipped and counted in
@@ -45,12 +50,18 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "compute_s": ("compute_s", "compute", "compute_time_s"),
     "comm_s": ("comm_s", "comm", "communication_s", "comm_time_s"),
     "data_s": ("data_s", "data", "data_time_s", "dataload_s"),
+    "comm_wait_s": ("comm_wait_s", "wait_s", "collective_wait_s"),
     "stage": ("stage", "pp_rank", "pipeline_stage"),
     "kind": ("kind", "step_kind", "phase"),
     "attempt": ("attempt", "restart", "restart_count"),
     "step_time_s": ("step_time_s", "duration_s", "iter_time_s", "elapsed_s"),
     "iterations": ("iterations", "n_iters", "interval"),
 }
+
+
+#: The array columns of a :class:`StepBatch`, in order.
+COLUMNS = ("step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
+           "step_time", "line", "comm_wait")
 
 
 class FeedError(Exception):
@@ -63,6 +74,7 @@ class StepBatch:
 
     ``step``/``rank`` int64 (``rank`` is -1 for job-level series such as log iteration lines);
     ``start``/``end`` unix seconds, ``compute``/``comm``/``data``/``step_time`` seconds (NaN = absent);
+    ``comm_wait`` seconds of ``comm`` spent waiting for the last peer to issue each collective (NaN = absent);
     ``node`` int32 code into :attr:`node_names` (-1 unknown); ``stage`` int32 (-1 unknown);
     ``kind`` int8 (0 train, 1 eval, 2 checkpoint); ``attempt`` int32; ``weight`` iterations covered by the
     record (1.0); ``line`` the source line (1-based, -1 unknown).
@@ -83,6 +95,11 @@ class StepBatch:
     step_time: np.ndarray
     line: np.ndarray
     node_names: list[str] = field(default_factory=list)
+    comm_wait: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.comm_wait is None:
+            self.comm_wait = np.full(self.step.shape[0], np.nan)
 
     def __len__(self) -> int:
         return int(self.step.shape[0])
@@ -110,6 +127,7 @@ class StepBatch:
         weight: Sequence[float] | np.ndarray | None = None,
         step_time: Sequence[float] | np.ndarray | None = None,
         line: Sequence[int] | np.ndarray | None = None,
+        comm_wait: Sequence[float] | np.ndarray | None = None,
     ) -> StepBatch:
         """Build a batch from columns (the fast path of the streaming API; no per-record Python work).
 
@@ -130,9 +148,9 @@ class StepBatch:
             data=f(data), node=i(node, -1, np.int32), stage=i(stage, -1, np.int32), kind=i(kind, 0, np.int8),
             attempt=i(attempt, 0, np.int32), weight=np.ones(n) if weight is None else np.asarray(weight, np.float64),
             step_time=f(step_time), line=i(line, -1, np.int64), node_names=list(node_names or []),
+            comm_wait=f(comm_wait),
         )
-        for name in ("rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
-                     "step_time", "line"):
+        for name in COLUMNS[1:]:
             if getattr(b, name).shape != (n,):
                 raise ValueError(f"column {name!r} has shape {getattr(b, name).shape}, expected ({n},)")
         return b
@@ -144,7 +162,16 @@ class StepBatch:
             compute=self.compute[idx], comm=self.comm[idx], data=self.data[idx], node=self.node[idx],
             stage=self.stage[idx], kind=self.kind[idx], attempt=self.attempt[idx], weight=self.weight[idx],
             step_time=self.step_time[idx], line=self.line[idx], node_names=self.node_names,
+            comm_wait=self.comm_wait[idx],  # type: ignore[index]
         )
+
+    @staticmethod
+    def concat(parts: list[StepBatch]) -> StepBatch:
+        """One batch of the records of ``parts`` in order (they share the first part's node names)."""
+        if len(parts) == 1:
+            return parts[0]
+        return StepBatch(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in COLUMNS},
+                         node_names=parts[0].node_names)
 
     def phases(self) -> list[str]:
         """Names of the phases with at least one value: ``compute``, ``comm``, ``data``."""
@@ -221,7 +248,7 @@ class RecordConverter:
         if len(self.reasons) < 20:
             self.reasons.append(f"{where}: {why}")
 
-    _FAST = ("rank", "step", "start", "end", "compute_s", "comm_s", "data_s", "node", "attempt")
+    _FAST = ("rank", "step", "start", "end", "compute_s", "comm_s", "data_s", "node", "attempt", "comm_wait_s")
 
     def _convert_fast(self, records: list[Any]) -> StepBatch | None:
         """Vectorised conversion of lab-format dicts that all carry the first record's keys; None to fall back."""
@@ -241,7 +268,7 @@ class RecordConverter:
         nan = np.full(n, np.nan)
         step, rank = arr["step"], arr["rank"]
         start, end = arr.get("start", nan), arr.get("end", nan)
-        ph = [arr.get(k, nan) for k in ("compute_s", "comm_s", "data_s")]
+        ph = [arr.get(k, nan) for k in ("compute_s", "comm_s", "data_s", "comm_wait_s")]
         att = arr.get("attempt", np.zeros(n))
         with np.errstate(invalid="ignore"):
             good = np.isfinite(step) & (step >= 0) & (step == np.round(step))
@@ -265,7 +292,7 @@ class RecordConverter:
         return StepBatch.from_columns(
             step=step[idx].astype(np.int64), rank=rank[idx].astype(np.int64), start=start[idx], end=end[idx],
             compute=ph[0][idx], comm=ph[1][idx], data=ph[2][idx], node=node[idx], attempt=att[idx].astype(np.int32),
-            node_names=self.node_names,
+            node_names=self.node_names, comm_wait=ph[3][idx],
         )
 
     def convert(self, records: Iterable[Any], lines: Iterable[int] | None = None) -> StepBatch:
@@ -280,7 +307,7 @@ class RecordConverter:
                 return fast
         cols: dict[str, list[Any]] = {k: [] for k in (
             "step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
-            "step_time", "line")}
+            "step_time", "line", "comm_wait")}
         line_iter = iter(lines) if lines is not None else None
         a = ALIASES
         for i, rec in enumerate(records):
@@ -315,6 +342,7 @@ class RecordConverter:
                     _num(_pick(rec, a["data_s"])), self.node_code(_pick(rec, a["node"])),
                     _int(stage_v) if stage_v is not None else -1, kind, _int(att_v) if att_v is not None else 0,
                     w_v if w_v == w_v and w_v > 0 else 1.0, _num(_pick(rec, a["step_time_s"])), ln,
+                    _num(_pick(rec, a["comm_wait_s"])),
                 )
             except (ValueError, TypeError, OverflowError) as exc:
                 self._reject(where, str(exc))

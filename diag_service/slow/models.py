@@ -119,8 +119,13 @@ class StepEvidence(BaseModel):
     node: str | None = None
     step_time_s: float | None = Field(default=None, description="Job step time (median over ranks).")
     compute_s: float | None = None
-    comm_s: float | None = None
+    comm_s: float | None = Field(
+        default=None,
+        description="Communication time; when the feed traces collectives (comm_wait_s), the rank's own part: "
+        "its communication time minus its wait for the last peer.",
+    )
     data_s: float | None = None
+    comm_wait_s: float | None = Field(default=None, description="Time waiting in collectives for the last peer.")
     peer_compute_s: float | None = None
     peer_comm_s: float | None = None
     peer_data_s: float | None = None

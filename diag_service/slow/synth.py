@@ -123,9 +123,7 @@ def iter_steps(cfg: SynthConfig):  # noqa: ANN201 - a generator of StepBatch
 def make_feed(cfg: SynthConfig) -> StepBatch:
     """The whole synthetic feed as one batch (steps in order, ranks in order within a step)."""
     parts = list(iter_steps(cfg))
-    names = ("step", "rank", "start", "end", "compute", "comm", "data", "node", "stage", "kind", "attempt", "weight",
-             "step_time", "line")
-    return StepBatch(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in names}, node_names=parts[0].node_names)
+    return StepBatch.concat(parts)
 
 
 def to_records(batch: StepBatch) -> list[dict[str, object]]:
