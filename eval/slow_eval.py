@@ -161,6 +161,7 @@ def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> di
             "stragglers": [(s.rank, str(s.kind), s.first_step, s.detected_at_step, s.slowdown_factor)
                            for s in rep.stragglers],
             "kinds": [str(s.kind) for s in hits], "expected_kind": want_kind,
+            "traced": "comm_wait" in rep.input.phases,
             "episodes": [(e.start_step, e.end_step, e.detected_at_step, e.slowdown_factor) for e in rep.job_slowdown],
             "groups": [(g.group, g.name, str(g.kind)) for g in rep.groups],
             "first_alarm_step": first,
@@ -195,14 +196,15 @@ def score_reports(pairs: Iterable[tuple[str, dict[str, Any], SlowReport]]) -> di
     by_scenario: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_scenario.setdefault(str(r["scenario"]), []).append(r)
-    localisable = [r for r in rows if r["expected_kind"] != "communication"]
+    localisable = [r for r in rows if r["expected_kind"] != "communication" or r["traced"]]
     return {
         "overall": agg(rows),
         "localisable": agg(localisable),
         "by_scenario": {k: agg(v) for k, v in sorted(by_scenario.items())},
         "runs": rows,
-        "note": ("'localisable' leaves out slow_rank_comm: the lab delays the faulty rank's all-reduce buckets, so every "
-                 "rank's comm phase grows alike and no per-rank duration can tell the faulty rank (docs/slow.md). "
+        "note": ("'localisable' leaves out slow_rank_comm runs without a collective trace (comm_wait_s): the lab delays "
+                 "the faulty rank's all-reduce buckets, so every rank's comm phase grows alike and no per-rank duration "
+                 "can tell the faulty rank; the trace's per-rank wait for the last peer can (docs/slow.md). "
                  "false_alarm_rate counts straggler/node/stage findings on clean controls; job-level episodes on "
                  "controls are job_episode_rate_controls (any_alarm_rate_controls counts both)."),
     }

@@ -128,7 +128,8 @@ class SlowBody(BaseModel):
 class StepsBody(BaseModel):
     """Step records of a running job, in any grouping.
 
-    Lab format: ``{"rank", "step", "start", "end", "compute_s", "comm_s", "data_s", "node"}``.
+    Lab format: ``{"rank", "step", "start", "end", "compute_s", "comm_s", "data_s", "node"}``, optionally
+    ``comm_wait_s`` (a collective trace's wait for the last peer; see ``diag_service.slow.feeds``).
     """
 
     model_config = ConfigDict(extra="forbid")

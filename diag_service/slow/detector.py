@@ -240,7 +240,7 @@ class SlowDetector:
             if keep.size < rk.size:
                 self.stats.duplicates += int(rk.size - keep.size)
                 b = b.take(np.sort(keep))
-        for name, a in (("compute", b.compute), ("comm", b.comm), ("data", b.data)):
+        for name, a in (("compute", b.compute), ("comm", b.comm), ("data", b.data), ("comm_wait", b.comm_wait)):
             if name not in self._phases and np.isfinite(a).any():
                 self._phases.add(name)
         ranked = b.rank >= 0

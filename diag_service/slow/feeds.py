@@ -174,8 +174,9 @@ class StepBatch:
                          node_names=parts[0].node_names)
 
     def phases(self) -> list[str]:
-        """Names of the phases with at least one value: ``compute``, ``comm``, ``data``."""
-        return [p for p, a in (("compute", self.compute), ("comm", self.comm), ("data", self.data)) if np.isfinite(a).any()]
+        """Names of the phases with at least one value: ``compute``, ``comm``, ``data`` and ``comm_wait`` (traced)."""
+        cols = (("compute", self.compute), ("comm", self.comm), ("data", self.data), ("comm_wait", self.comm_wait))
+        return [p for p, a in cols if np.isfinite(a).any()]  # type: ignore[arg-type]
 
 
 @dataclass

@@ -12,7 +12,10 @@ spends ``eval_s`` more in compute (an evaluation), every ``ckpt_every`` steps ra
 Faults (:class:`Fault`): ``compute``/``data`` make the ranks' phase ``factor`` times longer from
 ``onset`` (on ``duty`` of every ``period`` steps when ``period > 0``); ``comm`` adds ``extra_s`` to the
 ranks' *own* transfer time, as a profiler measuring transfer without waiting would see a slow link
-(``comm_s`` excludes waiting when ``comm_model="transfer"``); ``job`` makes every rank's compute
+(``comm_s`` excludes waiting when ``comm_model="transfer"``); with ``comm_model="traced"`` it instead
+delays the ranks' *issue* of the collective by ``extra_s`` (the lab's slow-link fault: its sends are late,
+so the others wait for it inside the collective), and every record carries ``comm_wait``, the rank's
+wait for the last rank to issue (what a collective trace gives); ``job`` makes every rank's compute
 ``factor`` times longer. ``ranks`` may be a list of ranks or ``"node:<name>"``.
 """
 
@@ -57,7 +60,7 @@ class SynthConfig:
     ckpt_every: int = 0
     ckpt_s: float = 3.0
     start_time: float = 1_700_000_000.0
-    comm_model: Literal["sync", "transfer"] = "sync"
+    comm_model: Literal["sync", "transfer", "traced"] = "sync"
     seed: int = 0
     faults: list[Fault] = field(default_factory=list)
 
@@ -90,6 +93,7 @@ def iter_steps(cfg: SynthConfig):  # noqa: ANN201 - a generator of StepBatch
         c = cfg.compute_s * warm * np.exp(rng.normal(0, cfg.jitter, n))
         d = cfg.data_s * np.exp(rng.normal(0, cfg.jitter, n))
         own = cfg.transfer_s * np.exp(rng.normal(0, cfg.jitter, n))
+        late = np.zeros(n)
         if cfg.eval_every and step > 0 and step % cfg.eval_every == 0:
             c = c + cfg.eval_s
         if cfg.ckpt_every and step > 0 and step % cfg.ckpt_every == 0:
@@ -102,21 +106,27 @@ def iter_steps(cfg: SynthConfig):  # noqa: ANN201 - a generator of StepBatch
                 c[m] *= f.factor
             elif f.kind == "data":
                 d[m] *= f.factor
+            elif f.kind == "comm" and cfg.comm_model == "traced":
+                late[m] += f.extra_s
             elif f.kind == "comm":
                 own[m] += f.extra_s
         start = ends.copy()
         ready = start + d + c
-        if cfg.comm_model == "sync":
-            done = ready.max() + own.max()
+        wait = None
+        if cfg.comm_model in ("sync", "traced"):
+            issue = ready + late
+            done = issue.max() + own.max()
             comm = done - ready
             end = np.full(n, done)
+            if cfg.comm_model == "traced":
+                wait = issue.max() - issue
         else:
             comm = own
             end = ready + own
         ends = np.full(n, end.max()) if cfg.comm_model == "transfer" else end
         yield StepBatch.from_columns(
             step=np.full(n, step), rank=ranks, start=start, end=end, compute=c, comm=comm, data=d, node=nodes,
-            node_names=node_names,
+            node_names=node_names, comm_wait=wait,
         )
 
 
@@ -127,13 +137,19 @@ def make_feed(cfg: SynthConfig) -> StepBatch:
 
 
 def to_records(batch: StepBatch) -> list[dict[str, object]]:
-    """The batch as lab-format dicts (``rank, node, step, start, end, compute_s, comm_s, data_s``)."""
+    """The batch as lab-format dicts (``rank, node, step, start, end, compute_s, comm_s, data_s``, plus
+    ``comm_wait_s`` when the batch carries it)."""
     out = []
+    wait = batch.comm_wait
+    assert wait is not None
     for i in range(len(batch)):
-        out.append({
+        rec: dict[str, object] = {
             "rank": int(batch.rank[i]),
             "node": batch.node_names[int(batch.node[i])] if batch.node[i] >= 0 else None,
             "step": int(batch.step[i]), "start": float(batch.start[i]), "end": float(batch.end[i]),
             "compute_s": float(batch.compute[i]), "comm_s": float(batch.comm[i]), "data_s": float(batch.data[i]),
-        })
+        }
+        if np.isfinite(wait[i]):
+            rec["comm_wait_s"] = float(wait[i])
+        out.append(rec)
     return out
