@@ -81,3 +81,13 @@ def test_traced_compute_straggler_is_still_compute_and_victims_are_not_blamed() 
     rep = analyze_slow(recs)
     assert [(s.rank, s.kind) for s in rep.stragglers] == [(9, StragglerKind.COMMUNICATION)]
     assert 60 <= rep.stragglers[0].detected_at_step <= 80  # issue 7: within 20 steps of the onset
+
+
+def test_traced_slow_node_is_blamed_as_a_node() -> None:
+    cfg = SynthConfig(seed=7, steps=120, ranks=24, ranks_per_node=8, comm_model="traced",
+                      faults=[Fault("comm", 50, ranks="node:node2", extra_s=0.3)])
+    rep = analyze_slow(make_feed(cfg))
+    nodes = [(g.group, g.name, g.kind) for g in rep.groups]
+    assert ("node", "node2", StragglerKind.COMMUNICATION) in nodes
+    assert {s.rank for s in rep.stragglers} <= set(range(16, 24))  # only node2's ranks, if any
+    assert all(g.name == "node2" for g in rep.groups)

@@ -360,9 +360,9 @@ class SlowDetector:
                 evidence=list(rec.evidence),
             ))
         self._group_step(c, rb, x, busy, T, cost, rb.node, self.nodes, "node", lambda code: self._node_name(code) or str(code),
-                         min_ranks=3)
+                         min_ranks=3, traced=traced)
         if g is not None:
-            self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str)
+            self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str, traced=traced)
 
     @staticmethod
     def _smallest_peer_group(rb: StepBatch, g: np.ndarray | None) -> int:
@@ -374,12 +374,13 @@ class SlowDetector:
 
     def _group_step(self, c: StepCtx, rb: StepBatch, x: dict[int, np.ndarray], busy: np.ndarray, T: float,
                     cost: float | None, codes: np.ndarray, tracker: PeerTracker, scope: str, name: Any,
-                    min_ranks: int = 2) -> None:
+                    min_ranks: int = 2, traced: bool = False) -> None:
         """Peer comparison of groups (nodes or stages) by their ranks' medians.
 
         Only groups with at least ``min_ranks`` ranks in the step take part: the median of two ranks is their
         mean, so one straggler among two would make its node look slow (nodes need three; a node of two
-        ranks is blamed when both are stragglers, ``basis: all_ranks``).
+        ranks is blamed when both are stragglers, ``basis: all_ranks``). ``traced``: ``x[1]`` is already the
+        ranks' own communication (a collective trace took their wait out), so no late-peer correction.
         """
         ok = codes >= 0
         if not ok.any():
@@ -399,7 +400,7 @@ class SlowDetector:
         bm, _ = grp.medians(busy)
         bmed = bm[multi]
         late = None
-        if 1 in meds:
+        if 1 in meds and not traced:
             cd = np.nan_to_num(meds.get(0, np.zeros(multi.size))) + np.nan_to_num(meds.get(2, np.zeros(multi.size)))
             cref, csig = peer_reference(cd, None, 0, self.cfg.mad_scale)
             late = max_of_others(cd - cref - self.cfg.peer_k * csig)

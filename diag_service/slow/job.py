@@ -17,7 +17,7 @@ ranks of their step durations, or an iteration line's elapsed time). The detecto
 4. opens an episode when the CUSUM exceeds ``h``, the run has lasted ``min_episode_steps`` steps and
    its mean slowdown is at least ``1 + min_effect``. The episode starts at the CUSUM's change-point
    estimate (the step after its last zero), and ends when a mirror CUSUM (on ``k - x``) exceeds ``h``
-   after at least ``2 x min_episode_steps`` steps back near the baseline (so that the pauses of an
+   after at least ``min_recovery_steps`` steps back near the baseline (so that the pauses of an
    intermittent slowdown do not split it); its end is that CUSUM's change-point estimate.
 
 State is O(1) per job (plus the baseline window and a 12-entry outlier history): bounded.
@@ -293,7 +293,7 @@ class JobDetector:
                     self.end_candidate = self.last_fed
                 self.racc.add(c)
                 # back to baseline for long enough: an intermittent slowdown's short pauses do not end it
-                if self.R >= h and self.racc.n >= 2 * self.cfg.min_episode_steps:
+                if self.R >= h and self.racc.n >= self.cfg.min_recovery_steps:
                     self._close()
         self.last_fed = (c.step, c.end_time)
 

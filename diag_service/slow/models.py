@@ -68,8 +68,12 @@ class SlowConfig(BaseModel):
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
       baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
       rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
-    * ``warmup_steps``/``baseline_steps``/``max_lag_steps``/``min_episode_steps``: engineering choices,
-      documented in ``docs/slow.md``.
+    * ``min_episode_steps`` = 8: a job-level slowdown must last 8 steps before it alarms (it was 5 until a
+      clean lab control had a 5-step 1.16x blip; chosen on the lab suite ``lab_runs_slow_v3`` and checked
+      on a fresh one, ``docs/slow.md``); ``min_recovery_steps`` = 10 (unchanged: it was 2 x 5) keeps the
+      pauses of an intermittent slowdown from splitting its episode.
+    * ``warmup_steps``/``baseline_steps``/``max_lag_steps``: engineering choices, documented in
+      ``docs/slow.md``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -83,7 +87,10 @@ class SlowConfig(BaseModel):
     job_effect_sigma: float = Field(
         default=2.0, ge=0, description="An episode's mean slowdown must also reach exp(this x the baseline's log sigma)."
     )
-    min_episode_steps: int = Field(default=5, ge=1, description="An episode alarms only after this many steps.")
+    min_episode_steps: int = Field(default=8, ge=1, description="An episode alarms only after this many steps.")
+    min_recovery_steps: int = Field(
+        default=10, ge=1, description="An episode ends only after this many steps back near the baseline."
+    )
     spike_factor: float = Field(
         default=0.5, gt=0, description="A lone step slower than baseline x (1 + max(this, 6 sigma)) is an outlier (eval/ckpt)."
     )
