@@ -220,3 +220,17 @@ def test_bundle_with_a_feed_inside_an_archive_and_etpr_events(tmp_path: Path) ->
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "rank-0.log").write_text("nothing to see\n")
     assert analyze_bundle(tmp_path / "plain") is None
+
+
+def test_record_lists_keep_fields_only_some_records_carry() -> None:
+    """The vectorised dict path must not drop a field the first record lacks (an eval step's ``kind``)."""
+    from diag_service.slow.feeds import RecordConverter
+
+    recs = to_records(make_feed(SynthConfig(seed=3, steps=3, ranks=4)))
+    recs[5] = {**recs[5], "kind": "eval", "comm_wait_s": 0.01}
+    b = RecordConverter().convert(recs)
+    assert len(b) == len(recs)
+    assert b.kind.tolist() == [1 if i == 5 else 0 for i in range(len(recs))]
+    assert np.isnan(b.comm_wait[0]) and b.comm_wait[5] == 0.01
+    fast = RecordConverter().convert([{k: v for k, v in r.items() if k != "kind"} for r in recs])
+    assert fast.comm_wait[5] == 0.01 and np.isnan(fast.comm_wait[4])

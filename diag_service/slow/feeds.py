@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,13 +258,13 @@ class RecordConverter:
         keys = [k for k in self._FAST if k in first]
         if len(first) != len(keys):
             return None  # other columns (aliases, kind, stage...): the general path
+        n = len(records)
         try:
-            get = operator.itemgetter(*keys)
-            cols = list(zip(*map(get, records), strict=True))
-            arr = {k: np.array(c, dtype=np.float64) for k, c in zip(keys, cols, strict=True) if k != "node"}
+            if any(len(r) != len(keys) for r in records):
+                return None  # a record with other fields (kind, stage...) must not lose them: the general path
+            arr = {k: np.fromiter((r[k] for r in records), np.float64, n) for k in keys if k != "node"}
         except (KeyError, TypeError, ValueError):
             return None
-        n = len(records)
         nan = np.full(n, np.nan)
         step, rank = arr["step"], arr["rank"]
         start, end = arr.get("start", nan), arr.get("end", nan)
@@ -279,7 +278,7 @@ class RecordConverter:
             good &= ~(end < start)
             good &= np.isfinite(att)
         if "node" in keys:
-            names = cols[keys.index("node")]
+            names = [r["node"] for r in records]
             table = {nm: self.node_code(nm) for nm in set(names)}
             node = np.fromiter((table[nm] for nm in names), np.int32, n)
         else:

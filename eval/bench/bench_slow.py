@@ -1,7 +1,8 @@
 """Benchmark of the streaming fail-slow detector: per-step ``update`` time and memory at 10,000 ranks.
 
 Feeds a synthetic synchronous job (``diag_service.slow.synth``: 10,000 ranks, 8 per node, log-normal
-jitter, warm-up, a compute straggler from step ``--onset``) step by step into
+jitter, warm-up, a compute straggler from step ``--onset``; by default each record also carries a
+collective trace's ``comm_wait_s``, the more expensive path, ``--comm-model sync`` leaves it out) step by step into
 ``SlowDetector.update`` and measures, per step, the wall time of the call only (generation excluded):
 
 * ``columnar``: each step as one ``StepBatch`` (numpy columns, the collector-side fast path);
@@ -43,8 +44,11 @@ def _stats(ms: list[float]) -> dict[str, float]:
             "mean_ms": round(float(a.mean()), 3)}
 
 
+COMM_MODEL = "traced"
+
+
 def _config(ranks: int, steps: int, onset: int, seed: int) -> SynthConfig:
-    return SynthConfig(ranks=ranks, ranks_per_node=8, steps=steps, seed=seed,
+    return SynthConfig(ranks=ranks, ranks_per_node=8, steps=steps, seed=seed, comm_model=COMM_MODEL,  # type: ignore[arg-type]
                        faults=[Fault("compute", onset, 1.5, (ranks // 3,))])
 
 
@@ -109,14 +113,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record-steps", type=int, default=120, help="Steps for the (slower to generate) dict mode.")
     ap.add_argument("--onset", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--comm-model", choices=("traced", "sync"), default="traced",
+                    help="traced: records carry comm_wait_s (a collective trace); sync: phases only.")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "bench_slow.json")
     a = ap.parse_args(argv)
+    global COMM_MODEL
+    COMM_MODEL = a.comm_model
     res = {
         "benchmark": "slow_streaming_update",
         "target_ms_per_step": TARGET_MS,
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "loadavg_at_start": list(os.getloadavg())},
         "numpy": np.__version__,
+        "comm_model": a.comm_model,
         "runs": [run(a.ranks, a.steps, a.onset, "columnar", a.seed),
                  run(a.ranks, a.record_steps, a.onset, "records", a.seed)],
         "memory": memory(a.ranks, a.steps, a.onset, a.seed),
