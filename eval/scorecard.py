@@ -254,12 +254,27 @@ def markdown(card: dict[str, Any]) -> str:
             sl = ls["fail_slow"]  # the dedicated slow suite replaces the main suite's slow runs
         if isinstance(sl, dict):
             ov = sl.get("overall", sl)
-            for k in ("precision", "recall", "detection_delay_steps_median", "within_20_steps", "false_alarm_rate"):
+            rows = (("straggler precision", "precision", "per_rank_fault_runs"),
+                    ("straggler recall", "recall", "per_rank_fault_runs"),
+                    ("straggler false_alarm_rate (clean controls)", "false_alarm_rate", "clean_runs"),
+                    ("detection delay, median steps (all faulty runs)", "detection_delay_steps_median", "faulty_runs"),
+                    ("detected within 20 steps of onset (all faulty runs)", "within_20_steps", "faulty_runs"),
+                    ("job_episode_rate_controls", "job_episode_rate_controls", "clean_runs"),
+                    ("any_alarm_rate_controls", "any_alarm_rate_controls", "clean_runs"),
+                    ("straggler kind_accuracy", "kind_accuracy", "per_rank_fault_runs"))
+            for label, k, n in rows:
                 if k in ov:
-                    lines.append(f"| lab fail-slow | straggler {k} | {fmt(ov[k])} | {ov.get('runs', '')} |")
-            for k in ("job_episode_rate_controls", "any_alarm_rate_controls"):
-                if k in ov:
-                    lines.append(f"| lab fail-slow | {k} | {fmt(ov[k])} | {ov.get('controls', '')} |")
+                    lines.append(f"| lab fail-slow | {label} | {fmt(ov[k])} | {ov.get(n, ov.get('runs', ''))} |")
+        bd = ls.get("bytedance") if ls.get("available") else None
+        if isinstance(bd, dict):
+            for name in ("AR", "SE", "ST"):
+                t = bd.get(name)
+                if isinstance(t, dict):
+                    pub, ours = t["published"], t["ours"]
+                    lines.append(f"| ByteDance what-if {name} | slowdown S ours / published (rel. error) | "
+                                 f"{ours['S']:.3f} / {pub['S']:.3f} ({t['rel_error']['S']:.1%}) | "
+                                 f"blame: {pub['expected_blame']}; ours ranks {ours['blamed_ranks']}, "
+                                 f"stages {ours['blamed_stages']}; ok={t['ok']} |")
     else:
         lines.append("| lab | - | absent | |")
     lh = card.get("loghub") or {}
@@ -291,7 +306,12 @@ def score_slow_lab(dirs: list[Path]) -> dict[str, Any]:
         return {"available": False, "reason": f"no fail-slow runs under {', '.join(map(str, dirs))}"}
     import slow_eval
 
-    return {"available": True, "dirs": [str(d) for d in dirs], "fail_slow": slow_eval.score_lab_runs(slow)}
+    out: dict[str, Any] = {"available": True, "dirs": [str(d) for d in dirs], "fail_slow": slow_eval.score_lab_runs(slow)}
+    try:
+        out["bytedance"] = slow_eval.bytedance_comparison()
+    except FileNotFoundError as exc:  # the public traces live in ../shared
+        out["bytedance"] = {"available": False, "reason": str(exc)}
+    return out
 
 
 def main() -> None:
