@@ -10,7 +10,7 @@
 * :func:`score_synthetic_suite` runs the lab's slow scenarios on synthetic feeds (no shared-host noise)
   and scores them the same way, as a reference for the lab numbers.
 
-Run ``python eval/slow_eval.py --lab-root eval/results/lab_runs_slow_v2 --out /tmp/slow_eval.json`` to print (and
+Run ``python eval/slow_eval.py --lab-root eval/results/lab_runs_slow_v4 --out /tmp/slow_eval.json`` to print (and
 save) all three.
 """
 
