@@ -27,6 +27,7 @@ def test_timing_feed_in_a_bundle_makes_a_fail_slow_diagnosis(tmp_path: Path) -> 
     assert d.first_failing_rank == truth["faulty_rank"]
     assert d.faulty_nodes == [truth["faulty_node"]]
     assert d.slow is not None and d.slow["stragglers"][0]["kind"] == "compute"
+    assert d.category_source == "analyzers"  # the timing feed decided it, not a signature
     assert d.recovery is not None and d.recovery.timing == "next_checkpoint"
     # the feed went to the slow analyzer, not to the log stages
     assert all(e.first.file != "timing.jsonl" for e in d.events)
@@ -40,3 +41,19 @@ def test_excluded_files_are_never_read(tmp_path: Path) -> None:
     assert "truth.json" not in d.model_dump_json()
     res = CliRunner().invoke(app, ["diagnose", str(tmp_path), "--json", "--exclude", "*.json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["category"] == "gpu_oom"
+
+
+def test_a_bundle_directory_can_list_its_non_log_files_in_diagignore(tmp_path: Path) -> None:
+    """The lab writes ``.diagignore`` (its ground truth); any collector may. Same effect as ``--exclude``."""
+    (tmp_path / "job.log").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    (tmp_path / "truth.json").write_text('{"category": "network", "error": "NCCL WARN NET/IB : Got completion with error 12"}\n')
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "runner.txt").write_text("ERROR runner: NCCL timeout injected on rank 3\n")
+    (tmp_path / ".diagignore").write_text("# not logs\ntruth.json\n\nnotes/*\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category.value == "gpu_oom"
+    dumped = d.model_dump_json()
+    assert "truth.json" not in dumped and "runner.txt" not in dumped and ".diagignore" not in dumped
+    (tmp_path / ".diagignore").unlink()  # without it, the same folder's truth file is read as a log
+    assert "truth.json" in diagnose(DiagnoseRequest(path=str(tmp_path))).model_dump_json()
+

@@ -41,6 +41,8 @@ from diag_service.lab.dumps import RankProc, StackDumper
 from diag_service.lab.scenarios import CheckpointWriteFault, NoFault, Scenario
 
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
+#: Files of a run folder that are not logs of the job (ground truth, runner bookkeeping, host instrumentation).
+NOT_LOGS = ("truth.json", "run.json", "events.jsonl", "host_cpu.jsonl")
 WORK_DIR = ".lab"
 POLL_S = 0.2
 PRE_HANG_SNAPSHOTS = 2
@@ -682,6 +684,8 @@ def run_scenario(
         "torch_launcher": " ".join(_torchrun_cmd()),
     }
     (out_dir / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
+    # what `diag diagnose <run dir>` must not read: the ground truth and the lab's own instrumentation
+    (out_dir / ".diagignore").write_text("# lab ground truth and instrumentation, not logs\n" + "\n".join(NOT_LOGS) + "\n")
     if not keep_work:
         shutil.rmtree(work, ignore_errors=True)
     say(f"[lab] {sc.name}: {status} in {t_end - t_submit:.1f} s")

@@ -466,6 +466,7 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         return
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
+    d.category_source = "analyzers"
     d.responsible = DEFAULT_RESPONSIBLE[slow.category]
     d.root_cause.summary = slow.summary + " " + d.root_cause.summary
     top = slow.stragglers[0] if slow.stragglers else None

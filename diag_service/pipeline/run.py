@@ -90,14 +90,15 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     dumps_dir = find_dumps_dir(req.path) if Path(req.path).is_dir() else None
     skip = _relative_prefix(req.path, dumps_dir)
     feeds = _timing_feeds(req.path)
+    exclude = [*req.exclude, *_diagignore(req.path, report)]
     source = read_bundle(req.path, report, req.limits)
-    if skip is not None or feeds or req.exclude:
+    if skip is not None or feeds or exclude:
         # dumps go to the hang analyzer and timing feeds to the slow analyzer, not to the log stages
         source = (
             b for b in source
             if not (skip is not None and (b.source.path + "/").startswith(skip))
             and b.source.path not in feeds
-            and not _excluded(b.source.path, req.exclude)
+            and not _excluded(b.source.path, exclude)
         )
     blocks = _Timed(source)
     raw = _Timed(extract_events(blocks, progress))
@@ -217,6 +218,29 @@ def _job_id(path: str) -> str:
 def _excluded(path: str, patterns: list[str]) -> bool:
     base = path.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(base, p) for p in patterns)
+
+
+DIAGIGNORE = ".diagignore"
+
+
+def _diagignore(path: str, report: InputReport) -> list[str]:
+    """Patterns of a bundle directory's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
+
+    A collector (or the fault-injection lab, for its ground truth) lists there the files of the bundle that
+    are not logs. Directories only; at most 200 patterns from the first 64 KiB. An unreadable file is a
+    warning, not an error.
+    """
+    f = Path(path) / DIAGIGNORE
+    if not f.is_file():
+        return []
+    try:
+        with f.open("rb") as fh:
+            text = fh.read(64 * 1024).decode("utf-8", errors="replace")
+    except OSError as exc:
+        report.warnings.append(f"{DIAGIGNORE}: unreadable ({exc.strerror or exc}), not applied")
+        return [DIAGIGNORE]
+    pats = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return [DIAGIGNORE, *pats[:200]]
 
 
 def _timing_feeds(path: str) -> set[str]:
