@@ -93,12 +93,8 @@ class StepBatch:
     weight: np.ndarray
     step_time: np.ndarray
     line: np.ndarray
+    comm_wait: np.ndarray
     node_names: list[str] = field(default_factory=list)
-    comm_wait: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if self.comm_wait is None:
-            self.comm_wait = np.full(self.step.shape[0], np.nan)
 
     def __len__(self) -> int:
         return int(self.step.shape[0])
@@ -161,7 +157,7 @@ class StepBatch:
             compute=self.compute[idx], comm=self.comm[idx], data=self.data[idx], node=self.node[idx],
             stage=self.stage[idx], kind=self.kind[idx], attempt=self.attempt[idx], weight=self.weight[idx],
             step_time=self.step_time[idx], line=self.line[idx], node_names=self.node_names,
-            comm_wait=self.comm_wait[idx],  # type: ignore[index]
+            comm_wait=self.comm_wait[idx],
         )
 
     @staticmethod
@@ -175,7 +171,7 @@ class StepBatch:
     def phases(self) -> list[str]:
         """Names of the phases with at least one value: ``compute``, ``comm``, ``data`` and ``comm_wait`` (traced)."""
         cols = (("compute", self.compute), ("comm", self.comm), ("data", self.data), ("comm_wait", self.comm_wait))
-        return [p for p, a in cols if np.isfinite(a).any()]  # type: ignore[arg-type]
+        return [p for p, a in cols if np.isfinite(a).any()]
 
 
 @dataclass

@@ -141,7 +141,6 @@ def to_records(batch: StepBatch) -> list[dict[str, object]]:
     ``comm_wait_s`` when the batch carries it)."""
     out = []
     wait = batch.comm_wait
-    assert wait is not None
     for i in range(len(batch)):
         rec: dict[str, object] = {
             "rank": int(batch.rank[i]),
