@@ -101,7 +101,8 @@ def citations_valid(text: str, citations: list[str], ids: set[str]) -> bool:
     return set(citations) <= ids and in_text <= set(citations)
 
 
-def _pct(xs: list[float], q: float) -> float | None:
+def pct(xs: list[float], q: float) -> float | None:
+    """The ``q`` quantile of ``xs`` by linear interpolation (None for no values), rounded to 3 places."""
     if not xs:
         return None
     s = sorted(xs)
@@ -192,7 +193,7 @@ def evaluate_llm(config: Any = None, dev_dir: Path | str | None = DEV_DIR, lab_d
         "key_term_rate_model": rate("key_term_named", model_rows),
         "key_term_rate_fallback_baseline": rate("fallback_key_term_named"),
         "rank_named_rate": rate("rank_named"),
-        "latency_s": {"p50": _pct(lat, 0.5), "p95": _pct(lat, 0.95), "n": len(lat)},
+        "latency_s": {"p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "n": len(lat)},
         "wall_s": round(time.perf_counter() - t0, 1),
         "config": {"backend": cfg.backend, "model": cfg.model, "max_new_tokens": cfg.generation.max_new_tokens,
                    "pack_budget_tokens": cfg.pack.budget_tokens},

@@ -46,6 +46,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "eval"))
+
+from llm_eval import pct  # noqa: E402 - the scorecard's quantile, after the path is set
 
 DEV = ROOT.parent / "shared" / "data" / "incidents_dev" / "logs"
 EXAMPLE = ROOT / "examples" / "torchrun_shape_mismatch_2x2"
@@ -55,15 +58,6 @@ TARGET_P50_S = 15.0
 def cases(n: int | None) -> list[Path]:
     out = [EXAMPLE, *sorted(DEV.glob("*.log"))]
     return out[:n] if n else out
-
-
-def pct(xs: list[float], q: float) -> float | None:
-    if not xs:
-        return None
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 3)
 
 
 def version(dist: str) -> str | None:
