@@ -91,3 +91,14 @@ def test_traced_slow_node_is_blamed_as_a_node() -> None:
     assert ("node", "node2", StragglerKind.COMMUNICATION) in nodes
     assert {s.rank for s in rep.stragglers} <= set(range(16, 24))  # only node2's ranks, if any
     assert all(g.name == "node2" for g in rep.groups)
+
+
+def test_a_partial_trace_is_not_used_and_says_so(tmp_path: Path) -> None:
+    recs = _records()
+    for r in recs:
+        if r["rank"] in (0, 3):  # two ranks' collector lost its traces
+            r.pop("comm_wait_s", None)
+    rep = analyze_slow(_write(tmp_path / "timing.jsonl", recs))
+    assert rep.stragglers == []  # no rank blamed for keeping its wait in its communication time
+    assert any("comm_wait_s for only some ranks" in w for w in rep.input.warnings)
+    assert rep.job_slowdown and rep.job_slowdown[0].kind is StragglerKind.COMMUNICATION

@@ -66,7 +66,7 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
                   + (f"; periodic: {', '.join(b.periodic)}" if b.periodic else ""))
     if rep.job_slowdown:
         t = Table(title="job slowdown episodes")
-        for col in ("start", "end", "detected", "factor", lost, "kind", "stragglers"):
+        for col in ("start", "end", "detected", "factor", lost, "kind", "straggler ranks"):
             t.add_column(col)
         for e in rep.job_slowdown:
             t.add_row(str(e.start_step), "ongoing" if e.end_step is None else str(e.end_step), str(e.detected_at_step),

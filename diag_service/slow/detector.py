@@ -100,6 +100,7 @@ class SlowDetector:
         self._first_step: int | None = None
         self._phases: set[str] = set()
         self._no_phase_steps = 0
+        self._partial_trace_steps = 0
         self._job_only_steps = 0
         self._started = time.perf_counter()
         self._remap_key: list[str] | None = None
@@ -310,7 +311,13 @@ class SlowDetector:
             g = np.where(rb.stage >= 0, rb.stage, rb.stage.max() + 1).astype(np.int64)
             ng = int(g.max()) + 1
         wait = rb.comm_wait
-        traced = bool(np.isfinite(x[1]).any() and np.isfinite(wait).any())
+        has_comm = np.isfinite(x[1])
+        has_wait = np.isfinite(wait) & has_comm
+        # a step is compared on the ranks' own communication only when every rank's trace is there: a rank
+        # without one would keep its wait and look like the culprit
+        traced = bool(has_comm.any() and has_wait.sum() == has_comm.sum())
+        if has_wait.any() and not traced:
+            self._partial_trace_steps += 1
         if traced:
             # A collective trace splits each rank's communication into waiting for the last peer and its own
             # part: a victim's wait drops out, and a rank whose own sends are late (its peers wait for it while
@@ -451,6 +458,11 @@ class SlowDetector:
         warnings = list(st.warnings)
         if self._no_phase_steps:
             warnings.append(f"{self._no_phase_steps} step(s) had no phase breakdown; rank kinds assume compute")
+        if self._partial_trace_steps:
+            warnings.append(
+                f"{self._partial_trace_steps} step(s) had comm_wait_s for only some ranks; those steps compare the ranks' "
+                "whole communication time, so a rank that is late to its collectives cannot be named there"
+            )
         if st.late:
             warnings.append(f"{st.late} record(s) arrived after their step was processed and were dropped")
         if st.duplicates:
@@ -560,7 +572,8 @@ class SlowDetector:
         for s in shown:
             where = f" on {s.node}" if s.node else ""
             how = "intermittent" if s.intermittent else "persistent"
-            parts.append(f"Rank {s.rank}{where} is a {how} {s.kind} straggler ({s.slowdown_factor:.2f}x its peers' "
+            article = "an" if how[0] in "aeiou" else "a"
+            parts.append(f"Rank {s.rank}{where} is {article} {how} {s.kind} straggler ({s.slowdown_factor:.2f}x its peers' "
                          f"{s.kind} time on its slow steps) since step {s.first_step}, detected at step {s.detected_at_step}.")
         if len(stragglers) > len(shown):
             parts.append(f"{len(stragglers) - len(shown)} more straggler(s).")
