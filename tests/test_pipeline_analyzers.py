@@ -57,3 +57,33 @@ def test_a_bundle_directory_can_list_its_non_log_files_in_diagignore(tmp_path: P
     (tmp_path / ".diagignore").unlink()  # without it, the same folder's truth file is read as a log
     assert "truth.json" in diagnose(DiagnoseRequest(path=str(tmp_path))).model_dump_json()
 
+
+
+def test_archived_run_gets_the_slow_analysis_and_honours_its_diagignore(tmp_path: Path) -> None:
+    import tarfile
+    import zipfile
+
+    src = FIX / "slow" / "lab_slow_rank_comm"
+    truth = json.loads((src / "truth.json").read_text())
+    run = tmp_path / "run7"
+    (run / "logs").mkdir(parents=True)
+    shutil.copy(src / "timing.jsonl", run / "timing.jsonl")
+    shutil.copy(src / "truth.json", run / "truth.json")  # says "failure_mode": "fail_slow": must not be read
+    (run / "logs" / "rank-0.log").write_text("2026-11-29 14:10:00,000 INFO [rank0] step 10 loss 2.3\n")
+    (run / "notes").mkdir()
+    (run / "notes" / "x.txt").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    (run / ".diagignore").write_text("truth.json\nnotes/*\n")
+    tgz = tmp_path / "run7.tar.gz"
+    with tarfile.open(tgz, "w:gz") as t:
+        t.add(run, arcname="run7")
+    zpath = tmp_path / "run7.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        for f in sorted(run.rglob("*")):
+            if f.is_file():
+                z.write(f, f.relative_to(run).as_posix())  # the folder's contents at the zip's top
+    for bundle in (tgz, zpath):
+        d = diagnose(DiagnoseRequest(path=str(bundle)))
+        assert d.failure_mode is FailureMode.FAIL_SLOW, bundle
+        assert d.first_failing_rank == truth["faulty_rank"] and d.category.value == "network"
+        dumped = d.model_dump_json()
+        assert "truth.json" not in dumped and "x.txt" not in dumped and "timing.jsonl:" not in dumped

@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import InputReport
@@ -523,6 +523,41 @@ def _stream_blocks(
 
 
 # --- containers -----------------------------------------------------------------------------------
+
+
+def archive_member_text(
+    path: str | os.PathLike[str], basename: str, max_depth: int = 1, max_bytes: int = 64 * 1024,
+    max_archive_bytes: int = 256 * 2**20,
+) -> tuple[str, str] | None:
+    """``(member name, text)`` of the first regular member called ``basename`` in a tar or zip archive.
+
+    Only members at most ``max_depth`` folders deep count (``.diagignore`` at the top of a bundle, or of the
+    one folder it was archived from); at most ``max_bytes`` of it are read (UTF-8, bad bytes replaced).
+    Returns None for a path that is not a ``.tar*``/``.zip`` file, an archive larger than
+    ``max_archive_bytes`` (a tar.gz must be inflated to list it), or no such member. Raises ``OSError``,
+    ``tarfile.TarError``, ``zipfile.BadZipFile`` or ``EOFError`` on an unreadable or corrupt archive.
+    """
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size > max_archive_bytes:
+        return None
+
+    def wanted(name: str) -> bool:
+        parts = (name[2:] if name.startswith("./") else name).split("/")
+        return parts[-1] == basename and len(parts) - 1 <= max_depth and _safe_member_name(name)
+
+    if _is_tar(p.name):
+        with tarfile.open(p, "r:*") as tf:
+            for m in tf:
+                if m.isfile() and wanted(m.name):
+                    f = tf.extractfile(m)
+                    return (m.name, f.read(max_bytes).decode("utf-8", errors="replace")) if f else None
+    elif p.name.lower().endswith(".zip"):
+        with zipfile.ZipFile(p) as zf:
+            for info in zf.infolist():
+                if not info.is_dir() and wanted(info.filename):
+                    with zf.open(info) as f:
+                        return info.filename, f.read(max_bytes).decode("utf-8", errors="replace")
+    return None
 
 
 def _is_tar(name: str) -> bool:

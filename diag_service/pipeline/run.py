@@ -10,7 +10,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import tarfile
 import time
+import zipfile
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -22,13 +24,14 @@ from diag_service import __version__
 from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
-from diag_service.ingest import BundleError, IngestLimits, read_bundle
+from diag_service.ingest import BundleError, IngestLimits, archive_member_text, read_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, load_signatures, match_signatures
 from diag_service.slow.analyze import analyze_bundle
 from diag_service.slow.feeds import FeedError
+from diag_service.slow.logs import FEED_MEMBER
 from diag_service.templates import mine_templates
 
 T = TypeVar("T")
@@ -90,14 +93,25 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     dumps_dir = find_dumps_dir(req.path) if Path(req.path).is_dir() else None
     skip = _relative_prefix(req.path, dumps_dir)
     feeds = _timing_feeds(req.path)
+    archive = not Path(req.path).is_dir()
     exclude = [*req.exclude, *_diagignore(req.path, report)]
     source = read_bundle(req.path, report, req.limits)
-    if skip is not None or feeds or exclude:
+    feed_members: set[str] = set()
+
+    def is_feed(path: str) -> bool:
+        if path in feeds:
+            return True
+        if archive and FEED_MEMBER.search(path):  # a timing feed inside an archive, at any depth
+            feed_members.add(path)
+            return True
+        return False
+
+    if skip is not None or feeds or exclude or archive:
         # dumps go to the hang analyzer and timing feeds to the slow analyzer, not to the log stages
         source = (
             b for b in source
             if not (skip is not None and (b.source.path + "/").startswith(skip))
-            and b.source.path not in feeds
+            and not is_feed(b.source.path)
             and not _excluded(b.source.path, exclude)
         )
     blocks = _Timed(source)
@@ -157,7 +171,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         else:
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
-    if feeds:
+    if feeds or feed_members:
         t0 = time.perf_counter()
         try:
             slow = analyze_bundle(req.path)
@@ -224,23 +238,34 @@ DIAGIGNORE = ".diagignore"
 
 
 def _diagignore(path: str, report: InputReport) -> list[str]:
-    """Patterns of a bundle directory's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
+    """Patterns of a bundle's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
 
     A collector (or the fault-injection lab, for its ground truth) lists there the files of the bundle that
-    are not logs. Directories only; at most 200 patterns from the first 64 KiB. An unreadable file is a
-    warning, not an error.
+    are not logs: at the top of a bundle directory, or in a tar/zip archive at its top or in the one folder
+    it was archived from (patterns with a ``/`` are then taken relative to that folder; archives over
+    256 MiB are not searched). At most 200 patterns from the first 64 KiB. An unreadable file is a warning,
+    not an error.
     """
-    f = Path(path) / DIAGIGNORE
-    if not f.is_file():
-        return []
+    p = Path(path)
+    folder = ""
     try:
-        with f.open("rb") as fh:
-            text = fh.read(64 * 1024).decode("utf-8", errors="replace")
-    except OSError as exc:
-        report.warnings.append(f"{DIAGIGNORE}: unreadable ({exc.strerror or exc}), not applied")
+        if p.is_dir():
+            f = p / DIAGIGNORE
+            if not f.is_file():
+                return []
+            with f.open("rb") as fh:
+                text = fh.read(64 * 1024).decode("utf-8", errors="replace")
+        else:
+            found = archive_member_text(p, DIAGIGNORE)
+            if found is None:
+                return []
+            member, text = found
+            folder = member.rsplit("/", 1)[0] + "/" if "/" in member else ""
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile) as exc:
+        report.warnings.append(f"{DIAGIGNORE}: unreadable ({exc}), not applied")
         return [DIAGIGNORE]
     pats = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return [DIAGIGNORE, *pats[:200]]
+    return [DIAGIGNORE, *(folder + q if "/" in q else q for q in pats[:200])]
 
 
 def _timing_feeds(path: str) -> set[str]:
