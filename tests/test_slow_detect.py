@@ -165,3 +165,15 @@ def test_peer_reference_small_groups_and_max_of_others() -> None:
     ref, sig = peer_reference(np.array([1.0, 2.0, 3.0, 10.0, np.nan]), None, 0, 1.4826)
     assert ref[0] == 2.5 and np.isnan(ref[4]) and sig[0] == pytest.approx(1.4826 * 1.0)
     assert max_of_others(np.array([1.0, 5.0, 3.0])).tolist() == [5.0, 3.0, 5.0]
+
+
+def test_episode_is_dated_from_the_change_not_from_a_mild_drift_before_it() -> None:
+    """A 6 % drift (below the minimum effect) from step 25, then +40 % from step 60 (every rank)."""
+    cfg = SynthConfig(seed=11, steps=120, ranks=8, jitter=0.02,
+                      faults=[Fault("job", 25, 1.06, until=59), Fault("job", 60, 1.4)])
+    rep = analyze_slow(make_feed(cfg))
+    assert len(rep.job_slowdown) == 1
+    ep = rep.job_slowdown[0]
+    assert 58 <= ep.start_step <= 62 and ep.detected_at_step >= 60
+    assert 1.3 <= ep.slowdown_factor <= 1.5  # the drift's steps are not averaged in
+    assert rep.stragglers == []
