@@ -153,6 +153,8 @@ def test_rate_limit_per_token(tmp_path: Path) -> None:
         assert codes[:3] == [200, 200, 200] and codes[-1] == 429
         r = s.client.get("/v1/diagnoses")
         assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+        assert r.json()["reason"] == "rate_limit"  # a refusal like any other: reason and metric
+        assert 'diag_refusals_total{reason="rate_limit"}' in s.client.get("/metrics").text
         # another token has its own bucket
         other = httpx.Client(base_url=s.url, headers={"Authorization": f"Bearer {READER}"})
         assert other.get("/v1/diagnoses").status_code == 200

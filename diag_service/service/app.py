@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from diag_service import __version__
 from diag_service.service import api, ui
@@ -30,6 +31,12 @@ with `202` and an id to poll. Stack dumps go to `POST /v1/hang`, step timings to
 (batch) or `POST /v1/slow/streams/{job_id}/steps` (live), lifecycle events to `POST /v1/etpr`.
 Authentication: `Authorization: Bearer <token>` with scopes `read`, `diagnose`, `kb:write`.
 """
+
+
+
+#: ``reason`` of refusals raised as HTTP exceptions (auth, rate limit, routing).
+_HTTP_REASONS = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+                 429: "rate_limit"}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -67,6 +74,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ctx.metrics.refusals.labels(exc.reason).inc()
         headers = {"Retry-After": "5"} if exc.status == 503 else None
         return JSONResponse({"detail": exc.message, "reason": exc.reason}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_refused(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # authentication (401), scope (403), rate limit (429) and routing refusals: the same JSON and metric
+        # as every other refusal
+        reason = _HTTP_REASONS.get(exc.status_code, f"http_{exc.status_code}")
+        ctx.metrics.refusals.labels(reason).inc()
+        return JSONResponse({"detail": exc.detail, "reason": reason}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
 
     @app.exception_handler(NotFound)
     async def _not_found(_req: Request, exc: NotFound) -> JSONResponse:
