@@ -132,6 +132,8 @@ def test_bad_records_never_raise() -> None:
     assert rep.input.bad_records == len(bad)
     assert rep.input.records == len(good)
     assert rep.failure_mode is None
+    # a stream says why, as a file's report does
+    assert any(w.startswith(f"{len(bad)} record(s) were invalid") and "negative" in w for w in rep.input.warnings)
 
 
 def test_state_is_bounded() -> None:

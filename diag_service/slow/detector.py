@@ -463,6 +463,10 @@ class SlowDetector:
                 f"{self._partial_trace_steps} step(s) had comm_wait_s for only some ranks; those steps compare the ranks' "
                 "whole communication time, so a rank that is late to its collectives cannot be named there"
             )
+        if st.bad_records and not any("invalid" in w or "not valid JSON" in w for w in warnings):
+            # records given to update() directly (a stream): the loader's warning was never written
+            why = "; ".join(self.conv.reasons[:3])
+            warnings.append(f"{st.bad_records} record(s) were invalid and skipped" + (f", e.g. {why}" if why else ""))
         if st.late:
             warnings.append(f"{st.late} record(s) arrived after their step was processed and were dropped")
         if st.duplicates:
