@@ -49,6 +49,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory, hooks: FakeSlack) -> Iterator[
     import shutil
 
     shutil.copytree(EXAMPLE, roots / "jobs" / "job-7")
+    (roots / "jobs" / "empty.jsonl").write_text("")
     (tmp / "outside").mkdir()
     os.symlink(tmp / "outside", roots / "jobs" / "escape")
     build_small_kb(tmp / "kb")
@@ -232,6 +233,8 @@ def test_slow_batch_and_live_stream(srv: LiveServer, hooks: FakeSlack) -> None:
     # bad input
     assert srv.client.get("/v1/slow/streams/never").status_code == 404
     assert srv.client.post("/v1/slow", json={"records": [], "path": "x"}).status_code == 422
+    r = srv.client.post("/v1/slow", json={"path": "jobs/empty.jsonl"})  # nothing to analyse: as the CLI says
+    assert r.status_code == 422 and "no usable step records" in r.text, r.text[:300]
     r = srv.client.post("/v1/slow/streams/live-2/steps", json={"records": [{"rank": "x"}]})
     assert r.status_code == 200 and r.json()["alarms"] == []
 

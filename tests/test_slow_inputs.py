@@ -56,8 +56,8 @@ def test_malformed_feed_lines_are_counted(tmp_path: Path) -> None:
     assert rep.input.records == len(recs) and rep.input.bad_records == 3
     assert any("not valid JSON" in w for w in rep.input.warnings)
     (tmp_path / "empty.jsonl").write_text("")
-    empty = analyze_slow(tmp_path / "empty.jsonl")
-    assert empty.failure_mode is None and any("no usable" in w for w in empty.input.warnings)
+    with pytest.raises(FeedError, match="no usable step records"):  # an error, as in the CLI and the service
+        analyze_slow(tmp_path / "empty.jsonl")
     with pytest.raises(FeedError):
         analyze_slow(tmp_path / "missing.jsonl")
     (tmp_path / "x.csv").write_text("a,b\n1,2\n")
@@ -123,8 +123,8 @@ def test_lightning_steps_continue_across_epochs() -> None:
 
 def test_log_bundle_without_iteration_lines(tmp_path: Path) -> None:
     (tmp_path / "rank-0.log").write_text("hello\nTraceback (most recent call last):\nValueError: x\n")
-    rep = analyze_slow(tmp_path)
-    assert rep.failure_mode is None and any("no iteration lines" in w for w in rep.input.warnings)
+    with pytest.raises(FeedError, match="no iteration lines"):
+        analyze_slow(tmp_path)
 
 
 def test_lab_run_fixture_is_localised_in_time() -> None:

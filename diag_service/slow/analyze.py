@@ -90,11 +90,15 @@ def analyze_slow(
 
     Returns a :class:`~diag_service.slow.models.SlowReport` (``failure_mode`` is ``fail_slow`` when an
     episode, straggler or group was found). Bad records are skipped and reported in ``report.input``;
-    raises :class:`~diag_service.slow.feeds.FeedError` only when a path cannot be read at all.
+    raises :class:`~diag_service.slow.feeds.FeedError` only when a path cannot be read at all or holds no
+    usable step record.
     """
     t0 = time.perf_counter()
     if isinstance(source, str | Path):
         feed = load_feed(source)
+        if len(feed.batch) == 0:  # a file or bundle with nothing usable (a stream may start empty; a file may not)
+            why = "; ".join(feed.stats.warnings[:3]) or "no step records"
+            raise FeedError(f"no step timing in {source} ({why}): nothing to analyse")
     elif isinstance(source, Feed):
         feed = source
     elif isinstance(source, StepBatch):

@@ -42,10 +42,6 @@ def slow(
     except FeedError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    if rep.input.records == 0:
-        reasons = "; ".join(rep.input.warnings[:3]) if getattr(rep.input, "warnings", None) else "no step records"
-        err.print(f"[red]error:[/red] no step timing in {timing_feed} ({reasons}): nothing to analyse")
-        raise typer.Exit(2)
     if json_out:
         typer.echo(rep.model_dump_json(indent=2))
         return
