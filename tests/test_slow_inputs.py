@@ -234,3 +234,16 @@ def test_record_lists_keep_fields_only_some_records_carry() -> None:
     assert np.isnan(b.comm_wait[0]) and b.comm_wait[5] == 0.01
     fast = RecordConverter().convert([{k: v for k, v in r.items() if k != "kind"} for r in recs])
     assert fast.comm_wait[5] == 0.01 and np.isnan(fast.comm_wait[4])
+
+
+def test_a_json_array_of_records_is_a_feed(tmp_path: Path) -> None:
+    recs = to_records(make_feed(CFG))
+    (tmp_path / "timing.json").write_text(json.dumps(recs))
+    a = analyze_slow(tmp_path / "timing.json")
+    assert _key(a) == _key(analyze_slow(_write_jsonl(tmp_path / "timing.jsonl", recs))) and a.input.format == "json"
+    (tmp_path / "obj.json").write_text('[{"rank": 0, "step": 1}')  # truncated
+    with pytest.raises(FeedError, match="not valid JSON"):
+        analyze_slow(tmp_path / "obj.json")
+    (tmp_path / "nums.json").write_text("[1, 2, 3]")
+    with pytest.raises(FeedError, match="no usable step records"):
+        analyze_slow(tmp_path / "nums.json")

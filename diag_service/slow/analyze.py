@@ -16,7 +16,7 @@ import numpy as np
 
 from diag_service.ingest import BundleError
 from diag_service.slow.detector import SlowDetector, log_evidence_list
-from diag_service.slow.feeds import Feed, FeedError, StepBatch, load_jsonl, load_table
+from diag_service.slow.feeds import Feed, FeedError, StepBatch, is_json_array, load_json_array, load_jsonl, load_table
 from diag_service.slow.logs import load_log_bundle
 from diag_service.slow.models import SlowConfig, SlowReport
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
@@ -28,7 +28,8 @@ _JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 def load_feed(path: str | Path) -> Feed:
     """Load a timing feed or a log bundle, choosing the reader from the path.
 
-    * ``*.jsonl``/``*.ndjson`` (optionally ``.gz``): the lab's per-rank records;
+    * ``*.jsonl``/``*.ndjson`` (optionally ``.gz``): the lab's per-rank records; ``*.json`` holding one
+      array of such records;
     * ``*.csv``/``*.parquet``: the same columns, or the public traces (PAI CSV, ByteDance parquet),
       recognised by their columns;
     * a directory holding ``timing.jsonl`` (a lab run, a bundle with a feed): that feed;
@@ -54,6 +55,8 @@ def load_feed(path: str | Path) -> Feed:
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise FeedError(f"cannot read {p}: {exc}") from exc
         return load_bytedance_feed(p) if is_bytedance_trace(list(cols)) else load_table(p)
+    if name.endswith(".json") and is_json_array(p):
+        return load_json_array(p)
     if name.endswith(".csv"):
         with open(p, encoding="utf-8", errors="replace") as fh:
             header = [c.strip().strip('"') for c in fh.readline().split(",")]

@@ -382,6 +382,43 @@ def load_jsonl(path: str | Path) -> Feed:
     return Feed(batch, _stats(str(p), "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
 
 
+#: Largest JSON-array feed read into memory at once (bytes); larger feeds should be JSONL (streamed).
+MAX_JSON_ARRAY_BYTES = 512 * 2**20
+
+
+def is_json_array(path: str | Path) -> bool:
+    """Whether the file's first non-blank character is ``[`` (a JSON array), reading at most 4 KiB."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False
+    return head.startswith(b"[")
+
+
+def load_json_array(path: str | Path) -> Feed:
+    """Load a ``.json`` file holding one array of step records (the lab's format).
+
+    Raises :class:`FeedError` if the file cannot be read, is not valid JSON, is not an array, or is larger
+    than :data:`MAX_JSON_ARRAY_BYTES` (write such feeds as JSONL, one record per line).
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_JSON_ARRAY_BYTES:
+            raise FeedError(f"{p}: a {size} byte JSON array; write feeds this large as JSONL (one record per line)")
+        data = json.loads(p.read_bytes().decode("utf-8", errors="replace"))
+    except OSError as exc:
+        raise FeedError(f"cannot read {p}: {exc}") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise FeedError(f"{p}: not valid JSON ({exc}); a feed is JSONL (one record per line) or one JSON array") from exc
+    if not isinstance(data, list):
+        raise FeedError(f"{p}: a JSON {type(data).__name__}, not an array of step records")
+    conv = RecordConverter()
+    batch = conv.convert(data)
+    return Feed(batch, _stats(str(p), "json", batch, conv.bad, conv.reasons, 0))
+
+
 def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
     """Convert a polars DataFrame with timing columns (aliases allowed) into a feed."""
     cols = {c.lower(): c for c in df.columns}
