@@ -16,8 +16,8 @@ Sources:
 Analyzers never see ground truth: ``truth.json``, ``run.json``, ``events.jsonl`` and the suite index
 are excluded from what they read; only this file opens them, to score.
 
-    python eval/scorecard.py [--lab-runs 20] [--lab-dir eval/results/lab_runs] [--reuse-lab DIR ...] [--skip-lab]
-    python eval/scorecard.py --reuse-lab DIR ... --only llm,labelling   # re-score some sections, keep the rest
+    .venv/bin/python eval/scorecard.py [--lab-runs 20] [--lab-dir eval/results/lab_runs] [--reuse-lab DIR ...] [--skip-lab]
+    .venv/bin/python eval/scorecard.py --reuse-lab DIR ... --only llm,labelling   # re-score some sections, keep the rest
 """
 
 from __future__ import annotations
@@ -333,6 +333,13 @@ def main() -> None:
     unknown = only - set(SECTIONS)
     if unknown:
         ap.error(f"unknown section(s) {sorted(unknown)}; choose from {','.join(SECTIONS)}")
+    # lab run folders are gitignored: a missing one must not replace committed results with "unavailable"
+    missing = [d for d in [*(a.slow_lab or []), *(a.reuse_lab or [])] if not Path(d).is_dir()]
+    if missing:
+        ap.error(f"no such lab run folder(s): {', '.join(missing)} (they are not in git; run the lab suite first, "
+                 "see eval/lab/README.md)")
+    if "lab_slow" in only and a.only and not a.slow_lab:
+        ap.error("--only lab_slow needs --slow-lab FOLDER(S)")
     card: dict[str, Any] = {}
     if a.only and out.exists():
         card = json.loads(out.read_text())

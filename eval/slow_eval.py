@@ -10,7 +10,7 @@
 * :func:`score_synthetic_suite` runs the lab's slow scenarios on synthetic feeds (no shared-host noise)
   and scores them the same way, as a reference for the lab numbers.
 
-Run ``python eval/slow_eval.py --lab-root eval/results/lab_runs_slow_v4 --out /tmp/slow_eval.json`` to print (and
+Run ``.venv/bin/python eval/slow_eval.py --lab-root eval/results/lab_runs_slow_v4 --out /tmp/slow_eval.json`` to print (and
 save) all three.
 """
 
@@ -329,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lab-root", action="append", default=[], help="Folder of lab runs (searched for truth.json).")
     ap.add_argument("--out", type=Path, help="Write the JSON here too.")
     a = ap.parse_args(argv)
+    missing = [r for r in a.lab_root if not Path(r).is_dir()]
+    if missing:
+        ap.error(f"no such lab run folder(s): {', '.join(missing)} (not in git; run the lab suite first)")
     runs = sorted({p.parent for root in a.lab_root for p in Path(root).rglob("truth.json")})
     res = {"lab": score_lab_runs(runs) if runs else None, "synthetic": score_synthetic_suite(),
            "bytedance": bytedance_comparison(), "alibaba": alibaba_comparison()}

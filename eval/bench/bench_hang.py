@@ -5,7 +5,7 @@ job) are replicated: every rank gets a healthy rank's stacks except one culprit,
 deadlocked rank's. The analysis runs in a child process so that its peak RSS is its own.
 Target (issue: fail-hang localisation): <= 5 s and <= 1 GB peak RSS on the 2-core machine.
 
-    python eval/bench/bench_hang.py [--ranks 10000] [--snapshots 8] [--format txt|json|both] [--runs 3]
+    .venv/bin/python eval/bench/bench_hang.py [--ranks 10000] [--snapshots 8] [--format txt|json|both] [--runs 3]
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Both wall time and the calling thread's CPU time are reported (the host is share
 does not grow with the number of steps. Also checks that the straggler was found.
 Writes JSON to ``eval/bench/results/bench_slow.json``.
 
-Usage: ``python eval/bench/bench_slow.py [--ranks 10000] [--steps 300] [--out PATH]``.
+Usage: ``.venv/bin/python eval/bench/bench_slow.py [--ranks 10000] [--steps 300] [--out PATH]``.
 """
 
 from __future__ import annotations
@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="traced: records carry comm_wait_s (a collective trace); sync: phases only.")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "bench_slow.json")
     a = ap.parse_args(argv)
+    if min(a.steps, a.record_steps) <= a.onset + 10:
+        ap.error(f"--steps and --record-steps must exceed --onset ({a.onset}) by more than 10, or no straggler can be "
+                 "found after the onset")
     global COMM_MODEL
     COMM_MODEL = a.comm_model
     res = {
