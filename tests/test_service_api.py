@@ -235,6 +235,9 @@ def test_slow_batch_and_live_stream(srv: LiveServer, hooks: FakeSlack) -> None:
     assert srv.client.post("/v1/slow", json={"records": [], "path": "x"}).status_code == 422
     r = srv.client.post("/v1/slow", json={"path": "jobs/empty.jsonl"})  # nothing to analyse: as the CLI says
     assert r.status_code == 422 and "no usable step records" in r.text, r.text[:300]
+    r = srv.client.post("/v1/slow", files={"feed": ("empty.jsonl", b"")})
+    assert r.status_code == 422 and "empty.jsonl" in r.json()["detail"]
+    assert "uploads" not in r.json()["detail"]  # the server's own folders stay out of the answer
     r = srv.client.post("/v1/slow/streams/live-2/steps", json={"records": [{"rank": "x"}]})
     assert r.status_code == 200 and r.json()["alarms"] == []
 

@@ -167,6 +167,8 @@ class ServiceContext:
         if not self.has_room():
             self.metrics.refusals.labels("queue_full").inc()
             raise Refused(503, f"the work queue is full ({self.settings.queue_max} jobs); retry later", "queue_full")
+        if input_path is not None:
+            task = {**task, "upload_dir": str(input_path)}  # kept out of error messages (run_task)
         job = self.store.create_job(kind, task, self.settings.replica_id, job_id=job_id, job_uuid=job_uuid or new_id(),
                                     input_path=str(input_path) if input_path else None, input_bytes=input_bytes)
         try:

@@ -148,23 +148,32 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one task; never raises (see the module docstring)."""
+    """Run one task; never raises (see the module docstring).
+
+    Error messages name an uploaded file by its name only: the server's upload folder (``upload_dir``) is
+    taken out of them.
+    """
     fn = _KINDS.get(task.get("kind", ""))
     if fn is None:
         return _err(500, f"unknown task kind {task.get('kind')!r}")
+    hide = task.get("upload_dir")
+
+    def err(status: int, msg: str) -> dict[str, Any]:
+        return _err(status, msg.replace(hide.rstrip("/") + "/", "") if hide else msg)
+
     try:
         input_errors = _input_errors()
         try:
             return fn(task)
         except input_errors as exc:
-            return _err(422, str(exc) or exc.__class__.__name__)
+            return err(422, str(exc) or exc.__class__.__name__)
     except (ValueError, FileNotFoundError, NotADirectoryError) as exc:
-        return _err(422, f"{exc.__class__.__name__}: {exc}")
+        return err(422, f"{exc.__class__.__name__}: {exc}")
     except MemoryError:
-        return _err(507, "the analysis ran out of memory")
+        return err(507, "the analysis ran out of memory")
     except Exception as exc:  # noqa: BLE001 - a worker reports every failure as a result, never dies of one
         log.error("task %s failed: %s", task.get("kind"), traceback.format_exc(limit=20))
-        return _err(500, f"internal error while analysing ({exc.__class__.__name__}: {str(exc)[:500]})")
+        return err(500, f"internal error while analysing ({exc.__class__.__name__}: {str(exc)[:500]})")
 
 
 def use_kb_home(kb_cfg: dict[str, Any] | None) -> None:
