@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
@@ -41,7 +43,7 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         cites = f", cites {', '.join(d.narrative.citations)}" if d.narrative.citations else ""
         body.append(Text(f"summary: {who}{cites}", style="dim"))
         for c in d.narrative.cited:
-            body.append(Text(f"  {c.id} ({c.label}): {c.text[:160]}", style="dim"))
+            body.append(Text(f"  {c.id} ({c.label}): {textwrap.shorten(c.text, 160, placeholder=' …')}", style="dim"))
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
     for w in d.input.warnings[:20]:
         console.print(f"[yellow]input warning:[/yellow] {escape(w)}")
