@@ -169,3 +169,18 @@ def test_cli_recover_dry_run(tmp_path: Path) -> None:
     assert plan["level"] == "L3" and any("scontrol update nodename=gpu-node-042" in c for c in plan["commands"])
     res = CliRunner().invoke(app, ["recover", str(f), "--execute"], env={"DIAG_EXECUTOR": ""})
     assert res.exit_code == 4
+
+
+def test_kubernetes_commands_never_use_a_name_kubernetes_would_reject() -> None:
+    base = {
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.8,
+        "root_cause": {"summary": "rank 9 on gpu-node-002 is 1.4x slower", "evidence": []},
+        "faulty_nodes": ["gpu-node-002"], "input": {"path": "timing.jsonl"},
+    }
+    bad = recommend(Diagnosis.model_validate({**base, "job_id": "004-slow_rank_comm"}), platform="kubernetes")
+    assert bad.commands[0].startswith("# '004-slow_rank_comm' is not a Kubernetes object name")
+    assert not any("slow_rank_comm" in c for c in bad.commands[1:]) and any("job-name=JOB_NAME" in c for c in bad.commands)
+    good = recommend(Diagnosis.model_validate({**base, "job_id": "llama-70b-run7"}), platform="kubernetes")
+    assert any("job-name=llama-70b-run7" in c for c in good.commands) and not good.commands[0].startswith("#")
+    slurm = recommend(Diagnosis.model_validate({**base, "job_id": "4242_7"}), platform="slurm")
+    assert not any(c.startswith("#") for c in slurm.commands)  # Slurm ids are not Kubernetes names
