@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -81,13 +82,6 @@ class _Acc:
         if self.first_step is None:
             self.first_step, self.first_time = c.step, c.start_time
         self.last_step, self.last_time = c.step, c.end_time
-
-    def add_acc(self, o: _Acc) -> None:
-        self.n += o.n
-        self.w += o.w
-        self.tw += o.tw
-        self.ph += o.ph
-        self.ph_n += o.ph_n
 
     def sub(self, o: _Acc) -> None:
         self.n -= o.n
@@ -345,9 +339,8 @@ class JobDetector:
         tau = int(np.argmax(score))
         if tau == 0:
             return
-        pre = _Acc()
-        pre.add_acc(self.run_dropped)
-        for _, ctx in list(self.run_steps)[:tau]:
+        pre = self.run_dropped  # the steps before the change point: those dropped, then the first tau kept
+        for _, ctx in islice(self.run_steps, tau):
             pre.add(ctx)
         self.run.sub(pre)
         first = self.run_steps[tau][1]
