@@ -90,10 +90,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     report = InputReport(path=req.path)
     progress = ProgressLog()
     # Stack dumps go to the hang analyzer, not to the log stages.
-    dumps_dir = find_dumps_dir(req.path) if Path(req.path).is_dir() else None
+    is_dir = Path(req.path).is_dir()
+    dumps_dir = find_dumps_dir(req.path) if is_dir else None
     skip = _relative_prefix(req.path, dumps_dir)
     feeds = _timing_feeds(req.path)
-    archive = not Path(req.path).is_dir()
+    archive = not is_dir  # an archive (or one file): its timing feeds are found by member name
     exclude = [*req.exclude, *_diagignore(req.path, report)]
     source = read_bundle(req.path, report, req.limits)
     feed_members: set[str] = set()
