@@ -33,7 +33,6 @@ Authentication: `Authorization: Bearer <token>` with scopes `read`, `diagnose`, 
 """
 
 
-
 #: ``reason`` of refusals raised as HTTP exceptions (auth, rate limit, routing).
 _HTTP_REASONS = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
                  429: "rate_limit"}
