@@ -184,3 +184,7 @@ def test_kubernetes_commands_never_use_a_name_kubernetes_would_reject() -> None:
     assert any("job-name=llama-70b-run7" in c for c in good.commands) and not good.commands[0].startswith("#")
     slurm = recommend(Diagnosis.model_validate({**base, "job_id": "4242_7"}), platform="slurm")
     assert not any(c.startswith("#") for c in slurm.commands)  # Slurm ids are not Kubernetes names
+    assert "scontrol requeuehold 4242_7" in slurm.commands  # excnodelist is changed while the job is held
+    named = recommend(Diagnosis.model_validate({**base, "job_id": "my_job_7"}), platform="slurm")
+    assert named.commands[0].startswith("# 'my_job_7' is not a Slurm job id")
+    assert not any("my_job_7" in c for c in named.commands[1:]) and "scontrol release JOB_NAME" in named.commands

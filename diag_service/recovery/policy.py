@@ -76,6 +76,26 @@ class Rule(BaseModel):
     backoff: bool = False
 
 
+class JobIdRule(BaseModel):
+    """What a platform accepts as a job id in its commands: ``pattern`` (a full-match regex), ``what`` it is
+    called and where to find the real one (``use``), for the comment that replaces an invalid id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str
+    what: str
+    use: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +104,7 @@ class Policy(BaseModel):
     history: HistorySettings = Field(default_factory=HistorySettings)
     rules: list[Rule] = Field(min_length=1)
     platforms: dict[str, dict[RecoveryLevel, list[str]]] = Field(default_factory=dict)
+    job_ids: dict[str, JobIdRule] = Field(default_factory=dict)
     source: str = ""
     version_hash: str = ""
 

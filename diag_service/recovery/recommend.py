@@ -113,19 +113,15 @@ _OPTION_TEXT = {
 }
 
 
-#: A Kubernetes object name (RFC 1123 subdomain: lowercase letters, digits, '-' and '.', at most 253).
-_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str, namespace: str) -> list[str]:
     templates = pol.platforms.get(platform, {}).get(level, [])
     job = d.job_id or "JOB"
     nodes = d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else [])
     out: list[str] = []
-    if platform in ("kubernetes", "volcano") and any("{job_id}" in t for t in templates) and not (
-            len(job) <= 253 and _K8S_NAME.fullmatch(job)):
-        # a bundle's or log's name ("run_7") is not always the job's object name; never act on a guess
-        out.append(f"# {job[:80]!r} is not a Kubernetes object name: replace JOB_NAME with the job's metadata.name")
+    rule = pol.job_ids.get(platform)
+    if rule is not None and any("{job_id}" in t for t in templates) and not re.fullmatch(rule.pattern, job):
+        # a bundle's or log's name ("run_7") is not always the platform's job id; never act on a guess
+        out.append(f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
         job = "JOB_NAME"
     for t in templates:
         values = {
