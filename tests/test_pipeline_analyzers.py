@@ -54,6 +54,7 @@ def test_a_bundle_directory_can_list_its_non_log_files_in_diagignore(tmp_path: P
     assert d.category.value == "gpu_oom"
     dumped = d.model_dump_json()
     assert "truth.json" not in dumped and "runner.txt" not in dumped and ".diagignore" not in dumped
+    assert d.input.files == 1 and d.input.lines == 1  # skipped files are not even opened
     (tmp_path / ".diagignore").unlink()  # without it, the same folder's truth file is read as a log
     assert "truth.json" in diagnose(DiagnoseRequest(path=str(tmp_path))).model_dump_json()
 
@@ -87,3 +88,18 @@ def test_archived_run_gets_the_slow_analysis_and_honours_its_diagignore(tmp_path
         assert d.first_failing_rank == truth["faulty_rank"] and d.category.value == "network"
         dumped = d.model_dump_json()
         assert "truth.json" not in dumped and "x.txt" not in dumped and "timing.jsonl:" not in dumped
+
+
+def test_a_damaged_feed_in_a_bundle_is_analysed_and_its_problems_are_named(tmp_path: Path) -> None:
+    src = FIX / "slow" / "lab_slow_rank_comm"
+    truth = json.loads((src / "truth.json").read_text())
+    lines = (src / "timing.jsonl").read_text().splitlines()
+    lines[10] = lines[10][:25]  # truncated
+    lines[20] = "\x00\x01\x02 garbage"
+    (tmp_path / "timing.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "rank-0.log").write_text("2026-11-29 14:10:00,000 INFO [rank0] step 10 loss 2.3\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_SLOW and d.first_failing_rank == truth["faulty_rank"]
+    assert any(w.startswith("timing feed: 2 line(s) are not valid JSON") for w in d.input.warnings), d.input.warnings
+    assert not any("binary" in w for w in d.input.warnings)  # the feed is not a log: ingest never opens it
+    assert d.input.files == 1

@@ -159,10 +159,12 @@ Compressed = int | Callable[[], int] | None
 
 
 class _Budget:
-    """Counts decompressed bytes across the bundle and per member (decompression-bomb guard)."""
+    """Counts decompressed bytes across the bundle and per member (decompression-bomb guard), and holds the
+    caller's ``skip`` test of member names (members it names are never opened)."""
 
-    def __init__(self, limits: IngestLimits) -> None:
+    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None) -> None:
         self.limits = limits
+        self.skip = skip
         self.total = 0
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
@@ -603,7 +605,9 @@ def _open_member_stream(
     name: str, fobj: BinaryIO, report: InputReport, budget: _Budget, limits: IngestLimits,
     compressed: Compressed, depth: int,
 ) -> Iterator[Block]:
-    """Dispatch one member by name: nested archive, gzip, or plain text."""
+    """Dispatch one member by name: nested archive, gzip, or plain text (or nothing, if the caller skips it)."""
+    if budget.skip is not None and budget.skip(name):
+        return
     report.files += 1
     lower = name.lower()
     if depth < limits.max_nesting and _is_tar(lower):
@@ -786,12 +790,17 @@ def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLim
                 yield from _open_member_stream(rel, fobj, report, budget, limits, size, 0)
 
 
-def read_bundle(path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None) -> Iterator[Block]:
+def read_bundle(
+    path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
+    skip: Callable[[str], bool] | None = None,
+) -> Iterator[Block]:
     """Stream every text line of a bundle as :class:`Block` objects, in a stable file order.
 
     ``path``: a directory, a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` archive, or one log file
     (optionally ``.gz``). Problems are appended to ``report.warnings``; ``report`` also receives
-    file, byte and line counts and the layouts seen.
+    file, byte and line counts and the layouts seen. ``skip(member_name)``: members (bundle-relative
+    names, nested ones as ``archive.tar.gz/inner.log``) for which it is True are not opened, counted or
+    warned about.
 
     Raises :class:`BundleError` if ``path`` does not exist or the archive cannot be opened.
     """
@@ -799,7 +808,7 @@ def read_bundle(path: str | os.PathLike[str], report: InputReport, limits: Inges
     p = os.fspath(path)
     if not os.path.exists(p):
         raise BundleError(f"no such file or directory: {p}")
-    budget = _Budget(limits)
+    budget = _Budget(limits, skip)
     layouts: set[str] = set()
 
     def _tracked(blocks: Iterator[Block]) -> Iterator[Block]:

@@ -96,26 +96,20 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     feeds = _timing_feeds(req.path)
     archive = not is_dir  # an archive (or one file): its timing feeds are found by member name
     exclude = [*req.exclude, *_diagignore(req.path, report)]
-    source = read_bundle(req.path, report, req.limits)
     feed_members: set[str] = set()
 
-    def is_feed(path: str) -> bool:
+    def not_for_log_stages(path: str) -> bool:
+        # dumps go to the hang analyzer and timing feeds to the slow analyzer; excluded files to nobody
+        if skip is not None and (path + "/").startswith(skip):
+            return True
         if path in feeds:
             return True
         if archive and FEED_MEMBER.search(path):  # a timing feed inside an archive, at any depth
             feed_members.add(path)
             return True
-        return False
+        return _excluded(path, exclude)
 
-    if skip is not None or feeds or exclude or archive:
-        # dumps go to the hang analyzer and timing feeds to the slow analyzer, not to the log stages
-        source = (
-            b for b in source
-            if not (skip is not None and (b.source.path + "/").startswith(skip))
-            and not is_feed(b.source.path)
-            and not _excluded(b.source.path, exclude)
-        )
-    blocks = _Timed(source)
+    blocks = _Timed(read_bundle(req.path, report, req.limits, skip=not_for_log_stages))
     raw = _Timed(extract_events(blocks, progress))
     clean = _Timed(redact_events(raw))
     t0 = time.perf_counter()
@@ -180,6 +174,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             report.warnings.append(f"timing feed not analysed: {exc}")
         else:
             if slow is not None:
+                report.warnings.extend(f"timing feed: {w}" for w in slow.input.warnings[:5])
                 d.slow = slow.model_dump(mode="json", exclude={"config"})
                 combine_slow(d, slow)
         timings["slow"] = time.perf_counter() - t0
