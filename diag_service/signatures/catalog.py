@@ -23,6 +23,22 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
     tables:
       xid:
         "79": {name: ..., category: gpu_hardware, priority: 95, explanation: ...}
+    context_rules:                        # optional: refine a signature's answer by what surrounds the match
+      - id: enospc_dev_shm
+        refines: [no_space_left]          # signature ids (any file)
+        any_line: ['/dev/shm']            # one must match a line of the event (traceback lines included)
+        none_line: []                     # none may match
+        frames: null                      # user | framework: where the traceback's innermost frame is
+        name: No space left on /dev/shm   # the rest overrides the signature's fields
+        category: infrastructure
+        explanation: ...
+        examples: ["RuntimeError: unable to write to file </torch_1_2>: No space left on device (28)"]
+        counter_examples: []              # event texts (lines joined by newlines) that must not fire it
+
+A context rule fires when its signature matched the event and its conditions hold; the first rule
+(in file order) that fires replaces the fields it sets, and its id is reported in the hit's
+``details['context_rule']``. Each example must be matched by the refined signature and fire the
+rule; no counter-example may fire it.
 
 Loading validates every field with pydantic, compiles every regex, checks ids are unique and that
 every example matches and no counter-example does; any failure raises :class:`SignatureError`
@@ -108,12 +124,75 @@ class SignatureSpec(BaseModel):
         return v
 
 
+_SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages|/lib/python\d[\d.]*/|<frozen )')
+_FRAME = re.compile(r'^\s*File "[^"\n]*", line \d+')
+
+
+def innermost_frame_owner(lines: list[str]) -> str | None:
+    """``user`` or ``framework`` for the last ``File "...", line N`` frame of a traceback's lines
+    (framework: under site-packages, dist-packages or the Python standard library); None without frames."""
+    last = None
+    for line in lines:
+        if _FRAME.match(line):
+            last = line
+    if last is None:
+        return None
+    return "framework" if _SITE_FRAME.search(last) else "user"
+
+
+class ContextRule(BaseModel):
+    """Refines a signature's answer by what surrounds its match (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    refines: list[str] = Field(min_length=1)
+    any_line: list[str] = Field(default_factory=list)
+    none_line: list[str] = Field(default_factory=list)
+    frames: str | None = Field(default=None, pattern=r"^(?:user|framework)$")
+    name: str
+    category: Category | None = None
+    failure_mode: FailureMode | None = None
+    role: EventRole | None = None
+    priority: int | None = Field(default=None, ge=0, le=100)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    explanation: str
+    source: str | None = None
+    examples: list[str] = Field(min_length=1)
+    counter_examples: list[str] = Field(default_factory=list)
+
+    @field_validator("any_line", "none_line")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        for p in v:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
+        return v
+
+
+@dataclass
+class _Rule:
+    spec: ContextRule
+    any_line: list[re.Pattern[str]]
+    none_line: list[re.Pattern[str]]
+
+    def fires(self, lines: list[str]) -> bool:
+        if self.any_line and not any(p.search(line) for p in self.any_line for line in lines):
+            return False
+        if any(p.search(line) for p in self.none_line for line in lines):
+            return False
+        return self.spec.frames is None or innermost_frame_owner(lines) == self.spec.frames
+
+
 class SignatureFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = 1
     signatures: list[SignatureSpec] = Field(default_factory=list)
     tables: dict[str, dict[str, LookupEntry]] = Field(default_factory=dict)
+    context_rules: list[ContextRule] = Field(default_factory=list)
 
 
 @dataclass
@@ -137,6 +216,7 @@ class SignatureSet:
     signatures: list[_Compiled]
     tables: dict[str, dict[str, LookupEntry]]
     version: str
+    rules: dict[str, list[_Rule]] = field(default_factory=dict)
     any_pattern: re.Pattern[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -180,6 +260,7 @@ def load_signatures(directory: str | Path | None = None) -> SignatureSet:
     compiled: list[_Compiled] = []
     tables: dict[str, dict[str, LookupEntry]] = {}
     seen: dict[str, str] = {}
+    rules: list[tuple[str, ContextRule]] = []
     digest = hashlib.sha256()
     for f in files:
         raw = f.read_bytes()
@@ -193,6 +274,7 @@ def load_signatures(directory: str | Path | None = None) -> SignatureSet:
             if name in tables:
                 raise SignatureError(f"{f.name}: table {name!r} defined twice")
             tables[name] = table
+        rules += [(f.name, r) for r in parsed.context_rules]
         for spec in parsed.signatures:
             if spec.id in seen:
                 raise SignatureError(f"{f.name}: signature id {spec.id!r} already defined in {seen[spec.id]}")
@@ -212,7 +294,48 @@ def load_signatures(directory: str | Path | None = None) -> SignatureSet:
                 raise SignatureError(f"signature {c.spec.id!r}: unknown lookup table {lk.table!r}")
             if lk.group not in c.patterns[0].groupindex:
                 raise SignatureError(f"signature {c.spec.id!r}: lookup group {lk.group!r} not in its first pattern")
-    return SignatureSet(compiled, tables, digest.hexdigest()[:12])
+    return SignatureSet(compiled, tables, digest.hexdigest()[:12], _compile_rules(rules, compiled))
+
+
+def _compile_rules(rules: list[tuple[str, ContextRule]], compiled: list[_Compiled]) -> dict[str, list[_Rule]]:
+    by_id = {c.spec.id: c for c in compiled}
+    out: dict[str, list[_Rule]] = {}
+    seen: set[str] = set()
+    for fname, r in rules:
+        if r.id in seen:
+            raise SignatureError(f"{fname}: context rule id {r.id!r} defined twice")
+        seen.add(r.id)
+        rule = _Rule(r, [re.compile(p) for p in r.any_line], [re.compile(p) for p in r.none_line])
+        for sid in r.refines:
+            if sid not in by_id:
+                raise SignatureError(f"{fname}: context rule {r.id!r} refines unknown signature {sid!r}")
+            out.setdefault(sid, []).append(rule)
+        for ex in r.examples:
+            lines = ex.splitlines()
+            if not any(by_id[sid].search(line) for sid in r.refines for line in lines):
+                raise SignatureError(f"{fname}: context rule {r.id!r}: no refined signature matches example {ex!r}")
+            if not rule.fires(lines):
+                raise SignatureError(f"{fname}: context rule {r.id!r}: example does not fire it: {ex!r}")
+        for ex in r.counter_examples:
+            if rule.fires(ex.splitlines()):
+                raise SignatureError(f"{fname}: context rule {r.id!r}: counter-example fires it: {ex!r}")
+    return out
+
+
+def _apply_rule(fields: dict, rules: list[_Rule], lines: list[str]) -> str:
+    """Override ``fields`` with the first rule that fires on ``lines``; return its id ('' if none)."""
+    for rule in rules:
+        if rule.fires(lines):
+            r = rule.spec
+            fields["name"] = r.name
+            fields["explanation"] = r.explanation
+            for k in ("category", "failure_mode", "role", "priority", "confidence", "source"):
+                v = getattr(r, k)
+                if v is not None:
+                    fields[k] = v
+            fields["details"] = {**fields["details"], "context_rule": r.id}
+            return r.id
+    return ""
 
 
 def _hit_fields(c: _Compiled, m: re.Match[str], tables: dict[str, dict[str, LookupEntry]]) -> dict:
@@ -250,6 +373,7 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
     template ids and earliest time) and, per group index, the ids of the signatures it matched.
     """
     hits: dict[tuple[str, str], dict] = {}
+    # a rule changes the answer, so a signature's hits split by the rule that fired
     per_group: dict[int, list[str]] = {}
     for gi, g in enumerate(groups):
         matched: list[str] = []
@@ -268,7 +392,8 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                     continue
                 fields = _hit_fields(c, m, sigs.tables)
                 lk = fields["details"].get(c.spec.lookup.group, "") if c.spec.lookup else ""
-                hk = (c.spec.id, lk)
+                rule_id = _apply_rule(fields, sigs.rules.get(c.spec.id, []), ev.lines or [ev.key])
+                hk = (c.spec.id, lk + "|" + rule_id)
                 h = hits.get(hk)
                 if h is None:
                     h = hits[hk] = {

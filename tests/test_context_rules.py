@@ -1,0 +1,78 @@
+"""Context rules (knowledge_base/signatures/context.yaml): the same message with different causes.
+
+Each pair is one message in two surroundings, in the exact form PyTorch, NCCL or the kernel prints it;
+the pipeline must give each its own category.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.signatures import SignatureError, load_signatures
+from diag_service.signatures.catalog import innermost_frame_owner
+
+SHM = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py", line 355, in reduce_storage\n'
+    "    fd, size = storage._share_fd_cpu_()\n"
+    "RuntimeError: unable to write to file </torch_2163_3425925545_0>: No space left on device (28)\n"
+)
+CKPT = (
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/train.py", line 311, in save\n'
+    "    torch.save(state, path)\n"
+    "OSError: [Errno 28] No space left on device: '/mnt/ckpt/global_step500/mp_rank_00_model_states.pt'\n"
+)
+
+
+def _diag(tmp_path: Path, name: str, text: str):
+    p = tmp_path / name
+    p.write_text(text)
+    return diagnose(DiagnoseRequest(path=str(p)))
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "rule"),
+    [
+        (SHM, "infrastructure", "enospc_dev_shm"),
+        (CKPT, "storage", None),
+        ("RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
+         "workers are out of shared memory.\n", "infrastructure", None),
+        ("RuntimeError: DataLoader worker (pid 29001) is killed by signal: Killed.\n", "host_oom", None),
+        ("RuntimeError: DataLoader worker (pid 4028) is killed by signal: Segmentation fault.\n", "framework",
+         "dataloader_worker_segfault"),
+    ],
+)
+def test_same_message_different_cause(tmp_path: Path, text: str, category: str, rule: str | None) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+    if rule:
+        assert any(h.details.get("context_rule") == rule for h in d.signature_hits)
+
+
+def test_innermost_frame_owner() -> None:
+    assert innermost_frame_owner(SHM.splitlines()) == "framework"
+    assert innermost_frame_owner(CKPT.splitlines()) == "user"
+    assert innermost_frame_owner(["RuntimeError: x"]) is None
+
+
+def test_rule_with_unknown_signature_or_failing_example_is_refused(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[1] / "knowledge_base" / "signatures"
+    for f in src.glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    bad = tmp_path / "context.yaml"
+    bad.write_text(
+        "version: 1\ncontext_rules:\n  - id: r\n    refines: [no_such_signature]\n    any_line: [x]\n"
+        "    name: n\n    explanation: e\n    examples: ['x']\n"
+    )
+    with pytest.raises(SignatureError, match="unknown signature"):
+        load_signatures(tmp_path)
+    bad.write_text(
+        "version: 1\ncontext_rules:\n  - id: r\n    refines: [no_space_left]\n    any_line: ['/dev/shm']\n"
+        "    name: n\n    explanation: e\n    examples: ['No space left on device: /data/x']\n"
+    )
+    with pytest.raises(SignatureError, match="does not fire"):
+        load_signatures(tmp_path)
