@@ -102,6 +102,8 @@ NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
+#: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
+AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})_(\d{2}):(\d{2}):(\d{2})")
 
 
@@ -217,6 +219,9 @@ class Extractor:
         self.progress = progress
         self.year = time.gmtime().tm_year
         self._json_buf: dict[str, list[str]] = {}
+        # per file (one node's console or one worker's log): global rank minus local rank, learnt from
+        # lines that carry both ("[default1]:[rank5]:"); torchrun gives a node's workers contiguous ranks
+        self._rank_offset: dict[str, int] = {}
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -327,11 +332,25 @@ class Extractor:
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
+    def _global(self, path: str, who: tuple[int | None, int | None, str | None]) -> tuple[int | None, int | None, str | None]:
+        """Fill a missing global rank from the local rank and the file's learnt offset (and learn it)."""
+        rank, local, node = who
+        if rank is not None and local is not None:
+            self._rank_offset.setdefault(path, rank - local)
+        elif rank is None and local is not None and path in self._rank_offset:
+            rank = local + self._rank_offset[path]
+        return rank, local, node
+
     def _handle(self, rd: _BlockReader, ls: int, line: str, line_no: int, consumed: set[int]) -> Iterator[RawEvent]:
         att = rd.attr(line)
         body = att.text
         stripped = body.strip()
         who = _who(rd.src, att)
+        if who[1] is None and "local_rank: " in body:
+            m_agent = AGENT_FAILED.search(body)
+            if m_agent:
+                who = (who[0], int(m_agent.group(2)), who[2])
+        who = self._global(rd.src.path, who)
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
             ev = self._traceback(rd, ls, line_no, who, consumed)
             if ev is not None:

@@ -195,31 +195,52 @@ def _ts_of(h: SignatureHit) -> float | None:
         return None
 
 
-def _demote_late_roots(roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str]) -> list[SignatureHit]:
+def _demote_late_roots(
+    roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str], sigs: SignatureSet | None = None,
+) -> list[SignatureHit]:
     """The first failure is the cause; what follows is cascade. Two rules, on timestamped hits:
 
     - teardown: a low-priority root (below :data:`LATE_ROOT_PRIORITY`: store, connection and
       launcher errors) first seen more than :data:`LATE_ROOT_S` after the job's first failure
-      evidence (any root or symptom) is part of the cascade;
+      evidence (any root or symptom) is part of the cascade. A silent death (a rank killed by a
+      signal, ``cascade: silent_death`` in the catalog) is not measured against its peers'
+      peer-loss reports (``cascade: peer_loss``): the dead rank prints nothing, and its launcher
+      reports it on its next poll, after the survivors noticed the closed connections;
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
       :data:`LATER_FAILURE_S` after an earlier root is a consequence of it (a restarted job that then
-      fails to re-rendezvous). Hardware reports keep their rank: the kernel log often stamps them
-      after the application error they caused.
+      fails to re-rendezvous). An approximate (borrowed, earlier) time is a lower bound, so it may
+      only make a root later, never earlier. Hardware reports keep their rank: the kernel log often
+      stamps them after the application error they caused.
     """
-    times = [t for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM) for t in [_ts_of(h)] if t is not None]
+
+    def cls(h: SignatureHit) -> str | None:
+        if sigs is None:
+            return None
+        try:
+            return sigs.by_id(h.signature_id).cascade
+        except KeyError:
+            return None
+
+    evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
+    times = [t for h in evidence for t in [_ts_of(h)] if t is not None]
     if not times:
         return roots
     first_any = min(times)
+    first_not_peer_loss = min((t for h in evidence if cls(h) != "peer_loss" for t in [_ts_of(h)] if t is not None),
+                              default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
     first_root = min(root_times) if root_times else None
     kept: list[SignatureHit] = []
     for h in roots:
         t = _ts_of(h)
-        if t is not None and h.priority < LATE_ROOT_PRIORITY and t > first_any + LATE_ROOT_S:
-            findings.append(f"{h.name} came {t - first_any:.0f} s after the first failure evidence: treated as teardown.")
+        start = first_any
+        if cls(h) == "silent_death":
+            start = first_not_peer_loss if first_not_peer_loss is not None else t
+        if t is not None and start is not None and h.priority < LATE_ROOT_PRIORITY and t > start + LATE_ROOT_S:
+            findings.append(f"{h.name} came {t - start:.0f} s after the first failure evidence: treated as teardown.")
             continue
-        exact = t is not None and not h.first_timestamp_approx
-        if exact and first_root is not None and h.priority < HARDWARE_PRIORITY and t > first_root + LATER_FAILURE_S:
+        if (t is not None and first_root is not None and h.priority < HARDWARE_PRIORITY
+                and t > first_root + LATER_FAILURE_S):
             findings.append(f"{h.name} came {t - first_root:.0f} s after an earlier failure: treated as its consequence.")
             continue
         kept.append(h)
@@ -278,7 +299,7 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
-    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings)
+    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE

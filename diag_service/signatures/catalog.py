@@ -18,6 +18,7 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         explanation: ...
         source: https://...               # vendor doc or public thread
         lookup: {group: code, table: xid} # optional: per-value overrides from a table
+        cascade: silent_death             # optional: silent_death | peer_loss (see SignatureSpec.cascade)
         examples: ['RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB']
         counter_examples: []              # lines that must not match
     tables:
@@ -112,6 +113,11 @@ class SignatureSpec(BaseModel):
     lookup: Lookup | None = None
     examples: list[str] = Field(min_length=1)
     counter_examples: list[str] = Field(default_factory=list)
+    #: ``silent_death``: a process killed by a signal (it prints no traceback of its own, and its
+    #: launcher reports it only on its next poll); ``peer_loss``: what a rank prints when a peer
+    #: vanished (closed by peer, broken pipe, collective timeouts, SIGTERM from the agent). A silent
+    #: death is not teardown because peer-loss reports were stamped before it.
+    cascade: str | None = Field(default=None, pattern=r"^(?:silent_death|peer_loss)$")
 
     @field_validator("patterns", "context_patterns")
     @classmethod
@@ -377,6 +383,7 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
     per_group: dict[int, list[str]] = {}
     for gi, g in enumerate(groups):
         matched: list[str] = []
+        matched_evs: dict[tuple[str, str], list] = {}
         for ev in g.examples:
             if not sigs.any_pattern.search(ev.key):
                 continue
@@ -400,14 +407,24 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                         **fields, "template_ids": set(), "ranks": set(), "nodes": set(), "ts": None, "approx": False, "order": gi,
                     }
                 h["template_ids"].add(g.template_id)
-                h["ranks"] |= g.ranks
-                h["nodes"] |= g.nodes
-                for r_ev in (g.first, ev):
-                    if r_ev is not None and r_ev.ts is not None and (h["ts"] is None or r_ev.ts < h["ts"]):
-                        h["ts"] = r_ev.ts
-                        h["approx"] = r_ev.ts_approx
+                matched_evs.setdefault(hk, []).append(ev)
                 if c.spec.id not in matched:
                     matched.append(c.spec.id)
+        for hk, evs in matched_evs.items():
+            h = hits[hk]
+            every = len(evs) == len(g.examples)
+            for r_ev in ([g.first, *evs] if every else evs):
+                if r_ev is not None and r_ev.ts is not None and (h["ts"] is None or r_ev.ts < h["ts"]):
+                    h["ts"] = r_ev.ts
+                    h["approx"] = r_ev.ts_approx
+            if every:
+                h["ranks"] |= g.ranks
+                h["nodes"] |= g.nodes
+            else:
+                # only some lines of this template match (one template can hold a SIGKILL and a
+                # SIGTERM exit): the matching lines name their own ranks and nodes
+                h["ranks"] |= {e.rank for e in evs if e.rank is not None}
+                h["nodes"] |= {e.node for e in evs if e.node is not None}
         if matched:
             per_group[gi] = matched
     out: list[SignatureHit] = []
