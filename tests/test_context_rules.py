@@ -37,10 +37,10 @@ def _diag(tmp_path: Path, name: str, text: str):
 @pytest.mark.parametrize(
     ("text", "category", "rule"),
     [
-        (SHM, "infrastructure", "enospc_dev_shm"),
+        (SHM, "storage", "enospc_dev_shm"),
         (CKPT, "storage", None),
         ("RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
-         "workers are out of shared memory.\n", "infrastructure", None),
+         "workers are out of shared memory.\n", "storage", None),
         ("RuntimeError: DataLoader worker (pid 29001) is killed by signal: Killed.\n", "host_oom", None),
         ("RuntimeError: DataLoader worker (pid 4028) is killed by signal: Segmentation fault.\n", "framework",
          "dataloader_worker_segfault"),

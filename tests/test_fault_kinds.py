@@ -25,7 +25,7 @@ CASES = {
     "sigbus_shm": (
         "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
         "workers are out of shared memory. Please try to raise your shared memory limit.\n",
-        "fail_stop", "infrastructure",
+        "fail_stop", "storage",
     ),
     "segfault": (
         "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n", "fail_stop", "framework"
@@ -71,7 +71,7 @@ CASES = {
         "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
         "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
         "Last error:\nError while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 9637888)\n",
-        "fail_stop", "infrastructure",
+        "fail_stop", "storage",
     ),
     "illegal_memory_access": ("RuntimeError: CUDA error: an illegal memory access was encountered\n", "fail_stop", "user_code"),
     "xid_79": (

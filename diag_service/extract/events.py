@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from functools import lru_cache
+
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
 
 from diag_service.domain import EventKind
@@ -82,6 +84,27 @@ PROGRESS_RE = re.compile(PROGRESS_PATTERN)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _RE2_OPTIONS)
+
+
+@lru_cache(maxsize=8)
+def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
+    """:data:`PREFILTER` extended by ``extra`` regexes (a signature catalog's patterns), as one re2.
+
+    A pattern re2 cannot compile (look-arounds) or that would only match at a line start is
+    skipped or unanchored: the pre-filter may find more candidates than the signatures match, never
+    fewer, so every catalogue entry reaches the signature stage.
+    """
+    parts = [PREFILTER.pattern]
+    for p in extra:
+        p = p[1:] if p.startswith("^") else p
+        try:
+            re2.compile(p, _RE2_OPTIONS)
+        except re2.error:
+            continue
+        parts.append(p)
+    return re2.compile("(?m)" + "|".join(parts), _RE2_OPTIONS)
+
+
 PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
 
 EXCEPTION_LINE = re.compile(
@@ -215,8 +238,9 @@ def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | N
 class Extractor:
     """Stateful extractor; feed blocks in order, then call :meth:`finish`."""
 
-    def __init__(self, progress: ProgressLog) -> None:
+    def __init__(self, progress: ProgressLog, prefilter: re2._Regexp | None = None) -> None:
         self.progress = progress
+        self.prefilter = prefilter if prefilter is not None else PREFILTER_FAST
         self.year = time.gmtime().tm_year
         self._json_buf: dict[str, list[str]] = {}
         # per file (one node's console or one worker's log): global rank minus local rank, learnt from
@@ -285,7 +309,7 @@ class Extractor:
         counted_to = 0
         last_ls = -1
         # One linear-time pass finds every candidate; lines are then handled in order.
-        for m in PREFILTER_FAST.finditer(text):
+        for m in self.prefilter.finditer(text):
             ls = text.rfind("\n", 0, m.start()) + 1
             if ls == last_ls:
                 continue
@@ -623,9 +647,15 @@ def _classify(s: str) -> EventKind:
     return EventKind.ERROR_LINE
 
 
-def extract_events(blocks: Iterable[Block], progress: ProgressLog) -> Iterator[RawEvent]:
-    """Yield candidate events from ``blocks`` (in bundle order); fill ``progress`` on the way."""
-    ex = Extractor(progress)
+def extract_events(
+    blocks: Iterable[Block], progress: ProgressLog, extra_patterns: tuple[str, ...] = (),
+) -> Iterator[RawEvent]:
+    """Yield candidate events from ``blocks`` (in bundle order); fill ``progress`` on the way.
+
+    ``extra_patterns``: regexes that must also make a line a candidate (the signature catalog's
+    patterns, so that a catalogue entry is never hidden by the built-in pre-filter).
+    """
+    ex = Extractor(progress, prefilter_with(extra_patterns) if extra_patterns else None)
     for block in blocks:
         yield from ex.feed(block)
     yield from ex.finish()

@@ -138,7 +138,8 @@ def analyze_bundle(path: str | Path, signatures_dir: str | None = None) -> Diagn
     report = InputReport(path=str(path))
     progress = ProgressLog()
     try:
-        groups = mine_templates(redact_events(extract_events(read_bundle(str(path), report), progress)))
+        groups = mine_templates(redact_events(extract_events(read_bundle(str(path), report), progress,
+                                                           sigs.prefilter_patterns())))
     except BundleError as exc:
         raise TextError(str(exc)) from exc
     if report.lines == 0:

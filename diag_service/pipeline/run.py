@@ -110,7 +110,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         return _excluded(path, exclude)
 
     blocks = _Timed(read_bundle(req.path, report, req.limits, skip=not_for_log_stages))
-    raw = _Timed(extract_events(blocks, progress))
+    raw = _Timed(extract_events(blocks, progress, sigs.prefilter_patterns()))
     clean = _Timed(redact_events(raw))
     t0 = time.perf_counter()
     groups = mine_templates(clean)

@@ -231,6 +231,10 @@ class SignatureSet:
     def __len__(self) -> int:
         return len(self.signatures)
 
+    def prefilter_patterns(self) -> tuple[str, ...]:
+        """Every signature pattern with named groups unnamed and flags made local (for the extractor)."""
+        return tuple(_anonymous(p.pattern) for c in self.signatures for p in c.patterns)
+
     def by_id(self, sid: str) -> SignatureSpec:
         for c in self.signatures:
             if c.spec.id == sid:
