@@ -27,7 +27,6 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-
 from functools import lru_cache
 
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
