@@ -90,12 +90,14 @@ def assign(labels: list[dict[str, Any]]) -> dict[str, str]:
     return {c["id"]: frozen.get(c["id"], split_of(c["source_url"])) for c in labels}
 
 
-def diagnose_case(case: dict[str, Any]) -> dict[str, Any]:
+def diagnose_case(case: dict[str, Any], raw: bool = False) -> dict[str, Any]:
+    """One case through the pipeline; ``raw`` skips the confidence calibration (to fit it)."""
     from diag_service.pipeline import DiagnoseRequest, diagnose
 
     path = CORPUS / "logs" / f"{case['id']}.log"
     try:
-        d = diagnose(DiagnoseRequest(path=str(path), kb=True, llm=False, recovery=True))
+        extra = {"calibration": None} if raw else {}
+        d = diagnose(DiagnoseRequest(path=str(path), kb=True, llm=False, recovery=True, **extra))
     except Exception as exc:  # noqa: BLE001 - a crash on a real log is a result to report, not to hide
         return {"id": case["id"], "error": f"{type(exc).__name__}: {exc}"[:300]}
     return {

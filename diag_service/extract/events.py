@@ -85,6 +85,9 @@ _RE2_OPTIONS.max_mem = 64 << 20
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _RE2_OPTIONS)
 
 
+_LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")
+
+
 @lru_cache(maxsize=8)
 def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
     """:data:`PREFILTER` extended by ``extra`` regexes (a signature catalog's patterns), as one re2.
@@ -96,6 +99,8 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
     parts = [PREFILTER.pattern]
     for p in extra:
         p = p[1:] if p.startswith("^") else p
+        if _LOOKAROUND.search(p):
+            continue  # re2 has no look-arounds or back-references (and would log its refusal to stderr)
         try:
             re2.compile(p, _RE2_OPTIONS)
         except re2.error:

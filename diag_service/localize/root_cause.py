@@ -247,6 +247,39 @@ def _demote_late_roots(
     return kept
 
 
+def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) -> int | None:
+    """The one rank that says nothing while the other ranks report losing a peer, or None.
+
+    The earliest peer-loss report (``cascade: peer_loss`` signatures: closed connection, broken pipe,
+    collective timeout) names every known rank but one, and that rank has no failure of its own
+    (no signature hit other than peer-loss reports): a rank that vanished without a word (SIGKILL)
+    is the one its peers lost. Later waves (a restarted group's rendezvous errors) do not count.
+    Global ranks are dense, so a gap below the highest rank seen is a rank. Needs two reporters.
+    """
+    if ranks:
+        ranks = set(range(max(ranks) + 1))
+    if len(ranks) < 3:
+        return None
+
+    def cls(h: SignatureHit) -> str | None:
+        try:
+            return sigs.by_id(h.signature_id).cascade
+        except KeyError:
+            return None
+
+    loss = [h for h in hits if cls(h) == "peer_loss" and h.ranks]
+    if not loss:
+        return None
+    first = min(loss, key=lambda h: (_ts_of(h) is None, _ts_of(h) or 0.0))
+    quiet = ranks - set(first.ranks)
+    if len(quiet) != 1 or len(first.ranks) < 2:
+        return None
+    rank = next(iter(quiet))
+    if any(rank in h.ranks for h in hits if cls(h) != "peer_loss" and h.role is EventRole.ROOT):
+        return None
+    return rank
+
+
 def _event_templates(
     groups: list[TemplateGroup], per_group: dict[int, list[str]], hits_by_id: dict[str, SignatureHit],
     ranks_seen: int,
@@ -425,6 +458,14 @@ def localize(
             evidence = [e.first for e in ranked[:3]]
         if ranked:
             summary += " Most suspicious events: " + "; ".join(f"'{e.first.text[:160]}'" for e in ranked[:3]) + "."
+        silent = _silent_rank(hits, ranks_seen | world, sigs)
+        if silent is not None and first_rank is None:
+            first_rank = silent
+            findings.append(
+                f"Every other rank reports a lost peer (closed connection, broken pipe, timeout); rank {silent} "
+                "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
+                "killer; check the node's dmesg)."
+            )
         if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))

@@ -18,9 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from diag_service import __version__
+from diag_service.calibrate import Calibration, load_calibration
 from diag_service.domain import Diagnosis, InputReport, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
@@ -54,6 +55,9 @@ class DiagnoseRequest(BaseModel):
     kb: bool = False  # similar past incidents (loads the embedding model once per process, ~8 s)
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
     llm: bool = False  # narrative summary (diag_service.llm; falls back to a deterministic summary, never fails)
+    #: maps the raw confidence to a measured probability of being right (diag_service.calibrate);
+    #: None keeps the raw score (used to fit the map)
+    calibration: Calibration | None = Field(default_factory=lambda: _calibration())
 
 
 class _Timed:
@@ -72,6 +76,11 @@ class _Timed:
             return next(self.it)
         finally:
             self.seconds += time.perf_counter() - t0
+
+
+@lru_cache(maxsize=1)
+def _calibration() -> Calibration:
+    return load_calibration()
 
 
 @lru_cache(maxsize=4)
@@ -189,6 +198,8 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         else:
             combine_retrieval(d, incidents, novel)
         timings["kb"] = time.perf_counter() - t0
+    if req.calibration is not None:
+        req.calibration.apply(d)
     if not d.has_evidence():
         report.warnings.append(
             f"no failure evidence: none of the {report.lines} line(s) is an error, warning, traceback or known "

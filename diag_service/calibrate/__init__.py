@@ -1,0 +1,77 @@
+"""Confidence calibration: a diagnosis's confidence as the measured probability that its category is right.
+
+Entry points: :func:`load_calibration` (``knowledge_base/calibration.yaml`` in, validated
+:class:`Calibration` out; raises :class:`CalibrationError`) and :meth:`Calibration.apply`
+(a diagnosis in, its confidence replaced in place). The map is fitted by ``eval/calibrate.py`` on the
+development split of the public corpus only (never on the frozen test split): isotonic regression
+(pool-adjacent-violators) of "category right" on the pipeline's raw confidence, one map for named
+categories and one constant for ``unknown``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from diag_service.domain import Category, Diagnosis
+
+
+class CalibrationError(Exception):
+    """The calibration file is missing, malformed or not monotone."""
+
+
+class Calibration(BaseModel):
+    """A step map from raw confidence to probability of being right.
+
+    ``knots``: ``[raw_upper_bound, probability]`` pairs, raw bounds increasing and probabilities
+    non-decreasing; a raw confidence takes the probability of the first knot whose bound is >= it.
+    ``unknown``: the probability for a diagnosis whose category is ``unknown`` (that it is truly
+    unknowable from the logs). ``fitted_on``: provenance (split, cases, commit).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    fitted_on: str
+    knots: list[tuple[float, float]] = Field(min_length=1)
+    unknown: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _monotone(self) -> Calibration:
+        xs = [k[0] for k in self.knots]
+        ys = [k[1] for k in self.knots]
+        if xs != sorted(xs) or ys != sorted(ys) or not all(0 <= v <= 1 for v in xs + ys):
+            raise ValueError("knots must have increasing bounds and non-decreasing probabilities in [0, 1]")
+        return self
+
+    def probability(self, raw: float, category: Category) -> float:
+        """Calibrated probability (0-1) for a raw confidence (0-1) and the diagnosed category."""
+        if category is Category.UNKNOWN:
+            return round(min(raw, self.unknown), 3)
+        i = bisect.bisect_left([k[0] for k in self.knots], raw)
+        return round(self.knots[min(i, len(self.knots) - 1)][1], 3)
+
+    def apply(self, d: Diagnosis) -> None:
+        """Replace ``d.confidence`` by its calibrated value (in place) and say so in the findings."""
+        raw = d.confidence
+        d.confidence = self.probability(raw, d.category)
+        if d.confidence != raw:
+            d.findings.append(f"Confidence {d.confidence:.2f} is calibrated on real public failures (raw score {raw:.2f}).")
+
+
+def default_calibration_path() -> Path:
+    return Path(__file__).resolve().parents[2] / "knowledge_base" / "calibration.yaml"
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """Load and validate the calibration map (default: the project's). Raises :class:`CalibrationError`."""
+    p = Path(path) if path is not None else default_calibration_path()
+    try:
+        return Calibration.model_validate(yaml.safe_load(p.read_text()))
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise CalibrationError(f"{p}: {exc}") from exc
+
+
+__all__ = ["Calibration", "CalibrationError", "default_calibration_path", "load_calibration"]
