@@ -76,3 +76,15 @@ def test_rule_with_unknown_signature_or_failing_example_is_refused(tmp_path: Pat
     )
     with pytest.raises(SignatureError, match="does not fire"):
         load_signatures(tmp_path)
+
+
+def test_catalogue_line_outside_the_builtin_prefilter_is_seen(tmp_path: Path) -> None:
+    # "Could not resolve hostname" carries none of the built-in pre-filter's words (error, fail, ...):
+    # the catalogue's own patterns make it a candidate.
+    from diag_service.extract.events import PREFILTER
+
+    line = "ssh: Could not resolve hostname gpu-node-001: Name or service not known\n"
+    assert not PREFILTER.search(line)
+    d = _diag(tmp_path, "launcher.log", line)
+    assert d.category.value == "infrastructure"
+    assert any(h.signature_id == "name_resolution_failed" for h in d.signature_hits)

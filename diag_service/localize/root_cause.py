@@ -250,8 +250,8 @@ def _demote_late_roots(
 def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) -> int | None:
     """The one rank that says nothing while the other ranks report losing a peer, or None.
 
-    The earliest peer-loss report (``cascade: peer_loss`` signatures: closed connection, broken pipe,
-    collective timeout) names every known rank but one, and that rank has no failure of its own
+    The widest peer-loss report (``cascade: peer_loss`` signatures: closed connection, broken pipe,
+    collective timeout; the earliest among equals) names every known rank but one, and that rank has no failure of its own
     (no signature hit other than peer-loss reports): a rank that vanished without a word (SIGKILL)
     is the one its peers lost. Later waves (a restarted group's rendezvous errors) do not count.
     Global ranks are dense, so a gap below the highest rank seen is a rank. Needs two reporters.
@@ -270,7 +270,8 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
     loss = [h for h in hits if cls(h) == "peer_loss" and h.ranks]
     if not loss:
         return None
-    first = min(loss, key=lambda h: (_ts_of(h) is None, _ts_of(h) or 0.0))
+    # the widest report (earliest among equals): a restarted group's later wave names fewer ranks
+    first = min(loss, key=lambda h: (-len(h.ranks), _ts_of(h) is None, _ts_of(h) or 0.0))
     quiet = ranks - set(first.ranks)
     if len(quiet) != 1 or len(first.ranks) < 2:
         return None

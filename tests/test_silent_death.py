@@ -1,0 +1,30 @@
+"""A rank killed by a signal is the cause of its peers' lost-connection errors (real lab runs).
+
+Fixtures are the torchrun consoles of two real 4-rank, 2-node gloo runs of the fault-injection lab
+(``diag lab suite --only stop_sigkill_oom --only stop_sigkill_restart``): one rank was SIGKILLed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_killed_rank_beats_torchrun_root_cause_order() -> None:
+    # torchrun's "Root Cause (first observed failure)" names rank 1 (SIGTERMed after it noticed the
+    # closed connection, stamped a second earlier); rank 0 was the one SIGKILLed, with no traceback.
+    d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_root_cause_wrong")))
+    assert "Root Cause (first observed failure)" in (FIX / "lab_sigkill_root_cause_wrong" / "console_node0.log").read_text()
+    assert d.category.value == "host_oom"
+    assert d.first_failing_rank == 0
+
+
+def test_silent_rank_is_the_one_its_peers_lost() -> None:
+    # After the kill torchrun restarted the group, so no agent printed the killed worker's -9 exit:
+    # ranks 0, 1 and 3 report "Connection closed by peer"; rank 2 says nothing.
+    d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_silent_rank")))
+    assert d.first_failing_rank == 2
+    assert any("reports nothing of its own" in f for f in d.findings)
