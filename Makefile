@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema eval
+.PHONY: demo test venv lint bench clean schema eval eval-corpus
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,6 +34,10 @@ schema: $(STAMP)
 # The scorecard: lab suite (real torch runs, ~15 min), incidents_dev, Loghub-2k, KB and LLM when present.
 eval: $(STAMP)
 	$(BIN)/python eval/scorecard.py
+
+# The public corpus only: dev and frozen test side by side (~2 min; each run counts as a look at test).
+eval-corpus: $(STAMP)
+	$(BIN)/python eval/scorecard.py --only corpus
 
 bench: $(STAMP)
 	$(BIN)/python eval/bench/bench_diagnose.py

@@ -5,6 +5,9 @@ Sources:
 - the fault-injection lab: runs a suite (``diag lab suite``) or reuses a folder of runs, then scores
   fail-stop category and first-failing-rank accuracy, hang culprit top-1/top-3 and no hang on the
   lab's healthy snapshots, and straggler precision/recall/delay (``eval/slow_eval.py``);
+- ``eval/corpus``: the public real-failure corpus, dev and frozen test side by side (category
+  accuracy, macro-F1, confidently wrong, unknown, failure mode, first rank, reliability table;
+  ``eval/corpus_eval.py``; every run counts as a look at the test split);
 - ``../shared/data/incidents_dev``: category accuracy and macro-F1, failure-mode accuracy, faulty
   rank accuracy where labelled, recovery-level agreement (``eval/recovery_levels_dev.yaml``);
 - Loghub-2k: grouping accuracy of the template stage (``eval/loghub_eval.py``) against Drain's
@@ -222,6 +225,13 @@ def _optional(module: str, func: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def markdown(card: dict[str, Any]) -> str:
+    import corpus_eval
+
+    head = corpus_eval.markdown(card["corpus"]) + "\n" if card.get("corpus") else ""
+    return head + _markdown(card)
+
+
+def _markdown(card: dict[str, Any]) -> str:
     def fmt(v: Any) -> str:
         return "absent" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
@@ -296,7 +306,7 @@ def markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("incidents_dev", "lab", "lab_slow", "loghub", "knowledge_base", "llm", "labelling")
+SECTIONS = ("corpus", "incidents_dev", "lab", "lab_slow", "loghub", "knowledge_base", "llm", "labelling")
 
 
 def score_slow_lab(dirs: list[Path]) -> dict[str, Any]:
@@ -347,6 +357,11 @@ def main() -> None:
     lab_dirs = [Path(x) for x in a.reuse_lab] if a.reuse_lab else [Path(a.lab_dir)]
     if a.skip_lab:
         lab_dirs = []
+    if "corpus" in only:
+        print("[eval] public corpus, dev and frozen test (counted as a look at test)", flush=True)
+        import corpus_eval
+
+        card["corpus"] = corpus_eval.evaluate(test=True, why="scorecard (make eval)")
     if "incidents_dev" in only:
         print("[eval] incidents_dev", flush=True)
         card["incidents_dev"] = score_incidents_dev()

@@ -54,11 +54,8 @@ class Calibration(BaseModel):
         return round(self.knots[min(i, len(self.knots) - 1)][1], 3)
 
     def apply(self, d: Diagnosis) -> None:
-        """Replace ``d.confidence`` by its calibrated value (in place) and say so in the findings."""
-        raw = d.confidence
-        d.confidence = self.probability(raw, d.category)
-        if d.confidence != raw:
-            d.findings.append(f"Confidence {d.confidence:.2f} is calibrated on real public failures (raw score {raw:.2f}).")
+        """Replace ``d.confidence`` by its calibrated value (in place)."""
+        d.confidence = self.probability(d.confidence, d.category)
 
 
 def default_calibration_path() -> Path:
