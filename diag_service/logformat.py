@@ -198,6 +198,8 @@ SYSLOG_TS = re.compile(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?: (\d{4})\b)?"
 )
 # Leading timestamp (plus optional level) to strip before template mining.
+#: A Python traceback frame line (``  File "path", line N, in f``).
+FRAME_LINE = re.compile(r'^\s*File "[^"\n]*", line \d+')
 LEADING_TS = re.compile(
     r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d{2}:\d{2}:\d{2})\]?[\s|:-]*"

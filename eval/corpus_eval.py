@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "eval"))
 sys.path.insert(0, str(REPO / "eval" / "corpus"))
 
 from check import load_labels, normalise_url  # noqa: E402
+from scorecard import macro_f1  # noqa: E402
 
 CORPUS = REPO / "eval" / "corpus"
 RESULTS = REPO / "eval" / "results"
@@ -51,22 +52,6 @@ def split_of(url: str) -> str:
     as a fraction of 2**32, below :data:`TEST_SHARE` is test."""
     h = int(hashlib.sha256(normalise_url(url).encode()).hexdigest()[:8], 16)
     return "test" if h / 2**32 < TEST_SHARE else "dev"
-
-
-def macro_f1(pairs: list[tuple[str, str]]) -> float:
-    """Macro-averaged F1 over the categories present in the truth; pairs are (truth, predicted).
-
-    Averaging over truth categories only (not over predicted ones) keeps a rare wrong prediction from
-    counting as a category with F1 0.
-    """
-    labels = sorted({t for t, _ in pairs})
-    f1s = []
-    for lab in labels:
-        tp = sum(1 for t, p in pairs if t == lab and p == lab)
-        fp = sum(1 for t, p in pairs if t != lab and p == lab)
-        fn = sum(1 for t, p in pairs if t == lab and p != lab)
-        f1s.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
-    return round(sum(f1s) / len(f1s), 4) if f1s else 0.0
 
 
 def _commit() -> str:
@@ -150,7 +135,7 @@ def score(cases: list[dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[s
     return {
         "cases": n,
         "category_accuracy": round(sum(t == p for t, p in pairs) / n, 4),
-        "category_macro_f1": macro_f1(pairs),
+        "category_macro_f1": macro_f1(pairs, over_predicted=False),
         "confidently_wrong_rate": round(conf_wrong / n, 4),
         "unknown_rate": round(unknown / n, 4),
         "failure_mode_accuracy": round(mode_ok / n, 4),

@@ -45,9 +45,11 @@ RESULTS = REPO / "eval" / "results"
 NOT_FOR_ANALYZERS = ["truth.json", "run.json", "events.jsonl", "suite.jsonl", "index.json"]
 
 
-def macro_f1(pairs: list[tuple[str, str]]) -> float:
-    """Macro-averaged F1 over the labels present in truth or prediction; pairs are (truth, predicted)."""
-    labels = sorted({t for t, _ in pairs} | {p for _, p in pairs})
+def macro_f1(pairs: list[tuple[str, str]], over_predicted: bool = True) -> float:
+    """Macro-averaged F1; pairs are (truth, predicted). The average runs over the labels present in
+    the truth, and also over those only predicted when ``over_predicted`` (then a rare wrong
+    prediction counts as a category with F1 0)."""
+    labels = sorted({t for t, _ in pairs} | ({p for _, p in pairs} if over_predicted else set()))
     f1s = []
     for lab in labels:
         tp = sum(1 for t, p in pairs if t == lab and p == lab)

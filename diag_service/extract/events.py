@@ -33,7 +33,7 @@ import re2  # google-re2: linear-time DFA matching; Python's re backtracks throu
 
 from diag_service.domain import EventKind
 from diag_service.ingest import Block, Source
-from diag_service.logformat import LEADING_TS, Attribution, attribute, parse_timestamp
+from diag_service.logformat import FRAME_LINE, LEADING_TS, Attribution, attribute, parse_timestamp
 
 MAX_EVENT_LINES = 80
 MAX_LINE_CHARS = 4000
@@ -115,7 +115,6 @@ EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
 )
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
-FRAME_LINE = re.compile(r'^\s*File "[^"\n]*", line \d+')
 CPP_FRAME = re.compile(r"^frame #\d+:")
 GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")

@@ -195,6 +195,16 @@ def _ts_of(h: SignatureHit) -> float | None:
         return None
 
 
+def _cascade(h: SignatureHit, sigs: SignatureSet | None) -> str | None:
+    """The hit's signature's cascade class (``silent_death`` / ``peer_loss``), None if it has none."""
+    if sigs is None:
+        return None
+    try:
+        return sigs.by_id(h.signature_id).cascade
+    except KeyError:
+        return None
+
+
 def _demote_late_roots(
     roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str], sigs: SignatureSet | None = None,
 ) -> list[SignatureHit]:
@@ -214,12 +224,7 @@ def _demote_late_roots(
     """
 
     def cls(h: SignatureHit) -> str | None:
-        if sigs is None:
-            return None
-        try:
-            return sigs.by_id(h.signature_id).cascade
-        except KeyError:
-            return None
+        return _cascade(h, sigs)
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
     times = [t for h in evidence for t in [_ts_of(h)] if t is not None]
@@ -262,10 +267,7 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
         return None
 
     def cls(h: SignatureHit) -> str | None:
-        try:
-            return sigs.by_id(h.signature_id).cascade
-        except KeyError:
-            return None
+        return _cascade(h, sigs)
 
     loss = [h for h in hits if cls(h) == "peer_loss" and h.ranks]
     if not loss:

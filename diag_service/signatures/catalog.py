@@ -64,12 +64,33 @@ from diag_service.domain import (
     Responsible,
     SignatureHit,
 )
-from diag_service.logformat import iso
+from diag_service.logformat import FRAME_LINE, iso
 from diag_service.templates import TemplateGroup
 
 
 class SignatureError(Exception):
     """A signature file is malformed, a regex does not compile, or an example does not match."""
+
+
+def _compiled_ok(patterns: list[str]) -> list[str]:
+    """``patterns`` unchanged when every one compiles; ValueError naming the first that does not."""
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
+    return patterns
+
+
+#: Fields a lookup entry or a context rule may override in a signature's hit.
+_OVERRIDABLE = ("category", "failure_mode", "role", "priority", "confidence", "source")
+
+
+def _override(fields: dict, entry: BaseModel) -> None:
+    for k in _OVERRIDABLE:
+        v = getattr(entry, k)
+        if v is not None:
+            fields[k] = v
 
 
 class LookupEntry(BaseModel):
@@ -122,16 +143,10 @@ class SignatureSpec(BaseModel):
     @field_validator("patterns", "context_patterns")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        for p in v:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
-        return v
+        return _compiled_ok(v)
 
 
 _SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages|/lib/python\d[\d.]*/|<frozen )')
-_FRAME = re.compile(r'^\s*File "[^"\n]*", line \d+')
 
 
 def innermost_frame_owner(lines: list[str]) -> str | None:
@@ -139,7 +154,7 @@ def innermost_frame_owner(lines: list[str]) -> str | None:
     (framework: under site-packages, dist-packages or the Python standard library); None without frames."""
     last = None
     for line in lines:
-        if _FRAME.match(line):
+        if FRAME_LINE.match(line):
             last = line
     if last is None:
         return None
@@ -170,12 +185,7 @@ class ContextRule(BaseModel):
     @field_validator("any_line", "none_line")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        for p in v:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
-        return v
+        return _compiled_ok(v)
 
 
 @dataclass
@@ -224,16 +234,18 @@ class SignatureSet:
     version: str
     rules: dict[str, list[_Rule]] = field(default_factory=dict)
     any_pattern: re.Pattern[str] = field(init=False)
+    _prefilter: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.any_pattern = re.compile("|".join(_anonymous(p.pattern) for c in self.signatures for p in c.patterns))
+        self._prefilter = tuple(_anonymous(p.pattern) for c in self.signatures for p in c.patterns)
+        self.any_pattern = re.compile("|".join(self._prefilter))
 
     def __len__(self) -> int:
         return len(self.signatures)
 
     def prefilter_patterns(self) -> tuple[str, ...]:
         """Every signature pattern with named groups unnamed and flags made local (for the extractor)."""
-        return tuple(_anonymous(p.pattern) for c in self.signatures for p in c.patterns)
+        return self._prefilter
 
     def by_id(self, sid: str) -> SignatureSpec:
         for c in self.signatures:
@@ -339,10 +351,7 @@ def _apply_rule(fields: dict, rules: list[_Rule], lines: list[str]) -> str:
             r = rule.spec
             fields["name"] = r.name
             fields["explanation"] = r.explanation
-            for k in ("category", "failure_mode", "role", "priority", "confidence", "source"):
-                v = getattr(r, k)
-                if v is not None:
-                    fields[k] = v
+            _override(fields, r)
             fields["details"] = {**fields["details"], "context_rule": r.id}
             return r.id
     return ""
@@ -369,10 +378,7 @@ def _hit_fields(c: _Compiled, m: re.Match[str], tables: dict[str, dict[str, Look
         if entry is not None:
             out["name"] = f"{spec.name}: {entry.name}"
             out["explanation"] = entry.explanation
-            for k in ("category", "failure_mode", "role", "priority", "confidence", "source"):
-                v = getattr(entry, k)
-                if v is not None:
-                    out[k] = v
+            _override(out, entry)
     return out
 
 
@@ -383,7 +389,6 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
     template ids and earliest time) and, per group index, the ids of the signatures it matched.
     """
     hits: dict[tuple[str, str], dict] = {}
-    # a rule changes the answer, so a signature's hits split by the rule that fired
     per_group: dict[int, list[str]] = {}
     for gi, g in enumerate(groups):
         matched: list[str] = []
@@ -404,7 +409,7 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                 fields = _hit_fields(c, m, sigs.tables)
                 lk = fields["details"].get(c.spec.lookup.group, "") if c.spec.lookup else ""
                 rule_id = _apply_rule(fields, sigs.rules.get(c.spec.id, []), ev.lines or [ev.key])
-                hk = (c.spec.id, lk + "|" + rule_id)
+                hk = (c.spec.id, lk + "|" + rule_id)  # a rule changes the answer: its hits are its own
                 h = hits.get(hk)
                 if h is None:
                     h = hits[hk] = {
