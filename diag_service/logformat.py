@@ -30,23 +30,32 @@ RANK_PREFIX = re.compile(r"\[rank(\d{1,6})\]:\s?")
 ROLE_PREFIX = re.compile(r"\[([A-Za-z_][A-Za-z_]*?)(\d{1,6})\]:\s?")
 NUM_PREFIX = re.compile(r"\[(\d{1,6})\]:\s?")
 SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
+#: Open MPI's ``mpirun --tag-output`` (``[jobid,rank]<stdout>:``; also horovodrun, which passes it on),
+#: and Horovod's Gloo launcher (``[rank]<stderr>:``). The number after the comma is MPI_COMM_WORLD rank
+#: (https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html, ``--tag-output``).
+MPI_PREFIX = re.compile(r"\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:\s?")
 # A host name: letters, digits, dots, dashes; must contain a digit or a dash so that words such as
 # "RuntimeError: " or "INFO: " are never mistaken for hosts.
 HOST_PREFIX = re.compile(r"((?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,62}): ")
 _NOT_HOSTS = re.compile(r"(?i)^(?:.*(?:error|exception|warning)|info|warn|debug|fatal|note|error|nccl)$")
 
 NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+ )?NCCL ")
-INLINE_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):")
+INLINE_RANK = re.compile(
+    r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
+    r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]"
+)
+#: Slurm's report of one task: ``srun: error: gpu-node-001: task 3: Out Of Memory`` (task = SLURM_PROCID).
+SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
 
-PREFIX_KINDS = ("stamp", "rank", "role", "num", "srun", "host")
+PREFIX_KINDS = ("stamp", "mpi", "rank", "role", "num", "srun", "host")
 #: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether
 #: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
 #: and often first after a long preamble; ``[defaultN]:`` only on the workers' lines, not the agent's.
-UNAMBIGUOUS_KINDS = frozenset({"rank", "role"})
+UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi"})
 
 
 @dataclass(slots=True)
@@ -82,6 +91,11 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
             counts["stamp"] += 1
             line = line[m.end():]
         for _ in range(3):
+            m = MPI_PREFIX.match(line)
+            if m:
+                counts["mpi"] += 1
+                line = line[m.end():]
+                continue
             m = SRUN_PREFIX.match(line)
             if m:
                 counts["srun"] += 1
@@ -139,6 +153,11 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
                 att.stamp = m.group(0).rstrip()
                 text = text[m.end():]
         for _ in range(4):
+            m = MPI_PREFIX.match(text)
+            if m:  # repeated when two writers interleave ("[1,0]<stderr>:[1,0]<stderr>:Traceback")
+                att.rank = int(m.group(1)) if att.rank is None else att.rank
+                text = text[m.end():]
+                continue
             if "srun" in kinds and att.task is None:
                 m = SRUN_PREFIX.match(text)
                 if m:
@@ -176,6 +195,10 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         m = INLINE_RANK.search(body)
         if m:
             att.rank = int(next(g for g in m.groups() if g is not None))
+    if att.task is None and body.startswith("srun: error: "):
+        m = SRUN_TASK.match(body)
+        if m:
+            att.task = int(m.group(1))
     if "NCCL" in body:
         m = NCCL_ORIGIN.search(body)
         if m:

@@ -156,14 +156,23 @@ def test_diagnosis_text_is_masked_root_events_and_signature_names() -> None:
 
 
 def test_diagnosis_text_keeps_the_most_suspicious_supporting_line() -> None:
-    """NCCL's generic "internal error" is the root event; the warning before it says why (no interface)."""
+    """NCCL's generic "unhandled cuda error" is the root event; the warning before it says which call."""
+    d = _diag("trn-3:1201:1201 [0] enqueue.cc:1421 NCCL WARN Cuda failure 'operation not supported'\n"
+              "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+              "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.6\n")
+    text = diagnosis_text(d)
+    assert "unhandled cuda error" in text and "operation not supported" in text
+    assert text.index("unhandled cuda error") < text.index("operation not supported")  # root events first
+    assert "trn-3" not in text and "1201" not in text
+
+
+def test_diagnosis_text_names_the_specific_cause_before_the_generic_error() -> None:
+    """NCCL's "no socket interface found" is a cause of its own: it heads the text, not "internal error"."""
     d = _diag("trn-3:1201:1201 [0] bootstrap.cc:67 NCCL WARN Bootstrap : no socket interface found\n"
               "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
               "internal error - please report this issue to the NCCL developers, NCCL version 2.18.6\n")
-    text = diagnosis_text(d)
-    assert "internal error" in text and "no socket interface found" in text
-    assert text.index("internal error") < text.index("no socket interface found")  # root events first
-    assert "trn-3" not in text and "1201" not in text
+    assert d.category.value == "config"
+    assert diagnosis_text(d).startswith("NCCL found no usable network interface")
 
 
 def test_diagnosis_text_leaves_out_the_other_ranks_cascade() -> None:

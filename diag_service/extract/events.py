@@ -120,8 +120,11 @@ GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w.
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
-ELASTIC_RANK = re.compile(r"(\d+) \(local_rank: (\d+)\)")
-ELASTIC_EXIT = re.compile(r"(-?\d+) \(pid: (\d+)\)\s*(\S*)")
+ELASTIC_RANK = re.compile(r"(\d+)\s*\(local[_ ]rank:?\s*(\d+)\)")
+ELASTIC_EXIT = re.compile(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*((?:SIG|Signal)\w*)?")
+#: The same report flattened into one line by copying GitHub's rendered table
+#: (``rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>``): fields found anywhere.
+ELASTIC_INLINE = re.compile(r"(?<!local )(?<!local_)(rank|exitcode|error[_ ]file|traceback)\s*:\s*")
 RANK_PREFIX_ALL = re.compile(r"^(?:\d+: )?\[rank(\d{1,6})\]:", re.MULTILINE)
 RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
@@ -130,7 +133,22 @@ WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?"
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
 #: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
 AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
-ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})_(\d{2}):(\d{2}):(\d{2})")
+ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
+
+
+def _inline_fields(s: str) -> dict[str, str]:
+    """Fields of a flattened torchelastic report line (see ``ELASTIC_INLINE``); a bare date line
+    is the ``time`` field. Returns ``{}`` for any other line."""
+    if ELASTIC_TIME.fullmatch(s):
+        return {"time": s}
+    if s.startswith("rank") and ELASTIC_RANK.match(s, 4):
+        s = "rank: " + s[4:]
+    marks = list(ELASTIC_INLINE.finditer(s))
+    out: dict[str, str] = {}
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(s)
+        out[m.group(1).replace(" ", "_")] = s[m.end():end].strip()
+    return out
 
 
 @dataclass(slots=True)
@@ -558,10 +576,12 @@ class Extractor:
                 entry_line = n + 1
             else:
                 m = ELASTIC_FIELD.match(s)
-                if m:
+                if m and not ELASTIC_INLINE.search(s, m.end(1)):
                     entry[m.group(1)] = m.group(2).strip()
-                elif s.startswith("<NO_OTHER_FAILURES>"):
+                elif s.startswith(("<NO_OTHER_FAILURES>", "<NO OTHER FAILURES>")):
                     break
+                else:
+                    entry.update(_inline_fields(s))
             consumed.add(pos)
             pos, n = nxt, n + 1
         if entry:
@@ -575,7 +595,7 @@ class Extractor:
         exitcode, signal = "", ""
         m = ELASTIC_EXIT.search(entry.get("exitcode", ""))
         if m:
-            exitcode, signal = m.group(1), m.group(3)
+            exitcode, signal = m.group(1), m.group(3) or ""
         ts = None
         m = ELASTIC_TIME.search(entry.get("time", ""))
         if m:

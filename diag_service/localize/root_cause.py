@@ -387,6 +387,13 @@ def localize(
         ):
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
+        if first_rank is None and not ranks_seen and len(nodes_seen) <= 1:
+            # One node and no global rank anywhere (a single torchrun agent's console): local ranks
+            # are the global ranks, so the agent's "failed (exitcode) local_rank: N" names the rank.
+            # (not NCCL's "[dev]", which is a CUDA device index and is 0 in every process that sees one GPU)
+            locals_ = {ev.local_rank for ev in pevs if ev.local_rank is not None and ev.kind is EventKind.EXIT}
+            if len(locals_) == 1:
+                first_rank = next(iter(locals_))
         if category in NODE_LEVEL and primary.nodes:
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)

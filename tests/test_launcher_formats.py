@@ -1,0 +1,109 @@
+"""Who failed, as launchers and pastes print it: the rank must be read from each shape.
+
+Each input is the shape a launcher prints (Open MPI's ``--tag-output``, torchelastic's agent and its
+failure table, Slurm's task report), including the table as it arrives when copied from a rendered
+GitHub issue (one field per line, the row run together).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.logformat import attribute, detect_prefixes
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+
+def _diag(tmp_path: Path, text: str):
+    p = tmp_path / "console.log"
+    p.write_text(text)
+    return diagnose(DiagnoseRequest(path=str(p)))
+
+
+# torchelastic's ChildFailedError table copied from GitHub's rendered page: headers on their own
+# lines, then the row's cells run together.
+FLATTENED_TABLE = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+train.py FAILED
+Failures:
+<NO OTHER FAILURES>
+Root Cause (first observed failure) :
+[0]:
+time
+host
+2023-09-14 01:45:50
+gpu-node-001
+rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>
+traceback : signal 9 (SIGKILL) received by PID 36071
+"""
+
+
+def test_flattened_elastic_table_still_names_the_killed_rank(tmp_path: Path) -> None:
+    d = _diag(tmp_path, FLATTENED_TABLE)
+    assert d.category.value == "host_oom"
+    assert d.first_failing_rank == 2
+
+
+def test_open_mpi_tag_output_gives_the_rank() -> None:
+    lines = [
+        "[1,3]<stdout>:Train Epoch: 1 [52480/60000 (87%)]\tLoss: 0.449658",
+        "[1,3]<stderr>:[1,3]<stderr>:Traceback (most recent call last):",
+    ]
+    kinds = detect_prefixes(lines)
+    att = attribute(lines[1], kinds)
+    assert att.rank == 3 and att.text == "Traceback (most recent call last):"
+    # horovodrun's Gloo launcher: the rank alone
+    assert attribute("[5]<stderr>:RuntimeError: boom", kinds).rank == 5
+
+
+def test_dataloader_bus_error_under_mpirun_is_shared_memory_on_that_rank(tmp_path: Path) -> None:
+    d = _diag(tmp_path, (
+        "[1,0]<stdout>:Train Epoch: 1 [59520/60000 (99%)]\tLoss: 0.319679\n"
+        "[1,0]<stderr>:ERROR: Unexpected bus error encountered in worker. "
+        "This might be caused by insufficient shared memory (shm).\n"
+        "[1,0]<stderr>:Traceback (most recent call last):\n"
+        '[1,0]<stderr>:  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/dataloader.py", '
+        "line 779, in _try_get_data\n"
+        "[1,0]<stderr>:    data = self._data_queue.get(timeout=timeout)\n"
+        "[1,0]<stderr>:RuntimeError: DataLoader worker (pid 3419) is killed by signal: Bus error.\n"
+    ))
+    assert d.category.value == "storage"
+    assert d.first_failing_rank == 0
+
+
+def test_single_agent_console_names_the_local_rank_as_the_rank(tmp_path: Path) -> None:
+    """One torchrun agent and no global rank anywhere: one node, so local rank 2 is rank 2."""
+    d = _diag(tmp_path, (
+        "W0629 00:06:20.120000 140229302286144 torch/distributed/elastic/multiprocessing/api.py:851] "
+        "Sending process 29734 closing signal SIGTERM\n"
+        "E0629 00:06:24.298000 140229302286144 torch/distributed/elastic/multiprocessing/api.py:826] "
+        "failed (exitcode: -9) local_rank: 2 (pid: 29736) of binary: /opt/conda/bin/python3.10\n"
+    ))
+    assert d.category.value == "host_oom"
+    assert d.first_failing_rank == 2
+
+
+def test_agent_rank_is_not_guessed_across_nodes(tmp_path: Path) -> None:
+    """Two nodes' agents in one console: a local rank is not a global rank."""
+    d = _diag(tmp_path, (
+        "gpu-node-001: W0629 00:06:24.290000 1402 torch/distributed/elastic/multiprocessing/api.py:851] "
+        "Sending process 29735 closing signal SIGTERM\n"
+        "gpu-node-001: E0629 00:06:24.298000 1402 torch/distributed/elastic/multiprocessing/api.py:826] "
+        "failed (exitcode: -9) local_rank: 2 (pid: 29736) of binary: /opt/conda/bin/python3.10\n"
+        "gpu-node-002: W0629 00:06:25.120000 1403 torch/distributed/elastic/multiprocessing/api.py:851] "
+        "Sending process 29734 closing signal SIGTERM\n"
+        "gpu-node-002: W0629 00:06:25.130000 1403 torch/distributed/elastic/multiprocessing/api.py:851] "
+        "Sending process 29735 closing signal SIGTERM\n"
+    ))
+    assert d.category.value == "host_oom"
+    assert d.first_failing_rank is None
+
+
+def test_slurm_task_out_of_memory_names_the_task(tmp_path: Path) -> None:
+    d = _diag(tmp_path, (
+        "slurmstepd-gpu-node-001: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+        "processes may have been killed by the cgroup out-of-memory handler.\n"
+        "srun: error: gpu-node-001: task 3: Out Of Memory\n"
+        "srun: launch/slurm: _step_signal: Terminating StepId=9411285.0\n"
+    ))
+    assert d.category.value == "host_oom"
+    assert d.first_failing_rank == 3
