@@ -63,11 +63,24 @@ def _commit() -> str:
 
 
 def frozen_split() -> dict[str, str]:
-    """Case id -> split from ``split.json``; cases added after the freeze fall back to :func:`split_of`."""
+    """Case id -> split from ``split.json`` (the first freeze and its ``additions``); cases added after
+    the last freeze fall back to :func:`split_of`."""
     if not SPLIT_FILE.exists():
         return {}
     doc = json.loads(SPLIT_FILE.read_text())
-    return {cid: "test" for cid in doc.get("test", [])} | {cid: "dev" for cid in doc.get("dev", [])}
+    out: dict[str, str] = {}
+    for part in [doc, *doc.get("additions", [])]:
+        out |= {cid: "test" for cid in part.get("test", [])} | {cid: "dev" for cid in part.get("dev", [])}
+    return out
+
+
+def newest_test() -> tuple[str | None, set[str]]:
+    """The commit and test ids of the latest addition to the corpus (``None, set()`` without one): cases
+    collected after the rules they are scored with were written."""
+    if not SPLIT_FILE.exists():
+        return None, set()
+    adds = json.loads(SPLIT_FILE.read_text()).get("additions", [])
+    return (adds[-1]["commit"], set(adds[-1]["test"])) if adds else (None, set())
 
 
 def assign(labels: list[dict[str, Any]]) -> dict[str, str]:
@@ -156,6 +169,7 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
         return {"available": False, "reason": "eval/corpus/labels holds no case"}
     split = assign(labels)
     splits = ["dev", "test"] if test else ["dev"]
+    new_commit, new_ids = newest_test()
     out: dict[str, Any] = {"available": True, "frozen_at": json.loads(SPLIT_FILE.read_text()).get("commit")
                            if SPLIT_FILE.exists() else None,
                            "cases": {s: sum(1 for v in split.values() if v == s) for s in ("dev", "test")}}
@@ -163,6 +177,9 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
         cases = [c for c in labels if split[c["id"]] == s]
         got = {c["id"]: diagnose_case(c) for c in cases}
         out[s] = score(cases, got)
+        if s == "test" and new_ids:
+            fresh = [c for c in cases if c["id"] in new_ids]
+            out["test_new"] = score(fresh, {c["id"]: got[c["id"]] for c in fresh}) | {"frozen_at": new_commit}
         if s == "dev":
             RESULTS.mkdir(parents=True, exist_ok=True)
             with (RESULTS / "corpus_dev_cases.jsonl").open("w") as fh:
@@ -185,9 +202,12 @@ def markdown(res: dict[str, Any]) -> str:
     if not res.get("available"):
         return f"corpus: absent ({res.get('reason')})\n"
     lines = [f"Public corpus (frozen at {res.get('frozen_at') or 'not frozen'}; test looked at "
-             f"{res.get('test_looks', 0)} time(s))", "", "| metric | dev | test |", "|---|---|---|"]
+             f"{res.get('test_looks', 0)} time(s)); test_new: the test cases of the latest addition "
+             f"(frozen at {(res.get('test_new') or {}).get('frozen_at') or '-'}), collected after the rules "
+             "scored on them were written", "", "| metric | dev | test (all) | test_new |", "|---|---|---|---|"]
     for k in ROWS:
-        lines.append(f"| {k} | {res.get('dev', {}).get(k, '-')} | {res.get('test', {}).get(k, 'not run')} |")
+        lines.append(f"| {k} | {res.get('dev', {}).get(k, '-')} | {res.get('test', {}).get(k, 'not run')} | "
+                     f"{res.get('test_new', {}).get(k, 'not run')} |")
     for s in ("dev", "test"):
         if s in res and res[s].get("reliability"):
             lines += ["", f"Reliability ({s}): confidence bin | cases | mean confidence | accuracy", "|---|---|---|---|"]
@@ -210,13 +230,36 @@ def freeze() -> None:
     print(f"froze {len(doc['test'])} test and {len(doc['dev'])} dev cases at {doc['commit'][:12]}")
 
 
+def freeze_additions() -> None:
+    """Record the cases not yet frozen as a new batch of ``split.json`` (by the same rule)."""
+    doc = json.loads(SPLIT_FILE.read_text())
+    frozen = frozen_split()
+    new = {c["id"]: split_of(c["source_url"]) for c in load_labels(CORPUS) if c["id"] not in frozen}
+    if not new:
+        print("nothing to freeze")
+        return
+    doc.setdefault("additions", []).append({
+        "commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "test": sorted(k for k, v in new.items() if v == "test"),
+        "dev": sorted(k for k, v in new.items() if v == "dev"),
+    })
+    SPLIT_FILE.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"froze {sum(v == 'test' for v in new.values())} test and {sum(v == 'dev' for v in new.values())} dev "
+          f"new cases at {doc['additions'][-1]['commit'][:12]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--test", action="store_true", help="also score the frozen test split (counted as a look)")
     ap.add_argument("--why", default="", help="why the test split is looked at (recorded)")
     ap.add_argument("--freeze", action="store_true", help="write eval/corpus/split.json from the current labels")
+    ap.add_argument("--freeze-additions", action="store_true",
+                    help="append the cases not yet in split.json to it as a new frozen batch (same rule)")
     ap.add_argument("--out", default=str(RESULTS / "corpus.json"))
     a = ap.parse_args()
+    if a.freeze_additions:
+        freeze_additions()
+        return
     if a.freeze:
         if SPLIT_FILE.exists():
             ap.error(f"{SPLIT_FILE} exists: the split is frozen")
