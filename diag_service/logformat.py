@@ -43,6 +43,7 @@ NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]"
+    r"|^mpirun noticed that process rank (\d{1,6}) with PID"
 )
 #: Slurm's report of one task: ``srun: error: gpu-node-001: task 3: Out Of Memory`` (task = SLURM_PROCID).
 SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
