@@ -3,17 +3,20 @@
 Noise source: clean lab runs (``diag lab suite --only slow_control_long``: real torchrun + gloo jobs
 of 4 and 8 ranks on 2 simulated nodes, 400 steps, this 2-core host's own noise), stored gzipped in
 ``eval/slow_feeds/`` and split once into ``dev`` (injection and tuning) and ``test`` (false alarms
-on runs no constant was set on) by ``eval/slow_feeds/split.json``. Synthetic low-noise feeds
+on runs no constant was set on) by ``eval/slow_feeds/split.json``. ``quiet-*`` feeds were recorded
+with nothing else running; ``loaded-*`` feeds while the host also ran other work, whose job-wide
+episodes (1.2-1.4x for hundreds of steps) are real contention, not false alarms: the grid is run on
+each, false alarms are counted on quiet test feeds (and stragglers on loaded ones). Synthetic low-noise feeds
 (1 % and 3 % step-time noise, :mod:`diag_service.slow.synth`) give the grid at the noise of large
 production runs.
 
 Injection (:func:`inject`) into a synchronous data-parallel job, per affected step, from the step's
 own phase times:
 
-* ``job_compute`` / ``job_comm``: every rank's compute (communication) phase x factor; the step
-  lasts as long as its slowest rank's addition, the others wait in the all-reduce (their comm grows);
-* ``rank_compute``: one rank's compute x factor; the others wait for it (comm, and ``comm_wait_s``
-  when the feed has it);
+* ``job_compute`` / ``job_comm``: the job's step time x factor (the median step duration of the step
+  times factor - 1 added to every rank's compute, or communication, phase);
+* ``rank_compute``: one rank's compute phase x factor; the others wait for it (comm, and
+  ``comm_wait_s`` when the feed has it), so the step grows by the addition;
 * ``node_compute``: every rank of one node, compute x factor;
 * duty cycle ``1 in p``: affected steps are ``onset + i*p``.
 
@@ -51,10 +54,10 @@ DUTIES = (1, 2, 5, 10)
 ONSET = (80, 220)  # steps; a 400-step feed leaves >= 180 steps after the onset
 #: The acceptance rows of issue 18: (label, noise, kind, min factor, duty, delay bound, probability).
 TARGETS = (
-    ("job >= 1.2x sustained, within 30 steps", "lab", "job_compute", 1.2, 1, 30, 0.95),
-    ("job comm >= 1.2x sustained, within 30 steps", "lab", "job_comm", 1.2, 1, 30, 0.95),
-    ("one rank >= 1.3x compute, within 20 steps", "lab", "rank_compute", 1.3, 1, 20, 0.95),
-    ("one rank 2x at 1 in 5, within 60 steps", "lab", "rank_compute", 2.0, 5, 60, 0.90),
+    ("job >= 1.2x sustained, within 30 steps", "lab_quiet", "job_compute", 1.2, 1, 30, 0.95),
+    ("job comm >= 1.2x sustained, within 30 steps", "lab_quiet", "job_comm", 1.2, 1, 30, 0.95),
+    ("one rank >= 1.3x compute, within 20 steps", "lab_quiet", "rank_compute", 1.3, 1, 20, 0.95),
+    ("one rank 2x at 1 in 5, within 60 steps", "lab_quiet", "rank_compute", 2.0, 5, 60, 0.90),
     ("1% noise: job >= 1.1x within 3 steps", "synth1", "job_compute", 1.1, 1, 3, 0.95),
 )
 
@@ -64,7 +67,7 @@ TARGETS = (
 TEST_SHARE = 0.35
 
 
-def add_feeds(suite_dir: Path) -> list[str]:
+def add_feeds(suite_dir: Path, tag: str) -> list[str]:
     """Copy the clean runs of a ``diag lab suite`` folder into ``eval/slow_feeds/`` (gzipped) and add
     them to ``split.json`` by the rule sha256(name)[:8] / 2**32 < TEST_SHARE -> test. Feeds already in
     the split keep their side (the split is frozen: nothing moves between dev and test)."""
@@ -82,7 +85,7 @@ def add_feeds(suite_dir: Path) -> list[str]:
         run = json.loads(line)
         if run.get("status") != "succeeded" or run.get("scenario") != "slow_control_long":
             continue
-        name = f"clean-r{run['ranks']}n{run['nodes']}-s{run['seed']}"
+        name = f"{tag}-r{run['ranks']}n{run['nodes']}-s{run['seed']}"
         if name in known:
             continue
         src = suite_dir / run["run_dir"] / "timing.jsonl"
@@ -130,14 +133,13 @@ def inject(records: list[dict[str, Any]], kind: str, factor: float, duty: int, o
         hit = step >= onset and (step - onset) % duty == 0
         add: dict[int, float] = {}
         if hit:
+            step_s = statistics.median(float(r["end"]) - float(r["start"]) for r in recs)
             for r in recs:
                 rk = int(r["rank"])
-                if kind == "job_compute" or (kind == "rank_compute" and rk == target) or (
-                    kind == "node_compute" and r.get("node") == node
-                ):
-                    add[rk] = float(r.get("compute_s") or 0.0) * (factor - 1)
-                elif kind == "job_comm":
-                    add[rk] = float(r.get("comm_s") or 0.0) * (factor - 1)
+                if kind in ("job_compute", "job_comm"):
+                    add[rk] = step_s * (factor - 1)  # the job's step time x factor
+                elif (kind == "rank_compute" and rk == target) or (kind == "node_compute" and r.get("node") == node):
+                    add[rk] = float(r.get("compute_s") or 0.0) * (factor - 1)  # the unit's compute x factor
         extra = max(add.values(), default=0.0)
         for r in recs:
             rk = int(r["rank"])
@@ -310,15 +312,22 @@ def evaluate(trials: int = 12, seed: int = 0, low_noise: bool = True, factors=FA
     t0 = time.perf_counter()
     dev, test = split["dev"], split["test"]
     out: dict[str, Any] = {"feeds": {"dev": sorted(dev), "test": sorted(test)}, "trials_per_cell": trials}
-    cells = {"lab": grid(dev, trials, seed, kinds=kinds, factors=factors, duties=duties)}
+    cells = {}
+    for tag in ("quiet", "loaded"):
+        names = [n for n in dev if n.startswith(tag + "-")]
+        if names:
+            cells[f"lab_{tag}"] = grid(names, trials, seed, kinds=kinds, factors=factors, duties=duties)
     if low_noise:
         for tag in ("synth1", "synth3"):
             cells[tag] = grid([f"{tag}-{i}" for i in range(4)], max(4, trials // 2), seed + 1,
                               kinds=("job_compute", "rank_compute"), factors=factors, duties=duties)
     out["cells"] = {k: [{kk: vv for kk, vv in c.items() if kk != "delays"} for c in v] for k, v in cells.items()}
     out["targets"] = targets(cells)
-    out["false_alarms_test"] = false_alarms(test)
-    out["false_alarms_dev"] = {k: v for k, v in false_alarms(dev).items() if k != "feeds"}
+    out["false_alarms_test"] = false_alarms([n for n in test if n.startswith("quiet-")])
+    out["false_alarms_dev"] = {k: v for k, v in false_alarms([n for n in dev if n.startswith("quiet-")]).items()
+                               if k != "feeds"}
+    # loaded runs: their job-wide episodes are the co-tenants' real slowdowns; stragglers there are false
+    out["loaded_test"] = false_alarms([n for n in test if n.startswith("loaded-")])
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -341,8 +350,13 @@ def markdown(res: dict[str, Any]) -> str:
     for t in res["targets"]:
         lines.append(f"| {t['target']} | {t['factor']} | {t['p_within']} | {t['needed']} | {t['met']} |")
     fa = res["false_alarms_test"]
-    lines.append(f"\nFalse alarms on {fa['clean_steps']} clean test steps: job {fa['job_per_10k_steps']} / 10k steps, "
-                 f"stragglers {fa['stragglers_per_10k_steps']} / 10k steps.")
+    lines.append(f"\nFalse alarms on {fa['clean_steps']} clean steps of quiet test runs: job "
+                 f"{fa['job_per_10k_steps']} / 10k steps, stragglers {fa['stragglers_per_10k_steps']} / 10k steps.")
+    lo = res.get("loaded_test")
+    if lo:
+        lines.append(f"Loaded test runs ({lo['clean_steps']} steps, co-tenant work on the host): job episodes "
+                     f"{lo['job_per_10k_steps']} / 10k steps (real contention), stragglers "
+                     f"{lo['stragglers_per_10k_steps']} / 10k steps (false).")
     return "\n".join(lines)
 
 
@@ -357,9 +371,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "slow_power.json")
     ap.add_argument("--add-feeds", type=Path, metavar="SUITE_DIR",
                     help="add the clean runs of a `diag lab suite` folder to eval/slow_feeds and stop")
+    ap.add_argument("--tag", choices=("quiet", "loaded"), default="quiet",
+                    help="with --add-feeds: recorded on a quiet host, or while it ran other work")
     a = ap.parse_args(argv)
     if a.add_feeds:
-        print("added:", " ".join(add_feeds(a.add_feeds)) or "nothing")
+        print("added:", " ".join(add_feeds(a.add_feeds, a.tag)) or "nothing")
         return 0
     res = evaluate(a.trials, a.seed, not a.no_low_noise, tuple(a.factors), tuple(a.duties), tuple(a.kinds))
     a.out.write_text(json.dumps(res, indent=1) + "\n")

@@ -139,16 +139,18 @@ def test_job_detector_marks_lone_outliers() -> None:
     assert not by_step[0][1] and not by_step[0][0].lone_outlier
 
 
-def test_job_drift_within_the_hosts_noise_is_not_an_episode() -> None:
-    # Other work takes a varying share of the CPU: the whole job runs 1.15x slower for 50 steps, with
-    # 30 % per-rank step-to-step noise. That is within twice the job's own noise (sigma of log step time
-    # ~0.1), so no episode; the same drift in a quiet job (2 % noise) is one, and so is a 1.6x slowdown
-    # (the lab's slow_job_compute) in the noisy one.
+def test_sustained_job_slowdown_above_min_effect_is_an_episode_at_host_noise() -> None:
+    # Other work takes a share of the CPU: the whole job runs 1.15x slower for 50 steps, with 30 %
+    # per-rank step-to-step noise (sigma of log step time ~0.1). A sustained slowdown above min_effect
+    # is an episode (issue 18: the interval comes from the in-control run length, not from a multiple
+    # of the noise on top of it), dated near its start; the same feed without it is quiet.
     drift = {s: 1.15 for s in range(50, 100)}
     noisy = analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor=drift))
     assert noisy.baseline.noise_sigma is not None and noisy.baseline.noise_sigma > 0.07
-    assert noisy.job_slowdown == [], noisy.summary
-    assert analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor=drift), SlowConfig(job_effect_sigma=0)).job_slowdown
+    ep = noisy.job_slowdown
+    # 1.15x is below the CUSUM's design shift (1.2x): found, but later than a 1.2x one would be
+    assert len(ep) == 1 and 40 <= ep[0].start_step <= 75 and ep[0].detected_at_step <= 95, noisy.summary
+    assert analyze_slow(lab_like_feed(seed=21, jitter=0.3)).job_slowdown == []
     quiet = analyze_slow(lab_like_feed(seed=21, jitter=0.02, job_factor=drift))
     assert [(e.start_step, e.end_step) for e in quiet.job_slowdown] and abs(quiet.job_slowdown[0].start_step - 50) <= 3
     big = analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor={s: 1.6 for s in range(50, 120)}))

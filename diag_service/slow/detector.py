@@ -221,7 +221,7 @@ class SlowDetector:
             self.last_done = s
         if final:
             for c, inc in self.job.flush():
-                if inc or c.lone_outlier:
+                if inc or c.lone_outlier or c.periodic:
                     self._rank_step(c)
         self._collect_job_alarms()
 
@@ -280,7 +280,7 @@ class SlowDetector:
             # step), but the ranks are still compared on it: a straggler's intermittent slow steps are exactly
             # such steps, and one step's rank evidence is clipped (rank_clip), so it cannot alarm alone.
             # Marked and periodic eval/checkpoint steps stay out of both.
-            if included or c.lone_outlier:
+            if included or c.lone_outlier or c.periodic:
                 self._rank_step(c)
         self._collect_job_alarms()
 

@@ -11,8 +11,13 @@ ranks of their step durations, or an iteration line's elapsed time). The detecto
    and, once the outliers repeat at a constant period (``periodic_min_hits`` times), every step of that
    period and phase, without delay;
 3. runs a one-sided tabular CUSUM (Page 1954) on ``x = log(T / baseline)`` with reference
-   ``k = max(log(1 + min_effect) / 2, job_k_sigma x sigma)`` and decision interval
-   ``h = max(job_h_sigma x sigma, 2 log(1 + min_effect))``; per-step increments are clipped at
+   ``k = max(delta / 2, min(job_k_effect x delta, job_k_sigma x sigma_lr))`` (``delta = log(1 + min_effect)``:
+   Page's half of the design shift, which is ``min_effect`` on a quiet job and up to twice it on a noisy
+   one, so that slowdowns below ``min_effect`` do not accumulate there) and decision interval
+   ``h = max(h_arl x sigma_lr, delta)``, where ``sigma_lr`` is the long-run sigma of the
+   baseline window (an AR(1) fit: ``sigma x sqrt((1 + rho) / (1 - rho))``) and ``h_arl`` the interval, in
+   those sigmas, whose in-control average run length is ``job_arl0`` steps (:func:`cusum_h_for_arl`);
+   per-step increments are clipped at
    ``max(3 sigma, 3 log(1 + min_effect))`` so that one outlier cannot alarm alone;
 4. opens an episode when the CUSUM exceeds ``h``, the run has lasted ``min_episode_steps`` steps and
    its mean slowdown is at least ``1 + min_effect``. The episode starts at the maximum-likelihood change
@@ -39,6 +44,46 @@ from diag_service.slow.models import BaselineInfo, SlowAlarm, SlowConfig, SlowEp
 PHASES = (StragglerKind.COMPUTE, StragglerKind.COMMUNICATION, StragglerKind.DATA)
 _RUN_STEPS_KEPT = 512  # steps of a CUSUM run kept for its change-point estimate (bounded state)
 _SIGMA_FLOOR = 0.005  # log-units: 0.5 % noise floor, so that a perfectly regular synthetic feed has a finite scale
+_RHO_MAX = 0.8  # the AR(1) coefficient used for the long-run sigma is clipped to [0, 0.8]
+_NOISE_WINDOW = 120  # in-control steps the noise is re-estimated on (every _NOISE_EVERY steps, from 40 on)
+_NOISE_EVERY = 20
+
+
+def cusum_arl0(k: float, h: float) -> float:
+    """In-control average run length (steps) of a one-sided CUSUM on standard normal increments.
+
+    ``k``, ``h``: reference value and decision interval in sigmas. Siegmund's approximation
+    ``(exp(2 k b) - 2 k b - 1) / (2 k^2)`` with ``b = h + 1.166`` (Siegmund 1985; for k = 0.5, h = 5 it
+    gives about 930 steps, h = 8 about 2 x 10^4).
+    """
+    if k <= 0:
+        return (h + 1.166) ** 2
+    a = 2 * k * (h + 1.166)
+    return (math.exp(min(a, 700.0)) - a - 1) / (2 * k * k)
+
+
+def cusum_h_for_arl(k: float, arl0: float) -> float:
+    """The decision interval (sigmas) whose :func:`cusum_arl0` is ``arl0`` steps, by bisection."""
+    lo, hi = 0.0, 200.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if cusum_arl0(k, mid) < arl0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _lag1(x: np.ndarray) -> float:
+    """Lag-1 autocorrelation of ``x`` after clipping at 3 robust sigmas (0 for fewer than 5 values)."""
+    if x.size < 5:
+        return 0.0
+    med = float(np.median(x))
+    s = 1.4826 * float(np.median(np.abs(x - med))) or 1e-12
+    z = np.clip(x - med, -3 * s, 3 * s)
+    z = z - z.mean()
+    den = float((z * z).sum())
+    return float((z[:-1] * z[1:]).sum() / den) if den > 0 else 0.0
 
 
 @dataclass
@@ -55,6 +100,7 @@ class StepCtx:
     T_max: float = math.nan
     payload: Any = None
     lone_outlier: bool = False  # excluded from the job level as a lone slow step (not a marked/periodic one)
+    periodic: bool = False  # excluded from the job level as an unmarked periodic slow step; ranks still compared
 
 
 @dataclass
@@ -117,6 +163,11 @@ class JobDetector:
         self.base: float | None = None
         self.base_max: float | None = None
         self.sigma: float | None = None
+        self.rho = 0.0  # lag-1 autocorrelation of log step time in the baseline window
+        self._h: float | None = None  # cached decision interval (recomputed when the noise estimate grows)
+        # log ratios of recent in-control steps: the noise is re-estimated on them (bounded window)
+        self.recent: deque[float] = deque(maxlen=_NOISE_WINDOW)
+        self.since_noise = 0
         self.base_first: int | None = None
         self.base_last: int | None = None
         self.phase_base = np.full(3, np.nan)
@@ -141,12 +192,23 @@ class JobDetector:
     @property
     def k(self) -> float:
         """CUSUM reference value (log units)."""
-        return max(self.delta / 2, self.cfg.job_k_sigma * (self.sigma or 0.0))
+        return max(self.delta / 2, min(self.cfg.job_k_effect * self.delta, self.cfg.job_k_sigma * self._lr_sigma()))
+
+    def _lr_sigma(self) -> float:
+        """Long-run sigma of log step time: the baseline's robust sigma x sqrt((1 + rho) / (1 - rho))."""
+        r = min(max(self.rho, 0.0), _RHO_MAX)
+        return (self.sigma or 0.0) * math.sqrt((1 + r) / (1 - r))
 
     @property
     def h(self) -> float:
-        """CUSUM decision interval (log units)."""
-        return max(self.cfg.job_h_sigma * (self.sigma or 0.0), 2 * self.delta)
+        """CUSUM decision interval (log units): set for ``job_arl0`` on the long-run sigma (module docstring)."""
+        sigma = self.sigma or 0.0
+        if self.cfg.job_h_sigma > 0:
+            return max(self.cfg.job_h_sigma * sigma, 2 * self.delta)
+        if self._h is None:
+            lr = self._lr_sigma()
+            self._h = max(cusum_h_for_arl(self.k / lr if lr > 0 else 0.5, self.cfg.job_arl0) * lr, self.delta)
+        return self._h
 
     @property
     def min_ratio(self) -> float:
@@ -176,7 +238,11 @@ class JobDetector:
         if self.base is None:
             return self._learn(c)
         if self._periodic_hit(c.step):
+            # an unmarked step at a recurring period (checkpoint or evaluation as far as the job can tell):
+            # kept out of the job's CUSUM, but a rank that is slow on it is still compared with its peers,
+            # or a rank throttled every few steps would hide behind the period it creates
             self.excluded += 1
+            c.periodic = True
             return [(c, False)]
         spike = self._is_spike(c.T)
         out: list[tuple[StepCtx, bool]] = []
@@ -228,6 +294,7 @@ class JobDetector:
                 self.warm += 1
                 continue
             self.base, self.sigma = math.exp(med), sig
+            self.rho, self._h = _lag1(logs), None
             tmax = [b.T_max for b in self.buf if math.isfinite(b.T_max)]
             self.base_max = float(np.median(tmax)) if tmax else None
             self.base_first, self.base_last = self.buf[0].step, self.buf[-1].step
@@ -272,9 +339,28 @@ class JobDetector:
         return any(step % g == r for g, r in self.periodic)
 
     # ------------------------------------------------------------------ CUSUM
+    def _renoise(self, x: float) -> None:
+        """Re-estimate the noise on recent in-control steps; it only grows (a 20-step baseline window that
+        happened to be quiet must not make the job's usual noise look like slowdowns)."""
+        self.recent.append(x)
+        self.since_noise += 1
+        if self.since_noise < _NOISE_EVERY or len(self.recent) < 40:
+            return
+        self.since_noise = 0
+        v = np.fromiter(self.recent, float)
+        med = float(np.median(v))
+        sig = self.cfg.mad_scale * float(np.median(np.abs(v - med)))
+        rho = _lag1(v)
+        r_new, r_old = min(max(rho, 0.0), _RHO_MAX), min(max(self.rho, 0.0), _RHO_MAX)
+        if sig * math.sqrt((1 + r_new) / (1 - r_new)) > (self.sigma or 0.0) * math.sqrt((1 + r_old) / (1 - r_old)):
+            self.sigma, self.rho, self._h = max(sig, self.sigma or 0.0), rho, None
+
     def _feed(self, c: StepCtx) -> None:
         assert self.base is not None
-        x = max(-self._clip(), min(self._clip(), math.log(c.T / self.base)))
+        raw = math.log(c.T / self.base)
+        if self.episode is None and self.S <= 0:
+            self._renoise(raw)
+        x = max(-self._clip(), min(self._clip(), raw))
         k, h = self.k, self.h
         if self.episode is None:
             prev = self.S

@@ -240,7 +240,8 @@ class UnitRecord:
 
 _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
            ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
-           ("sig", float), ("structural", bool), ("first_seen", np.int64), ("usum", float))
+           ("sig", float), ("structural", bool), ("first_seen", np.int64), ("usum", float), ("B", float),
+           ("bstart", np.int64))
 
 
 def _pooled_lag1(Q: np.ndarray, fin: np.ndarray, enough: np.ndarray) -> float:
@@ -293,6 +294,9 @@ class PeerTracker:
         # the units' current spread: 1.4826 x MAD of their excesses per step, the last noise_window steps
         self._disp = np.full((3, cfg.noise_window), np.nan)
         self._disp_n = 0
+        # the pooled rate of "slow steps" (excess >= slow_threshold) among units that have not alarmed, per kind
+        self.p_hit = np.zeros(3)
+        self.p_n = np.zeros(3)
         self._grow(capacity)
 
     def _grow(self, need: int) -> None:
@@ -483,6 +487,7 @@ class PeerTracker:
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         fire = act & (s_new > 0) & (s_new >= h) & big & ~alarmed
+        fire |= self._bernoulli(step, u, units, valid, Q - b_pos, sig, structural, alarmed, cost)
         new: list[UnitRecord] = []
         if fire.any():
             for j, p in zip(*np.nonzero(fire), strict=True):
@@ -502,6 +507,42 @@ class PeerTracker:
                 self.records[(uu, jj)].evidence.append(make_evidence(int(p), jj))
                 self.n_ev[jj, uu] += 1
         return new
+
+    def _bernoulli(self, step: int, u: slice | np.ndarray, units: np.ndarray, valid: np.ndarray, excess: np.ndarray,
+                   sig: np.ndarray, structural: np.ndarray, alarmed: np.ndarray, cost: float | None) -> np.ndarray:
+        """Recurring slow steps: a Bernoulli CUSUM per (kind, unit) on "this step is slow" (shape (3, units)).
+
+        A step is slow for a unit when its excess over its baseline is at least
+        ``max(intermittent_effect, intermittent_sigmas x sigma)`` step times (and, in a synchronous job, the step itself
+        cost that much). Under control every unit is slow with the pooled rate ``p0`` of the units that
+        have not alarmed (Laplace-smoothed, at least ``intermittent_p0_min``); the CUSUM tests it against
+        ``p1 = max(intermittent_p1, 3 p0)`` with log-likelihood-ratio increments (Reynolds & Stoumbos
+        1999, the Bernoulli CUSUM) and alarms at ``log(intermittent_arl0)`` (Wald's bound: the in-control
+        run length is at least ``exp(h)``). Returns the units that alarm here.
+        """
+        cfg = self.cfg
+        thr = np.maximum(cfg.intermittent_effect, cfg.intermittent_sigmas * sig)
+        with np.errstate(invalid="ignore"):
+            z = valid & (excess >= thr)
+            if cost is not None:
+                z &= cost >= cfg.intermittent_effect
+        quiet = valid & ~alarmed & ~structural
+        p0 = np.clip((self.p_hit + 1) / (self.p_n + 2), cfg.intermittent_p0_min, 0.3)
+        p1 = np.minimum(np.maximum(cfg.intermittent_p1, 3 * p0), 0.9)
+        up, down = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
+        b_old = self.B[:, u]
+        b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up[:, None], down[:, None])), b_old)
+        bstart = self.bstart[:, u]
+        bstart[...] = np.where(valid & (b_old <= 0) & (b_new > 0), step, bstart)
+        self.B[:, u], self.bstart[:, u] = b_new, bstart
+        self.p_hit += (z & quiet).sum(axis=1)
+        self.p_n += quiet.sum(axis=1)
+        fire = valid & (b_new >= math.log(cfg.intermittent_arl0)) & ~alarmed & ~structural
+        if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
+            start = self.start[:, u]
+            start[...] = np.where(fire & (self.S[:, u] <= 0), bstart, start)
+            self.start[:, u] = start
+        return fire
 
     def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """The units' recent spread per kind (length 3; 0 where unknown), after adding this step's.
