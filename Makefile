@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema eval eval-corpus
+.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-slow-power
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -38,6 +38,10 @@ eval: $(STAMP)
 # The public corpus only: dev and frozen test side by side (~2 min; each run counts as a look at test).
 eval-corpus: $(STAMP)
 	$(BIN)/python eval/scorecard.py --only corpus
+
+# Fail-slow power curves on the real clean feeds of eval/slow_feeds (~5 min on 2 cores).
+eval-slow-power: $(STAMP)
+	$(BIN)/python eval/scorecard.py --only slow_power
 
 bench: $(STAMP)
 	$(BIN)/python eval/bench/bench_diagnose.py

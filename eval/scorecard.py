@@ -5,6 +5,8 @@ Sources:
 - the fault-injection lab: runs a suite (``diag lab suite``) or reuses a folder of runs, then scores
   fail-stop category and first-failing-rank accuracy, hang culprit top-1/top-3 and no hang on the
   lab's healthy snapshots, and straggler precision/recall/delay (``eval/slow_eval.py``);
+- ``slow_power``: fail-slow detection probability and delay by fault size, kind and duty cycle on real
+  clean lab feeds, false alarms per 10,000 clean steps (``eval/slow_power.py``);
 - ``eval/corpus``: the public real-failure corpus, dev and frozen test side by side (category
   accuracy, macro-F1, confidently wrong, unknown, failure mode, first rank, reliability table;
   ``eval/corpus_eval.py``; every run counts as a look at the test split);
@@ -230,6 +232,10 @@ def markdown(card: dict[str, Any]) -> str:
     import corpus_eval
 
     head = corpus_eval.markdown(card["corpus"]) + "\n" if card.get("corpus") else ""
+    if card.get("slow_power"):
+        import slow_power
+
+        head += "Fail-slow power curves (eval/slow_power.py)\n\n" + slow_power.markdown(card["slow_power"]) + "\n\n"
     return head + _markdown(card)
 
 
@@ -308,7 +314,7 @@ def _markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("corpus", "incidents_dev", "lab", "lab_slow", "loghub", "knowledge_base", "llm", "labelling")
+SECTIONS = ("corpus", "incidents_dev", "lab", "lab_slow", "slow_power", "loghub", "knowledge_base", "llm", "labelling")
 
 
 def score_slow_lab(dirs: list[Path]) -> dict[str, Any]:
@@ -378,6 +384,11 @@ def main() -> None:
     if "lab_slow" in only and a.slow_lab:
         print("[eval] scoring the fail-slow lab suite", flush=True)
         card["lab_slow"] = score_slow_lab([Path(x) for x in a.slow_lab])
+    if "slow_power" in only:
+        print("[eval] fail-slow power curves on real clean feeds (~5 min)", flush=True)
+        import slow_power
+
+        card["slow_power"] = slow_power.evaluate(trials=6, factors=(1.1, 1.2, 1.3, 1.5, 2.0), duties=(1, 5, 10))
     if "loghub" in only:
         print("[eval] loghub", flush=True)
         import loghub_eval

@@ -1,0 +1,59 @@
+"""The power-curve harness (eval/slow_power.py): injection into a real clean lab feed keeps the job
+synchronous and adds exactly the slowdown asked for; the detector finds a clear one on that feed."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+
+import slow_power  # noqa: E402
+
+FEED = "quiet-r4n2-s765447863"  # a dev feed (eval/slow_feeds/split.json)
+
+
+def _by_step(recs):
+    out = defaultdict(dict)
+    for r in recs:
+        out[int(r["step"])][int(r["rank"])] = r
+    return out
+
+
+def test_the_feed_is_a_dev_feed() -> None:
+    assert FEED in slow_power.load_split()["dev"]
+
+
+def test_job_slowdown_multiplies_the_step_time_from_the_onset() -> None:
+    recs = slow_power.load_feed(FEED)
+    out = _by_step(slow_power.inject(recs, "job_compute", 1.3, 1, onset=200))
+    base = _by_step(recs)
+    for step in (150, 250, 399):
+        before = statistics.median(r["end"] - r["start"] for r in base[step].values())
+        after = statistics.median(r["end"] - r["start"] for r in out[step].values())
+        assert abs(after / before - (1.3 if step >= 200 else 1.0)) < 1e-4  # unix-second floats
+    # later steps start later by the time added so far, on every rank alike (the job is synchronous)
+    shift = {rk: out[399][rk]["start"] - base[399][rk]["start"] for rk in base[399]}
+    assert max(shift.values()) - min(shift.values()) < 1e-5 and min(shift.values()) > 0
+
+
+def test_rank_slowdown_on_one_step_in_five_makes_the_others_wait() -> None:
+    recs = slow_power.load_feed(FEED)
+    out = _by_step(slow_power.inject(recs, "rank_compute", 2.0, 5, onset=100, target=2))
+    base = _by_step(recs)
+    for step in (100, 105):
+        assert abs(out[step][2]["compute_s"] - 2 * base[step][2]["compute_s"]) < 1e-9
+        added = base[step][2]["compute_s"]
+        for rk in (0, 1, 3):
+            assert abs(out[step][rk]["comm_s"] - base[step][rk]["comm_s"] - added) < 1e-9
+    assert out[101][2]["compute_s"] == base[101][2]["compute_s"]
+
+
+def test_a_clear_straggler_is_named_and_the_clean_feed_has_none() -> None:
+    recs = slow_power.load_feed(FEED)
+    assert slow_power.run_detector(recs).stragglers == []
+    rep = slow_power.run_detector(slow_power.inject(recs, "rank_compute", 2.0, 1, onset=150, target=1))
+    res = slow_power.judge(rep, "rank_compute", 150, 1, None, [])
+    assert res["detected"] and res["kind_ok"] and res["delay"] <= 20
