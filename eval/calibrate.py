@@ -11,6 +11,7 @@ are pooled with their neighbour so that no step rests on a handful of cases.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -21,9 +22,22 @@ import yaml  # noqa: E402
 from corpus_eval import CORPUS, _commit, assign, diagnose_case, load_labels  # noqa: E402
 
 
-def pav(points: list[tuple[float, int]], min_bin: int) -> list[tuple[float, float]]:
-    """Isotonic step fit of 0/1 outcomes on scores: ``[(upper score, mean outcome)]``, non-decreasing,
-    each step holding at least ``min_bin`` points (Laplace-smoothed means)."""
+def wilson_lower(k: float, n: float, z: float) -> float:
+    """Wilson score lower bound of a proportion ``k / n`` at ``z`` standard errors (Wilson 1927)."""
+    if n <= 0:
+        return 0.0
+    p = k / n
+    den = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / den)
+
+
+def pav(points: list[tuple[float, int]], min_bin: int, z: float = 0.0) -> list[tuple[float, float]]:
+    """Isotonic step fit of 0/1 outcomes on scores: ``[(upper score, value)]``, non-decreasing, each step
+    holding at least ``min_bin`` points. ``value`` is the Laplace-smoothed mean (``z = 0``) or, for
+    ``z > 0``, the step's Wilson lower bound at ``z`` made non-decreasing by taking, for each step, the
+    smallest bound of it and the steps above it (never above any step's own bound)."""
     pts = sorted(points)
     blocks: list[list[float]] = []  # [sum, count, upper]
     for x, y in pts:
@@ -39,7 +53,10 @@ def pav(points: list[tuple[float, int]], min_bin: int) -> list[tuple[float, floa
         blocks[-1][0] += s
         blocks[-1][1] += n
         blocks[-1][2] = up
-    out = [(round(b[2], 3), round((b[0] + 1) / (b[1] + 2), 3)) for b in blocks]
+    vals = [(b[0] + 1) / (b[1] + 2) if z <= 0 else wilson_lower(b[0], b[1], z) for b in blocks]
+    for i in range(len(vals) - 2, -1, -1):
+        vals[i] = min(vals[i], vals[i + 1])
+    out = [(round(b[2], 3), round(v, 3)) for b, v in zip(blocks, vals, strict=True)]
     out[-1] = (1.0, out[-1][1])
     return out
 
@@ -47,6 +64,10 @@ def pav(points: list[tuple[float, int]], min_bin: int) -> list[tuple[float, floa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-bin", type=int, default=8)
+    ap.add_argument("--z", type=float, default=0.0,
+                    help="fit each step's Wilson lower bound at z standard errors instead of the smoothed mean "
+                         "(0). Tried z=1 on dev (2026-12-02): confidently wrong stayed at 7.7 %%, ECE rose from "
+                         "0.105 to 0.145, so the mean fit stays the default")
     ap.add_argument("--out", default=str(REPO / "knowledge_base" / "calibration.yaml"))
     a = ap.parse_args()
     labels = load_labels(CORPUS)
@@ -64,9 +85,10 @@ def main() -> None:
             unk_right += right
         else:
             named.append((g["confidence"], right))
-    knots = pav(named, a.min_bin)
+    knots = pav(named, a.min_bin, a.z)
     doc = {
-        "fitted_on": f"eval/corpus dev split, {len(named)} named + {unk_n} unknown diagnoses, commit {_commit()[:12]}",
+        "fitted_on": f"eval/corpus dev split, {len(named)} named + {unk_n} unknown diagnoses, commit {_commit()[:12]}, "
+                     f"Wilson lower bound z={a.z}",
         "knots": [list(k) for k in knots],
         "unknown": round((unk_right + 1) / (unk_n + 2), 3),
     }
