@@ -216,16 +216,16 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _batch(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """A frozen batch of ``split.json``: commit, date and the cases' ids on each side by :func:`split_of`."""
+    split = {c["id"]: split_of(c["source_url"]) for c in cases}
+    return {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "test": sorted(k for k, v in split.items() if v == "test"),
+            "dev": sorted(k for k, v in split.items() if v == "dev")}
+
+
 def freeze() -> None:
-    labels = load_labels(CORPUS)
-    split = {c["id"]: split_of(c["source_url"]) for c in labels}
-    doc = {
-        "commit": _commit(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "rule": f"sha256(normalised source_url)[:8] / 2**32 < {TEST_SHARE} -> test",
-        "test": sorted(k for k, v in split.items() if v == "test"),
-        "dev": sorted(k for k, v in split.items() if v == "dev"),
-    }
+    doc = {"rule": f"sha256(normalised source_url)[:8] / 2**32 < {TEST_SHARE} -> test", **_batch(load_labels(CORPUS))}
     SPLIT_FILE.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"froze {len(doc['test'])} test and {len(doc['dev'])} dev cases at {doc['commit'][:12]}")
 
@@ -234,18 +234,14 @@ def freeze_additions() -> None:
     """Record the cases not yet frozen as a new batch of ``split.json`` (by the same rule)."""
     doc = json.loads(SPLIT_FILE.read_text())
     frozen = frozen_split()
-    new = {c["id"]: split_of(c["source_url"]) for c in load_labels(CORPUS) if c["id"] not in frozen}
+    new = [c for c in load_labels(CORPUS) if c["id"] not in frozen]
     if not new:
         print("nothing to freeze")
         return
-    doc.setdefault("additions", []).append({
-        "commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "test": sorted(k for k, v in new.items() if v == "test"),
-        "dev": sorted(k for k, v in new.items() if v == "dev"),
-    })
+    batch = _batch(new)
+    doc.setdefault("additions", []).append(batch)
     SPLIT_FILE.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"froze {sum(v == 'test' for v in new.values())} test and {sum(v == 'dev' for v in new.values())} dev "
-          f"new cases at {doc['additions'][-1]['commit'][:12]}")
+    print(f"froze {len(batch['test'])} test and {len(batch['dev'])} dev new cases at {batch['commit'][:12]}")
 
 
 def main() -> None:

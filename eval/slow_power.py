@@ -238,15 +238,15 @@ def grid(names: list[str], trials: int, seed: int, kinds=KINDS, factors=FACTORS,
     """Power per (kind, factor, duty) cell: ``trials`` random (feed, onset, target) draws each."""
     rng = random.Random(seed)
     names = sorted(names)
+    # each feed's ranks and nodes, once (a trial draws its target among them)
+    units = {n: (sorted({int(r["rank"]) for r in _feed(n)}), sorted(_nodes(list(_feed(n))))) for n in names}
     specs, keys = [], []
     for kind in kinds:
         for factor in factors:
             for duty in duties:
                 for _ in range(trials):
                     name = rng.choice(names)
-                    recs = _feed(name)
-                    ranks = sorted({int(r["rank"]) for r in recs})
-                    nodes = sorted(_nodes(list(recs)))
+                    ranks, nodes = units[name]
                     specs.append((name, kind, factor, duty, rng.randint(*ONSET), rng.choice(ranks), rng.choice(nodes)))
                     keys.append((kind, factor, duty))
     if workers > 1:

@@ -70,30 +70,31 @@ def test_dataloader_bus_error_under_mpirun_is_shared_memory_on_that_rank(tmp_pat
     assert d.first_failing_rank == 0
 
 
+def _agent(time: str, tid: int, pid: int, *, failed: bool = False, host: str = "") -> str:
+    """One line of torchelastic's agent (torch/distributed/elastic/multiprocessing/api.py) as glog prints it:
+    the worker ``pid`` exited with SIGKILL as local rank 2 (``failed``), or is sent SIGTERM."""
+    prefix = f"{host}: " if host else ""
+    if failed:
+        return (f"{prefix}E0629 {time} {tid} torch/distributed/elastic/multiprocessing/api.py:826] "
+                f"failed (exitcode: -9) local_rank: 2 (pid: {pid}) of binary: /opt/conda/bin/python3.10\n")
+    return (f"{prefix}W0629 {time} {tid} torch/distributed/elastic/multiprocessing/api.py:851] "
+            f"Sending process {pid} closing signal SIGTERM\n")
+
+
 def test_single_agent_console_names_the_local_rank_as_the_rank(tmp_path: Path) -> None:
     """One torchrun agent and no global rank anywhere: one node, so local rank 2 is rank 2."""
-    d = _diag(tmp_path, (
-        "W0629 00:06:20.120000 140229302286144 torch/distributed/elastic/multiprocessing/api.py:851] "
-        "Sending process 29734 closing signal SIGTERM\n"
-        "E0629 00:06:24.298000 140229302286144 torch/distributed/elastic/multiprocessing/api.py:826] "
-        "failed (exitcode: -9) local_rank: 2 (pid: 29736) of binary: /opt/conda/bin/python3.10\n"
-    ))
+    d = _diag(tmp_path, _agent("00:06:20.120000", 140229302286144, 29734)
+              + _agent("00:06:24.298000", 140229302286144, 29736, failed=True))
     assert d.category.value == "host_oom"
     assert d.first_failing_rank == 2
 
 
 def test_agent_rank_is_not_guessed_across_nodes(tmp_path: Path) -> None:
     """Two nodes' agents in one console: a local rank is not a global rank."""
-    d = _diag(tmp_path, (
-        "gpu-node-001: W0629 00:06:24.290000 1402 torch/distributed/elastic/multiprocessing/api.py:851] "
-        "Sending process 29735 closing signal SIGTERM\n"
-        "gpu-node-001: E0629 00:06:24.298000 1402 torch/distributed/elastic/multiprocessing/api.py:826] "
-        "failed (exitcode: -9) local_rank: 2 (pid: 29736) of binary: /opt/conda/bin/python3.10\n"
-        "gpu-node-002: W0629 00:06:25.120000 1403 torch/distributed/elastic/multiprocessing/api.py:851] "
-        "Sending process 29734 closing signal SIGTERM\n"
-        "gpu-node-002: W0629 00:06:25.130000 1403 torch/distributed/elastic/multiprocessing/api.py:851] "
-        "Sending process 29735 closing signal SIGTERM\n"
-    ))
+    d = _diag(tmp_path, _agent("00:06:24.290000", 1402, 29735, host="gpu-node-001")
+              + _agent("00:06:24.298000", 1402, 29736, failed=True, host="gpu-node-001")
+              + _agent("00:06:25.120000", 1403, 29734, host="gpu-node-002")
+              + _agent("00:06:25.130000", 1403, 29735, host="gpu-node-002"))
     assert d.category.value == "host_oom"
     assert d.first_failing_rank is None
 

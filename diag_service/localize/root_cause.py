@@ -223,15 +223,12 @@ def _demote_late_roots(
       stamps them after the application error they caused.
     """
 
-    def cls(h: SignatureHit) -> str | None:
-        return _cascade(h, sigs)
-
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
     times = [t for h in evidence for t in [_ts_of(h)] if t is not None]
     if not times:
         return roots
     first_any = min(times)
-    first_not_peer_loss = min((t for h in evidence if cls(h) != "peer_loss" for t in [_ts_of(h)] if t is not None),
+    first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" for t in [_ts_of(h)] if t is not None),
                               default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
     first_root = min(root_times) if root_times else None
@@ -239,7 +236,7 @@ def _demote_late_roots(
     for h in roots:
         t = _ts_of(h)
         start = first_any
-        if cls(h) == "silent_death":
+        if _cascade(h, sigs) == "silent_death":
             start = first_not_peer_loss if first_not_peer_loss is not None else t
         if t is not None and start is not None and h.priority < LATE_ROOT_PRIORITY and t > start + LATE_ROOT_S:
             findings.append(f"{h.name} came {t - start:.0f} s after the first failure evidence: treated as teardown.")
@@ -266,10 +263,7 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
     if len(ranks) < 3:
         return None
 
-    def cls(h: SignatureHit) -> str | None:
-        return _cascade(h, sigs)
-
-    loss = [h for h in hits if cls(h) == "peer_loss" and h.ranks]
+    loss = [h for h in hits if _cascade(h, sigs) == "peer_loss" and h.ranks]
     if not loss:
         return None
     # the widest report (earliest among equals): a restarted group's later wave names fewer ranks
@@ -278,7 +272,7 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
     if len(quiet) != 1 or len(first.ranks) < 2:
         return None
     rank = next(iter(quiet))
-    if any(rank in h.ranks for h in hits if cls(h) != "peer_loss" and h.role is EventRole.ROOT):
+    if any(rank in h.ranks for h in hits if _cascade(h, sigs) != "peer_loss" and h.role is EventRole.ROOT):
         return None
     return rank
 

@@ -221,7 +221,7 @@ class SlowDetector:
             self.last_done = s
         if final:
             for c, inc in self.job.flush():
-                if inc or c.lone_outlier or c.periodic:
+                if inc or c.ranks_compared:
                     self._rank_step(c)
         self._collect_job_alarms()
 
@@ -276,11 +276,11 @@ class SlowDetector:
         if not len(rb):
             self._job_only_steps += 1
         for c, included in self.job.push(ctx):
-            # A lone slow step is kept out of the job baseline and CUSUM (an unmarked evaluation or checkpoint
-            # step), but the ranks are still compared on it: a straggler's intermittent slow steps are exactly
-            # such steps, and one step's rank evidence is clipped (rank_clip), so it cannot alarm alone.
-            # Marked and periodic eval/checkpoint steps stay out of both.
-            if included or c.lone_outlier or c.periodic:
+            # A lone or periodic unmarked slow step is kept out of the job baseline and CUSUM (an evaluation or
+            # checkpoint step as far as the job can tell), but the ranks are still compared on it: a
+            # straggler's intermittent slow steps are exactly such steps, and one step's rank evidence is
+            # clipped (rank_clip), so it cannot alarm alone. Marked eval/checkpoint steps stay out of both.
+            if included or c.ranks_compared:
                 self._rank_step(c)
         self._collect_job_alarms()
 

@@ -15,7 +15,7 @@ ranks of their step durations, or an iteration line's elapsed time). The detecto
    Page's half of the design shift, which is ``min_effect`` on a quiet job and up to twice it on a noisy
    one, so that slowdowns below ``min_effect`` do not accumulate there) and decision interval
    ``h = max(h_arl x sigma_lr, delta)``, where ``sigma_lr`` is the long-run sigma of the
-   baseline window (an AR(1) fit: ``sigma x sqrt((1 + rho) / (1 - rho))``) and ``h_arl`` the interval, in
+   baseline window (an AR(1) fit: ``sigma x sqrt((1 + rho) / (1 - rho))``, rho clipped to [0, 0.8]) and ``h_arl`` the interval, in
    those sigmas, whose in-control average run length is ``job_arl0`` steps (:func:`cusum_h_for_arl`);
    per-step increments are clipped at
    ``max(3 sigma, 3 log(1 + min_effect))`` so that one outlier cannot alarm alone;
@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 
 from diag_service.slow.models import BaselineInfo, SlowAlarm, SlowConfig, SlowEpisode, StepEvidence, StragglerKind
+from diag_service.slow.rank import ar1_long_run_factor
 
 PHASES = (StragglerKind.COMPUTE, StragglerKind.COMMUNICATION, StragglerKind.DATA)
 _RUN_STEPS_KEPT = 512  # steps of a CUSUM run kept for its change-point estimate (bounded state)
 _SIGMA_FLOOR = 0.005  # log-units: 0.5 % noise floor, so that a perfectly regular synthetic feed has a finite scale
-_RHO_MAX = 0.8  # the AR(1) coefficient used for the long-run sigma is clipped to [0, 0.8]
 _NOISE_WINDOW = 120  # in-control steps the noise is re-estimated on (every _NOISE_EVERY steps, from 40 on)
 _NOISE_EVERY = 20
 
@@ -101,6 +101,11 @@ class StepCtx:
     payload: Any = None
     lone_outlier: bool = False  # excluded from the job level as a lone slow step (not a marked/periodic one)
     periodic: bool = False  # excluded from the job level as an unmarked periodic slow step; ranks still compared
+
+    @property
+    def ranks_compared(self) -> bool:
+        """Kept out of the job level but still compared between ranks (a lone or periodic unmarked slow step)."""
+        return self.lone_outlier or self.periodic
 
 
 @dataclass
@@ -195,9 +200,8 @@ class JobDetector:
         return max(self.delta / 2, min(self.cfg.job_k_effect * self.delta, self.cfg.job_k_sigma * self._lr_sigma()))
 
     def _lr_sigma(self) -> float:
-        """Long-run sigma of log step time: the baseline's robust sigma x sqrt((1 + rho) / (1 - rho))."""
-        r = min(max(self.rho, 0.0), _RHO_MAX)
-        return (self.sigma or 0.0) * math.sqrt((1 + r) / (1 - r))
+        """Long-run sigma of log step time: the robust sigma x :func:`ar1_long_run_factor` of its rho."""
+        return (self.sigma or 0.0) * float(ar1_long_run_factor(self.rho))
 
     @property
     def h(self) -> float:
@@ -351,8 +355,7 @@ class JobDetector:
         med = float(np.median(v))
         sig = self.cfg.mad_scale * float(np.median(np.abs(v - med)))
         rho = _lag1(v)
-        r_new, r_old = min(max(rho, 0.0), _RHO_MAX), min(max(self.rho, 0.0), _RHO_MAX)
-        if sig * math.sqrt((1 + r_new) / (1 - r_new)) > (self.sigma or 0.0) * math.sqrt((1 + r_old) / (1 - r_old)):
+        if sig * float(ar1_long_run_factor(rho)) > self._lr_sigma():
             self.sigma, self.rho, self._h = max(sig, self.sigma or 0.0), rho, None
 
     def _feed(self, c: StepCtx) -> None:

@@ -244,6 +244,19 @@ _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int6
            ("bstart", np.int64))
 
 
+def ar1_long_run_factor(rho: float | np.ndarray) -> float | np.ndarray:
+    """``sqrt((1 + rho) / (1 - rho))``, ``rho`` clipped to [0, 0.8]: the long-run over the one-step sigma of
+    an AR(1) series (scalar or array in, same shape out).
+
+    A CUSUM sums steps; when the noise is autocorrelated (contention on a shared host lasts several
+    steps), the sum's spread grows by this factor, so a decision interval in sigmas must too (e.g. Box,
+    Jenkins & Reinsel, *Time Series Analysis*, ch. 3, variance of the mean of an AR(1)). The clip keeps a
+    noisy estimate from a short window from making the factor (3 at 0.8) unbounded.
+    """
+    r = np.clip(rho, 0.0, 0.8)
+    return np.sqrt((1 + r) / (1 - r))
+
+
 def _pooled_lag1(Q: np.ndarray, fin: np.ndarray, enough: np.ndarray) -> float:
     """Median over units of the lag-1 autocorrelation of their excess ``Q`` (steps x units); 0 if unknown.
 
@@ -294,7 +307,7 @@ class PeerTracker:
         # the units' current spread: 1.4826 x MAD of their excesses per step, the last noise_window steps
         self._disp = np.full((3, cfg.noise_window), np.nan)
         self._disp_n = 0
-        # the pooled rate of "slow steps" (excess >= slow_threshold) among units that have not alarmed, per kind
+        # the pooled rate of "slow steps" (see _bernoulli) among units that have not alarmed, per kind
         self.p_hit = np.zeros(3)
         self.p_n = np.zeros(3)
         self._grow(capacity)
@@ -417,14 +430,8 @@ class PeerTracker:
         return np.maximum(self.cfg.rank_h, self.cfg.rank_h_sigma * self.sig[j, u] * self._ar_factor()[j])
 
     def _ar_factor(self) -> np.ndarray:
-        """``sqrt((1 + rho) / (1 - rho))`` per kind: the long-run over the one-step sigma of an AR(1) series.
-
-        A CUSUM sums steps; when the excess of a rank is autocorrelated (contention on a shared host lasts
-        several steps), the sum's spread grows by this factor, so the decision interval in sigmas must too
-        (e.g. Box, Jenkins & Reinsel, *Time Series Analysis*, ch. 3, variance of the mean of an AR(1)).
-        """
-        r = np.clip(self.rho, 0.0, 0.8)
-        return np.sqrt((1 + r) / (1 - r))
+        """:func:`ar1_long_run_factor` of each kind's pooled lag-1 autocorrelation (length 3)."""
+        return ar1_long_run_factor(self.rho)
 
     def _cusum(self, step: int, units: np.ndarray, evidence: dict[int, PhaseEvidence],
                make_evidence: Callable[[int, int], StepEvidence], cost: float | None) -> list[UnitRecord]:
