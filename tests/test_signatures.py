@@ -61,7 +61,8 @@ def test_new_failure_kind_is_a_data_change(tmp_path: Path) -> None:
     log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                    "    fs.open(path)\nLustreQuotaError: OST0003 is full for project 42\n")
     assert diagnose(DiagnoseRequest(path=str(log))).category is Category.UNKNOWN
-    d = _copy_catalog(tmp_path)
+    d = tmp_path / "site"
+    d.mkdir()
     (d / "site.yaml").write_text(
         "version: 1\nsignatures:\n  - id: lustre_quota\n    name: Lustre project quota\n"
         "    patterns: ['LustreQuotaError']\n    category: storage\n    priority: 70\n    confidence: 0.9\n"
@@ -97,3 +98,52 @@ def test_duplicate_id_is_refused(tmp_path: Path) -> None:
     (d / "dup.yaml").write_text((d / "gpu.yaml").read_text())
     with pytest.raises(SignatureError, match="already defined"):
         load_signatures(d)
+
+
+_SITE = (
+    "version: 1\nsignatures:\n  - id: lustre_quota\n    name: Lustre project quota\n"
+    "    patterns: ['LustreQuotaError']\n    category: storage\n    priority: 70\n    confidence: 0.9\n"
+    "    explanation: The project's Lustre quota is exhausted.\n    source: https://doc.lustre.org/\n"
+    "    examples: ['LustreQuotaError: OST0003 is full']\n"
+)
+
+
+def test_site_signatures_on_the_search_path_add_to_the_built_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "lustre.yaml").write_text(_SITE)
+    builtin = load_signatures()
+    monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(site))
+    layered = load_signatures()
+    assert len(layered) == len(builtin) + 1
+    assert layered.by_id("lustre_quota").category is Category.STORAGE
+    assert layered.by_id("cuda_oom").category is Category.GPU_OOM  # the built-ins are still there
+    log = tmp_path / "job.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   "    fs.open(path)\nLustreQuotaError: OST0003 is full for project 42\n")
+    assert diagnose(DiagnoseRequest(path=str(log))).category is Category.STORAGE
+    monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(tmp_path / "missing"))
+    with pytest.raises(SignatureError, match="does not exist"):
+        load_signatures()
+
+
+def test_a_site_file_cannot_redefine_a_built_in_signature(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "mine.yaml").write_text(_SITE.replace("lustre_quota", "cuda_oom"))
+    monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(site))
+    with pytest.raises(SignatureError, match="'cuda_oom' already defined"):
+        load_signatures()
+
+
+def test_an_example_the_extractor_never_passes_on_fails_validation(tmp_path: Path) -> None:
+    # re2 (the extractor's pre-filter) has no look-arounds, so this pattern adds nothing to the
+    # pre-filter, and the example has none of the built-in trigger words: it would never be matched.
+    d = _copy_catalog(tmp_path)
+    (d / "site.yaml").write_text(_SITE.replace("['LustreQuotaError']", "['Lustre(?=Quota)']")
+                                 .replace("LustreQuotaError: OST0003 is full", "LustreQuota OST0003 is full"))
+    with pytest.raises(SignatureError, match="never reaches the signature stage"):
+        load_signatures(d)
+    # the same signature with a pattern re2 can run is accepted
+    (d / "site.yaml").write_text(_SITE.replace("LustreQuotaError: OST0003 is full", "LustreQuotaError OST0003 is full"))
+    assert load_signatures(d).by_id("lustre_quota")

@@ -31,6 +31,7 @@ from slack_sdk.errors import SlackApiError
 
 from diag_service.bot.blocks import CONFIRM, CORRECT, CORRECT_VIEW, correct_view, diagnosis_blocks, summary_text
 from diag_service.domain import Category, Diagnosis, RecoveryLevel
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.store import JobRecord, new_id
 from diag_service.service.uploads import (
@@ -48,8 +49,10 @@ JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,255}$")
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 
 
-class BotError(Exception):
+class BotError(DiagError):
     """Something to tell the user in the thread (bad job id, no logs, file refused...)."""
+
+    kind = ErrorKind.INPUT
 
 
 def _find_logs(ctx: ServiceContext, job_id: str) -> Path | None:

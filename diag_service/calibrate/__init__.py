@@ -17,10 +17,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from diag_service.domain import Category, Diagnosis
+from diag_service.errors import DiagError, ErrorKind
+from diag_service.resources import builtin
 
 
-class CalibrationError(Exception):
+class CalibrationError(DiagError):
     """The calibration file is missing, malformed or not monotone."""
+
+    kind = ErrorKind.CONFIG
 
 
 class Calibration(BaseModel):
@@ -59,7 +63,8 @@ class Calibration(BaseModel):
 
 
 def default_calibration_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "knowledge_base" / "calibration.yaml"
+    """The built-in ``knowledge_base/calibration.yaml``."""
+    return builtin("knowledge_base", "calibration.yaml")
 
 
 def load_calibration(path: str | Path | None = None) -> Calibration:

@@ -10,14 +10,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from diag_service.clitools import DiagGroup
 from diag_service.domain import Diagnosis
-from diag_service.ingest import BundleError
+from diag_service.errors import InputError
 from diag_service.pipeline import DiagnoseRequest, diagnose
-from diag_service.recovery import ExecutionRefused, History, PolicyError, ShellExecutor, load_policy, recommend
-from diag_service.signatures import SignatureError, load_signatures
+from diag_service.recovery import History, ShellExecutor, load_policy, recommend
+from diag_service.signatures import load_signatures, signature_search_path
 
-app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True)
 err = Console(stderr=True)
+
+
+app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True, cls=DiagGroup)
 
 try:  # the fault-injection lab is optional (it needs torch)
     from diag_service.lab.cli import app as lab_app
@@ -57,23 +60,13 @@ def diagnose_cmd(
     llm: Annotated[bool, typer.Option("--llm/--no-llm", help="End with a local model's cited summary (models/llm.yaml).")] = True,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
-    try:
-        d = diagnose(
-            DiagnoseRequest(
-                path=str(path), job_id=job_id, recovery=not no_recovery,
-                history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
-                kb=kb, llm=llm,
-            )
+    d = diagnose(
+        DiagnoseRequest(
+            path=str(path), job_id=job_id, recovery=not no_recovery,
+            history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
+            kb=kb, llm=llm,
         )
-    except BundleError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    except SignatureError as exc:
-        err.print(f"[red]signature catalog error:[/red] {exc}")
-        raise typer.Exit(3) from exc
-    except (PolicyError, ValueError) as exc:
-        err.print(f"[red]recovery policy error:[/red] {exc}")
-        raise typer.Exit(3) from exc
+    )
     payload = d.model_dump_json(indent=2)
     if out is not None:
         out.write_text(payload + "\n", encoding="utf-8")
@@ -100,14 +93,15 @@ def schema_cmd(
 
 @app.command("signatures")
 def signatures_cmd(
-    directory: Annotated[Path | None, typer.Option(help="Signature folder (default: knowledge_base/signatures).")] = None,
+    directory: Annotated[Path | None, typer.Option(
+        help="A folder that is the whole catalogue (default: the built-ins, then $DIAG_SIGNATURES_PATH, then packs).",
+    )] = None,
 ) -> None:
     """Validate the signature catalog and list it."""
-    try:
-        sigs = load_signatures(directory)
-    except SignatureError as exc:
-        err.print(f"[red]invalid:[/red] {exc}")
-        raise typer.Exit(3) from exc
+    if directory is None:
+        for d in signature_search_path():
+            err.print(f"reading {d}")
+    sigs = load_signatures(directory)
     for c in sigs.signatures:
         s = c.spec
         sys.stdout.write(f"{s.id:32} {s.category.value:15} {s.role.value:8} p{s.priority:<3} {s.name}\n")
@@ -129,26 +123,16 @@ def recover_cmd(
         text = sys.stdin.read() if str(diagnosis) == "-" else diagnosis.read_text(encoding="utf-8")
         d = Diagnosis.model_validate_json(text)
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot read {diagnosis}: {exc.strerror or exc}")
-        raise typer.Exit(2) from exc
+        raise InputError(f"cannot read {diagnosis}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         first = str(exc).splitlines()[0][:200]
-        err.print(f"[red]error:[/red] {diagnosis} is not a diagnosis written by `diag diagnose --json` ({first})")
-        raise typer.Exit(2) from exc
-    try:
-        pol = load_policy(policy)
-        hist = History(history) if history else None
-        plan = recommend(d, pol, hist, platform=platform, gpus=gpus)
-    except (PolicyError, ValueError) as exc:
-        err.print(f"[red]recovery policy error:[/red] {exc}")
-        raise typer.Exit(3) from exc
+        raise InputError(f"{diagnosis} is not a diagnosis written by `diag diagnose --json` ({first})") from exc
+    pol = load_policy(policy)
+    hist = History(history) if history else None
+    plan = recommend(d, pol, hist, platform=platform, gpus=gpus)
     ran: list[str] = []
     if execute:
-        try:
-            ran = ShellExecutor().run(plan)
-        except ExecutionRefused as exc:
-            err.print(f"[red]refused:[/red] {exc}")
-            raise typer.Exit(4) from exc
+        ran = ShellExecutor().run(plan)
         if hist is not None:
             hist.record_outcome(plan.idempotency_key, "executed", "; ".join(ran))
     if json_out:

@@ -15,11 +15,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from diag_service.clitools import DiagGroup
 from diag_service.etpr.accounting import compute_ledger
-from diag_service.etpr.loaders import FORMATS, EtprInputError, load_events
+from diag_service.etpr.loaders import FORMATS, load_events
 from diag_service.etpr.report import BY_CHOICES, build_report, jobs_table, render_html, render_text
 
-app = typer.Typer(help="ETPR: how much allocated GPU time became training progress, where the rest went.",
+app = typer.Typer(cls=DiagGroup, help="ETPR: how much allocated GPU time became training progress, where the rest went.",
                   context_settings={"allow_interspersed_args": True})
 err = Console(stderr=True)
 
@@ -48,11 +49,7 @@ def etpr_command(
         err.print("[red]error:[/red] --slow-tolerance must be in [0, 1)")
         raise typer.Exit(2)
     t0 = time.perf_counter()
-    try:
-        ev, issues = load_events(events, fmt=fmt, jobs=jobs, use_truth=not no_truth)
-    except EtprInputError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    ev, issues = load_events(events, fmt=fmt, jobs=jobs, use_truth=not no_truth)
     t1 = time.perf_counter()
     ledger = compute_ledger(ev, slow_tolerance=slow_tolerance, by_week=(by == "week"))
     t2 = time.perf_counter()

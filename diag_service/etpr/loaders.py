@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from diag_service.domain import Category, FailureMode
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.etpr.accounting import job_key
 from diag_service.etpr.schema import COLUMN_ALIASES, EVENT_COLUMNS, EventType, Issue
 
@@ -41,8 +42,10 @@ _VALID_CATS = {c.value for c in Category}
 EVENT_ENUM = pl.Enum([e.value for e in EventType])
 
 
-class EtprInputError(ValueError):
+class EtprInputError(DiagError, ValueError):
     """The input cannot be read at all (missing path, unknown format)."""
+
+    kind = ErrorKind.INPUT
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from diag_service.errors import DiagError, ErrorKind
+
 PYSPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \((idle|active|gil)[^)]*\)(?:: "(?P<name>[^"]*)")?')
 PYSPY_FRAME = re.compile(r"^\s+(?P<name>\S.*?) \((?P<file>[^()]*?):(?P<line>\d+)\)\s*$")
 PYSPY_PROCESS = re.compile(r"^Process (\d+):")
@@ -18,8 +20,10 @@ FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9A-Fa-f]+) \(most recent
 FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<name>.+?)\s*$')
 
 
-class DumpError(ValueError):
+class DumpError(DiagError, ValueError):
     """The dump holds no parseable thread (empty, binary, or not a stack dump)."""
+
+    kind = ErrorKind.INPUT
 
 
 @dataclass(frozen=True, slots=True)

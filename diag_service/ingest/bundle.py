@@ -41,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import InputReport
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
 
 ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -52,8 +53,10 @@ PROGRESS_BAR_RE = re.compile(r"(?:[^\n|]{0,120}: )?\s*\d{1,3}%\|[^|\n]{0,200}\|[
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-class BundleError(Exception):
+class BundleError(DiagError):
     """The bundle cannot be read at all (missing path, unreadable archive, no log lines)."""
+
+    kind = ErrorKind.INPUT
 
 
 @dataclass(frozen=True, slots=True)

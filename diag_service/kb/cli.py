@@ -16,14 +16,15 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from diag_service.clitools import DiagGroup
 from diag_service.domain import Category, Diagnosis, FailureMode, RecoveryLevel
+from diag_service.errors import DiagError, InputError
 from diag_service.kb.embed import Embedder, HashingEmbedder, MiniLMEmbedder, default_embedder
-from diag_service.kb.kb import KBConfig, KBLocked, KnowledgeBase, SearchResult, default_home
-from diag_service.kb.records import KBError, RecordError
-from diag_service.kb.store import ModelMismatch
-from diag_service.kb.text import TextError
+from diag_service.kb.kb import KBConfig, KnowledgeBase, SearchResult, default_home
+from diag_service.kb.records import KBError
 
-app = typer.Typer(help="Incident knowledge base: similar past incidents, their root cause and fix.", no_args_is_help=True)
+app = typer.Typer(cls=DiagGroup, help="Incident knowledge base: similar past incidents, their root cause and fix.",
+                  no_args_is_help=True)
 err = Console(stderr=True)
 
 HomeOpt = Annotated[
@@ -48,31 +49,13 @@ def _embedder(name: str) -> Embedder:
 
 
 def _open(home: Path | None, embedder: str, check_model: bool = True) -> KnowledgeBase:
-    try:
-        return KnowledgeBase(KBConfig(home=home or default_home()), _embedder(embedder), check_model=check_model)
-    except ModelMismatch as exc:
-        err.print(f"[red]model mismatch:[/red] {exc}")
-        raise typer.Exit(4) from exc
-    except KBError as exc:
-        err.print(f"[red]knowledge base error:[/red] {exc}")
-        raise typer.Exit(5) from exc
+    return KnowledgeBase(KBConfig(home=home or default_home()), _embedder(embedder), check_model=check_model)
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    if isinstance(exc, ModelMismatch):
-        err.print(f"[red]model mismatch:[/red] {exc}")
-        return typer.Exit(4)
-    if isinstance(exc, RecordError):
-        err.print(f"[red]invalid incident file:[/red] {exc}")
-        return typer.Exit(3)
-    if isinstance(exc, (TextError, ValueError)):
-        err.print(f"[red]error:[/red] {exc}")
-        return typer.Exit(2)
-    if isinstance(exc, KBLocked):
-        err.print(f"[red]busy:[/red] {exc}")
-        return typer.Exit(5)
-    err.print(f"[red]knowledge base error:[/red] {exc}")
-    return typer.Exit(5)
+def _fail(exc: Exception) -> DiagError:
+    """What to raise for ``exc``: a :class:`DiagError` as it is (the CLI's handler gives it its exit code),
+    a ``ValueError`` from an argument check as bad input."""
+    return exc if isinstance(exc, DiagError) else InputError(str(exc))
 
 
 @app.command("build")
@@ -151,13 +134,11 @@ def _read_diagnosis(path: Path) -> Diagnosis:
     try:
         return Diagnosis.model_validate_json(path.read_bytes())
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot read {path}: {exc.strerror or exc}")
-        raise typer.Exit(2) from exc
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        err.print(f"[red]error:[/red] {path} is not a diagnosis JSON (diag diagnose --json): {where}: {first['msg']}")
-        raise typer.Exit(2) from exc
+        raise InputError(f"{path} is not a diagnosis JSON (diag diagnose --json): {where}: {first['msg']}") from exc
 
 
 @app.command("add")

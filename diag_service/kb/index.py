@@ -29,16 +29,24 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import faiss
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from diag_service.fsutil import fsync_dir
-from diag_service.kb.records import KBError
+from diag_service.kb.records import KB_EXTRA_HINT, KBError
 
 MANIFEST = "index.json"
 
+
+
+def _faiss():  # noqa: ANN202 - the faiss module, imported on first use (the [kb] extra)
+    try:
+        import faiss
+    except ImportError as exc:
+        raise KBError(f"{KB_EXTRA_HINT} ({exc})") from exc
+    return faiss
 
 class IndexCorrupt(KBError):
     """The on-disk index is missing, unreadable, or fails verification (rebuild it from the store)."""
@@ -69,7 +77,7 @@ class Manifest(BaseModel):
 class LoadedIndex:
     """An index in memory with what it covers: rows ``<= max_rowid`` of vector epoch ``epoch``."""
 
-    index: faiss.Index
+    index: Any  # faiss.Index
     kind: str
     model: str
     dim: int
@@ -80,7 +88,7 @@ class LoadedIndex:
     def search(self, queries: np.ndarray, k: int, nprobe: int = 32) -> tuple[np.ndarray, np.ndarray]:
         """Scores and row ids, each ``(len(queries), k)``; missing neighbours have id -1."""
         if self.kind == "ivf":
-            faiss.extract_index_ivf(self.index).nprobe = nprobe
+            _faiss().extract_index_ivf(self.index).nprobe = nprobe
         return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -116,12 +124,12 @@ def build_index(
         raise ValueError(f"vectors must be (n, dim) with n ids; got {vectors.shape} and {ids.shape}")
     n, dim = vectors.shape
     if n < params.approx_threshold:
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        index = _faiss().IndexIDMap2(_faiss().IndexFlatIP(dim))
         kind = "flat"
     else:
         nlist = max(1, min(nlist_for(n), n // params.train_per_list))
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        quantizer = _faiss().IndexFlatIP(dim)
+        index = _faiss().IndexIVFFlat(quantizer, dim, nlist, _faiss().METRIC_INNER_PRODUCT)
         index.cp.seed = params.seed
         rng = np.random.default_rng(params.seed)
         sample = min(n, nlist * params.train_per_list)
@@ -176,7 +184,7 @@ def save_index(directory: Path, li: LoadedIndex) -> Manifest:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
-        faiss.write_index(li.index, tmp)
+        _faiss().write_index(li.index, tmp)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the store is readable like its SQLite file
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
@@ -185,7 +193,7 @@ def save_index(directory: Path, li: LoadedIndex) -> Manifest:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    nlist = faiss.extract_index_ivf(li.index).nlist if li.kind == "ivf" else None
+    nlist = _faiss().extract_index_ivf(li.index).nlist if li.kind == "ivf" else None
     man = Manifest(file=name, kind=li.kind, model=li.model, dim=li.dim, count=li.count, max_rowid=li.max_rowid,
                    epoch=li.epoch, sha256=digest, nlist=nlist)
     _atomic_write(directory / MANIFEST, (man.model_dump_json(indent=2) + "\n").encode())
@@ -232,7 +240,7 @@ def load_index(directory: Path) -> tuple[LoadedIndex, Manifest]:
     if digest != man.sha256:
         raise IndexCorrupt(f"index file {path} fails its checksum (sha256 {digest[:12]}…, manifest {man.sha256[:12]}…)")
     try:
-        index = faiss.read_index(str(path))
+        index = _faiss().read_index(str(path))
     except RuntimeError as exc:
         raise IndexCorrupt(f"FAISS cannot read {path}: {str(exc).splitlines()[0]}") from exc
     if index.d != man.dim or index.ntotal != man.count:

@@ -30,6 +30,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from diag_service.domain import Category, FailureMode, RecoveryLevel
+from diag_service.errors import DiagError, ErrorKind
+from diag_service.resources import builtin
 
 RECORD_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 #: Ids of records created from operator feedback start with this prefix; seed ids must not.
@@ -39,12 +41,19 @@ EvidenceLine = Annotated[str, StringConstraints(min_length=3, max_length=2000)]
 Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.+-]{0,40}$")]
 
 
-class KBError(Exception):
+#: What to tell a user whose install lacks the retrieval packages (sentence-transformers, faiss-cpu).
+KB_EXTRA_HINT = "similar-incident retrieval needs the [kb] extra: pip install 'diag-service[kb]'"
+
+class KBError(DiagError):
     """Base class of every knowledge-base error; the message says what to do."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class RecordError(KBError):
     """An incident file is malformed; the message names the file, the incident and the field."""
+
+    kind = ErrorKind.CONFIG
 
 
 class Recovery(BaseModel):
@@ -105,8 +114,8 @@ class IncidentFile(BaseModel):
 
 
 def default_incidents_dir() -> Path:
-    """``knowledge_base/incidents`` of the source tree (the package is installed editable)."""
-    return Path(__file__).resolve().parents[2] / "knowledge_base" / "incidents"
+    """The built-in ``knowledge_base/incidents`` (:func:`diag_service.resources.builtin`)."""
+    return builtin("knowledge_base", "incidents")
 
 
 def _format_validation(exc: ValidationError) -> str:

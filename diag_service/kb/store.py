@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from diag_service.domain import Category
+from diag_service.errors import ErrorKind
 from diag_service.kb.records import IncidentRecord, KBError
 
 SCHEMA_VERSION = "1"
@@ -76,6 +77,8 @@ class StoreError(KBError):
 
 class ModelMismatch(KBError):
     """The store was embedded with another model or dimension than the one offered."""
+
+    kind = ErrorKind.CONFIG
 
 
 class StoredRecord(BaseModel):

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 from diag_service.domain import Diagnosis, EventRole, EventTemplate, InputReport, RootCause, SignatureHit
+from diag_service.errors import ErrorKind
 from diag_service.kb.records import KBError
 
 #: At most this many events make up one text (the model reads 256 tokens at most).
@@ -53,6 +53,8 @@ _MASK_ONLY = re.compile(r"^(?:\s|<(?:[A-Z]+|\*)>|[^\w])*$")
 
 class TextError(KBError):
     """A text or bundle could not be turned into events (unreadable, empty)."""
+
+    kind = ErrorKind.INPUT
 
 
 def clean_template(template: str) -> str:
@@ -114,11 +116,10 @@ def diagnosis_text(d: Diagnosis) -> str:
     return text[:MAX_TEXT_CHARS]
 
 
-@lru_cache(maxsize=2)
 def _sigs(directory: str | None):  # noqa: ANN202 - SignatureSet
-    from diag_service.signatures import load_signatures
+    from diag_service.signatures import site_catalog
 
-    return load_signatures(directory)
+    return site_catalog(directory)
 
 
 def analyze_bundle(path: str | Path, signatures_dir: str | None = None) -> Diagnosis:

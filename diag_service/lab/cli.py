@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
+from diag_service.clitools import DiagGroup
 from diag_service.lab.runner import run_scenario, run_suite
 from diag_service.lab.scenarios import DEFAULT_SCENARIO_DIR, load_scenarios, resolve_scenario
 
-app = typer.Typer(
+app = typer.Typer(cls=DiagGroup,
     help="Fault-injection lab: real torchrun/gloo training runs with injected faults and ground truth.",
     no_args_is_help=True,
 )

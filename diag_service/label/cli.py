@@ -30,13 +30,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from diag_service.label.engines import EngineError
-from diag_service.label.inputs import ArchiveError
-from diag_service.label.ledger import LedgerError
+from diag_service.clitools import DiagGroup
 from diag_service.label.models import LabelOptions
-from diag_service.label.run import LabelConfigError, LabelRequest, NoProgress, label_archive
+from diag_service.label.run import LabelRequest, NoProgress, label_archive
 from diag_service.label.summary import render_markdown
-from diag_service.signatures import SignatureError
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -174,15 +171,6 @@ def label(
     sink = RichProgress(err) if progress else NoProgress()
     try:
         result = label_archive(req, progress=sink)
-    except (ArchiveError, LedgerError, LabelConfigError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    except SignatureError as exc:
-        err.print(f"[red]signature catalog error:[/red] {exc}")
-        raise typer.Exit(3) from exc
-    except EngineError as exc:
-        err.print(f"[red]engine error:[/red] {exc}")
-        raise typer.Exit(1) from exc
     except KeyboardInterrupt as exc:
         err.print(f"[yellow]interrupted[/yellow]: progress is kept in {out}; run the same command again to continue")
         raise typer.Exit(1) from exc
@@ -199,5 +187,5 @@ def label(
     )
 
 
-app = typer.Typer(add_completion=False)
+app = typer.Typer(cls=DiagGroup, add_completion=False)
 app.command(help=label.__doc__)(label)

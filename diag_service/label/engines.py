@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.label.models import Job, LabelOptions, LabelRow
 from diag_service.label.worker import Labeller, error_row, rows_to_columns
 
@@ -39,8 +40,10 @@ LabellerFactory = Callable[[LabelOptions], Labeller]
 log = logging.getLogger(__name__)
 
 
-class EngineError(RuntimeError):
+class EngineError(DiagError, RuntimeError):
     """The engine cannot run at all (workers cannot start, Ray unreachable or not installed)."""
+
+    kind = ErrorKind.INTERNAL
 
 
 class Engine(Protocol):
@@ -62,8 +65,10 @@ _worker_labeller: Labeller | None = None
 _worker_init_error: str | None = None
 
 
-class WorkerInitError(Exception):
+class WorkerInitError(DiagError):
     """A worker could not build its labeller (e.g. ``--kb on`` and no knowledge base)."""
+
+    kind = ErrorKind.INTERNAL
 
 
 #: Set in every worker before any model library is imported (a value set by the user wins). One job's

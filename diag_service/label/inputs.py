@@ -18,14 +18,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.label.models import Job
 
 MANIFEST_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 _STRIP = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tar", ".zip", ".gz", ".log", ".txt", ".out", ".err")
 
 
-class ArchiveError(ValueError):
+class ArchiveError(DiagError, ValueError):
     """The archive cannot be listed at all (missing, not a folder or manifest, unreadable manifest)."""
+
+    kind = ErrorKind.INPUT
 
 
 def job_id_for(name: str) -> str:

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.fsutil import fsync_dir
 from diag_service.label.models import LABEL_SCHEMA, ClusterSummary, Job, LabelRow
 
@@ -76,8 +77,10 @@ CREATE TABLE IF NOT EXISTS clusters (
 """
 
 
-class LedgerError(RuntimeError):
+class LedgerError(DiagError, RuntimeError):
     """The output folder cannot be used: another run holds it, it is not ours, or it belongs to another archive."""
+
+    kind = ErrorKind.INPUT
 
 
 def part_name(n: int) -> str:

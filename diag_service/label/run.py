@@ -14,13 +14,14 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.label.engines import Engine, EngineError, LocalEngine, RayEngine
 from diag_service.label.inputs import ArchiveError, discover_jobs
 from diag_service.label.ledger import SUCCESS, SUMMARY_JSON, SUMMARY_MD, Ledger, LedgerError, atomic_write_bytes
 from diag_service.label.models import Job, LabelOptions, LabelRow
 from diag_service.label.summary import LabelSummary, SummarizeFn, cluster_summary, load_summarizer, render_markdown, summarise
 from diag_service.label.worker import Labeller, error_row
-from diag_service.signatures import load_signatures
+from diag_service.signatures import site_catalog
 
 __all__ = [
     "ArchiveError", "EngineError", "LabelConfigError", "LabelRequest", "LabelResult", "LedgerError", "ProgressSink",
@@ -28,8 +29,10 @@ __all__ = [
 ]
 
 
-class LabelConfigError(ValueError):
+class LabelConfigError(DiagError, ValueError):
     """The request cannot be honoured as given (``--llm`` without the summary model)."""
+
+    kind = ErrorKind.INPUT
 
 
 class LabelRequest(BaseModel):
@@ -107,7 +110,7 @@ def label_archive(req: LabelRequest, progress: ProgressSink | None = None, engin
         summarizer = load_summarizer()
         if summarizer is None:
             raise LabelConfigError("--llm: the summary model (diag_service.llm, summarize()) is not installed")
-    load_signatures(req.options.signatures_dir)  # a broken catalog stops the run here, not in every job
+    site_catalog(req.options.signatures_dir)  # a broken catalog stops the run here, not in every job
     if not Path(archive).exists():
         raise ArchiveError(f"no such archive: {archive}")
     engine = engine or make_engine(req)

@@ -75,6 +75,10 @@ class Backend(Protocol):
     def generate(self, request: GenerationRequest) -> Generation: ...
 
 
+#: What to tell a user whose install lacks the summary runtimes (xllamacpp or transformers).
+LLM_EXTRA_HINT = "local summaries need the [llm] extra: pip install 'diag-service[llm]'"
+
+
 def _offline() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -446,6 +450,12 @@ def get_backend(config: LlmConfig) -> Backend:
     kind = resolve_kind(config)
     if kind == "none":
         raise ModelUnavailable("the LLM backend is 'none'")
+    needs = {"llamacpp": "xllamacpp", "transformers": "transformers"}.get(kind)
+    if needs is not None:
+        import importlib.util
+
+        if importlib.util.find_spec(needs) is None:
+            raise ModelUnavailable(f"{LLM_EXTRA_HINT} ({needs} is not installed)")
     key = _key(config, kind)
     with _backends_lock:
         b = _backends.get(key)

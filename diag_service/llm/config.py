@@ -17,22 +17,28 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from diag_service.domain import Category
+from diag_service.errors import DiagError, ErrorKind
+from diag_service.resources import builtin
 
 
-class LlmError(Exception):
+class LlmError(DiagError):
     """Base class of every error of :mod:`diag_service.llm`."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class LlmConfigError(LlmError):
     """``models/llm.yaml`` (or an override) is missing, unreadable or invalid."""
 
+    kind = ErrorKind.CONFIG
+
 
 def default_models_dir() -> Path:
-    """``$DIAG_LLM_MODELS_DIR``, else ``models/`` of the source tree (the package is installed editable)."""
+    """``$DIAG_LLM_MODELS_DIR``, else the built-in ``models/`` (:func:`diag_service.resources.builtin`)."""
     env = os.environ.get("DIAG_LLM_MODELS_DIR")
     if env:
         return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "models"
+    return builtin("models")
 
 
 def default_cache_dir() -> Path:

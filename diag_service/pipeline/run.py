@@ -29,7 +29,7 @@ from diag_service.ingest import BundleError, IngestLimits, archive_member_text, 
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
-from diag_service.signatures import SignatureSet, load_signatures, match_signatures
+from diag_service.signatures import match_signatures, site_catalog
 from diag_service.slow.analyze import analyze_bundle
 from diag_service.slow.feeds import FeedError
 from diag_service.slow.logs import FEED_MEMBER
@@ -40,7 +40,8 @@ MIXED_JOBS_SPAN_S = 7 * 86400
 
 
 class DiagnoseRequest(BaseModel):
-    """What to diagnose. ``path``: directory, archive or log file. ``signatures_dir``: override."""
+    """What to diagnose. ``path``: directory, archive or log file. ``signatures_dir``: a site's signature
+    folder, added to the built-in catalogue (:func:`~diag_service.signatures.site_catalog`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -83,11 +84,6 @@ def _calibration() -> Calibration:
     return load_calibration()
 
 
-@lru_cache(maxsize=4)
-def _signatures(directory: str | None) -> SignatureSet:
-    return load_signatures(directory)
-
-
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
     """Diagnose one job's log bundle.
 
@@ -95,7 +91,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     Returns a :class:`Diagnosis`; problems with parts of the input are in ``diagnosis.input.warnings``.
     """
     t_start = time.perf_counter()
-    sigs = _signatures(req.signatures_dir)
+    sigs = site_catalog(req.signatures_dir)
     report = InputReport(path=req.path)
     progress = ProgressLog()
     # Stack dumps go to the hang analyzer, not to the log stages.
@@ -219,9 +215,12 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     if req.llm:
         t0 = time.perf_counter()
         try:
-            from diag_service.llm import summarize
+            from diag_service.llm import summarize_detailed
 
-            d.narrative = summarize(d)
+            res = summarize_detailed(d)
+            d.narrative = res.narrative
+            if res.fallback_reason and res.fallback_reason.startswith(("backend unavailable", "configuration")):
+                report.warnings.append(f"summary written without the model ({res.fallback_reason})")
         except Exception as exc:  # noqa: BLE001 - a summary problem never fails the diagnosis
             report.warnings.append(f"summary not written: {type(exc).__name__}: {exc}")
         timings["llm"] = time.perf_counter() - t0

@@ -11,10 +11,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from diag_service.domain import Category, FailureMode, RecoveryLevel
+from diag_service.errors import DiagError, ErrorKind
+from diag_service.resources import builtin
 
 
-class PolicyError(Exception):
+class PolicyError(DiagError):
     """The recovery policy file is malformed; the message names the file and line."""
+
+    kind = ErrorKind.CONFIG
 
 
 class Costs(BaseModel):
@@ -120,7 +124,8 @@ class Policy(BaseModel):
 
 
 def default_policy_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "knowledge_base" / "recovery_policy.yaml"
+    """The built-in ``knowledge_base/recovery_policy.yaml``."""
+    return builtin("knowledge_base", "recovery_policy.yaml")
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

@@ -27,6 +27,7 @@ from diag_service.domain import (
     RecoveryPlan,
     SignatureHit,
 )
+from diag_service.errors import DiagError, ErrorKind, InputError
 from diag_service.recovery.history import History
 from diag_service.recovery.policy import Policy, Rule, load_policy
 
@@ -153,7 +154,7 @@ def recommend(
     """
     pol = policy or load_policy()
     if pol.platforms and platform not in pol.platforms:
-        raise ValueError(f"unknown platform {platform!r}; the policy knows {sorted(pol.platforms)}")
+        raise UnknownPlatform(f"unknown platform {platform!r}; the policy knows {sorted(pol.platforms)}")
     key = idempotency_key(d)
     if history is not None:
         prior = history.plan_for(key)
@@ -202,8 +203,14 @@ def recommend(
 # --- execution (off by default) -------------------------------------------------------------------
 
 
-class ExecutionRefused(Exception):
+class UnknownPlatform(InputError, ValueError):
+    """The platform asked for is not one the policy has commands for."""
+
+
+class ExecutionRefused(DiagError):
     """Execution was asked for without an explicitly configured executor, or a command is not allowed."""
+
+    kind = ErrorKind.REFUSED
 
 
 class Executor(Protocol):

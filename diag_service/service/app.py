@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from diag_service import __version__
+from diag_service.errors import DiagError, http_status
 from diag_service.service import api, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.middleware import LimitsMiddleware
@@ -90,6 +91,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(Conflict)
     async def _conflict(_req: Request, exc: Conflict) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=409)
+
+    @app.exception_handler(DiagError)
+    async def _diag_error(_req: Request, exc: DiagError) -> JSONResponse:
+        # every other deliberate error: the status of its kind (diag_service.errors)
+        status = http_status(exc)
+        headers = {"Retry-After": "5"} if status == 503 else None
+        return JSONResponse({"detail": str(exc), "kind": exc.kind.value}, status_code=status, headers=headers)
 
     @app.exception_handler(StoreError)
     async def _store(_req: Request, exc: StoreError) -> JSONResponse:

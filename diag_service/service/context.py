@@ -16,6 +16,7 @@ from typing import Any
 
 from diag_service.bot.alerts import Alert, Notifier
 from diag_service.domain import Category, Diagnosis, HangReport, RecoveryLevel
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.auth import Auth
 from diag_service.service.metrics import Metrics
 from diag_service.service.queue import JobQueue, QueueFull
@@ -27,12 +28,18 @@ from diag_service.slow import SlowAlarm, SlowDetector, SlowReport
 log = logging.getLogger("diag_service.service")
 
 
-class NotFound(Exception):
+class NotFound(DiagError):
     """No such diagnosis or job."""
 
+    kind = ErrorKind.INPUT
+    http_status = 404
 
-class Conflict(Exception):
+
+class Conflict(DiagError):
     """The resource is not in a state that allows the operation (e.g. feedback on an unfinished diagnosis)."""
+
+    kind = ErrorKind.INPUT
+    http_status = 409
 
 
 @dataclass

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.settings import Settings
 from diag_service.service.store import JobRecord, Store, StoreError
 from diag_service.service.tasks import run_task, warm_up, worker_main
@@ -30,16 +31,23 @@ from diag_service.service.tasks import run_task, warm_up, worker_main
 log = logging.getLogger("diag_service.service.queue")
 
 
-class QueueFull(Exception):
+class QueueFull(DiagError):
     """No room for more work right now."""
 
+    kind = ErrorKind.UNAVAILABLE
 
-class WorkerDied(Exception):
+
+class WorkerDied(DiagError):
     """The worker process ended while running a task."""
 
+    kind = ErrorKind.INTERNAL
 
-class WorkerTimeout(Exception):
+
+class WorkerTimeout(DiagError):
     """The task ran longer than the job timeout; its worker was stopped."""
+
+    kind = ErrorKind.INTERNAL
+    http_status = 504
 
 
 class _ProcessWorker:

@@ -40,6 +40,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from diag_service.errors import DiagError, ErrorKind
+
 JobKind = Literal["diagnose", "hang", "slow", "etpr"]
 JobStatus = Literal["queued", "running", "done", "failed"]
 UNFINISHED = ("queued", "running")
@@ -97,8 +99,10 @@ alerts = Table(
 )
 
 
-class StoreError(Exception):
+class StoreError(DiagError):
     """The database cannot be reached or written."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class JobRecord(BaseModel):

@@ -24,14 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.settings import UploadLimits
 
 _PIECE = 1 << 20
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class Refused(Exception):
+class Refused(DiagError):
     """Input the service will not take. ``status``: the HTTP status (413 limits, 422 invalid, 403/404 paths)."""
+
+    kind = ErrorKind.REFUSED
 
     def __init__(self, status: int, message: str, reason: str) -> None:
         super().__init__(message)

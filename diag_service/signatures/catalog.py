@@ -48,9 +48,11 @@ naming the file and signature.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -64,12 +66,16 @@ from diag_service.domain import (
     Responsible,
     SignatureHit,
 )
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.logformat import FRAME_LINE, iso
+from diag_service.resources import builtin
 from diag_service.templates import TemplateGroup
 
 
-class SignatureError(Exception):
+class SignatureError(DiagError):
     """A signature file is malformed, a regex does not compile, or an example does not match."""
+
+    kind = ErrorKind.CONFIG
 
 
 def _compiled_ok(patterns: list[str]) -> list[str]:
@@ -264,21 +270,63 @@ def _anonymous(pattern: str) -> str:
 
 
 def default_signature_dir() -> Path:
-    """``knowledge_base/signatures`` of the source tree (the package is installed editable)."""
-    return Path(__file__).resolve().parents[2] / "knowledge_base" / "signatures"
+    """The built-in ``knowledge_base/signatures`` (:func:`diag_service.resources.builtin`)."""
+    return builtin("knowledge_base", "signatures")
 
 
-def load_signatures(directory: str | Path | None = None) -> SignatureSet:
-    """Load and validate every ``*.yaml`` file under ``directory`` (default: the project's).
+#: Environment variable with extra signature folders (``os.pathsep``-separated), read after the built-ins.
+SIGNATURES_PATH_ENV = "DIAG_SIGNATURES_PATH"
+#: Entry-point group of installable signature packs: each entry point loads to a folder path (or a
+#: callable returning one) holding ``*.yaml`` signature files.
+SIGNATURE_PACK_GROUP = "diag_service.signatures"
 
-    Raises :class:`SignatureError` on the first problem, naming the file and the signature.
+
+def _pack_dirs() -> list[Path]:
+    from importlib.metadata import entry_points
+
+    out: list[Path] = []
+    for ep in entry_points(group=SIGNATURE_PACK_GROUP):
+        try:
+            obj = ep.load()
+            out.append(Path(obj() if callable(obj) else obj))
+        except Exception as exc:  # noqa: BLE001 - a broken pack is reported, whatever it raised
+            raise SignatureError(f"signature pack {ep.name!r} ({ep.value}) does not load: {exc}") from exc
+    return out
+
+
+def signature_search_path(extra: Iterable[str | Path] = ()) -> list[Path]:
+    """The folders a default catalogue is read from, in order: the built-ins, then each folder of
+    ``$DIAG_SIGNATURES_PATH``, then every installed signature pack (entry-point group
+    :data:`SIGNATURE_PACK_GROUP`), then ``extra``. Later folders add signatures; an id defined twice is an
+    error, so a site file cannot silently replace a built-in one."""
+    dirs = [default_signature_dir()]
+    env = os.environ.get(SIGNATURES_PATH_ENV, "")
+    dirs += [Path(x).expanduser() for x in env.split(os.pathsep) if x.strip()]
+    dirs += _pack_dirs()
+    dirs += [Path(x) for x in extra]
+    return dirs
+
+
+def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str | Path] = ()) -> SignatureSet:
+    """Load and validate a signature catalogue.
+
+    ``directory``: one folder that is the whole catalogue (tests, ``diag signatures --directory``).
+    Without it, every folder of :func:`signature_search_path` (built-ins, ``$DIAG_SIGNATURES_PATH``,
+    signature packs, ``extra``) is read in order and layered. Raises :class:`SignatureError` on the
+    first problem, naming the file and the signature: a missing folder, YAML or schema errors, a
+    duplicate id, an example its signature does not match or that the extractor's pre-filter would
+    never pass to the signature stage.
     """
     import hashlib
 
-    d = Path(directory) if directory is not None else default_signature_dir()
-    files = sorted(d.glob("*.yaml"))
+    dirs = [Path(directory)] if directory is not None else signature_search_path(extra)
+    files: list[Path] = []
+    for d in dirs:
+        if not d.is_dir():
+            raise SignatureError(f"signature folder {d} does not exist")
+        files += sorted(d.glob("*.yaml"))
     if not files:
-        raise SignatureError(f"no signature files (*.yaml) in {d}")
+        raise SignatureError(f"no signature files (*.yaml) in {', '.join(map(str, dirs))}")
     compiled: list[_Compiled] = []
     tables: dict[str, dict[str, LookupEntry]] = {}
     seen: dict[str, str] = {}
@@ -316,7 +364,37 @@ def load_signatures(directory: str | Path | None = None) -> SignatureSet:
                 raise SignatureError(f"signature {c.spec.id!r}: unknown lookup table {lk.table!r}")
             if lk.group not in c.patterns[0].groupindex:
                 raise SignatureError(f"signature {c.spec.id!r}: lookup group {lk.group!r} not in its first pattern")
-    return SignatureSet(compiled, tables, digest.hexdigest()[:12], _compile_rules(rules, compiled))
+    sigs = SignatureSet(compiled, tables, digest.hexdigest()[:12], _compile_rules(rules, compiled))
+    _check_prefilter(sigs, seen)
+    return sigs
+
+
+@lru_cache(maxsize=8)
+def _cached_catalog(extra: str | None, env: str) -> SignatureSet:
+    return load_signatures(extra=[extra] if extra else ())
+
+
+def site_catalog(extra: str | Path | None = None) -> SignatureSet:
+    """The default layered catalogue (:func:`signature_search_path`) plus the folder ``extra`` (a site's
+    own signatures), loaded once per process for each ``extra`` and value of ``$DIAG_SIGNATURES_PATH``.
+    Raises :class:`SignatureError` as :func:`load_signatures`."""
+    return _cached_catalog(str(extra) if extra else None, os.environ.get(SIGNATURES_PATH_ENV, ""))
+
+
+def _check_prefilter(sigs: SignatureSet, files: dict[str, str]) -> None:
+    """Every example must reach the signature stage: its lines pass the extractor's pre-filter as the
+    pipeline builds it from this catalogue (a pattern re2 cannot compile adds nothing to it)."""
+    from diag_service.extract.events import prefilter_with
+
+    pre = prefilter_with(sigs.prefilter_patterns())
+    for c in sigs.signatures:
+        for ex in c.spec.examples:
+            if not any(pre.search(line) for line in ex.splitlines() or [ex]):
+                raise SignatureError(
+                    f"{files[c.spec.id]}: signature {c.spec.id!r}: example never reaches the signature stage "
+                    f"(no line passes the extractor's pre-filter; re2 cannot run this signature's pattern, so "
+                    f"add a re2-compatible alternative): {ex!r}"
+                )
 
 
 def _compile_rules(rules: list[tuple[str, ContextRule]], compiled: list[_Compiled]) -> dict[str, list[_Rule]]:

@@ -15,12 +15,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from diag_service.clitools import DiagGroup
 from diag_service.slow.analyze import analyze_slow
-from diag_service.slow.feeds import FeedError
 from diag_service.slow.models import SlowConfig, SlowReport
 
 # A callback-only group; interspersed args so that ``FEED --json`` parses like ``--json FEED``.
-app = typer.Typer(
+app = typer.Typer(cls=DiagGroup,
     help="Fail-slow detection and straggler localisation from step timings or iteration lines.",
     context_settings={"allow_interspersed_args": True},
 )
@@ -37,11 +37,7 @@ def slow(
     show: Annotated[int, typer.Option(help="Stragglers and alarms to list in the text report.", min=0)] = 10,
 ) -> None:
     """Detect job slowdowns (since when, by how much, time lost) and straggler ranks, nodes and stages."""
-    try:
-        rep = analyze_slow(timing_feed, SlowConfig(min_effect=min_effect), world_size=world_size)
-    except FeedError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    rep = analyze_slow(timing_feed, SlowConfig(min_effect=min_effect), world_size=world_size)
     if json_out:
         typer.echo(rep.model_dump_json(indent=2))
         return

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from diag_service.domain import Evidence
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.slow.models import FeedStats, StepKind
 
 KIND_CODE: dict[str, int] = {"train": 0, "eval": 1, "evaluation": 1, "validation": 1, "val": 1, "checkpoint": 2, "ckpt": 2}
@@ -63,8 +64,10 @@ COLUMNS = ("step", "rank", "start", "end", "compute", "comm", "data", "node", "s
            "step_time", "line", "comm_wait")
 
 
-class FeedError(Exception):
+class FeedError(DiagError):
     """The feed cannot be read at all (missing path, unreadable or unrecognised file)."""
+
+    kind = ErrorKind.INPUT
 
 
 @dataclass

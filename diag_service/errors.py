@@ -1,0 +1,92 @@
+"""One error root for the whole package: every error the tool raises on purpose is a :class:`DiagError`
+of one :class:`ErrorKind`, and each kind has one exit code (CLI) and one HTTP status (service).
+
+=============  =========  ===========  ==========================================================
+kind           exit code  HTTP status  meaning
+=============  =========  ===========  ==========================================================
+``input``      2          422          the data handed in is unusable (missing, malformed, empty)
+``config``     3          500          a catalogue, policy, calibration or settings file is invalid
+``refused``    4          403          a safety check refused the request (execution, upload)
+``unavailable`` 5         503          a needed resource is busy, missing or not installed
+``internal``   1          500          an engine or worker failed; the work done so far is kept
+=============  =========  ===========  ==========================================================
+
+Subclasses set :attr:`DiagError.kind` (and may set :attr:`DiagError.http_status` for a more precise
+status, e.g. 413 for an upload over the size limit). Interfaces translate with :func:`exit_code` and
+:func:`http_status`; nothing else in the package picks exit codes or statuses for these errors.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+
+class ErrorKind(StrEnum):
+    INPUT = "input"
+    CONFIG = "config"
+    REFUSED = "refused"
+    UNAVAILABLE = "unavailable"
+    INTERNAL = "internal"
+
+
+#: Exit code of each kind (0 is success; typer/click use 2 for usage errors, which are input errors too).
+EXIT_CODES: dict[ErrorKind, int] = {
+    ErrorKind.INPUT: 2,
+    ErrorKind.CONFIG: 3,
+    ErrorKind.REFUSED: 4,
+    ErrorKind.UNAVAILABLE: 5,
+    ErrorKind.INTERNAL: 1,
+}
+
+#: HTTP status of each kind (RFC 9110: 422 unprocessable content, 403 forbidden, 503 unavailable).
+HTTP_STATUSES: dict[ErrorKind, int] = {
+    ErrorKind.INPUT: 422,
+    ErrorKind.CONFIG: 500,
+    ErrorKind.REFUSED: 403,
+    ErrorKind.UNAVAILABLE: 503,
+    ErrorKind.INTERNAL: 500,
+}
+
+#: How a person reads each kind in a one-line message.
+LABELS: dict[ErrorKind, str] = {
+    ErrorKind.INPUT: "error",
+    ErrorKind.CONFIG: "configuration error",
+    ErrorKind.REFUSED: "refused",
+    ErrorKind.UNAVAILABLE: "unavailable",
+    ErrorKind.INTERNAL: "failed",
+}
+
+
+class DiagError(Exception):
+    """Root of every deliberate error of the package. ``kind`` decides the exit code and HTTP status."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.INPUT
+    #: a more precise HTTP status than the kind's (None: the kind's)
+    http_status: ClassVar[int | None] = None
+
+
+class InputError(DiagError):
+    """Input an interface itself found unusable (an unreadable file, a malformed option value)."""
+
+    kind = ErrorKind.INPUT
+
+
+def exit_code(exc: DiagError) -> int:
+    """The process exit code for ``exc`` (:data:`EXIT_CODES`)."""
+    return EXIT_CODES[exc.kind]
+
+
+def http_status(exc: DiagError) -> int:
+    """The HTTP status for ``exc``: its class's own, else its kind's (:data:`HTTP_STATUSES`)."""
+    own = getattr(exc, "status", None) or exc.http_status
+    return int(own) if own else HTTP_STATUSES[exc.kind]
+
+
+def describe(exc: DiagError) -> str:
+    """``"<label>: <message>"`` for one line of a terminal or a JSON error body."""
+    return f"{LABELS[exc.kind]}: {exc}"
+
+
+__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "describe", "exit_code",
+           "http_status"]

@@ -1,0 +1,55 @@
+"""Where the built-in knowledge and model configs are: one look-up for every loader.
+
+Two layouts are supported:
+
+* an installed wheel: ``setup.py`` copies ``knowledge_base/`` and ``models/`` into the package as
+  ``diag_service/_data/knowledge_base`` and ``diag_service/_data/models``, found with
+  :mod:`importlib.resources`;
+* a source checkout (``pip install -e``): the top-level ``knowledge_base/`` and ``models/`` folders.
+
+:func:`builtin` returns the first of the two that exists. Raises :class:`FileNotFoundError` (naming
+both places) when neither does, so a broken install fails at the loader with a clear message.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+#: Top-level data folders shipped with the package.
+DATA_ROOTS = ("knowledge_base", "models")
+
+
+def _packaged(root: str) -> Path | None:
+    try:
+        base = resources.files("diag_service") / "_data" / root
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - the package itself is importable here
+        return None
+    p = Path(str(base))
+    return p if p.is_dir() else None
+
+
+def _source(root: str) -> Path:
+    return Path(__file__).resolve().parents[1] / root
+
+
+def builtin(root: str, *parts: str) -> Path:
+    """The path of ``<root>/<parts...>`` among the built-in data (``root`` in :data:`DATA_ROOTS`).
+
+    Raises :class:`ValueError` for another ``root`` and :class:`FileNotFoundError` when the package
+    ships no such folder (neither as installed data nor in a source checkout)."""
+    if root not in DATA_ROOTS:
+        raise ValueError(f"unknown data root {root!r}; one of {', '.join(DATA_ROOTS)}")
+    base = _packaged(root)
+    if base is None:
+        src = _source(root)
+        if not src.is_dir():
+            raise FileNotFoundError(
+                f"built-in {root}/ not found: neither diag_service/_data/{root} (installed wheel) nor {src} "
+                "(source checkout); reinstall the package"
+            )
+        base = src
+    return base.joinpath(*parts)
+
+
+__all__ = ["DATA_ROOTS", "builtin"]

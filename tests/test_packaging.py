@@ -1,0 +1,122 @@
+"""The built wheel is a working tool outside the checkout: knowledge, policy, incidents and prompts ship
+inside it, and a core install without the extras still diagnoses and says what the extras would add.
+
+The wheel is built from a copy of the source tree (``pip wheel --no-build-isolation``, offline) and
+installed with ``--no-deps`` into a fresh virtual environment in a temporary folder. That environment
+sees the dependencies through a ``.pth`` file naming this interpreter's site-packages (the machines
+reach no index during tests); the checkout itself is not on its path (a ``.pth`` line is never
+processed as a site folder, so the editable install's finder stays out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
+SOURCES = ("diag_service", "knowledge_base", "models", "pyproject.toml", "setup.py", "README.md", "LICENSE")
+#: Import roots the core install must do without (the [kb], [llm], [service], [label] and [lab] extras).
+EXTRAS = ("sentence_transformers", "faiss", "sklearn", "xllamacpp", "transformers", "fastapi", "uvicorn",
+          "sqlalchemy", "slack_bolt", "ray", "torch")
+
+
+
+def _deps_without_extras(dst: Path) -> Path:
+    """A folder of links to this interpreter's site-packages entries, leaving out :data:`EXTRAS` (so
+    that, for the core install, those packages are really absent, not merely failing)."""
+    src = Path(sysconfig.get_paths()["purelib"])
+    dst.mkdir()
+    for entry in src.iterdir():
+        root = entry.name.split(".")[0].split("-")[0].lower()
+        if root in EXTRAS or root.replace("_", "-") in {x.replace("_", "-") for x in EXTRAS} or root == "faiss_cpu":
+            continue
+        if entry.suffix == ".pth" or entry.name.startswith("__editable__"):
+            continue
+        (dst / entry.name).symlink_to(entry)
+    return dst
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        p = REPO / name
+        if p.is_dir():
+            shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(p, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
+                        str(src)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (whl,) = out.glob("diag_service-*.whl")
+    return whl
+
+
+def _install(wheel: Path, root: Path, core_only: bool) -> tuple[Path, dict[str, str]]:
+    env_dir = root / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+    py = env_dir / "bin" / "python"
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    deps = _deps_without_extras(root / "deps") if core_only else Path(sysconfig.get_paths()["purelib"])
+    (site / "zz_deps.pth").write_text(f"{deps}\n")
+    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q",
+                        str(wheel)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DIAG_", "PYTHON", "VIRTUAL_ENV"))}
+    env |= {"DIAG_HOME": str(root / "home"), "HOME": str(root), "PATH": f"{env_dir / 'bin'}:{env.get('PATH', '')}"}
+    return env_dir, env
+
+
+def test_the_wheel_ships_its_knowledge_and_diagnoses_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    env_dir, env = _install(wheel, tmp_path, core_only=False)
+    where = _run([str(env_dir / "bin" / "python"), "-c",
+                  "import diag_service, diag_service.resources as r; print(diag_service.__file__); "
+                  "print(r.builtin('knowledge_base', 'signatures')); print(r.builtin('models', 'llm.yaml'))"],
+                 tmp_path, env)
+    assert where.returncode == 0, where.stderr
+    module, sigs, llm = where.stdout.split()
+    for p in (module, sigs, llm):
+        assert str(env_dir) in p and str(REPO) not in p
+    assert Path(llm).is_file()
+
+    listed = _run([str(env_dir / "bin" / "diag"), "signatures"], tmp_path, env)
+    assert listed.returncode == 0, listed.stderr
+    assert "cuda_oom" in listed.stdout and " signatures, catalog version " in listed.stdout
+    assert str(env_dir) in listed.stderr  # it says where it read the catalogue from
+
+    r = _run([str(env_dir / "bin" / "diag"), "diagnose", str(EXAMPLE), "--json", "--no-llm"], tmp_path, env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = json.loads(r.stdout)
+    assert d["category"] == "user_code" and d["first_failing_rank"] == 3
+    assert d["recovery"] is not None and d["recovery"]["level"]  # the recovery policy shipped too
+    assert d["similar_incidents"], d["input"]["warnings"]  # the seed incidents shipped and were indexed
+
+
+def test_a_core_install_diagnoses_and_names_the_extras(wheel: Path, tmp_path: Path) -> None:
+    env_dir, env = _install(wheel, tmp_path, core_only=True)
+    for mod in ("faiss", "sentence_transformers", "xllamacpp", "fastapi", "ray"):
+        absent = _run([str(env_dir / "bin" / "python"), "-c", f"import {mod}"], tmp_path, env)
+        assert absent.returncode != 0 and "No module named" in absent.stderr, mod
+
+    r = _run([str(env_dir / "bin" / "diag"), "diagnose", str(EXAMPLE), "--json", "--llm"], tmp_path, env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = json.loads(r.stdout)
+    assert d["category"] == "user_code" and d["first_failing_rank"] == 3
+    warnings = " ".join(d["input"]["warnings"])
+    assert "pip install 'diag-service[kb]'" in warnings
+    assert d["narrative"]["source"] == "fallback"
+    assert "pip install 'diag-service[llm]'" in warnings
