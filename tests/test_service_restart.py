@@ -211,3 +211,44 @@ def test_alert_claims_deduplicate_across_replicas(store_url: str) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_an_alert_that_fails_to_send_is_retried_and_sent_once_when_the_webhook_recovers(tmp_path) -> None:  # noqa: ANN001
+    import httpx
+
+    from diag_service.bot.alerts import Alert, Notifier
+
+    store = Store(f"sqlite:///{tmp_path / 'alerts.sqlite'}")
+    received: list[dict] = []
+    calls = {"n": 0}
+
+    def webhook(request: httpx.Request) -> httpx.Response:  # down for the first two attempts, then healthy
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            return httpx.Response(503)
+        received.append(json.loads(request.content))
+        return httpx.Response(200)
+
+    outcomes: list[str] = []
+    n = Notifier([("http://hooks.test/x", "mattermost")], claim=lambda k, kind, j, m: store.claim_alert(k, kind, j, m, 3600),
+                 release=store.release_alert, on_outcome=lambda kind, o: outcomes.append(o), retry_wait_s=0.01,
+                 client=httpx.Client(transport=httpx.MockTransport(webhook)))
+    alert = Alert(kind="hang", job_id="job-7", title="Job job-7 is hung", text="rank 3 stuck in all_reduce")
+    try:
+        assert n.notify(alert).result(30) == 1  # type: ignore[union-attr]
+        assert len(received) == 1 and calls["n"] == 3 and outcomes.count("retried") == 2 and "sent" in outcomes
+        assert n.notify(alert) is None  # the same incident again: suppressed, not sent twice
+        assert len(received) == 1
+
+        # a receiver down for longer than the retries: nothing sent, and the claim is given back, so
+        # the incident's next alert goes out once the receiver is back
+        calls["n"] = -100
+        other = Alert(kind="slow", job_id="job-8", title="Job job-8 is slow", text="x1.4")
+        assert n.notify(other).result(30) == 0  # type: ignore[union-attr]
+        assert "failed" in outcomes and len(received) == 1
+        calls["n"] = 10
+        assert n.notify(other).result(30) == 1  # type: ignore[union-attr]
+        assert len(received) == 2 and "job-8" in json.dumps(received[1])
+    finally:
+        n.close()
+        store.close()

@@ -6,8 +6,9 @@ and the store lets the first one through and suppresses the rest for ``alert_rep
 
 Formats: ``slack`` (Block Kit JSON, also accepted by Slack-compatible receivers), ``mattermost``
 (incoming-webhook ``text`` + ``attachments``), ``lark`` (Lark/Feishu custom-bot ``interactive`` card).
-Sending happens on a small thread pool, never on the request path; a failing receiver is logged and
-counted, never retried in a loop.
+Sending happens on a small thread pool, never on the request path; a failing receiver is retried a
+few times with exponential backoff, then logged and counted; an alert no receiver took gives its
+de-duplication claim back.
 """
 
 from __future__ import annotations
@@ -87,18 +88,28 @@ FORMATTERS = {"slack": slack_payload, "mattermost": mattermost_payload, "lark": 
 class Notifier:
     """Sends alerts to a Slack channel (through ``post_to_channel``) and to webhooks, once per incident.
 
-    ``claim(key, kind, job_id, message) -> bool`` decides de-duplication (the store's ``claim_alert``).
-    ``post_to_channel(payload)`` posts to the bot's alert channel, or is None without a bot.
-    ``on_outcome(kind, outcome)`` counts (``sent``, ``deduplicated``, ``failed``).
+    ``claim(key, kind, job_id, message) -> bool`` decides de-duplication (the store's ``claim_alert``);
+    ``release(key)`` gives a claim back when no destination accepted the alert, so the incident's next
+    alert is not suppressed. Each destination is tried up to ``attempts`` times with exponential backoff
+    (``retry_wait_s``, doubling, capped at ``retry_max_wait_s``; tenacity), so a receiver that is down
+    for a moment still gets the alert, once. ``post_to_channel(payload)`` posts to the bot's alert
+    channel, or is None without a bot. ``on_outcome(kind, outcome)`` counts (``sent``,
+    ``deduplicated``, ``retried``, ``failed``). ``client``: the HTTP client (tests pass a mock transport).
     """
 
     def __init__(self, webhooks: list[tuple[str, str]], claim: Any, post_to_channel: Any = None,
-                 on_outcome: Any = None, timeout_s: float = 10.0) -> None:
+                 on_outcome: Any = None, timeout_s: float = 10.0, release: Any = None, attempts: int = 5,
+                 retry_wait_s: float = 1.0, retry_max_wait_s: float = 30.0, client: httpx.Client | None = None) -> None:
         self.webhooks = webhooks
         self.claim = claim
+        self.release = release or (lambda key: None)
         self.post_to_channel = post_to_channel
         self.on_outcome = on_outcome or (lambda kind, outcome: None)
         self.timeout_s = timeout_s
+        self.attempts = max(1, attempts)
+        self.retry_wait_s = retry_wait_s
+        self.retry_max_wait_s = retry_max_wait_s
+        self._client = client
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="diag-alerts")
 
     @property
@@ -116,25 +127,48 @@ class Notifier:
             return None
         return self._pool.submit(self._send, alert)
 
+    def _retrying(self, alert: Alert, what: str, send: Any) -> bool:
+        """``send()`` with retries; True once it succeeded, False when every attempt failed."""
+        from tenacity import RetryError, Retrying, stop_after_attempt, wait_exponential
+
+        def before_sleep(state: Any) -> None:
+            self.on_outcome(alert.kind, "retried")
+            exc = state.outcome.exception() if state.outcome else None
+            log.info("alert %s: %s attempt %d failed (%s); retrying", alert.key, what, state.attempt_number,
+                     exc.__class__.__name__ if exc else "?")
+
+        try:
+            for attempt in Retrying(stop=stop_after_attempt(self.attempts), before_sleep=before_sleep,
+                                    wait=wait_exponential(multiplier=self.retry_wait_s, max=self.retry_max_wait_s)):
+                with attempt:
+                    send()
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            log.warning("alert %s: %s failed after %d attempts: %s", alert.key, what, self.attempts,
+                        last.__class__.__name__ if last else "?")
+            self.on_outcome(alert.kind, "failed")
+            return False
+        return True
+
+    def _post(self, url: str, payload: dict[str, Any]) -> None:
+        if self._client is not None:
+            r = self._client.post(url, json=payload, timeout=self.timeout_s)
+        else:
+            r = httpx.post(url, json=payload, timeout=self.timeout_s)
+        r.raise_for_status()
+
     def _send(self, alert: Alert) -> int:
         ok = 0
         if self.post_to_channel is not None:
-            try:
-                self.post_to_channel(slack_payload(alert))
-                ok += 1
-            except Exception as exc:  # noqa: BLE001 - a chat outage must not break the service
-                log.warning("alert %s: Slack post failed: %s", alert.key, exc.__class__.__name__)
-                self.on_outcome(alert.kind, "failed")
+            post = self.post_to_channel
+            ok += self._retrying(alert, "Slack post", lambda: post(slack_payload(alert)))
         for url, fmt in self.webhooks:
-            try:
-                r = httpx.post(url, json=FORMATTERS[fmt](alert), timeout=self.timeout_s)
-                r.raise_for_status()
-                ok += 1
-            except httpx.HTTPError as exc:
-                log.warning("alert %s: %s webhook failed: %s", alert.key, fmt, exc.__class__.__name__)
-                self.on_outcome(alert.kind, "failed")
+            payload = FORMATTERS[fmt](alert)
+            ok += self._retrying(alert, f"{fmt} webhook", lambda url=url, payload=payload: self._post(url, payload))
         if ok:
             self.on_outcome(alert.kind, "sent")
+        else:
+            self.release(alert.key)  # nobody got it: the incident's next alert must not be suppressed
         return ok
 
     def close(self) -> None:

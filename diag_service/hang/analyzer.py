@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from diag_service.domain import HangReport, HangSuspect, StackGroup
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
+from diag_service.ingest.members import RANK_FILE, StackDumps
 
 NOISE_FILE = re.compile(
     r"(?:^|/)(?:threading|functools|contextlib|runpy|selectors|queue)\.py$|c10d_logger\.py$"
@@ -39,7 +40,6 @@ COLLECTIVE_NAMES = {
     "recv", "isend", "irecv", "batch_isend_irecv", "wait", "synchronize", "_wait", "wait_stream", "allreduce_coalesced",
 }
 COMM_FILE = re.compile(r"torch/distributed/|deepspeed/comm|megatron/core/.*parallel|/comm\.py$|nccl|gloo")
-RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
 # Process and thread ids differ between ranks whose stacks are the same; blank them to share parses.
 _IDS_TEXT = re.compile(rb"^(?:Process \d+:.*|Python v.*|Thread \S+)", re.MULTILINE)
 _IDS_JSON = re.compile(rb'"(?:pid|thread_id|os_thread_id)": \d+')
@@ -103,55 +103,63 @@ def _main(threads: list[ThreadStack]) -> ThreadStack:
 
 
 def analyze_hang(req: HangRequest) -> HangReport:
-    """Analyse the dumps of ``req.dumps_dir``. Raises ``FileNotFoundError`` if the folder is missing
-    and ``ValueError`` if it holds no snapshot with a parseable dump; damaged dumps of some ranks are
-    warnings in the report."""
+    """Analyse the dumps at ``req.dumps_dir``: a folder (``<snapshot>/rank-<R>.txt|.json``, or a bundle
+    whose ``dumps/`` holds them) or a ``.tar``/``.tar.gz``/``.zip`` of one. Raises ``FileNotFoundError``
+    if the path is missing and ``ValueError`` if it holds no snapshot with a parseable dump; damaged
+    dumps of some ranks are warnings in the report."""
+    from diag_service.ingest.open import open_bundle
+
     root = Path(req.dumps_dir)
-    if not root.is_dir():
+    if not root.exists():
         raise FileNotFoundError(f"no such dumps folder: {root}")
+    inner = find_dumps_dir(root)
+    bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
+    for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
+        pass
+    dumps = bundle.dumps()
+    if dumps is None:
+        raise ValueError(f"no parseable stack dump under {root}")
+    rep = analyze_dumps(dumps, req.min_stuck_snapshots)
+    rep.warnings = [*bundle.report.warnings[:20], *rep.warnings][:200]
+    return rep
+
+
+def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport:
+    """Analyse stack snapshots however they were packed (:class:`~diag_service.ingest.members.StackDumps`,
+    from :meth:`~diag_service.ingest.open.Bundle.dumps`). Raises ``ValueError`` if no snapshot holds a
+    parseable dump; damaged dumps of some ranks are warnings in the report."""
+    root = dumps.where
     warnings: list[str] = []
     nodes: dict[int, str] = {}
-    try:
-        rj = json.loads((root / "ranks.json").read_text())
-        nodes = {int(r): str(v.get("node")) for r, v in rj.items() if isinstance(v, dict) and v.get("node")}
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, AttributeError) as exc:
-        warnings.append(f"ranks.json unreadable ({exc}); nodes unknown")
+    if dumps.ranks_json is not None:
+        try:
+            rj = json.loads(dumps.ranks_json)
+            nodes = {int(r): str(v.get("node")) for r, v in rj.items() if isinstance(v, dict) and v.get("node")}
+        except (ValueError, AttributeError, TypeError) as exc:
+            warnings.append(f"ranks.json unreadable ({exc}); nodes unknown")
     times: dict[str, float] = {}
-    try:
-        for entry in json.loads((root / "index.json").read_text()):
-            if isinstance(entry, dict) and "dir" in entry and isinstance(entry.get("time"), int | float):
-                times[str(entry["dir"])] = float(entry["time"])
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, TypeError) as exc:
-        warnings.append(f"index.json unreadable ({exc}); snapshot times unknown")
+    if dumps.index_json is not None:
+        try:
+            for entry in json.loads(dumps.index_json):
+                if isinstance(entry, dict) and "dir" in entry and isinstance(entry.get("time"), int | float):
+                    times[str(entry["dir"])] = float(entry["time"])
+        except (ValueError, TypeError) as exc:
+            warnings.append(f"index.json unreadable ({exc}); snapshot times unknown")
 
-    snapshots = sorted(d.name for d in root.iterdir() if d.is_dir())
+    snapshots = sorted(dumps.snapshots)
     # sigs[rank][snapshot index] = (signature, meaningful frames)
     sigs: dict[int, dict[int, tuple[str, list[Frame]]]] = defaultdict(dict)
     bad: Counter[int] = Counter()
     cache: dict[bytes, tuple[str, list[Frame]]] = {}
     for si, snap in enumerate(snapshots):
-        files: dict[int, list[Path]] = defaultdict(list)
-        snap_dir = root / snap
-        try:
-            names = sorted(os.listdir(snap_dir))
-        except OSError as exc:
-            warnings.append(f"{snap}: unreadable ({exc})")
-            names = []
-        for name in names:
-            m = RANK_FILE.match(name)
-            if m:
-                files[int(m.group(1))].append(snap_dir / name)
-        for rank, paths in files.items():
+        for rank, files in sorted(dumps.snapshots[snap].items()):
             # prefer JSON (structured), fall back to text
-            for path in sorted(paths, key=lambda p: p.suffix != ".json"):
+            for f in sorted(files, key=lambda f: not f.name.endswith(".json")):
+                short = f.name.rsplit("/", 1)[-1]
                 try:
-                    data = path.read_bytes()[: 8 << 20]
+                    data = f.read()[: 8 << 20]
                 except OSError as exc:
-                    warnings.append(f"{snap}/{path.name}: {exc}")
+                    warnings.append(f"{snap}/{short}: {exc}")
                     continue
                 key = _cache_key(data)
                 parsed = cache.get(key)
@@ -159,7 +167,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
                     try:
                         frames = _meaningful(_main(parse_dump(data)).frames)
                     except DumpError as exc:
-                        warnings.append(f"{snap}/{path.name}: {exc}")
+                        warnings.append(f"{snap}/{short}: {exc}")
                         continue
                     parsed = (_signature(frames), frames)
                     if len(cache) < 100_000:
@@ -172,7 +180,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
     if not sigs:
         raise ValueError(f"no parseable stack dump under {root}")
     n = len(snapshots)
-    k = max(2, req.min_stuck_snapshots)
+    k = max(2, min_stuck_snapshots)
     tail = set(range(max(0, n - k), n))
     stuck: dict[int, int] = {}  # rank -> first snapshot of its final unchanged run
     moving: list[int] = []

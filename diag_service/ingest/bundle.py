@@ -163,11 +163,18 @@ Compressed = int | Callable[[], int] | None
 
 class _Budget:
     """Counts decompressed bytes across the bundle and per member (decompression-bomb guard), and holds the
-    caller's ``skip`` test of member names (members it names are never opened)."""
+    caller's ``skip`` test of member names (members it names are never opened) and ``capture`` test
+    (members read for another analyzer: streamed like logs but not counted as log files or lines)."""
 
-    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None) -> None:
+    def captured(self, name: str) -> bool:
+        return self.capture is not None and self.capture(name)
+
+
+    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
+                 capture: Callable[[str], bool] | None = None) -> None:
         self.limits = limits
         self.skip = skip
+        self.capture = capture
         self.total = 0
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
@@ -520,7 +527,8 @@ def _stream_blocks(
         sniffer.feed(text)
         yield Block(source=src, text=text, first_line=line_no)
         line_no += 1
-    report.lines += line_no - 1
+    if not budget.captured(src.path):
+        report.lines += line_no - 1
     if truncated:
         report.warnings.append(f"{src.path}: {truncated} line(s) longer than {max_line} bytes truncated")
     if bad_chars:
@@ -532,12 +540,14 @@ def _stream_blocks(
 
 def archive_member_text(
     path: str | os.PathLike[str], basename: str, max_depth: int = 1, max_bytes: int = 64 * 1024,
-    max_archive_bytes: int = 256 * 2**20,
+    max_archive_bytes: int = 256 * 2**20, max_tar_members: int = 8,
 ) -> tuple[str, str] | None:
     """``(member name, text)`` of the first regular member called ``basename`` in a tar or zip archive.
 
     Only members at most ``max_depth`` folders deep count (``.diagignore`` at the top of a bundle, or of the
-    one folder it was archived from); at most ``max_bytes`` of it are read (UTF-8, bad bytes replaced).
+    one folder it was archived from); at most ``max_bytes`` of it are read (UTF-8, bad bytes replaced). In
+    a tar only the first ``max_tar_members`` members are looked at (the folder entries and the
+    ``.diagignore`` a collector writes first), so the archive is not decompressed a second time.
     Returns None for a path that is not a ``.tar*``/``.zip`` file, an archive larger than
     ``max_archive_bytes`` (a tar.gz must be inflated to list it), or no such member. Raises ``OSError``,
     ``tarfile.TarError``, ``zipfile.BadZipFile`` or ``EOFError`` on an unreadable or corrupt archive.
@@ -551,8 +561,12 @@ def archive_member_text(
         return parts[-1] == basename and len(parts) - 1 <= max_depth and _safe_member_name(name)
 
     if _is_tar(p.name):
-        with tarfile.open(p, "r:*") as tf:
-            for m in tf:
+        # streamed, and only over the first members: a compressed tar has no index, and reading it to
+        # the end here would decompress it twice (collectors write .diagignore first; tar sorts it first)
+        with tarfile.open(p, "r|*") as tf:
+            for i, m in enumerate(tf):
+                if i >= max_tar_members:
+                    return None
                 if m.isfile() and wanted(m.name):
                     f = tf.extractfile(m)
                     return (m.name, f.read(max_bytes).decode("utf-8", errors="replace")) if f else None
@@ -611,7 +625,8 @@ def _open_member_stream(
     """Dispatch one member by name: nested archive, gzip, or plain text (or nothing, if the caller skips it)."""
     if budget.skip is not None and budget.skip(name):
         return
-    report.files += 1
+    if not budget.captured(name):
+        report.files += 1
     lower = name.lower()
     if depth < limits.max_nesting and _is_tar(lower):
         counting = _Counting(fobj)
@@ -795,7 +810,7 @@ def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLim
 
 def read_bundle(
     path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
-    skip: Callable[[str], bool] | None = None,
+    skip: Callable[[str], bool] | None = None, capture: Callable[[str], bool] | None = None,
 ) -> Iterator[Block]:
     """Stream every text line of a bundle as :class:`Block` objects, in a stable file order.
 
@@ -803,7 +818,9 @@ def read_bundle(
     (optionally ``.gz``). Problems are appended to ``report.warnings``; ``report`` also receives
     file, byte and line counts and the layouts seen. ``skip(member_name)``: members (bundle-relative
     names, nested ones as ``archive.tar.gz/inner.log``) for which it is True are not opened, counted or
-    warned about.
+    warned about. ``capture(member_name)``: members that are read (with every guard) but are not logs
+    (stack dumps, timing feeds for other analyzers): their blocks are yielded, their files and lines
+    are not counted in ``report``.
 
     Raises :class:`BundleError` if ``path`` does not exist or the archive cannot be opened.
     """
@@ -811,7 +828,7 @@ def read_bundle(
     p = os.fspath(path)
     if not os.path.exists(p):
         raise BundleError(f"no such file or directory: {p}")
-    budget = _Budget(limits, skip)
+    budget = _Budget(limits, skip, capture)
     layouts: set[str] = set()
 
     def _tracked(blocks: Iterator[Block]) -> Iterator[Block]:

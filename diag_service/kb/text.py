@@ -17,12 +17,15 @@ itself and runs the recovery policy.
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from diag_service.domain import Diagnosis, EventRole, EventTemplate, InputReport, RootCause, SignatureHit
+from diag_service.domain import Diagnosis, EventRole, EventTemplate, SignatureHit
 from diag_service.errors import ErrorKind
 from diag_service.kb.records import KBError
+
+if TYPE_CHECKING:
+    from diag_service.ingest.open import Bundle
 
 #: At most this many events make up one text (the model reads 256 tokens at most).
 MAX_EVENTS = 4
@@ -116,47 +119,22 @@ def diagnosis_text(d: Diagnosis) -> str:
     return text[:MAX_TEXT_CHARS]
 
 
-def _sigs(directory: str | None):  # noqa: ANN202 - SignatureSet
-    from diag_service.signatures import site_catalog
-
-    return site_catalog(directory)
-
-
-def analyze_bundle(path: str | Path, signatures_dir: str | None = None) -> Diagnosis:
-    """Run the diagnosis stages (no retrieval, no recovery) over a log file, folder or archive.
+def analyze_bundle(path: str | Path, signatures_dir: str | None = None, *, bundle: Bundle | None = None) -> Diagnosis:
+    """The diagnosis stages of :func:`diag_service.pipeline.diagnose` (no retrieval, recovery, summary or
+    calibration) over a log file, folder or archive, or over ``bundle`` when given.
 
     Raises :class:`TextError` when the bundle cannot be read or holds no log lines.
     """
-    from diag_service import __version__
-    from diag_service.extract import ProgressLog, extract_events
-    from diag_service.ingest import BundleError, read_bundle
-    from diag_service.localize import localize
-    from diag_service.redact import redact_events
-    from diag_service.signatures import match_signatures
-    from diag_service.templates import mine_templates
+    from diag_service.ingest import BundleError
+    from diag_service.pipeline import DiagnoseRequest, diagnose
 
-    sigs = _sigs(signatures_dir)
-    report = InputReport(path=str(path))
-    progress = ProgressLog()
     try:
-        groups = mine_templates(redact_events(extract_events(read_bundle(str(path), report), progress,
-                                                           sigs.prefilter_patterns())))
+        d = diagnose(DiagnoseRequest(path=str(path), signatures_dir=signatures_dir, recovery=False, kb=False,
+                                     llm=False, calibration=None, bundle=bundle))
     except BundleError as exc:
         raise TextError(str(exc)) from exc
-    if report.lines == 0:
-        raise TextError(f"no readable log lines in {path}")
-    hits, per_group = match_signatures(groups, sigs)
-    ranks = {r for g in groups for r in g.ranks} | progress.ranks
-    nodes = {n for g in groups for n in g.nodes}
-    loc = localize(groups, hits, per_group, progress, sigs, ranks, nodes)
-    return Diagnosis(
-        job_id=Path(str(path)).name, failure_mode=loc.failure_mode, category=loc.category,
-        responsible=loc.responsible, confidence=loc.confidence,
-        root_cause=RootCause(summary=loc.summary, evidence=loc.evidence),
-        first_failing_rank=loc.first_failing_rank, faulty_nodes=loc.faulty_nodes, signature_hits=hits,
-        events=loc.events, findings=loc.findings, input=report,
-        versions={"diag_service": __version__, "signatures": sigs.version},
-    )
+    d.job_id = Path(str(path)).name
+    return d
 
 
 def analyze_text(text: str, signatures_dir: str | None = None) -> Diagnosis:
@@ -168,15 +146,16 @@ def analyze_text(text: str, signatures_dir: str | None = None) -> Diagnosis:
 
 
 def analyze_texts(texts: list[str], signatures_dir: str | None = None) -> list[Diagnosis]:
-    """:func:`analyze_text` of each text (one temporary folder for all). Raises :class:`TextError` on an empty text."""
+    """:func:`analyze_text` of each text (in memory, :meth:`~diag_service.ingest.open.Bundle.from_text`).
+    Raises :class:`TextError` on an empty text."""
+    from diag_service.ingest.open import Bundle
+
     out: list[Diagnosis] = []
-    with tempfile.TemporaryDirectory(prefix="diag-kb-") as tmp:
-        for i, text in enumerate(texts):
-            if not text or not text.strip():
-                raise TextError("empty text: nothing to analyse")
-            p = Path(tmp) / f"evidence-{i}.log"
-            p.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-            out.append(analyze_bundle(p, signatures_dir))
+    for i, text in enumerate(texts):
+        if not text or not text.strip():
+            raise TextError("empty text: nothing to analyse")
+        name = f"evidence-{i}.log"
+        out.append(analyze_bundle(name, signatures_dir, bundle=Bundle.from_text(text, name=name)))
     return out
 
 

@@ -30,7 +30,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from diag_service.clitools import DiagGroup
+from diag_service.clitools import DiagCommand, DiagGroup
 from diag_service.label.models import LabelOptions
 from diag_service.label.run import LabelRequest, NoProgress, label_archive
 from diag_service.label.summary import render_markdown
@@ -188,4 +188,4 @@ def label(
 
 
 app = typer.Typer(cls=DiagGroup, add_completion=False)
-app.command(help=label.__doc__)(label)
+app.command(help=label.__doc__, cls=DiagCommand)(label)

@@ -7,12 +7,8 @@ time spent upstream.
 
 from __future__ import annotations
 
-import fnmatch
-import os
 import re
-import tarfile
 import time
-import zipfile
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -22,17 +18,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
-from diag_service.domain import Diagnosis, InputReport, RootCause
+from diag_service.domain import Diagnosis, RootCause
 from diag_service.extract import ProgressLog, extract_events
-from diag_service.hang import HangRequest, analyze_hang, find_dumps_dir
-from diag_service.ingest import BundleError, IngestLimits, archive_member_text, read_bundle
+from diag_service.hang.analyzer import analyze_dumps
+from diag_service.ingest import BundleError, IngestLimits
+from diag_service.ingest.open import Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
 from diag_service.signatures import match_signatures, site_catalog
-from diag_service.slow.analyze import analyze_bundle
+from diag_service.slow.analyze import analyze_feeds
 from diag_service.slow.feeds import FeedError
-from diag_service.slow.logs import FEED_MEMBER
 from diag_service.templates import mine_templates
 
 T = TypeVar("T")
@@ -59,6 +55,9 @@ class DiagnoseRequest(BaseModel):
     #: maps the raw confidence to a measured probability of being right (diag_service.calibrate);
     #: None keeps the raw score (used to fit the map)
     calibration: Calibration | None = Field(default_factory=lambda: _calibration())
+    #: an already opened bundle (e.g. :meth:`~diag_service.ingest.open.Bundle.from_text`); ``path`` then
+    #: only names it
+    bundle: Bundle | None = Field(default=None, exclude=True)
 
 
 class _Timed:
@@ -92,29 +91,12 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     """
     t_start = time.perf_counter()
     sigs = site_catalog(req.signatures_dir)
-    report = InputReport(path=req.path)
     progress = ProgressLog()
-    # Stack dumps go to the hang analyzer, not to the log stages.
-    is_dir = Path(req.path).is_dir()
-    dumps_dir = find_dumps_dir(req.path) if is_dir else None
-    skip = _relative_prefix(req.path, dumps_dir)
-    feeds = _timing_feeds(req.path)
-    archive = not is_dir  # an archive (or one file): its timing feeds are found by member name
-    exclude = [*req.exclude, *_diagignore(req.path, report)]
-    feed_members: set[str] = set()
-
-    def not_for_log_stages(path: str) -> bool:
-        # dumps go to the hang analyzer and timing feeds to the slow analyzer; excluded files to nobody
-        if skip is not None and (path + "/").startswith(skip):
-            return True
-        if path in feeds:
-            return True
-        if archive and FEED_MEMBER.search(path):  # a timing feed inside an archive, at any depth
-            feed_members.add(path)
-            return True
-        return _excluded(path, exclude)
-
-    blocks = _Timed(read_bundle(req.path, report, req.limits, skip=not_for_log_stages))
+    # One pass over the bundle: log members go to the log stages; stack dumps and timing feeds are
+    # captured on the way for the hang and slow analyzers (diag_service.ingest.open).
+    bundle = req.bundle if req.bundle is not None else open_bundle(req.path, req.limits, exclude=req.exclude)
+    report = bundle.report
+    blocks = _Timed(bundle.blocks())
     raw = _Timed(extract_events(blocks, progress, sigs.prefilter_patterns()))
     clean = _Timed(redact_events(raw))
     t0 = time.perf_counter()
@@ -162,19 +144,21 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
-    if dumps_dir is not None:
+    dumps = bundle.dumps()
+    if dumps is not None:
         t0 = time.perf_counter()
         try:
-            d.hang = analyze_hang(HangRequest(dumps_dir=str(dumps_dir)))
+            d.hang = analyze_dumps(dumps)
         except (OSError, ValueError) as exc:
             report.warnings.append(f"stack dumps not analysed: {exc}")
         else:
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
-    if feeds or feed_members:
+    feeds = bundle.feeds()
+    if feeds:
         t0 = time.perf_counter()
         try:
-            slow = analyze_bundle(req.path)
+            slow = analyze_feeds(feeds)
         except (FeedError, OSError, ValueError) as exc:
             report.warnings.append(f"timing feed not analysed: {exc}")
         else:
@@ -233,64 +217,6 @@ def _job_id(path: str) -> str:
     """A default job id from the bundle's name, without archive and log extensions."""
     name = Path(path.rstrip("/")).name
     return re.sub(r"(?i)(\.(?:tar|tgz|gz|zip|log|txt|out|err|json|jsonl))+$", "", name) or name
-
-
-def _excluded(path: str, patterns: list[str]) -> bool:
-    base = path.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(base, p) for p in patterns)
-
-
-DIAGIGNORE = ".diagignore"
-
-
-def _diagignore(path: str, report: InputReport) -> list[str]:
-    """Patterns of a bundle's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
-
-    A collector (or the fault-injection lab, for its ground truth) lists there the files of the bundle that
-    are not logs: at the top of a bundle directory, or in a tar/zip archive at its top or in the one folder
-    it was archived from (patterns with a ``/`` are then taken relative to that folder; archives over
-    256 MiB are not searched). At most 200 patterns from the first 64 KiB. An unreadable file is a warning,
-    not an error.
-    """
-    p = Path(path)
-    folder = ""
-    try:
-        if p.is_dir():
-            f = p / DIAGIGNORE
-            if not f.is_file():
-                return []
-            with f.open("rb") as fh:
-                text = fh.read(64 * 1024).decode("utf-8", errors="replace")
-        else:
-            found = archive_member_text(p, DIAGIGNORE)
-            if found is None:
-                return []
-            member, text = found
-            folder = member.rsplit("/", 1)[0] + "/" if "/" in member else ""
-    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile) as exc:
-        report.warnings.append(f"{DIAGIGNORE}: unreadable ({exc}), not applied")
-        return [DIAGIGNORE]
-    pats = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return [DIAGIGNORE, *(folder + q if "/" in q else q for q in pats[:200])]
-
-
-def _timing_feeds(path: str) -> set[str]:
-    """Bundle-relative paths of per-rank timing feeds (``timing*.jsonl``, ``.csv``, ``.parquet``) at the
-    top of a bundle directory; they are read by the slow analyzer."""
-    p = Path(path)
-    if not p.is_dir():
-        return set()
-    out = set()
-    for pattern in ("timing*.jsonl", "timing*.csv", "timing*.parquet"):
-        out |= {f.name for f in p.glob(pattern) if f.is_file()}
-    return out
-
-
-def _relative_prefix(root: str, sub: Path | None) -> str | None:
-    if sub is None:
-        return None
-    rel = os.path.relpath(sub, root).replace(os.sep, "/")
-    return "" if rel == "." else rel.rstrip("/") + "/"
 
 
 @lru_cache(maxsize=4)

@@ -103,6 +103,7 @@ class ServiceContext:
         self.metrics.bind_queue(lambda: self.queue.queued, lambda: self.queue.running)
         self.streams = SlowStreams(settings.slow_streams_max)
         self.notifier = Notifier([(w.url, w.format) for w in settings.webhooks], claim=self._claim_alert,
+                                 release=self.store.release_alert,
                                  on_outcome=lambda kind, outcome: self.metrics.alerts.labels(kind, outcome).inc())
         self._kb: Any = None
         self._kb_lock = threading.Lock()

@@ -30,7 +30,7 @@ class Metrics:
         self.diagnoses = Counter("diag_diagnoses_total", "Finished diagnoses by category and failure mode.",
                                  ["category", "failure_mode"], registry=r)
         self.refusals = Counter("diag_refusals_total", "Requests refused with a 4xx/503, by reason.", ["reason"], registry=r)
-        self.alerts = Counter("diag_alerts_total", "Alerts by kind and outcome (sent, deduplicated, failed).",
+        self.alerts = Counter("diag_alerts_total", "Alerts by kind and outcome (sent, deduplicated, retried, failed).",
                               ["kind", "outcome"], registry=r)
         self.feedback = Counter("diag_feedback_total", "Operator feedback by verdict and source.", ["verdict", "source"],
                                 registry=r)

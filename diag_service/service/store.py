@@ -338,6 +338,11 @@ class Store:
             conn.execute(update(alerts).where(alerts.c.key == key).values(last_seen_at=now, count=alerts.c.count + 1))
         return False
 
+    def release_alert(self, key: str) -> None:
+        """Forget that the alert ``key`` was sent (no receiver accepted it), so the next one is sent."""
+        with self._tx() as conn:
+            conn.execute(update(alerts).where(alerts.c.key == key).values(last_sent_at=0.0))
+
     def alert_count(self, key: str) -> int:
         """How many times an alert with this key was raised (sent or suppressed); 0 if never."""
         with self._tx() as conn:

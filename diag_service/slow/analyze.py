@@ -15,13 +15,23 @@ from typing import Any
 import numpy as np
 
 from diag_service.ingest import BundleError
+from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
 from diag_service.slow.detector import SlowDetector, log_evidence_list
-from diag_service.slow.feeds import Feed, FeedError, StepBatch, is_json_array, load_json_array, load_jsonl, load_table
+from diag_service.slow.feeds import (
+    Feed,
+    FeedError,
+    StepBatch,
+    csv_feed,
+    is_json_array,
+    jsonl_feed,
+    load_json_array,
+    load_jsonl,
+    load_table,
+)
 from diag_service.slow.logs import load_log_bundle
 from diag_service.slow.models import SlowConfig, SlowReport
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
 
-FEED_NAMES = ("timing.jsonl", "timing.jsonl.gz", "timing.csv", "timing.parquet")
 _JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 
 
@@ -32,7 +42,8 @@ def load_feed(path: str | Path) -> Feed:
       array of such records;
     * ``*.csv``/``*.parquet``: the same columns, or the public traces (PAI CSV, ByteDance parquet),
       recognised by their columns;
-    * a directory holding ``timing.jsonl`` (a lab run, a bundle with a feed): that feed;
+    * a directory holding a timing feed at its top (:data:`~diag_service.ingest.members.FEED_MEMBER`; a lab
+      run's ``timing.jsonl``): that feed;
     * anything else (a directory, archive or log file): iteration lines of the logs.
 
     Raises :class:`~diag_service.slow.feeds.FeedError` if the path does not exist or cannot be read.
@@ -41,9 +52,10 @@ def load_feed(path: str | Path) -> Feed:
     if not p.exists():
         raise FeedError(f"no such file or directory: {p}")
     if p.is_dir():
-        for name in FEED_NAMES:
-            if (p / name).is_file():
-                return load_feed(p / name)
+        found = sorted((f for f in p.iterdir() if f.is_file() and FEED_MEMBER.search(f.name)),
+                       key=lambda f: feed_preference(f.name))
+        if found:
+            return load_feed(found[0])
     name = p.name.lower()
     if name.endswith(_JSONL):
         return load_jsonl(p)
@@ -146,11 +158,35 @@ def _empty_stats(fmt: str, batch: StepBatch):  # noqa: ANN202 - FeedStats
     return FeedStats(source=fmt, format=fmt, records=len(batch), phases=batch.phases())
 
 
+def load_feed_member(member: FeedMember) -> Feed:
+    """The feed of a bundle's timing-feed member: read from disk when it has a ``path`` (a folder's
+    file), parsed from its ``text`` when it was read from an archive in the log pass. Raises
+    :class:`~diag_service.slow.feeds.FeedError`."""
+    if member.path is not None:
+        return load_feed(member.path)
+    text = member.text or ""
+    if member.name.lower().endswith(".csv"):
+        return csv_feed(text, member.name)
+    return jsonl_feed(text.splitlines(), member.name, member.first_line)
+
+
+def analyze_feeds(feeds: list[FeedMember], config: SlowConfig | None = None) -> SlowReport | None:
+    """The fail-slow report of a bundle's preferred timing feed (of
+    :meth:`~diag_service.ingest.open.Bundle.feeds`, by :func:`~diag_service.ingest.members.feed_preference`),
+    or None without a feed or without records. Raises :class:`~diag_service.slow.feeds.FeedError`."""
+    if not feeds:
+        return None
+    feed = load_feed_member(min(feeds, key=lambda f: feed_preference(f.name)))
+    if len(feed.batch) == 0:
+        return None
+    return analyze_slow(feed, config)
+
+
 def analyze_bundle(path: str | Path, config: SlowConfig | None = None) -> SlowReport | None:
     """The fail-slow report of a log bundle, or None when it has neither a timing feed nor iteration lines.
 
-    Meant for ``diag diagnose``: a bundle (directory, archive or file) is searched for a ``timing*.jsonl``
-    feed (a lab run's ``timing.jsonl``, or an archive member), else for iteration lines. Raises
+    A bundle (directory, archive or file) is searched for a timing feed
+    (:data:`~diag_service.ingest.members.FEED_MEMBER`), else for iteration lines. Raises
     :class:`~diag_service.slow.feeds.FeedError` if the path cannot be opened.
     """
     feed = load_feed(path)

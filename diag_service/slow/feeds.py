@@ -363,26 +363,45 @@ def load_jsonl(path: str | Path) -> Feed:
     Raises :class:`FeedError` if the file cannot be opened.
     """
     p = Path(path)
-    conv = RecordConverter()
-    recs: list[Any] = []
-    lines: list[int] = []
-    malformed = 0
     try:
         with _open_text(p) as fh:
-            for ln, raw in enumerate(fh, 1):
-                s = raw.strip()
-                if not s:
-                    continue
-                try:
-                    recs.append(json.loads(s))
-                except (json.JSONDecodeError, RecursionError):
-                    malformed += 1
-                    continue
-                lines.append(ln)
+            return jsonl_feed(fh, str(p))
     except OSError as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
-    batch = conv.convert(recs, lines)
-    return Feed(batch, _stats(str(p), "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
+
+
+def jsonl_feed(lines: Iterable[str], source: str, first_line: int = 1) -> Feed:
+    """A feed from JSONL text lines (a file, or a member read from an archive): one record per line,
+    malformed lines skipped and counted. ``first_line``: the number of the first line, for evidence."""
+    conv = RecordConverter()
+    recs: list[Any] = []
+    line_nos: list[int] = []
+    malformed = 0
+    for ln, raw in enumerate(lines, first_line):
+        s = raw.strip()
+        if not s:
+            continue
+        try:
+            recs.append(json.loads(s))
+        except (json.JSONDecodeError, RecursionError):
+            malformed += 1
+            continue
+        line_nos.append(ln)
+    batch = conv.convert(recs, line_nos)
+    return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
+
+
+def csv_feed(text: str, source: str) -> Feed:
+    """A feed from CSV text with the lab's columns (aliases in :data:`ALIASES`). Raises :class:`FeedError`."""
+    import io
+
+    import polars as pl
+
+    try:
+        df = pl.read_csv(io.StringIO(text), infer_schema_length=10000, ignore_errors=True)
+    except pl.exceptions.PolarsError as exc:
+        raise FeedError(f"cannot read {source}: {exc}") from exc
+    return _table_to_feed(df, source, "csv")
 
 
 #: Largest JSON-array feed read into memory at once (bytes); larger feeds should be JSONL (streamed).

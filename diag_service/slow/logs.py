@@ -35,6 +35,7 @@ import numpy as np
 
 from diag_service.domain import Evidence, InputReport
 from diag_service.ingest import read_bundle
+from diag_service.ingest.members import FEED_MEMBER
 from diag_service.logformat import attribute, iso, parse_timestamp
 from diag_service.slow.feeds import Feed, RecordConverter, StepBatch
 from diag_service.slow.models import FeedStats
@@ -46,7 +47,6 @@ DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[
 DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
 DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
 DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
-FEED_MEMBER = re.compile(r"(?:^|/)timing[^/]*\.jsonl$")
 TQDM = re.compile(
     r"(?:Epoch (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -179,7 +179,8 @@ def load_log_bundle(path: str | Path) -> Feed:
     feed_src: str | None = None
     for block in read_bundle(path, report):
         src = block.source
-        if FEED_MEMBER.search(src.path):  # a timing feed inside the bundle (archive member or file)
+        if FEED_MEMBER.search(src.path) and not src.path.lower().endswith((".csv", ".parquet")):
+            # a JSONL timing feed inside the bundle (archive member or file)
             feed_src = feed_src or src.path
             for i, line in enumerate(block.text.splitlines()):
                 if line.strip():

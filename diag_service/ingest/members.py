@@ -1,0 +1,167 @@
+"""What each member of a bundle is, decided once from its bundle-relative path: a log, a stack dump, a
+stack-dump index, a timing feed, or ignored. One definition for every stage and analyzer.
+
+Member names are bundle-relative POSIX paths (``logs/rank-0.log``, ``run7/dumps/snap-003/rank-2.txt``;
+nested archives as ``inner.tar.gz/x.log``).
+
+* **Timing feed** (:data:`FEED_MEMBER`): a file named ``timing*.jsonl`` / ``.ndjson`` (optionally
+  ``.gz``), ``timing*.csv`` or ``timing*.parquet``, at any depth (the lab's ``timing.jsonl``; the
+  format is in ``docs/slow.md``).
+* **Stack dump** (:func:`dump_member`): ``<root>/<snapshot>/rank-<R>.txt|.json`` (``rank_R`` also),
+  where ``<root>`` is the bundle itself, its ``dumps/`` folder, or the same under the one folder an
+  archive was made from (``run7/``, ``run7/dumps/``). py-spy ``dump`` text or ``--json`` output, or a
+  faulthandler dump; snapshots sort by name in time order. ``<root>/ranks.json`` (rank -> node, pid,
+  local rank) and ``<root>/index.json`` (snapshot times) go with them (:data:`DUMP_META`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+#: A per-rank timing feed, at any depth of a bundle.
+FEED_MEMBER = re.compile(r"(?i)(?:^|/)timing[^/]*\.(?:(?:jsonl|ndjson)(?:\.gz)?|csv|parquet)$")
+
+
+def feed_preference(name: str) -> tuple[int, str]:
+    """Sort key among several feeds of one bundle: JSONL first (the lab's own), then gzipped JSONL, CSV,
+    Parquet; then by name."""
+    low = name.lower()
+    order = 0 if low.endswith((".jsonl", ".ndjson")) else 1 if low.endswith(".gz") else 2 if low.endswith(".csv") else 3
+    return order, name
+
+
+#: A stack dump of one rank in one snapshot folder.
+RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+#: Files that describe the stack dumps of a dumps root.
+DUMP_META = ("ranks.json", "index.json")
+
+
+class MemberKind(StrEnum):
+    LOG = "log"
+    STACK_DUMP = "stack_dump"
+    DUMP_META = "dump_meta"
+    TIMING_FEED = "timing_feed"
+    IGNORED = "ignored"
+
+
+@dataclass(frozen=True, slots=True)
+class DumpPath:
+    """Where a stack-dump member sits: its dumps ``root`` ("" for the bundle's top), ``snapshot`` folder
+    and ``rank``."""
+
+    root: str
+    snapshot: str
+    rank: int
+
+
+def _root_ok(root: str) -> bool:
+    parts = root.split("/") if root else []
+    return len(parts) == 0 or (len(parts) == 1) or (len(parts) == 2 and parts[1] == "dumps")
+
+
+def dump_member(name: str) -> DumpPath | None:
+    """The :class:`DumpPath` of a stack-dump member name, or None when the name is not one."""
+    parts = name.split("/")
+    if len(parts) < 2:
+        return None
+    m = RANK_FILE.match(parts[-1])
+    if not m:
+        return None
+    root = "/".join(parts[:-2])
+    if not _root_ok(root):
+        return None
+    return DumpPath(root=root, snapshot=parts[-2], rank=int(m.group(1)))
+
+
+def dump_meta_root(name: str) -> str | None:
+    """The dumps root of a ``ranks.json`` / ``index.json`` member, or None for another name."""
+    parts = name.split("/")
+    if parts[-1] not in DUMP_META:
+        return None
+    root = "/".join(parts[:-1])
+    return root if _root_ok(root) else None
+
+
+def classify(name: str, excluded: Callable[[str], bool] | None = None,
+             dump_roots: frozenset[str] | None = None) -> MemberKind:
+    """The kind of member ``name``. ``excluded``: the bundle's exclusion test (``.diagignore`` and
+    ``--exclude``), applied first. ``dump_roots``: when given, only these roots hold stack dumps (a
+    ``rank-0.txt`` log file elsewhere stays a log) and their ``ranks.json`` / ``index.json`` are dump
+    metadata; without it, metadata counts only in a ``dumps/`` folder."""
+    if excluded is not None and excluded(name):
+        return MemberKind.IGNORED
+    if FEED_MEMBER.search(name):
+        return MemberKind.TIMING_FEED
+    dp = dump_member(name)
+    if dp is not None and (dump_roots is None or dp.root in dump_roots):
+        return MemberKind.STACK_DUMP
+    root = dump_meta_root(name)
+    if root is not None and (root in dump_roots if dump_roots is not None else is_dumps_folder(root)):
+        return MemberKind.DUMP_META
+    return MemberKind.LOG
+
+
+def is_dumps_folder(root: str) -> bool:
+    """True for a dumps root called ``dumps`` (whose rank files are dumps whatever they hold)."""
+    return root == "dumps" or root.endswith("/dumps")
+
+
+@dataclass(slots=True)
+class DumpFile:
+    """One rank's dump in one snapshot: its member ``name`` and a ``read()`` returning at most the
+    analyzer's byte limit of it (raises ``OSError`` when a file on disk cannot be read)."""
+
+    name: str
+    read: Callable[[], bytes]
+
+
+@dataclass(slots=True)
+class StackDumps:
+    """The stack snapshots of a bundle, whatever it was packed as (folder, tar, zip).
+
+    ``snapshots``: snapshot name -> rank -> dump files of that rank (text and JSON; the analyzer prefers
+    JSON). ``ranks_json`` / ``index_json``: the raw metadata files, when present. ``where``: a
+    human-readable origin for messages."""
+
+    where: str
+    snapshots: dict[str, dict[int, list[DumpFile]]] = field(default_factory=dict)
+    ranks_json: bytes | None = None
+    index_json: bytes | None = None
+
+    def add(self, dp: DumpPath, f: DumpFile) -> None:
+        self.snapshots.setdefault(dp.snapshot, {}).setdefault(dp.rank, []).append(f)
+
+    def __len__(self) -> int:
+        return sum(len(files) for per_rank in self.snapshots.values() for files in per_rank.values())
+
+
+@dataclass(slots=True)
+class FeedMember:
+    """A timing feed of the bundle: a ``path`` on disk (folders), or its ``text`` read from an archive
+    in the same pass as the logs (JSONL only: a binary member of an archive is not text)."""
+
+    name: str
+    path: str | None = None
+    text: str | None = None
+    first_line: int = 1
+    truncated: bool = False
+
+
+__all__ = [
+    "DUMP_META",
+    "FEED_MEMBER",
+    "RANK_FILE",
+    "DumpFile",
+    "DumpPath",
+    "FeedMember",
+    "MemberKind",
+    "StackDumps",
+    "classify",
+    "dump_member",
+    "dump_meta_root",
+    "feed_preference",
+    "is_dumps_folder",
+]
