@@ -524,7 +524,7 @@ def test_similar_incidents_builds_default_store_on_first_use(tmp_path: Path, mon
 
     monkeypatch.setenv("DIAG_HOME", str(tmp_path))
     monkeypatch.setattr(kb_module, "default_embedder", HashingEmbedder)  # the real model: tests/test_kb_model.py
-    monkeypatch.setattr(kb_module, "_default", None)
+    monkeypatch.setattr(kb_module, "_open", {})
     incidents, novel = kb_module.similar_incidents(_diag(IB_LOG), k=3)
     assert len(incidents) == 3 and incidents[0].category is Category.NETWORK and not novel
     assert (tmp_path / "kb" / "kb.sqlite").is_file() and kb_module.default_kb().info().records == len(SEED)
@@ -541,7 +541,7 @@ def test_default_store_of_another_model_is_reembedded_only_when_it_holds_seed_re
     from diag_service.kb import kb as kb_module
 
     monkeypatch.setenv("DIAG_HOME", str(tmp_path))
-    monkeypatch.setattr(kb_module, "_default", None)
+    monkeypatch.setattr(kb_module, "_open", {})
     monkeypatch.setattr(kb_module, "default_embedder", lambda: HashingEmbedder(64))
     _kb(tmp_path, dim=256).build(records=SMALL)  # a store from the previous default embedder
     kb = kb_module.default_kb()

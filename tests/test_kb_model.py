@@ -63,7 +63,7 @@ def test_real_model_retrieves_known_incident_kinds(seed_kb: KnowledgeBase) -> No
 @pytest.mark.skipif(not (DEV / "labels.jsonl").exists(), reason="shared development set absent")
 def test_similar_incidents_for_dev_diagnoses(seed_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pipeline entry point over real logs: the labelled category is among the 5 incidents for most cases."""
-    monkeypatch.setattr(kb_module, "_default", seed_kb)
+    monkeypatch.setattr(kb_module, "_open", {(str(seed_kb.config.home), "default"): seed_kb})
     monkeypatch.setenv("DIAG_HOME", str(seed_kb.config.home))
     labels = [json.loads(x) for x in (DEV / "labels.jsonl").read_text().splitlines() if x.strip()]
     hits = 0

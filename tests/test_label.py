@@ -371,14 +371,11 @@ def test_knowledge_base_goes_through_the_pipeline_so_labels_equal_diag_diagnose_
     kb = pytest.importorskip("diag_service.kb")
     from diag_service.label import worker
 
-    if not worker.PIPELINE_KB:
-        pytest.skip("this pipeline does not consult the knowledge base itself")
-
     def similar(d: Diagnosis, k: int = 5) -> tuple[list[SimilarIncident], bool]:
         return [SimilarIncident(incident_id="uneven-batches", title="t", score=0.97, category=Category.USER_CODE,
                                 root_cause="r", action="a")], False
 
-    monkeypatch.setattr(kb, "similar_incidents", similar)
+    monkeypatch.setattr(kb.kb, "similar_incidents", similar)  # what the pipeline's default retriever calls
     monkeypatch.setattr(worker, "load_kb", lambda mode: (None, None, None) if mode == "off" else (similar, "fake-kb:1", None))
     log = DEV / "logs" / "dev-001.log"  # a collective timeout with no root signature: category unknown without retrieval
     expected = diagnose(DiagnoseRequest(path=str(log), kb=True))

@@ -553,29 +553,37 @@ def vote_category(incidents: list[SimilarIncident], min_score: float) -> tuple[C
 
 # -- the process-wide default knowledge base (what the pipeline calls) ------------------------------
 
-_default: KnowledgeBase | None = None
-_default_lock = threading.Lock()
+_open: dict[tuple[str, str], KnowledgeBase] = {}
+_open_lock = threading.Lock()
 
 
-def default_kb() -> KnowledgeBase:
-    """The knowledge base at :func:`default_home` with :func:`~diag_service.kb.embed.default_embedder`, built from the seed
-    incidents on first use if the store is empty. Cached per process (the model loads once, ~8 s).
+def open_kb(home: str | Path | None = None, embedder: Embedder | None = None) -> KnowledgeBase:
+    """The knowledge base at ``home`` (default :func:`default_home`) with ``embedder`` (default
+    :func:`~diag_service.kb.embed.default_embedder`), built from the seed incidents on first use if the
+    store is empty. Cached per process and per (home, embedder name): the model loads once (~8 s).
 
     Seed records embedded from an older :data:`~diag_service.kb.text.TEXT_VERSION` are rebuilt from the
     YAML (feedback records are kept as they are). A store embedded with another model is re-embedded
-    (``build(reembed=True)``, a warning is
-    logged) when it holds seed records only and no feedback, since those are rebuilt from the YAML
-    and nothing is lost; a store with operator feedback raises :class:`~diag_service.kb.store.ModelMismatch`
-    (re-embed it deliberately with ``diag kb build --reembed``).
+    (``build(reembed=True)``, a warning is logged) when it holds seed records only and no feedback,
+    since those are rebuilt from the YAML and nothing is lost; a store with operator feedback raises
+    :class:`~diag_service.kb.store.ModelMismatch` (re-embed it deliberately with ``diag kb build --reembed``).
     """
-    global _default
-    with _default_lock:
-        if _default is None or _default.config.home != default_home():
-            embedder = _default.embedder if _default is not None else default_embedder()
+    root = Path(home).expanduser() if home is not None else default_home()
+    with _open_lock:
+        if embedder is None:
+            # one default embedder per process, whatever the home (the model is the expensive part)
+            embedder = next((kb.embedder for (h, n), kb in _open.items() if n == "default"), None) or default_embedder()
+            name = "default"
+        else:
+            name = embedder.name
+        key = (str(root), name)
+        kb = _open.get(key)
+        if kb is None:
+            cfg = KBConfig(home=root)
             try:
-                kb = KnowledgeBase(KBConfig(), embedder)
+                kb = KnowledgeBase(cfg, embedder)
             except ModelMismatch as exc:
-                kb = KnowledgeBase(KBConfig(), embedder, check_model=False)
+                kb = KnowledgeBase(cfg, embedder, check_model=False)
                 info = kb.info()
                 if info.feedback or set(info.by_source) - {"seed"}:
                     raise
@@ -583,8 +591,13 @@ def default_kb() -> KnowledgeBase:
                 kb.build(reembed=True)
             if kb.store.count() == 0 or kb.store.meta().get("text_version") != TEXT_VERSION:
                 kb.build()  # empty, or seeds embedded from an older text shape: re-embed them from the YAML
-            _default = kb
-        return _default
+            _open[key] = kb
+        return kb
+
+
+def default_kb() -> KnowledgeBase:
+    """:func:`open_kb` at :func:`default_home` (``$DIAG_HOME/kb``) with the default embedder."""
+    return open_kb()
 
 
 def similar_incidents(diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarIncident], bool]:
@@ -607,3 +620,11 @@ def similar_incidents(diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarInc
     if not diagnosis_text(diagnosis):
         return [], True
     return default_kb().similar_incidents(diagnosis, k)
+
+
+class DefaultRetriever:
+    """The :class:`~diag_service.contracts.Retriever` the pipeline uses when asked for retrieval without
+    one: :func:`similar_incidents` over :func:`default_kb`, opened on first use."""
+
+    def similar_incidents(self, diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarIncident], bool]:
+        return similar_incidents(diagnosis, k)

@@ -29,8 +29,6 @@ SimilarFn = Callable[[Diagnosis, int], tuple[list[SimilarIncident], bool]]
 
 MAX_WARNINGS = 5
 SIMILAR_K = 5
-#: Whether the pipeline consults the knowledge base itself (``DiagnoseRequest.kb``); feature-detected.
-PIPELINE_KB = "kb" in DiagnoseRequest.model_fields
 _PLACEHOLDER = re.compile(r"<(?:[A-Z][A-Z0-9_]*|\*)>")
 _RUN_OF_VARS = re.compile(r"<\*>(?:[\s:;,./#=()\[\]-]*<\*>)+")
 _SOURCE_PREFIX = re.compile(r"^\s*\[[^\]]*\.(?:cpp|cc|cu|c|h|hpp|py):<\*>\]\s*")
@@ -150,6 +148,16 @@ def _deadline(seconds: float) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(0.001, outer_left - (time.monotonic() - t0)))
 
 
+class _FnRetriever:
+    """A :class:`~diag_service.contracts.Retriever` over a lookup function ``(diagnosis, k) -> (incidents, novel)``."""
+
+    def __init__(self, fn: SimilarFn) -> None:
+        self.fn = fn
+
+    def similar_incidents(self, diagnosis: Diagnosis, k: int = 5) -> tuple[list[Any], bool]:
+        return self.fn(diagnosis, k)
+
+
 def load_kb(mode: str) -> tuple[SimilarFn | None, str | None, str | None]:
     """The knowledge base's lookup, its version and why it is not used.
 
@@ -197,25 +205,18 @@ class Labeller:
     def diagnose(self, job: Job) -> Diagnosis:
         """The job's diagnosis from the shared pipeline, with similar incidents when the knowledge base is used.
 
-        The knowledge base is consulted by the pipeline itself (``DiagnoseRequest.kb``, which may also
-        let retrieval name the category, exactly as ``diag diagnose`` does); a lookup injected at
-        construction, or a pipeline without that field, is called here instead. Raises
-        :class:`~diag_service.ingest.BundleError` for a bundle that cannot be read and
+        The lookup (the knowledge base's, or one injected at construction) is passed to the pipeline as its
+        retriever, which may also let retrieval name the category, exactly as ``diag diagnose`` does.
+        Raises :class:`~diag_service.ingest.BundleError` for a bundle that cannot be read and
         :class:`JobTimeout` past the job timeout.
         """
         o = self.options
-        via_pipeline = self.similar is not None and not self.injected and PIPELINE_KB
-        fields: dict[str, Any] = {"kb": True} if via_pipeline else {}
+        retriever = _FnRetriever(self.similar) if self.similar is not None else None
         with _deadline(o.job_timeout_s):
             d = diagnose(DiagnoseRequest(
                 path=job.path, job_id=job.job_id, signatures_dir=o.signatures_dir, recovery=o.recovery,
-                policy_path=o.policy_path, platform=o.platform, exclude=list(o.exclude), **fields,
+                policy_path=o.policy_path, platform=o.platform, exclude=list(o.exclude), retriever=retriever,
             ))
-            if self.similar is not None and not via_pipeline and not d.similar_incidents:
-                try:
-                    d.similar_incidents, d.novel = self.similar(d, SIMILAR_K)
-                except Exception as exc:  # noqa: BLE001 - the label stands without similar incidents
-                    d.input.warnings.append(f"knowledge base lookup failed: {type(exc).__name__}: {exc}")
         if self.similar is not None:
             d.versions.setdefault("kb", self.kb_version or "unknown")
         if self.kb_note:

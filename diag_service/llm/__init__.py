@@ -26,10 +26,11 @@ from diag_service.llm.config import LlmConfig, LlmConfigError, LlmError, ModelSp
 from diag_service.llm.fallback import fallback_summary
 from diag_service.llm.output import AnswerError, ModelAnswer, check_answer, parse_answer
 from diag_service.llm.pack import EvidencePack, PackItem, build_evidence_pack, cited_items, sanitize
-from diag_service.llm.summarize import SummaryResult, summarize, summarize_detailed
+from diag_service.llm.summarize import LocalSummarizer, SummaryResult, summarize, summarize_detailed
 from diag_service.llm.weights import ModelIntegrityError, ModelUnavailable, model_file
 
 __all__ = [
+    "LocalSummarizer",
     "AnswerError",
     "Backend",
     "EvidencePack",

@@ -141,3 +141,15 @@ def summarize(diagnosis: Diagnosis, config: LlmConfig | None = None) -> Narrativ
     raises :class:`TypeError` when ``diagnosis`` is not a :class:`Diagnosis`.
     """
     return summarize_detailed(diagnosis, config).narrative
+
+
+class LocalSummarizer:
+    """The :class:`~diag_service.contracts.Summarizer` of this package: :func:`summarize_detailed` with
+    ``config`` (default ``models/llm.yaml``) and an optional ``backend`` (a site's own, or a test's)."""
+
+    def __init__(self, config: LlmConfig | None = None, backend: Backend | None = None) -> None:
+        self.config = config
+        self.backend = backend
+
+    def summarize(self, diagnosis: Diagnosis) -> SummaryResult:
+        return summarize_detailed(diagnosis, self.config, self.backend)

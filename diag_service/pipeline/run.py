@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
+from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import Diagnosis, RootCause
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
@@ -26,7 +27,7 @@ from diag_service.ingest.open import Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.redact import redact_events
-from diag_service.signatures import match_signatures, site_catalog
+from diag_service.signatures import SignatureSet, match_signatures, site_catalog
 from diag_service.slow.analyze import analyze_feeds
 from diag_service.slow.feeds import FeedError
 from diag_service.templates import mine_templates
@@ -49,15 +50,23 @@ class DiagnoseRequest(BaseModel):
     policy_path: str | None = None
     history_path: str | None = None
     platform: str = "kubernetes"
-    kb: bool = False  # similar past incidents (loads the embedding model once per process, ~8 s)
+    kb: bool = False  # similar past incidents from the default knowledge base, when no ``retriever`` is given
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
-    llm: bool = False  # narrative summary (diag_service.llm; falls back to a deterministic summary, never fails)
+    llm: bool = False  # narrative summary by the local model, when no ``summarizer`` is given (never fails)
     #: maps the raw confidence to a measured probability of being right (diag_service.calibrate);
     #: None keeps the raw score (used to fit the map)
     calibration: Calibration | None = Field(default_factory=lambda: _calibration())
     #: an already opened bundle (e.g. :meth:`~diag_service.ingest.open.Bundle.from_text`); ``path`` then
     #: only names it
     bundle: Bundle | None = Field(default=None, exclude=True)
+    #: similar past incidents (diag_service.contracts.Retriever); implies retrieval whatever ``kb`` says
+    retriever: Retriever | None = Field(default=None, exclude=True)
+    #: the narrative (diag_service.contracts.Summarizer); implies a summary whatever ``llm`` says
+    summarizer: Summarizer | None = Field(default=None, exclude=True)
+    #: the recovery policy (default: ``policy_path``, else the built-in one)
+    policy: Policy | None = Field(default=None, exclude=True)
+    #: the signature catalogue (default: the layered built-in one plus ``signatures_dir``)
+    catalog: InstanceOf[SignatureSet] | None = Field(default=None, exclude=True)
 
 
 class _Timed:
@@ -90,7 +99,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     Returns a :class:`Diagnosis`; problems with parts of the input are in ``diagnosis.input.warnings``.
     """
     t_start = time.perf_counter()
-    sigs = site_catalog(req.signatures_dir)
+    sigs = req.catalog if req.catalog is not None else site_catalog(req.signatures_dir)
     progress = ProgressLog()
     # One pass over the bundle: log members go to the log stages; stack dumps and timing feeds are
     # captured on the way for the hang and slow analyzers (diag_service.ingest.open).
@@ -167,12 +176,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 d.slow = slow.model_dump(mode="json", exclude={"config"})
                 combine_slow(d, slow)
         timings["slow"] = time.perf_counter() - t0
-    if req.kb:
+    retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None
+    if retriever is not None:
         t0 = time.perf_counter()
         try:
-            from diag_service.kb import similar_incidents
-
-            incidents, novel = similar_incidents(d)
+            incidents, novel = retriever.similar_incidents(d, 5)
         except Exception as exc:  # noqa: BLE001 - a missing model or store never fails the diagnosis
             report.warnings.append(f"knowledge base not consulted: {type(exc).__name__}: {exc}")
         else:
@@ -187,7 +195,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         )
     if req.recovery:
         t0 = time.perf_counter()
-        pol = _policy(req.policy_path)
+        pol = req.policy if req.policy is not None else _policy(req.policy_path)
         history = History(req.history_path) if req.history_path else None
         try:
             d.recovery = recommend(d, pol, history, platform=req.platform, gpus=len(ranks_seen) or None)
@@ -196,12 +204,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 history.close()
         d.versions["recovery_policy"] = pol.version_hash
         timings["recovery"] = time.perf_counter() - t0
-    if req.llm:
+    summarizer = req.summarizer if req.summarizer is not None else _default_summarizer() if req.llm else None
+    if summarizer is not None:
         t0 = time.perf_counter()
         try:
-            from diag_service.llm import summarize_detailed
-
-            res = summarize_detailed(d)
+            res = summarizer.summarize(d)
             d.narrative = res.narrative
             if res.fallback_reason and res.fallback_reason.startswith(("backend unavailable", "configuration")):
                 report.warnings.append(f"summary written without the model ({res.fallback_reason})")
@@ -217,6 +224,18 @@ def _job_id(path: str) -> str:
     """A default job id from the bundle's name, without archive and log extensions."""
     name = Path(path.rstrip("/")).name
     return re.sub(r"(?i)(\.(?:tar|tgz|gz|zip|log|txt|out|err|json|jsonl))+$", "", name) or name
+
+
+def _default_retriever() -> Retriever:
+    from diag_service.kb import DefaultRetriever  # the [kb] extra: imported only when retrieval is asked for
+
+    return DefaultRetriever()
+
+
+def _default_summarizer() -> Summarizer:
+    from diag_service.llm import LocalSummarizer
+
+    return LocalSummarizer()
 
 
 @lru_cache(maxsize=4)

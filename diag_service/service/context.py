@@ -114,9 +114,6 @@ class ServiceContext:
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        from diag_service.service.tasks import use_kb_home
-
-        use_kb_home(self.kb_cfg)  # search and feedback here use the store the workers' pipeline consults
         if self.kb_cfg is not None:  # load the model for search and feedback now, not on the first click
             threading.Thread(target=self._warm_kb, name="diag-kb-warm", daemon=True).start()
         self.recovery_notes = self.queue.start()

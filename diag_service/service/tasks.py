@@ -33,27 +33,13 @@ _kb_cache: dict[str, Any] = {}
 
 
 def knowledge_base(cfg: dict[str, Any]) -> Any:
-    """The process's :class:`diag_service.kb.KnowledgeBase` for ``cfg`` (``home``, ``embedder``), opened once.
+    """The process's :class:`diag_service.kb.KnowledgeBase` for ``cfg`` (``home``, ``embedder``), opened once
+    (:func:`diag_service.kb.open_kb`; the model loads once per process). It is the retriever every
+    diagnosis of this process is given, and the store search and feedback use."""
+    from diag_service.kb import HashingEmbedder, open_kb
 
-    With the MiniLM embedder this is the kb module's own :func:`~diag_service.kb.default_kb` (the one the
-    pipeline consults, so the model loads once per process; see :func:`use_kb_home`).
-    """
-    from diag_service.kb import HashingEmbedder, KBConfig, KnowledgeBase, default_kb
-
-    if cfg.get("embedder", "minilm") == "minilm":
-        use_kb_home(cfg)
-        return default_kb()
-    key = f"{cfg.get('home')}|{cfg.get('embedder')}"
-    with _kb_lock:
-        kb = _kb_cache.get(key)
-        if kb is None:
-            conf = KBConfig(home=Path(cfg["home"])) if cfg.get("home") else KBConfig()
-            embedder = HashingEmbedder() if cfg.get("embedder") == "hashing" else None
-            kb = KnowledgeBase(conf, embedder)
-            if kb.store.count() == 0:
-                kb.build()
-            _kb_cache[key] = kb
-        return kb
+    embedder = HashingEmbedder() if cfg.get("embedder") == "hashing" else None
+    return open_kb(cfg.get("home"), embedder)
 
 
 def _ok(result: str, **extra: Any) -> dict[str, Any]:
@@ -70,30 +56,19 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
 
     limits = IngestLimits(**task["ingest"]) if task.get("ingest") else None
     kb_cfg = task.get("kb")
-    # The pipeline consults the process's default knowledge base (MiniLM, $DIAG_HOME/kb) itself, before the
-    # recovery plan; the hashing embedder (tests, tools) is not one it offers, so that case is added here.
-    in_pipeline = bool(kb_cfg) and kb_cfg.get("embedder", "minilm") == "minilm"
-    after = bool(kb_cfg) and not in_pipeline  # retrieval added here, and the summary after it (it may cite it)
+    retriever = None
+    warnings: list[str] = []
+    if kb_cfg:
+        try:
+            retriever = knowledge_base(kb_cfg)
+        except Exception as exc:  # noqa: BLE001 - a missing model or store never fails the diagnosis
+            warnings.append(f"knowledge base not consulted: {type(exc).__name__}: {exc}")
     d = diagnose(DiagnoseRequest(
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
-        history_path=task.get("history_path"), kb=in_pipeline,
-        llm=bool(task.get("llm")) and not after,
+        history_path=task.get("history_path"), retriever=retriever, llm=bool(task.get("llm")),
     ))
-    if after:
-        from diag_service.kb import KBError
-        from diag_service.localize import combine_retrieval
-
-        try:
-            incidents, novel = knowledge_base(kb_cfg).similar_incidents(d, k=5)
-        except (KBError, ValueError, OSError) as exc:
-            d.input.warnings.append(f"knowledge base not consulted: {exc}")
-        else:
-            combine_retrieval(d, incidents, novel)
-        if task.get("llm"):
-            from diag_service.llm import summarize
-
-            d.narrative = summarize(d)
+    d.input.warnings.extend(warnings)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
                summary=d.root_cause.summary, timings_ms=d.timings_ms)
 
@@ -176,16 +151,6 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
         return err(500, f"internal error while analysing ({exc.__class__.__name__}: {str(exc)[:500]})")
 
 
-def use_kb_home(kb_cfg: dict[str, Any] | None) -> None:
-    """Point the process's default knowledge base (the one the pipeline consults) at ``kb_cfg["home"]``.
-
-    The knowledge base lives in ``$DIAG_HOME/kb``; a configured home is exported as ``DIAG_HOME`` for
-    this process (a worker process, or the whole server in thread mode).
-    """
-    if kb_cfg and kb_cfg.get("home") and kb_cfg.get("embedder", "minilm") == "minilm":
-        os.environ["DIAG_HOME"] = str(kb_cfg["home"])
-
-
 def warm_up(kb_cfg: dict[str, Any] | None = None) -> None:
     """Load what every diagnosis needs once per process: a tiny log through the pipeline (catalog,
     policy, template miner) and, when configured, the knowledge base with its model."""
@@ -200,7 +165,6 @@ def worker_main(conn: Connection, kb_cfg: dict[str, Any] | None) -> None:
     """Entry point of a worker process: warm up, say ``ready``, then answer tasks until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(level=logging.WARNING)
-    use_kb_home(kb_cfg)
     try:
         warm_up(kb_cfg)
     except Exception:  # noqa: BLE001 - a failed warm-up shows up on the first real task

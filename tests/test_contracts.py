@@ -1,0 +1,71 @@
+"""Optional stages are objects passed with the request; importing the package leaves the environment alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from diag_service.contracts import Retriever, Summarizer
+from diag_service.domain import Category, Diagnosis, Narrative, SimilarIncident
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
+
+
+def test_importing_every_module_writes_nothing_to_the_environment() -> None:
+    code = (
+        "import importlib, json, os, pkgutil\n"
+        "import polars, numpy  # third-party imports that set their own variables (polars: _RJEM_MALLOC_CONF)\n"
+        "import diag_service\n"
+        "before = dict(os.environ)\n"
+        "for m in pkgutil.walk_packages(diag_service.__path__, 'diag_service.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "after = dict(os.environ)\n"
+        "print(json.dumps(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_", "DIAG_"))}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == []
+
+
+class _Past:
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def similar_incidents(self, diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarIncident], bool]:
+        self.asked.append(k)
+        return [SimilarIncident(incident_id="shape-1", title="Shape mismatch in the model code", score=0.91,
+                                category=Category.USER_CODE, root_cause="r", action="a")], False
+
+
+class _Words:
+    class _Out:
+        def __init__(self, text: str) -> None:
+            self.narrative = Narrative(text=text, source="model", model="site-model")
+            self.fallback_reason = None
+
+    def summarize(self, diagnosis: Diagnosis) -> _Out:
+        return self._Out(f"{diagnosis.category.value} on rank {diagnosis.first_failing_rank}")
+
+
+def test_the_request_carries_its_retriever_and_summarizer(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("DIAG_HOME", str(tmp_path / "never-used"))
+    past, words = _Past(), _Words()
+    assert isinstance(past, Retriever) and isinstance(words, Summarizer)
+    d = diagnose(DiagnoseRequest(path=str(EXAMPLE), retriever=past, summarizer=words))
+    assert past.asked == [5] and d.similar_incidents[0].incident_id == "shape-1" and not d.novel
+    assert d.narrative is not None and d.narrative.text == "user_code on rank 3" and d.narrative.model == "site-model"
+    assert not (tmp_path / "never-used").exists()  # no default knowledge base was opened
+
+    class Broken:
+        def similar_incidents(self, diagnosis: Diagnosis, k: int = 5):  # noqa: ANN202
+            raise OSError("store on a dead NFS mount")
+
+    d = diagnose(DiagnoseRequest(path=str(EXAMPLE), retriever=Broken()))
+    assert d.category is Category.USER_CODE  # a broken optional stage is a warning, never a failed diagnosis
+    assert any("dead NFS mount" in w for w in d.input.warnings)
