@@ -10,6 +10,7 @@ The JSON Schema of :class:`Diagnosis` is exported to ``docs/schema/diagnosis.sch
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -284,6 +285,29 @@ class Narrative(BaseModel):
     model: str | None = None
     suggested_category: Category | None = None
     latency_s: float | None = None
+
+
+#: The job-id alphabet of every interface (API fields and paths, bot commands, uploads, file names):
+#: letters, digits and ``._:@/-``, starting with a letter or digit, at most 256 characters (Kubernetes
+#: ``namespace/name``, Slurm ``12345.0``, Ray ``raysubmit_...`` all fit).
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,255}$"
+_JOB_ID_RE = re.compile(JOB_ID_PATTERN)
+_JOB_ID_EXT = re.compile(r"(?i)(\.(?:tar|tgz|gz|zip|bz2|xz|log|txt|out|err|json|jsonl))+$")
+
+
+def is_job_id(value: str) -> bool:
+    """True when ``value`` is in the job-id alphabet (:data:`JOB_ID_PATTERN`) and has no ``..`` segment
+    (job ids also name folders under the service's allowed roots)."""
+    return bool(_JOB_ID_RE.match(value)) and ".." not in value.split("/")
+
+
+def job_id_from_name(name: str, default: str = "upload") -> str:
+    """A job id from a file or folder name: its base name without archive and log extensions
+    (``job-42.tar.gz`` -> ``job-42``), other characters replaced by ``_``; ``default`` if nothing is left."""
+    base = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    stem = _JOB_ID_EXT.sub("", base)
+    stem = re.sub(r"[^A-Za-z0-9._:@-]+", "_", stem).strip("._:@-")[:256]
+    return stem or default
 
 
 class InputReport(BaseModel):

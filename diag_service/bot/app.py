@@ -30,7 +30,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from diag_service.bot.blocks import CONFIRM, CORRECT, CORRECT_VIEW, correct_view, diagnosis_blocks, summary_text
-from diag_service.domain import Category, Diagnosis, RecoveryLevel
+from diag_service.domain import Category, Diagnosis, RecoveryLevel, is_job_id
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.store import JobRecord, new_id
@@ -45,7 +45,6 @@ from diag_service.service.uploads import (
 
 log = logging.getLogger("diag_service.bot")
 
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,255}$")
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 
 
@@ -68,8 +67,8 @@ def _find_logs(ctx: ServiceContext, job_id: str) -> Path | None:
 
 def lookup_or_diagnose(ctx: ServiceContext, job_id: str) -> JobRecord:
     """The latest diagnosis of ``job_id``, or a new one of its logs under an allowed root (waited for)."""
-    if not JOB_ID.match(job_id):
-        raise BotError(f"`{job_id[:80]}` is not a job id (letters, digits and ._:@-)")
+    if not is_job_id(job_id):
+        raise BotError(f"`{job_id[:80]}` is not a job id (letters, digits and ._:@/-)")
     job = ctx.store.latest_for_job(job_id)
     if job is None:
         path = _find_logs(ctx, job_id)
@@ -181,7 +180,7 @@ def create_bolt_app(ctx: ServiceContext) -> App:
         channel = event.get("channel", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
         words = _MENTION.sub(" ", event.get("text") or "").split()
-        job_id = next((w for w in words if JOB_ID.match(w) and w.lower() != "diag"), None)
+        job_id = next((w for w in words if is_job_id(w) and w.lower() != "diag"), None)
         files = event.get("files") or []
         try:
             if files:

@@ -7,11 +7,9 @@ time spent upstream.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from functools import lru_cache
-from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
@@ -19,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
 from diag_service.contracts import Retriever, Summarizer
-from diag_service.domain import Diagnosis, RootCause
+from diag_service.domain import Diagnosis, RootCause, job_id_from_name
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
 from diag_service.ingest import BundleError, IngestLimits
@@ -139,7 +137,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         )
     report.nodes_seen = sorted(nodes_seen)[:256]
     d = Diagnosis(
-        job_id=req.job_id or _job_id(req.path),
+        job_id=req.job_id or job_id_from_name(req.path, default="job"),
         failure_mode=loc.failure_mode,
         category=loc.category,
         responsible=loc.responsible,
@@ -218,12 +216,6 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     timings["total"] = time.perf_counter() - t_start
     d.timings_ms = {k: round(v * 1000, 2) for k, v in timings.items()}
     return d
-
-
-def _job_id(path: str) -> str:
-    """A default job id from the bundle's name, without archive and log extensions."""
-    name = Path(path.rstrip("/")).name
-    return re.sub(r"(?i)(\.(?:tar|tgz|gz|zip|log|txt|out|err|json|jsonl))+$", "", name) or name
 
 
 def _default_retriever() -> Retriever:

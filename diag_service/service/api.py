@@ -4,7 +4,6 @@ the core's models; the analysis itself runs in the queue's workers (:mod:`diag_s
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from diag_service.domain import HangReport
+from diag_service.domain import JOB_ID_PATTERN, HangReport, is_job_id
 from diag_service.service.auth import Principal
 from diag_service.service.context import ServiceContext
 from diag_service.service.schemas import (
@@ -58,7 +57,7 @@ from diag_service.slow import SlowReport
 
 router = APIRouter()
 
-_JOB_ID_FIELD = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,255}$"
+_JOB_ID_FIELD = JOB_ID_PATTERN
 _RAW_TYPES = ("application/octet-stream", "application/gzip", "application/x-gzip", "application/zip", "application/x-tar",
               "application/x-gtar", "text/plain")
 
@@ -226,7 +225,7 @@ def _bool(v: Any, default: bool) -> bool:
 def _job_id(v: Any) -> str | None:
     if v in (None, ""):
         return None
-    if not isinstance(v, str) or not re.match(_JOB_ID_FIELD, v):
+    if not isinstance(v, str) or not is_job_id(v):
         raise Refused(422, "job_id must be 1-256 characters of letters, digits and ._:@/- (starting with a letter or digit)",
                       "bad_field")
     return v

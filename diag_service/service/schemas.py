@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from diag_service.domain import Category, Diagnosis, HangReport, RecoveryLevel
+from diag_service.domain import JOB_ID_PATTERN, Category, Diagnosis, HangReport, RecoveryLevel
 from diag_service.slow import SlowAlarm, SlowReport
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,255}$"
+_ID = JOB_ID_PATTERN
 
 
 class Links(BaseModel):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from diag_service.domain import job_id_from_name as _job_id_from_name
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.settings import UploadLimits
 
@@ -61,10 +62,9 @@ def safe_filename(name: str | None, default: str = "bundle") -> str:
 
 
 def job_id_from_name(name: str) -> str:
-    """A job id from a file name: its stem, reduced to the job-id alphabet (``upload`` if nothing is left)."""
-    stem = re.sub(r"(?i)(\.(tar|tgz|zip|gz|bz2|xz|log|txt|out|err))+$", "", safe_filename(name))
-    stem = re.sub(r"[^A-Za-z0-9._:@-]+", "_", stem).lstrip("._:@-")[:200]
-    return stem or "upload"
+    """A job id from a client-given file name (:func:`diag_service.domain.job_id_from_name` of its safe
+    base name; ``upload`` if nothing is left)."""
+    return _job_id_from_name(safe_filename(name), default="upload")
 
 
 def with_extension(name: str, kind: str) -> str:
