@@ -134,9 +134,13 @@ def test_yaml_empty_folder_and_not_a_mapping(tmp_path: Path) -> None:
 
 
 def test_incident_names_in_errors_include_index_and_id(tmp_path: Path) -> None:
-    _write(tmp_path, "x.yaml", GOOD + GOOD.split("incidents:\n")[1].replace("sample-one", "sample-two").replace("L3", "L9"))
-    with pytest.raises(RecordError, match=r"x\.yaml: incident #2 \(id 'sample-two'\): recovery\.level"):
+    text = GOOD + GOOD.split("incidents:\n")[1].replace("sample-one", "sample-two").replace("L3", "L9")
+    _write(tmp_path, "x.yaml", text)
+    expected = r"x\.yaml:(\d+): incidents\.1\.recovery\.level: .*\(incident #2, id 'sample-two'\)"
+    with pytest.raises(RecordError, match=expected) as ei:
         load_records(tmp_path)
+    line = int(str(ei.value).split("x.yaml:")[1].split(":")[0])
+    assert "L9" in text.splitlines()[line - 1]  # the message points at the offending line
 
 
 # -- what is embedded ------------------------------------------------------------------------------

@@ -13,8 +13,7 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diag_service.domain import Category, Diagnosis
 from diag_service.errors import DiagError, ErrorKind
@@ -68,12 +67,12 @@ def default_calibration_path() -> Path:
 
 
 def load_calibration(path: str | Path | None = None) -> Calibration:
-    """Load and validate the calibration map (default: the project's). Raises :class:`CalibrationError`."""
+    """Load and validate the calibration map (default: the project's). Raises :class:`CalibrationError`
+    with file and line."""
+    from diag_service.yamlio import load_yaml_model
+
     p = Path(path) if path is not None else default_calibration_path()
-    try:
-        return Calibration.model_validate(yaml.safe_load(p.read_text()))
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise CalibrationError(f"{p}: {exc}") from exc
+    return load_yaml_model(p, Calibration, CalibrationError)[0]
 
 
 __all__ = ["Calibration", "CalibrationError", "default_calibration_path", "load_calibration"]

@@ -26,12 +26,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from diag_service.domain import Category, FailureMode, RecoveryLevel
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.resources import builtin
+from diag_service.yamlio import load_yaml_model, validation_message
 
 RECORD_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 #: Ids of records created from operator feedback start with this prefix; seed ids must not.
@@ -129,27 +129,15 @@ def _format_validation(exc: ValidationError) -> str:
 
 def load_incident_file(path: Path) -> list[SeedIncident]:
     """Load and validate one incident file. Raises :class:`RecordError` naming ``path``."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{path}: cannot read: {exc}") from exc
-    try:
-        doc = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise RecordError(f"{path}: invalid YAML: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise RecordError(f"{path}: expected a mapping with 'version' and 'incidents', got {type(doc).__name__}")
-    try:
-        parsed = IncidentFile.model_validate(doc)
-    except ValidationError as exc:
-        raise RecordError(f"{path}: {_format_validation(exc)}") from exc
+    parsed, _text, node = load_yaml_model(path, IncidentFile, RecordError)
     out: list[SeedIncident] = []
     for i, item in enumerate(parsed.incidents):
         rid = item.get("id", "?") if isinstance(item, dict) else "?"
         try:
             out.append(SeedIncident.model_validate(item))
         except ValidationError as exc:
-            raise RecordError(f"{path}: incident #{i + 1} (id {rid!r}): {_format_validation(exc)}") from exc
+            where = validation_message(str(path), node, exc, base=("incidents", i))
+            raise RecordError(f"{where} (incident #{i + 1}, id {rid!r})") from exc
     return out
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diag_service.domain import Category, FailureMode, RecoveryLevel
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.resources import builtin
+from diag_service.yamlio import load_yaml_model
 
 
 class PolicyError(DiagError):
@@ -128,46 +127,10 @@ def default_policy_path() -> Path:
     return builtin("knowledge_base", "recovery_policy.yaml")
 
 
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML node at pydantic error location ``loc`` (deepest node found)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            nxt = node.value[key]
-        else:
-            nxt = None
-        if nxt is None:
-            break
-        node = nxt
-        line = node.start_mark.line + 1
-    return line
-
-
 def load_policy(path: str | Path | None = None) -> Policy:
     """Load and validate the recovery policy. Raises :class:`PolicyError` with file and line."""
     p = Path(path) if path is not None else default_policy_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(f"{p}: cannot read ({exc.strerror or exc})") from exc
-    try:
-        node = yaml.compose(text)
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "?"
-        raise PolicyError(f"{p}:{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
-    if not isinstance(doc, dict):
-        raise PolicyError(f"{p}:1: the policy must be a mapping with 'rules'")
-    try:
-        pol = Policy.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        line = _line_of(node, tuple(first["loc"]))
-        loc = ".".join(str(x) for x in first["loc"])
-        raise PolicyError(f"{p}:{line}: {loc}: {first['msg']}") from exc
+    pol, text, _node = load_yaml_model(p, Policy, PolicyError)
     pol.source = str(p)
     pol.version_hash = hashlib.sha256(text.encode()).hexdigest()[:12]
     return pol

@@ -55,8 +55,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diag_service.domain import (
     Category,
@@ -70,6 +69,7 @@ from diag_service.errors import DiagError, ErrorKind
 from diag_service.logformat import FRAME_LINE, iso
 from diag_service.resources import builtin
 from diag_service.templates import TemplateGroup
+from diag_service.yamlio import load_yaml_model
 
 
 class SignatureError(DiagError):
@@ -335,11 +335,7 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
     for f in files:
         raw = f.read_bytes()
         digest.update(raw)
-        try:
-            doc = yaml.safe_load(raw) or {}
-            parsed = SignatureFile.model_validate(doc)
-        except (yaml.YAMLError, ValidationError) as exc:
-            raise SignatureError(f"{f.name}: {exc}") from exc
+        parsed, _text, _node = load_yaml_model(f, SignatureFile, SignatureError, name=f.name, empty={})
         for name, table in parsed.tables.items():
             if name in tables:
                 raise SignatureError(f"{f.name}: table {name!r} defined twice")

@@ -1,0 +1,85 @@
+"""One YAML loader for every knowledge file (signatures, incidents, recovery policy, calibration): read,
+parse, validate with a pydantic model, and say where a problem is as ``<file>:<line>: <field>: <message>``.
+
+Errors are raised as the caller's :class:`~diag_service.errors.DiagError` subclass (``SignatureError``,
+``RecordError``, ``PolicyError``, ``CalibrationError``), so each loader keeps its own error kind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from diag_service.errors import DiagError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the YAML node at pydantic error location ``loc`` (the deepest node found)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            nxt = node.value[key]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+def validation_message(name: str, node: yaml.Node | None, exc: ValidationError, base: tuple[Any, ...] = ()) -> str:
+    """``"<name>:<line>: <field>: <message>"`` for the first error of ``exc`` (``base``: the location of
+    the validated object inside the document)."""
+    first = exc.errors(include_url=False)[0]
+    loc = (*base, *first["loc"])
+    line = line_of(node, loc)
+    where = ".".join(str(x) for x in loc) or "(document)"
+    return f"{name}:{line if line is not None else '?'}: {where}: {first['msg']}"
+
+
+def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, yaml.Node | None]:
+    """``(document, node tree)`` of YAML ``text``. Raises ``error`` naming ``name`` and the line."""
+    try:
+        node = yaml.compose(text)
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = str(mark.line + 1) if mark is not None else "?"
+        raise error(f"{name}:{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from exc
+    return doc, node
+
+
+def load_yaml_model(path: str | Path, model: type[M], error: type[DiagError], name: str | None = None,
+                    empty: Any = None) -> tuple[M, str, yaml.Node | None]:
+    """Read ``path``, parse it and validate it as ``model``: ``(object, text, node tree)``.
+
+    ``name``: how messages name the file (default: the path). ``empty``: the document to validate when
+    the file is empty (default: an error). Raises ``error`` for an unreadable file, invalid YAML, a
+    document that is not a mapping, or a validation error, with file and line.
+    """
+    p = Path(path)
+    label = name or str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{label}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
+    doc, node = parse_yaml(text, label, error)
+    if doc is None and empty is not None:
+        doc = empty
+    if not isinstance(doc, dict):
+        raise error(f"{label}:1: expected a mapping, got {type(doc).__name__}")
+    try:
+        return model.model_validate(doc), text, node
+    except ValidationError as exc:
+        raise error(validation_message(label, node, exc)) from exc
+
+
+__all__ = ["line_of", "load_yaml_model", "parse_yaml", "validation_message"]
