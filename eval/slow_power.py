@@ -18,6 +18,13 @@ own phase times:
 * ``rank_compute``: one rank's compute phase x factor; the others wait for it (comm, and
   ``comm_wait_s`` when the feed has it), so the step grows by the addition;
 * ``node_compute``: every rank of one node, compute x factor;
+* ``rank_comm``: one rank issues its collectives late by (its communication phase x (factor - 1)), as
+  the lab's ``slow_rank_comm`` (a slow link or NIC delaying every bucket it sends): its own
+  communication phase grows by that, and every other rank's grows by the same time spent waiting
+  for it (``comm_wait_s``);
+* ``rank_comm_nowait``: the same fault in a feed without ``comm_wait_s`` (the field is dropped): every
+  rank's communication grows alike, so the rank cannot be told from the others; a trial counts as
+  detected only when the rank is named (``job_episode`` says whether the job-level slowdown was);
 * duty cycle ``1 in p``: affected steps are ``onset + i*p``.
 
 Every rank's later start/end times move by the extra time so far (the job is synchronous). A trial
@@ -49,7 +56,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 FEEDS = REPO / "eval" / "slow_feeds"
 FACTORS = (1.05, 1.1, 1.2, 1.3, 1.5, 2.0)
-KINDS = ("job_compute", "job_comm", "rank_compute", "node_compute")
+KINDS = ("job_compute", "job_comm", "rank_compute", "node_compute", "rank_comm", "rank_comm_nowait")
 DUTIES = (1, 2, 5, 10)
 ONSET = (80, 220)  # steps; a 400-step feed leaves >= 180 steps after the onset
 #: The acceptance rows of issue 18: (label, noise, kind, min factor, duty, delay bound, probability).
@@ -125,7 +132,10 @@ def inject(records: list[dict[str, Any]], kind: str, factor: float, duty: int, o
     """The records with the slowdown added (see the module docstring); the input is not changed."""
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        by_step[int(r["step"])].append(dict(r))
+        r = dict(r)
+        if kind == "rank_comm_nowait":
+            r.pop("comm_wait_s", None)
+        by_step[int(r["step"])].append(r)
     shift = 0.0
     out: list[dict[str, Any]] = []
     for step in sorted(by_step):
@@ -140,6 +150,8 @@ def inject(records: list[dict[str, Any]], kind: str, factor: float, duty: int, o
                     add[rk] = step_s * (factor - 1)  # the job's step time x factor
                 elif (kind == "rank_compute" and rk == target) or (kind == "node_compute" and r.get("node") == node):
                     add[rk] = float(r.get("compute_s") or 0.0) * (factor - 1)  # the unit's compute x factor
+                elif kind in ("rank_comm", "rank_comm_nowait") and rk == target:
+                    add[rk] = float(r.get("comm_s") or 0.0) * (factor - 1)  # issued late by this much
         extra = max(add.values(), default=0.0)
         for r in recs:
             rk = int(r["rank"])
@@ -154,6 +166,10 @@ def inject(records: list[dict[str, Any]], kind: str, factor: float, duty: int, o
                         r["comm_wait_s"] = float(r["comm_wait_s"]) + wait
             elif kind == "job_comm" and hit:
                 r["comm_s"] = float(r.get("comm_s") or 0.0) + extra
+            elif kind in ("rank_comm", "rank_comm_nowait") and extra:
+                r["comm_s"] = float(r.get("comm_s") or 0.0) + extra  # the late rank's own, and everyone's wait
+                if rk != target and "comm_wait_s" in r:
+                    r["comm_wait_s"] = float(r["comm_wait_s"]) + extra
             r["start"] = float(r["start"]) + shift
             r["end"] = float(r["end"]) + shift + extra
             out.append(r)
@@ -186,7 +202,8 @@ def _nodes(records: list[dict[str, Any]]) -> dict[str, list[int]]:
 def judge(rep: Any, kind: str, onset: int, target: int | None, node: str | None,
           node_ranks: list[int]) -> dict[str, Any]:
     """Detected (at or after the onset), its delay, whether the kind is right, and alarms before onset."""
-    want_kind = "communication" if kind == "job_comm" else "compute"
+    want_kind = "communication" if kind in ("job_comm", "rank_comm", "rank_comm_nowait") else "compute"
+    job_episode = any(ep.detected_at_step >= onset for ep in rep.job_slowdown)
     early = 0
     hits: list[tuple[int, bool]] = []
     for ep in rep.job_slowdown:
@@ -198,15 +215,16 @@ def judge(rep: Any, kind: str, onset: int, target: int | None, node: str | None,
         if s.detected_at_step < onset:
             early += 1
             continue
-        if (kind == "rank_compute" and s.rank == target) or (kind == "node_compute" and s.rank in node_ranks):
+        if (kind in ("rank_compute", "rank_comm", "rank_comm_nowait") and s.rank == target) or (
+                kind == "node_compute" and s.rank in node_ranks):
             hits.append((s.detected_at_step, s.kind.value == want_kind))
     for g in rep.groups:
         if g.group == "node" and kind == "node_compute" and g.name == node and g.detected_at_step >= onset:
             hits.append((g.detected_at_step, g.kind.value == want_kind))
     if not hits:
-        return {"detected": False, "delay": None, "kind_ok": None, "early": early}
+        return {"detected": False, "delay": None, "kind_ok": None, "early": early, "job_episode": job_episode}
     step, ok = min(hits)
-    return {"detected": True, "delay": step - onset, "kind_ok": ok, "early": early}
+    return {"detected": True, "delay": step - onset, "kind_ok": ok, "early": early, "job_episode": job_episode}
 
 
 def _pct(xs: list[int], q: float) -> float | None:
@@ -268,6 +286,7 @@ def grid(names: list[str], trials: int, seed: int, kinds=KINDS, factors=FACTORS,
             "p90_delay": _pct(delays, 0.9),
             "kind_right": round(sum(kinds_ok) / len(kinds_ok), 3) if kinds_ok else None,
             "early_alarms": sum(r["early"] for r in res),
+            "p_job_episode": round(sum(r.get("job_episode", False) for r in res) / len(res), 3),
             "delays": delays,
         })
     return cells

@@ -57,3 +57,23 @@ def test_a_clear_straggler_is_named_and_the_clean_feed_has_none() -> None:
     rep = slow_power.run_detector(slow_power.inject(recs, "rank_compute", 2.0, 1, onset=150, target=1))
     res = slow_power.judge(rep, "rank_compute", 150, 1, None, [])
     assert res["detected"] and res["kind_ok"] and res["delay"] <= 20
+
+
+def test_a_rank_that_issues_its_collectives_late_makes_the_others_wait_for_it() -> None:
+    """As in the lab's real slow_rank_comm runs (tests/fixtures/slow/lab_slow_rank_comm): the late rank's
+    communication phase grows, and every other rank's grows by the same time, spent waiting for it."""
+    recs = slow_power.load_feed(FEED)
+    base = _by_step(recs)
+    out = _by_step(slow_power.inject(recs, "rank_comm", 2.0, 1, onset=150, target=1))
+    for step in (150, 151, 300):
+        extra = base[step][1]["comm_s"]
+        assert abs(out[step][1]["comm_s"] - 2 * extra) < 1e-9
+        assert abs(out[step][1]["comm_wait_s"] - base[step][1]["comm_wait_s"]) < 1e-12  # its own wait is unchanged
+        for rk in (0, 2, 3):
+            assert abs(out[step][rk]["comm_wait_s"] - base[step][rk]["comm_wait_s"] - extra) < 1e-9
+    rep = slow_power.run_detector(slow_power.inject(recs, "rank_comm", 2.0, 1, onset=150, target=1))
+    res = slow_power.judge(rep, "rank_comm", 150, 1, None, [])
+    assert res["detected"] and res["kind_ok"]
+    # without comm_wait_s every rank's communication grows alike: the job slows, no rank can be named
+    flat = slow_power.inject(recs, "rank_comm_nowait", 2.0, 1, onset=150, target=1)
+    assert all("comm_wait_s" not in r for r in flat)
