@@ -18,7 +18,9 @@ err = Console(stderr=True)
 
 
 def hang_cmd(
-    dumps: Annotated[Path, typer.Argument(help="Folder of snapshots <snapshot>/rank-<R>.txt|.json (or a bundle with dumps/).")],
+    dumps: Annotated[Path, typer.Argument(
+        metavar="DUMPS",
+        help="Snapshots <snapshot>/rank-<R>.txt|.json: a folder, a bundle with dumps/, or a .tar/.tar.gz/.zip of either.")],
     logs: Annotated[Path | None, typer.Option(help="The job's logs, for watchdog SeqNum evidence.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     min_stuck: Annotated[int, typer.Option(help="Unchanged snapshots that make a rank stuck.")] = 3,

@@ -320,6 +320,7 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
     import hashlib
 
     dirs = [Path(directory)] if directory is not None else signature_search_path(extra)
+    builtin_dir = default_signature_dir() if directory is None else Path(directory)
     files: list[Path] = []
     for d in dirs:
         if not d.is_dir():
@@ -335,23 +336,25 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
     for f in files:
         raw = f.read_bytes()
         digest.update(raw)
-        parsed, _text, _node = load_yaml_model(f, SignatureFile, SignatureError, name=f.name, empty={})
+        # built-in files by name, a site's by path (several folders may hold a "site.yaml")
+        label = f.name if f.parent == builtin_dir else str(f)
+        parsed, _text, _node = load_yaml_model(f, SignatureFile, SignatureError, name=label, empty={})
         for name, table in parsed.tables.items():
             if name in tables:
-                raise SignatureError(f"{f.name}: table {name!r} defined twice")
+                raise SignatureError(f"{label}: table {name!r} defined twice")
             tables[name] = table
-        rules += [(f.name, r) for r in parsed.context_rules]
+        rules += [(label, r) for r in parsed.context_rules]
         for spec in parsed.signatures:
             if spec.id in seen:
-                raise SignatureError(f"{f.name}: signature id {spec.id!r} already defined in {seen[spec.id]}")
-            seen[spec.id] = f.name
+                raise SignatureError(f"{label}: signature id {spec.id!r} already defined in {seen[spec.id]}")
+            seen[spec.id] = label
             c = _Compiled(spec, [re.compile(p) for p in spec.patterns], [re.compile(p) for p in spec.context_patterns])
             for ex in spec.examples:
                 if not c.search(ex):
-                    raise SignatureError(f"{f.name}: signature {spec.id!r}: example does not match: {ex!r}")
+                    raise SignatureError(f"{label}: signature {spec.id!r}: example does not match: {ex!r}")
             for ex in spec.counter_examples:
                 if c.search(ex):
-                    raise SignatureError(f"{f.name}: signature {spec.id!r}: counter-example matches: {ex!r}")
+                    raise SignatureError(f"{label}: signature {spec.id!r}: counter-example matches: {ex!r}")
             compiled.append(c)
     for c in compiled:
         lk = c.spec.lookup
