@@ -14,9 +14,9 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: Diagnosis.slow is a typed SlowReport (the same JSON as before, validated)
 
 
 class FailureMode(StrEnum):
@@ -349,9 +349,9 @@ class Diagnosis(BaseModel):
     narrative: Narrative | None = None
     recovery: RecoveryPlan | None = None
     hang: HangReport | None = Field(default=None, description="Stack-dump analysis when the bundle carries dumps.")
-    slow: dict[str, Any] | None = Field(
+    slow: SlowReport | None = Field(
         default=None,
-        description="Fail-slow report (diag_service.slow.SlowReport, as JSON) when the bundle carries a timing feed.",
+        description="Fail-slow report (diag_service.slow.SlowReport, without its config) when the bundle carries a timing feed.",
     )
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
     input: InputReport
@@ -361,7 +361,12 @@ class Diagnosis(BaseModel):
     def slow_found(self) -> bool:
         """True when the fail-slow analysis found a slowdown episode or a straggler (a feed with no
         finding, e.g. "not enough steps to judge", is not evidence)."""
-        return bool(self.slow) and bool(self.slow.get("job_slowdown") or self.slow.get("stragglers"))  # type: ignore[union-attr]
+        return self.slow is not None and bool(self.slow.job_slowdown or self.slow.stragglers)
+
+    @field_serializer("slow")
+    def _slow_without_config(self, v: SlowReport | None) -> dict[str, Any] | None:
+        # the detector's settings belong to `diag slow`'s own report, not to every diagnosis
+        return None if v is None else v.model_dump(mode="json", exclude={"config"})
 
     def has_evidence(self) -> bool:
         """True when the diagnosis rests on something: an event template, a signature hit, evidence lines,
@@ -372,3 +377,10 @@ class Diagnosis(BaseModel):
                     or (self.hang is not None and self.hang.hung) or self.slow_found() or self.faulty_nodes
                     or self.first_failing_rank is not None or self.category is not Category.UNKNOWN
                     or self.failure_mode is not FailureMode.FAIL_STOP)
+
+
+# The fail-slow report is part of the shared vocabulary; its models (diag_service.slow.models) use this
+# module's enums and Evidence, so they are imported once those exist, and Diagnosis is completed here.
+from diag_service.slow.models import SlowReport  # noqa: E402
+
+Diagnosis.model_rebuild()

@@ -37,7 +37,7 @@ def test_cli_json_and_report() -> None:
     res = runner.invoke(app, ["diagnose", str(EXAMPLE), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "1.1"
     assert doc["category"] == "user_code" and doc["first_failing_rank"] == 3
     res = runner.invoke(app, ["diagnose", str(EXAMPLE)])
     assert res.exit_code == 0

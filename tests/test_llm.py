@@ -252,15 +252,23 @@ def test_a_sentence_its_cited_item_does_not_support_is_dropped(example_diag: Dia
     assert any(d.startswith(f"unsupported by {first.id}") and "memory" in d for d in out.dropped)
 
 
+#: A straggler as the detector reports one (fields other than rank, node, kind and factor).
+_STRAGGLER = {"first_step": 40, "last_step": 119, "detected_at_step": 46, "confidence": 0.9, "intermittent": False,
+              "slow_fraction": 0.95, "time_lost_s": 12.0, "active": True}
+
+
 def test_a_timing_feed_without_findings_is_not_evidence(example_diag: Diagnosis) -> None:
     """A slow analysis that found nothing ("not enough steps to judge") is left out of the pack and facts."""
-    quiet = example_diag.model_copy(update={"slow": {"summary": "Not enough steps to judge the job's pace; no straggler found.",
-                                                     "job_slowdown": [], "stragglers": []}})
+    from diag_service.slow import FeedStats, SlowReport, Straggler
+
+    feed = FeedStats(source="timing.jsonl", format="jsonl", records=160)
+    quiet = example_diag.model_copy(update={"slow": SlowReport(
+        summary="Not enough steps to judge the job's pace; no straggler found.", input=feed)})
     pack = build_evidence_pack(quiet)
     assert not [i for i in pack.items if i.kind == "slow"] and pack.facts["slow"] is None
-    straggler = {"rank": 3, "node": "node1", "kind": "compute", "slowdown_factor": 2.0}
-    slow = example_diag.model_copy(update={"slow": {"summary": "Rank 3 computes 2.0x longer than its peers since step 40.",
-                                                    "job_slowdown": [], "stragglers": [straggler]}})
+    straggler = Straggler.model_validate({**_STRAGGLER, "rank": 3, "node": "node1", "kind": "compute", "slowdown_factor": 2.0})
+    slow = example_diag.model_copy(update={"slow": SlowReport(
+        summary="Rank 3 computes 2.0x longer than its peers since step 40.", input=feed, stragglers=[straggler])})
     pack = build_evidence_pack(slow)
     texts = [i.text for i in pack.items if i.kind == "slow"]
     assert texts[0].startswith("Rank 3 computes 2.0x") and "rank 3 is a compute straggler, 2.0x slower" in texts

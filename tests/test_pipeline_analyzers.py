@@ -26,7 +26,7 @@ def test_timing_feed_in_a_bundle_makes_a_fail_slow_diagnosis(tmp_path: Path) -> 
     assert d.failure_mode is FailureMode.FAIL_SLOW
     assert d.first_failing_rank == truth["faulty_rank"]
     assert d.faulty_nodes == [truth["faulty_node"]]
-    assert d.slow is not None and d.slow["stragglers"][0]["kind"] == "compute"
+    assert d.slow is not None and d.slow.stragglers[0].kind.value == "compute"
     assert d.category_source == "analyzers"  # the timing feed decided it, not a signature
     assert d.recovery is not None and d.recovery.timing == "next_checkpoint"
     # the feed went to the slow analyzer, not to the log stages
@@ -103,3 +103,21 @@ def test_a_damaged_feed_in_a_bundle_is_analysed_and_its_problems_are_named(tmp_p
     assert any(w.startswith("timing feed: 2 line(s) are not valid JSON") for w in d.input.warnings), d.input.warnings
     assert not any("binary" in w for w in d.input.warnings)  # the feed is not a log: ingest never opens it
     assert d.input.files == 1
+
+
+def test_the_slow_report_in_a_diagnosis_is_typed_and_reads_back_from_stored_json(tmp_path: Path) -> None:
+    """Diagnosis.slow is a SlowReport; its JSON (without the detector's config) is the shape stored by
+    schema 1.0, so a diagnosis stored before the bump still reads back."""
+    from diag_service.domain import Diagnosis
+    from diag_service.slow import SlowReport
+
+    src = FIX / "slow" / "lab_slow_rank_comm"
+    shutil.copy(src / "timing.jsonl", tmp_path / "timing.jsonl")
+    (tmp_path / "rank-0.log").write_text("2026-11-29 14:10:00,000 INFO [rank0] step 10 loss 2.3\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert isinstance(d.slow, SlowReport) and d.slow.stragglers
+    doc = json.loads(d.model_dump_json())
+    assert "config" not in doc["slow"] and doc["slow"]["stragglers"][0]["rank"] == d.slow.stragglers[0].rank
+    doc["schema_version"] = "1.0"
+    back = Diagnosis.model_validate(doc)
+    assert back.slow is not None and back.slow.stragglers == d.slow.stragglers and back.slow.summary == d.slow.summary

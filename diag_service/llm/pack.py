@@ -226,22 +226,15 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
             out.append(_Candidate(kind="hang", label=_label("hang suspect", _ranks_label([s.rank]), s.node and f"node {s.node}",
                                                             f"score {s.score:.2f}"),
                                   text=s.reason + frames, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
-    if d.slow_found():
-        summary = d.slow.get("summary")  # type: ignore[union-attr]
-        if isinstance(summary, str) and summary:
-            out.append(_Candidate(kind="slow", label="timing analysis", text=summary, priority=88))
-        for j, s in enumerate((d.slow.get("stragglers") or [])[:2]):  # type: ignore[union-attr]
-            if not isinstance(s, dict) or not isinstance(s.get("rank"), int):
-                continue
-            factor = s.get("slowdown_factor")
-            text = f"rank {s['rank']} is a {s.get('kind') or 'slow'} straggler" + (
-                f", {float(factor):.1f}x slower" if isinstance(factor, int | float) else "")
-            if s.get("stage"):
-                text += f" in {s['stage']}"
-            out.append(_Candidate(kind="slow", label=_label("straggler", _ranks_label([s["rank"]]),
-                                                            s.get("node") and f"node {s['node']}"),
-                                  text=text, priority=84 - j, ranks=[s["rank"]],
-                                  nodes=[s["node"]] if isinstance(s.get("node"), str) else []))
+    if d.slow is not None and d.slow_found():
+        if d.slow.summary:
+            out.append(_Candidate(kind="slow", label="timing analysis", text=d.slow.summary, priority=88))
+        for j, s in enumerate(d.slow.stragglers[:2]):
+            text = f"rank {s.rank} is a {s.kind.value} straggler, {s.slowdown_factor:.1f}x slower"
+            if s.stage is not None:
+                text += f" in {s.stage}"
+            out.append(_Candidate(kind="slow", label=_label("straggler", _ranks_label([s.rank]), s.node and f"node {s.node}"),
+                                  text=text, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
 
     roots = [h for h in d.signature_hits if h.role is EventRole.ROOT]
     roots.sort(key=lambda h: -h.priority)

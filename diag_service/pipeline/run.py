@@ -171,7 +171,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         else:
             if slow is not None:
                 report.warnings.extend(f"timing feed: {w}" for w in slow.input.warnings[:5])
-                d.slow = slow.model_dump(mode="json", exclude={"config"})
+                d.slow = slow
                 combine_slow(d, slow)
         timings["slow"] = time.perf_counter() - t0
     retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None

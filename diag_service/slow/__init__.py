@@ -13,22 +13,25 @@ Public API:
 Method and limits: ``docs/slow.md``.
 """
 
-from diag_service.slow.analyze import analyze_bundle, analyze_slow, etpr_events, load_feed
-from diag_service.slow.detector import SlowDetector
-from diag_service.slow.feeds import Feed, FeedError, StepBatch
-from diag_service.slow.models import (
-    BaselineInfo,
-    FeedStats,
-    GroupFinding,
-    SlowAlarm,
-    SlowConfig,
-    SlowEpisode,
-    SlowReport,
-    StepEvidence,
-    StepKind,
-    Straggler,
-    StragglerKind,
-)
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    **dict.fromkeys(("analyze_bundle", "analyze_slow", "etpr_events", "load_feed"), "diag_service.slow.analyze"),
+    "SlowDetector": "diag_service.slow.detector",
+    **dict.fromkeys(("Feed", "FeedError", "StepBatch"), "diag_service.slow.feeds"),
+    **dict.fromkeys(("BaselineInfo", "FeedStats", "GroupFinding", "SlowAlarm", "SlowConfig", "SlowEpisode", "SlowReport",
+                     "StepEvidence", "StepKind", "Straggler", "StragglerKind"), "diag_service.slow.models"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the report models (diag_service.slow.models) are part of the shared
+    # vocabulary (Diagnosis.slow) and must not pull the detector, numpy and polars in with them
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BaselineInfo",
