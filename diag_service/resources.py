@@ -52,4 +52,31 @@ def builtin(root: str, *parts: str) -> Path:
     return base.joinpath(*parts)
 
 
-__all__ = ["DATA_ROOTS", "builtin"]
+def data_home() -> Path:
+    """Where this machine's data lives (knowledge-base store, service database and uploads): ``$DIAG_HOME``,
+    else the platform's user data folder for ``diag`` (platformdirs; on Linux ``$XDG_DATA_HOME/diag``,
+    else ``~/.local/share/diag``)."""
+    import os
+
+    env = os.environ.get("DIAG_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("diag", appauthor=False))
+
+
+def cache_home() -> Path:
+    """Where rebuildable files go (assembled model weights, summaries): ``$DIAG_CACHE_DIR``, else the
+    platform's user cache folder for ``diag`` (on Linux ``$XDG_CACHE_HOME/diag``, else ``~/.cache/diag``)."""
+    import os
+
+    env = os.environ.get("DIAG_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("diag", appauthor=False))
+
+
+__all__ = ["DATA_ROOTS", "builtin", "cache_home", "data_home"]

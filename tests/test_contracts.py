@@ -69,3 +69,21 @@ def test_the_request_carries_its_retriever_and_summarizer(tmp_path: Path, monkey
     d = diagnose(DiagnoseRequest(path=str(EXAMPLE), retriever=Broken()))
     assert d.category is Category.USER_CODE  # a broken optional stage is a warning, never a failed diagnosis
     assert any("dead NFS mount" in w for w in d.input.warnings)
+
+
+def test_one_rule_for_where_data_and_caches_live(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from diag_service.kb import default_home
+    from diag_service.llm.config import default_cache_dir
+    from diag_service.service.settings import default_data_dir
+
+    monkeypatch.delenv("DIAG_HOME", raising=False)
+    monkeypatch.delenv("DIAG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    assert default_home() == tmp_path / "xdg-data" / "diag"
+    assert default_data_dir() == tmp_path / "xdg-data" / "diag" / "service"
+    assert default_cache_dir() == tmp_path / "xdg-cache" / "diag"
+    monkeypatch.setenv("DIAG_HOME", str(tmp_path / "site"))
+    monkeypatch.setenv("DIAG_CACHE_DIR", str(tmp_path / "cache"))
+    assert default_home() == tmp_path / "site" and default_data_dir() == tmp_path / "site" / "service"
+    assert default_cache_dir() == tmp_path / "cache"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from diag_service.kb.embed import Embedder, default_embedder
 from diag_service.kb.records import FEEDBACK_PREFIX, IncidentRecord, KBError, Recovery, load_records
 from diag_service.kb.store import ModelMismatch, Store, StoredRecord
 from diag_service.kb.text import TEXT_VERSION, diagnosis_text, text_for_log, texts_for_logs
+from diag_service.resources import data_home
 
 #: Used when the store cannot calibrate (fewer than 5 known and 5 novel samples). The value is the
 #: one calibrated on the seed knowledge base with the default embedder (0.663; see docs/kb.md).
@@ -67,10 +67,7 @@ class KBLocked(KBError):
 
 def default_home() -> Path:
     """``$DIAG_HOME``, else ``$XDG_DATA_HOME/diag``, else ``~/.local/share/diag``."""
-    if os.environ.get("DIAG_HOME"):
-        return Path(os.environ["DIAG_HOME"]).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "diag"
+    return data_home()
 
 
 class KBConfig(BaseModel):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from diag_service.domain import Category
 from diag_service.errors import DiagError, ErrorKind
-from diag_service.resources import builtin
+from diag_service.resources import builtin, cache_home
 
 
 class LlmError(DiagError):
@@ -47,11 +47,7 @@ def default_cache_dir() -> Path:
     ``$DIAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/diag``, else ``~/.cache/diag``; the LLM files go to
     its ``llm/`` sub-folder.
     """
-    env = os.environ.get("DIAG_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "diag"
+    return cache_home()
 
 
 class PartSpec(BaseModel):

@@ -15,6 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from diag_service.resources import data_home
+
 #: Scopes a bearer token can carry. ``read``: GET endpoints and pages; ``diagnose``: submit work;
 #: ``kb:write``: knowledge-base writes (feedback, add).
 SCOPES = ("read", "diagnose", "kb:write")
@@ -22,10 +24,7 @@ SCOPES = ("read", "diagnose", "kb:write")
 
 def default_data_dir() -> Path:
     """``$DIAG_HOME/service``, else ``$XDG_DATA_HOME/diag/service``, else ``~/.local/share/diag/service``."""
-    if os.environ.get("DIAG_HOME"):
-        return Path(os.environ["DIAG_HOME"]).expanduser() / "service"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "diag" / "service"
+    return data_home() / "service"
 
 
 class TokenSpec(BaseModel):
