@@ -238,7 +238,8 @@ class Bundle:
 
     def _register_dump(self, name: str, f: DumpFile) -> None:
         dp = dump_member(name)
-        assert dp is not None
+        if dp is None:  # only names that dump_member accepts are classified as dumps
+            return
         self._dump_roots.add(dp.root)
         self._dumps.add(dp, f)
 
