@@ -562,7 +562,7 @@ def archive_member_text(
 
     if _is_tar(p.name):
         # streamed, and only over the first members: a compressed tar has no index, and reading it to
-        # the end here would decompress it twice (collectors write .diagignore first; tar sorts it first)
+        # the end here would decompress it twice (collectors write .diagignore first; tarfile and `tar --sort=name` put it first)
         with tarfile.open(p, "r|*") as tf:
             for i, m in enumerate(tf):
                 if i >= max_tar_members:
