@@ -4,7 +4,7 @@ An output folder ``OUT`` (``labels.parquet``) holds::
 
     part-00000.parquet ...   the rows, each job in exactly one part (a Parquet dataset: read the folder)
     _ledger.sqlite           every job, its state, its row once labelled, which part holds it
-    _ledger.lock             held (flock) by the one run writing this folder
+    _ledger.lock             held (filelock) by the one run writing this folder
     _summary.json, _summary.md, _SUCCESS   written when a run completes
 
 Why no row is lost or duplicated, whatever kills the run (SIGKILL included):
@@ -21,7 +21,6 @@ Why no row is lost or duplicated, whatever kills the run (SIGKILL included):
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -32,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.fsutil import fsync_dir
@@ -119,11 +120,10 @@ class Ledger:
         ):
             raise LedgerError(f"{self.out} is not empty and is not a `diag label` output folder; choose another --out")
         self.out.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = (self.out / LOCK).open("a+")
+        self._lock = FileLock(str(self.out / LOCK))
         try:
-            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            self._lock_fh.close()
+            self._lock.acquire(timeout=0)
+        except Timeout as exc:
             raise LedgerError(f"another `diag label` run is writing {self.out}") from exc
         self.db = sqlite3.connect(self.out / LEDGER, isolation_level=None, timeout=60)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -136,10 +136,7 @@ class Ledger:
         try:
             self.db.close()
         finally:
-            try:
-                fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
-            finally:
-                self._lock_fh.close()
+            self._lock.release()
 
     def __enter__(self) -> Ledger:
         return self
