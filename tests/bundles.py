@@ -339,6 +339,20 @@ def _line_of(content: bytes, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in content")
 
 
+def pack_folder(folder: Path, out: Path) -> tuple[Path, Path]:
+    """``folder`` packed as a collector would: ``<out>/<name>.tar.gz`` holding the folder itself, and
+    ``<out>/<name>.zip`` holding its contents at the top. Returns ``(tar.gz, zip)``."""
+    tgz = out / f"{folder.name}.tar.gz"
+    with tarfile.open(tgz, "w:gz") as t:
+        t.add(folder, arcname=folder.name)
+    zpath = out / f"{folder.name}.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        for f in sorted(folder.rglob("*")):
+            if f.is_file():
+                z.write(f, f.relative_to(folder).as_posix())
+    return tgz, zpath
+
+
 def write_files(root: Path, files: dict[str, bytes]) -> None:
     for rel, data in files.items():
         p = root / rel

@@ -8,10 +8,10 @@ import io
 import random
 import shutil
 import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
+from bundles import pack_folder
 
 from diag_service.domain import FailureMode
 from diag_service.hang import HangRequest, analyze_hang
@@ -37,14 +37,7 @@ def _job(root: Path) -> Path:
 
 
 def _packed(job: Path, tmp: Path) -> dict[str, Path]:
-    tgz = tmp / "job42.tar.gz"
-    with tarfile.open(tgz, "w:gz") as t:
-        t.add(job, arcname="job42")
-    zpath = tmp / "job42.zip"
-    with zipfile.ZipFile(zpath, "w") as z:
-        for f in sorted(job.rglob("*")):
-            if f.is_file():
-                z.write(f, f.relative_to(job).as_posix())
+    tgz, zpath = pack_folder(job, tmp)
     return {"dir": job, "tar.gz": tgz, "zip": zpath}
 
 

@@ -61,8 +61,7 @@ def test_a_bundle_directory_can_list_its_non_log_files_in_diagignore(tmp_path: P
 
 
 def test_archived_run_gets_the_slow_analysis_and_honours_its_diagignore(tmp_path: Path) -> None:
-    import tarfile
-    import zipfile
+    from bundles import pack_folder
 
     src = FIX / "slow" / "lab_slow_rank_comm"
     truth = json.loads((src / "truth.json").read_text())
@@ -74,15 +73,7 @@ def test_archived_run_gets_the_slow_analysis_and_honours_its_diagignore(tmp_path
     (run / "notes").mkdir()
     (run / "notes" / "x.txt").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     (run / ".diagignore").write_text("truth.json\nnotes/*\n")
-    tgz = tmp_path / "run7.tar.gz"
-    with tarfile.open(tgz, "w:gz") as t:
-        t.add(run, arcname="run7")
-    zpath = tmp_path / "run7.zip"
-    with zipfile.ZipFile(zpath, "w") as z:
-        for f in sorted(run.rglob("*")):
-            if f.is_file():
-                z.write(f, f.relative_to(run).as_posix())  # the folder's contents at the zip's top
-    for bundle in (tgz, zpath):
+    for bundle in pack_folder(run, tmp_path):  # the folder in a tar.gz, its contents at a zip's top
         d = diagnose(DiagnoseRequest(path=str(bundle)))
         assert d.failure_mode is FailureMode.FAIL_SLOW, bundle
         assert d.first_failing_rank == truth["faulty_rank"] and d.category.value == "network"
