@@ -35,6 +35,8 @@ def feed_preference(name: str) -> tuple[int, str]:
 
 #: A stack dump of one rank in one snapshot folder.
 RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+#: Bytes of one stack dump given to the hang analyzer (py-spy dumps of one process are kilobytes).
+MAX_DUMP_BYTES = 8 << 20
 #: Files that describe the stack dumps of a dumps root.
 DUMP_META = ("ranks.json", "index.json")
 
@@ -111,11 +113,19 @@ def is_dumps_folder(root: str) -> bool:
 
 @dataclass(slots=True)
 class DumpFile:
-    """One rank's dump in one snapshot: its member ``name`` and a ``read()`` returning at most the
-    analyzer's byte limit of it (raises ``OSError`` when a file on disk cannot be read)."""
+    """One rank's dump in one snapshot: its member ``name``, and either the ``path`` of the file on disk
+    (a folder's dump, read when analysed) or its ``data`` (an archive's, read in the log pass)."""
 
     name: str
-    read: Callable[[], bytes]
+    path: str | None = None
+    data: bytes = b""
+
+    def read(self) -> bytes:
+        """At most :data:`MAX_DUMP_BYTES` of the dump. Raises ``OSError`` when the file cannot be read."""
+        if self.path is None:
+            return self.data[:MAX_DUMP_BYTES]
+        with open(self.path, "rb") as fh:
+            return fh.read(MAX_DUMP_BYTES)
 
 
 @dataclass(slots=True)
@@ -153,6 +163,7 @@ class FeedMember:
 __all__ = [
     "DUMP_META",
     "FEED_MEMBER",
+    "MAX_DUMP_BYTES",
     "RANK_FILE",
     "DumpFile",
     "DumpPath",

@@ -29,6 +29,7 @@ from pathlib import Path
 from diag_service.domain import InputReport
 from diag_service.ingest.bundle import Block, IngestLimits, archive_member_text, attribute_path, read_bundle
 from diag_service.ingest.members import (
+    MAX_DUMP_BYTES,
     DumpFile,
     FeedMember,
     MemberKind,
@@ -41,8 +42,6 @@ from diag_service.ingest.members import (
 )
 
 DIAGIGNORE = ".diagignore"
-#: Bytes of one stack dump given to the hang analyzer (py-spy dumps of one process are kilobytes).
-MAX_DUMP_BYTES = 8 << 20
 #: Bytes of timing-feed text kept from an archive (a 10,000-step, 1,024-rank feed is about 1 GB; a
 #: bigger one should be passed as a file).
 MAX_FEED_TEXT_BYTES = 1 << 30
@@ -113,7 +112,7 @@ class Bundle:
         self._dumps = StackDumps(where=path)
         self._dump_roots: set[str] = set()
         self._feeds: list[FeedMember] = []
-        self._dump_text: dict[str, list[bytes]] = {}
+        self._dump_files: dict[str, DumpFile] = {}  # dumps read in the log pass, by member name
         self._consumed = False
         #: every rank file at a dumps root is a dump, and the roots' ranks.json/index.json are metadata
         #: (``diag hang``: the user says the folder holds stack dumps)
@@ -152,7 +151,7 @@ class Bundle:
                     self.report.warnings.append(f"{name}: unreadable ({exc.strerror or exc}), skipped")
                 return True
             if k is MemberKind.STACK_DUMP and self._strong_dump(name):
-                self._register_dump(name, DumpFile(name=name, read=lambda full=full: _read_head(full)))
+                self._register_dump(DumpFile(name=name, path=full))
                 return True
             return False
         if k is MemberKind.TIMING_FEED and name.lower().endswith(".parquet"):
@@ -236,28 +235,22 @@ class Bundle:
         prev = (self._dumps.ranks_json if name.endswith("ranks.json") else self._dumps.index_json) or b""
         self._set_meta(name, prev + b.text.encode("utf-8") if b.first_line > 1 else b.text.encode("utf-8"))
 
-    def _register_dump(self, name: str, f: DumpFile) -> None:
-        dp = dump_member(name)
-        if dp is None:  # only names that dump_member accepts are classified as dumps
-            return
-        self._dump_roots.add(dp.root)
-        self._dumps.add(dp, f)
+    def _register_dump(self, f: DumpFile) -> DumpFile:
+        dp = dump_member(f.name)
+        if dp is not None:  # only names that dump_member accepts are classified as dumps
+            self._dump_roots.add(dp.root)
+            self._dumps.add(dp, f)
+        return f
 
     def _add_dump(self, name: str, b: Block) -> None:
-        """One block of a dump read in the log pass (archives, and folders' dumps outside ``dumps/``)."""
-        if self.is_dir:
-            if b.first_line == 1:
-                full = os.path.join(self.path, name)
-                self._register_dump(name, DumpFile(name=name, read=lambda full=full: _read_head(full)))
-            return
+        """One block of a dump read in the log pass (archives, and folders' dumps outside ``dumps/``):
+        a folder's is read again from disk when analysed, an archive's text is kept (up to the limit)."""
         if b.first_line == 1:
-            holder = [b.text.encode("utf-8")]
-            self._register_dump(name, DumpFile(name=name, read=lambda holder=holder: holder[0]))
-            self._dump_text[name] = holder
-            return
-        holder = self._dump_text.get(name)
-        if holder is not None and len(holder[0]) < MAX_DUMP_BYTES:
-            holder[0] = (holder[0] + b.text.encode("utf-8"))[:MAX_DUMP_BYTES]
+            path = os.path.join(self.path, name) if self.is_dir else None
+            self._dump_files[name] = self._register_dump(DumpFile(name=name, path=path))
+        f = self._dump_files.get(name)
+        if f is not None and f.path is None and len(f.data) < MAX_DUMP_BYTES:
+            f.data = (f.data + b.text.encode("utf-8"))[:MAX_DUMP_BYTES]
 
     def _finish(self) -> None:
         roots = sorted(self._dump_roots)
@@ -281,11 +274,6 @@ class Bundle:
     def feeds(self) -> list[FeedMember]:
         """The timing feeds met by :meth:`blocks`, in bundle order."""
         return list(self._feeds)
-
-
-def _read_head(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(MAX_DUMP_BYTES)
 
 
 def open_bundle(path: str | os.PathLike[str], limits: IngestLimits | None = None,
