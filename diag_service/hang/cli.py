@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from diag_service.hang.analyzer import HangRequest, analyze_hang, find_dumps_dir
+from diag_service.hang.analyzer import HangRequest, analyze_hang
 
 err = Console(stderr=True)
 
@@ -26,9 +26,8 @@ def hang_cmd(
     min_stuck: Annotated[int, typer.Option(help="Unchanged snapshots that make a rank stuck.")] = 3,
 ) -> None:
     """Is the job hung, since when, which rank(s) are the culprits, and where is each stuck."""
-    root = find_dumps_dir(dumps) or dumps
-    try:
-        rep = analyze_hang(HangRequest(dumps_dir=str(root), min_stuck_snapshots=min_stuck))
+    try:  # analyze_hang finds a bundle's dumps/ folder itself
+        rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck))
     except (FileNotFoundError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
