@@ -196,7 +196,6 @@ class Labeller:
 
     def __init__(self, options: LabelOptions, similar: SimilarFn | None = None, kb_version: str | None = None) -> None:
         self.options = options
-        self.injected = similar is not None
         if similar is not None:
             self.similar, self.kb_version, self.kb_note = similar, kb_version or "injected", None
         else:
