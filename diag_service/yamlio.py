@@ -36,13 +36,14 @@ def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 
 def validation_message(name: str, node: yaml.Node | None, exc: ValidationError, base: tuple[Any, ...] = ()) -> str:
-    """``"<name>:<line>: <field>: <message>"`` for the first error of ``exc`` (``base``: the location of
-    the validated object inside the document)."""
+    """``"<name>:<line>: <field>: <message>"`` for the first error of ``exc``, with how many more there are
+    (``base``: the location of the validated object inside the document)."""
     first = exc.errors(include_url=False)[0]
     loc = (*base, *first["loc"])
     line = line_of(node, loc)
     where = ".".join(str(x) for x in loc) or "(document)"
-    return f"{name}:{line if line is not None else '?'}: {where}: {first['msg']}"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{name}:{line if line is not None else '?'}: {where}: {first['msg']}{more}"
 
 
 def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, yaml.Node | None]:

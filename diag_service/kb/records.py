@@ -118,15 +118,6 @@ def default_incidents_dir() -> Path:
     return builtin("knowledge_base", "incidents")
 
 
-def _format_validation(exc: ValidationError) -> str:
-    parts = []
-    for e in exc.errors()[:5]:
-        loc = ".".join(str(x) for x in e["loc"]) or "(record)"
-        parts.append(f"{loc}: {e['msg']}")
-    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-    return "; ".join(parts) + more
-
-
 def load_incident_file(path: Path) -> list[SeedIncident]:
     """Load and validate one incident file. Raises :class:`RecordError` naming ``path``."""
     parsed, _text, node = load_yaml_model(path, IncidentFile, RecordError)
