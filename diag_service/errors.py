@@ -83,10 +83,5 @@ def http_status(exc: DiagError) -> int:
     return int(own) if own else HTTP_STATUSES[exc.kind]
 
 
-def describe(exc: DiagError) -> str:
-    """``"<label>: <message>"`` for one line of a terminal or a JSON error body."""
-    return f"{LABELS[exc.kind]}: {exc}"
-
-
-__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "describe", "exit_code",
+__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "exit_code",
            "http_status"]
