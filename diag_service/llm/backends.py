@@ -450,16 +450,16 @@ def get_backend(config: LlmConfig) -> Backend:
     kind = resolve_kind(config)
     if kind == "none":
         raise ModelUnavailable("the LLM backend is 'none'")
-    needs = {"llamacpp": "xllamacpp", "transformers": "transformers"}.get(kind)
-    if needs is not None:
-        import importlib.util
-
-        if importlib.util.find_spec(needs) is None:
-            raise ModelUnavailable(f"{LLM_EXTRA_HINT} ({needs} is not installed)")
     key = _key(config, kind)
     with _backends_lock:
         b = _backends.get(key)
         if b is None:
+            needs = {"llamacpp": "xllamacpp", "transformers": "transformers"}.get(kind)
+            if needs is not None:  # checked once, when the backend is created
+                import importlib.util
+
+                if importlib.util.find_spec(needs) is None:
+                    raise ModelUnavailable(f"{LLM_EXTRA_HINT} ({needs} is not installed)")
             if kind == "llamacpp":
                 b = LlamaCppBackend(config)
             elif kind == "transformers":
