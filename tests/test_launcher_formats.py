@@ -108,3 +108,46 @@ def test_slurm_task_out_of_memory_names_the_task(tmp_path: Path) -> None:
     ))
     assert d.category.value == "host_oom"
     assert d.first_failing_rank == 3
+
+
+# NCCL_DEBUG=INFO on one node, four processes (NCCL 2.18 shapes, src/init.cc and transport/*.cc):
+# every process states its rank in its communicators' init lines; each also joins a 2-rank
+# sub-communicator whose rank is not the global one. Only NCCL's ``host:pid:tid [dev]`` names who
+# wrote the failing WARN line.
+def _nccl_init(pid: int, rank: int) -> str:
+    dev = rank
+    return (
+        f"gpu-node-001:{pid}:{pid + 90} [{dev}] NCCL INFO comm 0x55d0c8a0{rank}0 rank {rank} nranks 4 "
+        f"cudaDev {dev} nvmlDev {dev} busId {dev + 1}0 commId 0x7c1d3f - Init START\n"
+        f"gpu-node-001:{pid}:{pid + 90} [{dev}] NCCL INFO comm 0x55d0c8b0{rank}0 rank {rank % 2} nranks 2 "
+        f"cudaDev {dev} nvmlDev {dev} busId {dev + 1}0 commId 0x2a9e41 - Init COMPLETE\n"
+    )
+
+
+NCCL_OOM_ON_RANK2 = (
+    "".join(_nccl_init(3018450 + r, r) for r in range(4))
+    + "gpu-node-001:3018452:3018452 [2] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n"
+    + "gpu-node-001:3018452:3018452 [2] NCCL INFO enqueue.cc:1184 -> 1\n"
+)
+
+
+def test_nccl_process_rank_is_learnt_from_its_init_lines(tmp_path: Path) -> None:
+    d = _diag(tmp_path, NCCL_OOM_ON_RANK2)
+    assert d.category.value == "gpu_oom"
+    assert d.first_failing_rank == 2  # the world communicator's rank, not the sub-communicator's 0
+
+
+def test_nccl_process_rank_from_connection_lines_only_when_they_agree(tmp_path: Path) -> None:
+    # NCCL 2.10 prints a channel line from the connecting rank (SHM/P2P), "peer -> me [receive]" for NET
+    conn = (
+        "gpu-node-001:3018453:3024011 [2] NCCL INFO Channel 01 : 3[1040] -> 0[1020] via SHM/direct/direct\n"
+        "gpu-node-001:3018453:3024011 [2] NCCL INFO Channel 00 : 1[1030] -> 3[1040] [receive] via NET/IB/0\n"
+        "gpu-node-001:3018451:3024010 [0] NCCL INFO Channel 00 : 0[1020] -> 2[1040] via SHM/direct/direct\n"
+        "gpu-node-001:3018451:3024010 [0] NCCL INFO Channel 00 : 1[1030] -> 2[1040] via SHM/direct/direct\n"
+    )
+    warn = "gpu-node-001:{pid}:{pid} [{dev}] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n"
+    d = _diag(tmp_path, conn + warn.format(pid=3018453, dev=2))
+    assert d.first_failing_rank == 3
+    # pid 3018451's lines name two different ranks (two communicators): no rank is guessed
+    d = _diag(tmp_path, conn + warn.format(pid=3018451, dev=0))
+    assert d.category.value == "gpu_oom" and d.first_failing_rank is None

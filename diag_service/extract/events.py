@@ -33,7 +33,14 @@ import re2  # google-re2: linear-time DFA matching; Python's re backtracks throu
 
 from diag_service.domain import EventKind
 from diag_service.ingest import Block, Source
-from diag_service.logformat import FRAME_LINE, LEADING_TS, Attribution, attribute, parse_timestamp
+from diag_service.logformat import (
+    FRAME_LINE,
+    LEADING_TS,
+    NCCL_ORIGIN,
+    Attribution,
+    attribute,
+    parse_timestamp,
+)
 
 MAX_EVENT_LINES = 80
 MAX_LINE_CHARS = 4000
@@ -132,6 +139,16 @@ ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
 #: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
+#: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
+#: NCCL puts before every line (src/include/debug.h): the communicator init line
+#: (``comm 0x.. rank R nranks N cudaDev D ...``, init.cc) and a channel / ring connection line
+#: (``Channel 00/0 : R[dev] -> P[dev] via ...``; transport/*.cc print it from the connecting rank,
+#: except NET's ``[receive]`` side, which prints ``peer -> R``).
+NCCL_SELF_RANK = re.compile(
+    r"([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] NCCL INFO (?:"
+    r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)"
+    r"|(?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fx]+\])? -> (\d+)(?:\[[0-9a-fx]+\])?( \[receive\])?)"
+)
 AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
 
@@ -267,6 +284,10 @@ class Extractor:
         # per file (one node's console or one worker's log): global rank minus local rank, learnt from
         # lines that carry both ("[default1]:[rank5]:"); torchrun gives a node's workers contiguous ranks
         self._rank_offset: dict[str, int] = {}
+        # per NCCL process (host, pid): the (nranks, rank) of its largest communicator (the world's;
+        # a sub-communicator's rank is not the global one), and the ranks its connection lines state
+        self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
+        self._nccl_conn: dict[tuple[str, str], set[int]] = {}
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -321,6 +342,8 @@ class Extractor:
             mid = len(text) // 2
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text, a, a + RANK_WINDOW)))
+        if "NCCL INFO" in text:
+            self._learn_nccl_ranks(text)
         if obs.world_size is None and "nranks" in text:
             m_world = NRANKS_RE.search(text)
             if m_world:
@@ -377,6 +400,30 @@ class Extractor:
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
+    def _learn_nccl_ranks(self, text: str) -> None:
+        """Learn which global rank each NCCL process (host, pid) is, from its INFO lines (NCCL_SELF_RANK)."""
+        for m in NCCL_SELF_RANK.finditer(text):
+            key = (m.group(1), m.group(2))
+            if m.group(3) is not None:
+                cur = self._nccl_comm.get(key)
+                cand = (int(m.group(4)), int(m.group(3)))
+                if cur is None or cand[0] > cur[0]:
+                    self._nccl_comm[key] = cand
+            elif len(conn := self._nccl_conn.setdefault(key, set())) < 4:
+                conn.add(int(m.group(6) if m.group(7) else m.group(5)))
+
+    def _nccl_rank(self, body: str) -> int | None:
+        """The global rank of the NCCL process that wrote ``body``, when its INFO lines said it:
+        the largest communicator's rank, else the one rank all its connection lines agree on."""
+        m = NCCL_ORIGIN.search(body)
+        if m is None:
+            return None
+        key = (m.group(1), m.group(2))
+        if key in self._nccl_comm:
+            return self._nccl_comm[key][1]
+        conn = self._nccl_conn.get(key)
+        return next(iter(conn)) if conn is not None and len(conn) == 1 else None
+
     def _global(self, path: str, who: tuple[int | None, int | None, str | None]) -> tuple[int | None, int | None, str | None]:
         """Fill a missing global rank from the local rank and the file's learnt offset (and learn it)."""
         rank, local, node = who
@@ -396,6 +443,8 @@ class Extractor:
             if m_agent:
                 who = (who[0], int(m_agent.group(2)), who[2])
         who = self._global(rd.src.path, who)
+        if who[0] is None and "NCCL" in body and (self._nccl_comm or self._nccl_conn):
+            who = (self._nccl_rank(body), who[1], who[2])
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
             ev = self._traceback(rd, ls, line_no, who, consumed)
             if ev is not None:
