@@ -151,3 +151,26 @@ def test_nccl_process_rank_from_connection_lines_only_when_they_agree(tmp_path: 
     # pid 3018451's lines name two different ranks (two communicators): no rank is guessed
     d = _diag(tmp_path, conn + warn.format(pid=3018451, dev=0))
     assert d.category.value == "gpu_oom" and d.first_failing_rank is None
+
+
+# A paste cut right after "The above exception was the direct cause": the last traceback is missing,
+# so the exception printed in full before it (on rank 0) is the event's key and carries the rank.
+CHAIN_CUT = """\
+ninja: build stopped: subcommand failed.
+Loading extension module fused_adam...
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 2104, in _run_ninja_build
+[rank0]:     subprocess.run(
+[rank0]:   File "/opt/conda/lib/python3.10/subprocess.py", line 526, in run
+[rank0]:     raise CalledProcessError(retcode, process.args,
+[rank0]: subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.
+
+[rank0]: The above exception was the direct cause of the following exception:
+"""
+
+
+def test_chained_traceback_cut_before_its_last_part_keeps_the_printed_exception(tmp_path: Path) -> None:
+    d = _diag(tmp_path, CHAIN_CUT)
+    assert any(e.template.startswith("subprocess.CalledProcessError") for e in d.events)
+    assert not any("Traceback (incomplete)" in e.template for e in d.events)
+    assert d.first_failing_rank == 0

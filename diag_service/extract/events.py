@@ -507,6 +507,8 @@ class Extractor:
         header_ts: float | None = None
         exc_line: str | None = None
         exc_line_no = line_no
+        chained_exc: str | None = None  # the exception before a "direct cause" / "During handling" line
+        chained_no = line_no
         pos = ls
         n = line_no
         scanned = 0
@@ -542,6 +544,7 @@ class Extractor:
             elif exc_line is not None and CHAINED.match(s):
                 lines.append(s)
                 consumed.add(pos)
+                chained_exc, chained_no = exc_line, exc_line_no
                 exc_line = None  # chained: the cause we keep is the last exception printed
             elif exc_line is not None and s and not PREFILTER.search(body) and len(lines) < MAX_EVENT_LINES:
                 lines.append(s[:MAX_LINE_CHARS])  # multi-line exception message
@@ -555,6 +558,9 @@ class Extractor:
             pos, n = nxt, n + 1
         if not lines:
             return None
+        if exc_line is None and chained_exc is not None:
+            # The chain's last traceback was cut: the last exception printed in full is the key.
+            exc_line, exc_line_no = chained_exc, chained_no
         if exc_line is None:
             # Cut by the block end or the log's end: keep what we have, keyed by the last frame.
             key = "Traceback (incomplete): " + clean_key(lines[-1])
