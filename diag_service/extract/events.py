@@ -138,17 +138,17 @@ NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
-#: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
 #: NCCL puts before every line (src/include/debug.h): the communicator init line
 #: (``comm 0x.. rank R nranks N cudaDev D ...``, init.cc) and a channel / ring connection line
 #: (``Channel 00/0 : R[dev] -> P[dev] via ...``; transport/*.cc print it from the connecting rank,
 #: except NET's ``[receive]`` side, which prints ``peer -> R``).
 NCCL_SELF_RANK = re.compile(
-    r"([A-Za-z0-9][\w.-]*):(\d+):\d+ \[\d+\] NCCL INFO (?:"
+    r"\] NCCL INFO (?:"
     r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)"
     r"|(?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fx]+\])? -> (\d+)(?:\[[0-9a-fx]+\])?( \[receive\])?)"
 )
+#: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
 AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
 
@@ -402,15 +402,20 @@ class Extractor:
 
     def _learn_nccl_ranks(self, text: str) -> None:
         """Learn which global rank each NCCL process (host, pid) is, from its INFO lines (NCCL_SELF_RANK)."""
+        # The literal "] NCCL INFO " leads the pattern (a fast scan); the origin is read from the line's start.
         for m in NCCL_SELF_RANK.finditer(text):
-            key = (m.group(1), m.group(2))
-            if m.group(3) is not None:
+            ls = text.rfind("\n", max(0, m.start() - 512), m.start())  # the newline before the line
+            origin = NCCL_ORIGIN.search(text, max(ls, 0), m.start() + 8)
+            if origin is None:
+                continue
+            key = (origin.group(1), origin.group(2))
+            if m.group(1) is not None:
                 cur = self._nccl_comm.get(key)
-                cand = (int(m.group(4)), int(m.group(3)))
+                cand = (int(m.group(2)), int(m.group(1)))
                 if cur is None or cand[0] > cur[0]:
                     self._nccl_comm[key] = cand
             elif len(conn := self._nccl_conn.setdefault(key, set())) < 4:
-                conn.add(int(m.group(6) if m.group(7) else m.group(5)))
+                conn.add(int(m.group(4) if m.group(5) else m.group(3)))
 
     def _nccl_rank(self, body: str) -> int | None:
         """The global rank of the NCCL process that wrote ``body``, when its INFO lines said it:
