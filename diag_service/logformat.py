@@ -49,7 +49,7 @@ INLINE_RANK = re.compile(
 SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
-COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
+COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
 PREFIX_KINDS = ("stamp", "mpi", "rank", "role", "num", "srun", "host")
 #: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether

@@ -174,3 +174,55 @@ def test_chained_traceback_cut_before_its_last_part_keeps_the_printed_exception(
     assert any(e.template.startswith("subprocess.CalledProcessError") for e in d.events)
     assert not any("Traceback (incomplete)" in e.template for e in d.events)
     assert d.first_failing_rank == 0
+
+
+# Horovod under mpirun --tag-output with a collector's timestamp: one rank's traceback, ranks 1-3 only
+# print INFO lines, and no signature names a category.
+MPI_ONE_RANK_TRACEBACK = """\
+2021-03-10T13:22:30.101Z: [1,1]<stdout>:Epoch 3: 41% loss=1.82
+2021-03-10T13:22:30.102Z: [1,2]<stdout>:Epoch 3: 41% loss=1.79
+2021-03-10T13:22:37.443Z: [1,3]<stderr>:Traceback (most recent call last):
+2021-03-10T13:22:37.443Z: [1,3]<stderr>:  File "train.py", line 211, in <module>
+2021-03-10T13:22:37.443Z: [1,3]<stderr>:    cfg = load_config(args.deepspeed)
+2021-03-10T13:22:37.444Z: [1,3]<stderr>:  File "/usr/lib/python3.8/base64.py", line 87, in b64decode
+2021-03-10T13:22:37.444Z: [1,3]<stderr>:    return binascii.a2b_base64(s)
+2021-03-10T13:22:37.444Z: [1,3]<stderr>:binascii.Error: Incorrect padding
+"""
+
+
+def test_only_rank_with_a_traceback_is_named_when_no_signature_decides(tmp_path: Path) -> None:
+    d = _diag(tmp_path, MPI_ONE_RANK_TRACEBACK)
+    assert d.category.value == "unknown"
+    assert d.first_failing_rank == 3
+
+
+def test_two_ranks_with_tracebacks_name_no_rank_without_a_signature(tmp_path: Path) -> None:
+    other = MPI_ONE_RANK_TRACEBACK.replace("[1,3]", "[1,0]").replace("Incorrect padding", "Non-base64 digit found")
+    d = _diag(tmp_path, MPI_ONE_RANK_TRACEBACK + other)
+    assert d.category.value == "unknown"
+    assert d.first_failing_rank is None
+
+
+def test_rank_that_waited_on_the_store_is_not_named_for_its_own_traceback(tmp_path: Path) -> None:
+    # rank 1 gives up waiting for rank 0 (busy tokenizing): its traceback is a consequence
+    text = (
+        "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+        "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/app/train.py", line 124, in <module>\n'
+        "[rank1]:     barrier()\n"
+        "[rank1]: torch.distributed.DistBackendError: wait for the store failed\n"
+    )
+    d = _diag(tmp_path, text)
+    assert d.first_failing_rank is None
+
+
+def test_nccl_heartbeat_monitor_line_is_a_hang(tmp_path: Path) -> None:
+    text = (
+        "[rank0]:[E306 00:30:11.701177518 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+        "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+        "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog.\n"
+    )
+    d = _diag(tmp_path, text)
+    assert d.failure_mode.value == "fail_hang"
+    assert d.first_failing_rank is None

@@ -249,6 +249,38 @@ def _demote_late_roots(
     return kept
 
 
+#: Event kinds a rank writes about a failure of its own (a launcher's exit report or summary is not one).
+_OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKind.CPP_FRAMES, EventKind.NCCL,
+                              EventKind.KERNEL, EventKind.ERROR_LINE})
+
+
+def _sole_erring_rank(events: list[EventTemplate]) -> int | None:
+    """The one rank that wrote an error of its own (traceback, exception, NCCL error, error line) when no
+    other rank did, or None.
+
+    Events judged symptoms of another rank's failure (a lost peer, a watchdog timeout) or launcher
+    summaries do not count, and a rank that also reported losing or waiting for a peer is not named: it
+    noticed a failure elsewhere. Used when no signature named the rank, e.g. a pasted console where one
+    rank's traceback carries a ``[rankN]:`` or Open MPI ``[1,N]<stderr>:`` prefix.
+    """
+    ranks: set[int] = set()
+    for e in events:
+        if e.kind is EventKind.NCCL and " NCCL WARN " not in e.first.text:
+            continue  # NCCL INFO lines (and garbled interleavings of them) are not errors
+        if e.kind in _OWN_ERROR_KINDS and e.role not in (EventRole.SYMPTOM, EventRole.SUMMARY):
+            if e.n_ranks > 1:
+                return None
+            ranks.update(e.ranks)
+            if len(ranks) > 1:
+                return None
+    if len(ranks) != 1:
+        return None
+    rank = next(iter(ranks))
+    if any(e.role is EventRole.SYMPTOM and rank in e.ranks for e in events):
+        return None  # it also reported waiting for / losing a peer: its traceback is that peer's doing
+    return rank
+
+
 def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) -> int | None:
     """The one rank that says nothing while the other ranks report losing a peer, or None.
 
@@ -388,6 +420,8 @@ def localize(
             locals_ = {ev.local_rank for ev in pevs if ev.local_rank is not None and ev.kind is EventKind.EXIT}
             if len(locals_) == 1:
                 first_rank = next(iter(locals_))
+        if first_rank is None and not primary.ranks:
+            first_rank = _sole_erring_rank(events)
         if category in NODE_LEVEL and primary.nodes:
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)
@@ -473,6 +507,8 @@ def localize(
         if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
+        if first_rank is None and mode is FailureMode.FAIL_STOP:
+            first_rank = _sole_erring_rank(events)
     if primary is not None and confident:
         # Root-signature events of another category and lower priority are part of the cascade.
         for e in events:
