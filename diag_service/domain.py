@@ -240,6 +240,53 @@ class HangSuspect(BaseModel):
     top_frames: list[str] = Field(default_factory=list)
 
 
+class CollectiveStall(BaseModel):
+    """The first collective of one process group that did not complete on every member."""
+
+    group: str = Field(description="Process group name as Flight Recorder records it ('0' is the default group).")
+    group_desc: str = ""
+    group_ranks: list[int]
+    seq: int = Field(description="Collective sequence id within the group.")
+    op: str = Field(description="The op most members enqueued, e.g. 'all_reduce'.")
+    sizes: str = ""
+    joined: list[int] = Field(description="Members that enqueued this collective.")
+    missing: list[int] = Field(description="Members that never enqueued it.")
+    mismatched: list[int] = Field(default_factory=list, description="Members that enqueued another op or other sizes at this seq.")
+    mismatch_detail: str = ""
+    where: str = Field(default="", description="Call site of the collective on a joined rank (innermost user frame).")
+
+
+class P2PStall(BaseModel):
+    """A send/recv enqueued and not completed whose peer never posted the matching op."""
+
+    group: str
+    rank: int
+    op: str
+    peer: int
+    p2p_seq: int | None = None
+
+
+class FRCulprit(BaseModel):
+    rank: int
+    reason: str
+    group: str | None = None
+    seq: int | None = None
+    op: str | None = None
+
+
+class CollectiveReport(BaseModel):
+    """What PyTorch Flight Recorder dumps say about a hang (:func:`diag_service.hang.flight.analyze_collectives`)."""
+
+    ranks_dumped: list[int]
+    ranks_missing_dump: list[int] = Field(default_factory=list)
+    version: str = ""
+    stalls: list[CollectiveStall] = Field(default_factory=list)
+    p2p: list[P2PStall] = Field(default_factory=list)
+    culprits: list[FRCulprit] = Field(default_factory=list)
+    waiting: dict[int, str] = Field(default_factory=dict, description="Rank -> the incomplete collective it waits in ('group:seq op').")
+    warnings: list[str] = Field(default_factory=list)
+
+
 class HangReport(BaseModel):
     """Fail-hang localisation by temporal stack invariance (``diag hang``).
 
@@ -259,6 +306,8 @@ class HangReport(BaseModel):
     suspect_nodes: list[str] = Field(default_factory=list)
     explanation: str
     warnings: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list, description="What the report rests on: 'stacks', 'flight_recorder'.")
+    collectives: CollectiveReport | None = Field(default=None, description="The Flight Recorder view, when dumps were given.")
 
 
 class CitedItem(BaseModel):

@@ -52,10 +52,12 @@ MAX_FRAMES = 24
 
 class HangRequest(BaseModel):
     """``dumps_dir``: ``<snapshot>/rank-<R>.txt|.json`` folders (sorted by name = time order),
-    optional ``ranks.json`` {rank: {node, pid, local_rank}} and ``index.json`` [{dir, time}]."""
+    optional ``ranks.json`` {rank: {node, pid, local_rank}} and ``index.json`` [{dir, time}]; and/or
+    Flight Recorder dumps. ``world_size``: ranks expected (ranks without any dump are then reported)."""
 
     dumps_dir: str
     min_stuck_snapshots: int = 3
+    world_size: int | None = None
 
 
 def find_dumps_dir(bundle: str | os.PathLike[str]) -> Path | None:
@@ -102,26 +104,51 @@ def _main(threads: list[ThreadStack]) -> ThreadStack:
     return next((t for t in threads if t.is_main), threads[0])
 
 
+def find_fr_dir(root: str | os.PathLike[str]) -> Path | None:
+    """The folder holding Flight Recorder dumps: ``root`` itself or one of its immediate sub-folders
+    (``fr/``, ``traces/``, ...; the first, by name, that holds any), or None."""
+    from diag_service.hang.flight import find_fr_dumps
+
+    p = Path(root)
+    if not p.is_dir():
+        return None
+    for cand in [p, *sorted(d for d in _safe_iter(p) if d.is_dir() and not d.is_symlink())[:50]]:
+        if find_fr_dumps(cand)[0]:
+            return cand
+    return None
+
+
 def analyze_hang(req: HangRequest) -> HangReport:
-    """Analyse the dumps at ``req.dumps_dir``: a folder (``<snapshot>/rank-<R>.txt|.json``, or a bundle
-    whose ``dumps/`` holds them) or a ``.tar``/``.tar.gz``/``.zip`` of one. Raises ``FileNotFoundError``
-    if the path is missing and ``ValueError`` if it holds no snapshot with a parseable dump; damaged
-    dumps of some ranks are warnings in the report."""
+    """Analyse a hang from what ``req.dumps_dir`` holds: stack snapshots (a folder
+    ``<snapshot>/rank-<R>.txt|.json``, or a bundle whose ``dumps/`` holds them, or a
+    ``.tar``/``.tar.gz``/``.zip`` of one), PyTorch Flight Recorder dumps (one file per rank, the rank
+    as the name's suffix, in the folder or a sub-folder of it), or both, fused
+    (:func:`diag_service.hang.fusion.fuse`). Raises ``FileNotFoundError`` if the path is missing and
+    ``ValueError`` if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
+    of some ranks are warnings in the report."""
+    from diag_service.hang.flight import analyze_fr_folder
+    from diag_service.hang.fusion import fuse
     from diag_service.ingest.open import open_bundle
 
     root = Path(req.dumps_dir)
     if not root.exists():
         raise FileNotFoundError(f"no such dumps folder: {root}")
+    fr_dir = find_fr_dir(root)
+    fr = analyze_fr_folder(fr_dir, req.world_size) if fr_dir is not None else None
+    stacks: HangReport | None = None
     inner = find_dumps_dir(root)
-    bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
-    for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
-        pass
-    dumps = bundle.dumps()
-    if dumps is None:
-        raise ValueError(f"no parseable stack dump under {root}")
-    rep = analyze_dumps(dumps, req.min_stuck_snapshots)
-    rep.warnings = [*bundle.report.warnings[:20], *rep.warnings][:200]
-    return rep
+    if inner is not None or fr is None:
+        bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
+        for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
+            pass
+        dumps = bundle.dumps()
+        if dumps is None:
+            if fr is None:
+                raise ValueError(f"no parseable stack dump or Flight Recorder dump under {root}")
+        else:
+            stacks = analyze_dumps(dumps, req.min_stuck_snapshots)
+            stacks.warnings = [*bundle.report.warnings[:20], *stacks.warnings][:200]
+    return fuse(stacks, fr)
 
 
 def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport:

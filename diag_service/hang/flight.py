@@ -1,0 +1,456 @@
+"""PyTorch Flight Recorder dumps: safe readers and the cross-rank collective analysis.
+
+A Flight Recorder dump (``TORCH_FR_BUFFER_SIZE`` / ``TORCH_NCCL_TRACE_BUFFER_SIZE``; written on a
+watchdog timeout to ``TORCH_FR_DUMP_TEMP_FILE``/``TORCH_NCCL_DEBUG_INFO_TEMP_FILE`` + rank, or returned
+by ``torch._C._distributed_c10d._dump_fr_trace()`` / ``_dump_fr_trace_json()``) is one rank's ring
+buffer of its last collectives: a dict with ``version``, ``pg_config`` (process group name ->
+``{name, desc, ranks}``), ``pg_status`` (name -> last enqueued / started / completed collective
+sequence id) and ``entries`` (one per collective or P2P op: ``process_group`` (name, desc),
+``collective_seq_id``, ``p2p_seq_id``, ``profiling_name`` such as ``nccl:all_reduce`` or
+``nccl:send 0->1``, ``state`` scheduled/started/completed, ``retired``, sizes, dtypes, ``frames``).
+Schema as read by PyTorch's own analyser, ``torch/distributed/flight_recorder/components/loader.py``
+and ``builder.py``; versions 2.x as written by torch 2.4-2.13 (older dumps name the sequence id ``seq_id``).
+
+Dumps are untrusted: the pickle form is read with :class:`RestrictedUnpickler`, which admits only the
+protocol's plain containers and scalars (any ``GLOBAL``/``STACK_GLOBAL`` reference, i.e. anything that
+could run code on load, is refused); the JSON form is plain JSON. Malformed, truncated or foreign files
+are skipped with a warning.
+
+Analysis (:func:`analyze_collectives`), per process group (its ranks from ``pg_config``, else the ranks
+that recorded it; the default group spans every dumped rank):
+
+- the *wavefront* is the first collective sequence id that not every member completed; members that
+  never enqueued it did not join, members that enqueued it with another op or other sizes mismatch;
+- a non-joining rank that is itself waiting in an incomplete collective (of any group) is blocked by
+  whoever is missing from *that* one; culprits are where these waits lead: ranks that are in no
+  collective at all (stuck in compute, data loading, I/O, a lock), ranks that joined with the wrong
+  op or sizes, and the ranks of a wait cycle (collectives issued in a different order);
+- P2P: a send or recv enqueued and not completed whose peer never enqueued the matching op;
+- ranks of the world with no dump are suspects as well (process gone or unresponsive).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diag_service.domain import CollectiveReport, CollectiveStall, FRCulprit, P2PStall
+from diag_service.errors import DiagError, ErrorKind
+
+#: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
+MAX_DUMP_BYTES = 256 << 20
+#: A name ending in the rank: ``nccl_trace_rank_3``, ``rank_3``, ``fr_dump.3``, ``trace-3.json``.
+RANK_SUFFIX = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d{1,6})(?P<ext>\.(?:pkl|pickle|json))?$")
+_P2P_NAME = re.compile(r"(?P<op>send|recv)\s+(?P<a>\d+)\s*(?:->|<-)\s*(?P<b>\d+)")
+
+
+class FlightRecorderError(DiagError, ValueError):
+    """A file is not a readable Flight Recorder dump (the message says why)."""
+
+    kind = ErrorKind.INPUT
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickles only plain containers and scalars: every global lookup is refused.
+
+    Flight Recorder dumps hold dicts, lists, tuples, strings, numbers, booleans and None only, so a
+    dump that names any class or function is not one, and loading it could run code.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:  # noqa: ANN401 - pickle's own signature
+        raise pickle.UnpicklingError(f"refused: the pickle references {module}.{name} (a Flight Recorder dump never does)")
+
+
+def _restricted_loads(data: bytes) -> Any:  # noqa: ANN401
+    return RestrictedUnpickler(io.BytesIO(data)).load()
+
+
+@dataclass(frozen=True, slots=True)
+class FREntry:
+    """One recorded op. ``seq``: collective sequence id within its group (None for P2P); ``p2p_seq``:
+    P2P sequence id; ``done``: completed or retired; ``peer``: the other rank of a send/recv."""
+
+    pg: str
+    pg_desc: str
+    seq: int | None
+    p2p_seq: int | None
+    op: str
+    is_p2p: bool
+    state: str
+    done: bool
+    in_sizes: str
+    out_sizes: str
+    dtypes: str
+    time_ns: int | None
+    where: str
+    peer: int | None = None
+
+
+@dataclass(slots=True)
+class FRDump:
+    """One rank's dump, normalised. ``status``: group name -> (last enqueued, last completed) collective seq."""
+
+    rank: int
+    source: str
+    version: str
+    entries: list[FREntry]
+    group_ranks: dict[str, list[int]] = field(default_factory=dict)
+    group_desc: dict[str, str] = field(default_factory=dict)
+    status: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+
+def _int(v: Any) -> int | None:  # noqa: ANN401
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ranks(v: Any) -> list[int]:  # noqa: ANN401
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return []
+    if isinstance(v, list | tuple):
+        out = [_int(x) for x in v]
+        return sorted({x for x in out if x is not None and 0 <= x < 1 << 24})
+    return []
+
+
+def _where(frames: Any) -> str:  # noqa: ANN401
+    """The innermost frame outside torch.distributed, as ``function (file:line)``."""
+    if not isinstance(frames, list):
+        return ""
+    picked = None
+    for f in frames:
+        if not isinstance(f, dict):
+            continue
+        fn = str(f.get("filename", ""))
+        if picked is None:
+            picked = f
+        if "torch/distributed/" not in fn and "/torch/" not in fn:
+            picked = f
+            break
+    if picked is None:
+        return ""
+    return f"{picked.get('name', '?')} ({os.path.basename(str(picked.get('filename', '?')))}:{picked.get('line', '?')})"
+
+
+def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
+    """Parse one dump (pickle or JSON bytes) of ``rank``. Raises :class:`FlightRecorderError` when the
+    data is not a Flight Recorder dump; odd entries inside a dump are skipped."""
+    if len(data) > MAX_DUMP_BYTES:
+        raise FlightRecorderError(f"{source}: larger than {MAX_DUMP_BYTES} bytes, not read")
+    doc: Any
+    head = data.lstrip()[:1]
+    try:
+        if head in (b"{", b"["):
+            doc = json.loads(data.decode("utf-8", errors="replace"))
+        elif data[:1] == b"\x80":
+            doc = _restricted_loads(data)
+        else:
+            raise FlightRecorderError(f"{source}: neither a pickle nor JSON")
+    except FlightRecorderError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+            MemoryError, RecursionError, UnicodeDecodeError) as exc:
+        raise FlightRecorderError(f"{source}: not a readable Flight Recorder dump ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise FlightRecorderError(f"{source}: no 'entries' list: not a Flight Recorder dump")
+    dump = FRDump(rank=rank, source=source, version=str(doc.get("version", "?")), entries=[])
+    cfg = doc.get("pg_config")
+    if isinstance(cfg, dict):
+        for key, g in cfg.items():
+            if not isinstance(g, dict):
+                continue
+            name = str(g.get("name") or key)
+            ranks = _ranks(g.get("ranks"))
+            if name and ranks:
+                dump.group_ranks[name] = ranks
+            if name and g.get("desc"):
+                dump.group_desc[name] = str(g["desc"])
+    id_to_name: dict[str, str] = {}
+    for e in doc["entries"]:
+        if not isinstance(e, dict):
+            continue
+        pgv = e.get("process_group")
+        if isinstance(pgv, list | tuple) and pgv:
+            pg, desc = str(pgv[0]), str(pgv[1]) if len(pgv) > 1 else ""
+            if e.get("pg_id") is not None:
+                id_to_name[str(e.get("pg_id"))] = pg
+        else:
+            pg, desc = str(e.get("pg_id", "?")), ""
+        name = str(e.get("profiling_name") or "")
+        op = name.split(":", 1)[-1].strip()
+        is_p2p = bool(e.get("is_p2p")) or bool(_P2P_NAME.search(op))
+        peer = None
+        m = _P2P_NAME.search(op)
+        if m:
+            a, b = int(m.group("a")), int(m.group("b"))
+            peer = b if a == rank else a  # 'send 0->1' on rank 0 / 'recv 1<-0' on rank 1
+            op = m.group("op")
+        state = str(e.get("state") or "")
+        seq = _int(e.get("collective_seq_id", e.get("seq_id")))
+        dump.entries.append(FREntry(
+            pg=pg, pg_desc=desc, seq=None if is_p2p else seq, p2p_seq=_int(e.get("p2p_seq_id")), op=op or "?",
+            is_p2p=is_p2p, state=state, done=state == "completed" or bool(e.get("retired")),
+            in_sizes=str(e.get("input_sizes", ""))[:200], out_sizes=str(e.get("output_sizes", ""))[:200],
+            dtypes=str(e.get("input_dtypes", ""))[:100], time_ns=_int(e.get("time_created_ns")),
+            where=_where(e.get("frames")), peer=peer,
+        ))
+        if desc and pg not in dump.group_desc:
+            dump.group_desc[pg] = desc
+    # pg_status is keyed by the rank-local pg_id (FlightRecorder.hpp), not by the group's global name
+    st = doc.get("pg_status")
+    if isinstance(st, dict):
+        for key, s in st.items():
+            name = id_to_name.get(str(key))
+            if isinstance(s, dict) and name is not None:
+                dump.status[name] = (_int(s.get("last_enqueued_collective")), _int(s.get("last_completed_collective")))
+    return dump
+
+
+def looks_like_fr(head: bytes) -> bool:
+    """Whether the first bytes of a file look like a Flight Recorder dump (a pickle, or JSON naming its keys)."""
+    if head[:1] == b"\x80":
+        return b"entries" in head[:4096] or b"version" in head[:4096]
+    h = head.lstrip()[:4096]
+    return h[:1] == b"{" and b'"entries"' in h and (b'"pg_config"' in h or b'"pg_status"' in h or b'"version"' in h)
+
+
+def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
+    """Flight Recorder dumps directly in ``folder``: files whose name ends in the rank (after any common
+    prefix, as ``fr_trace`` finds them) and whose content looks like a dump. Returns rank -> path and
+    warnings (two files for one rank keep the newest)."""
+    out: dict[int, Path] = {}
+    warnings: list[str] = []
+    odd: list[str] = []
+    try:
+        files = sorted(p for p in Path(folder).iterdir() if p.is_file() and not p.is_symlink())
+    except OSError as exc:
+        return {}, [f"cannot list {folder}: {exc}"]
+    for p in files:
+        m = RANK_SUFFIX.match(p.name)
+        if not m:
+            continue
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        if not looks_like_fr(head):
+            odd.append(p.name)
+            continue
+        r = int(m.group("rank"))
+        if r in out:
+            keep = max((out[r], p), key=lambda q: q.stat().st_mtime)
+            warnings.append(f"two Flight Recorder dumps for rank {r} ({out[r].name}, {p.name}); kept {keep.name}")
+            out[r] = keep
+        else:
+            out[r] = p
+    if out:
+        prefixes = {RANK_SUFFIX.match(p.name).group("prefix") for p in out.values()}  # type: ignore[union-attr]
+        for name in odd:
+            if RANK_SUFFIX.match(name).group("prefix") in prefixes:  # type: ignore[union-attr]
+                warnings.append(f"{name}: named like a Flight Recorder dump but empty, truncated or not one; not read")
+    return out, warnings
+
+
+def load_fr_dumps(files: dict[int, Path]) -> tuple[dict[int, FRDump], list[str]]:
+    """Read every file; unreadable ones become warnings."""
+    dumps: dict[int, FRDump] = {}
+    warnings: list[str] = []
+    for r, p in sorted(files.items()):
+        try:
+            if p.stat().st_size > MAX_DUMP_BYTES:
+                warnings.append(f"{p.name}: larger than {MAX_DUMP_BYTES} bytes, not read")
+                continue
+            data = p.read_bytes()
+            dumps[r] = parse_fr_dump(data, r, p.name)
+        except FlightRecorderError as exc:
+            warnings.append(str(exc))
+        except OSError as exc:
+            warnings.append(f"{p.name}: unreadable ({exc})")
+    return dumps, warnings
+
+
+# --- analysis ---------------------------------------------------------------------------------------
+
+
+def _members(dumps: dict[int, FRDump]) -> tuple[dict[str, list[int]], dict[str, str]]:
+    ranks: dict[str, set[int]] = {}
+    desc: dict[str, str] = {}
+    for d in dumps.values():
+        for g, rs in d.group_ranks.items():
+            ranks.setdefault(g, set()).update(rs)
+        desc.update(d.group_desc)
+        for g in {e.pg for e in d.entries} | set(d.status):
+            ranks.setdefault(g, set()).add(d.rank)
+    everyone = set(dumps)
+    for g in ranks:
+        if g == "0" or desc.get(g) == "default_pg":
+            ranks[g] |= everyone
+    return {g: sorted(rs) for g, rs in ranks.items()}, desc
+
+
+def _progress(d: FRDump, g: str) -> tuple[int, int, dict[int, FREntry]]:
+    """(last enqueued, last completed, seq -> entry) of rank ``d`` in group ``g``; 0 when nothing."""
+    by_seq = {e.seq: e for e in d.entries if e.pg == g and e.seq is not None}
+    enq = max(by_seq, default=0)
+    done = max((s for s, e in by_seq.items() if e.done), default=0)
+    st_enq, st_done = d.status.get(g, (None, None))
+    if st_enq is not None and st_enq >= 0:
+        enq = max(enq, st_enq)
+    if st_done is not None and st_done >= 0:
+        done = max(done, st_done)
+    # an entry's completion implies every earlier collective of the group completed on this rank
+    return enq, min(done, enq), by_seq
+
+
+def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None) -> CollectiveReport:
+    """Cross-rank view of the dumps (see the module docstring). ``world_size``: ranks expected, when known
+    (else the highest dumped rank + 1); ranks without a dump are reported."""
+    rep = CollectiveReport(ranks_dumped=sorted(dumps))
+    if not dumps:
+        return rep
+    versions = Counter(d.version for d in dumps.values())
+    rep.version = versions.most_common(1)[0][0]
+    if len(versions) > 1:
+        rep.warnings.append(f"dumps of different versions: {dict(versions)}")
+    world = world_size or (max(dumps) + 1)
+    rep.ranks_missing_dump = sorted(set(range(world)) - set(dumps))
+    members, desc = _members(dumps)
+    # 1. Where each rank waits: its incomplete collectives.
+    pending: dict[int, list[tuple[str, int]]] = {}
+    prog: dict[tuple[str, int], tuple[int, int, dict[int, FREntry]]] = {}
+    for g, ranks in members.items():
+        for r in ranks:
+            if r in dumps:
+                prog[(g, r)] = p = _progress(dumps[r], g)
+                if p[0] > p[1]:
+                    pending.setdefault(r, []).append((g, p[1] + 1))
+    # 2. The wavefront of every group with unfinished work.
+    blockers: dict[tuple[str, int], set[int]] = {}
+    for g, ranks in sorted(members.items(), key=lambda kv: (kv[0] != "0", kv[0])):
+        have = [r for r in ranks if (g, r) in prog]
+        if not have:
+            continue
+        front = min(prog[(g, r)][1] for r in have) + 1
+        if all(prog[(g, r)][0] < front for r in have):
+            continue  # nobody enqueued beyond what everyone completed: the group is idle
+        joined = [r for r in have if prog[(g, r)][0] >= front]
+        missing = sorted([r for r in have if prog[(g, r)][0] < front] + [r for r in ranks if r not in dumps])
+        sigs: dict[int, tuple[str, str]] = {}
+        where = ""
+        for r in joined:
+            e = prog[(g, r)][2].get(front)
+            if e is not None:
+                sigs[r] = (e.op, e.in_sizes)
+                where = where or e.where
+        mismatched: list[int] = []
+        detail = ""
+        common = Counter(sigs.values()).most_common()
+        if len(common) > 1:
+            (op0, sz0), n0 = common[0]
+            if n0 > common[1][1]:  # a majority: the others are the odd ones out
+                mismatched = sorted(r for r, sg in sigs.items() if sg != (op0, sz0))
+                detail = "; ".join(f"rank {r}: {sigs[r][0]} {sigs[r][1]}" for r in mismatched[:8]) + f" (others: {op0} {sz0})"
+            else:  # no majority: every joined rank is suspect
+                mismatched = sorted(sigs)
+                detail = "; ".join(f"rank {r}: {sg[0]} {sg[1]}" for r, sg in sorted(sigs.items())[:8])
+        op, sizes = common[0][0] if common else ("?", "")
+        rep.stalls.append(CollectiveStall(
+            group=g, group_desc="" if desc.get(g) in (None, "undefined") else desc[g], group_ranks=ranks, seq=front, op=op, sizes=sizes, joined=joined,
+            missing=missing, mismatched=mismatched, mismatch_detail=detail, where=where,
+        ))
+        for r in joined:
+            blockers[(g, r)] = set(missing) | set(mismatched)
+    for r, waits in pending.items():
+        g, s = min(waits, key=lambda w: (prog[(w[0], r)][2].get(w[1]).time_ns or 0) if prog[(w[0], r)][2].get(w[1]) else 0)
+        e = prog[(g, r)][2].get(s)
+        rep.waiting[r] = f"{g}:{s} {e.op if e else '?'}"
+    # 3. P2P ops whose peer never posted the match.
+    for r, d in dumps.items():
+        for e in d.entries:
+            if e.is_p2p and not e.done and e.peer is not None:
+                want = "recv" if e.op == "send" else "send"
+                peer = dumps.get(e.peer)
+                matched = peer is not None and any(
+                    p.is_p2p and p.op == want and p.peer == r and p.pg == e.pg for p in peer.entries
+                    if p.p2p_seq is None or e.p2p_seq is None or p.p2p_seq == e.p2p_seq
+                )
+                if not matched:
+                    rep.p2p.append(P2PStall(group=e.pg, rank=r, op=e.op, peer=e.peer, p2p_seq=e.p2p_seq))
+    # 4. Culprits: follow each wait to the ranks it waits for.
+    culprits: dict[int, FRCulprit] = {}
+    for st in sorted(rep.stalls, key=lambda st: len(st.group_ranks)):  # the narrowest group names it best
+        for r in st.mismatched:
+            culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
+                                    reason=f"joined collective #{st.seq} of group {st.group} with another op or size ({st.mismatch_detail})")
+        for r in st.missing:
+            if r in culprits:
+                continue
+            if r not in dumps:
+                culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
+                                        reason=f"never joined {st.op} #{st.seq} of group {st.group} and left no Flight Recorder dump (process gone or unresponsive)")
+            elif r not in pending:
+                culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
+                                        reason=f"never joined {st.op} #{st.seq} of group {st.group} (members {_fmt(st.group_ranks)}) "
+                                               "and is in no collective: stuck outside communication (compute, data loading, I/O, a lock)")
+    for p in rep.p2p:
+        peer_pending = p.peer in pending
+        if p.peer not in culprits and not peer_pending:
+            culprits[p.peer] = FRCulprit(rank=p.peer, group=p.group, op=p.op,
+                                         reason=f"rank {p.rank}'s {p.op} to/from it never got the matching {'recv' if p.op == 'send' else 'send'}")
+    if not culprits and rep.stalls:
+        # Every non-joining rank waits elsewhere: a cycle (collectives issued in different orders).
+        edges = {r: {m for (g, j), ms in blockers.items() if j == r for m in ms} for r in dumps}
+        cyc = _cycle_ranks(edges)
+        for r in cyc:
+            culprits[r] = FRCulprit(rank=r, group=rep.waiting.get(r, "").split(":")[0] or None,
+                                    reason=f"in a wait cycle: it waits in {rep.waiting.get(r, '?')} while ranks it waits for wait for it "
+                                           "(collectives issued in a different order on different ranks)")
+    if not culprits and rep.ranks_missing_dump and (rep.stalls or pending):
+        for r in rep.ranks_missing_dump:
+            culprits[r] = FRCulprit(rank=r, reason="left no readable Flight Recorder dump while other ranks wait in "
+                                                   "collectives (process gone or unresponsive)")
+    rep.culprits = sorted(culprits.values(), key=lambda c: c.rank)
+    return rep
+
+
+def _cycle_ranks(edges: dict[int, set[int]]) -> list[int]:
+    """Ranks on a cycle of the waits-for graph (``edges``: rank -> ranks it waits for)."""
+    out: set[int] = set()
+    for start in edges:
+        path: list[int] = []
+        cur: int | None = start
+        while cur is not None and cur in edges and cur not in path:
+            path.append(cur)
+            nxt = sorted(edges[cur])
+            cur = nxt[0] if nxt else None
+        if cur is not None and cur in path:
+            out.update(path[path.index(cur):])
+    return sorted(out)
+
+
+def _fmt(ranks: list[int]) -> str:
+    return ",".join(map(str, ranks[:16])) + ("…" if len(ranks) > 16 else "")
+
+
+def analyze_fr_folder(folder: str | Path, world_size: int | None = None) -> CollectiveReport | None:
+    """Find, read and analyse the Flight Recorder dumps directly in ``folder``; None when it holds none."""
+    files, warnings = find_fr_dumps(folder)
+    if not files:
+        return None
+    dumps, w2 = load_fr_dumps(files)
+    rep = analyze_collectives(dumps, world_size)
+    rep.warnings = [*warnings, *w2, *rep.warnings][:200]
+    return rep

@@ -1,0 +1,135 @@
+"""Flight Recorder dumps: safe reading and the collective analysis, on real gloo dumps.
+
+The dumps in ``tests/fixtures/flight_recorder/`` come from real 4-rank torchrun runs (see the README
+there); variants (JSON form, a size mismatch, P2P, damage) are derived from them field by field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diag_service.hang import HangRequest, analyze_hang
+from diag_service.hang.flight import (
+    FlightRecorderError,
+    analyze_collectives,
+    analyze_fr_folder,
+    parse_fr_dump,
+)
+
+FIX = Path(__file__).parent / "fixtures" / "flight_recorder"
+
+
+def _culprits(folder: Path) -> list[int]:
+    rep = analyze_fr_folder(folder)
+    assert rep is not None
+    return [c.rank for c in rep.culprits]
+
+
+def test_rank_missing_from_a_subgroup_collective_is_the_culprit() -> None:
+    rep = analyze_fr_folder(FIX / "missing_tp")
+    assert rep is not None and [c.rank for c in rep.culprits] == [3]
+    narrow = {s.group: s for s in rep.stalls}
+    # rank 3's TP pair [2,3] and DP pair [1,3] both wait for it at collective #5
+    assert any(s.group_ranks == [2, 3] and s.missing == [3] and s.joined == [2] for s in narrow.values())
+    assert any(s.group_ranks == [1, 3] and s.missing == [3] for s in narrow.values())
+    # rank 2 is missing from DP [0,2] too, but it waits in TP [2,3]: blocked, not a culprit
+    assert "2" not in {str(c.rank) for c in rep.culprits} and 2 in rep.waiting
+
+
+def test_two_faulty_ranks_in_different_subgroups_are_both_named() -> None:
+    assert _culprits(FIX / "two_faulty") == [1, 2]
+
+
+def test_collectives_issued_in_different_orders_are_a_wait_cycle() -> None:
+    rep = analyze_fr_folder(FIX / "order")
+    assert rep is not None and [c.rank for c in rep.culprits] == [0, 1]
+    assert all("wait cycle" in c.reason for c in rep.culprits)
+
+
+def test_rank_without_a_readable_dump_is_named_and_the_empty_file_is_a_warning() -> None:
+    rep = analyze_fr_folder(FIX / "rank_exited")
+    assert rep is not None
+    assert [c.rank for c in rep.culprits] == [0] and rep.ranks_missing_dump == [0]
+    assert any("nccl_trace_rank_0" in w for w in rep.warnings)
+
+
+def test_json_form_gives_the_same_answer(tmp_path: Path) -> None:
+    for f in sorted((FIX / "two_faulty").iterdir()):
+        doc = pickle.loads(f.read_bytes())  # our own fixture, written by torch in make_dumps.py
+        # _dump_fr_trace_json() writes pg_status values as strings and tuples as lists
+        doc["pg_status"] = {k: {kk: str(vv) for kk, vv in v.items()} for k, v in doc["pg_status"].items()}
+        (tmp_path / f"{f.name}.json").write_text(json.dumps(doc))
+    assert _culprits(tmp_path) == [1, 2]
+
+
+def test_size_mismatch_names_the_odd_rank(tmp_path: Path) -> None:
+    shutil.copytree(FIX / "missing_tp", tmp_path / "d")
+    # rank 3 joins TP [2,3] collective #5 after all, with twice the elements rank 2 sent
+    p = tmp_path / "d" / "nccl_trace_rank_3"
+    doc = pickle.loads(p.read_bytes())
+    rank2 = pickle.loads((tmp_path / "d" / "nccl_trace_rank_2").read_bytes())
+    e = dict(next(x for x in reversed(rank2["entries"]) if not x["retired"]))
+    e.update(input_sizes=[[32]], output_sizes=[[32]])
+    doc["entries"].append(e)
+    p.write_bytes(pickle.dumps(doc))
+    dumps = {r: parse_fr_dump((tmp_path / "d" / f"nccl_trace_rank_{r}").read_bytes(), r) for r in range(4)}
+    rep = analyze_collectives(dumps)
+    tp = next(s for s in rep.stalls if s.group_ranks == [2, 3])
+    assert tp.missing == [] and sorted(tp.joined) == [2, 3] and tp.mismatched
+    assert "[[32]]" in tp.mismatch_detail
+
+
+def test_p2p_send_without_its_recv_names_the_peer(tmp_path: Path) -> None:
+    # NCCL records P2P as 'nccl:send 0->1' / 'nccl:recv 1<-0' with is_p2p and p2p_seq_id (fr_trace's builder)
+    base = pickle.loads((FIX / "two_faulty" / "nccl_trace_rank_0").read_bytes())
+    def dump(rank: int, entries: list[dict]) -> dict:
+        return {**base, "pg_status": {}, "entries": entries}
+    send = {**base["entries"][0], "profiling_name": "nccl:send 0->1", "is_p2p": True, "p2p_seq_id": 1,
+            "collective_seq_id": 0, "retired": False, "state": "started"}
+    d0 = parse_fr_dump(pickle.dumps(dump(0, [send])), 0)
+    d1 = parse_fr_dump(pickle.dumps(dump(1, [])), 1)
+    rep = analyze_collectives({0: d0, 1: d1})
+    assert [(p.rank, p.op, p.peer) for p in rep.p2p] == [(0, "send", 1)]
+    assert [c.rank for c in rep.culprits] == [1]
+
+
+class _Evil:
+    def __reduce__(self):  # noqa: ANN204
+        return (os.system, ("touch /tmp/diag_fr_pwned",))
+
+
+def test_restricted_unpickler_refuses_a_pickle_that_would_run_code(tmp_path: Path) -> None:
+    marker = Path("/tmp/diag_fr_pwned")
+    marker.unlink(missing_ok=True)
+    data = pickle.dumps({"version": "2.10", "entries": [_Evil()]})
+    with pytest.raises(FlightRecorderError, match="refused"):
+        parse_fr_dump(data, 0, "evil")
+    assert not marker.exists()
+    # in a folder beside good dumps: a warning, the others still analysed
+    shutil.copytree(FIX / "two_faulty", tmp_path / "d")
+    (tmp_path / "d" / "nccl_trace_rank_2").write_bytes(data)
+    rep = analyze_fr_folder(tmp_path / "d")
+    assert rep is not None and not marker.exists()
+    assert any("refused" in w for w in rep.warnings) and 2 in rep.ranks_missing_dump
+
+
+def test_truncated_dump_is_a_warning(tmp_path: Path) -> None:
+    shutil.copytree(FIX / "missing_tp", tmp_path / "d")
+    p = tmp_path / "d" / "nccl_trace_rank_1"
+    p.write_bytes(p.read_bytes()[:700])
+    rep = analyze_fr_folder(tmp_path / "d")
+    assert rep is not None and any("nccl_trace_rank_1" in w for w in rep.warnings)
+    assert 3 in [c.rank for c in rep.culprits]
+
+
+def test_diag_hang_reads_a_folder_of_only_flight_recorder_dumps() -> None:
+    rep = analyze_hang(HangRequest(dumps_dir=str(FIX / "two_faulty")))
+    assert rep.hung and rep.evidence == ["flight_recorder"]
+    assert [s.rank for s in rep.suspects[:2]] == [1, 2]
+    assert rep.collectives is not None and "Flight Recorder" in rep.explanation
