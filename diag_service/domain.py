@@ -251,7 +251,9 @@ class CollectiveStall(BaseModel):
     sizes: str = ""
     joined: list[int] = Field(description="Members that enqueued this collective.")
     missing: list[int] = Field(description="Members that never enqueued it.")
-    mismatched: list[int] = Field(default_factory=list, description="Members that enqueued another op or other sizes at this seq.")
+    mismatched: list[int] = Field(
+        default_factory=list, description="Members that enqueued another op or other sizes at this seq."
+    )
     mismatch_detail: str = ""
     where: str = Field(default="", description="Call site of the collective on a joined rank (innermost user frame).")
 
@@ -283,7 +285,9 @@ class CollectiveReport(BaseModel):
     stalls: list[CollectiveStall] = Field(default_factory=list)
     p2p: list[P2PStall] = Field(default_factory=list)
     culprits: list[FRCulprit] = Field(default_factory=list)
-    waiting: dict[int, str] = Field(default_factory=dict, description="Rank -> the incomplete collective it waits in ('group:seq op').")
+    waiting: dict[int, str] = Field(
+        default_factory=dict, description="Rank -> the incomplete collective it waits in ('group:seq op')."
+    )
     warnings: list[str] = Field(default_factory=list)
 
 

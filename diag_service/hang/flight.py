@@ -160,9 +160,21 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
             raise FlightRecorderError(f"{source}: neither a pickle nor JSON")
     except FlightRecorderError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-            MemoryError, RecursionError, UnicodeDecodeError) as exc:
-        raise FlightRecorderError(f"{source}: not a readable Flight Recorder dump ({type(exc).__name__}: {str(exc)[:200]})") from None
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        MemoryError,
+        RecursionError,
+        UnicodeDecodeError,
+    ) as exc:
+        raise FlightRecorderError(
+            f"{source}: not a readable Flight Recorder dump ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
         raise FlightRecorderError(f"{source}: no 'entries' list: not a Flight Recorder dump")
     dump = FRDump(rank=rank, source=source, version=str(doc.get("version", "?")), entries=[])
@@ -199,13 +211,24 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
             op = m.group("op")
         state = str(e.get("state") or "")
         seq = _int(e.get("collective_seq_id", e.get("seq_id")))
-        dump.entries.append(FREntry(
-            pg=pg, pg_desc=desc, seq=None if is_p2p else seq, p2p_seq=_int(e.get("p2p_seq_id")), op=op or "?",
-            is_p2p=is_p2p, state=state, done=state == "completed" or bool(e.get("retired")),
-            in_sizes=str(e.get("input_sizes", ""))[:200], out_sizes=str(e.get("output_sizes", ""))[:200],
-            dtypes=str(e.get("input_dtypes", ""))[:100], time_ns=_int(e.get("time_created_ns")),
-            where=_where(e.get("frames")), peer=peer,
-        ))
+        dump.entries.append(
+            FREntry(
+                pg=pg,
+                pg_desc=desc,
+                seq=None if is_p2p else seq,
+                p2p_seq=_int(e.get("p2p_seq_id")),
+                op=op or "?",
+                is_p2p=is_p2p,
+                state=state,
+                done=state == "completed" or bool(e.get("retired")),
+                in_sizes=str(e.get("input_sizes", ""))[:200],
+                out_sizes=str(e.get("output_sizes", ""))[:200],
+                dtypes=str(e.get("input_dtypes", ""))[:100],
+                time_ns=_int(e.get("time_created_ns")),
+                where=_where(e.get("frames")),
+                peer=peer,
+            )
+        )
         if desc and pg not in dump.group_desc:
             dump.group_desc[pg] = desc
     # pg_status is keyed by the rank-local pg_id (FlightRecorder.hpp), not by the group's global name
@@ -367,10 +390,21 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                 mismatched = sorted(sigs)
                 detail = "; ".join(f"rank {r}: {sg[0]} {sg[1]}" for r, sg in sorted(sigs.items())[:8])
         op, sizes = common[0][0] if common else ("?", "")
-        rep.stalls.append(CollectiveStall(
-            group=g, group_desc="" if desc.get(g) in (None, "undefined") else desc[g], group_ranks=ranks, seq=front, op=op, sizes=sizes, joined=joined,
-            missing=missing, mismatched=mismatched, mismatch_detail=detail, where=where,
-        ))
+        rep.stalls.append(
+            CollectiveStall(
+                group=g,
+                group_desc="" if desc.get(g) in (None, "undefined") else desc[g],
+                group_ranks=ranks,
+                seq=front,
+                op=op,
+                sizes=sizes,
+                joined=joined,
+                missing=missing,
+                mismatched=mismatched,
+                mismatch_detail=detail,
+                where=where,
+            )
+        )
         for r in joined:
             blockers[(g, r)] = set(missing) | set(mismatched)
     for r, waits in pending.items():
@@ -384,7 +418,8 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                 want = "recv" if e.op == "send" else "send"
                 peer = dumps.get(e.peer)
                 matched = peer is not None and any(
-                    p.is_p2p and p.op == want and p.peer == r and p.pg == e.pg for p in peer.entries
+                    p.is_p2p and p.op == want and p.peer == r and p.pg == e.pg
+                    for p in peer.entries
                     if p.p2p_seq is None or e.p2p_seq is None or p.p2p_seq == e.p2p_seq
                 )
                 if not matched:
@@ -393,35 +428,61 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     culprits: dict[int, FRCulprit] = {}
     for st in sorted(rep.stalls, key=lambda st: len(st.group_ranks)):  # the narrowest group names it best
         for r in st.mismatched:
-            culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
-                                    reason=f"joined collective #{st.seq} of group {st.group} with another op or size ({st.mismatch_detail})")
+            culprits[r] = FRCulprit(
+                rank=r,
+                group=st.group,
+                seq=st.seq,
+                op=st.op,
+                reason=f"joined collective #{st.seq} of group {st.group} with another op or size ({st.mismatch_detail})",
+            )
         for r in st.missing:
             if r in culprits:
                 continue
             if r not in dumps:
-                culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
-                                        reason=f"never joined {st.op} #{st.seq} of group {st.group} and left no Flight Recorder dump (process gone or unresponsive)")
+                culprits[r] = FRCulprit(
+                    rank=r,
+                    group=st.group,
+                    seq=st.seq,
+                    op=st.op,
+                    reason=f"never joined {st.op} #{st.seq} of group {st.group} and left no Flight Recorder dump "
+                    "(process gone or unresponsive)",
+                )
             elif r not in pending:
-                culprits[r] = FRCulprit(rank=r, group=st.group, seq=st.seq, op=st.op,
-                                        reason=f"never joined {st.op} #{st.seq} of group {st.group} (members {_fmt(st.group_ranks)}) "
-                                               "and is in no collective: stuck outside communication (compute, data loading, I/O, a lock)")
+                culprits[r] = FRCulprit(
+                    rank=r,
+                    group=st.group,
+                    seq=st.seq,
+                    op=st.op,
+                    reason=f"never joined {st.op} #{st.seq} of group {st.group} (members {_fmt(st.group_ranks)}) "
+                    "and is in no collective: stuck outside communication (compute, data loading, I/O, a lock)",
+                )
     for p in rep.p2p:
         peer_pending = p.peer in pending
         if p.peer not in culprits and not peer_pending:
-            culprits[p.peer] = FRCulprit(rank=p.peer, group=p.group, op=p.op,
-                                         reason=f"rank {p.rank}'s {p.op} to/from it never got the matching {'recv' if p.op == 'send' else 'send'}")
+            culprits[p.peer] = FRCulprit(
+                rank=p.peer,
+                group=p.group,
+                op=p.op,
+                reason=f"rank {p.rank}'s {p.op} to/from it never got the matching {'recv' if p.op == 'send' else 'send'}",
+            )
     if not culprits and rep.stalls:
         # Every non-joining rank waits elsewhere: a cycle (collectives issued in different orders).
         edges = {r: {m for (g, j), ms in blockers.items() if j == r for m in ms} for r in dumps}
         cyc = _cycle_ranks(edges)
         for r in cyc:
-            culprits[r] = FRCulprit(rank=r, group=rep.waiting.get(r, "").split(":")[0] or None,
-                                    reason=f"in a wait cycle: it waits in {rep.waiting.get(r, '?')} while ranks it waits for wait for it "
-                                           "(collectives issued in a different order on different ranks)")
+            culprits[r] = FRCulprit(
+                rank=r,
+                group=rep.waiting.get(r, "").split(":")[0] or None,
+                reason=f"in a wait cycle: it waits in {rep.waiting.get(r, '?')} while ranks it waits for wait for it "
+                "(collectives issued in a different order on different ranks)",
+            )
     if not culprits and rep.ranks_missing_dump and (rep.stalls or pending):
         for r in rep.ranks_missing_dump:
-            culprits[r] = FRCulprit(rank=r, reason="left no readable Flight Recorder dump while other ranks wait in "
-                                                   "collectives (process gone or unresponsive)")
+            culprits[r] = FRCulprit(
+                rank=r,
+                reason="left no readable Flight Recorder dump while other ranks wait in "
+                "collectives (process gone or unresponsive)",
+            )
     rep.culprits = sorted(culprits.values(), key=lambda c: c.rank)
     return rep
 
@@ -437,7 +498,7 @@ def _cycle_ranks(edges: dict[int, set[int]]) -> list[int]:
             nxt = sorted(edges[cur])
             cur = nxt[0] if nxt else None
         if cur is not None and cur in path:
-            out.update(path[path.index(cur):])
+            out.update(path[path.index(cur) :])
     return sorted(out)
 
 

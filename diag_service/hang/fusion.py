@@ -27,8 +27,10 @@ def _fr_score(c: FRCulprit) -> float:
 def explain_collectives(fr: CollectiveReport) -> str:
     """A few sentences on the stalled collectives and the culprits."""
     if not fr.stalls and not fr.p2p:
-        return (f"Flight Recorder ({len(fr.ranks_dumped)} rank dumps): every recorded collective completed on every "
-                "rank that recorded it; no stalled collective.")
+        return (
+            f"Flight Recorder ({len(fr.ranks_dumped)} rank dumps): every recorded collective completed on every "
+            "rank that recorded it; no stalled collective."
+        )
     parts: list[str] = []
     for st in sorted(fr.stalls, key=lambda s: len(s.group_ranks))[:3]:
         grp = f"group {st.group}" + (f" ({st.group_desc})" if st.group_desc else "")
@@ -60,9 +62,15 @@ def _report_from_fr(fr: CollectiveReport) -> HangReport:
         if len(suspects) > 1:
             explanation += " Also: " + "; ".join(f"rank {s.rank} ({s.reason})" for s in suspects[1:4]) + "."
     return HangReport(
-        hung=hung, snapshots=0, ranks=len(fr.ranks_dumped) + len(fr.ranks_missing_dump),
-        stuck_ranks=sorted(int(r) for r in fr.waiting), suspects=suspects, explanation=explanation,
-        warnings=list(fr.warnings), evidence=["flight_recorder"], collectives=fr,
+        hung=hung,
+        snapshots=0,
+        ranks=len(fr.ranks_dumped) + len(fr.ranks_missing_dump),
+        stuck_ranks=sorted(int(r) for r in fr.waiting),
+        suspects=suspects,
+        explanation=explanation,
+        warnings=list(fr.warnings),
+        evidence=["flight_recorder"],
+        collectives=fr,
     )
 
 
@@ -108,9 +116,14 @@ def fuse(stacks: HangReport | None, fr: CollectiveReport | None) -> HangReport:
         if len(merged) > 1 and merged[1].score >= 0.9:
             explanation += " Also: " + "; ".join(f"rank {s.rank} ({s.reason})" for s in merged[1:4] if s.score >= 0.9) + "."
     explanation += " Stacks: " + stacks.explanation
-    return stacks.model_copy(update={
-        "hung": stacks.hung or bool(fr.stalls or fr.p2p), "suspects": merged,
-        "suspect_nodes": sorted({s.node for s in merged if s.node and s.score >= 0.7}),
-        "explanation": explanation, "warnings": [*stacks.warnings, *fr.warnings][:200],
-        "evidence": ["stacks", "flight_recorder"], "collectives": fr,
-    })
+    return stacks.model_copy(
+        update={
+            "hung": stacks.hung or bool(fr.stalls or fr.p2p),
+            "suspects": merged,
+            "suspect_nodes": sorted({s.node for s in merged if s.node and s.score >= 0.7}),
+            "explanation": explanation,
+            "warnings": [*stacks.warnings, *fr.warnings][:200],
+            "evidence": ["stacks", "flight_recorder"],
+            "collectives": fr,
+        }
+    )
