@@ -133,3 +133,23 @@ def test_diag_hang_reads_a_folder_of_only_flight_recorder_dumps() -> None:
     assert rep.hung and rep.evidence == ["flight_recorder"]
     assert [s.rank for s in rep.suspects[:2]] == [1, 2]
     assert rep.collectives is not None and "Flight Recorder" in rep.explanation
+
+
+def test_diagnose_picks_up_flight_recorder_dumps_in_a_bundle_folder(tmp_path: Path) -> None:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    (tmp_path / "fr").mkdir()
+    for f in (FIX / "missing_tp").iterdir():
+        doc = pickle.loads(f.read_bytes())
+        doc["pg_status"] = {k: {kk: str(vv) for kk, vv in v.items()} for k, v in doc["pg_status"].items()}
+        (tmp_path / "fr" / f"{f.name}.json").write_text(json.dumps(doc))  # JSON: must not be read as a log
+    (tmp_path / "rank0.log").write_text(
+        "[rank0]:[E306 00:30:11.701177518 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=16, NumelOut=16, Timeout(ms)=600000) "
+        "ran for 600066 milliseconds before timing out.\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert d.input.files == 1
+    assert d.failure_mode.value == "fail_hang"
+    assert d.hang is not None and d.hang.evidence == ["flight_recorder"]
+    assert d.first_failing_rank == 3

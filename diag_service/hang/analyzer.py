@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from diag_service.domain import HangReport, HangSuspect, StackGroup
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
-from diag_service.ingest.members import RANK_FILE, StackDumps
+from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_dir
 
 NOISE_FILE = re.compile(
     r"(?:^|/)(?:threading|functools|contextlib|runpy|selectors|queue)\.py$|c10d_logger\.py$"
@@ -102,20 +102,6 @@ def _signature(frames: list[Frame]) -> str:
 
 def _main(threads: list[ThreadStack]) -> ThreadStack:
     return next((t for t in threads if t.is_main), threads[0])
-
-
-def find_fr_dir(root: str | os.PathLike[str]) -> Path | None:
-    """The folder holding Flight Recorder dumps: ``root`` itself or one of its immediate sub-folders
-    (``fr/``, ``traces/``, ...; the first, by name, that holds any), or None."""
-    from diag_service.hang.flight import find_fr_dumps
-
-    p = Path(root)
-    if not p.is_dir():
-        return None
-    for cand in [p, *sorted(d for d in _safe_iter(p) if d.is_dir() and not d.is_symlink())[:50]]:
-        if find_fr_dumps(cand)[0]:
-            return cand
-    return None
 
 
 def analyze_hang(req: HangRequest) -> HangReport:

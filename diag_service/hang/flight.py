@@ -43,11 +43,10 @@ from typing import Any
 
 from diag_service.domain import CollectiveReport, CollectiveStall, FRCulprit, P2PStall
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.ingest.members import find_fr_dumps
 
 #: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
 MAX_DUMP_BYTES = 256 << 20
-#: A name ending in the rank: ``nccl_trace_rank_3``, ``rank_3``, ``fr_dump.3``, ``trace-3.json``.
-RANK_SUFFIX = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d{1,6})(?P<ext>\.(?:pkl|pickle|json))?$")
 _P2P_NAME = re.compile(r"(?P<op>send|recv)\s+(?P<a>\d+)\s*(?:->|<-)\s*(?P<b>\d+)")
 
 
@@ -239,52 +238,6 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
             if isinstance(s, dict) and name is not None:
                 dump.status[name] = (_int(s.get("last_enqueued_collective")), _int(s.get("last_completed_collective")))
     return dump
-
-
-def looks_like_fr(head: bytes) -> bool:
-    """Whether the first bytes of a file look like a Flight Recorder dump (a pickle, or JSON naming its keys)."""
-    if head[:1] == b"\x80":
-        return b"entries" in head[:4096] or b"version" in head[:4096]
-    h = head.lstrip()[:4096]
-    return h[:1] == b"{" and b'"entries"' in h and (b'"pg_config"' in h or b'"pg_status"' in h or b'"version"' in h)
-
-
-def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
-    """Flight Recorder dumps directly in ``folder``: files whose name ends in the rank (after any common
-    prefix, as ``fr_trace`` finds them) and whose content looks like a dump. Returns rank -> path and
-    warnings (two files for one rank keep the newest)."""
-    out: dict[int, Path] = {}
-    warnings: list[str] = []
-    odd: list[str] = []
-    try:
-        files = sorted(p for p in Path(folder).iterdir() if p.is_file() and not p.is_symlink())
-    except OSError as exc:
-        return {}, [f"cannot list {folder}: {exc}"]
-    for p in files:
-        m = RANK_SUFFIX.match(p.name)
-        if not m:
-            continue
-        try:
-            with open(p, "rb") as fh:
-                head = fh.read(4096)
-        except OSError:
-            continue
-        if not looks_like_fr(head):
-            odd.append(p.name)
-            continue
-        r = int(m.group("rank"))
-        if r in out:
-            keep = max((out[r], p), key=lambda q: q.stat().st_mtime)
-            warnings.append(f"two Flight Recorder dumps for rank {r} ({out[r].name}, {p.name}); kept {keep.name}")
-            out[r] = keep
-        else:
-            out[r] = p
-    if out:
-        prefixes = {RANK_SUFFIX.match(p.name).group("prefix") for p in out.values()}  # type: ignore[union-attr]
-        for name in odd:
-            if RANK_SUFFIX.match(name).group("prefix") in prefixes:  # type: ignore[union-attr]
-                warnings.append(f"{name}: named like a Flight Recorder dump but empty, truncated or not one; not read")
-    return out, warnings
 
 
 def load_fr_dumps(files: dict[int, Path]) -> tuple[dict[int, FRDump], list[str]]:

@@ -12,14 +12,20 @@ nested archives as ``inner.tar.gz/x.log``).
   archive was made from (``run7/``, ``run7/dumps/``). py-spy ``dump`` text or ``--json`` output, or a
   faulthandler dump; snapshots sort by name in time order. ``<root>/ranks.json`` (rank -> node, pid,
   local rank) and ``<root>/index.json`` (snapshot times) go with them (:data:`DUMP_META`).
+* **Flight Recorder dump** (:func:`find_fr_dumps`): in a folder, a file whose name ends in the rank
+  (``nccl_trace_rank_3``, ``fr_3.json``; any common prefix, as PyTorch's ``fr_trace`` finds them) and
+  whose content is a pickle or JSON dump (:func:`looks_like_fr`): the bundle's top or one of its
+  immediate sub-folders (:func:`find_fr_dir`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 #: A per-rank timing feed, at any depth of a bundle.
 FEED_MEMBER = re.compile(r"(?i)(?:^|/)timing[^/]*\.(?:(?:jsonl|ndjson)(?:\.gz)?|csv|parquet)$")
@@ -160,6 +166,76 @@ class FeedMember:
     truncated: bool = False
 
 
+#: A Flight Recorder dump's file name: anything, then the rank (``nccl_trace_rank_3``, ``fr_dump.3``, ``trace-3.json``).
+RANK_SUFFIX = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d{1,6})(?P<ext>\.(?:pkl|pickle|json))?$")
+
+
+def _listdir(p: Path) -> list[Path]:
+    try:
+        return list(p.iterdir())
+    except OSError:
+        return []
+
+
+def looks_like_fr(head: bytes) -> bool:
+    """Whether the first bytes of a file look like a Flight Recorder dump (a pickle, or JSON naming its keys)."""
+    if head[:1] == b"\x80":
+        return b"entries" in head[:4096] or b"version" in head[:4096]
+    h = head.lstrip()[:4096]
+    return h[:1] == b"{" and b'"entries"' in h and (b'"pg_config"' in h or b'"pg_status"' in h or b'"version"' in h)
+
+
+def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
+    """Flight Recorder dumps directly in ``folder``: files whose name ends in the rank (after any common
+    prefix, as ``fr_trace`` finds them) and whose content looks like a dump. Returns rank -> path and
+    warnings (two files for one rank keep the newest)."""
+    out: dict[int, Path] = {}
+    warnings: list[str] = []
+    odd: list[str] = []
+    try:
+        files = sorted(p for p in Path(folder).iterdir() if p.is_file() and not p.is_symlink())
+    except OSError as exc:
+        return {}, [f"cannot list {folder}: {exc}"]
+    for p in files:
+        m = RANK_SUFFIX.match(p.name)
+        if not m:
+            continue
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        if not looks_like_fr(head):
+            odd.append(p.name)
+            continue
+        r = int(m.group("rank"))
+        if r in out:
+            keep = max((out[r], p), key=lambda q: q.stat().st_mtime)
+            warnings.append(f"two Flight Recorder dumps for rank {r} ({out[r].name}, {p.name}); kept {keep.name}")
+            out[r] = keep
+        else:
+            out[r] = p
+    if out:
+        prefixes = {RANK_SUFFIX.match(p.name).group("prefix") for p in out.values()}  # type: ignore[union-attr]
+        for name in odd:
+            if RANK_SUFFIX.match(name).group("prefix") in prefixes:  # type: ignore[union-attr]
+                warnings.append(f"{name}: named like a Flight Recorder dump but empty, truncated or not one; not read")
+    return out, warnings
+
+
+def find_fr_dir(root: str | os.PathLike[str]) -> Path | None:
+    """The folder holding Flight Recorder dumps: ``root`` itself or one of its immediate sub-folders
+    (``fr/``, ``traces/``, ...; the first, by name, that holds any), or None."""
+    p = Path(root)
+    if not p.is_dir():
+        return None
+    for cand in [p, *sorted(d for d in _listdir(p) if d.is_dir() and not d.is_symlink())[:50]]:
+        if find_fr_dumps(cand)[0]:
+            return cand
+    return None
+
+
+
 __all__ = [
     "DUMP_META",
     "FEED_MEMBER",
@@ -167,6 +243,10 @@ __all__ = [
     "RANK_FILE",
     "DumpFile",
     "DumpPath",
+    "RANK_SUFFIX",
+    "find_fr_dir",
+    "find_fr_dumps",
+    "looks_like_fr",
     "FeedMember",
     "MemberKind",
     "StackDumps",

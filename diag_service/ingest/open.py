@@ -38,6 +38,8 @@ from diag_service.ingest.members import (
     dump_member,
     dump_meta_root,
     feed_preference,
+    find_fr_dir,
+    find_fr_dumps,
     is_dumps_folder,
 )
 
@@ -117,6 +119,25 @@ class Bundle:
         #: every rank file at a dumps root is a dump, and the roots' ranks.json/index.json are metadata
         #: (``diag hang``: the user says the folder holds stack dumps)
         self.dumps_only = dumps_only
+        self._fr: tuple[str, frozenset[str]] | None = None  # Flight Recorder folder and its member names
+
+    def flight_recorder_dir(self) -> str | None:
+        """The folder of the bundle holding Flight Recorder dumps (:func:`~diag_service.ingest.members.find_fr_dir`),
+        or None. Folders only: dumps inside an archive are not looked for."""
+        return self._fr_members()[0] or None
+
+    def _fr_members(self) -> tuple[str, frozenset[str]]:
+        if self._fr is None:
+            self._fr = ("", frozenset())
+            if self.is_dir:
+                d = find_fr_dir(self.path)
+                if d is not None:
+                    rel = os.path.relpath(d, self.path)
+                    names = frozenset(
+                        p.name if rel == "." else f"{rel}/{p.name}".replace(os.sep, "/") for p in find_fr_dumps(d)[0].values()
+                    )
+                    self._fr = (str(d), names)
+        return self._fr
 
     @classmethod
     def from_text(cls, text: str, name: str = "input.log") -> Bundle:
@@ -138,6 +159,8 @@ class Bundle:
         k = self.kind(name)
         if k is MemberKind.IGNORED:
             return True
+        if self.is_dir and name in self._fr_members()[1]:
+            return True  # a Flight Recorder dump: the hang analyzer reads it
         if self.is_dir:
             full = os.path.join(self.path, name)
             if k is MemberKind.TIMING_FEED:

@@ -524,8 +524,13 @@ def localize(
     )
 
 
+def _hang_source(hang: HangReport) -> str:
+    return {("flight_recorder",): "Hang analysis", ("stacks", "flight_recorder"): "Hang analysis (stacks and Flight Recorder)"}.get(
+        tuple(hang.evidence), "Stack dumps")
+
+
 def combine_hang(d: Diagnosis, hang: HangReport) -> None:
-    """Fold a stack-dump analysis into a diagnosis (in place).
+    """Fold a hang analysis (stack dumps, Flight Recorder dumps or both) into a diagnosis (in place).
 
     A hung job is ``fail_hang`` whatever the logs said; the logs' category stands when a confident
     root cause was found (a GPU that fell off the bus hangs its peers), otherwise it stays
@@ -533,10 +538,10 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     when it scores at least 0.7 and no other suspect ties it.
     """
     if not hang.hung:
-        d.findings.append("Stack dumps: " + hang.explanation)
+        d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
         return
     d.failure_mode = FailureMode.FAIL_HANG
-    d.findings.insert(0, "Stack dumps: " + hang.explanation)
+    d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
     top = hang.suspects[0] if hang.suspects else None
     unique = top is not None and top.score >= 0.7 and (len(hang.suspects) == 1 or hang.suspects[1].score < top.score)
     if d.category is Category.UNKNOWN:

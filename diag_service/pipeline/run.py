@@ -20,6 +20,8 @@ from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import Diagnosis, RootCause, job_id_from_name
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
+from diag_service.hang.flight import analyze_fr_folder
+from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
@@ -152,13 +154,19 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
     dumps = bundle.dumps()
-    if dumps is not None:
+    fr_dir = bundle.flight_recorder_dir()
+    if dumps is not None or fr_dir is not None:
         t0 = time.perf_counter()
-        try:
-            d.hang = analyze_dumps(dumps)
-        except (OSError, ValueError) as exc:
-            report.warnings.append(f"stack dumps not analysed: {exc}")
-        else:
+        stacks = fr = None
+        if dumps is not None:
+            try:
+                stacks = analyze_dumps(dumps)
+            except (OSError, ValueError) as exc:
+                report.warnings.append(f"stack dumps not analysed: {exc}")
+        if fr_dir is not None:
+            fr = analyze_fr_folder(fr_dir)
+        if stacks is not None or fr is not None:
+            d.hang = fuse(stacks, fr)
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
     feeds = bundle.feeds()
