@@ -525,8 +525,8 @@ def localize(
 
 
 def _hang_source(hang: HangReport) -> str:
-    return {("flight_recorder",): "Hang analysis", ("stacks", "flight_recorder"): "Hang analysis (stacks and Flight Recorder)"}.get(
-        tuple(hang.evidence), "Stack dumps")
+    names = {("flight_recorder",): "Hang analysis", ("stacks", "flight_recorder"): "Hang analysis (stacks and Flight Recorder)"}
+    return names.get(tuple(hang.evidence), "Stack dumps")
 
 
 def combine_hang(d: Diagnosis, hang: HangReport) -> None:
