@@ -46,6 +46,10 @@ NOT_LOGS = ("truth.json", "run.json", "events.jsonl", "host_cpu.jsonl")
 WORK_DIR = ".lab"
 POLL_S = 0.2
 PRE_HANG_SNAPSHOTS = 2
+#: Created in the parts folder when a hang is detected: each rank then writes its Flight Recorder dump.
+FR_REQUEST = "fr_dump.request"
+#: Flight Recorder entries per rank for hang scenarios (TORCH_FR_BUFFER_SIZE; gloo records every collective).
+FR_BUFFER = 2000
 HANG_SNAPSHOTS = 6
 KILL_GRACE_S = 5.0
 
@@ -493,6 +497,9 @@ class _Monitor:
             )
             self.say(f"[lab] {sc.name}: no step for {now - self.progress_ref:.1f} s: hang detected")
             self.next_dump = now
+            if sc.wants_dumps:  # every rank's Flight Recorder thread writes its dump (train.py)
+                with contextlib.suppress(OSError):
+                    (self.parts / FR_REQUEST).write_text(str(now))
         if (
             sc.wants_dumps
             and self.hang_time is not None
@@ -578,6 +585,10 @@ def run_scenario(
             "jitter_s": sc.jitter_s,
             # fail-slow runs also trace their collectives (per-rank wait for the last peer, comm_wait_s)
             "trace_comm": sc.failure_mode == FailureMode.FAIL_SLOW,
+            "tp_size": sc.tp_size,
+            # hang runs keep a Flight Recorder and dump it into <run>/fr/ when the hang is detected
+            "fr_dir": str(out_dir / "fr") if sc.wants_dumps else None,
+            "fr_request": str(parts / FR_REQUEST),
         }
         cfg_path = work / "config.json"
         cfg_path.write_text(json.dumps(cfg, indent=2))
@@ -612,6 +623,8 @@ def run_scenario(
                 k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
             }
             env.update({"OMP_NUM_THREADS": "1", "LAB_NODE": node, "PYTHONUNBUFFERED": "1"})
+            if sc.wants_dumps:
+                env["TORCH_FR_BUFFER_SIZE"] = str(FR_BUFFER)
             if sc.max_restarts > 0:
                 # torch 2.x reuses the agent's shared TCPStore across restart rounds without a
                 # key prefix, so restarted gloo workers read the dead workers' addresses

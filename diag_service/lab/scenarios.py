@@ -98,10 +98,15 @@ class RendezvousPortInUseFault(_Fault):
 
 
 class HangSleepFault(_Fault):
-    """The faulty rank blocks for ``sleep_s`` seconds just before the gradient all-reduce."""
+    """The faulty rank blocks for ``sleep_s`` seconds just before the gradient all-reduce (or, with
+    ``where: before_tp_allreduce``, before its tensor-parallel group's all-reduce)."""
 
     kind: Literal["hang_sleep"]
     sleep_s: float = Field(default=3600.0, gt=0)
+    where: Literal["before_allreduce", "before_tp_allreduce"] = Field(
+        default="before_allreduce",
+        description="Before the world gradient all-reduce, or before the step's all-reduce inside its tensor-parallel group.",
+    )
 
 
 class DataBlockFault(_Fault):
@@ -200,6 +205,10 @@ class Scenario(BaseModel):
     onset_range: tuple[int, int] | None = Field(default=None, description="Inclusive range the suite draws the onset step from.")
     steps: int = Field(default=60, ge=1, le=10_000)
     ranks: int = Field(default=2, ge=1, le=8)
+    tp_size: int = Field(
+        default=1, ge=1, le=8,
+        description="Ranks per tensor-parallel group (consecutive ranks); above 1 each step also all-reduces inside the group.",
+    )
     nodes: Literal[1, 2] = 1
     num_workers: int = Field(default=0, ge=0, le=4, description="DataLoader workers per rank.")
     ckpt_every: int = Field(default=0, ge=0, description="Rank 0 checkpoints every N steps (0: never).")
@@ -225,6 +234,10 @@ class Scenario(BaseModel):
                 raise ValueError("onset_range must satisfy 0 <= lo <= hi < steps")
         if self.ranks % self.nodes:
             raise ValueError("ranks must be a multiple of nodes")
+        if self.ranks % self.tp_size:
+            raise ValueError("ranks must be a multiple of tp_size")
+        if getattr(self.fault, "where", None) == "before_tp_allreduce" and self.tp_size < 2:
+            raise ValueError("hang_sleep where=before_tp_allreduce needs tp_size >= 2")
         if self.fault.kind == "dataloader_worker_killed" and self.num_workers < 1:
             raise ValueError("dataloader_worker_killed needs num_workers >= 1")
         return self

@@ -80,6 +80,9 @@ class TrainConfig:
     fault_on_restart: bool = False
     jitter_s: float = 0.0
     trace_comm: bool = False
+    tp_size: int = 1
+    fr_dir: str | None = None
+    fr_request: str | None = None
 
 
 class _Writer:
@@ -303,6 +306,23 @@ def _sync_metrics(variant: str, flat_numel: int) -> None:
         raise ValueError(f"unknown collective mismatch variant {variant!r}")
 
 
+def _flight_recorder_dumper(rank: int, request: Path, out_dir: Path) -> None:
+    """Wait (in a daemon thread) for the runner's request, then write this rank's Flight Recorder dump as
+    ``<out_dir>/nccl_trace_rank_<rank>`` (the name ``TORCH_FR_DUMP_TEMP_FILE`` + rank would give). A thread,
+    because a rank stuck in a collective never returns to Python's main loop to run a signal handler."""
+    while not request.exists():
+        time.sleep(0.1)
+    try:
+        data = torch._C._distributed_c10d._dump_fr_trace()
+    except (RuntimeError, AttributeError) as exc:  # no Flight Recorder in this build
+        print(f"[lab] rank {rank}: no Flight Recorder dump ({exc})", flush=True)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f".nccl_trace_rank_{rank}.tmp"
+    tmp.write_bytes(data)
+    tmp.replace(out_dir / f"nccl_trace_rank_{rank}")
+
+
 def _save_checkpoint(model: nn.Module, opt: torch.optim.Optimizer, step: int, directory: Path) -> Path:
     """Write ``step-<N>.pt`` (model, optimizer, step) atomically-ish into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -348,6 +368,16 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"[lab] rank {rank}/{world} node={node} local_rank={local_rank} pid={os.getpid()} attempt={attempt}", flush=True)
     dist.init_process_group("gloo", timeout=timedelta(seconds=cfg.collective_timeout_s))
+    if cfg.fr_dir and cfg.fr_request:
+        threading.Thread(target=_flight_recorder_dumper, args=(rank, Path(cfg.fr_request), Path(cfg.fr_dir)),
+                         daemon=True, name="lab-fr-dumper").start()
+    tp_group = None
+    if cfg.tp_size > 1:
+        # every rank creates every group, in the same order (torch.distributed.new_group's contract)
+        for start in range(0, world, cfg.tp_size):
+            g = dist.new_group(list(range(start, start + cfg.tp_size)))
+            if start <= rank < start + cfg.tp_size:
+                tp_group = g
     info = {
         "rank": rank,
         "node": node,
@@ -448,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(extra)  # the host waits on a throttled device
         t2 = time.time()
 
-        if at_onset and kind == "hang_sleep":
+        tp_hang = cfg.fault.get("where") == "before_tp_allreduce"
+        if at_onset and kind == "hang_sleep" and not tp_hang:
             _note_fault(cfg, rank, step)
             _refresh_lease(float(cfg.fault.get("sleep_s", 3600)))
         if at_onset and kind == "lock_deadlock":
@@ -466,6 +497,12 @@ def main(argv: list[str] | None = None) -> int:
             issued = _allreduce_grads(model, world, cfg.n_buckets, float(cfg.fault.get("delay_s", 0.03)))
         else:
             issued = _allreduce_grads(model, world, cfg.n_buckets, 0.0)
+        if tp_group is not None:
+            if at_onset and kind == "hang_sleep" and tp_hang:
+                _note_fault(cfg, rank, step)
+                _refresh_lease(float(cfg.fault.get("sleep_s", 3600)))
+            # the tensor-parallel group averages its loss for logging (a collective inside the sub-group)
+            dist.all_reduce(loss.detach().clone(), group=tp_group)
         t3 = time.time()
         opt.step()
         t4 = time.time()
