@@ -20,7 +20,8 @@ err = Console(stderr=True)
 def hang_cmd(
     dumps: Annotated[Path, typer.Argument(
         metavar="DUMPS",
-        help="Snapshots <snapshot>/rank-<R>.txt|.json: a folder, a bundle with dumps/, or a .tar/.tar.gz/.zip of either.")],
+        help="Stack snapshots <snapshot>/rank-<R>.txt|.json (a folder, a bundle with dumps/, or a .tar/.tar.gz/.zip of "
+             "either) and/or PyTorch Flight Recorder dumps, one file per rank (<prefix><rank>), in the folder or a sub-folder.")],
     logs: Annotated[Path | None, typer.Option(help="The job's logs, for watchdog SeqNum evidence.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     min_stuck: Annotated[int, typer.Option(help="Unchanged snapshots that make a rank stuck.")] = 3,
@@ -47,8 +48,10 @@ def hang_cmd(
         return
     c = Console()
     style = "bold yellow" if rep.hung else "bold green"
+    names = {"stacks": f"{rep.snapshots} stack snapshots", "flight_recorder": "Flight Recorder"}
+    seen = " + ".join(names.get(e, e) for e in rep.evidence)
     c.print(Panel(escape(rep.explanation), title=f"[{style}]{'HUNG' if rep.hung else 'not hung'}[/{style}]  "
-                  f"{rep.ranks} ranks, {rep.snapshots} snapshots"))
+                  f"{rep.ranks} ranks, {seen or 'no evidence'}"))
     if rep.suspects:
         t = Table(title="Suspects")
         for col in ("rank", "node", "score", "reason", "where"):
@@ -57,6 +60,18 @@ def hang_cmd(
             where = s.top_frames[0] if s.top_frames else ""
             t.add_row(str(s.rank), s.node or "", f"{s.score:.2f}", escape(s.reason), escape(where))
         c.print(t)
+    if rep.collectives is not None and rep.collectives.stalls:
+        t = Table(title="Stalled collectives (Flight Recorder)")
+        for col in ("group", "ranks", "collective", "joined", "never joined", "mismatched"):
+            t.add_column(col)
+        for st in sorted(rep.collectives.stalls, key=lambda s: len(s.group_ranks))[:20]:
+            t.add_row(st.group + (f" ({st.group_desc})" if st.group_desc else ""), _ranks(st.group_ranks),
+                      f"{st.op} #{st.seq}", _ranks(st.joined), _ranks(st.missing), escape(st.mismatch_detail or "-"))
+        c.print(t)
+    if not rep.groups:
+        for w in rep.warnings[:20]:
+            c.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        return
     t = Table(title="Stack groups")
     t.add_column("ranks")
     t.add_column("collective")
@@ -67,3 +82,7 @@ def hang_cmd(
     c.print(t)
     for w in rep.warnings[:20]:
         c.print(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ",".join(map(str, ranks[:16])) + ("…" if len(ranks) > 16 else "") if ranks else "-"

@@ -1,0 +1,100 @@
+"""Hang culprits from Flight Recorder dumps, stack snapshots, and both: real lab runs.
+
+Each hang scenario runs with a random faulty rank and onset on 4 ranks over 2 nodes; every rank's
+Flight Recorder is dumped into ``<run>/fr/`` when the runner detects the hang, and the runner takes
+stack snapshots into ``<run>/dumps/``. Each run is analysed three ways, as ``diag hang`` would:
+``<run>/fr`` (Flight Recorder only), ``<run>/dumps`` (stacks only) and ``<run>`` (both, fused). A run
+counts as right when the top suspect is the faulty rank (truth.json); for Flight Recorder views it
+also records whether that culprit's stalled collective is in the faulty rank's own narrowest group.
+
+    .venv/bin/python eval/lab_hang_fr.py --runs 36 --seed 5 --out /tmp/hfr     # run and score (~30 min)
+    .venv/bin/python eval/lab_hang_fr.py --score /tmp/hfr                      # score existing runs
+
+Writes ``eval/results/lab_hang_fr.json`` (per run and per scenario x evidence kind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from diag_service.hang import HangRequest, analyze_hang  # noqa: E402
+
+SCENARIOS = (
+    "hang_sleep_before_allreduce", "hang_subgroup_sleep", "hang_data_loading", "hang_lock_deadlock",
+    "hang_collective_mismatch", "hang_collective_skip",
+)
+RESULT = REPO / "eval" / "results" / "lab_hang_fr.json"
+VIEWS = {"fr": "fr", "stacks": "dumps", "both": ""}
+
+
+def _view(run: Path, sub: str) -> dict[str, Any]:
+    path = run / sub if sub else run
+    if not path.exists():
+        return {"error": "missing"}
+    try:
+        rep = analyze_hang(HangRequest(dumps_dir=str(path)))
+    except (FileNotFoundError, ValueError) as exc:
+        return {"error": str(exc)[:200]}
+    top = rep.suspects[0] if rep.suspects else None
+    out: dict[str, Any] = {"hung": rep.hung, "top": top.rank if top else None, "top_score": top.score if top else None,
+                           "suspects": [s.rank for s in rep.suspects[:4]]}
+    if rep.collectives is not None:
+        cul = next((c for c in rep.collectives.culprits if top and c.rank == top.rank), None)
+        stall = next((s for s in rep.collectives.stalls if cul and s.group == cul.group), None)
+        out["group"] = stall.group_ranks if stall else None
+        out["op"] = stall.op if stall else None
+    return out
+
+
+def score(suite_dir: Path) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for run in sorted(p for p in suite_dir.iterdir() if (p / "truth.json").is_file()):
+        truth = json.loads((run / "truth.json").read_text())
+        row: dict[str, Any] = {"run": run.name, "scenario": truth.get("scenario"), "faulty_rank": truth.get("faulty_rank")}
+        for name, sub in VIEWS.items():
+            row[name] = _view(run, sub)
+        rows.append(row)
+    table: dict[str, dict[str, Any]] = defaultdict(dict)
+    for sc in sorted({r["scenario"] for r in rows}):
+        rs = [r for r in rows if r["scenario"] == sc]
+        for name in VIEWS:
+            ok = sum(r[name].get("top") == r["faulty_rank"] for r in rs)
+            table[sc][name] = f"{ok}/{len(rs)}"
+    totals = {name: f"{sum(r[name].get('top') == r['faulty_rank'] for r in rows)}/{len(rows)}" for name in VIEWS}
+    return {"suite": str(suite_dir), "runs": len(rows), "top1": totals, "per_scenario": dict(table), "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--score", type=Path, help="score this existing suite folder instead of running one")
+    ap.add_argument("--out", type=Path, help="where to run the suite (empty or absent)")
+    ap.add_argument("--runs", type=int, default=36)
+    ap.add_argument("--seed", type=int, default=5)
+    args = ap.parse_args(argv)
+    if args.score is None:
+        if args.out is None:
+            ap.error("--out is needed to run a suite")
+        from diag_service.lab.runner import run_suite
+        from diag_service.lab.scenarios import load_scenarios
+
+        scenarios = {k: v for k, v in load_scenarios().items() if k in SCENARIOS}
+        run_suite(scenarios, args.out, args.runs, seed=args.seed, ranks=4, nodes=2, echo=print)
+        suite = args.out
+    else:
+        suite = args.score
+    res = score(suite)
+    RESULT.write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({"runs": res["runs"], "top1": res["top1"], "per_scenario": res["per_scenario"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
