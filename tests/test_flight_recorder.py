@@ -153,3 +153,9 @@ def test_diagnose_picks_up_flight_recorder_dumps_in_a_bundle_folder(tmp_path: Pa
     assert d.failure_mode.value == "fail_hang"
     assert d.hang is not None and d.hang.evidence == ["flight_recorder"]
     assert d.first_failing_rank == 3
+
+
+def test_debug_server_dump_dir_is_read_as_stack_snapshots() -> None:
+    rep = analyze_hang(HangRequest(dumps_dir=str(Path(__file__).parent / "fixtures" / "debug_server")))
+    assert rep.hung and rep.evidence == ["stacks"] and rep.snapshots == 5
+    assert rep.suspects[0].rank == 1 and "outside any collective" in rep.suspects[0].reason

@@ -108,10 +108,12 @@ def analyze_hang(req: HangRequest) -> HangReport:
     """Analyse a hang from what ``req.dumps_dir`` holds: stack snapshots (a folder
     ``<snapshot>/rank-<R>.txt|.json``, or a bundle whose ``dumps/`` holds them, or a
     ``.tar``/``.tar.gz``/``.zip`` of one), PyTorch Flight Recorder dumps (one file per rank, the rank
-    as the name's suffix, in the folder or a sub-folder of it), or both, fused
+    as the name's suffix, in the folder or a sub-folder of it), the PyTorch debug server's ``dump_dir``
+    (``stacks_<time>.txt`` / ``pyspy_dump_<time>.txt``), or stacks and Flight Recorder together, fused
     (:func:`diag_service.hang.fusion.fuse`). Raises ``FileNotFoundError`` if the path is missing and
     ``ValueError`` if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
     of some ranks are warnings in the report."""
+    from diag_service.hang.debugserver import debug_server_dumps
     from diag_service.hang.flight import analyze_fr_folder
     from diag_service.hang.fusion import fuse
     from diag_service.ingest.open import open_bundle
@@ -123,7 +125,11 @@ def analyze_hang(req: HangRequest) -> HangReport:
     fr = analyze_fr_folder(fr_dir, req.world_size) if fr_dir is not None else None
     stacks: HangReport | None = None
     inner = find_dumps_dir(root)
-    if inner is not None or fr is None:
+    served, served_warnings = debug_server_dumps(root) if inner is None and root.is_dir() else (None, [])
+    if served is not None:  # the PyTorch debug server's dump_dir
+        stacks = analyze_dumps(served, req.min_stuck_snapshots)
+        stacks.warnings = [*served_warnings, *stacks.warnings][:200]
+    elif inner is not None or fr is None:
         bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
         for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
             pass
