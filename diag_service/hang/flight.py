@@ -31,6 +31,7 @@ that recorded it; the default group spans every dumped rank):
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -94,7 +95,9 @@ class FREntry:
 
 @dataclass(slots=True)
 class FRDump:
-    """One rank's dump, normalised. ``status``: group name -> (last enqueued, last completed) collective seq."""
+    """One rank's dump, normalised. ``status``: group name -> (last enqueued, last completed) collective
+    seq, from ``pg_status``; ``entries``: the ops not completed (a completed collective was joined by every
+    member, so the wavefront lies after it)."""
 
     rank: int
     source: str
@@ -103,6 +106,9 @@ class FRDump:
     group_ranks: dict[str, list[int]] = field(default_factory=dict)
     group_desc: dict[str, str] = field(default_factory=dict)
     status: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    #: group name -> [highest collective seq recorded, highest completed]; completed collectives are
+    #: counted here and not kept in ``entries`` (which holds the incomplete ones and P2P ops)
+    seen: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _int(v: Any) -> int | None:  # noqa: ANN401
@@ -189,27 +195,49 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
             if name and g.get("desc"):
                 dump.group_desc[name] = str(g["desc"])
     id_to_name: dict[str, str] = {}
+    groups: dict[Any, tuple[str, str]] = {}  # process_group value -> (name, desc), parsed once
+    seen = dump.seen
     for e in doc["entries"]:
         if not isinstance(e, dict):
             continue
         pgv = e.get("process_group")
-        if isinstance(pgv, list | tuple) and pgv:
-            pg, desc = str(pgv[0]), str(pgv[1]) if len(pgv) > 1 else ""
-            if e.get("pg_id") is not None:
-                id_to_name[str(e.get("pg_id"))] = pg
-        else:
-            pg, desc = str(e.get("pg_id", "?")), ""
+        key = tuple(pgv) if isinstance(pgv, list | tuple) else pgv
+        try:
+            pg, desc = groups[key]
+        except (KeyError, TypeError):
+            if isinstance(pgv, list | tuple) and pgv:
+                pg, desc = str(pgv[0]), str(pgv[1]) if len(pgv) > 1 else ""
+            else:
+                pg, desc = str(e.get("pg_id", "?")), ""
+            with contextlib.suppress(TypeError):
+                groups[key] = (pg, desc)
+            if desc and pg not in dump.group_desc:
+                dump.group_desc[pg] = desc
+        if e.get("pg_id") is not None and isinstance(pgv, list | tuple):
+            id_to_name[str(e["pg_id"])] = pg
+        state = e.get("state")
+        done = state == "completed" or bool(e.get("retired"))
+        is_p2p = bool(e.get("is_p2p"))
+        seq = _int(e.get("collective_seq_id", e.get("seq_id")))
+        if not is_p2p and seq is not None:
+            prog = seen.get(pg)
+            if prog is None:
+                seen[pg] = prog = [0, 0]
+            if seq > prog[0]:
+                prog[0] = seq
+            if done and seq > prog[1]:
+                prog[1] = seq
+            if done:
+                continue  # a completed collective: only the counters above matter (the wavefront is past it)
         name = str(e.get("profiling_name") or "")
         op = name.split(":", 1)[-1].strip()
-        is_p2p = bool(e.get("is_p2p")) or bool(_P2P_NAME.search(op))
         peer = None
         m = _P2P_NAME.search(op)
         if m:
+            is_p2p = True
             a, b = int(m.group("a")), int(m.group("b"))
             peer = b if a == rank else a  # 'send 0->1' on rank 0 / 'recv 1<-0' on rank 1
             op = m.group("op")
-        state = str(e.get("state") or "")
-        seq = _int(e.get("collective_seq_id", e.get("seq_id")))
         dump.entries.append(
             FREntry(
                 pg=pg,
@@ -218,8 +246,8 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
                 p2p_seq=_int(e.get("p2p_seq_id")),
                 op=op or "?",
                 is_p2p=is_p2p,
-                state=state,
-                done=state == "completed" or bool(e.get("retired")),
+                state=str(state or ""),
+                done=done,
                 in_sizes=str(e.get("input_sizes", ""))[:200],
                 out_sizes=str(e.get("output_sizes", ""))[:200],
                 dtypes=str(e.get("input_dtypes", ""))[:100],
@@ -228,8 +256,6 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
                 peer=peer,
             )
         )
-        if desc and pg not in dump.group_desc:
-            dump.group_desc[pg] = desc
     # pg_status is keyed by the rank-local pg_id (FlightRecorder.hpp), not by the group's global name
     st = doc.get("pg_status")
     if isinstance(st, dict):
@@ -278,16 +304,14 @@ def _members(dumps: dict[int, FRDump]) -> tuple[dict[str, list[int]], dict[str, 
 
 
 def _progress(d: FRDump, g: str) -> tuple[int, int, dict[int, FREntry]]:
-    """(last enqueued, last completed, seq -> entry) of rank ``d`` in group ``g``; 0 when nothing."""
+    """(last enqueued, last completed, seq -> incomplete entry) of rank ``d`` in group ``g``; 0 when nothing."""
     by_seq = {e.seq: e for e in d.entries if e.pg == g and e.seq is not None}
-    enq = max(by_seq, default=0)
-    done = max((s for s, e in by_seq.items() if e.done), default=0)
+    enq, done = d.seen.get(g, (0, 0))
     st_enq, st_done = d.status.get(g, (None, None))
     if st_enq is not None and st_enq >= 0:
         enq = max(enq, st_enq)
     if st_done is not None and st_done >= 0:
         done = max(done, st_done)
-    # an entry's completion implies every earlier collective of the group completed on this rank
     return enq, min(done, enq), by_seq
 
 
