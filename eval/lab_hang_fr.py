@@ -4,8 +4,9 @@ Each hang scenario runs with a random faulty rank and onset on 4 ranks over 2 no
 Flight Recorder is dumped into ``<run>/fr/`` when the runner detects the hang, and the runner takes
 stack snapshots into ``<run>/dumps/``. Each run is analysed three ways, as ``diag hang`` would:
 ``<run>/fr`` (Flight Recorder only), ``<run>/dumps`` (stacks only) and ``<run>`` (both, fused). A run
-counts as right when the top suspect is the faulty rank (truth.json); for Flight Recorder views it
-also records whether that culprit's stalled collective is in the faulty rank's own narrowest group.
+counts as right when the top suspect is a faulty rank (truth.json); with two faulty ranks it also
+counts whether both are among the suspects scored 0.9 or more; for Flight Recorder views each row
+records the group and op of the top culprit's stalled collective.
 
     .venv/bin/python eval/lab_hang_fr.py --runs 36 --seed 5 --out /tmp/hfr     # run and score (~30 min)
     .venv/bin/python eval/lab_hang_fr.py --score /tmp/hfr                      # score existing runs
@@ -29,7 +30,7 @@ from diag_service.hang import HangRequest, analyze_hang  # noqa: E402
 
 SCENARIOS = (
     "hang_sleep_before_allreduce", "hang_subgroup_sleep", "hang_data_loading", "hang_lock_deadlock",
-    "hang_collective_mismatch", "hang_collective_skip",
+    "hang_collective_mismatch", "hang_collective_skip", "hang_two_subgroups",
 )
 RESULT = REPO / "eval" / "results" / "lab_hang_fr.json"
 VIEWS = {"fr": "fr", "stacks": "dumps", "both": ""}
@@ -45,7 +46,8 @@ def _view(run: Path, sub: str) -> dict[str, Any]:
         return {"error": str(exc)[:200]}
     top = rep.suspects[0] if rep.suspects else None
     out: dict[str, Any] = {"hung": rep.hung, "top": top.rank if top else None, "top_score": top.score if top else None,
-                           "suspects": [s.rank for s in rep.suspects[:4]]}
+                           "suspects": [s.rank for s in rep.suspects[:4]],
+                           "named": sorted(s.rank for s in rep.suspects if s.score >= 0.9)}
     if rep.collectives is not None:
         cul = next((c for c in rep.collectives.culprits if top and c.rank == top.rank), None)
         stall = next((s for s in rep.collectives.stalls if cul and s.group == cul.group), None)
@@ -58,17 +60,25 @@ def score(suite_dir: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for run in sorted(p for p in suite_dir.iterdir() if (p / "truth.json").is_file()):
         truth = json.loads((run / "truth.json").read_text())
-        row: dict[str, Any] = {"run": run.name, "scenario": truth.get("scenario"), "faulty_rank": truth.get("faulty_rank")}
+        row: dict[str, Any] = {"run": run.name, "scenario": truth.get("scenario"), "faulty_rank": truth.get("faulty_rank"),
+                               "affected": truth.get("affected_ranks") or [truth.get("faulty_rank")]}
         for name, sub in VIEWS.items():
             row[name] = _view(run, sub)
         rows.append(row)
+    def right(r: dict[str, Any], name: str) -> bool:
+        return r[name].get("top") in r["affected"]
+
+    def all_named(r: dict[str, Any], name: str) -> bool:
+        return set(r["affected"]) <= set(r[name].get("named", []))
+
     table: dict[str, dict[str, Any]] = defaultdict(dict)
     for sc in sorted({r["scenario"] for r in rows}):
         rs = [r for r in rows if r["scenario"] == sc]
         for name in VIEWS:
-            ok = sum(r[name].get("top") == r["faulty_rank"] for r in rs)
-            table[sc][name] = f"{ok}/{len(rs)}"
-    totals = {name: f"{sum(r[name].get('top') == r['faulty_rank'] for r in rows)}/{len(rows)}" for name in VIEWS}
+            table[sc][name] = f"{sum(right(r, name) for r in rs)}/{len(rs)}"
+            if any(len(r["affected"]) > 1 for r in rs):
+                table[sc][name + "_all_faulty_named"] = f"{sum(all_named(r, name) for r in rs)}/{len(rs)}"
+    totals = {name: f"{sum(right(r, name) for r in rows)}/{len(rows)}" for name in VIEWS}
     return {"suite": str(suite_dir), "runs": len(rows), "top1": totals, "per_scenario": dict(table), "rows": rows}
 
 

@@ -777,7 +777,10 @@ def _finalize(
         faulty_node = str(rank_info[plan.faulty_rank]["node"])
     elif sc.fault.kind == "rendezvous_port_in_use":
         faulty_node = "node0"
-    if sc.fault.per_rank:
+    second = getattr(sc.fault, "second_rank_offset", None)
+    if sc.fault.per_rank and second is not None and plan.faulty_rank is not None:
+        affected = sorted({plan.faulty_rank, (plan.faulty_rank + second) % plan.ranks})
+    elif sc.fault.per_rank:
         affected = [plan.faulty_rank]
     elif sc.fault.kind in ("none", "rendezvous_port_in_use"):
         affected = []

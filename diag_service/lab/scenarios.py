@@ -107,6 +107,10 @@ class HangSleepFault(_Fault):
         default="before_allreduce",
         description="Before the world gradient all-reduce, or before the step's all-reduce inside its tensor-parallel group.",
     )
+    second_rank_offset: int | None = Field(
+        default=None, ge=1,
+        description="Also hang rank (faulty_rank + offset) % ranks at the same step (two faulty ranks, e.g. in two groups).",
+    )
 
 
 class DataBlockFault(_Fault):

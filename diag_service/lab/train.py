@@ -362,8 +362,11 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, file=fh_file, all_threads=True, chain=False)
 
     kind = cfg.fault.get("kind", "none")
+    second = cfg.fault.get("second_rank_offset")
     fault_here = _fault_active_in_attempt(cfg) and (
-        cfg.faulty_rank == rank or (cfg.faulty_rank is None and cfg.fault.get("scope") == "all")
+        cfg.faulty_rank == rank
+        or (cfg.faulty_rank is None and cfg.fault.get("scope") == "all")
+        or (second is not None and cfg.faulty_rank is not None and (cfg.faulty_rank + int(second)) % world == rank)
     )
 
     print(f"[lab] rank {rank}/{world} node={node} local_rank={local_rank} pid={os.getpid()} attempt={attempt}", flush=True)
