@@ -295,6 +295,14 @@ def _markdown(card: dict[str, Any]) -> str:
                                  f"stages {ours['blamed_stages']}; ok={t['ok']} |")
     else:
         lines.append("| lab | - | absent | |")
+    hf = card.get("hang_fr") or {}
+    if hf.get("available"):
+        for view, label in (("fr", "Flight Recorder only"), ("stacks", "stacks only"), ("both", "both, fused")):
+            lines.append(f"| lab fail-hang culprits | top-1, {label} | {hf['top1'][view]} | {hf['runs']} runs |")
+        for sc, cells in sorted(hf["per_scenario"].items()):
+            lines.append(f"| lab fail-hang culprits | {sc}: FR / stacks / both | {cells['fr']} / {cells['stacks']} / "
+                         f"{cells['both']} | " + (f"all faulty named (both): {cells['both_all_faulty_named']}"
+                                                  if "both_all_faulty_named" in cells else "") + " |")
     lh = card.get("loghub") or {}
     if lh.get("available"):
         bench = fmt(lh["average"]["benchmark"])
@@ -314,7 +322,8 @@ def _markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("corpus", "incidents_dev", "lab", "lab_slow", "slow_power", "loghub", "knowledge_base", "llm", "labelling")
+SECTIONS = ("corpus", "incidents_dev", "lab", "lab_slow", "slow_power", "hang_fr", "loghub", "knowledge_base", "llm",
+            "labelling")
 
 
 def score_slow_lab(dirs: list[Path]) -> dict[str, Any]:
@@ -389,6 +398,15 @@ def main() -> None:
         import slow_power
 
         card["slow_power"] = slow_power.evaluate(trials=6, factors=(1.1, 1.2, 1.3, 1.5, 2.0), duties=(1, 5, 10))
+    if "hang_fr" in only:
+        # the lab runs take ~30 min (eval/lab_hang_fr.py); the scorecard reports its committed result
+        res = RESULTS / "lab_hang_fr.json"
+        if res.exists():
+            doc = json.loads(res.read_text())
+            card["hang_fr"] = {"available": True, "runs": doc["runs"], "top1": doc["top1"],
+                               "per_scenario": doc["per_scenario"], "source": "eval/results/lab_hang_fr.json"}
+        else:
+            card["hang_fr"] = {"available": False, "reason": "run eval/lab_hang_fr.py first"}
     if "loghub" in only:
         print("[eval] loghub", flush=True)
         import loghub_eval

@@ -148,6 +148,25 @@ def test_fail_hang_sleep_stacks_differ_pyspy(tmp_path: Path) -> None:
     _hang_checks(res, faulty=1, marker="_refresh_lease")
 
 
+@pytest.mark.timeout(150)
+def test_fail_hang_inside_a_subgroup_flight_recorder_and_stacks(tmp_path: Path) -> None:
+    from diag_service.hang import HangRequest, analyze_hang
+
+    res = run_scenario(_scenario("hang_subgroup_sleep", collective_s=20), tmp_path / "run", faulty_rank=3, onset_step=20)
+    assert res.hang_detected
+    _common_checks(res)
+    fr_dir = res.out_dir / "fr"
+    assert sorted(p.name for p in fr_dir.iterdir()) == [f"nccl_trace_rank_{r}" for r in range(4)]
+    only_fr = analyze_hang(HangRequest(dumps_dir=str(fr_dir)))
+    assert only_fr.suspects[0].rank == 3
+    stall = next(s for s in only_fr.collectives.stalls if s.group_ranks == [2, 3])  # type: ignore[union-attr]
+    assert stall.missing == [3] and stall.joined == [2] and stall.op == "all_reduce"
+    both = analyze_hang(HangRequest(dumps_dir=str(res.out_dir)))
+    assert both.evidence == ["stacks", "flight_recorder"]
+    assert both.suspects[0].rank == 3 and both.suspects[0].score >= 0.97
+    assert "_refresh_lease" in " ".join(both.suspects[0].top_frames)
+
+
 @pytest.mark.timeout(120)
 def test_fail_hang_deadlock_stacks_differ_faulthandler_fallback(tmp_path: Path) -> None:
     sc = _scenario("hang_lock_deadlock", collective_s=14, dump_interval_s=1.0)

@@ -108,3 +108,12 @@ def test_cli_lists_scenarios() -> None:
     assert result.exit_code == 0, result.output
     assert "hang_collective_mismatch" in result.output
     assert "slow_control_clean" in result.output
+
+
+def test_subgroup_hang_needs_tensor_parallel_groups() -> None:
+    doc = yaml.safe_load((DEFAULT_SCENARIO_DIR / "hang_subgroup_sleep.yaml").read_text())
+    assert Scenario(**doc).tp_size == 2
+    with pytest.raises(ValidationError, match="tp_size"):
+        Scenario(**{**doc, "tp_size": 1})
+    with pytest.raises(ValidationError, match="multiple of tp_size"):
+        Scenario(**{**doc, "ranks": 3, "nodes": 1})
