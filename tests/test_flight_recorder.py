@@ -159,3 +159,17 @@ def test_debug_server_dump_dir_is_read_as_stack_snapshots() -> None:
     rep = analyze_hang(HangRequest(dumps_dir=str(Path(__file__).parent / "fixtures" / "debug_server")))
     assert rep.hung and rep.evidence == ["stacks"] and rep.snapshots == 5
     assert rep.suspects[0].rank == 1 and "outside any collective" in rep.suspects[0].reason
+
+
+@pytest.mark.parametrize("fmt", ["gztar", "zip"])
+def test_flight_recorder_dumps_inside_an_archive(tmp_path: Path, fmt: str) -> None:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    src = tmp_path / "bundle"
+    shutil.copytree(FIX / "missing_tp", src / "fr")
+    (src / "rank0.log").write_text("[rank0]: step 5 loss 1.23\n")
+    archive = Path(shutil.make_archive(str(tmp_path / "run"), fmt, src))
+    rep = analyze_hang(HangRequest(dumps_dir=str(archive)))
+    assert rep.evidence == ["flight_recorder"] and rep.suspects[0].rank == 3
+    d = diagnose(DiagnoseRequest(path=str(archive), kb=False, llm=False))
+    assert d.input.files == 1 and d.first_failing_rank == 3 and d.failure_mode.value == "fail_hang"

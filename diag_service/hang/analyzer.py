@@ -114,7 +114,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
     ``ValueError`` if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
     of some ranks are warnings in the report."""
     from diag_service.hang.debugserver import debug_server_dumps
-    from diag_service.hang.flight import analyze_fr_folder
+    from diag_service.hang.flight import analyze_fr_folder, analyze_fr_members
     from diag_service.hang.fusion import fuse
     from diag_service.ingest.open import open_bundle
 
@@ -133,6 +133,8 @@ def analyze_hang(req: HangRequest) -> HangReport:
         bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
         for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
             pass
+        if fr is None:
+            fr = analyze_fr_members(bundle.fr_archive_dumps(), req.world_size)
         dumps = bundle.dumps()
         if dumps is None:
             if fr is None:

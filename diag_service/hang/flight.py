@@ -483,6 +483,23 @@ def _fmt(ranks: list[int]) -> str:
     return ",".join(map(str, ranks[:16])) + ("…" if len(ranks) > 16 else "")
 
 
+def analyze_fr_members(members: dict[int, tuple[str, bytes]], world_size: int | None = None) -> CollectiveReport | None:
+    """Analyse Flight Recorder dumps given as bytes (read from an archive): rank -> (member name, data).
+    None when there are none; unreadable ones are warnings."""
+    if not members:
+        return None
+    dumps: dict[int, FRDump] = {}
+    warnings: list[str] = []
+    for r, (name, data) in sorted(members.items()):
+        try:
+            dumps[r] = parse_fr_dump(data, r, name)
+        except FlightRecorderError as exc:
+            warnings.append(str(exc))
+    rep = analyze_collectives(dumps, world_size)
+    rep.warnings = [*warnings, *rep.warnings][:200]
+    return rep
+
+
 def analyze_fr_folder(folder: str | Path, world_size: int | None = None) -> CollectiveReport | None:
     """Find, read and analyse the Flight Recorder dumps directly in ``folder``; None when it holds none."""
     files, warnings = find_fr_dumps(folder)

@@ -157,24 +157,32 @@ def attribute_path(path: str) -> Source:
 #: truncated archive) loses at most this much of what came before it.
 _READ_PIECE = 256 << 10
 _TRUNC_MARK = b" [truncated: line longer than limit]"
+#: Largest binary member handed whole to a ``raw`` reader (a 2,000-entry Flight Recorder dump is ~2-5 MB).
+MAX_RAW_BYTES = 256 << 20
 
 Compressed = int | Callable[[], int] | None
 
 
 class _Budget:
     """Counts decompressed bytes across the bundle and per member (decompression-bomb guard), and holds the
-    caller's ``skip`` test of member names (members it names are never opened) and ``capture`` test
-    (members read for another analyzer: streamed like logs but not counted as log files or lines)."""
+    caller's ``skip`` test of member names (members it names are never opened), ``capture`` test
+    (members read for another analyzer: streamed like logs but not counted as log files or lines) and
+    ``raw`` test (binary members handed whole, up to :data:`MAX_RAW_BYTES`, to ``on_raw(name, data,
+    error)``: Flight Recorder pickles)."""
 
     def captured(self, name: str) -> bool:
         return self.capture is not None and self.capture(name)
 
 
     def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
-                 capture: Callable[[str], bool] | None = None) -> None:
+                 capture: Callable[[str], bool] | None = None,
+                 raw: Callable[[str], bool] | None = None,
+                 on_raw: Callable[[str, bytes, str | None], None] | None = None) -> None:
         self.limits = limits
         self.skip = skip
         self.capture = capture
+        self.raw = raw
+        self.on_raw = on_raw
         self.total = 0
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
@@ -625,6 +633,19 @@ def _open_member_stream(
     """Dispatch one member by name: nested archive, gzip, or plain text (or nothing, if the caller skips it)."""
     if budget.skip is not None and budget.skip(name):
         return
+    if budget.raw is not None and budget.on_raw is not None and budget.raw(name):
+        data, error = _read_block(fobj, MAX_RAW_BYTES + 1)
+        budget.total += len(data)
+        report.bytes_read += len(data)
+        if len(data) > MAX_RAW_BYTES:
+            report.warnings.append(f"{name}: larger than {MAX_RAW_BYTES} bytes, not read")
+            return
+        problem = budget.exceeded(len(data), compressed)
+        if problem:
+            report.warnings.append(f"{name}: {problem}")
+            return
+        budget.on_raw(name, data, None if error is None else str(error))
+        return
     if not budget.captured(name):
         report.files += 1
     lower = name.lower()
@@ -811,6 +832,7 @@ def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLim
 def read_bundle(
     path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
     skip: Callable[[str], bool] | None = None, capture: Callable[[str], bool] | None = None,
+    raw: Callable[[str], bool] | None = None, on_raw: Callable[[str, bytes, str | None], None] | None = None,
 ) -> Iterator[Block]:
     """Stream every text line of a bundle as :class:`Block` objects, in a stable file order.
 
@@ -820,7 +842,8 @@ def read_bundle(
     names, nested ones as ``archive.tar.gz/inner.log``) for which it is True are not opened, counted or
     warned about. ``capture(member_name)``: members that are read (with every guard) but are not logs
     (stack dumps, timing feeds for other analyzers): their blocks are yielded, their files and lines
-    are not counted in ``report``.
+    are not counted in ``report``. ``raw(member_name)``: archive members handed whole to
+    ``on_raw(name, data, read_error)`` instead (binary dumps; folders' files are read by their analyzers).
 
     Raises :class:`BundleError` if ``path`` does not exist or the archive cannot be opened.
     """
@@ -828,7 +851,7 @@ def read_bundle(
     p = os.fspath(path)
     if not os.path.exists(p):
         raise BundleError(f"no such file or directory: {p}")
-    budget = _Budget(limits, skip, capture)
+    budget = _Budget(limits, skip, capture, raw, on_raw)
     layouts: set[str] = set()
 
     def _tracked(blocks: Iterator[Block]) -> Iterator[Block]:

@@ -170,6 +170,21 @@ class FeedMember:
 RANK_SUFFIX = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d{1,6})(?P<ext>\.(?:pkl|pickle|json))?$")
 
 
+#: A Flight Recorder dump inside an archive, known by name alone (its content is read only if so): PyTorch's
+#: default file name (``TORCH_FR_DUMP_TEMP_FILE`` / ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE`` = ``/tmp/nccl_trace_rank_``)
+#: or a rank-suffixed file in a folder named for the recorder (``fr/``, ``flight_recorder/``, ``fr_dumps/``).
+FR_ARCHIVE_MEMBER = re.compile(
+    r"(?i)(?:^|/)(?:(?:nccl|fr)_trace_rank_|(?:fr|flight_recorder|fr_dumps?|fr_traces?|nccl_traces?)/[^/]*?)"
+    r"(?P<rank>\d{1,6})(?:\.(?:json|pkl|pickle))?$"
+)
+
+
+def fr_archive_rank(name: str) -> int | None:
+    """The rank of an archive member that is a Flight Recorder dump by its name, else None."""
+    m = FR_ARCHIVE_MEMBER.search(name)
+    return int(m.group("rank")) if m else None
+
+
 def _listdir(p: Path) -> list[Path]:
     try:
         return list(p.iterdir())
@@ -244,7 +259,9 @@ __all__ = [
     "DumpFile",
     "DumpPath",
     "RANK_SUFFIX",
+    "FR_ARCHIVE_MEMBER",
     "find_fr_dir",
+    "fr_archive_rank",
     "find_fr_dumps",
     "looks_like_fr",
     "FeedMember",

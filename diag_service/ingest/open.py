@@ -40,6 +40,7 @@ from diag_service.ingest.members import (
     feed_preference,
     find_fr_dir,
     find_fr_dumps,
+    fr_archive_rank,
     is_dumps_folder,
 )
 
@@ -120,6 +121,27 @@ class Bundle:
         #: (``diag hang``: the user says the folder holds stack dumps)
         self.dumps_only = dumps_only
         self._fr: tuple[str, frozenset[str]] | None = None  # Flight Recorder folder and its member names
+        self._fr_archive: dict[int, tuple[str, bytes]] = {}  # an archive's Flight Recorder dumps: rank -> (name, data)
+
+    def fr_archive_dumps(self) -> dict[int, tuple[str, bytes]]:
+        """Flight Recorder dumps read from an archive in the log pass (members named like
+        :data:`~diag_service.ingest.members.FR_ARCHIVE_MEMBER`): rank -> (member name, bytes). Empty for
+        folders (see :meth:`flight_recorder_dir`) and before :meth:`blocks` has run."""
+        return dict(self._fr_archive)
+
+    def _is_fr_archive_member(self, name: str) -> bool:
+        return not self.is_dir and self.kind(name) is not MemberKind.IGNORED and fr_archive_rank(name) is not None
+
+    def _on_fr_member(self, name: str, data: bytes, error: str | None) -> None:
+        rank = fr_archive_rank(name)
+        if rank is None:
+            return
+        if error is not None:
+            self.report.warnings.append(f"{name}: read error ({error}); the Flight Recorder dump may be truncated")
+        if rank in self._fr_archive:
+            self.report.warnings.append(
+                f"two Flight Recorder dumps for rank {rank} ({self._fr_archive[rank][0]}, {name}); kept {name}")
+        self._fr_archive[rank] = (name, data)
 
     def flight_recorder_dir(self) -> str | None:
         """The folder of the bundle holding Flight Recorder dumps (:func:`~diag_service.ingest.members.find_fr_dir`),
@@ -212,7 +234,8 @@ class Bundle:
             return
         pending: str | None = None  # a weak dump candidate whose first block decides what it is
         pending_is_dump = False
-        for b in read_bundle(self.path, self.report, self.limits, skip=self._not_read, capture=self._captured):
+        for b in read_bundle(self.path, self.report, self.limits, skip=self._not_read, capture=self._captured,
+                             raw=self._is_fr_archive_member, on_raw=self._on_fr_member):
             name = b.source.path
             kind = self.kind(name)
             if kind is MemberKind.TIMING_FEED:

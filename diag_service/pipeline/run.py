@@ -20,7 +20,7 @@ from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import Diagnosis, RootCause, job_id_from_name
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
-from diag_service.hang.flight import analyze_fr_folder
+from diag_service.hang.flight import analyze_fr_folder, analyze_fr_members
 from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import Bundle, open_bundle
@@ -155,7 +155,8 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     )
     dumps = bundle.dumps()
     fr_dir = bundle.flight_recorder_dir()
-    if dumps is not None or fr_dir is not None:
+    archived_fr = bundle.fr_archive_dumps()
+    if dumps is not None or fr_dir is not None or archived_fr:
         t0 = time.perf_counter()
         stacks = fr = None
         if dumps is not None:
@@ -165,6 +166,8 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 report.warnings.append(f"stack dumps not analysed: {exc}")
         if fr_dir is not None:
             fr = analyze_fr_folder(fr_dir)
+        elif archived_fr:
+            fr = analyze_fr_members(archived_fr)
         if stacks is not None or fr is not None:
             d.hang = fuse(stacks, fr)
             combine_hang(d, d.hang)
