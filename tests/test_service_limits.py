@@ -222,3 +222,21 @@ def test_inspection_accepts_what_ingest_reads(tmp_path: Path) -> None:
     with pytest.raises(Refused) as exc:
         inspect_bundle(p, lim)
     assert exc.value.status == 413 and exc.value.reason == "line_length"
+
+
+def test_admission_and_ingest_apply_one_set_of_limits(tmp_path: Path) -> None:
+    lim = UploadLimits(max_unpacked_bytes=48 << 20, max_ratio=50, ratio_floor_bytes=1 << 20, max_members=50, max_nesting=1)
+    ing = lim.ingest_limits()
+    assert (ing.max_total_bytes, ing.max_ratio, ing.ratio_floor_bytes, ing.max_members, ing.max_nesting) == (
+        48 << 20, 50, 1 << 20, 50, 1)
+    # a member that admission refuses as a bomb is one ingest cuts, by the same rule
+    from diag_service.domain import InputReport
+    from diag_service.ingest.bundle import read_bundle
+
+    path = tmp_path / "bomb.log.gz"
+    path.write_bytes(gzip.compress((b"step 1 loss 2.5 " * 60 + b"\n") * 8000))  # text, ~1000x
+    with pytest.raises(Refused, match="decompression bomb"):
+        inspect_bundle(path, lim)
+    report = InputReport(path=str(path))
+    list(read_bundle(path, report, ing))
+    assert any("decompression bomb" in w for w in report.warnings)

@@ -42,6 +42,18 @@ from typing import BinaryIO
 
 from diag_service.domain import InputReport
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.ingest.archive import (
+    GZIP_MAGIC,
+    MAX_RAW_BYTES,
+    READ_PIECE,
+    Budget,
+    Compressed,
+    Counting,
+    Gunzip,
+    Prepend,
+    read_pieces,
+    safe_member_name,
+)
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
 
 ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -50,7 +62,6 @@ CR_REDRAW_RE = re.compile(r"[^\n]*\r([^\n]*)")
 # A tqdm bar (``desc: 45%|####      | 225/500 [01:23<01:42,  2.69it/s, loss=2.31]``) with more text
 # right after it: an exception or log line written while the bar was on screen, without a newline.
 PROGRESS_BAR_RE = re.compile(r"(?:[^\n|]{0,120}: )?\s*\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}\[[^\]\n]{0,200}\](?=\S)")
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 class BundleError(DiagError):
@@ -153,180 +164,9 @@ def attribute_path(path: str) -> Source:
 
 # --- byte streams to text blocks ------------------------------------------------------------------
 
-#: Size of one read from a member; a block is assembled from several, so that a read error (a
-#: truncated archive) loses at most this much of what came before it.
-_READ_PIECE = 256 << 10
 _TRUNC_MARK = b" [truncated: line longer than limit]"
-#: Largest binary member handed whole to a ``raw`` reader (a 2,000-entry Flight Recorder dump is ~2-5 MB).
-MAX_RAW_BYTES = 256 << 20
-
-Compressed = int | Callable[[], int] | None
 
 
-class _Budget:
-    """Counts decompressed bytes across the bundle and per member (decompression-bomb guard), and holds the
-    caller's ``skip`` test of member names (members it names are never opened), ``capture`` test
-    (members read for another analyzer: streamed like logs but not counted as log files or lines) and
-    ``raw`` test (binary members handed whole, up to :data:`MAX_RAW_BYTES`, to ``on_raw(name, data,
-    error)``: Flight Recorder pickles)."""
-
-    def captured(self, name: str) -> bool:
-        return self.capture is not None and self.capture(name)
-
-
-    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
-                 capture: Callable[[str], bool] | None = None,
-                 raw: Callable[[str], bool] | None = None,
-                 on_raw: Callable[[str, bytes, str | None], None] | None = None) -> None:
-        self.limits = limits
-        self.skip = skip
-        self.capture = capture
-        self.raw = raw
-        self.on_raw = on_raw
-        self.total = 0
-        self.stopped = False  # the bundle limit was hit: open no further member
-        self.bombs = 0  # members cut for their decompression ratio
-
-    def exceeded(self, member_bytes: int, compressed: Compressed) -> str | None:
-        """``compressed``: the member's compressed size, or a function returning how many compressed
-        bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed)."""
-        if self.total > self.limits.max_total_bytes:
-            self.stopped = True
-            return f"bundle exceeds {self.limits.max_total_bytes} decompressed bytes; rest skipped"
-        if compressed is None or member_bytes <= self.limits.ratio_floor_bytes:
-            return None
-        c = compressed() if callable(compressed) else compressed
-        if member_bytes > self.limits.max_ratio * max(c, 1):
-            self.bombs += 1
-            return (
-                f"decompression ratio above {self.limits.max_ratio:.0f}x "
-                f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
-            )
-        return None
-
-
-class _Counting(io.RawIOBase):
-    """A read-only stream that counts the bytes read through it (compressed bytes of an archive)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-        self.n = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
-        data = self.raw.read(size)
-        self.n += len(data)
-        return data
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-
-class _Gunzip(io.RawIOBase):
-    """Streaming gzip decompression that keeps everything a truncated or corrupt file yields.
-
-    ``gzip.GzipFile`` raises on a truncated stream and drops what the failing read had decompressed
-    (for a small file, all of it); this returns the data first and raises :class:`OSError` after.
-    Concatenated gzip members are read in turn; ``consumed`` counts compressed bytes (bomb guard).
-    """
-
-    _OUT = 1 << 20
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-        self.consumed = 0
-        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        self._out = b""
-        self._done = False
-        self._error: str | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def consumed_bytes(self) -> int:
-        return self.consumed
-
-    def _raw(self) -> bytes:
-        data = self.raw.read(_READ_PIECE)
-        self.consumed += len(data)
-        return data
-
-    def _fill(self) -> None:
-        d = self._d
-        if d.eof:
-            rest = d.unused_data or self._raw()
-            if not rest.strip(b"\x00"):
-                self._done = True  # end of the last member (gzip tolerates trailing zeros)
-                return
-            self._d = d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            data = rest
-        else:
-            data = d.unconsumed_tail or self._raw()
-            if not data:
-                self._out = d.flush()
-                self._error = "compressed data ends before the end of the gzip stream (truncated file)"
-                self._done = True
-                return
-        try:
-            self._out = d.decompress(data, self._OUT)
-        except zlib.error as exc:
-            self._error = f"corrupt gzip data ({exc})"
-            self._done = True
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        while not self._out and not self._done:
-            self._fill()
-        if not self._out:
-            if self._error:
-                error, self._error = self._error, None
-                raise OSError(error)
-            return 0
-        n = min(len(b), len(self._out))
-        b[:n] = self._out[:n]
-        self._out = self._out[n:]
-        return n
-
-
-class _Prepend(io.RawIOBase):
-    """A read-only stream that first returns ``head`` and then the rest of ``tail``."""
-
-    def __init__(self, head: bytes, tail: BinaryIO) -> None:
-        self.head = head
-        self.tail = tail
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        if self.head:
-            n = min(len(b), len(self.head))
-            b[:n] = self.head[:n]
-            self.head = self.head[n:]
-            return n
-        data = self.tail.read(len(b))
-        n = len(data)
-        b[:n] = data
-        return n
-
-
-def _read_block(fobj: BinaryIO, size: int) -> tuple[bytes, Exception | None]:
-    """Read up to ``size`` bytes in pieces; on a read error return what came before it, and the error."""
-    parts: list[bytes] = []
-    got = 0
-    while got < size:
-        try:
-            piece = fobj.read(min(_READ_PIECE, size - got))
-        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, tarfile.TarError) as exc:
-            return b"".join(parts), exc
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts), None
 
 
 def _utf8_cut(data: bytes, n: int) -> int:
@@ -468,7 +308,7 @@ def _stream_blocks(
     fobj: BinaryIO,
     src: Source,
     report: InputReport,
-    budget: _Budget,
+    budget: Budget,
     limits: IngestLimits,
     compressed: Compressed,
 ) -> Iterator[Block]:
@@ -481,12 +321,12 @@ def _stream_blocks(
     sniffer = _PrefixSniffer(src)
     first = True
     while True:
-        chunk, error = _read_block(fobj, limits.block_bytes)
+        chunk, error = read_pieces(fobj, limits.block_bytes)
         if first:
             first = False
             if chunk[:2] == GZIP_MAGIC:
                 # A gzip member without a .gz name: decompress it transparently.
-                inner = _Gunzip(_Prepend(chunk, fobj))
+                inner = Gunzip(Prepend(chunk, fobj))
                 yield from _stream_blocks(inner, src, report, budget, limits, inner.consumed_bytes)
                 return
             if _looks_binary(chunk):
@@ -566,7 +406,7 @@ def archive_member_text(
 
     def wanted(name: str) -> bool:
         parts = (name[2:] if name.startswith("./") else name).split("/")
-        return parts[-1] == basename and len(parts) - 1 <= max_depth and _safe_member_name(name)
+        return parts[-1] == basename and len(parts) - 1 <= max_depth and safe_member_name(name)
 
     if _is_tar(p.name):
         # streamed, and only over the first members: a compressed tar has no index, and reading it to
@@ -591,11 +431,6 @@ def _is_tar(name: str) -> bool:
     return bool(re.search(r"(?i)\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$", name))
 
 
-def _safe_member_name(name: str) -> bool:
-    p = PurePosixPath(name.replace("\\", "/"))
-    return not p.is_absolute() and ".." not in p.parts and not re.match(r"^[A-Za-z]:", name)
-
-
 def _real_file(fobj: BinaryIO) -> bool:
     """Whether ``fobj`` is a seekable file on disk (random access is cheap)."""
     try:
@@ -615,7 +450,7 @@ def _random_access(fobj: BinaryIO, limits: IngestLimits) -> Iterator[BinaryIO]:
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as tmp:
         left = limits.max_total_bytes
         while left > 0:
-            piece = fobj.read(min(_READ_PIECE, left))
+            piece = fobj.read(min(READ_PIECE, left))
             if not piece:
                 break
             tmp.write(piece)
@@ -627,14 +462,14 @@ def _random_access(fobj: BinaryIO, limits: IngestLimits) -> Iterator[BinaryIO]:
 
 
 def _open_member_stream(
-    name: str, fobj: BinaryIO, report: InputReport, budget: _Budget, limits: IngestLimits,
+    name: str, fobj: BinaryIO, report: InputReport, budget: Budget, limits: IngestLimits,
     compressed: Compressed, depth: int,
 ) -> Iterator[Block]:
     """Dispatch one member by name: nested archive, gzip, or plain text (or nothing, if the caller skips it)."""
     if budget.skip is not None and budget.skip(name):
         return
     if budget.raw is not None and budget.on_raw is not None and budget.raw(name):
-        data, error = _read_block(fobj, MAX_RAW_BYTES + 1)
+        data, error = read_pieces(fobj, MAX_RAW_BYTES + 1)
         budget.total += len(data)
         report.bytes_read += len(data)
         if len(data) > MAX_RAW_BYTES:
@@ -650,7 +485,7 @@ def _open_member_stream(
         report.files += 1
     lower = name.lower()
     if depth < limits.max_nesting and _is_tar(lower):
-        counting = _Counting(fobj)
+        counting = Counting(fobj)
         try:
             with tarfile.open(fileobj=counting, mode="r|*") as tf:  # type: ignore[call-overload]
                 yield from _iter_tar(tf, counting, name + "/", report, budget, limits, depth + 1)
@@ -669,10 +504,10 @@ def _open_member_stream(
     if not lower.endswith(".gz"):
         yield from _stream_blocks(fobj, src, report, budget, limits, compressed)
         return
-    head, _ = _read_block(fobj, 2)
-    rest = _Prepend(head, fobj)
+    head, _ = read_pieces(fobj, 2)
+    rest = Prepend(head, fobj)
     if head == GZIP_MAGIC:
-        gz = _Gunzip(rest)
+        gz = Gunzip(rest)
         yield from _stream_blocks(gz, src, report, budget, limits, gz.consumed_bytes)
         return
     if head:
@@ -718,7 +553,7 @@ def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO | None
 
 
 def _iter_tar(
-    tf: tarfile.TarFile, counting: _Counting, prefix: str, report: InputReport, budget: _Budget,
+    tf: tarfile.TarFile, counting: Counting, prefix: str, report: InputReport, budget: Budget,
     limits: IngestLimits, depth: int,
 ) -> Iterator[Block]:
     """Members of a streamed tar. ``counting`` wraps the archive's raw bytes: what a member costs
@@ -733,7 +568,7 @@ def _iter_tar(
             if n > limits.max_members:
                 report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
                 return
-            if not _safe_member_name(member.name):
+            if not safe_member_name(member.name):
                 report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
                 continue
             if member.isdir():
@@ -757,7 +592,7 @@ def _iter_tar(
 
 
 def _iter_zip(
-    zf: zipfile.ZipFile, prefix: str, report: InputReport, budget: _Budget, limits: IngestLimits, depth: int
+    zf: zipfile.ZipFile, prefix: str, report: InputReport, budget: Budget, limits: IngestLimits, depth: int
 ) -> Iterator[Block]:
     infos = zf.infolist()
     if len(infos) > limits.max_members:
@@ -769,7 +604,7 @@ def _iter_zip(
         name = prefix + info.filename
         if info.is_dir():
             continue
-        if not _safe_member_name(info.filename):
+        if not safe_member_name(info.filename):
             report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
             continue
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
@@ -790,7 +625,7 @@ def _iter_zip(
             report.warnings.append(f"{name}: unreadable zip member ({exc}), skipped")
 
 
-def _iter_dir(root: str, report: InputReport, budget: _Budget, limits: IngestLimits) -> Iterator[Block]:
+def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimits) -> Iterator[Block]:
     real_root = os.path.realpath(root)
     n = 0
 
@@ -851,7 +686,7 @@ def read_bundle(
     p = os.fspath(path)
     if not os.path.exists(p):
         raise BundleError(f"no such file or directory: {p}")
-    budget = _Budget(limits, skip, capture, raw, on_raw)
+    budget = Budget(limits, skip, capture, raw, on_raw)
     layouts: set[str] = set()
 
     def _tracked(blocks: Iterator[Block]) -> Iterator[Block]:
@@ -880,12 +715,12 @@ def read_bundle(
             is_zip = not is_tar and (lower.endswith(".zip") or zipfile.is_zipfile(fobj))
             fobj.seek(0)
         else:  # a pipe or a device (``tar cz logs | diag diagnose /dev/stdin``): no seeking, so sniff
-            head, _ = _read_block(fobj, 1024)
-            stream = _Prepend(head, fobj)  # type: ignore[assignment]
+            head, _ = read_pieces(fobj, 1024)
+            stream = Prepend(head, fobj)  # type: ignore[assignment]
             kind = _stream_kind(head)
             is_tar, is_zip = kind == "tar", kind == "zip"
         if is_tar:
-            counting = _Counting(stream)
+            counting = Counting(stream)
             try:
                 tf = tarfile.open(fileobj=counting, mode="r|*")  # type: ignore[call-overload]  # noqa: SIM115
             except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:

@@ -140,12 +140,17 @@ class ServiceContext:
             return None
         return {"home": str(s.kb_home) if s.kb_home else None, "embedder": s.kb_embedder}
 
+    def _ingest_limits(self) -> dict[str, Any]:
+        """The service's upload limits as the ingest of its tasks takes them (one set for both)."""
+        lim = self.settings.limits.ingest_limits()
+        return {k: getattr(lim, k) for k in ("max_total_bytes", "max_ratio", "ratio_floor_bytes", "max_members", "max_nesting")}
+
     def diagnose_task(self, path: Path, job_id: str | None, exclude: list[str] | None = None) -> dict[str, Any]:
         """The stored task of a diagnosis (see :mod:`diag_service.service.tasks`)."""
         s = self.settings
         return {
             "kind": "diagnose", "path": str(path), "job_id": job_id, "exclude": exclude or [],
-            "ingest": {"max_total_bytes": s.limits.max_unpacked_bytes, "max_members": s.limits.max_members},
+            "ingest": self._ingest_limits(),
             "recovery": s.recovery, "platform": s.platform,
             "history_path": str(s.data_dir / "recovery_history.sqlite") if s.recovery and s.recovery_history else None,
             "kb": self.kb_cfg,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from diag_service.ingest.bundle import IngestLimits
 from diag_service.resources import data_home
 
 #: Scopes a bearer token can carry. ``read``: GET endpoints and pages; ``diagnose``: submit work;
@@ -73,6 +74,15 @@ class UploadLimits(BaseModel):
     ratio_floor_bytes: int = Field(default=16 << 20, ge=0, description="...once it is past this many bytes.")
     max_line_bytes: int = Field(default=8 << 20, ge=4096, description="Longest line accepted (ingest cuts at 1 MiB).")
     max_nesting: int = Field(default=1, ge=0, description="Archives inside archives that are inspected.")
+
+    def ingest_limits(self) -> IngestLimits:
+        """The same limits as ingest takes them: the service's admission check and the ingest of its
+        diagnoses apply one set (decompressed total, ratio and its floor, members, nesting), so ingest never
+        reads what admission did not inspect. Line length differs on purpose: admission refuses a line
+        longer than ``max_line_bytes``, ingest cuts lines at its own 1 MiB for memory and display."""
+        return IngestLimits(max_total_bytes=self.max_unpacked_bytes, max_ratio=self.max_ratio,
+                            ratio_floor_bytes=self.ratio_floor_bytes, max_members=self.max_members,
+                            max_nesting=self.max_nesting)
 
 
 class SlackSettings(BaseModel):

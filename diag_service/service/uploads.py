@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from diag_service.domain import job_id_from_name as _job_id_from_name
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.ingest.archive import Budget, Counting, Gunzip, Prepend, read_pieces, safe_member_name, sniff_kind
 from diag_service.service.settings import UploadLimits
 
 _PIECE = 1 << 20
@@ -105,56 +106,20 @@ async def save_stream(chunks: AsyncIterator[bytes], dest: Path, max_bytes: int) 
     return n
 
 
-class _Counting:
-    """Counts bytes read through a binary file object (the compressed side of an archive)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-        self.n = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.n += len(data)
-        return data
-
-
-class _Gunzip:
-    """Streaming gzip reader over concatenated members that raises :class:`Refused` on corrupt or truncated data."""
-
-    def __init__(self, raw: _Counting, what: str) -> None:
-        self.raw = raw
-        self.what = what
-        self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        self.buf = b""
-        self.eof = False
-
-    def read(self, size: int = -1) -> bytes:
-        size = _PIECE if size is None or size < 0 else size
-        while len(self.buf) < size and not self.eof:
-            if self.d.eof:  # end of one gzip member: another may follow (concatenated), or zero padding
-                data = self.d.unused_data or self.raw.read(_PIECE)
-                if not data.strip(b"\x00"):
-                    self.eof = True
-                    break
-                self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            else:
-                data = self.d.unconsumed_tail or self.raw.read(_PIECE)
-                if not data:
-                    raise Refused(422, f"invalid gzip data in {self.what}: the stream ends early (truncated file)", "bad_gzip")
-            try:
-                self.buf += self.d.decompress(data, _PIECE)
-            except zlib.error as exc:
-                raise Refused(422, f"invalid gzip data in {self.what}: {exc}", "bad_gzip") from None
-        out, self.buf = self.buf[:size], self.buf[size:]
-        return out
-
-
 class _Budget:
+    """Members, decompressed bytes and per-member ratio of one upload, refusing (:class:`Refused`) at a limit.
+    The total and ratio rule is ingest's own (:class:`diag_service.ingest.archive.Budget`), with the
+    service's limits; here a breach refuses the upload instead of cutting the member."""
+
     def __init__(self, limits: UploadLimits, total_compressed: int) -> None:
         self.limits = limits
-        self.total = 0
         self.members = 0
         self.total_compressed = total_compressed
+        self._rule = Budget(limits.ingest_limits())
+
+    @property
+    def total(self) -> int:
+        return self._rule.total
 
     def member(self, name: str) -> None:
         self.members += 1
@@ -163,19 +128,18 @@ class _Budget:
         _check_name(name)
 
     def add(self, n: int, member_bytes: int, compressed: int, name: str) -> None:
-        self.total += n
-        lim = self.limits
-        if self.total > lim.max_unpacked_bytes:
-            raise Refused(413, f"bundle unpacks to more than {lim.max_unpacked_bytes} bytes (limits.max_unpacked_bytes)",
-                          "unpacked_size")
-        if member_bytes > lim.ratio_floor_bytes and member_bytes > lim.max_ratio * max(compressed, 1):
-            raise Refused(413, f"decompression bomb: {name} expands more than {lim.max_ratio:.0f}x "
-                               f"({member_bytes} bytes from {compressed}) (limits.max_ratio)", "bomb")
+        self._rule.total += n
+        problem = self._rule.exceeded(member_bytes, compressed)
+        if problem is None:
+            return
+        if self._rule.stopped:
+            raise Refused(413, f"bundle unpacks to more than {self.limits.max_unpacked_bytes} bytes "
+                               "(limits.max_unpacked_bytes)", "unpacked_size")
+        raise Refused(413, f"decompression bomb: {name}: {problem} (limits.max_ratio)", "bomb")
 
 
 def _check_name(name: str) -> None:
-    p = name.replace("\\", "/")
-    if p.startswith("/") or re.match(r"^[A-Za-z]:", p) or ".." in PurePosixPath(p).parts:
+    if not safe_member_name(name):
         raise Refused(422, f"unsafe member path {name[:200]!r} (absolute or with '..'): refused", "traversal")
 
 
@@ -208,7 +172,7 @@ class _Lines:
                       "line_length")
 
 
-def _scan(stream: _Gunzip | _Counting | BinaryIO, name: str, budget: _Budget, compressed: _Counting | None,
+def _scan(stream: BinaryIO, name: str, budget: _Budget, compressed: Counting | None,
           member_compressed: int | None = None) -> int:
     """Read a member to its end, checking lines, totals and ratio. ``compressed``: counter of the compressed side."""
     lines = _Lines(budget.limits.max_line_bytes)
@@ -218,6 +182,8 @@ def _scan(stream: _Gunzip | _Counting | BinaryIO, name: str, budget: _Budget, co
         try:
             data = stream.read(_PIECE)
         except (zlib.error, EOFError, OSError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+            if _is_gzip(stream):
+                raise Refused(422, f"invalid gzip data in {name}: {exc}", "bad_gzip") from None
             raise Refused(422, f"invalid compressed data in {name}: {exc}", "bad_archive") from None
         if not data:
             return n
@@ -227,23 +193,18 @@ def _scan(stream: _Gunzip | _Counting | BinaryIO, name: str, budget: _Budget, co
         lines.feed(data, name)
 
 
+def _is_gzip(stream: object) -> bool:
+    """Whether ``stream`` is (or reads through) the gzip decoder."""
+    return isinstance(stream, Gunzip) or (isinstance(stream, Prepend) and isinstance(stream.tail, Gunzip))
+
+
 def _sniff(fh: BinaryIO) -> str:
     head = fh.read(512)
     fh.seek(0)
-    if head[:2] == b"\x1f\x8b":
-        return "gz"
-    if head[:3] == b"BZh":
-        return "bz2"
-    if head[:6] == b"\xfd7zXZ\x00":
-        return "xz"
-    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-        return "zip"
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return "tar"
-    return "log"
+    return sniff_kind(head)
 
 
-def _tar_members(tf: tarfile.TarFile, counting: _Counting, budget: _Budget) -> None:
+def _tar_members(tf: tarfile.TarFile, counting: Counting, budget: _Budget) -> None:
     while True:
         try:
             info = tf.next()
@@ -277,26 +238,30 @@ def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
     budget = _Budget(limits, size)
     with open(path, "rb") as fh:
         kind = _sniff(fh)
-        counting = _Counting(fh)
+        counting = Counting(fh)
         if kind == "zip":
             _inspect_zip(fh, budget)
             return BundleInfo("zip", budget.members, budget.total, size)
         if kind in ("gz", "bz2", "xz"):
             if kind == "gz":
-                inner: _Gunzip | BinaryIO = _Gunzip(counting, path.name)
+                inner: BinaryIO = Gunzip(counting)  # type: ignore[assignment]
             else:
                 opener = bz2.BZ2File if kind == "bz2" else lzma.LZMAFile
                 inner = opener(counting)  # type: ignore[arg-type]
             try:
-                head = inner.read(512)
-            except (OSError, EOFError, lzma.LZMAError) as exc:
-                raise Refused(422, f"invalid {kind} data in {path.name}: {exc}", "bad_archive") from None
+                head, error = read_pieces(inner, 512)
+            except lzma.LZMAError as exc:
+                head, error = b"", exc
+            if error is not None:  # admission refuses damage that ingest would salvage around
+                what = "gzip" if kind == "gz" else kind
+                raise Refused(422, f"invalid {what} data in {path.name}: {error}",
+                              "bad_gzip" if kind == "gz" else "bad_archive") from None
             if len(head) >= 262 and head[257:262] == b"ustar":
-                tf = tarfile.open(fileobj=_Prepended(head, inner), mode="r|")  # noqa: SIM115 - read to the end below
+                tf = tarfile.open(fileobj=Prepend(head, inner), mode="r|")  # noqa: SIM115 - read to the end below
                 _tar_members(tf, counting, budget)
                 return BundleInfo(f"tar.{kind}", budget.members, budget.total, size)
             budget.member(path.name)
-            _scan(_Prepended(head, inner), path.name, budget, counting)
+            _scan(Prepend(head, inner), path.name, budget, counting)
             return BundleInfo("gz" if kind == "gz" else "log", budget.members, budget.total, size)
         if kind == "tar":
             try:
@@ -308,19 +273,6 @@ def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
         budget.member(path.name)
         _scan(counting, path.name, budget, None)
         return BundleInfo("log", budget.members, budget.total, size)
-
-
-class _Prepended:
-    def __init__(self, head: bytes, tail: _Gunzip | BinaryIO) -> None:
-        self.head = head
-        self.tail = tail
-
-    def read(self, size: int = -1) -> bytes:
-        if self.head:
-            out = self.head if size < 0 else self.head[:size]
-            self.head = self.head[len(out):]
-            return out
-        return self.tail.read(size)
 
 
 def _inspect_zip(fh: BinaryIO, budget: _Budget) -> None:

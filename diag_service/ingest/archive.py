@@ -1,0 +1,220 @@
+"""Safe reading of untrusted archives and compressed streams: the pieces every reader shares.
+
+One module for what ingest (:mod:`diag_service.ingest.bundle`, which *salvages*: cuts a member, warns
+and goes on) and the service's admission check (:mod:`diag_service.service.uploads`, which *refuses*
+the upload with a 4xx) both need: byte counting on the compressed side, streaming gzip that keeps what
+a truncated file yields, a prepend stream for sniffed heads, pieced reads that return what came before
+a read error, member-name safety, container sniffing, and the decompression budget (bundle total,
+per-member ratio above a floor: the decompression-bomb guard).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from diag_service.ingest.bundle import IngestLimits
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: Size of one read from a member; a block is assembled from several, so that a read error (a
+#: truncated archive) loses at most this much of what came before it.
+READ_PIECE = 256 << 10
+
+Compressed = int | Callable[[], int] | None
+#: Largest binary member handed whole to a ``raw`` reader (a 2,000-entry Flight Recorder dump is ~2-5 MB).
+MAX_RAW_BYTES = 256 << 20
+
+class Budget:
+    """Counts decompressed bytes across the bundle and per member (decompression-bomb guard), and holds the
+    caller's ``skip`` test of member names (members it names are never opened), ``capture`` test
+    (members read for another analyzer: streamed like logs but not counted as log files or lines) and
+    ``raw`` test (binary members handed whole, up to :data:`MAX_RAW_BYTES`, to ``on_raw(name, data,
+    error)``: Flight Recorder pickles)."""
+
+    def captured(self, name: str) -> bool:
+        return self.capture is not None and self.capture(name)
+
+
+    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
+                 capture: Callable[[str], bool] | None = None,
+                 raw: Callable[[str], bool] | None = None,
+                 on_raw: Callable[[str, bytes, str | None], None] | None = None) -> None:
+        self.limits = limits
+        self.skip = skip
+        self.capture = capture
+        self.raw = raw
+        self.on_raw = on_raw
+        self.total = 0
+        self.stopped = False  # the bundle limit was hit: open no further member
+        self.bombs = 0  # members cut for their decompression ratio
+
+    def exceeded(self, member_bytes: int, compressed: Compressed) -> str | None:
+        """``compressed``: the member's compressed size, or a function returning how many compressed
+        bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed)."""
+        if self.total > self.limits.max_total_bytes:
+            self.stopped = True
+            return f"bundle exceeds {self.limits.max_total_bytes} decompressed bytes; rest skipped"
+        if compressed is None or member_bytes <= self.limits.ratio_floor_bytes:
+            return None
+        c = compressed() if callable(compressed) else compressed
+        if member_bytes > self.limits.max_ratio * max(c, 1):
+            self.bombs += 1
+            return (
+                f"decompression ratio above {self.limits.max_ratio:.0f}x "
+                f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
+            )
+        return None
+
+
+class Counting(io.RawIOBase):
+    """A read-only stream that counts the bytes read through it (compressed bytes of an archive)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.n = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+        data = self.raw.read(size)
+        self.n += len(data)
+        return data
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+class Gunzip(io.RawIOBase):
+    """Streaming gzip decompression that keeps everything a truncated or corrupt file yields.
+
+    ``gzip.GzipFile`` raises on a truncated stream and drops what the failing read had decompressed
+    (for a small file, all of it); this returns the data first and raises :class:`OSError` after.
+    Concatenated gzip members are read in turn; ``consumed`` counts compressed bytes (bomb guard).
+    """
+
+    _OUT = 1 << 20
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.consumed = 0
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._out = b""
+        self._done = False
+        self._error: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def consumed_bytes(self) -> int:
+        return self.consumed
+
+    def _raw(self) -> bytes:
+        data = self.raw.read(READ_PIECE)
+        self.consumed += len(data)
+        return data
+
+    def _fill(self) -> None:
+        d = self._d
+        if d.eof:
+            rest = d.unused_data or self._raw()
+            if not rest.strip(b"\x00"):
+                self._done = True  # end of the last member (gzip tolerates trailing zeros)
+                return
+            self._d = d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = rest
+        else:
+            data = d.unconsumed_tail or self._raw()
+            if not data:
+                self._out = d.flush()
+                self._error = "compressed data ends before the end of the gzip stream (truncated file)"
+                self._done = True
+                return
+        try:
+            self._out = d.decompress(data, self._OUT)
+        except zlib.error as exc:
+            self._error = f"corrupt gzip data ({exc})"
+            self._done = True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self._out and not self._done:
+            self._fill()
+        if not self._out:
+            if self._error:
+                error, self._error = self._error, None
+                raise OSError(error)
+            return 0
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+
+class Prepend(io.RawIOBase):
+    """A read-only stream that first returns ``head`` and then the rest of ``tail``."""
+
+    def __init__(self, head: bytes, tail: BinaryIO) -> None:
+        self.head = head
+        self.tail = tail
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self.head:
+            n = min(len(b), len(self.head))
+            b[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.tail.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+
+def read_pieces(fobj: BinaryIO, size: int) -> tuple[bytes, Exception | None]:
+    """Read up to ``size`` bytes in pieces; on a read error return what came before it, and the error."""
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            piece = fobj.read(min(READ_PIECE, size - got))
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, tarfile.TarError) as exc:
+            return b"".join(parts), exc
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts), None
+
+
+def safe_member_name(name: str) -> bool:
+    p = PurePosixPath(name.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and not re.match(r"^[A-Za-z]:", name)
+
+
+
+
+def sniff_kind(head: bytes) -> str:
+    """The container a stream's first bytes (at least 262 for tar) announce: ``gz``, ``bz2``, ``xz``,
+    ``zip``, ``tar`` or ``log`` (anything else)."""
+    if head[:2] == GZIP_MAGIC:
+        return "gz"
+    if head[:3] == b"BZh":
+        return "bz2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    return "log"
