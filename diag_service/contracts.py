@@ -1,5 +1,14 @@
-"""The optional parts of a diagnosis, as objects the caller passes in (``DiagnoseRequest(retriever=...,
-summarizer=...)``), not flags that reach a process-wide default.
+"""The contracts between the stages of a diagnosis: what one stage hands the next, and the optional
+parts the caller passes in.
+
+Data between stages (each stage imports these from here, never from another stage):
+
+* :class:`RawEvent` and :class:`ProgressLog`: what ``extract`` finds in the log blocks;
+* :class:`TemplateGroup`: the Drain3 groups of ``templates``;
+* :class:`Localization`: what ``localize`` decides before the analyzers are folded in.
+
+The optional parts of a diagnosis, as objects the caller passes in (``DiagnoseRequest(retriever=...,
+summarizer=...)``), not flags that reach a process-wide default:
 
 * :class:`Retriever`: similar past incidents for a diagnosis (the knowledge base,
   :class:`diag_service.kb.KnowledgeBase` or :class:`diag_service.kb.DefaultRetriever`).
@@ -12,9 +21,140 @@ request. The pipeline calls them and never raises because of them: a failure bec
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from diag_service.domain import Diagnosis, Narrative, SimilarIncident
+from diag_service.domain import (
+    Category,
+    Diagnosis,
+    EventKind,
+    EventTemplate,
+    Evidence,
+    FailureMode,
+    Narrative,
+    Responsible,
+    SimilarIncident,
+)
+
+#: Distinct example events kept per template group.
+_EXAMPLES = 8
+
+
+@dataclass(slots=True)
+class RawEvent:
+    """One candidate event before deduplication. Times are unix seconds; ``line`` is 1-based."""
+
+    kind: EventKind
+    key: str
+    lines: list[str]
+    path: str
+    line: int
+    rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
+    ts: float | None = None
+    ts_approx: bool = False
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CollectiveTimeout:
+    """One rank's report of a collective that timed out (PyTorch ProcessGroupNCCL watchdog)."""
+
+    rank: int | None
+    node: str | None
+    seq: int
+    op: str
+    numel: int | None
+    ts: float | None
+
+
+@dataclass(slots=True)
+class ProgressLog:
+    """Observations gathered while extracting, beside the events.
+
+    ``series``: training-progress lines per stream, ``(unix seconds, step)``, the last 4,096 each.
+    ``stack_dumps``: number of stack-dump headers seen (py-spy ``Thread N (idle)``).
+    ``collectives``: every collective-timeout report (first 100,000).
+    ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
+    ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
+    ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
+    """
+
+    series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
+    stack_dumps: int = 0
+    collectives: list[CollectiveTimeout] = field(default_factory=list)
+    last_completed: dict[int, int] = field(default_factory=dict)
+    ranks: set[int] = field(default_factory=set)
+    world_size: int | None = None
+
+    def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
+        d = self.series.get(key)
+        if d is None:
+            d = self.series[key] = deque(maxlen=4096)
+        d.append((ts, step))
+
+
+@dataclass(slots=True)
+class TemplateGroup:
+    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order)."""
+
+    template_id: int
+    template: str
+    kind: EventKind
+    count: int = 0
+    ranks: set[int] = field(default_factory=set)
+    nodes: set[str] = field(default_factory=set)
+    first: RawEvent | None = None
+    first_order: int = 0
+    examples: list[RawEvent] = field(default_factory=list)
+    _example_keys: set[str] = field(default_factory=set)
+    rank_first_ts: dict[int, float] = field(default_factory=dict)
+
+    def add(self, ev: RawEvent, order: int) -> None:
+        self.count += 1
+        if ev.rank is not None:
+            self.ranks.add(ev.rank)
+            if ev.ts is not None and (ev.rank not in self.rank_first_ts or ev.ts < self.rank_first_ts[ev.rank]):
+                self.rank_first_ts[ev.rank] = ev.ts
+        if ev.node is not None:
+            self.nodes.add(ev.node)
+        if self.first is None or _earlier(ev, order, self.first, self.first_order):
+            self.first, self.first_order = ev, order
+        if len(self.examples) < _EXAMPLES and ev.key not in self._example_keys:
+            self._example_keys.add(ev.key)
+            self.examples.append(ev)
+
+    @property
+    def first_ts(self) -> float | None:
+        return self.first.ts if self.first else None
+
+
+def _earlier(a: RawEvent, ao: int, b: RawEvent, bo: int) -> bool:
+    if a.ts is not None and b.ts is not None:
+        return (a.ts, ao) < (b.ts, bo)
+    if a.ts is not None and not a.ts_approx and b.ts is None:
+        return True
+    if b.ts is not None and not b.ts_approx and a.ts is None:
+        return False
+    return ao < bo
+
+
+@dataclass
+class Localization:
+    failure_mode: FailureMode
+    category: Category
+    responsible: Responsible
+    confidence: float
+    summary: str
+    evidence: list[Evidence]
+    first_failing_rank: int | None
+    faulty_nodes: list[str]
+    events: list[EventTemplate]
+    findings: list[str] = field(default_factory=list)
+
+
 
 
 @runtime_checkable
@@ -40,4 +180,13 @@ class Summarizer(Protocol):
         ...
 
 
-__all__ = ["Retriever", "Summarizer", "SummaryOutcome"]
+__all__ = [
+    "CollectiveTimeout",
+    "Localization",
+    "ProgressLog",
+    "RawEvent",
+    "Retriever",
+    "Summarizer",
+    "SummaryOutcome",
+    "TemplateGroup",
+]

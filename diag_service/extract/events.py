@@ -24,13 +24,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
 
+from diag_service.contracts import CollectiveTimeout, ProgressLog, RawEvent
 from diag_service.domain import EventKind
 from diag_service.ingest import Block, Source
 from diag_service.logformat import (
@@ -166,61 +165,6 @@ def _inline_fields(s: str) -> dict[str, str]:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(s)
         out[m.group(1).replace(" ", "_")] = s[m.end():end].strip()
     return out
-
-
-@dataclass(slots=True)
-class RawEvent:
-    """One candidate event before deduplication. Times are unix seconds; ``line`` is 1-based."""
-
-    kind: EventKind
-    key: str
-    lines: list[str]
-    path: str
-    line: int
-    rank: int | None = None
-    local_rank: int | None = None
-    node: str | None = None
-    ts: float | None = None
-    ts_approx: bool = False
-    fields: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class CollectiveTimeout:
-    """One rank's report of a collective that timed out (PyTorch ProcessGroupNCCL watchdog)."""
-
-    rank: int | None
-    node: str | None
-    seq: int
-    op: str
-    numel: int | None
-    ts: float | None
-
-
-@dataclass(slots=True)
-class ProgressLog:
-    """Observations gathered while extracting, beside the events.
-
-    ``series``: training-progress lines per stream, ``(unix seconds, step)``, the last 4,096 each.
-    ``stack_dumps``: number of stack-dump headers seen (py-spy ``Thread N (idle)``).
-    ``collectives``: every collective-timeout report (first 100,000).
-    ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
-    ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
-    ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
-    """
-
-    series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
-    stack_dumps: int = 0
-    collectives: list[CollectiveTimeout] = field(default_factory=list)
-    last_completed: dict[int, int] = field(default_factory=dict)
-    ranks: set[int] = field(default_factory=set)
-    world_size: int | None = None
-
-    def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
-        d = self.series.get(key)
-        if d is None:
-            d = self.series[key] = deque(maxlen=4096)
-        d.append((ts, step))
 
 
 def clean_key(text: str) -> str:

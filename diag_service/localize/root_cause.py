@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from diag_service.contracts import Localization, ProgressLog, RawEvent, TemplateGroup
 from diag_service.domain import (
     DEFAULT_RESPONSIBLE,
     Category,
@@ -38,11 +39,9 @@ from diag_service.domain import (
     SignatureHit,
     SimilarIncident,
 )
-from diag_service.extract import ProgressLog, RawEvent
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
 from diag_service.slow.models import SlowReport
-from diag_service.templates import TemplateGroup
 
 MIN_CONFIDENCE = 0.4
 LATE_ROOT_PRIORITY = 50
@@ -66,20 +65,6 @@ _KIND_SUSPICION = {
     EventKind.WARNING: 0.1,
     EventKind.PROGRESS: 0.0,
 }
-
-
-@dataclass
-class Localization:
-    failure_mode: FailureMode
-    category: Category
-    responsible: Responsible
-    confidence: float
-    summary: str
-    evidence: list[Evidence]
-    first_failing_rank: int | None
-    faulty_nodes: list[str]
-    events: list[EventTemplate]
-    findings: list[str] = field(default_factory=list)
 
 
 def _evidence(ev: RawEvent, text: str | None = None) -> Evidence:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from diag_service.extract import RawEvent
+from diag_service.contracts import RawEvent
 
 REDACTED = "<REDACTED>"
 

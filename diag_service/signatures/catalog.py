@@ -57,6 +57,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from diag_service.contracts import TemplateGroup
 from diag_service.domain import (
     Category,
     EventKind,
@@ -68,7 +69,6 @@ from diag_service.domain import (
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.logformat import FRAME_LINE, iso
 from diag_service.resources import builtin
-from diag_service.templates import TemplateGroup
 from diag_service.yamlio import load_yaml_model
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
+from diag_service.contracts import RawEvent, TemplateGroup
 from diag_service.domain import EventKind
-from diag_service.extract import RawEvent
 
 #: (regex, mask name), applied in this order.
 MASKS: list[tuple[str, str]] = [
@@ -37,7 +36,6 @@ MASKS: list[tuple[str, str]] = [
     (r"[^\s\"'(),=:<>\[\]]*\d[^\s\"'(),=:<>\[\]]*", "NUM"),
 ]
 
-_EXAMPLES = 8
 _DIGITS = re.compile(r"\d+")
 
 
@@ -50,51 +48,6 @@ def make_miner(sim_th: float = 0.4, depth: int = 4, masks: list[tuple[str, str]]
     cfg.profiling_enabled = False
     cfg.masking_instructions = [MaskingInstruction(p, name) for p, name in (MASKS if masks is None else masks)]
     return TemplateMiner(persistence_handler=None, config=cfg)
-
-
-@dataclass(slots=True)
-class TemplateGroup:
-    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order)."""
-
-    template_id: int
-    template: str
-    kind: EventKind
-    count: int = 0
-    ranks: set[int] = field(default_factory=set)
-    nodes: set[str] = field(default_factory=set)
-    first: RawEvent | None = None
-    first_order: int = 0
-    examples: list[RawEvent] = field(default_factory=list)
-    _example_keys: set[str] = field(default_factory=set)
-    rank_first_ts: dict[int, float] = field(default_factory=dict)
-
-    def add(self, ev: RawEvent, order: int) -> None:
-        self.count += 1
-        if ev.rank is not None:
-            self.ranks.add(ev.rank)
-            if ev.ts is not None and (ev.rank not in self.rank_first_ts or ev.ts < self.rank_first_ts[ev.rank]):
-                self.rank_first_ts[ev.rank] = ev.ts
-        if ev.node is not None:
-            self.nodes.add(ev.node)
-        if self.first is None or _earlier(ev, order, self.first, self.first_order):
-            self.first, self.first_order = ev, order
-        if len(self.examples) < _EXAMPLES and ev.key not in self._example_keys:
-            self._example_keys.add(ev.key)
-            self.examples.append(ev)
-
-    @property
-    def first_ts(self) -> float | None:
-        return self.first.ts if self.first else None
-
-
-def _earlier(a: RawEvent, ao: int, b: RawEvent, bo: int) -> bool:
-    if a.ts is not None and b.ts is not None:
-        return (a.ts, ao) < (b.ts, bo)
-    if a.ts is not None and not a.ts_approx and b.ts is None:
-        return True
-    if b.ts is not None and not b.ts_approx and a.ts is None:
-        return False
-    return ao < bo
 
 
 def mine_templates(events: Iterable[RawEvent], miner: TemplateMiner | None = None) -> list[TemplateGroup]:
