@@ -349,12 +349,12 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
         joined = [r for r in have if prog[(g, r)][0] >= front]
         missing = sorted([r for r in have if prog[(g, r)][0] < front] + [r for r in ranks if r not in dumps])
         sigs: dict[int, tuple[str, str]] = {}
-        where = ""
+        sites: dict[int, str] = {}
         for r in joined:
             e = prog[(g, r)][2].get(front)
             if e is not None:
                 sigs[r] = (e.op, e.in_sizes)
-                where = where or e.where
+                sites[r] = e.where
         mismatched: list[int] = []
         detail = ""
         common = Counter(sigs.values()).most_common()
@@ -367,6 +367,8 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                 mismatched = sorted(sigs)
                 detail = "; ".join(f"rank {r}: {sg[0]} {sg[1]}" for r, sg in sorted(sigs.items())[:8])
         op, sizes = common[0][0] if common else ("?", "")
+        # the call site of the majority's collective (a mismatched rank's own site is in its detail)
+        where = next((sites[r] for r in sorted(sigs) if sigs[r] == (op, sizes) and r not in mismatched and sites[r]), "")
         rep.stalls.append(
             CollectiveStall(
                 group=g,
