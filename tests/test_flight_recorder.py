@@ -173,3 +173,15 @@ def test_flight_recorder_dumps_inside_an_archive(tmp_path: Path, fmt: str) -> No
     assert rep.evidence == ["flight_recorder"] and rep.suspects[0].rank == 3
     d = diagnose(DiagnoseRequest(path=str(archive), kb=False, llm=False))
     assert d.input.files == 1 and d.first_failing_rank == 3 and d.failure_mode.value == "fail_hang"
+
+
+def test_many_dumps_are_read_by_a_process_pool_with_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diag_service.hang import flight
+    from diag_service.ingest.members import find_fr_dumps
+
+    files, _ = find_fr_dumps(FIX / "two_faulty")
+    serial, _ = flight.load_fr_dumps(files, workers=1)
+    monkeypatch.setattr(flight, "PARALLEL_FROM", 2)
+    pooled, warnings = flight.load_fr_dumps(files, workers=2)
+    assert not warnings and sorted(pooled) == sorted(serial) == [0, 1, 2, 3]
+    assert [c.rank for c in analyze_collectives(pooled).culprits] == [1, 2]

@@ -266,22 +266,43 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
     return dump
 
 
-def load_fr_dumps(files: dict[int, Path]) -> tuple[dict[int, FRDump], list[str]]:
-    """Read every file; unreadable ones become warnings."""
-    dumps: dict[int, FRDump] = {}
-    warnings: list[str] = []
-    for r, p in sorted(files.items()):
+#: From this many dumps on, they are read by a pool of processes (one per core): decoding the pickles
+#: is the cost (about 1.6 ms per 2,000-entry dump on this project's 2-core reference machine).
+PARALLEL_FROM = 256
+
+
+def _load_one(item: tuple[int, str]) -> tuple[int, FRDump | None, str | None]:
+    r, path = item
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_DUMP_BYTES:
+            return r, None, f"{p.name}: larger than {MAX_DUMP_BYTES} bytes, not read"
+        return r, parse_fr_dump(p.read_bytes(), r, p.name), None
+    except FlightRecorderError as exc:
+        return r, None, str(exc)
+    except OSError as exc:
+        return r, None, f"{p.name}: unreadable ({exc})"
+
+
+def load_fr_dumps(files: dict[int, Path], workers: int | None = None) -> tuple[dict[int, FRDump], list[str]]:
+    """Read every file (rank -> path); unreadable ones become warnings. From :data:`PARALLEL_FROM` files
+    on, ``workers`` processes (default: the CPU count) read them; only the parsed dumps (their incomplete
+    ops and counters) come back."""
+    items = [(r, str(p)) for r, p in sorted(files.items())]
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    results: list[tuple[int, FRDump | None, str | None]]
+    if len(items) >= PARALLEL_FROM and n > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
         try:
-            if p.stat().st_size > MAX_DUMP_BYTES:
-                warnings.append(f"{p.name}: larger than {MAX_DUMP_BYTES} bytes, not read")
-                continue
-            data = p.read_bytes()
-            dumps[r] = parse_fr_dump(data, r, p.name)
-        except FlightRecorderError as exc:
-            warnings.append(str(exc))
-        except OSError as exc:
-            warnings.append(f"{p.name}: unreadable ({exc})")
-    return dumps, warnings
+            with ProcessPoolExecutor(max_workers=n) as pool:
+                results = list(pool.map(_load_one, items, chunksize=max(1, len(items) // (n * 8))))
+        except (OSError, RuntimeError):  # no processes here (sandbox, fork limits): read them in this one
+            results = [_load_one(it) for it in items]
+    else:
+        results = [_load_one(it) for it in items]
+    dumps = {r: d for r, d, _ in results if d is not None}
+    return dumps, [w for _, _, w in results if w]
 
 
 # --- analysis ---------------------------------------------------------------------------------------
