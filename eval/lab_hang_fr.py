@@ -9,7 +9,8 @@ counts whether both are among the suspects scored 0.9 or more; for Flight Record
 records the group and op of the top culprit's stalled collective.
 
     .venv/bin/python eval/lab_hang_fr.py --runs 36 --seed 5 --out /tmp/hfr     # run and score (~30 min)
-    .venv/bin/python eval/lab_hang_fr.py --score /tmp/hfr                      # score existing runs
+    .venv/bin/python eval/lab_hang_fr.py --runs 8 --scenarios hang_two_subgroups --out /tmp/hfr2
+    .venv/bin/python eval/lab_hang_fr.py --score /tmp/hfr /tmp/hfr2            # score existing runs
 
 Writes ``eval/results/lab_hang_fr.json`` (per run and per scenario x evidence kind).
 """
@@ -56,9 +57,10 @@ def _view(run: Path, sub: str) -> dict[str, Any]:
     return out
 
 
-def score(suite_dir: Path) -> dict[str, Any]:
+def score(suite_dirs: list[Path]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
-    for run in sorted(p for p in suite_dir.iterdir() if (p / "truth.json").is_file()):
+    runs = sorted(p for d in suite_dirs for p in d.iterdir() if (p / "truth.json").is_file())
+    for run in runs:
         truth = json.loads((run / "truth.json").read_text())
         row: dict[str, Any] = {"run": run.name, "scenario": truth.get("scenario"), "faulty_rank": truth.get("faulty_rank"),
                                "affected": truth.get("affected_ranks") or [truth.get("faulty_rank")]}
@@ -79,15 +81,16 @@ def score(suite_dir: Path) -> dict[str, Any]:
             if any(len(r["affected"]) > 1 for r in rs):
                 table[sc][name + "_all_faulty_named"] = f"{sum(all_named(r, name) for r in rs)}/{len(rs)}"
     totals = {name: f"{sum(right(r, name) for r in rows)}/{len(rows)}" for name in VIEWS}
-    return {"suite": str(suite_dir), "runs": len(rows), "top1": totals, "per_scenario": dict(table), "rows": rows}
+    return {"suites": [str(d) for d in suite_dirs], "runs": len(rows), "top1": totals, "per_scenario": dict(table), "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--score", type=Path, help="score this existing suite folder instead of running one")
+    ap.add_argument("--score", type=Path, nargs="+", help="score these existing suite folders instead of running one")
     ap.add_argument("--out", type=Path, help="where to run the suite (empty or absent)")
     ap.add_argument("--runs", type=int, default=36)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated subset to run")
     args = ap.parse_args(argv)
     if args.score is None:
         if args.out is None:
@@ -95,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         from diag_service.lab.runner import run_suite
         from diag_service.lab.scenarios import load_scenarios
 
-        scenarios = {k: v for k, v in load_scenarios().items() if k in SCENARIOS}
+        wanted = set(args.scenarios.split(","))
+        scenarios = {k: v for k, v in load_scenarios().items() if k in wanted}
         run_suite(scenarios, args.out, args.runs, seed=args.seed, ranks=4, nodes=2, echo=print)
         suite = args.out
+        suites = [suite]
     else:
-        suite = args.score
-    res = score(suite)
+        suites = args.score
+    res = score(suites)
     RESULT.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({"runs": res["runs"], "top1": res["top1"], "per_scenario": res["per_scenario"]}, indent=1))
     return 0
