@@ -299,6 +299,9 @@ def _markdown(card: dict[str, Any]) -> str:
     if hf.get("available"):
         for view, label in (("fr", "Flight Recorder only"), ("stacks", "stacks only"), ("both", "both, fused")):
             lines.append(f"| lab fail-hang culprits | top-1, {label} | {hf['top1'][view]} | {hf['runs']} runs |")
+        if "fr_group_and_collective_right" in hf["top1"]:
+            lines.append(f"| lab fail-hang culprits | Flight Recorder names the right group and collective | "
+                         f"{hf['top1']['fr_group_and_collective_right']} | {hf['runs']} runs |")
         for sc, cells in sorted(hf["per_scenario"].items()):
             lines.append(f"| lab fail-hang culprits | {sc}: FR / stacks / both | {cells['fr']} / {cells['stacks']} / "
                          f"{cells['both']} | " + (f"all faulty named (both): {cells['both_all_faulty_named']}"
