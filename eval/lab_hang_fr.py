@@ -81,14 +81,15 @@ def score(suite_dirs: list[Path]) -> dict[str, Any]:
             if any(len(r["affected"]) > 1 for r in rs):
                 table[sc][name + "_all_faulty_named"] = f"{sum(all_named(r, name) for r in rs)}/{len(rs)}"
     totals = {name: f"{sum(right(r, name) for r in rows)}/{len(rows)}" for name in VIEWS}
-    # the Flight Recorder view must name the faulty rank's own narrowest group (its tensor-parallel group
+    # the Flight Recorder view must name the (top) faulty rank's own narrowest group (its tensor-parallel group
     # in tp scenarios, else the world) and the collective it failed to join (the all-reduce)
     from diag_service.lab.scenarios import load_scenarios
 
     tp = {k: v.tp_size for k, v in load_scenarios().items()}
 
     def group_right(r: dict[str, Any]) -> bool:
-        f, size = r["faulty_rank"], tp.get(r["scenario"], 1)
+        top = r["fr"].get("top")
+        f, size = (top if top in r["affected"] else r["faulty_rank"]), tp.get(r["scenario"], 1)
         want = list(range(f - f % size, f - f % size + size)) if size > 1 else None
         g = r["fr"].get("group")
         return r["fr"].get("op") == "all_reduce" and (g == want if want else g is not None and len(g) >= 4)
