@@ -185,3 +185,26 @@ def test_many_dumps_are_read_by_a_process_pool_with_the_same_answer(monkeypatch:
     pooled, warnings = flight.load_fr_dumps(files, workers=2)
     assert not warnings and sorted(pooled) == sorted(serial) == [0, 1, 2, 3]
     assert [c.rank for c in analyze_collectives(pooled).culprits] == [1, 2]
+
+
+def test_diagnose_of_a_bundle_with_only_flight_recorder_dumps(tmp_path: Path) -> None:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    src = tmp_path / "bundle"
+    shutil.copytree(FIX / "missing_tp", src / "fr")
+    archive = Path(shutil.make_archive(str(tmp_path / "run"), "gztar", src))
+    d = diagnose(DiagnoseRequest(path=str(archive), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 3 and d.input.lines == 0
+
+
+def test_a_code_running_pickle_is_named_as_such_in_the_warning(tmp_path: Path) -> None:
+    marker = Path("/tmp/diag_fr_pwned")
+    marker.unlink(missing_ok=True)
+    shutil.copytree(FIX / "two_faulty", tmp_path / "d")
+    (tmp_path / "d" / "nccl_trace_rank_3").write_bytes(pickle.dumps(_Evil()))  # no dict keys at all
+    rep = analyze_fr_folder(tmp_path / "d")
+    assert rep is not None and not marker.exists()
+    assert any("would call" in w and "system" in w for w in rep.warnings)
+    # the default group still spans all four ranks, the one without a readable dump included
+    world = next(s for s in rep.stalls if s.group == "0") if any(s.group == "0" for s in rep.stalls) else None
+    assert world is None or world.group_ranks == [0, 1, 2, 3]

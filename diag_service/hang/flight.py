@@ -349,6 +349,9 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     world = world_size or (max(dumps) + 1)
     rep.ranks_missing_dump = sorted(set(range(world)) - set(dumps))
     members, desc = _members(dumps)
+    for g in members:  # the default group spans the world, dumped or not
+        if g == "0" or desc.get(g) == "default_pg":
+            members[g] = sorted(set(members[g]) | set(range(world)))
     # 1. Where each rank waits: its incomplete collectives.
     pending: dict[int, list[tuple[str, int]]] = {}
     prog: dict[tuple[str, int], tuple[int, int, dict[int, FREntry]]] = {}
@@ -484,6 +487,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                 "collectives (process gone or unresponsive)",
             )
     rep.culprits = sorted(culprits.values(), key=lambda c: c.rank)
+    rep.stalls.sort(key=lambda st: (len(st.group_ranks), st.group))  # narrowest first, as the text shows them
     return rep
 
 

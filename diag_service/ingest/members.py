@@ -200,6 +200,34 @@ def looks_like_fr(head: bytes) -> bool:
     return h[:1] == b"{" and b'"entries"' in h and (b'"pg_config"' in h or b'"pg_status"' in h or b'"version"' in h)
 
 
+def pickle_code_refs(path: Path, limit: int = 1 << 20) -> list[str]:
+    """The ``module.name`` globals a pickle file references (what loading it would import and may call),
+    read with :mod:`pickletools` (opcodes only: nothing is unpickled). Empty for a non-pickle, an unreadable
+    file, or a pickle of plain data."""
+    import pickletools
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return []
+    if data[:1] != b"\x80":
+        return []
+    refs: list[str] = []
+    strings: list[str] = []
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE") and isinstance(arg, str):
+                strings = [*strings[-1:], arg]
+            elif op.name == "GLOBAL" and isinstance(arg, str):
+                refs.append(arg.replace(" ", "."))
+            elif op.name == "STACK_GLOBAL" and len(strings) == 2:
+                refs.append(".".join(strings))
+    except (ValueError, EOFError, IndexError):
+        pass  # truncated: what was seen so far
+    return list(dict.fromkeys(refs))
+
+
 def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
     """Flight Recorder dumps directly in ``folder``: files whose name ends in the rank (after any common
     prefix, as ``fr_trace`` finds them) and whose content looks like a dump. Returns rank -> path and
@@ -234,7 +262,12 @@ def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
         prefixes = {RANK_SUFFIX.match(p.name).group("prefix") for p in out.values()}  # type: ignore[union-attr]
         for name in odd:
             if RANK_SUFFIX.match(name).group("prefix") in prefixes:  # type: ignore[union-attr]
-                warnings.append(f"{name}: named like a Flight Recorder dump but empty, truncated or not one; not read")
+                code = pickle_code_refs(Path(folder) / name)
+                if code:
+                    warnings.append(f"{name}: a pickle that would call {', '.join(code[:3])} when loaded: refused, "
+                                    "never unpickled (a Flight Recorder dump holds plain data only)")
+                else:
+                    warnings.append(f"{name}: named like a Flight Recorder dump but empty, truncated or not one; not read")
     return out, warnings
 
 

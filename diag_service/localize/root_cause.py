@@ -509,6 +509,10 @@ def localize(
     )
 
 
+#: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
+CONFIDENT_LOGS = 0.5
+
+
 def _hang_source(hang: HangReport) -> str:
     names = {("flight_recorder",): "Hang analysis", ("stacks", "flight_recorder"): "Hang analysis (stacks and Flight Recorder)"}
     return names.get(tuple(hang.evidence), "Stack dumps")
@@ -520,7 +524,9 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     A hung job is ``fail_hang`` whatever the logs said; the logs' category stands when a confident
     root cause was found (a GPU that fell off the bus hangs its peers), otherwise it stays
     ``unknown`` and the stack contrast names the culprit: the first failing rank is the top suspect
-    when it scores at least 0.7 and no other suspect ties it.
+    when it scores at least 0.7 and no other suspect ties it. A category the logs give with confidence
+    below :data:`CONFIDENT_LOGS` keeps its category but yields the first failing rank to a suspect
+    scoring 0.9 or more.
     """
     if not hang.hung:
         d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
@@ -534,6 +540,11 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         if unique and top is not None:
             d.first_failing_rank = top.rank
             d.confidence = max(d.confidence, round(min(0.45, top.score / 2), 3))
+    elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
+        # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
+        # does not outrank a culprit the hang evidence singles out
+        d.first_failing_rank = top.rank
+        d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
         d.faulty_nodes = [top.node]
 

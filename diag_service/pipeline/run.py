@@ -117,7 +117,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         "redact": clean.seconds - raw.seconds,
         "templates": t_mine_total - clean.seconds,
     }
-    if report.lines == 0:
+    if report.lines == 0 and bundle.dumps() is None and bundle.flight_recorder_dir() is None and not bundle.fr_archive_dumps():
         raise BundleError(
             f"empty bundle: no readable log lines in {req.path}"
             + (f" ({'; '.join(report.warnings[:5])})" if report.warnings else "")

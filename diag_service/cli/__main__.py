@@ -1,0 +1,5 @@
+"""``python -m diag_service.cli``: the ``diag`` command."""
+
+from diag_service.cli.main import app
+
+app()
