@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
@@ -269,7 +269,12 @@ class P2PStall(BaseModel):
 
 
 class FRCulprit(BaseModel):
+    """A rank the Flight Recorder view blames. ``kind``: ``not_joined`` (in no collective while others wait
+    for it), ``mismatch`` (joined with another op or size), ``no_dump`` (left no readable dump),
+    ``p2p`` (its peer's send/recv has no match), ``cycle`` (on a wait cycle)."""
+
     rank: int
+    kind: Literal["not_joined", "mismatch", "no_dump", "p2p", "cycle"]
     reason: str
     group: str | None = None
     seq: int | None = None

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from diag_service.hang.analyzer import HangRequest, analyze_hang
+from diag_service.hang.flight import fmt_ranks
 
 err = Console(stderr=True)
 
@@ -65,8 +66,8 @@ def hang_cmd(
         for col in ("group", "ranks", "collective", "joined", "never joined", "mismatched"):
             t.add_column(col)
         for st in sorted(rep.collectives.stalls, key=lambda s: len(s.group_ranks))[:20]:
-            t.add_row(st.group + (f" ({st.group_desc})" if st.group_desc else ""), _ranks(st.group_ranks),
-                      f"{st.op} #{st.seq}", _ranks(st.joined), _ranks(st.missing), escape(st.mismatch_detail or "-"))
+            t.add_row(st.group + (f" ({st.group_desc})" if st.group_desc else ""), fmt_ranks(st.group_ranks),
+                      f"{st.op} #{st.seq}", fmt_ranks(st.joined), fmt_ranks(st.missing), escape(st.mismatch_detail or "-"))
         c.print(t)
     if not rep.groups:
         for w in rep.warnings[:20]:
@@ -77,12 +78,9 @@ def hang_cmd(
     t.add_column("collective")
     t.add_column("innermost frames")
     for g in rep.groups[:20]:
-        ranks = ",".join(map(str, g.ranks[:16])) + ("…" if len(g.ranks) > 16 else "")
+        ranks = fmt_ranks(g.ranks)
         t.add_row(ranks, g.collective or "-", escape(" < ".join(g.top_frames[:3])))
     c.print(t)
     for w in rep.warnings[:20]:
         c.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
-
-def _ranks(ranks: list[int]) -> str:
-    return ",".join(map(str, ranks[:16])) + ("…" if len(ranks) > 16 else "") if ranks else "-"

@@ -411,8 +411,9 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
         for r in joined:
             blockers[(g, r)] = set(missing) | set(mismatched)
     for r, waits in pending.items():
-        g, s = min(waits, key=lambda w: (prog[(w[0], r)][2].get(w[1]).time_ns or 0) if prog[(w[0], r)][2].get(w[1]) else 0)
-        e = prog[(g, r)][2].get(s)
+        # the oldest incomplete collective it enqueued is the one it waits in
+        entries = [(g, s, prog[(g, r)][2].get(s)) for g, s in waits]
+        g, s, e = min(entries, key=lambda w: (w[2].time_ns or 0) if w[2] is not None else 0)
         rep.waiting[r] = f"{g}:{s} {e.op if e else '?'}"
     # 3. P2P ops whose peer never posted the match.
     for r, d in dumps.items():
@@ -431,61 +432,38 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     culprits: dict[int, FRCulprit] = {}
     for st in sorted(rep.stalls, key=lambda st: len(st.group_ranks)):  # the narrowest group names it best
         for r in st.mismatched:
-            culprits[r] = FRCulprit(
-                rank=r,
-                group=st.group,
-                seq=st.seq,
-                op=st.op,
-                reason=f"joined collective #{st.seq} of group {st.group} with another op or size ({st.mismatch_detail})",
-            )
+            culprits[r] = _stall_culprit(r, st, "mismatch", f"joined collective #{st.seq} of group {st.group} with "
+                                                            f"another op or size ({st.mismatch_detail})")
         for r in st.missing:
             if r in culprits:
                 continue
             if r not in dumps:
-                culprits[r] = FRCulprit(
-                    rank=r,
-                    group=st.group,
-                    seq=st.seq,
-                    op=st.op,
-                    reason=f"never joined {st.op} #{st.seq} of group {st.group} and left no Flight Recorder dump "
-                    "(process gone or unresponsive)",
-                )
+                culprits[r] = _stall_culprit(r, st, "no_dump", f"never joined {st.op} #{st.seq} of group {st.group} and "
+                                                               "left no Flight Recorder dump (process gone or unresponsive)")
             elif r not in pending:
-                culprits[r] = FRCulprit(
-                    rank=r,
-                    group=st.group,
-                    seq=st.seq,
-                    op=st.op,
-                    reason=f"never joined {st.op} #{st.seq} of group {st.group} (members {_fmt(st.group_ranks)}) "
-                    "and is in no collective: stuck outside communication (compute, data loading, I/O, a lock)",
-                )
+                culprits[r] = _stall_culprit(
+                    r, st, "not_joined", f"never joined {st.op} #{st.seq} of group {st.group} (members "
+                    f"{fmt_ranks(st.group_ranks)}) and is in no collective: stuck outside communication "
+                    "(compute, data loading, I/O, a lock)")
     for p in rep.p2p:
-        peer_pending = p.peer in pending
-        if p.peer not in culprits and not peer_pending:
+        if p.peer not in culprits and p.peer not in pending:
             culprits[p.peer] = FRCulprit(
-                rank=p.peer,
-                group=p.group,
-                op=p.op,
+                rank=p.peer, kind="p2p", group=p.group, op=p.op,
                 reason=f"rank {p.rank}'s {p.op} to/from it never got the matching {'recv' if p.op == 'send' else 'send'}",
             )
     if not culprits and rep.stalls:
         # Every non-joining rank waits elsewhere: a cycle (collectives issued in different orders).
         edges = {r: {m for (g, j), ms in blockers.items() if j == r for m in ms} for r in dumps}
-        cyc = _cycle_ranks(edges)
-        for r in cyc:
+        for r in _cycle_ranks(edges):
             culprits[r] = FRCulprit(
-                rank=r,
-                group=rep.waiting.get(r, "").split(":")[0] or None,
+                rank=r, kind="cycle", group=rep.waiting.get(r, "").split(":")[0] or None,
                 reason=f"in a wait cycle: it waits in {rep.waiting.get(r, '?')} while ranks it waits for wait for it "
                 "(collectives issued in a different order on different ranks)",
             )
     if not culprits and rep.ranks_missing_dump and (rep.stalls or pending):
         for r in rep.ranks_missing_dump:
-            culprits[r] = FRCulprit(
-                rank=r,
-                reason="left no readable Flight Recorder dump while other ranks wait in "
-                "collectives (process gone or unresponsive)",
-            )
+            culprits[r] = FRCulprit(rank=r, kind="no_dump", reason="left no readable Flight Recorder dump while other "
+                                                                   "ranks wait in collectives (process gone or unresponsive)")
     rep.culprits = sorted(culprits.values(), key=lambda c: c.rank)
     rep.stalls.sort(key=lambda st: (len(st.group_ranks), st.group))  # narrowest first, as the text shows them
     return rep
@@ -506,8 +484,15 @@ def _cycle_ranks(edges: dict[int, set[int]]) -> list[int]:
     return sorted(out)
 
 
-def _fmt(ranks: list[int]) -> str:
-    return ",".join(map(str, ranks[:16])) + ("…" if len(ranks) > 16 else "")
+def fmt_ranks(ranks: list[int], limit: int = 16) -> str:
+    """``0,1,2…``: at most ``limit`` ranks, an ellipsis when there are more, ``-`` for none."""
+    if not ranks:
+        return "-"
+    return ",".join(map(str, ranks[:limit])) + ("…" if len(ranks) > limit else "")
+
+
+def _stall_culprit(rank: int, st: CollectiveStall, kind: str, reason: str) -> FRCulprit:
+    return FRCulprit(rank=rank, kind=kind, group=st.group, seq=st.seq, op=st.op, reason=reason)  # type: ignore[arg-type]
 
 
 def analyze_fr_members(members: dict[int, tuple[str, bytes]], world_size: int | None = None) -> CollectiveReport | None:

@@ -14,14 +14,14 @@ suspects keep their own score, capped at 0.6 when the Flight Recorder names othe
 from __future__ import annotations
 
 from diag_service.domain import CollectiveReport, FRCulprit, HangReport, HangSuspect
+from diag_service.hang.flight import fmt_ranks
+
+#: Score of a Flight Recorder culprit by kind (see the module docstring).
+FR_SCORE = {"not_joined": 0.9, "mismatch": 0.9, "p2p": 0.9, "no_dump": 0.7, "cycle": 0.6}
 
 
 def _fr_score(c: FRCulprit) -> float:
-    if "no readable Flight Recorder dump" in c.reason or "no Flight Recorder dump" in c.reason:
-        return 0.7
-    if "wait cycle" in c.reason:
-        return 0.6
-    return 0.9
+    return FR_SCORE[c.kind]
 
 
 def explain_collectives(fr: CollectiveReport) -> str:
@@ -34,13 +34,12 @@ def explain_collectives(fr: CollectiveReport) -> str:
     parts: list[str] = []
     for st in sorted(fr.stalls, key=lambda s: len(s.group_ranks))[:3]:
         grp = f"group {st.group}" + (f" ({st.group_desc})" if st.group_desc else "")
-        ranks = ",".join(map(str, st.group_ranks[:16])) + ("…" if len(st.group_ranks) > 16 else "")
-        s = f"{st.op} #{st.seq} of {grp}, ranks {ranks}"
+        s = f"{st.op} #{st.seq} of {grp}, ranks {fmt_ranks(st.group_ranks)}"
         if st.where:
             s += f", called at {st.where}"
         s += f": {len(st.joined)} joined"
         if st.missing:
-            s += ", never joined: " + ",".join(map(str, st.missing[:16]))
+            s += ", never joined: " + fmt_ranks(st.missing)
         if st.mismatched:
             s += f"; mismatched: {st.mismatch_detail}"
         parts.append(s)
