@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from diag_service.domain import HangReport, HangSuspect, StackGroup
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
-from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_dir
+from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_folder
 
 NOISE_FILE = re.compile(
     r"(?:^|/)(?:threading|functools|contextlib|runpy|selectors|queue)\.py$|c10d_logger\.py$"
@@ -114,15 +114,15 @@ def analyze_hang(req: HangRequest) -> HangReport:
     ``ValueError`` if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
     of some ranks are warnings in the report."""
     from diag_service.hang.debugserver import debug_server_dumps
-    from diag_service.hang.flight import analyze_fr_folder, analyze_fr_members
+    from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
     from diag_service.hang.fusion import fuse
     from diag_service.ingest.open import open_bundle
 
     root = Path(req.dumps_dir)
     if not root.exists():
         raise FileNotFoundError(f"no such dumps folder: {root}")
-    fr_dir = find_fr_dir(root)
-    fr = analyze_fr_folder(fr_dir, req.world_size) if fr_dir is not None else None
+    found = find_fr_folder(root)
+    fr = analyze_fr_files(found.files, found.warnings, req.world_size) if found is not None else None
     stacks: HangReport | None = None
     inner = find_dumps_dir(root)
     served, served_warnings = debug_server_dumps(root) if inner is None and root.is_dir() else (None, [])

@@ -512,12 +512,19 @@ def analyze_fr_members(members: dict[int, tuple[str, bytes]], world_size: int | 
     return rep
 
 
-def analyze_fr_folder(folder: str | Path, world_size: int | None = None) -> CollectiveReport | None:
-    """Find, read and analyse the Flight Recorder dumps directly in ``folder``; None when it holds none."""
-    files, warnings = find_fr_dumps(folder)
+def analyze_fr_files(files: dict[int, Path], warnings: list[str] | None = None,
+                     world_size: int | None = None) -> CollectiveReport | None:
+    """Read and analyse dump files (rank -> path, as :func:`~diag_service.ingest.members.find_fr_dumps`
+    found them, with its ``warnings``); None when there are none."""
     if not files:
         return None
     dumps, w2 = load_fr_dumps(files)
     rep = analyze_collectives(dumps, world_size)
-    rep.warnings = [*warnings, *w2, *rep.warnings][:200]
+    rep.warnings = [*(warnings or []), *w2, *rep.warnings][:200]
     return rep
+
+
+def analyze_fr_folder(folder: str | Path, world_size: int | None = None) -> CollectiveReport | None:
+    """Find, read and analyse the Flight Recorder dumps directly in ``folder``; None when it holds none."""
+    files, warnings = find_fr_dumps(folder)
+    return analyze_fr_files(files, warnings, world_size)

@@ -15,7 +15,7 @@ nested archives as ``inner.tar.gz/x.log``).
 * **Flight Recorder dump** (:func:`find_fr_dumps`): in a folder, a file whose name ends in the rank
   (``nccl_trace_rank_3``, ``fr_3.json``; any common prefix, as PyTorch's ``fr_trace`` finds them) and
   whose content is a pickle or JSON dump (:func:`looks_like_fr`): the bundle's top or one of its
-  immediate sub-folders (:func:`find_fr_dir`).
+  immediate sub-folders (:func:`find_fr_folder`).
 """
 
 from __future__ import annotations
@@ -271,12 +271,26 @@ def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
     return out, warnings
 
 
-def find_fr_dir(root: str | os.PathLike[str]) -> Path | None:
-    """The folder holding Flight Recorder dumps: ``root`` itself or one of its immediate sub-folders
-    (``fr/``, ``traces/``, ...; the first, by name, that holds any), or None."""
+@dataclass(frozen=True, slots=True)
+class FRFolder:
+    """A folder's Flight Recorder dumps as :func:`find_fr_dumps` found them: rank -> file, and warnings."""
+
+    folder: Path
+    files: dict[int, Path]
+    warnings: list[str]
+
+
+def find_fr_folder(root: str | os.PathLike[str]) -> FRFolder | None:
+    """The Flight Recorder dumps of ``root`` itself or of the first (by name) of its immediate
+    sub-folders that holds any (``fr/``, ``traces/``, ...), each folder scanned once; None without any."""
     p = Path(root)
     if not p.is_dir():
         return None
+    for cand in [p, *sorted(d for d in _listdir(p) if d.is_dir() and not d.is_symlink())[:50]]:
+        files, warnings = find_fr_dumps(cand)
+        if files:
+            return FRFolder(cand, files, warnings)
+    return None
     for cand in [p, *sorted(d for d in _listdir(p) if d.is_dir() and not d.is_symlink())[:50]]:
         if find_fr_dumps(cand)[0]:
             return cand
@@ -293,7 +307,8 @@ __all__ = [
     "DumpPath",
     "RANK_SUFFIX",
     "FR_ARCHIVE_MEMBER",
-    "find_fr_dir",
+    "FRFolder",
+    "find_fr_folder",
     "fr_archive_rank",
     "find_fr_dumps",
     "looks_like_fr",

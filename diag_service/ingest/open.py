@@ -25,6 +25,7 @@ import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from diag_service.domain import InputReport
 from diag_service.ingest.bundle import Block, IngestLimits, archive_member_text, attribute_path, read_bundle
@@ -32,14 +33,14 @@ from diag_service.ingest.members import (
     MAX_DUMP_BYTES,
     DumpFile,
     FeedMember,
+    FRFolder,
     MemberKind,
     StackDumps,
     classify,
     dump_member,
     dump_meta_root,
     feed_preference,
-    find_fr_dir,
-    find_fr_dumps,
+    find_fr_folder,
     fr_archive_rank,
     is_dumps_folder,
 )
@@ -120,13 +121,14 @@ class Bundle:
         #: every rank file at a dumps root is a dump, and the roots' ranks.json/index.json are metadata
         #: (``diag hang``: the user says the folder holds stack dumps)
         self.dumps_only = dumps_only
-        self._fr: tuple[str, frozenset[str]] | None = None  # Flight Recorder folder and its member names
+        self._fr: FRFolder | Literal[False] | None = None  # the folder's Flight Recorder dumps (False: none)
+        self._fr_names_cache: frozenset[str] | None = None
         self._fr_archive: dict[int, tuple[str, bytes]] = {}  # an archive's Flight Recorder dumps: rank -> (name, data)
 
     def fr_archive_dumps(self) -> dict[int, tuple[str, bytes]]:
         """Flight Recorder dumps read from an archive in the log pass (members named like
         :data:`~diag_service.ingest.members.FR_ARCHIVE_MEMBER`): rank -> (member name, bytes). Empty for
-        folders (see :meth:`flight_recorder_dir`) and before :meth:`blocks` has run."""
+        folders (see :meth:`flight_recorder`) and before :meth:`blocks` has run."""
         return dict(self._fr_archive)
 
     def _is_fr_archive_member(self, name: str) -> bool:
@@ -143,23 +145,23 @@ class Bundle:
                 f"two Flight Recorder dumps for rank {rank} ({self._fr_archive[rank][0]}, {name}); kept {name}")
         self._fr_archive[rank] = (name, data)
 
-    def flight_recorder_dir(self) -> str | None:
-        """The folder of the bundle holding Flight Recorder dumps (:func:`~diag_service.ingest.members.find_fr_dir`),
-        or None. Folders only: dumps inside an archive are not looked for."""
-        return self._fr_members()[0] or None
-
-    def _fr_members(self) -> tuple[str, frozenset[str]]:
+    def flight_recorder(self) -> FRFolder | None:
+        """The folder of the bundle holding Flight Recorder dumps and its dump files
+        (:func:`~diag_service.ingest.members.find_fr_folder`), or None. Folders only; an archive's dumps
+        are :meth:`fr_archive_dumps`."""
         if self._fr is None:
-            self._fr = ("", frozenset())
-            if self.is_dir:
-                d = find_fr_dir(self.path)
-                if d is not None:
-                    rel = os.path.relpath(d, self.path)
-                    names = frozenset(
-                        p.name if rel == "." else f"{rel}/{p.name}".replace(os.sep, "/") for p in find_fr_dumps(d)[0].values()
-                    )
-                    self._fr = (str(d), names)
-        return self._fr
+            self._fr = (find_fr_folder(self.path) if self.is_dir else None) or False
+        return self._fr or None
+
+    def _fr_names(self) -> frozenset[str]:
+        """Bundle-relative names of the folder's Flight Recorder dumps (not logs)."""
+        if self._fr_names_cache is None:
+            fr = self.flight_recorder()
+            rel = os.path.relpath(fr.folder, self.path) if fr is not None else "."
+            self._fr_names_cache = frozenset(
+                p.name if rel == "." else f"{rel}/{p.name}".replace(os.sep, "/") for p in (fr.files.values() if fr else ())
+            )
+        return self._fr_names_cache
 
     @classmethod
     def from_text(cls, text: str, name: str = "input.log") -> Bundle:
@@ -181,7 +183,7 @@ class Bundle:
         k = self.kind(name)
         if k is MemberKind.IGNORED:
             return True
-        if self.is_dir and name in self._fr_members()[1]:
+        if self.is_dir and name in self._fr_names():
             return True  # a Flight Recorder dump: the hang analyzer reads it
         if self.is_dir:
             full = os.path.join(self.path, name)

@@ -20,7 +20,7 @@ from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import Diagnosis, RootCause, job_id_from_name
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
-from diag_service.hang.flight import analyze_fr_folder, analyze_fr_members
+from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
 from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import Bundle, open_bundle
@@ -117,7 +117,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         "redact": clean.seconds - raw.seconds,
         "templates": t_mine_total - clean.seconds,
     }
-    if report.lines == 0 and bundle.dumps() is None and bundle.flight_recorder_dir() is None and not bundle.fr_archive_dumps():
+    if report.lines == 0 and bundle.dumps() is None and bundle.flight_recorder() is None and not bundle.fr_archive_dumps():
         raise BundleError(
             f"empty bundle: no readable log lines in {req.path}"
             + (f" ({'; '.join(report.warnings[:5])})" if report.warnings else "")
@@ -154,9 +154,9 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
     dumps = bundle.dumps()
-    fr_dir = bundle.flight_recorder_dir()
+    fr_folder = bundle.flight_recorder()
     archived_fr = bundle.fr_archive_dumps()
-    if dumps is not None or fr_dir is not None or archived_fr:
+    if dumps is not None or fr_folder is not None or archived_fr:
         t0 = time.perf_counter()
         stacks = fr = None
         if dumps is not None:
@@ -164,8 +164,8 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                 stacks = analyze_dumps(dumps)
             except (OSError, ValueError) as exc:
                 report.warnings.append(f"stack dumps not analysed: {exc}")
-        if fr_dir is not None:
-            fr = analyze_fr_folder(fr_dir)
+        if fr_folder is not None:
+            fr = analyze_fr_files(fr_folder.files, fr_folder.warnings)
         elif archived_fr:
             fr = analyze_fr_members(archived_fr)
         if stacks is not None or fr is not None:
