@@ -135,6 +135,8 @@ def analyze_hang(req: HangRequest) -> HangReport:
             pass
         if fr is None:
             fr = analyze_fr_members(bundle.fr_archive_dumps(), req.world_size)
+            if fr is not None:  # what reading the archive ran into (truncation, damage) goes with the report
+                fr.warnings = [*bundle.report.warnings[:20], *fr.warnings][:200]
         dumps = bundle.dumps()
         if dumps is None:
             if fr is None:

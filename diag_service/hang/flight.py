@@ -507,7 +507,7 @@ def analyze_fr_members(members: dict[int, tuple[str, bytes]], world_size: int | 
             dumps[r] = parse_fr_dump(data, r, name)
         except FlightRecorderError as exc:
             warnings.append(str(exc))
-    rep = analyze_collectives(dumps, world_size)
+    rep = analyze_collectives(dumps, world_size or max(members) + 1)
     rep.warnings = [*warnings, *rep.warnings][:200]
     return rep
 
@@ -519,7 +519,8 @@ def analyze_fr_files(files: dict[int, Path], warnings: list[str] | None = None,
     if not files:
         return None
     dumps, w2 = load_fr_dumps(files)
-    rep = analyze_collectives(dumps, world_size)
+    # a rank whose file is there but unreadable still belongs to the world
+    rep = analyze_collectives(dumps, world_size or max(files) + 1)
     rep.warnings = [*(warnings or []), *w2, *rep.warnings][:200]
     return rep
 

@@ -37,7 +37,7 @@ def explain_collectives(fr: CollectiveReport) -> str:
         s = f"{st.op} #{st.seq} of {grp}, ranks {fmt_ranks(st.group_ranks)}"
         if st.where:
             s += f", called at {st.where}"
-        s += f": {len(st.joined)} joined"
+        s += f": joined {fmt_ranks(st.joined)}"
         if st.missing:
             s += ", never joined: " + fmt_ranks(st.missing)
         if st.mismatched:
