@@ -147,3 +147,59 @@ def test_an_example_the_extractor_never_passes_on_fails_validation(tmp_path: Pat
     # the same signature with a pattern re2 can run is accepted
     (d / "site.yaml").write_text(_SITE.replace("LustreQuotaError: OST0003 is full", "LustreQuotaError OST0003 is full"))
     assert load_signatures(d).by_id("lustre_quota")
+
+
+def _diagnose_text(tmp_path: Path, text: str) -> object:
+    log = tmp_path / "rank0.log"
+    log.write_text(text)
+    return diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False, recovery=False))
+
+
+def test_an_exception_whose_message_starts_on_the_next_line_is_keyed_on_that_message(tmp_path: Path) -> None:
+    # safetensors raises RuntimeError("""\n  Some tensors share memory ..."""): the exception line is bare
+    d = _diagnose_text(tmp_path, (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/safetensors/torch.py", line 481, in _flatten\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: \n"
+        "            Some tensors share memory, this will lead to duplicate memory on disk and potential"
+        " differences when loading them again: [{'unet.conv_in.weight', 'conv_in.weight'}].\n"
+        "            A potential way to correctly save your model is to use `save_model`.\n"
+    ))
+    assert [h.signature_id for h in d.signature_hits][0] == "safetensors_shared_tensors"
+    assert d.category is Category.FRAMEWORK
+
+
+# Messages as the vendors document them (the source of each is the signature's `source`): each gets
+# the category its documentation gives, not `unknown`.
+VENDOR_LINES = [
+    ("RuntimeError: CUDA error: the launch timed out and was terminated", Category.INFRASTRUCTURE),
+    ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing,"
+     " you must use the 'spawn' start method", Category.USER_CODE),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate"
+     " 17179869184 bytes.", Category.GPU_OOM),
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape"
+     " (1000, 1000, 430) and data type float64", Category.HOST_OOM),
+    ("slurmstepd: error: *** JOB 608 ON gpu-node-001 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***",
+     Category.INFRASTRUCTURE),
+    ("botocore.exceptions.ReadTimeoutError: Read timeout on endpoint URL:"
+     ' "https://s3.amazonaws.com/bucket/shard-0001.tar"', Category.STORAGE),
+    ("OSError: [Errno 107] Transport endpoint is not connected: '/mnt/data/shard-0001.parquet'", Category.STORAGE),
+    ("ray.exceptions.ObjectStoreFullError: Failed to put object ffffffff in object store because it is full.",
+     Category.HOST_OOM),
+    ("A process or daemon was unable to complete a TCP connection", Category.NETWORK),
+    ("gpu-node-001:1234:5678 [0] NCCL WARN NET/IB : Unable to open device mlx5_0", Category.NETWORK),
+    ("RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode:"
+     " Too many open files (24)", Category.CONFIG),
+    ("Illegal instruction (core dumped)", Category.INFRASTRUCTURE),
+]
+
+
+@pytest.mark.parametrize(("line", "category"), VENDOR_LINES)
+def test_documented_vendor_messages_get_their_documented_category(tmp_path: Path, line: str, category: Category) -> None:
+    assert _diagnose_text(tmp_path, line + "\n").category is category
+
+
+def test_an_enotconn_socket_error_is_not_a_lost_mount(tmp_path: Path) -> None:
+    d = _diagnose_text(tmp_path, "OSError: [Errno 107] Transport endpoint is not connected\n")
+    assert "fuse_mount_disconnected" not in [h.signature_id for h in d.signature_hits]

@@ -120,6 +120,8 @@ PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
 EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
 )
+#: An exception line with an empty message (``RuntimeError:``), whose text follows on the next line.
+BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\s*:\s*$")
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 CPP_FRAME = re.compile(r"^frame #\d+:")
 GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
@@ -498,6 +500,9 @@ class Extractor:
             elif exc_line is not None and s and not PREFILTER.search(body) and len(lines) < MAX_EVENT_LINES:
                 lines.append(s[:MAX_LINE_CHARS])  # multi-line exception message
                 consumed.add(pos)
+                if BARE_EXCEPTION.match(exc_line):
+                    # raise X("""\n  message"""): the message starts on the next line; key on it
+                    exc_line = clean_key(f"{exc_line.rstrip()} {s}")
             elif not s and exc_line is None and lines and lines[-1].startswith(("During", "The above")):
                 pass
             else:
