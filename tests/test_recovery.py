@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -188,3 +189,55 @@ def test_kubernetes_commands_never_use_a_name_kubernetes_would_reject() -> None:
     named = recommend(Diagnosis.model_validate({**base, "job_id": "my_job_7"}), platform="slurm")
     assert named.commands[0].startswith("# 'my_job_7' is not a Slurm job id")
     assert not any("my_job_7" in c for c in named.commands[1:]) and "scontrol release JOB_NAME" in named.commands
+
+
+HOSTILE_NODES = ["--selector=kubernetes.io/os=linux", "--all", "gpu[001-512]", "--force", "node;reboot", "gpu-node-007"]
+
+
+@pytest.mark.parametrize("platform", ["kubernetes", "slurm"])
+def test_node_names_from_logs_never_become_command_options(platform: str) -> None:
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.8,
+        "root_cause": {"summary": "rank 9 is 1.4x slower", "evidence": []}, "job_id": "4242",
+        "faulty_nodes": HOSTILE_NODES, "input": {"path": "job.log"},
+    })
+    plan = recommend(d, platform=platform)
+    assert plan.level is RecoveryLevel.L3
+    runnable = [c for c in plan.commands if not c.lstrip().startswith("#")]
+    for bad in HOSTILE_NODES[:-1]:
+        assert not any(bad in shlex.split(c.split("  #")[0]) or f"={bad}" in c for c in runnable), (bad, runnable)
+        assert any(c.startswith("# node ") and repr(bad) in c for c in plan.commands)
+    assert any("gpu-node-007" in c for c in runnable)
+
+
+def test_a_plan_on_more_nodes_than_the_policy_allows_is_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.8,
+        "root_cause": {"summary": "40 nodes slow", "evidence": []}, "job_id": "llama-run",
+        "faulty_nodes": [f"gpu-node-{i:03d}" for i in range(40)], "input": {"path": "job.log"},
+    })
+    plan = recommend(d, platform="kubernetes")
+    assert plan.commands[0].startswith("# refused: this plan would act on 40 nodes")
+    assert all(c.lstrip().startswith("#") for c in plan.commands)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls.txt"
+    fake = bindir / "kubectl"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    assert ShellExecutor().run(plan) == [] and not calls.exists()
+
+
+def test_a_command_holding_a_placeholder_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.8,
+        "root_cause": {"summary": "a node is slow", "evidence": []}, "job_id": "4242", "faulty_nodes": ["--all"],
+        "input": {"path": "job.log"},
+    })
+    plan = recommend(d, platform="slurm")  # no usable node name: the commands say NODE
+    assert any("nodename=NODE" in c for c in plan.commands)
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    with pytest.raises(ExecutionRefused, match="placeholder"):
+        ShellExecutor().run(plan)

@@ -160,3 +160,77 @@ def test_secret_option_in_a_printed_command_line(tmp_path: Path) -> None:
     _, d = _bundle_with(tmp_path, [line])
     assert any("sigkill_handler" in e.first.text for e in d.events)
     assert PASSWORD not in d.model_dump_json()
+
+
+# Vendor formats (issue 19): (line as a process prints it, the secret, a part that must survive).
+FORMAT_LINES = [
+    ("azure.core.exceptions.ClientAuthenticationError: DefaultEndpointsProtocol=https;AccountName=ckpt;"
+     "AccountKey=q9XbT0kVw3nLr8ZsP1yHc6MdF2gJaE5uRi7oKlNt4BvCx0WzYs3QpDmGhLjKf8a==;EndpointSuffix=core.windows.net",
+     "q9XbT0kVw3nLr8ZsP1yHc6MdF2gJaE5uRi7oKlNt4BvCx0WzYs3QpDmGhLjKf8a", "ClientAuthenticationError"),
+    ("urllib.error.HTTPError: 403 for https://ckpt.blob.core.windows.net/run7/step100.pt?sv=2021-06-08&sp=r"
+     "&sig=Zk3%2Bq9XbT0kVw3nLr8ZsP1yHc6MdF2gJ%3D", "Zk3%2Bq9XbT0kVw3nLr8ZsP1yHc6MdF2gJ", "HTTPError: 403"),
+    ("ERROR: alert failed: POST https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/Qx7LmN2pR9sT4vW6yZ8aB3cD",
+     "Qx7LmN2pR9sT4vW6yZ8aB3cD", "alert failed"),
+    ("slack_bolt.error.BoltError: bad app token xapp-1-A0123456789-4567890123456-0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+     "4567890123456-0f1e2d3c4b5a69788796a5b4c3d2e1f0", "BoltError"),
+    ("google.api_core.exceptions.Forbidden: 403 key AIzaSyD4x9QwErTyUiOpAsDfGhJkLzXcVbNm123 rejected",
+     "AIzaSyD4x9QwErTyUiOpAsDfGhJkLzXcVbNm123", "Forbidden: 403"),
+    ("google.auth.exceptions.RefreshError: token ya29.a0AfB_byC1d2E3f4G5h6I7j8K9l0MnOpQrStUv expired",
+     "ya29.a0AfB_byC1d2E3f4G5h6I7j8K9l0MnOpQrStUv", "RefreshError"),
+    ('ValueError: bad service account {"type": "service_account", "private_key_id": '
+     '"8c1f2e3d4c5b6a798897a6b5c4d3e2f1a0b9c8d7", "client_email": "trainer@proj.iam.gserviceaccount.com"}',
+     "8c1f2e3d4c5b6a798897a6b5c4d3e2f1a0b9c8d7", "bad service account"),
+    ("netrc.NetrcParseError: machine api.wandb.ai login user password 5f4dcc3b5aa765d61d8327deb882cf99a1b2c3d4",
+     "5f4dcc3b5aa765d61d8327deb882cf99a1b2c3d4", "NetrcParseError"),
+    ("subprocess.CalledProcessError: Command 'wandb login 9e107d9d372bb6826bd81d3542a419d6a1b2c3d4' returned 1",
+     "9e107d9d372bb6826bd81d3542a419d6a1b2c3d4", "CalledProcessError"),
+    ("npm ERR! 401 Unauthorized //registry.npmjs.org/:_authToken=npm_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78",
+     "npm_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78", "401 Unauthorized"),
+    ("RuntimeError: git fetch failed with glpat-Xy9Zq8Wv7Ut6Sr5Qp4On as credential",
+     "glpat-Xy9Zq8Wv7Ut6Sr5Qp4On", "git fetch failed"),
+    ("RuntimeError: upload failed, twine used pypi-AgEIcHlwaS5vcmcCJGQ3ZjI4YjE1LTk0MmQtNDQ0Zi1hZWY1LTcwMDkxNDk1",
+     "AgEIcHlwaS5vcmcCJGQ3ZjI4YjE1LTk0MmQtNDQ0Zi1hZWY1LTcwMDkxNDk1", "upload failed"),
+    ("stripe.error.AuthenticationError: Invalid API Key provided: sk_live_51HqLyjWDarjtT1zdp7dcXYZ",
+     "sk_live_51HqLyjWDarjtT1zdp7dcXYZ", "AuthenticationError"),
+    ("ERROR kubeconfig invalid: client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJ",
+     "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJ", "kubeconfig invalid"),
+    ('docker.errors.APIError: bad config {"auths": {"ghcr.io": {"auth": "dHJhaW5lcjpnaHBfc2VjcmV0c2VjcmV0"}}}',
+     "dHJhaW5lcjpnaHBfc2VjcmV0c2VjcmV0", "APIError: bad config"),
+]
+
+
+@pytest.mark.parametrize(("line", "secret", "visible"), FORMAT_LINES, ids=[f[2][:20] for f in FORMAT_LINES])
+def test_vendor_secret_formats_are_redacted(line: str, secret: str, visible: str) -> None:
+    from diag_service.redact import redact
+
+    out = redact(line)
+    assert secret not in out and visible in out and "<REDACTED>" in out
+
+
+def test_a_private_key_body_on_the_lines_after_its_header_is_redacted(tmp_path: Path) -> None:
+    body = ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+            "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK"]
+    log = tmp_path / "rank0.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 40, in <module>\n'
+        "    load_key(cfg)\n"
+        "ValueError: could not parse key:\n"
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----\n"
+    )
+    d = run_diagnose(log)
+    dump = d.model_dump_json()
+    assert any(e.first.text.startswith("ValueError: could not parse key") for e in d.events)
+    for b in body:
+        assert b not in dump and b[10:40] not in dump
+
+
+@pytest.mark.timeout(120)
+def test_redaction_of_crafted_lines_does_not_backtrack() -> None:
+    """Lines built to make a backtracking key=value pattern quadratic (issue 19: 12 lines of 4 KB held
+    a worker 63 s): 12 lines of 200 KB each, which under backtracking would take hours."""
+    from diag_service.redact import redact
+
+    line = "RuntimeError: bad key X " + "a." * 100_000
+    for _ in range(12):
+        assert redact(line).startswith("RuntimeError: bad key X")

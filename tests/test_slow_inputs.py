@@ -247,3 +247,25 @@ def test_a_json_array_of_records_is_a_feed(tmp_path: Path) -> None:
     (tmp_path / "nums.json").write_text("[1, 2, 3]")
     with pytest.raises(FeedError, match="no usable step records"):
         analyze_slow(tmp_path / "nums.json")
+
+
+def test_a_record_with_an_absurd_rank_or_step_is_rejected_not_allocated_for() -> None:
+    """Issue 19: rank 5e7 in one stream record made the detector allocate a 400 MB rank table."""
+    from diag_service.slow import SlowDetector
+    from diag_service.slow.feeds import MAX_RANK
+
+    recs = [{"rank": r, "step": s, "start": s * 1.0, "end": s + 0.9, "compute_s": 0.5, "comm_s": 0.3}
+            for s in range(30) for r in range(4)]
+    recs += [
+        {"rank": 50_000_000, "step": 31, "start": 31.0, "end": 31.9, "compute_s": 0.5, "comm_s": 0.3},
+        {"rank": 10**9, "step": 31, "start": 31.0, "end": 31.9},
+        {"rank": 1, "step": 2**60, "start": 31.0, "end": 31.9},
+        {"rank": 1, "step": 32, "stage": 10**12, "start": 31.0, "end": 31.9, "kind": "train"},
+    ]
+    det = SlowDetector()
+    det.update(recs[:120])
+    det.update(recs[120:])  # the general path (a record with other fields) and the fast one
+    rep = det.report()
+    assert rep.input.bad_records == 4 and rep.input.ranks == 4
+    assert any(str(MAX_RANK) in w for w in rep.input.warnings)
+    assert det.rank_idx.size <= 64

@@ -79,6 +79,14 @@ class Rule(BaseModel):
     backoff: bool = False
 
 
+def _regex(v: str) -> str:
+    try:
+        re.compile(v)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return v
+
+
 class JobIdRule(BaseModel):
     """What a platform accepts as a job id in its commands: ``pattern`` (a full-match regex), ``what`` it is
     called and where to find the real one (``use``), for the comment that replaces an invalid id."""
@@ -89,14 +97,19 @@ class JobIdRule(BaseModel):
     what: str
     use: str
 
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, v: str) -> str:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from None
-        return v
+    _compiles = field_validator("pattern")(lambda v: _regex(v))
+
+
+class NodeNameRule(BaseModel):
+    """What a platform accepts as a node name in its commands: ``pattern`` (a full-match regex) and
+    ``what`` it is called, for the comment that replaces a name that does not match."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str
+    what: str
+
+    _compiles = field_validator("pattern")(lambda v: _regex(v))
 
 
 class Policy(BaseModel):
@@ -108,6 +121,10 @@ class Policy(BaseModel):
     rules: list[Rule] = Field(min_length=1)
     platforms: dict[str, dict[RecoveryLevel, list[str]]] = Field(default_factory=dict)
     job_ids: dict[str, JobIdRule] = Field(default_factory=dict)
+    #: Node names from logs and feeds are untrusted: only names matching the platform's rule reach a
+    #: command, and a plan touching more than ``max_nodes`` nodes is written as comments (never run).
+    node_names: dict[str, NodeNameRule] = Field(default_factory=dict)
+    max_nodes: int = Field(default=8, ge=1)
     source: str = ""
     version_hash: str = ""
 

@@ -117,7 +117,7 @@ _OPTION_TEXT = {
 def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str, namespace: str) -> list[str]:
     templates = pol.platforms.get(platform, {}).get(level, [])
     job = d.job_id or "JOB"
-    nodes = d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else [])
+    nodes, bad = _usable_nodes(pol, platform, d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else []))
     out: list[str] = []
     rule = pol.job_ids.get(platform)
     if rule is not None and any("{job_id}" in t for t in templates) and not re.fullmatch(rule.pattern, job):
@@ -134,7 +134,25 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
                 out.append(t.format(node=shlex.quote(n), **values))
         else:
             out.append(t.format(node="", **values))
-    return out
+    if len(nodes) > pol.max_nodes:
+        head = f"# refused: this plan would act on {len(nodes)} nodes (policy max_nodes {pol.max_nodes}); confirm by hand"
+        out = [head] + [c if c.lstrip().startswith("#") else "# " + c for c in out]
+    return bad + out
+
+
+def _usable_nodes(pol: Policy, platform: str, nodes: list[str]) -> tuple[list[str], list[str]]:
+    """The node names that may be put in ``platform``'s commands, and comment lines for the others."""
+    rule = pol.node_names.get(platform)
+    ok: list[str] = []
+    bad: list[str] = []
+    for n in dict.fromkeys(nodes):
+        if n == "NODE" or rule is None or re.fullmatch(rule.pattern, n):
+            ok.append(n)
+        else:
+            bad.append(f"# node {n[:80]!r} is not {rule.what}: not put in a command")
+    if bad and not ok:
+        ok = ["NODE"]
+    return ok, bad
 
 
 def recommend(
@@ -207,6 +225,10 @@ class UnknownPlatform(InputError, ValueError):
     """The platform asked for is not one the policy has commands for."""
 
 
+#: Words a plan puts where a value could not be trusted or known; a command holding one is never run.
+PLACEHOLDERS = ("NODE", "JOB_NAME", "JOB", "POD_OF_FAILED_RANK")
+
+
 class ExecutionRefused(DiagError):
     """Execution was asked for without an explicitly configured executor, or a command is not allowed."""
 
@@ -243,6 +265,8 @@ class ShellExecutor:
             if cmd.lstrip().startswith("#"):
                 continue
             argv = shlex.split(cmd.split("  #", 1)[0])
+            if any(a in PLACEHOLDERS for a in argv) or any(a.endswith(tuple("=" + p for p in PLACEHOLDERS)) for a in argv):
+                raise ExecutionRefused(f"refusing to run {cmd[:120]!r}: it still holds a placeholder for a person to fill in")
             if not argv or argv[0] not in self.ALLOWED or shutil.which(argv[0]) is None:
                 raise ExecutionRefused(f"refusing to run {argv[:1]}: not an allowed, installed binary")
             res = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)

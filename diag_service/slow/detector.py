@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from diag_service.domain import Category, Evidence, FailureMode
-from diag_service.slow.feeds import RecordConverter, StepBatch
+from diag_service.slow.feeds import MAX_RANK, FeedError, RecordConverter, StepBatch
 from diag_service.slow.job import JobDetector, StepCtx
 from diag_service.slow.models import (
     FeedStats,
@@ -163,6 +163,8 @@ class SlowDetector:
         if r.size == 0:
             return
         top = int(r.max())
+        if top > MAX_RANK:  # feeds reject such records; a StepBatch built by hand must not size the table
+            raise FeedError(f"rank {top} is above the largest supported rank {MAX_RANK}")
         if top >= self.rank_idx.size:
             grown = np.full(max(top + 1, 2 * self.rank_idx.size), -1, np.int64)
             grown[: self.rank_idx.size] = self.rank_idx

@@ -39,6 +39,13 @@ from diag_service.slow.models import FeedStats, StepKind
 
 KIND_CODE: dict[str, int] = {"train": 0, "eval": 1, "evaluation": 1, "validation": 1, "val": 1, "checkpoint": 2, "ckpt": 2}
 KIND_NAMES = (StepKind.TRAIN, StepKind.EVAL, StepKind.CHECKPOINT)
+#: Bounds on values that size the detector's arrays (a rank indexes a dense table): a record beyond
+#: them is invalid, counted and reported, never allocated for. 2**20 ranks is ten times the largest
+#: published training job (~100k GPUs); a step above 2**53 is not exact as a float; stages are
+#: pipeline-parallel stages (int32 in the detector).
+MAX_RANK = 2**20 - 1
+MAX_STEP = 2**53
+MAX_STAGE = 2**15
 
 #: Accepted column names, first match wins (lab format first; common alternatives after).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -271,7 +278,8 @@ class RecordConverter:
         att = arr.get("attempt", np.zeros(n))
         with np.errstate(invalid="ignore"):
             good = np.isfinite(step) & (step >= 0) & (step == np.round(step))
-            good &= np.isfinite(rank) & (rank >= -1) & (rank == np.round(rank))
+            good &= np.isfinite(rank) & (rank >= -1) & (rank == np.round(rank)) & (rank <= MAX_RANK)
+            good &= step <= MAX_STEP
             for a in (start, end, *ph):
                 good &= np.isnan(a) | (np.isfinite(a) & (a >= 0))
             good &= ~(end < start)
@@ -286,7 +294,10 @@ class RecordConverter:
         if bad:
             self.bad += bad
             if len(self.reasons) < 20:
-                self.reasons.append(f"{bad} record(s): negative, non-finite or non-integer values, or end before start")
+                self.reasons.append(
+                    f"{bad} record(s): negative, non-finite or non-integer values, end before start, "
+                    f"or a rank above {MAX_RANK}"
+                )
         idx = np.flatnonzero(good)
         return StepBatch.from_columns(
             step=step[idx].astype(np.int64), rank=rank[idx].astype(np.int64), start=start[idx], end=end[idx],
@@ -327,13 +338,17 @@ class RecordConverter:
                 rank = _int(rank_v) if rank_v is not None else -1
                 if step < 0 or rank < -1:
                     raise ValueError("negative step or rank")
+                if rank > MAX_RANK or step > MAX_STEP:
+                    raise ValueError(f"rank above {MAX_RANK} or step above {MAX_STEP}")
+                stage_v = _pick(rec, a["stage"])
+                if stage_v is not None and not -1 <= _int(stage_v) <= MAX_STAGE:
+                    raise ValueError(f"stage outside -1..{MAX_STAGE}")
                 start = _num(_pick(rec, a["start"]))
                 end = _num(_pick(rec, a["end"]))
                 if end < start:
                     raise ValueError("end before start")
                 kind_v = _pick(rec, a["kind"])
                 kind = KIND_CODE.get(str(kind_v).lower(), 0) if kind_v is not None else 0
-                stage_v = _pick(rec, a["stage"])
                 att_v = _pick(rec, a["attempt"])
                 w_v = _num(_pick(rec, a["iterations"]))
                 row = (
