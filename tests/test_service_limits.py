@@ -240,3 +240,22 @@ def test_admission_and_ingest_apply_one_set_of_limits(tmp_path: Path) -> None:
     report = InputReport(path=str(path))
     list(read_bundle(path, report, ing))
     assert any("decompression bomb" in w for w in report.warnings)
+
+
+def test_an_ordinary_compressed_log_is_not_taken_for_a_bomb(tmp_path: Path) -> None:
+    """Issue 19: an ordinary NCCL INFO log was refused as a bomb ("... from 0 bytes"): the compressed
+    bytes the decoder read ahead with its first piece were not counted as the member's. A 22 MB log
+    that gzips 74x (under the 100x limit) passes; the same size at ~300x is still a bomb."""
+    lines = [f"[2024-05-01 10:{(i // 100) // 600 % 60:02d}:{(i // 100) // 10 % 60:02d}.{(i // 100) % 10}] "
+             f"gpu-node-{i % 16:03d}:{1000 + i % 8} [{i % 8}] NCCL INFO Channel {i % 32:02d}/0 : "
+             f"{i % 8}[{i % 8}] -> {(i + 1) % 8}[{(i + 1) % 8}] via P2P/IPC/read\n" for i in range(220_000)]
+    raw = "".join(lines).encode()
+    p = tmp_path / "nccl.log.gz"
+    p.write_bytes(gzip.compress(raw))
+    assert 50 < len(raw) / p.stat().st_size < 100
+    info = inspect_bundle(p, UploadLimits())
+    assert info.kind == "gz" and info.unpacked_bytes == len(raw)
+    q = tmp_path / "same.log.gz"
+    q.write_bytes(gzip.compress(lines[0].encode() * 220_000))
+    with pytest.raises(Refused, match="decompression bomb"):
+        inspect_bundle(q, UploadLimits())

@@ -173,11 +173,13 @@ class _Lines:
 
 
 def _scan(stream: BinaryIO, name: str, budget: _Budget, compressed: Counting | None,
-          member_compressed: int | None = None) -> int:
-    """Read a member to its end, checking lines, totals and ratio. ``compressed``: counter of the compressed side."""
+          member_compressed: int | None = None, whole: bool = False) -> int:
+    """Read a member to its end, checking lines, totals and ratio. ``compressed``: counter of the compressed side;
+    ``whole``: the member is the whole compressed stream (a .log.gz), so every compressed byte read so far,
+    the decoder's read-ahead included, is its own."""
     lines = _Lines(budget.limits.max_line_bytes)
     n = 0
-    c0 = compressed.n if compressed is not None else 0
+    c0 = 0 if whole or compressed is None else compressed.n
     while True:
         try:
             data = stream.read(_PIECE)
@@ -261,7 +263,7 @@ def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
                 _tar_members(tf, counting, budget)
                 return BundleInfo(f"tar.{kind}", budget.members, budget.total, size)
             budget.member(path.name)
-            _scan(Prepend(head, inner), path.name, budget, counting)
+            _scan(Prepend(head, inner), path.name, budget, counting, whole=True)
             return BundleInfo("gz" if kind == "gz" else "log", budget.members, budget.total, size)
         if kind == "tar":
             try:
