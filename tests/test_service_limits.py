@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import socket
 import tarfile
 import time
@@ -259,3 +260,28 @@ def test_an_ordinary_compressed_log_is_not_taken_for_a_bomb(tmp_path: Path) -> N
     q.write_bytes(gzip.compress(lines[0].encode() * 220_000))
     with pytest.raises(Refused, match="decompression bomb"):
         inspect_bundle(q, UploadLimits())
+
+
+def test_a_queued_path_swapped_for_a_link_is_not_read(tmp_path: Path) -> None:
+    """Issue 19: the allowed-root check ran only when a path request was accepted; a path swapped for a
+    symbolic link (to a secret outside the root, or to /dev/zero) before the worker opened it was read."""
+    from diag_service.service.tasks import run_task
+
+    root = tmp_path / "root"
+    root.mkdir()
+    log = root / "job.log"
+    log.write_text("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\nRuntimeError: boom\n")
+    secret = tmp_path / "secret.log"
+    secret.write_text("RuntimeError: password=hunter2 outside the root\n")
+    task = {"kind": "diagnose", "path": str(log), "job_id": "j", "recovery": False, "confined": str(log)}
+    assert run_task(task)["ok"]
+    log.unlink()
+    log.symlink_to(secret)
+    res = run_task(task)
+    assert not res["ok"] and res["status"] == 403 and "changed since it was accepted" in res["error"]
+    log.unlink()
+    log.symlink_to("/dev/zero")
+    assert run_task({"kind": "slow", "path": str(log), "confined": str(log)})["status"] == 403
+    log.unlink()
+    os.mkfifo(log)
+    assert "not a regular file" in run_task({"kind": "slow", "path": str(log), "confined": str(log)})["error"]

@@ -298,7 +298,8 @@ async def create_diagnosis(
         body: DiagnosePathBody = await json_body(request, DiagnosePathBody)
         path = await run_in_threadpool(resolve_allowed, body.path, ctx.settings.allowed_roots)
         name = body.job_id or path.name
-        job, fut = ctx.submit("diagnose", ctx.diagnose_task(path, name, body.exclude), job_id=name)
+        job, fut = ctx.submit("diagnose", {**ctx.diagnose_task(path, name, body.exclude), "confined": str(path)},
+                              job_id=name)
         return await _answer(ctx, job, fut, body.wait, 0)
     if not ctx.has_room():
         ctx.metrics.refusals.labels("queue_full").inc()
@@ -395,7 +396,8 @@ async def post_hang(request: Request, _: Submit) -> Any:
     if _content_type(request) == "application/json":
         body: HangPathBody = await json_body(request, HangPathBody)
         folder = await run_in_threadpool(resolve_allowed, body.path, ctx.settings.allowed_roots)
-        task = {"kind": "hang", "dumps_dir": str(folder), "min_stuck_snapshots": body.min_stuck_snapshots}
+        task = {"kind": "hang", "dumps_dir": str(folder), "min_stuck_snapshots": body.min_stuck_snapshots,
+                "confined": str(folder)}
         job, fut = ctx.submit("hang", task, job_id=body.job_id or folder.name)
         return await _answer_report(ctx, job, fut, HangEnvelope, HangReport)
     job_uuid = new_id()
@@ -463,7 +465,10 @@ async def post_slow(request: Request, _: Submit) -> Any:
         else:
             path, size, fields = await receive_upload(request, ctx, "feed", job_uuid, "timing.jsonl")
             input_path, job_id, world = folder, _job_id(fields.get("job_id")), None
-        job, fut = ctx.submit("slow", {"kind": "slow", "path": str(path), "world_size": world}, job_id=job_id or job_uuid,
+        task = {"kind": "slow", "path": str(path), "world_size": world}
+        if input_path is None:  # a path request: checked again when the worker opens it
+            task["confined"] = str(path)
+        job, fut = ctx.submit("slow", task, job_id=job_id or job_uuid,
                               job_uuid=job_uuid, input_path=input_path, input_bytes=size)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import tempfile
 import threading
 import traceback
@@ -122,6 +123,26 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     return tuple(errs)
 
 
+def _moved(task: dict[str, Any]) -> str | None:
+    """Why a path request's input may no longer be read, or None. ``task["confined"]`` is the real path
+    that was checked against the allowed roots when the request was accepted; the worker opens it
+    later (queued, or again after a restart), so it is checked again here: a path (or a folder on the
+    way) swapped for a symbolic link, or turned into a device or pipe, is refused."""
+    confined = task.get("confined")
+    if not confined:
+        return None
+    path = task.get("path") or task.get("dumps_dir") or ""
+    if os.path.realpath(path) != confined or path != confined:
+        return f"input {os.path.basename(confined)!r} changed since it was accepted (now a link elsewhere): refused"
+    try:
+        st = os.lstat(confined)
+    except OSError as exc:
+        return f"input {os.path.basename(confined)!r} is gone since it was accepted ({exc.strerror})"
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return f"input {os.path.basename(confined)!r} is not a regular file or folder: refused"
+    return None
+
+
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
     """Run one task; never raises (see the module docstring).
 
@@ -136,6 +157,9 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
     def err(status: int, msg: str) -> dict[str, Any]:
         return _err(status, msg.replace(hide.rstrip("/") + "/", "") if hide else msg)
 
+    moved = _moved(task)
+    if moved is not None:
+        return err(403, moved)
     try:
         input_errors = _input_errors()
         try:
