@@ -269,3 +269,17 @@ def test_a_record_with_an_absurd_rank_or_step_is_rejected_not_allocated_for() ->
     assert rep.input.bad_records == 4 and rep.input.ranks == 4
     assert any(str(MAX_RANK) in w for w in rep.input.warnings)
     assert det.rank_idx.size <= 64
+
+
+def test_rich_markup_in_a_node_name_is_printed_as_text(tmp_path: Path) -> None:
+    """Issue 19: a node name "[/]" from a feed crashed `diag slow` (Rich read it as a closing tag)."""
+    feed = tmp_path / "timing.jsonl"
+    rows = []
+    for s in range(60):
+        rows.append({"rank": 0, "node": "[bold red]gpu-node-001", "step": s, "start": s, "end": s + 0.5,
+                     "compute_s": 0.3, "comm_s": 0.2})
+        rows.append({"rank": 1, "node": "[/]", "step": s, "start": s, "end": s + 0.9, "compute_s": 0.7, "comm_s": 0.2})
+    feed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(app, [str(feed)])
+    assert res.exit_code == 0, res.output
+    assert "[/]" in res.output

@@ -59,14 +59,14 @@ def hang_cmd(
             t.add_column(col)
         for s in rep.suspects[:20]:
             where = s.top_frames[0] if s.top_frames else ""
-            t.add_row(str(s.rank), s.node or "", f"{s.score:.2f}", escape(s.reason), escape(where))
+            t.add_row(str(s.rank), escape(s.node or ""), f"{s.score:.2f}", escape(s.reason), escape(where))
         c.print(t)
     if rep.collectives is not None and rep.collectives.stalls:
         t = Table(title="Stalled collectives (Flight Recorder)")
         for col in ("group", "ranks", "collective", "joined", "never joined", "mismatched"):
             t.add_column(col)
         for st in sorted(rep.collectives.stalls, key=lambda s: len(s.group_ranks))[:20]:
-            t.add_row(st.group + (f" ({st.group_desc})" if st.group_desc else ""), fmt_ranks(st.group_ranks),
+            t.add_row(escape(st.group + (f" ({st.group_desc})" if st.group_desc else "")), fmt_ranks(st.group_ranks),
                       f"{st.op} #{st.seq}", fmt_ranks(st.joined), fmt_ranks(st.missing), escape(st.mismatch_detail or "-"))
         c.print(t)
     if not rep.groups:

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from diag_service.clitools import DiagGroup
@@ -50,7 +51,7 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
     lost = "lost (s)" if rep.units == "seconds" else f"lost ({rep.units})"
     verdict = "[red]FAIL-SLOW[/red]" if rep.failure_mode else "[green]OK[/green]"
     con.print(f"{verdict}  category: {rep.category}")
-    con.print(rep.summary)
+    con.print(escape(rep.summary))
     b = rep.baseline
     if b.step_time_s is not None:
         con.print(f"baseline: {b.step_time_s:.4g}{u}/step (noise {b.noise_sigma:.3f} log-sd), warm-up {b.warmup_steps} "
@@ -70,23 +71,23 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
         for col in ("group", "name", "kind", "factor", "since", "ranks", "basis"):
             t.add_column(col)
         for g in rep.groups[:show]:
-            t.add_row(g.group, g.name, str(g.kind), f"{g.slowdown_factor:.2f}x", str(g.first_step),
-                      f"{len(g.ranks)}/{g.n_ranks}", g.basis)
+            t.add_row(escape(g.group), escape(g.name), str(g.kind), f"{g.slowdown_factor:.2f}x", str(g.first_step),
+                      f"{len(g.ranks)}/{g.n_ranks}", escape(g.basis))
         con.print(t)
     if rep.stragglers:
         t = Table(title=f"stragglers ({len(rep.stragglers)})")
         for col in ("rank", "node", "kind", "factor", "since", "detected", "slow steps", lost, "conf"):
             t.add_column(col)
         for s in rep.stragglers[:show]:
-            t.add_row(str(s.rank), s.node or "", str(s.kind), f"{s.slowdown_factor:.2f}x",
+            t.add_row(str(s.rank), escape(s.node or ""), str(s.kind), f"{s.slowdown_factor:.2f}x",
                       str(s.first_step) + (" (start)" if s.present_at_start else ""), str(s.detected_at_step),
                       f"{s.slow_fraction:.0%}", f"{s.time_lost_s:.4g}", f"{s.confidence:.2f}")
         con.print(t)
     i = rep.input
-    con.print(f"input: {i.format} {i.source}: {i.records} records, {i.ranks} ranks, {i.nodes} nodes, {i.steps} steps"
+    con.print(f"input: {i.format} {escape(i.source)}: {i.records} records, {i.ranks} ranks, {i.nodes} nodes, {i.steps} steps"
               f" (phases: {', '.join(i.phases) or 'none'})")
     for w in i.warnings:
-        con.print(f"[yellow]warning:[/yellow] {w}")
+        con.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
 if __name__ == "__main__":  # pragma: no cover
