@@ -185,6 +185,12 @@ def test_malformed_requests(srv: LiveServer) -> None:
     assert c.get("/v1/diagnoses", params={"limit": 10_000}).status_code == 422
     assert c.post("/v1/slow", json={"records": None}).status_code == 422
     assert c.post("/v1/etpr", content=b"\xff\xfe", headers={"Content-Type": "application/json"}).status_code == 400
+    # issue 19: NaN and absurd ranks in a JSON body are input errors (they were 500s)
+    nan = b'{"records": [{"rank": 0, "step": 1, "start": NaN, "end": 2.0}]}'
+    r = c.post("/v1/slow", content=nan, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and "NaN" in r.json()["detail"]
+    r = c.post("/v1/slow", json={"records": [{"rank": 1e300, "step": 1, "start": 1.0, "end": 2.0}]})
+    assert 400 <= r.status_code < 500, r.text[:300]
     _healthy(srv)
 
 

@@ -192,13 +192,20 @@ async def receive_upload(request: Request, ctx: ServiceContext, field: str, job_
         ctx.release_upload_slot()
 
 
+def _no_constant(name: str) -> Any:
+    """``NaN``/``Infinity`` are not JSON (RFC 8259) and no field of ours takes them."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 async def json_body(request: Request, model: type) -> Any:
     """Parse the JSON body into ``model``; 400 for invalid JSON, 422 with pydantic's errors for the rest."""
     raw = await request.body()
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise Refused(400, f"invalid JSON body: {exc}", "bad_json") from None
+    except ValueError as exc:
+        raise Refused(422, f"invalid JSON body: {exc}", "bad_json") from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:
