@@ -10,11 +10,15 @@ The JSON Schema of :class:`Diagnosis` is exported to ``docs/schema/diagnosis.sch
 
 from __future__ import annotations
 
+import importlib
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+if TYPE_CHECKING:
+    from diag_service.slow.models import SlowReport
 
 SCHEMA_VERSION = "1.1"  # 1.1: Diagnosis.slow is a typed SlowReport (the same JSON as before, validated)
 
@@ -438,7 +442,17 @@ class Diagnosis(BaseModel):
 
 
 # The fail-slow report is part of the shared vocabulary; its models (diag_service.slow.models) use this
-# module's enums and Evidence, so they are imported once those exist, and Diagnosis is completed here.
-from diag_service.slow.models import SlowReport  # noqa: E402
+# module's enums and Evidence, so they are imported once those exist, and Diagnosis is completed then.
+# Either module may be imported first: when diag_service.slow.models is (it imports this module at its
+# top), it is still partial here and completes Diagnosis itself at its end.
 
-Diagnosis.model_rebuild()
+
+def _complete_diagnosis(slow_report: type) -> None:
+    """Resolve ``Diagnosis.slow``'s type once :class:`diag_service.slow.models.SlowReport` exists."""
+    globals()["SlowReport"] = slow_report
+    Diagnosis.model_rebuild()
+
+
+_slow_models = importlib.import_module("diag_service.slow.models")
+if hasattr(_slow_models, "SlowReport") and "SlowReport" not in globals():
+    _complete_diagnosis(_slow_models.SlowReport)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import Category, Diagnosis, Narrative, SimilarIncident
 from diag_service.pipeline import DiagnoseRequest, diagnose
@@ -31,6 +33,22 @@ def test_importing_every_module_writes_nothing_to_the_environment() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("first", ["diag_service.slow.models", "diag_service.slow", "diag_service.domain"])
+def test_the_fail_slow_models_import_first_or_second(first: str) -> None:
+    # diag_service.slow.models and diag_service.domain import each other (Diagnosis.slow is a SlowReport);
+    # a script that imports the slow models first (e.g. to build a SlowConfig) used to fail with
+    # "cannot import name 'SlowReport' from partially initialized module".
+    code = (
+        f"import {first}\n"
+        "from diag_service.slow import SlowConfig, SlowReport\n"
+        "from diag_service.domain import Diagnosis\n"
+        "print(SlowConfig().min_effect, Diagnosis.model_fields['slow'].annotation)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[0] == "0.1" and "SlowReport" in r.stdout
 
 
 class _Past:

@@ -288,3 +288,13 @@ class SlowReport(BaseModel):
     log_evidence: list[Evidence] = Field(default_factory=list, description="Log lines behind a log-derived series.")
     config: SlowConfig = Field(default_factory=SlowConfig)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+def _complete_domain() -> None:
+    import diag_service.domain as domain  # already imported (above); the module object, even mid-import
+
+    if "SlowReport" not in vars(domain):
+        domain._complete_diagnosis(SlowReport)
+
+
+_complete_domain()
