@@ -68,13 +68,24 @@ class SlowConfig(BaseModel):
       only beyond 3 robust sigmas of the peers' spread (the usual 3-sigma outlier rule, on MAD). It is no
       longer a per-step margin on a rank's own evidence: with 4 ranks on a loaded host, 3 MADs of 4 values
       hid a rank computing 2x longer than its peers (lab runs, ``docs/slow.md``).
-    * ``rank_h`` = 1.0: a rank alarms when its accumulated excess, in units of the job's step time,
-      exceeds one whole step (e.g. 7 steps at +25 %, or 3 of 8 steps at +60 %); an engineering choice,
-      checked on synthetic feeds (``docs/slow.md``). ``rank_h_sigma`` = 8: each rank's own noise (robust
-      sigma of its excess in the baseline window, at least the pooled sigma of all ranks) raises the
-      floors to k = 0.5 sigma, h = 8 sigma. With k = 0.5 sigma, h = 8 sigma the in-control average run
-      length of a Gaussian CUSUM is about 2 x 10^4 steps per rank and phase (Siegmund's approximation),
-      against about 900 for h = 5 sigma; the mean-excess rule (>= ``min_effect``) comes on top.
+    * ``rank_h`` = 0.7, ``rank_h_sigma`` = 5, ``rank_min_steps`` = 10, ``spread_now`` = 1: a rank alarms
+      when its accumulated excess, in units of the job's step time, exceeds 0.7 of a step and 5 of its own
+      robust sigmas (the sigma of its excess in the baseline window, at least the pooled sigma of all
+      ranks, at least the ranks' spread over the last ``noise_window`` steps, and, for compute and data,
+      at least this step's spread of the ranks), with k = 0.5 sigma, *and* its CUSUM run has lasted 10
+      steps. Why: on this host's clean lab runs (``eval/slow_feeds``, dev split) a rank is 1.2-1.35x
+      slower than its peers for 3-10 steps at a time while the scheduler shares two cores among the
+      ranks, and several ranks drift apart at once when other work takes a core. The duration floor
+      keeps the first from alarming, and this step's spread (one rank out among peers that agree barely
+      moves it; ranks drifting apart in pairs do) the second, so the interval could come down from
+      (1 step, 8 sigma). Measured with ``eval/slow_power.py`` on the quiet dev feeds, 20 trials per cell
+      (issue 18): a persistent 1.3x compute straggler named within 20 steps in 0.55 of trials (was
+      0.35; median delay 19.5 steps, was 26.5), 2x on 1 step in 5 within 60 steps in 0.75 (was 0.55),
+      and stragglers on 10,400 clean dev steps 0 (was 1); over the whole 180-step horizon a 1.2x rank
+      and a 1.3x node are found less often (0.75 and 0.80, were 0.90) but sooner (median 52 and 38
+      steps, were 76 and 84). A Gaussian CUSUM with k = 0.5 sigma, h = 5 sigma has an in-control average
+      run length of about 900 steps per rank and phase (Siegmund's approximation); the duration floor
+      and the mean-excess rule (>= ``min_effect``) come on top.
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
       baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
       rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
@@ -117,12 +128,18 @@ class SlowConfig(BaseModel):
     )
     periodic_min_hits: int = Field(default=3, ge=2, description="Outliers at a constant period this many times = periodic.")
     peer_k: float = Field(default=3.0, ge=0, description="Robust sigmas of the peers a rank's excess must exceed.")
-    rank_h: float = Field(default=1.0, gt=0, description="Rank CUSUM decision interval, in step times.")
+    rank_h: float = Field(default=0.7, gt=0, description="Rank CUSUM decision interval, in step times.")
+    rank_min_steps: int = Field(
+        default=10, ge=1, description="A rank's CUSUM run must have lasted this many steps before it alarms."
+    )
+    spread_now: float = Field(
+        default=1.0, ge=0, description="Weight of this step's spread of the ranks in each rank's sigma floor (0 = off)."
+    )
     rank_k_effect: float = Field(
         default=1.0, gt=0, description="Rank CUSUM reference value, in units of min_effect (step times per step)."
     )
     rank_h_sigma: float = Field(
-        default=8.0, gt=0, description="Rank CUSUM decision interval, in the unit's baseline sigmas (a floor on rank_h)."
+        default=5.0, gt=0, description="Rank CUSUM decision interval, in the unit's baseline sigmas (a floor on rank_h)."
     )
     noise_window: int = Field(
         default=10, ge=1, description="Steps over which the ranks' current spread (a floor on each rank's sigma) is a median."

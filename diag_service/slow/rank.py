@@ -447,7 +447,9 @@ class PeerTracker:
         u = slice(0, n) if contiguous else units
         valid = np.isfinite(Q)
         sig, base, structural = self.sig[:, u], self.base[:, u], self.structural[:, u]
-        sig = np.maximum(sig, self._current_spread(Q, valid)[:, None])
+        recent, now = self._current_spread(Q, valid)
+        now[1] = 0.0  # communication: a victim's waits widen the spread whenever anyone is late
+        sig = np.maximum(sig, np.maximum(recent, now * cfg.spread_now)[:, None])
         k = np.maximum(cfg.rank_k_effect * cfg.min_effect, 0.5 * sig)
         h = np.maximum(cfg.rank_h, cfg.rank_h_sigma * sig * self._ar_factor()[:, None])
         clip = np.maximum(cfg.rank_clip, 3 * sig)
@@ -493,7 +495,8 @@ class PeerTracker:
         self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
-        fire = act & (s_new > 0) & (s_new >= h) & big & ~alarmed
+        lasting = n_arr >= cfg.rank_min_steps
+        fire = act & (s_new > 0) & (s_new >= h) & big & lasting & ~alarmed
         fire |= self._bernoulli(step, u, units, valid, Q - b_pos, sig, structural, alarmed, cost)
         new: list[UnitRecord] = []
         if fire.any():
@@ -551,7 +554,7 @@ class PeerTracker:
             self.start[:, u] = start
         return fire
 
-    def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The units' recent spread per kind (length 3; 0 where unknown), after adding this step's.
 
         Per step and kind, ``1.4826 x MAD`` of the units' excesses (at least three units); the result is the
@@ -574,7 +577,7 @@ class PeerTracker:
             col = self._disp[j][np.isfinite(self._disp[j])]
             if col.size:
                 out[j] = median(col)
-        return out
+        return out, np.nan_to_num(d)
 
     def _reset(self, j: int, u: np.ndarray) -> None:
         for name in ("n", "nslow", "slr", "exc", "peak", "usum"):
