@@ -80,6 +80,9 @@ class ProgressLog:
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
     ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
+    ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
+    world-size banners, progress bars and loss lines, a launcher or framework name): see
+    ``diag_service.extract.events.JOB_OUTPUT``.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -88,6 +91,7 @@ class ProgressLog:
     last_completed: dict[int, int] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
     world_size: int | None = None
+    job_output: bool = False
 
     def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
         d = self.series.get(key)

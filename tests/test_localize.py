@@ -96,3 +96,40 @@ def test_warnings_never_become_the_root_cause(tmp_path: Path) -> None:
     )
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.category is Category.GPU_OOM
+
+
+# The last lines of a HF Trainer run under torchrun that stopped printing (an issue thread's paste of a hung
+# job): progress bars and NCCL's set-up, no error, no exit code, no launcher report.
+_STALLED = (
+    "gpu-node-001:1757:1757 [0] NCCL INFO Channel 00/02 :    0   1   2   3\n"
+    "gpu-node-001:1757:1811 [0] NCCL INFO Connected all rings\n"
+    "{'loss': 0.0, 'grad_norm': 1.4142135381698608, 'learning_rate': 4.3181818181818185e-06, 'epoch': 0.01}\n"
+    "  1%|          | 20/1752 [00:57<1:22:40,  2.86s/it]\n"
+    "  1%|          | 24/1752 [01:09<1:23:10,  2.89s/it]\n"
+)
+
+
+def test_a_training_log_that_ends_without_any_error_is_a_hang_to_confirm(tmp_path: Path) -> None:
+    (tmp_path / "console.log").write_text(_STALLED)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG
+    assert d.category is Category.UNKNOWN and d.confidence <= 0.2
+    # a hang read from silence is confirmed before anything is killed: stack dumps first, no restart yet
+    assert d.recovery is not None and d.recovery.level.value == "L0"
+    assert "stack dumps" in d.recovery.action
+
+
+def test_the_same_log_with_an_exit_or_an_error_is_not_called_hung(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(
+        _STALLED + "E1203 10:00:00.000000 1757 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+        "(exitcode: 1) local_rank: 0 (pid: 1757) of binary: /usr/bin/python3\n")
+    assert diagnose(DiagnoseRequest(path=str(tmp_path / "a.log"))).failure_mode is FailureMode.FAIL_STOP
+    (tmp_path / "b.log").write_text(_STALLED + "gpu-node-001:1757:1811 [0] NCCL WARN Net : Connection closed by remote peer\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path / "b.log")))
+    assert "logs end without an error" not in d.root_cause.summary
+
+
+def test_text_that_is_no_training_log_is_not_called_hung(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("meeting notes\nthe printer on floor 2 is out of paper\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path / "notes.txt")))
+    assert d.failure_mode is FailureMode.FAIL_STOP and not d.has_evidence()

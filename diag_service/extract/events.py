@@ -86,6 +86,17 @@ PROGRESS_PATTERN = (
     r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
 PROGRESS_RE = re.compile(PROGRESS_PATTERN)
+#: Lines only a distributed training job writes: NCCL's INFO lines, rank / world-size banners (torchrun's
+#: environment, Lightning's "GLOBAL_RANK: 0, MEMBER: 1/8"), tqdm progress bars ("12/1752 [00:57<1:22:40,
+#: 2.86s/it]"), loss and step lines, launcher and framework names. Used only to tell a training log that
+#: ends without any error (a job still running: hung or slow) from a text that is not a training log.
+JOB_OUTPUT = (
+    r"NCCL INFO|GLOBAL_RANK|LOCAL_RANK|local_rank|[Ww]orld[_ ]size|WORLD_SIZE|MASTER_ADDR|(?:\d+(?:\.\d+)?|\?)(?:it/s|s/it)\]"
+    r"|'loss':|\bloss[:=]\s*\d|\b(?:[Ii]teration|global_step)\b|\b[Ee]poch\b|torch\.distributed|torchrun|[Dd]eep[Ss]peed"
+    r"|[Aa]ccelerate|[Ll]ightning|[Hh]orovod|TorchTrainer|ray\.train|Megatron|NeMo|\bDDP\b|\bFSDP\b"
+)
+JOB_OUTPUT_FAST = re2.compile(JOB_OUTPUT)
+JOB_WINDOW = 64 << 10
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _RE2_OPTIONS)
@@ -290,6 +301,9 @@ class Extractor:
                 obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text, a, a + RANK_WINDOW)))
         if "NCCL INFO" in text:
             self._learn_nccl_ranks(text)
+        if not obs.job_output:
+            # the head and tail of the block suffice (such lines recur): a bounded cost per block
+            obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]})
         if obs.world_size is None and "nranks" in text:
             m_world = NRANKS_RE.search(text)
             if m_world:
