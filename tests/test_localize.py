@@ -124,7 +124,9 @@ def test_the_same_log_with_an_exit_or_an_error_is_not_called_hung(tmp_path: Path
         _STALLED + "E1203 10:00:00.000000 1757 torch/distributed/elastic/multiprocessing/api.py:869] failed "
         "(exitcode: 1) local_rank: 0 (pid: 1757) of binary: /usr/bin/python3\n")
     assert diagnose(DiagnoseRequest(path=str(tmp_path / "a.log"))).failure_mode is FailureMode.FAIL_STOP
-    (tmp_path / "b.log").write_text(_STALLED + "gpu-node-001:1757:1811 [0] NCCL WARN Net : Connection closed by remote peer\n")
+    (tmp_path / "b.log").write_text(
+        _STALLED + "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.20.5\n")
     d = diagnose(DiagnoseRequest(path=str(tmp_path / "b.log")))
     assert "logs end without an error" not in d.root_cause.summary
 
@@ -133,3 +135,18 @@ def test_text_that_is_no_training_log_is_not_called_hung(tmp_path: Path) -> None
     (tmp_path / "notes.txt").write_text("meeting notes\nthe printer on floor 2 is out of paper\n")
     d = diagnose(DiagnoseRequest(path=str(tmp_path / "notes.txt")))
     assert d.failure_mode is FailureMode.FAIL_STOP and not d.has_evidence()
+
+
+def test_nccl_warnings_no_rank_turned_into_an_error_are_a_hang_in_set_up(tmp_path: Path) -> None:
+    # Two-node Horovod job whose second machine bootstraps NCCL over lo: rank 4 warns and NCCL retries; no
+    # rank raised an error or exited (NCCL returns an error code that PyTorch/Horovod would raise).
+    (tmp_path / "console.log").write_text(
+        "[1,0]<stdout>:gpu-node-001:4101:4101 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        "[1,4]<stdout>:gpu-node-002:4153:4153 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>\n"
+        "[1,4]<stdout>:gpu-node-002:4153:4209 [0] include/socket.h:361 NCCL WARN Call to connect timeout : "
+        "Connection refused\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG
+    assert d.first_failing_rank == 4
+    assert "NCCL warnings" in d.root_cause.summary
