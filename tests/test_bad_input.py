@@ -563,15 +563,19 @@ def test_a_file_without_failure_evidence_gets_a_warning_and_no_action(tmp_path: 
     from diag_service.domain import RecoveryLevel
     from diag_service.pipeline import DiagnoseRequest, diagnose
 
-    for name, text in (("hostname", "vm\n"),
-                       ("healthy.log", "".join(f"[rank0]: step {i} loss {2.5 - i / 100:.3f} lr 3e-4\n" for i in range(50)))):
+    # A training log that just stops could be a healthy attempt's or a hung job's: it is a hang to confirm
+    # (fail_hang at 0.15), never a restart; text that is no training log at all has no evidence.
+    for name, text, rule in (
+            ("hostname", "vm\n", "no_failure_evidence"),
+            ("healthy.log", "".join(f"[rank0]: step {i} loss {2.5 - i / 100:.3f} lr 3e-4\n" for i in range(50)),
+             "hang_unconfirmed")):
         p = tmp_path / name
         p.write_text(text)
         d = diagnose(DiagnoseRequest(path=str(p)))
         assert d.category is Category.UNKNOWN and not d.events
         assert any(w.startswith("no failure evidence") for w in d.input.warnings), d.input.warnings
         assert d.recovery is not None and d.recovery.level is RecoveryLevel.L0
-        assert d.recovery.rule_id == "no_failure_evidence"
+        assert d.recovery.rule_id == rule
     real = diagnose(DiagnoseRequest(path=str(Path(__file__).resolve().parents[1] / "examples" / "torchrun_shape_mismatch_2x2")))
     assert not any(w.startswith("no failure evidence") for w in real.input.warnings)
     assert real.recovery is not None and real.recovery.rule_id != "no_failure_evidence"
