@@ -150,3 +150,20 @@ def test_nccl_warnings_no_rank_turned_into_an_error_are_a_hang_in_set_up(tmp_pat
     assert d.failure_mode is FailureMode.FAIL_HANG
     assert d.first_failing_rank == 4
     assert "NCCL warnings" in d.root_cause.summary
+
+
+def test_single_node_agent_names_the_worker_that_failed_not_the_ones_it_stopped(tmp_path: Path) -> None:
+    # accelerate/torchrun console of one node, no rank prefixes: rank 0's safetensors error, then the agent
+    # stops rank 1 (SIGTERM) and reports local rank 0 as failed.
+    (tmp_path / "console.log").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.9/site-packages/safetensors/torch.py", line 394, in _flatten\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: Some tensors share memory, this will lead to duplicate memory on disk and potential "
+        "differences when loading them again\n"
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 22397 closing signal SIGTERM\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 22396) of "
+        "binary: /opt/venv/bin/python\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.first_failing_rank == 0

@@ -25,6 +25,7 @@ Rules, in order (each documented where it acts):
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -244,6 +245,25 @@ _OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKin
                               EventKind.KERNEL, EventKind.ERROR_LINE})
 
 
+_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
+
+
+def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
+    """The one local rank that a torchelastic agent reports as failed (``failed (exitcode: N) local_rank: R
+    (pid: P)``, logged by ``torch.distributed.elastic.multiprocessing.api`` for the first worker it finds
+    exited) with an exit of its own, or None. Workers the agent then stops (``closing signal SIGTERM``, exit
+    -15) do not count. Callers use it only for one node without global ranks, where local ranks are global."""
+    found: set[int] = set()
+    for g in groups:
+        if g.kind is not EventKind.EXIT:
+            continue
+        for ev in g.examples:
+            m = _AGENT_FAILED.search(ev.key) or next(filter(None, map(_AGENT_FAILED.search, ev.lines)), None)
+            if m and m.group(1) != "-15":
+                found.add(int(m.group(2)))
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True) -> bool:
     """True when some rank wrote an error of its own: an exception, an error line, a kernel report, C++ frames or
     (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors."""
@@ -430,8 +450,7 @@ def localize(
             # are the global ranks, so the agent's "failed (exitcode) local_rank: N" names the rank.
             # (not NCCL's "[dev]", which is a CUDA device index and is 0 in every process that sees one GPU)
             locals_ = {ev.local_rank for ev in pevs if ev.local_rank is not None and ev.kind is EventKind.EXIT}
-            if len(locals_) == 1:
-                first_rank = next(iter(locals_))
+            first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
         if category in NODE_LEVEL and primary.nodes:
@@ -541,6 +560,8 @@ def localize(
             evidence.append(_evidence(elastic_root))
         if first_rank is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             first_rank = _sole_erring_rank(events)
+        if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
+            first_rank = _agent_failed_rank(groups)
     if primary is not None and confident:
         # Root-signature events of another category and lower priority are part of the cascade.
         for e in events:
