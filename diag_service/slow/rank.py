@@ -495,7 +495,8 @@ class PeerTracker:
         self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
-        lasting = n_arr >= cfg.rank_min_steps
+        # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
+        lasting = (n_arr >= cfg.rank_min_steps) | (usum >= cfg.rank_fast_effect * np.maximum(n_arr, 1))
         fire = act & (s_new > 0) & (s_new >= h) & big & lasting & ~alarmed
         fire |= self._bernoulli(step, u, units, valid, Q - b_pos, sig, structural, alarmed, cost)
         new: list[UnitRecord] = []
