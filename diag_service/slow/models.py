@@ -84,8 +84,8 @@ class SlowConfig(BaseModel):
       (issue 18): a persistent 1.3x compute straggler named within 20 steps in 0.65 of trials (was
       0.35; median delay 18 steps, was 26.5), 2x on 1 step in 5 within 60 steps in 0.80 (was 0.55),
       and stragglers on 10,400 clean dev steps 0 (was 1); over the whole 180-step horizon a 1.2x rank
-      and a 1.3x node are found less often (0.75 and 0.80, were 0.90) but sooner (median 52 and 38
-      steps, were 76 and 84). A Gaussian CUSUM with k = 0.5 sigma, h = 5 sigma has an in-control average
+      is found less often (0.75, was 0.90) but sooner (median 52 steps, was 76), a 1.3x node as often
+      (0.95, was 0.90) and sooner (median 39 steps, was 84). A Gaussian CUSUM with k = 0.5 sigma, h = 5 sigma has an in-control average
       run length of about 900 steps per rank and phase (Siegmund's approximation); the duration floor
       and the mean-excess rule (>= ``min_effect``) come on top.
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
