@@ -85,9 +85,10 @@ class SlowConfig(BaseModel):
       0.35; median delay 18 steps, was 26.5), 2x on 1 step in 5 within 60 steps in 0.80 (was 0.55),
       and stragglers on 10,400 clean dev steps 0 (was 1); over the whole 180-step horizon a 1.2x rank
       is found less often (0.75, was 0.90) but sooner (median 52 steps, was 76), a 1.3x node as often
-      (0.95, was 0.90) and sooner (median 39 steps, was 84). A Gaussian CUSUM with k = 0.5 sigma, h = 5 sigma has an in-control average
-      run length of about 900 steps per rank and phase (Siegmund's approximation); the duration floor
-      and the mean-excess rule (>= ``min_effect``) come on top.
+      (0.95, was 0.90) and sooner (median 39 steps, was 84). A Gaussian CUSUM with k = 0.5 sigma,
+      h = 5 sigma has an in-control average run length of about 900 steps per rank and phase
+      (Siegmund's approximation); the duration floor and the mean-excess rule (>= ``min_effect``) come
+      on top.
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
       baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
       rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
