@@ -36,6 +36,54 @@ class DiagGroup(TyperGroup):
         return _handled(super().invoke, ctx)
 
 
+class LazyDiagGroup(DiagGroup):
+    """:class:`DiagGroup` whose sub-commands named in :attr:`lazy` are imported only when run.
+
+    ``lazy`` maps a command name to ``(module, attribute, help)``: the attribute is a Typer app (mounted as
+    a group) or a command function. ``diag --help`` lists them from ``help`` without importing anything, so
+    a command that needs no model, service or lab does not pay for importing them (issue 21). A module
+    that cannot be imported (an optional extra not installed) is a clear usage error naming the extra.
+    """
+
+    lazy: dict[str, tuple[str, str, str]] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = list(super().list_commands(ctx))
+        return names + [n for n in self.lazy if n not in names]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name in self.lazy:
+            help_ = self.lazy[cmd_name][2]
+            return click.Command(cmd_name, help=help_, short_help=help_)  # for the listing only
+        return cmd
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in self.lazy and name not in self.commands:
+            self.add_command(self._load(name), name)
+        return super().resolve_command(ctx, args)
+
+    def _load(self, name: str) -> click.Command:
+        import importlib
+
+        module, attr, help_ = self.lazy[name]
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            raise click.UsageError(
+                f"`diag {name}` needs a package that is not installed ({exc.name or exc}); "
+                "install the extra it belongs to, e.g. pip install 'diag-service[all]'"
+            ) from exc
+        if isinstance(obj, typer.Typer):
+            if obj.info.help is None:
+                obj.info.help = help_
+            return typer.main.get_command(obj)
+        one = typer.Typer()
+        one.command(name, help=help_, cls=DiagCommand)(obj)
+        return typer.main.get_command(one)
+
+
 class DiagCommand(TyperCommand):
     """The same for an app of one command (Typer makes it a command, not a group):
     ``app.command(cls=DiagCommand)``."""
@@ -44,4 +92,4 @@ class DiagCommand(TyperCommand):
         return _handled(super().invoke, ctx)
 
 
-__all__ = ["DiagCommand", "DiagGroup"]
+__all__ = ["DiagCommand", "DiagGroup", "LazyDiagGroup"]

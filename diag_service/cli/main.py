@@ -10,39 +10,28 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from diag_service.clitools import DiagGroup
-from diag_service.domain import Diagnosis
+from diag_service.clitools import LazyDiagGroup
 from diag_service.errors import InputError
-from diag_service.pipeline import DiagnoseRequest, diagnose
-from diag_service.recovery import History, ShellExecutor, load_policy, recommend
-from diag_service.signatures import load_signatures, signature_search_path
 
 err = Console(stderr=True)
 
 
-app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True, cls=DiagGroup)
+class _DiagApp(LazyDiagGroup):
+    # Sub-commands imported only when run (issue 21: a cold `diag --help` or `diag diagnose` does not import
+    # the HTTP service, the lab's torch, Ray, polars or the knowledge base's models).
+    lazy = {
+        "hang": ("diag_service.hang.cli", "hang_cmd", "Fail-hang: who is stuck where, from stack and Flight Recorder dumps."),
+        "slow": ("diag_service.slow.cli", "app", "Fail-slow: job slowdown episodes and straggler ranks/nodes from timing."),
+        "kb": ("diag_service.kb.cli", "app", "Incident knowledge base: build, search, add."),
+        "etpr": ("diag_service.etpr.cli", "app", "ETPR: effective training productivity and its losses by cause."),
+        "serve": ("diag_service.service.cli", "serve", "HTTP diagnosis service (FastAPI + uvicorn)."),
+        "label": ("diag_service.label.cli", "label",
+                  "Batch-label an archive of failed jobs (resumable; local or Ray engine)."),
+        "lab": ("diag_service.lab.cli", "app", "Fault-injection lab: real torch.distributed failures."),
+    }
 
-try:  # the fault-injection lab is optional (it needs torch)
-    from diag_service.lab.cli import app as lab_app
 
-    app.add_typer(lab_app, name="lab", help="Fault-injection lab: real torch.distributed failures.")
-except ImportError:  # pragma: no cover - lab not installed
-    pass
-
-
-from diag_service.etpr.cli import app as etpr_app  # noqa: E402
-from diag_service.hang.cli import hang_cmd  # noqa: E402
-from diag_service.kb.cli import app as kb_app  # noqa: E402
-from diag_service.label.cli import label as label_cmd  # noqa: E402
-from diag_service.service.cli import serve as serve_cmd  # noqa: E402
-from diag_service.slow.cli import app as slow_app  # noqa: E402
-
-app.command("hang")(hang_cmd)
-app.add_typer(slow_app, name="slow")
-app.add_typer(kb_app, name="kb", help="Incident knowledge base: build, search, add.")
-app.add_typer(etpr_app, name="etpr")
-app.command("serve", help="HTTP diagnosis service (FastAPI + uvicorn).")(serve_cmd)
-app.command("label", help="Batch-label an archive of failed jobs (resumable; local or Ray engine).")(label_cmd)
+app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs.", no_args_is_help=True, cls=_DiagApp)
 
 
 @app.command("diagnose")
@@ -60,6 +49,8 @@ def diagnose_cmd(
     llm: Annotated[bool, typer.Option("--llm/--no-llm", help="End with a local model's cited summary (models/llm.yaml).")] = True,
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
     d = diagnose(
         DiagnoseRequest(
             path=str(path), job_id=job_id, recovery=not no_recovery,
@@ -83,6 +74,8 @@ def schema_cmd(
     out: Annotated[Path | None, typer.Option(help="Write the JSON Schema here instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of the diagnosis output."""
+    from diag_service.domain import Diagnosis
+
     text = json.dumps(Diagnosis.model_json_schema(), indent=2) + "\n"
     if out is None:
         sys.stdout.write(text)
@@ -98,6 +91,8 @@ def signatures_cmd(
     )] = None,
 ) -> None:
     """Validate the signature catalog and list it."""
+    from diag_service.signatures import load_signatures, signature_search_path
+
     if directory is None:
         for d in signature_search_path():
             err.print(f"reading {d}")
@@ -119,6 +114,9 @@ def recover_cmd(
     execute: Annotated[bool, typer.Option("--execute", help="Run the plan (needs DIAG_EXECUTOR=shell).")] = False,
 ) -> None:
     """Recommend the cheapest recovery likely to work for a diagnosis (dry-run by default)."""
+    from diag_service.domain import Diagnosis
+    from diag_service.recovery import History, ShellExecutor, load_policy, recommend
+
     try:
         text = sys.stdin.read() if str(diagnosis) == "-" else diagnosis.read_text(encoding="utf-8")
         d = Diagnosis.model_validate_json(text)

@@ -1,0 +1,63 @@
+"""A `diag` command imports only what it uses (issue 21): the cold start of `diag --help` or of a diagnosis
+without the knowledge base and the model is not spent importing the HTTP service, torch, Ray or models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
+#: Imported only by the commands that need them: the service, the lab, batch labelling, the knowledge base,
+#: the summary model, the ETPR tables.
+HEAVY = ("fastapi", "uvicorn", "starlette", "torch", "transformers", "sentence_transformers", "faiss", "ray",
+         "xllamacpp", "llama_cpp", "slack_bolt", "polars", "sqlalchemy")
+
+
+def _imported(body: str) -> list[str]:
+    code = (
+        "import contextlib, io, json, sys\n"
+        + body
+        + f"\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_help_imports_no_subcommand() -> None:
+    body = (
+        "from diag_service.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        app(['--help'], standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert 'etpr' in out.getvalue() and 'lab' in out.getvalue(), out.getvalue()\n"
+        "assert 'pydantic' not in sys.modules and 'numpy' not in sys.modules\n"
+    )
+    assert _imported(body) == []
+
+
+def test_diagnose_without_kb_and_model_imports_none_of_the_heavy_parts() -> None:
+    body = (
+        "from diag_service.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    app(['diagnose', {str(EXAMPLE)!r}, '--no-kb', '--no-llm', '--json'], standalone_mode=False)\n"
+        "assert json.loads(out.getvalue())['category'] == 'user_code'\n"
+    )
+    assert _imported(body) == []
+
+
+def test_a_lazy_subcommand_is_imported_when_run() -> None:
+    body = (
+        "from diag_service.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        app(['etpr', '--help'], standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+    )
+    assert "polars" in _imported(body)  # the ETPR tables are polars frames
