@@ -18,8 +18,29 @@ from diag_service.errors import DiagError
 M = TypeVar("M", bound=BaseModel)
 
 
-def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+#: libyaml's C parser when PyYAML was built with it (the wheels are): the catalogue's 16 files parse in
+#: about 0.1 s instead of 0.7 s with the pure-Python one, which every cold `diag diagnose` paid.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class LazyNode:
+    """The node tree of a YAML text, composed only when asked (for an error's line number)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._node: yaml.Node | None = None
+        self._done = False
+
+    def get(self) -> yaml.Node | None:
+        if not self._done:
+            self._node, self._done = yaml.compose(self.text, Loader=_LOADER), True
+        return self._node
+
+
+def line_of(node: yaml.Node | LazyNode | None, loc: tuple[Any, ...]) -> int | None:
     """1-based line of the YAML node at pydantic error location ``loc`` (the deepest node found)."""
+    if isinstance(node, LazyNode):
+        node = node.get()
     line = node.start_mark.line + 1 if node is not None else None
     for key in loc:
         if isinstance(node, yaml.MappingNode):
@@ -35,7 +56,8 @@ def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def validation_message(name: str, node: yaml.Node | None, exc: ValidationError, base: tuple[Any, ...] = ()) -> str:
+def validation_message(name: str, node: yaml.Node | LazyNode | None, exc: ValidationError,
+                       base: tuple[Any, ...] = ()) -> str:
     """``"<name>:<line>: <field>: <message>"`` for the first error of ``exc``, with how many more there are
     (``base``: the location of the validated object inside the document)."""
     first = exc.errors(include_url=False)[0]
@@ -46,11 +68,12 @@ def validation_message(name: str, node: yaml.Node | None, exc: ValidationError, 
     return f"{name}:{line if line is not None else '?'}: {where}: {first['msg']}{more}"
 
 
-def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, yaml.Node | None]:
-    """``(document, node tree)`` of YAML ``text``. Raises ``error`` naming ``name`` and the line."""
+def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, LazyNode]:
+    """``(document, node tree)`` of YAML ``text`` (the tree composed when first asked for, to name a line).
+    Raises ``error`` naming ``name`` and the line."""
     try:
-        node = yaml.compose(text)
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (CSafeLoader or SafeLoader)
+        node = LazyNode(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = str(mark.line + 1) if mark is not None else "?"
@@ -59,7 +82,7 @@ def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, yaml.
 
 
 def load_yaml_model(path: str | Path, model: type[M], error: type[DiagError], name: str | None = None,
-                    empty: Any = None) -> tuple[M, str, yaml.Node | None]:
+                    empty: Any = None) -> tuple[M, str, LazyNode]:
     """Read ``path``, parse it and validate it as ``model``: ``(object, text, node tree)``.
 
     ``name``: how messages name the file (default: the path). ``empty``: the document to validate when
@@ -83,4 +106,4 @@ def load_yaml_model(path: str | Path, model: type[M], error: type[DiagError], na
         raise error(validation_message(label, node, exc)) from exc
 
 
-__all__ = ["line_of", "load_yaml_model", "parse_yaml", "validation_message"]
+__all__ = ["LazyNode", "line_of", "load_yaml_model", "parse_yaml", "validation_message"]
