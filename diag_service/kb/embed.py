@@ -84,6 +84,7 @@ class MiniLMEmbedder:
             raise EmbedderError(f"no sentence-transformers model in {self._dir} (modules.json missing)")
         self._batch = batch_size
         self._model = None
+        self._onnx: tuple[object, object] | None = None  # (onnxruntime session, tokenizer) when used
         self._lock = threading.Lock()
         self._name: str | None = None
         self._dim = self._read_dim()
@@ -126,6 +127,72 @@ class MiniLMEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def onnx_path(self) -> Path:
+        """Where this model's ONNX export is cached: ``<cache_home>/models/minilm-<weights sha256[:12]>-op17.onnx``
+        (keyed by the weights' hash, so other weights never reuse it)."""
+        from diag_service.resources import cache_home
+
+        return cache_home() / "models" / f"minilm-{self.name.rsplit('@', 1)[-1]}-op17.onnx"
+
+    def _load_onnx(self) -> bool:
+        """Use the cached ONNX export with onnxruntime when it and the runtime are there (``DIAG_ONNX=0``: never).
+        True when loaded. Importing torch and sentence-transformers costs ~5 s of a cold process; this ~0.4 s."""
+        if os.environ.get("DIAG_ONNX", "1") == "0":
+            return False
+        path = self.onnx_path()
+        if not path.is_file():
+            return False
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+            tok.enable_truncation(self._max_len())
+            tok.enable_padding()
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - a missing runtime or a bad cache file: the torch path still works
+            return False
+        self._onnx = (sess, tok)
+        return True
+
+    def _max_len(self) -> int:
+        try:
+            return int(json.loads((self._dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+        except (OSError, ValueError, KeyError):
+            return 256
+
+    def _export_onnx(self, model) -> None:  # noqa: ANN001 - a SentenceTransformer
+        """Write the ONNX export of the loaded model's transformer into the cache (atomically); any failure
+        leaves no file and changes nothing (the next process loads torch again)."""
+        if os.environ.get("DIAG_ONNX", "1") == "0":
+            return
+        path = self.onnx_path()
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        try:
+            import torch
+
+            class _Hidden(torch.nn.Module):
+                def __init__(self, hf) -> None:  # noqa: ANN001
+                    super().__init__()
+                    self.hf = hf
+
+                def forward(self, ids, mask, types):  # noqa: ANN001, ANN202
+                    return self.hf(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            x = torch.ones(2, 8, dtype=torch.long)
+            names = ["input_ids", "attention_mask", "token_type_ids"]
+            with torch.no_grad():
+                torch.onnx.export(_Hidden(model[0].auto_model.eval()), (x, x, torch.zeros_like(x)), str(tmp),
+                                  input_names=names, output_names=["last_hidden_state"],
+                                  dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]},
+                                  opset_version=17, dynamo=False)
+            os.replace(tmp, path)
+        except Exception:  # noqa: BLE001 - an optimisation only
+            tmp.unlink(missing_ok=True)
+
     def _load(self):  # noqa: ANN202 - SentenceTransformer, imported lazily
         with self._lock:
             if self._model is None:
@@ -145,16 +212,40 @@ class MiniLMEmbedder:
                     self._model = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)
                 except Exception as exc:  # noqa: BLE001 - any loader failure is reported the same way
                     raise EmbedderError(f"cannot load the embedding model from {self._dir}: {exc}") from exc
+                if not self.onnx_path().is_file():
+                    self._export_onnx(self._model)
             return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit vectors, float32 ``(len(texts), 384)``; texts beyond 256 tokens are truncated."""
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
+        if self._onnx is None and self._model is None:
+            with self._lock:
+                if self._onnx is None:
+                    self._load_onnx()
+        if self._onnx is not None:
+            return self._encode_onnx(list(texts))
         model = self._load()
         vecs = model.encode(list(texts), batch_size=self._batch, normalize_embeddings=True,
                             show_progress_bar=False, convert_to_numpy=True)
         return normalise_rows(vecs)
+
+
+    def _encode_onnx(self, texts: list[str]) -> np.ndarray:
+        """The same vectors as sentence-transformers' (mean of the last hidden states over the tokens, then
+        L2 norm; all-MiniLM-L6-v2's modules.json), from the ONNX export (tests compare the two)."""
+        sess, tok = self._onnx  # type: ignore[misc]
+        out = []
+        for i in range(0, len(texts), self._batch):
+            enc = tok.encode_batch(texts[i : i + self._batch])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            types = np.array([e.type_ids for e in enc], dtype=np.int64)
+            hidden = sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            m = mask[..., None].astype(np.float32)
+            out.append((hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9))
+        return normalise_rows(np.concatenate(out))
 
 
 _TOKEN = re.compile(r"[a-z][a-z0-9_]+|\d+")
