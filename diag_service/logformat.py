@@ -36,6 +36,12 @@ SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
 MPI_PREFIX = re.compile(r"\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:\s?")
 # A host name: letters, digits, dots, dashes; must contain a digit or a dash so that words such as
 # "RuntimeError: " or "INFO: " are never mistaken for hosts.
+#: A syslog line as /var/log/syslog, /var/log/messages and `journalctl -o short` write it: the time, the host,
+#: the program and its pid (``Nov 30 03:12:55 gpu-node-042 kernel: NVRM: Xid ...``). The host is the node.
+SYSLOG_PREFIX = re.compile(
+    r"((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d\d:\d\d:\d\d) "
+    r"([A-Za-z0-9][A-Za-z0-9.-]{0,62}) [A-Za-z_][\w./-]{0,63}(?:\[\d+\])?: "
+)
 HOST_PREFIX = re.compile(r"((?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,62}): ")
 _NOT_HOSTS = re.compile(r"(?i)^(?:.*(?:error|exception|warning)|info|warn|debug|fatal|note|error|nccl)$")
 
@@ -51,7 +57,7 @@ SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
-PREFIX_KINDS = ("stamp", "mpi", "rank", "role", "num", "srun", "host")
+PREFIX_KINDS = ("stamp", "syslog", "mpi", "rank", "role", "num", "srun", "host")
 #: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether
 #: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
@@ -90,6 +96,10 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
         m = COLLECTOR_TS.match(line)
         if m:
             counts["stamp"] += 1
+            line = line[m.end():]
+        m = SYSLOG_PREFIX.match(line)
+        if m:
+            counts["syslog"] += 1
             line = line[m.end():]
         for _ in range(3):
             m = MPI_PREFIX.match(line)
@@ -152,6 +162,12 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             m = COLLECTOR_TS.match(text)
             if m:
                 att.stamp = m.group(0).rstrip()
+                text = text[m.end():]
+        if "syslog" in kinds:
+            m = SYSLOG_PREFIX.match(text)
+            if m:
+                att.stamp = att.stamp or m.group(1)
+                att.node = m.group(2)
                 text = text[m.end():]
         for _ in range(4):
             m = MPI_PREFIX.match(text)

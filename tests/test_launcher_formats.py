@@ -226,3 +226,26 @@ def test_nccl_heartbeat_monitor_line_is_a_hang(tmp_path: Path) -> None:
     d = _diag(tmp_path, text)
     assert d.failure_mode.value == "fail_hang"
     assert d.first_failing_rank is None
+
+
+# A node's kernel log as /var/log/syslog (or `journalctl -k -o short`) writes it: time, host, program.
+XID_SYSLOG = (
+    "Nov 30 03:12:55 gpu-h100-042 kernel: [812334.118204] NVRM: GPU at PCI:0000:3b:00: "
+    "GPU-6f1c2a0e-8d2b-4a6f-9e3c-1b7d5e0a9c42\n"
+    "Nov 30 03:12:55 gpu-h100-042 kernel: [812334.118213] NVRM: Xid (PCI:0000:3b:00): 79, pid=1184421, "
+    "name=python, GPU has fallen off the bus.\n"
+    "Nov 30 03:12:55 gpu-h100-042 kernel: [812334.118221] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
+    "Nov 30 03:13:02 gpu-h100-042 systemd[1]: nvidia-persistenced.service: Main process exited, code=exited, "
+    "status=1/FAILURE\n"
+)
+
+
+def test_a_syslog_line_names_its_host_as_the_node(tmp_path: Path) -> None:
+    kinds = detect_prefixes(XID_SYSLOG.splitlines())
+    assert "syslog" in kinds
+    att = attribute(XID_SYSLOG.splitlines()[3], kinds)
+    assert att.node == "gpu-h100-042" and att.text.startswith("nvidia-persistenced.service")
+    d = _diag(tmp_path, XID_SYSLOG)
+    assert d.category.value == "gpu_hardware"
+    assert d.faulty_nodes == ["gpu-h100-042"]  # the node to cordon, not "NODE"
+    assert d.recovery is not None and any("gpu-h100-042" in c for c in d.recovery.commands)
