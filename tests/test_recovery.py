@@ -241,3 +241,19 @@ def test_a_command_holding_a_placeholder_is_refused(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
     with pytest.raises(ExecutionRefused, match="placeholder"):
         ShellExecutor().run(plan)
+
+
+def test_shared_memory_too_small_is_handed_over_not_restarted(tmp_path: Path) -> None:
+    # NCCL could not create its shared-memory segment: a restart as it is fails the same way.
+    log = tmp_path / "rank0.log"
+    log.write_text(
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+        "[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+        "[rank0]: Last error:\n"
+        "[rank0]: Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(log)))
+    assert d.category.value == "storage"
+    assert d.recovery is not None and d.recovery.rule_id == "shared_memory_too_small"
+    assert d.recovery.level.value == "L4"
