@@ -184,7 +184,11 @@ class MiniLMEmbedder:
             path.parent.mkdir(parents=True, exist_ok=True)
             x = torch.ones(2, 8, dtype=torch.long)
             names = ["input_ids", "attention_mask", "token_type_ids"]
-            with torch.no_grad():
+            import warnings
+
+            # the exporter's tracer warnings are about the model's Python control flow, not for the operator
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 torch.onnx.export(_Hidden(model[0].auto_model.eval()), (x, x, torch.zeros_like(x)), str(tmp),
                                   input_names=names, output_names=["last_hidden_state"],
                                   dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]},
