@@ -383,12 +383,21 @@ def site_catalog(extra: str | Path | None = None) -> SignatureSet:
 def _check_prefilter(sigs: SignatureSet, files: dict[str, str]) -> None:
     """Every example must reach the signature stage: its lines pass the extractor's pre-filter as the
     pipeline builds it from this catalogue (a pattern re2 cannot compile adds nothing to it)."""
-    from diag_service.extract.events import prefilter_with
+    from diag_service.extract.events import _LOOKAROUND, prefilter_with
 
-    pre = prefilter_with(sigs.prefilter_patterns())
+    pre = None
     for c in sigs.signatures:
+        # A line its own signature's re2-compatible pattern matches is in the pre-filter (the union of those
+        # patterns, unanchored): that settles most examples without running the union, whose lazily built
+        # automaton cost 0.4 s of every cold start on ~700 example lines.
+        own = [p for p in c.patterns if not _LOOKAROUND.search(p.pattern)]
         for ex in c.spec.examples:
-            if not any(pre.search(line) for line in ex.splitlines() or [ex]):
+            lines = ex.splitlines() or [ex]
+            if any(p.search(line) for p in own for line in lines):
+                continue
+            if pre is None:
+                pre = prefilter_with(sigs.prefilter_patterns())
+            if not any(pre.search(line) for line in lines):
                 raise SignatureError(
                     f"{files[c.spec.id]}: signature {c.spec.id!r}: example never reaches the signature stage "
                     f"(no line passes the extractor's pre-filter; re2 cannot run this signature's pattern, so "
