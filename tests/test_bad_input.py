@@ -252,6 +252,21 @@ def test_truncated_tar_gz_keeps_what_precedes_the_cut(tmp_path: Path) -> None:
     assert complete + 1000 < d.input.lines < complete + big.count(b"\n")
 
 
+def test_a_tar_gz_cut_short_early_has_no_diagignore_warning(tmp_path: Path) -> None:
+    # a small bundle cut within its first members: the truncation is reported once, for the member it
+    # hit, not also as an unreadable .diagignore the archive never had (from a new user's trial)
+    built = B.rank_stderr_file(tmp_path)
+    files = {"bundle/rank0.log": built.path.read_bytes(),
+             "bundle/rank1.log": "".join(f"step {i} loss {i % 7}.{i % 10}\n" for i in range(3000)).encode()}
+    full = B.make_tar(tmp_path / "full.tar.gz", files, "w:gz")
+    data = full.read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(data[: len(data) - 100])
+    d = run_diagnose(cut)
+    assert any("truncated" in w for w in d.input.warnings), d.input.warnings
+    assert not any(w.startswith(".diagignore") for w in d.input.warnings), d.input.warnings
+
+
 def test_tar_gz_cut_inside_its_first_header_is_a_clear_error(tmp_path: Path) -> None:
     full = B.make_tar(tmp_path / "full.tar.gz", B.torchrun_logdir_files(), "w:gz")
     (tmp_path / "cut.tar.gz").write_bytes(full.read_bytes()[:100])

@@ -397,8 +397,9 @@ def archive_member_text(
     a tar only the first ``max_tar_members`` members are looked at (the folder entries and the
     ``.diagignore`` a collector writes first), so the archive is not decompressed a second time.
     Returns None for a path that is not a ``.tar*``/``.zip`` file, an archive larger than
-    ``max_archive_bytes`` (a tar.gz must be inflated to list it), or no such member. Raises ``OSError``,
-    ``tarfile.TarError``, ``zipfile.BadZipFile`` or ``EOFError`` on an unreadable or corrupt archive.
+    ``max_archive_bytes`` (a tar.gz must be inflated to list it), no such member, or a tar that breaks
+    before one (its truncation is the log pass's to report). Raises ``OSError``, ``tarfile.TarError``,
+    ``zipfile.BadZipFile`` or ``EOFError`` when the archive cannot be opened or the member cannot be read.
     """
     p = Path(path)
     if not p.is_file() or p.stat().st_size > max_archive_bytes:
@@ -412,12 +413,20 @@ def archive_member_text(
         # streamed, and only over the first members: a compressed tar has no index, and reading it to
         # the end here would decompress it twice (collectors write .diagignore first; tarfile and `tar --sort=name` put it first)
         with tarfile.open(p, "r|*") as tf:
-            for i, m in enumerate(tf):
-                if i >= max_tar_members:
+            members = iter(tf)
+            for _ in range(max_tar_members):
+                try:
+                    m = next(members)
+                except StopIteration:
+                    return None
+                except (EOFError, tarfile.TarError, zlib.error):
+                    # the archive breaks before any such member: it has none that can be read, and the log
+                    # pass reports the truncation itself (not as this member being unreadable)
                     return None
                 if m.isfile() and wanted(m.name):
                     f = tf.extractfile(m)
                     return (m.name, f.read(max_bytes).decode("utf-8", errors="replace")) if f else None
+            return None
     elif p.name.lower().endswith(".zip"):
         with zipfile.ZipFile(p) as zf:
             for info in zf.infolist():
