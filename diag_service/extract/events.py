@@ -403,10 +403,13 @@ class Extractor:
         body = att.text
         stripped = body.strip()
         who = _who(rd.src, att)
-        if who[1] is None and "local_rank: " in body:
+        fields: dict[str, str] = {}
+        if "local_rank: " in body:
             m_agent = AGENT_FAILED.search(body)
-            if m_agent:
-                who = (who[0], int(m_agent.group(2)), who[2])
+            if m_agent:  # a torchelastic agent's "failed (exitcode: N) local_rank: R (pid: P)"
+                fields["agent_exitcode"] = m_agent.group(1)
+                if who[1] is None:
+                    who = (who[0], int(m_agent.group(2)), who[2])
         who = self._global(rd.src.path, who)
         if who[0] is None and "NCCL" in body and (self._nccl_comm or self._nccl_conn):
             who = (self._nccl_rank(body), who[1], who[2])
@@ -445,7 +448,7 @@ class Extractor:
             self._collective(key, who, ts)
         yield RawEvent(
             kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
-            rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx,
+            rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,
         )
 
     def _collective(self, key: str, who: tuple, ts: float | None) -> None:

@@ -25,7 +25,6 @@ Rules, in order (each documented where it acts):
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -245,22 +244,14 @@ _OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKin
                               EventKind.KERNEL, EventKind.ERROR_LINE})
 
 
-_AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
-
-
 def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
     """The one local rank that a torchelastic agent reports as failed (``failed (exitcode: N) local_rank: R
     (pid: P)``, logged by ``torch.distributed.elastic.multiprocessing.api`` for the first worker it finds
-    exited) with an exit of its own, or None. Workers the agent then stops (``closing signal SIGTERM``, exit
-    -15) do not count. Callers use it only for one node without global ranks, where local ranks are global."""
-    found: set[int] = set()
-    for g in groups:
-        if g.kind is not EventKind.EXIT:
-            continue
-        for ev in g.examples:
-            m = _AGENT_FAILED.search(ev.key) or next(filter(None, map(_AGENT_FAILED.search, ev.lines)), None)
-            if m and m.group(1) != "-15":
-                found.add(int(m.group(2)))
+    exited; the extractor puts N in the event's ``agent_exitcode``) with an exit of its own, or None. Workers
+    the agent then stops (``closing signal SIGTERM``, exit -15) do not count. Callers use it only for one
+    node without global ranks, where local ranks are global."""
+    found = {ev.local_rank for g in groups if g.kind is EventKind.EXIT for ev in g.examples
+             if ev.local_rank is not None and ev.fields.get("agent_exitcode", "-15") != "-15"}
     return next(iter(found)) if len(found) == 1 else None
 
 
@@ -514,7 +505,7 @@ def localize(
             mode = FailureMode.FAIL_HANG
             confidence = 0.25
             summary = "Stack dumps were taken and no process exited: the job hung; no known cause in the logs."
-        elif not terminated and _own_errors(groups, nccl=False) is False and _training_output(
+        elif not terminated and not _own_errors(groups, nccl=False) and _training_output(
                 groups, progress, ranks_seen, nodes_seen):
             mode = FailureMode.FAIL_HANG
             confidence = ALIVE_NO_ERROR_CONFIDENCE
