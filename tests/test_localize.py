@@ -167,3 +167,26 @@ def test_single_node_agent_names_the_worker_that_failed_not_the_ones_it_stopped(
     )
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.first_failing_rank == 0
+
+
+def test_symptoms_before_the_root_are_precursors_not_cascade(tmp_path: Path) -> None:
+    # DeepSpeed's loss scaler: OVERFLOW lines (word for word from ymcui/Chinese-LLaMA-Alpaca#534) halve
+    # the scale until deepspeed/runtime/fp16/loss_scaler.py raises at the minimum; the launcher then
+    # kills the workers. The overflows came first: they lead to the root, they do not follow from it.
+    ovf = ("[2023-06-07 {t}] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+           "Attempted loss scale: {a}, reducing to {b}\n")
+    text = "".join(ovf.format(t=t, a=a, b=b) for t, a, b in (
+        ("22:16:00,018", 64, 32), ("22:18:11,762", 32, 16), ("22:20:23,340", 16, 8), ("22:24:46,260", 4, 2)))
+    text += (
+        "[2023-06-07 22:26:58,017] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+        "Skipping step. Attempted loss scale: 2, reducing to 1\n"
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n"
+        "[2023-06-07 22:27:01,155] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 12001\n"
+    )
+    (tmp_path / "train.log").write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    s = d.root_cause.summary
+    assert s.startswith("fp16 loss scale at its minimum")
+    assert "Preceded by: DeepSpeed fp16 loss-scale overflow" in s
+    assert "Cascade: DeepSpeed fp16" not in s
+    assert "Cascade: DeepSpeed launcher killed" in s

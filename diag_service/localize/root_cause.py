@@ -255,6 +255,12 @@ def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
+def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
+    """True when ``hit`` was first stamped strictly before ``root`` (both stamped, same ISO-8601 form)."""
+    a, b = hit.first_timestamp, root.first_timestamp
+    return a is not None and b is not None and a < b
+
+
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True) -> bool:
     """True when some rank wrote an error of its own: an exception, an error line, a kernel report, C++ frames or
     (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors."""
@@ -465,6 +471,14 @@ def localize(
         summary = f"{primary.name}{detail} on {where}{when}. {primary.explanation}"
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
+        # A symptom stamped before the root cause is a precursor (e.g. fp16 overflows before the loss
+        # scale hits its minimum), not its consequence: it is named as what came first.
+        before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
+        cascade = [h for h in cascade if h not in before]
+        if before:
+            names = ", ".join(dict.fromkeys(h.name for h in before[:4]))
+            findings.append(f"Before it, the logs reported: {names}.")
+            summary += f" Preceded by: {names}."
         if cascade:
             other_ranks = sorted({r for h in cascade for r in h.ranks} - ({first_rank} if first_rank is not None else set()))
             names = ", ".join(dict.fromkeys(h.name for h in cascade[:4]))
