@@ -256,9 +256,12 @@ def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
 
 
 def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
-    """True when ``hit`` was first stamped strictly before ``root`` (both stamped, same ISO-8601 form)."""
+    """True when ``hit`` was first stamped strictly before ``root`` (both stamped, same ISO-8601 form).
+
+    A borrowed (approximate) time is a lower bound of the real one, so it may stand for ``root`` but
+    not for ``hit``."""
     a, b = hit.first_timestamp, root.first_timestamp
-    return a is not None and b is not None and a < b
+    return a is not None and b is not None and not hit.first_timestamp_approx and a < b
 
 
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True) -> bool:
@@ -462,7 +465,10 @@ def localize(
         first_ev = pevs[0] if pevs else None
         where = _where(first_rank, first_ev.local_rank if first_ev else None,
                        faulty_nodes[0] if faulty_nodes else (first_ev.node if first_ev else None))
-        when = f" at {iso(first_ev.ts)}" if first_ev and first_ev.ts is not None else ""
+        when = ""
+        if first_ev and first_ev.ts is not None:
+            # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound
+            when = f" at or after {iso(first_ev.ts)}" if first_ev.ts_approx else f" at {iso(first_ev.ts)}"
         detail = ""
         if primary.details:
             shown = {k: v for k, v in primary.details.items() if k in ("code", "peer", "status", "sig", "exc", "op", "dev")}
