@@ -78,7 +78,18 @@ class LazyDiagGroup(DiagGroup):
         if isinstance(obj, typer.Typer):
             if obj.info.help is None:
                 obj.info.help = help_
-            return typer.main.get_command(obj)
+            cb = obj.registered_callback
+            if not obj.registered_commands and not obj.registered_groups and cb is not None and cb.callback:
+                # a callback-only app (diag slow / diag etpr) is one command: shown as such, without
+                # the "COMMAND [ARGS]" of a group that has no sub-commands
+                one = typer.Typer()
+                one.command(name, help=obj.info.help, cls=DiagCommand,
+                            context_settings=obj.info.context_settings)(cb.callback)
+                return typer.main.get_command(one)
+            # mounted as a sub-group, so it does not carry a top-level app's --install-completion
+            outer = typer.Typer()
+            outer.add_typer(obj, name=name)
+            return typer.main.get_command(outer).commands[name]  # type: ignore[attr-defined]
         one = typer.Typer()
         one.command(name, help=help_, cls=DiagCommand)(obj)
         return typer.main.get_command(one)

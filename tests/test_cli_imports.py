@@ -61,3 +61,20 @@ def test_a_lazy_subcommand_is_imported_when_run() -> None:
         "        pass\n"
     )
     assert "polars" in _imported(body)  # the ETPR tables are polars frames
+
+
+def test_sub_apps_show_their_own_usage() -> None:
+    # diag slow / diag etpr are single commands (a callback-only app), diag kb a group mounted under diag:
+    # neither shows a group's "COMMAND [ARGS]" without sub-commands nor a top-level --install-completion.
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+
+    runner = CliRunner()
+    for sub, arg in (("slow", "TIMING_FEED"), ("etpr", "EVENTS")):
+        out = runner.invoke(app, [sub, "--help"], prog_name="diag", terminal_width=200).output
+        usage = next(line for line in out.splitlines() if "Usage:" in line)
+        assert f"diag {sub} [OPTIONS]" in usage and "COMMAND" not in usage, usage
+        assert arg.lower() in usage.lower()
+    kb = runner.invoke(app, ["kb", "--help"], terminal_width=200).output
+    assert "search" in kb and "--install-completion" not in kb
