@@ -83,6 +83,7 @@ class ProgressLog:
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
+    ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``).
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -92,6 +93,7 @@ class ProgressLog:
     ranks: set[int] = field(default_factory=set)
     world_size: int | None = None
     job_output: bool = False
+    trained: bool = False
 
     def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
         d = self.series.get(key)

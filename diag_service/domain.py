@@ -416,6 +416,9 @@ class Diagnosis(BaseModel):
         description="Fail-slow report (diag_service.slow.SlowReport, without its config) when the bundle carries a timing feed.",
     )
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
+    trained: bool | None = Field(default=None, description=(
+        "True when some line reports a training step's loss (the job trained before it failed), False when "
+        "none does (it failed in set-up, or the excerpt holds no such line), None when not known."))
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)

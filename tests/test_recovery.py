@@ -257,3 +257,47 @@ def test_shared_memory_too_small_is_handed_over_not_restarted(tmp_path: Path) ->
     assert d.category.value == "storage"
     assert d.recovery is not None and d.recovery.rule_id == "shared_memory_too_small"
     assert d.recovery.level.value == "L4"
+
+
+_AGENT_FAILURE = (
+    "[2024-05-02 10:00:01,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+    "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "Root Cause (first observed failure):\n[0]:\n  time      : 2024-05-02_10:00:01\n  host      : gpu-node-001\n"
+    "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 4242)\n  error_file: <N/A>\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "trained", "level", "rule"),
+    [
+        ("", False, RecoveryLevel.L4, "failed_before_training"),
+        # data preparation prints progress bars but no loss: still set-up
+        ("Running tokenizer on dataset:  38%|###8      | 32066/85249 [32:12<53:25, 16.59ba/s]\n",
+         False, RecoveryLevel.L4, "failed_before_training"),
+        # a configuration dump names the loss scaler, not a loss value
+        ("[2024-05-02 09:59:01,000] [INFO] [config.py:1000:print]   dynamic_loss_scale_args ...... {'init_scale': "
+         "65536, 'scale_window': 1000, 'delayed_shift': 2, 'min_scale': 1}, 'loss_scale': 0, min_loss_scale=1\n",
+         False, RecoveryLevel.L4, "failed_before_training"),
+        ("{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}\n", True, RecoveryLevel.L2,
+         "default_restart_once"),
+        (" iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 812.3 | "
+         "learning rate: 1.500E-04 | global batch size:   512 | lm loss: 7.351832E+00 | loss scale: 65536.0 |\n",
+         True, RecoveryLevel.L2, "default_restart_once"),
+    ],
+)
+def test_a_failure_before_any_training_step_is_handed_over(tmp_path: Path, before: str, trained: bool,
+                                                            level: RecoveryLevel, rule: str) -> None:
+    # The same unexplained worker exit: after logged training steps a restart from checkpoint is the
+    # cheapest try; with no loss line before it the job failed in set-up and would fail the same way.
+    d = _diag(tmp_path, before + _AGENT_FAILURE, "job-setup")
+    assert d.category is Category.UNKNOWN
+    assert d.trained is trained
+    plan = recommend(d)
+    assert (plan.level, plan.rule_id) == (level, rule)
+
+
+def test_a_network_error_without_loss_lines_is_still_retried(tmp_path: Path) -> None:
+    d = _diag(tmp_path, SOCKET_LOG.format(port=49901), "job-net-once")
+    assert d.trained is False
+    assert recommend(d).rule_id == "network_transient"

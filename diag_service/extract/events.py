@@ -96,6 +96,15 @@ JOB_OUTPUT = (
     r"|[Aa]ccelerate|[Ll]ightning|[Hh]orovod|TorchTrainer|ray\.train|Megatron|NeMo|\bDDP\b|\bFSDP\b"
 )
 JOB_OUTPUT_FAST = re2.compile(JOB_OUTPUT)
+#: A line reporting a training step's result: a loss value in the forms of the common trainers (Hugging Face's
+#: ``{'loss': 2.04``, Megatron's ``lm loss: 2.3E+00``, Lightning's ``loss=2.31``, nanoGPT's ``iter 100: loss
+#: 2.34``, torchtitan's ``loss: 7.9``) or DeepSpeed's ``step=10, skipped=6``. A job that printed one trained
+#: before it failed; data-preparation progress bars print none.
+TRAINING_LINE = (
+    r"""(?i)(?:['"]?\b(?:lm |train(?:ing)?_?|total_?|avg_?|mean_?)?loss['"]?\s*[:=]\s*|\bloss\s+)"""
+    r"[-+]?(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)\b|\bstep=\d+, skipped=\d+"
+)
+TRAINING_FAST = re2.compile(TRAINING_LINE)
 JOB_WINDOW = 64 << 10
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
@@ -304,6 +313,8 @@ class Extractor:
         if not obs.job_output:
             # the head and tail of the block suffice (such lines recur): a bounded cost per block
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]})
+        if not obs.trained and ("oss" in text or "skipped=" in text):
+            obs.trained = TRAINING_FAST.search(text) is not None
         if obs.world_size is None and "nranks" in text:
             m_world = NRANKS_RE.search(text)
             if m_world:

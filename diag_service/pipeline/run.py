@@ -150,6 +150,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         signature_hits=hits,
         events=loc.events,
         findings=loc.findings,
+        trained=progress.trained,
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )

@@ -66,6 +66,10 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) 
         return False
     if w.signature_ids is not None and not (hit is not None and hit.signature_id in w.signature_ids):
         return False
+    if w.not_signature_ids is not None and hit is not None and hit.signature_id in w.not_signature_ids:
+        return False
+    if w.trained is not None and d.trained is not w.trained:
+        return False
     if w.xid_codes is not None:
         code = hit.details.get("code") if hit is not None and hit.signature_id == "xid" else None
         if code is None or not code.isdigit() or int(code) not in w.xid_codes:
