@@ -61,3 +61,19 @@ def test_a_lazy_subcommand_is_imported_when_run() -> None:
         "        pass\n"
     )
     assert "polars" in _imported(body)  # the ETPR tables are polars frames
+
+
+def test_lab_help_and_list_import_neither_torch_nor_the_runner() -> None:
+    # the lab is an extra: its help and its scenario list work on a core install
+    body = (
+        "from diag_service.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    for args in (['lab', '--help'], ['lab', 'list']):\n"
+        "        try:\n"
+        "            app(args, standalone_mode=False)\n"
+        "        except SystemExit:\n"
+        "            pass\n"
+        "assert 'suite' in out.getvalue() and 'slow_control_clean' in out.getvalue(), out.getvalue()\n"
+        "assert 'diag_service.lab.runner' not in sys.modules and 'psutil' not in sys.modules\n"
+    )
+    assert "torch" not in _imported(body)
