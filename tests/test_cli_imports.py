@@ -78,3 +78,19 @@ def test_sub_apps_show_their_own_usage() -> None:
         assert arg.lower() in usage.lower()
     kb = runner.invoke(app, ["kb", "--help"], terminal_width=200).output
     assert "search" in kb and "--install-completion" not in kb
+
+
+def test_lab_help_and_list_import_neither_torch_nor_the_runner() -> None:
+    # the lab is an extra: its help and its scenario list work on a core install
+    body = (
+        "from diag_service.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    for args in (['lab', '--help'], ['lab', 'list']):\n"
+        "        try:\n"
+        "            app(args, standalone_mode=False)\n"
+        "        except SystemExit:\n"
+        "            pass\n"
+        "assert 'suite' in out.getvalue() and 'slow_control_clean' in out.getvalue(), out.getvalue()\n"
+        "assert 'diag_service.lab.runner' not in sys.modules and 'psutil' not in sys.modules\n"
+    )
+    assert "torch" not in _imported(body)

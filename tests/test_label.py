@@ -191,6 +191,16 @@ def test_manifests_jsonl_csv_parquet_with_metadata_and_bad_lines(tmp_path: Path)
     assert [(j.job_id, j.metadata) for j in discover_jobs(tmp_path / "m.parquet")] == [("p1", {"queue": "prod"})]
 
 
+def test_a_manifest_line_that_breaks_the_json_parser_is_one_error_row_not_a_refused_manifest(tmp_path: Path) -> None:
+    # 200k nested brackets make json.loads raise RecursionError; a 5,000-digit number exceeds int parsing
+    add_example(tmp_path, "ex")
+    body = ["[" * 200_000, json.dumps({"job_id": "j1", "path": "ex"}), '{"job_id": "j2", "gpus": ' + "9" * 5000 + "}"]
+    (tmp_path / "m.jsonl").write_text("\n".join(body) + "\n")
+    jobs = discover_jobs(tmp_path / "m.jsonl")
+    assert [j.job_id for j in jobs] == ["m.jsonl:1", "j1", "m.jsonl:3"]
+    assert jobs[0].input_error.startswith("manifest line 1: invalid JSON") and jobs[1].input_error is None
+
+
 def test_folder_listing_ids_are_stable_and_unique(tmp_path: Path) -> None:
     for name in ("b.tar.gz", "b", "a.log", ".hidden", "c.zip"):
         (tmp_path / name).write_text("x")

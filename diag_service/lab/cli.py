@@ -1,4 +1,8 @@
-"""``diag lab``: run fault-injection scenarios with real torch.distributed (gloo, CPU) jobs."""
+"""``diag lab``: run fault-injection scenarios with real torch.distributed (gloo, CPU) jobs.
+
+``diag lab list`` and ``--help`` work on a core install; ``run`` and ``suite`` need the ``[lab]`` extra
+and say so (:class:`~diag_service.lab.LabUnavailable`) when it is missing.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Annotated
 import typer
 
 from diag_service.clitools import DiagGroup
-from diag_service.lab.runner import run_scenario, run_suite
+from diag_service.lab import require_lab
 from diag_service.lab.scenarios import DEFAULT_SCENARIO_DIR, load_scenarios, resolve_scenario
 
 app = typer.Typer(cls=DiagGroup,
@@ -34,6 +38,9 @@ def run_cmd(
     scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
 ) -> None:
     """Run one scenario and capture its logs, stack dumps, timing, events and truth into OUT."""
+    require_lab()  # before importing the runner (psutil): a missing extra is named, not an ImportError
+    from diag_service.lab.runner import run_scenario
+
     sc = resolve_scenario(scenario, scenarios_dir)
     res = run_scenario(
         sc,
@@ -72,6 +79,9 @@ def suite_cmd(
     scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
 ) -> None:
     """Run N scenarios (cycling through all, random faulty ranks and onsets) into OUT."""
+    require_lab()
+    from diag_service.lab.runner import run_suite
+
     scenarios = load_scenarios(scenarios_dir)
     if only:
         missing = sorted(set(only) - set(scenarios))

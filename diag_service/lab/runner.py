@@ -10,7 +10,9 @@ port), each starting ``ranks / nodes`` workers of :mod:`diag_service.lab.train`.
 - takes stack snapshots (:mod:`diag_service.lab.dumps`) for hang scenarios: two before the hang,
   six during it;
 - kills every process it started (agents by process group, then every descendant it ever saw,
-  by PID and process group) on timeout or at the end, so no process outlives the run;
+  by PID and process group; the tree is followed with psutil) on timeout or at the end, so no
+  process outlives the run; what a run opens (the process tree, console files, a port blocker, a
+  broken file system, ``.lab/``) is on a ``contextlib.ExitStack``, so an error cleans up too;
 - merges the per-rank feeds into ``timing.jsonl`` and ``events.jsonl`` and writes ``truth.json``,
   ``run.json`` and ``dumps/ranks.json``.
 
@@ -36,7 +38,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from diag_service.domain import FailureMode
+from diag_service.jsonl import read_jsonl
+from diag_service.lab import require_lab
 from diag_service.lab.dumps import RankProc, StackDumper
 from diag_service.lab.scenarios import CheckpointWriteFault, NoFault, Scenario
 
@@ -79,15 +85,13 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- processes
 
 
-def _proc_stat(pid: int) -> tuple[int, int, int] | None:
-    """``(ppid, pgid, starttime)`` of ``pid`` from ``/proc``, or None if it is gone."""
+def _running(p: psutil.Process) -> bool:
+    """``p`` still runs: the same process (psutil checks its start time, so a recycled PID is not it)
+    and not a zombie."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    rest = raw[raw.rindex(")") + 2 :].split()
-    # fields after the command: state ppid pgrp session ... starttime is field 22 (index 19 here)
-    return int(rest[1]), int(rest[2]), int(rest[19])
+        return p.is_running() and p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
 
 
 class HostCpuSampler:
@@ -96,35 +100,33 @@ class HostCpuSampler:
     Written for fail-slow runs (``host_cpu.jsonl``): on a shared host, other work taking CPU slows every
     rank of a clean run, and the lab's truth cannot say "no slowdown" for such a run. Each line, per
     interval of at least ``interval_s`` seconds: ``{"time", "host_busy_cores", "job_cores", "other_cores"}``
-    (cores = CPU seconds per second, from ``/proc/stat`` user+nice+system+irq+softirq+steal and the
-    ``utime + stime`` of every tracked process, ``/proc/<pid>/stat`` fields 14-15, both in clock ticks;
+    (cores = CPU seconds per second; host: ``psutil.cpu_times()`` user+nice+system+irq+softirq+steal, i.e.
+    ``/proc/stat``; job: the user+system time of every tracked process, ``psutil.Process.cpu_times()``;
     ``other_cores`` = host - job, i.e. what other work used). Analyzers must not read it (like ``truth.json``).
     """
 
     def __init__(self, path: Path, tracker: ProcessTracker, interval_s: float = 0.5) -> None:
         self.path, self.tracker, self.interval_s = path, tracker, interval_s
-        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.last: tuple[float, int, dict[int, int]] | None = None
+        self.last: tuple[float, float, dict[int, float]] | None = None
         self.rows: list[dict[str, float]] = []
 
     @staticmethod
-    def _host_busy() -> int | None:
+    def _host_busy() -> float | None:
+        """CPU seconds the host's CPUs were busy since boot (all CPUs), or None if unreadable."""
         try:
-            with open("/proc/stat", encoding="ascii") as f:
-                v = [int(x) for x in f.readline().split()[1:]]
-        except (OSError, ValueError):
+            t = psutil.cpu_times()
+        except (psutil.Error, OSError):
             return None
-        # user nice system idle iowait irq softirq steal ...
-        return v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+        return t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0) + getattr(t, "steal", 0.0)
 
     @staticmethod
-    def _proc_cpu(pid: int) -> int | None:
+    def _proc_cpu(p: psutil.Process) -> float | None:
+        """User + system CPU seconds of ``p`` (not of its children), or None if it is gone."""
         try:
-            raw = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+            t = p.cpu_times()
+        except psutil.Error:
             return None
-        rest = raw[raw.rindex(")") + 2 :].split()
-        return int(rest[11]) + int(rest[12])  # utime, stime (fields 14, 15)
+        return t.user + t.system
 
     def sample(self) -> None:
         """Take a sample if ``interval_s`` has passed since the last one (never raises)."""
@@ -134,14 +136,14 @@ class HostCpuSampler:
         busy = self._host_busy()
         if busy is None:
             return
-        procs = {pid: c for pid in self.tracker.alive() if (c := self._proc_cpu(pid)) is not None}
+        procs = {p.pid: c for p in self.tracker.living() if (c := self._proc_cpu(p)) is not None}
         if self.last is not None:
             t0, b0, p0 = self.last
-            dt = (now - t0) * self.tick
-            job = sum(c - p0[pid] for pid, c in procs.items() if pid in p0)
+            dt = now - t0
+            job = sum(c - p0[pid] for pid, c in procs.items() if pid in p0) / dt
             host = (busy - b0) / dt
-            self.rows.append({"time": round(now, 3), "host_busy_cores": round(host, 3), "job_cores": round(job / dt, 3),
-                              "other_cores": round(max(0.0, host - job / dt), 3)})
+            self.rows.append({"time": round(now, 3), "host_busy_cores": round(host, 3), "job_cores": round(job, 3),
+                              "other_cores": round(max(0.0, host - job), 3)})
         self.last = (now, busy, procs)
 
     def write(self) -> None:
@@ -153,77 +155,70 @@ class HostCpuSampler:
 
 
 class ProcessTracker:
-    """Remembers every descendant of the launched agents, so that all can be killed by PID.
+    """Remembers every descendant of the launched agents, so that all can be killed.
 
-    A process is identified by ``(pid, starttime)`` so that a recycled PID is never signalled.
+    Processes are :class:`psutil.Process` objects, which know their start time: a recycled PID is
+    never signalled.
     """
 
     def __init__(self) -> None:
         self.roots: list[subprocess.Popen[bytes]] = []
-        self.seen: dict[int, int] = {}
+        self.seen: dict[int, psutil.Process] = {}
 
     def add_root(self, proc: subprocess.Popen[bytes]) -> None:
         """Track a launched agent (started in its own session, so its pgid is its pid)."""
         self.roots.append(proc)
-        st = _proc_stat(proc.pid)
-        if st:
-            self.seen[proc.pid] = st[2]
+        with contextlib.suppress(psutil.Error):
+            self.seen[proc.pid] = psutil.Process(proc.pid)
 
     def refresh(self) -> None:
-        """Scan ``/proc`` and add every living descendant of a tracked process."""
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            st = _proc_stat(int(entry.name))
-            if st:
-                children.setdefault(st[0], []).append(int(entry.name))
-        stack = [p for p in self.seen if self._same(p)]
+        """Add every living descendant of a tracked process (one scan of the process table)."""
+        children: dict[int, list[psutil.Process]] = {}
+        for p in psutil.process_iter(["ppid"]):
+            children.setdefault(p.info["ppid"], []).append(p)
+        stack = [p for p in self.seen.values() if _running(p)]
         while stack:
-            pid = stack.pop()
-            for child in children.get(pid, []):
-                if child not in self.seen:
-                    st = _proc_stat(child)
-                    if st:
-                        self.seen[child] = st[2]
-                        stack.append(child)
+            for child in children.get(stack.pop().pid, []):
+                known = self.seen.get(child.pid)
+                if known is None or known != child:  # new, or a recycled PID now under our tree
+                    self.seen[child.pid] = child
+                    stack.append(child)
 
-    def _same(self, pid: int) -> bool:
-        st = _proc_stat(pid)
-        return st is not None and st[2] == self.seen.get(pid)
+    def living(self) -> list[psutil.Process]:
+        """Tracked processes still running (zombies excluded)."""
+        return [p for p in self.seen.values() if _running(p)]
 
     def alive(self) -> list[int]:
-        """Tracked processes still running (zombies excluded)."""
-        out = []
-        for pid in self.seen:
-            if self._same(pid) and not _is_zombie(pid):
-                out.append(pid)
-        return out
+        """PIDs of :meth:`living`."""
+        return [p.pid for p in self.living()]
 
     def signal_all(self, sig: signal.Signals) -> None:
         """Send ``sig`` to every living tracked process and to the groups they lead."""
-        for pid in self.alive():
-            st = _proc_stat(pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if st and st[1] == pid:
-                    os.killpg(pid, sig)
+        for p in self.living():
+            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+                if os.getpgid(p.pid) == p.pid:  # psutil has no process-group call
+                    os.killpg(p.pid, sig)
                 else:
-                    os.kill(pid, sig)
+                    p.send_signal(sig)
 
     def terminate_all(self, grace_s: float = KILL_GRACE_S) -> None:
-        """SIGTERM everything, wait up to ``grace_s`` seconds, then SIGKILL what is left."""
+        """SIGTERM everything, wait up to ``grace_s`` seconds, then SIGKILL what is left.
+
+        Waits by polling rather than ``psutil.wait_procs``: that would reap the agents, which are this
+        process's children, and their ``Popen`` would then lose the exit code.
+        """
         self.refresh()
         self.signal_all(signal.SIGTERM)
         deadline = time.time() + grace_s
         while time.time() < deadline:
             self._reap()
             self.refresh()
-            if not self.alive():
+            if not self.living():
                 return
             time.sleep(0.1)
         self.signal_all(signal.SIGKILL)
         deadline = time.time() + grace_s
-        while time.time() < deadline and self.alive():
+        while time.time() < deadline and self.living():
             self._reap()
             time.sleep(0.1)
         self._reap()
@@ -232,14 +227,6 @@ class ProcessTracker:
         for p in self.roots:
             with contextlib.suppress(Exception):
                 p.poll()
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return raw[raw.rindex(")") + 2] in "ZX"
 
 
 # --------------------------------------------------------------------------- file systems
@@ -251,6 +238,14 @@ class _BrokenFs:
     method: str
     mounted: bool = False
     drop_privileges: bool = False
+
+    def restore(self) -> None:
+        """Unmount the file system, or make the folder writable again (so that it can be removed)."""
+        if self.mounted:
+            _umount(self.path)
+        else:
+            with contextlib.suppress(OSError):
+                self.path.chmod(0o755)
 
 
 def _mount_tmpfs(path: Path, opts: str) -> bool:
@@ -288,19 +283,6 @@ def _prepare_broken_fs(fault: CheckpointWriteFault, path: Path, onset_step: int)
 
 
 # --------------------------------------------------------------------------- feeds
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        with contextlib.suppress(json.JSONDecodeError):
-            out.append(json.loads(line))
-    return out
 
 
 def _last_line(path: Path) -> dict[str, Any] | None:
@@ -516,6 +498,153 @@ def _torchrun_cmd() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "torch.distributed.run"]
 
 
+@dataclass
+class _Outcome:
+    """What watching the agents gave: how the run ended and what the runner did about it."""
+
+    status: str
+    exit_codes: dict[str, int | None]
+    killed: str | None
+    hang_time: float | None
+
+
+def _node_cmd(plan: _Plan, i: int, port: int, run_id: str, log_dir: Path, cfg_path: Path) -> list[str]:
+    """The torchrun command line of simulated node ``i``."""
+    sc = plan.scenario
+    rdzv_read_s = max(10, int(sc.timeouts.collective_s))
+    return [
+        *_torchrun_cmd(),
+        f"--nnodes={plan.nodes}",
+        f"--nproc-per-node={plan.ranks // plan.nodes}",
+        f"--node-rank={i}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}",
+        f"--rdzv-id={run_id}",
+        f"--rdzv-conf=is_host={'true' if i == 0 else 'false'},join_timeout=60,read_timeout={rdzv_read_s}",
+        f"--max-restarts={sc.max_restarts}",
+        "--monitor-interval=0.5",
+        f"--log-dir={log_dir}",
+        "--redirects=3",
+        "--tee=3",
+        str(TRAIN_SCRIPT),
+        "--config",
+        str(cfg_path),
+    ]
+
+
+def _node_env(sc: Scenario, node: str) -> dict[str, str]:
+    """The environment of a torchrun agent: ours without a launcher's rank variables, plus the lab's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env.update({"OMP_NUM_THREADS": "1", "LAB_NODE": node, "PYTHONUNBUFFERED": "1"})
+    if sc.wants_dumps:
+        env["TORCH_FR_BUFFER_SIZE"] = str(FR_BUFFER)
+    if sc.max_restarts > 0:
+        # torch 2.x reuses the agent's shared TCPStore across restart rounds without a
+        # key prefix, so restarted gloo workers read the dead workers' addresses
+        # ("Gloo connectFullMesh failed ... Connection refused"). Opt out of the sharing.
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+    return env
+
+
+def _launch_and_watch(
+    plan: _Plan,
+    out_dir: Path,
+    work: Path,
+    dumper: StackDumper,
+    runner_events: list[dict[str, Any]],
+    say: Callable[[str], None],
+    stack: contextlib.ExitStack,
+) -> tuple[_Outcome, _BrokenFs | None]:
+    """Start the agents, watch them until the run is over, and end them.
+
+    Everything opened here (the broken file system, the port blocker, the console files, the process
+    tree) is registered on ``stack``, which the caller closes on every exit path: the processes are
+    ended first, then the files closed, the socket closed, the file system restored.
+    """
+    sc = plan.scenario
+    parts = work / "parts"
+    broken: _BrokenFs | None = None
+    if isinstance(sc.fault, CheckpointWriteFault):
+        broken = _prepare_broken_fs(sc.fault, work / "ckpt-shared", plan.onset_step)
+        stack.callback(broken.restore)
+    port = free_port()
+    if sc.fault.kind == "rendezvous_port_in_use":
+        blocker = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        blocker.bind(("0.0.0.0", port))
+        blocker.listen(1)
+    fault_params = sc.fault.model_dump()
+    if broken is not None and broken.drop_privileges:
+        fault_params["drop_privileges"] = True
+    cfg = {
+        "scenario": sc.name,
+        "parts_dir": str(parts),
+        "ckpt_dir": str(work / "ckpt"),
+        "fault": fault_params,
+        "faulty_rank": plan.faulty_rank,
+        "onset_step": plan.onset_step,
+        "steps": sc.steps,
+        "seed": plan.seed,
+        "batch_size": sc.batch_size,
+        "hidden": sc.hidden,
+        "num_workers": sc.num_workers,
+        "collective_timeout_s": sc.timeouts.collective_s,
+        "ckpt_every": sc.ckpt_every,
+        "fault_ckpt_dir": str(broken.path) if broken else None,
+        "fault_on_restart": sc.fault_on_restart,
+        "jitter_s": sc.jitter_s,
+        # fail-slow runs also trace their collectives (per-rank wait for the last peer, comm_wait_s)
+        "trace_comm": sc.failure_mode == FailureMode.FAIL_SLOW,
+        "tp_size": sc.tp_size,
+        # hang runs keep a Flight Recorder and dump it into <run>/fr/ when the hang is detected
+        "fr_dir": str(out_dir / "fr") if sc.wants_dumps else None,
+        "fr_request": str(parts / FR_REQUEST),
+    }
+    cfg_path = work / "config.json"
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+
+    run_id = f"lab{uuid.uuid4().hex[:8]}"
+    nodes = [f"node{i}" for i in range(plan.nodes)]
+    consoles = {node: stack.enter_context(open(out_dir / f"console_{node}.log", "wb"))  # noqa: SIM115 - the stack closes
+                for node in nodes}
+    tracker = ProcessTracker()
+    stack.callback(tracker.terminate_all)  # nothing we started may outlive the run
+    agents: dict[str, subprocess.Popen[bytes]] = {}
+    for i, node in enumerate(nodes):
+        log_dir = out_dir / "logs" / node
+        log_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(
+            _node_cmd(plan, i, port, run_id, log_dir, cfg_path), stdout=consoles[node], stderr=subprocess.STDOUT,
+            env=_node_env(sc, node), start_new_session=True, cwd=str(out_dir),
+        )
+        agents[node] = proc
+        tracker.add_root(proc)
+        if i == 0 and plan.nodes > 1:
+            time.sleep(0.5)  # node0 hosts the rendezvous store
+    t_started = time.time()
+    runner_events.append({"event": "started", "time": t_started, "nodes": plan.nodes, "ranks": plan.ranks})
+    say(f"[lab] {sc.name}: {plan.ranks} ranks on {plan.nodes} node(s), port {port}, out {out_dir}")
+
+    mon = _Monitor(plan, parts, dumper, agents, tracker, say, t_started)
+    host_cpu = HostCpuSampler(out_dir / "host_cpu.jsonl", tracker) if sc.failure_mode == "fail_slow" else None
+    while not mon.poll():
+        if host_cpu is not None:
+            host_cpu.sample()
+        time.sleep(POLL_S)
+    if host_cpu is not None:
+        host_cpu.write()
+    runner_events += mon.events
+    if mon.killed:
+        tracker.terminate_all()
+    exit_codes = {n: p.poll() for n, p in agents.items()}
+    if mon.killed == "run_timeout":
+        status = "timeout"
+        if not mon.failure_logged:
+            runner_events.append({"event": "failure", "time": time.time(), "source": "run_timeout"})
+    else:
+        status = "succeeded" if all(c == 0 for c in exit_codes.values()) else "failed"
+    return _Outcome(status, exit_codes, mon.killed, mon.hang_time), broken
+
+
 def run_scenario(
     scenario: Scenario,
     out_dir: Path,
@@ -532,8 +661,12 @@ def run_scenario(
     """Run ``scenario`` once into ``out_dir`` (which must be empty or absent) and capture it.
 
     ``ranks``, ``faulty_rank``, ``nodes`` and ``onset_step`` override the scenario's defaults.
-    ``force_dump_fallback`` uses faulthandler instead of py-spy; ``keep_work`` keeps ``.lab/``.
+    ``force_dump_fallback`` uses faulthandler instead of py-spy; ``keep_work`` keeps ``.lab/`` (which
+    is otherwise removed on every exit path, an error included: it holds the ground truth). Raises
+    :class:`~diag_service.lab.LabUnavailable` if torch is not installed, ``ValueError`` for a plan out
+    of range, ``FileExistsError`` for a non-empty ``out_dir``.
     """
+    require_lab()
     say = echo or (lambda _m: None)
     plan = _plan(scenario, ranks, faulty_rank, seed, nodes, onset_step)
     out_dir = out_dir.resolve()
@@ -544,171 +677,45 @@ def run_scenario(
     runner_events: list[dict[str, Any]] = [{"event": "submitted", "time": t_submit, "scenario_run": out_dir.name}]
     work = out_dir / WORK_DIR
     parts = work / "parts"
-    parts.mkdir(parents=True)
-    broken: _BrokenFs | None = None
-    blocker: socket.socket | None = None
-    tracker = ProcessTracker()
     dumper = StackDumper(out_dir / "dumps", parts, force_fallback=force_dump_fallback)
     sc = plan.scenario
-    status = "failed"
-    exit_codes: dict[str, int | None] = {}
-    hang_time: float | None = None
-    killed: str | None = None
-    consoles: list[Any] = []
-    try:
-        if isinstance(sc.fault, CheckpointWriteFault):
-            broken = _prepare_broken_fs(sc.fault, work / "ckpt-shared", plan.onset_step)
-        port = free_port()
-        if sc.fault.kind == "rendezvous_port_in_use":
-            blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            blocker.bind(("0.0.0.0", port))
-            blocker.listen(1)
-        fault_params = sc.fault.model_dump()
-        if broken is not None and broken.drop_privileges:
-            fault_params["drop_privileges"] = True
-        cfg = {
+    with contextlib.ExitStack() as keep:
+        if not keep_work:
+            keep.callback(shutil.rmtree, work, ignore_errors=True)
+        parts.mkdir(parents=True)
+        with contextlib.ExitStack() as run:
+            outcome, broken = _launch_and_watch(plan, out_dir, work, dumper, runner_events, say, run)
+        t_end = time.time()
+        runner_events.append({"event": "finished", "time": t_end, "status": outcome.status, "exit_codes": outcome.exit_codes})
+        truth = _finalize(out_dir, plan, parts, runner_events, dumper, broken, _started_time(runner_events))
+        run_info = {
             "scenario": sc.name,
-            "parts_dir": str(parts),
-            "ckpt_dir": str(work / "ckpt"),
-            "fault": fault_params,
-            "faulty_rank": plan.faulty_rank,
-            "onset_step": plan.onset_step,
-            "steps": sc.steps,
+            "status": outcome.status,
+            "exit_codes": outcome.exit_codes,
+            "submitted": t_submit,
+            "ended": t_end,
+            "duration_s": round(t_end - t_submit, 3),
+            "ranks": plan.ranks,
+            "nodes": plan.nodes,
             "seed": plan.seed,
-            "batch_size": sc.batch_size,
-            "hidden": sc.hidden,
-            "num_workers": sc.num_workers,
-            "collective_timeout_s": sc.timeouts.collective_s,
-            "ckpt_every": sc.ckpt_every,
-            "fault_ckpt_dir": str(broken.path) if broken else None,
-            "fault_on_restart": sc.fault_on_restart,
-            "jitter_s": sc.jitter_s,
-            # fail-slow runs also trace their collectives (per-rank wait for the last peer, comm_wait_s)
-            "trace_comm": sc.failure_mode == FailureMode.FAIL_SLOW,
-            "tp_size": sc.tp_size,
-            # hang runs keep a Flight Recorder and dump it into <run>/fr/ when the hang is detected
-            "fr_dir": str(out_dir / "fr") if sc.wants_dumps else None,
-            "fr_request": str(parts / FR_REQUEST),
+            "hang_detected": outcome.hang_time is not None,
+            "killed_by_runner": outcome.killed,
+            "snapshots": dumper.count,
+            "dump_method": dumper.method if dumper.count else None,
+            "dump_fallback_reason": dumper.fallback_reason if dumper.count else None,
+            "torch_launcher": " ".join(_torchrun_cmd()),
         }
-        cfg_path = work / "config.json"
-        cfg_path.write_text(json.dumps(cfg, indent=2))
-
-        run_id = f"lab{uuid.uuid4().hex[:8]}"
-        per_node = plan.ranks // plan.nodes
-        agents: dict[str, subprocess.Popen[bytes]] = {}
-        rdzv_read_s = max(10, int(sc.timeouts.collective_s))
-        for i in range(plan.nodes):
-            node = f"node{i}"
-            log_dir = out_dir / "logs" / node
-            log_dir.mkdir(parents=True, exist_ok=True)
-            cmd = [
-                *_torchrun_cmd(),
-                f"--nnodes={plan.nodes}",
-                f"--nproc-per-node={per_node}",
-                f"--node-rank={i}",
-                "--rdzv-backend=c10d",
-                f"--rdzv-endpoint=127.0.0.1:{port}",
-                f"--rdzv-id={run_id}",
-                f"--rdzv-conf=is_host={'true' if i == 0 else 'false'},join_timeout=60,read_timeout={rdzv_read_s}",
-                f"--max-restarts={sc.max_restarts}",
-                "--monitor-interval=0.5",
-                f"--log-dir={log_dir}",
-                "--redirects=3",
-                "--tee=3",
-                str(TRAIN_SCRIPT),
-                "--config",
-                str(cfg_path),
-            ]
-            env = {
-                k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-            }
-            env.update({"OMP_NUM_THREADS": "1", "LAB_NODE": node, "PYTHONUNBUFFERED": "1"})
-            if sc.wants_dumps:
-                env["TORCH_FR_BUFFER_SIZE"] = str(FR_BUFFER)
-            if sc.max_restarts > 0:
-                # torch 2.x reuses the agent's shared TCPStore across restart rounds without a
-                # key prefix, so restarted gloo workers read the dead workers' addresses
-                # ("Gloo connectFullMesh failed ... Connection refused"). Opt out of the sharing.
-                env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
-            console = open(out_dir / f"console_{node}.log", "wb")  # noqa: SIM115 - closed in finally
-            consoles.append(console)
-            proc = subprocess.Popen(
-                cmd, stdout=console, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=str(out_dir)
-            )
-            agents[node] = proc
-            tracker.add_root(proc)
-            if i == 0 and plan.nodes > 1:
-                time.sleep(0.5)  # node0 hosts the rendezvous store
-        t_started = time.time()
-        runner_events.append({"event": "started", "time": t_started, "nodes": plan.nodes, "ranks": plan.ranks})
-        say(f"[lab] {sc.name}: {plan.ranks} ranks on {plan.nodes} node(s), port {port}, out {out_dir}")
-
-        mon = _Monitor(plan, parts, dumper, agents, tracker, say, t_started)
-        host_cpu = HostCpuSampler(out_dir / "host_cpu.jsonl", tracker) if sc.failure_mode == "fail_slow" else None
-        while not mon.poll():
-            if host_cpu is not None:
-                host_cpu.sample()
-            time.sleep(POLL_S)
-        if host_cpu is not None:
-            host_cpu.write()
-        runner_events += mon.events
-        killed = mon.killed
-        failure_logged = mon.failure_logged
-        hang_time = mon.hang_time
-        if killed:
-            tracker.terminate_all()
-        exit_codes = {n: p.poll() for n, p in agents.items()}
-        if killed == "run_timeout":
-            status = "timeout"
-            if not failure_logged:
-                runner_events.append({"event": "failure", "time": time.time(), "source": "run_timeout"})
-        else:
-            status = "succeeded" if all(c == 0 for c in exit_codes.values()) else "failed"
-    finally:
-        # Nothing we started may outlive the run.
-        tracker.terminate_all()
-        for c in consoles:
-            c.close()
-        if blocker is not None:
-            blocker.close()
-        if broken is not None and broken.mounted:
-            _umount(broken.path)
-        elif broken is not None:
-            with contextlib.suppress(OSError):
-                broken.path.chmod(0o755)
-    t_end = time.time()
-    runner_events.append({"event": "finished", "time": t_end, "status": status, "exit_codes": exit_codes})
-    truth = _finalize(out_dir, plan, parts, runner_events, dumper, broken, _started_time(runner_events))
-    run_info = {
-        "scenario": sc.name,
-        "status": status,
-        "exit_codes": exit_codes,
-        "submitted": t_submit,
-        "ended": t_end,
-        "duration_s": round(t_end - t_submit, 3),
-        "ranks": plan.ranks,
-        "nodes": plan.nodes,
-        "seed": plan.seed,
-        "hang_detected": hang_time is not None,
-        "killed_by_runner": killed,
-        "snapshots": dumper.count,
-        "dump_method": dumper.method if dumper.count else None,
-        "dump_fallback_reason": dumper.fallback_reason if dumper.count else None,
-        "torch_launcher": " ".join(_torchrun_cmd()),
-    }
-    (out_dir / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
-    # what `diag diagnose <run dir>` must not read: the ground truth and the lab's own instrumentation
-    (out_dir / ".diagignore").write_text("# lab ground truth and instrumentation, not logs\n" + "\n".join(NOT_LOGS) + "\n")
-    if not keep_work:
-        shutil.rmtree(work, ignore_errors=True)
-    say(f"[lab] {sc.name}: {status} in {t_end - t_submit:.1f} s")
+        (out_dir / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
+        # what `diag diagnose <run dir>` must not read: the ground truth and the lab's own instrumentation
+        (out_dir / ".diagignore").write_text("# lab ground truth and instrumentation, not logs\n" + "\n".join(NOT_LOGS) + "\n")
+    say(f"[lab] {sc.name}: {outcome.status} in {t_end - t_submit:.1f} s")
     return RunResult(
         out_dir,
         sc.name,
-        status,
-        exit_codes,
+        outcome.status,
+        outcome.exit_codes,
         round(t_end - t_submit, 3),
-        hang_time is not None,
+        outcome.hang_time is not None,
         dumper.count,
         run_info["dump_method"],
         truth,
@@ -724,8 +731,10 @@ def _started_time(events: list[dict[str, Any]]) -> float:
 
 
 def _alive_pid(pid: int) -> bool:
-    st = _proc_stat(pid)
-    return st is not None and not _is_zombie(pid)
+    try:
+        return _running(psutil.Process(pid))
+    except psutil.Error:
+        return False
 
 
 def _rank_procs(rank_info: dict[int, dict[str, Any]]) -> dict[int, RankProc]:
@@ -751,8 +760,8 @@ def _finalize(
     timing: list[dict[str, Any]] = []
     events = list(runner_events)
     for r in range(plan.ranks):
-        timing += _read_jsonl(parts / f"timing-rank-{r}.jsonl")
-        events += _read_jsonl(parts / f"events-rank-{r}.jsonl")
+        timing += read_jsonl(parts / f"timing-rank-{r}.jsonl")[0]  # a rank killed mid-line leaves a cut last line
+        events += read_jsonl(parts / f"events-rank-{r}.jsonl")[0]
     timing.sort(key=lambda d: (d.get("start", 0.0), d.get("rank", 0)))
     events.sort(key=lambda d: d.get("time", 0.0))
     with open(out_dir / "timing.jsonl", "w", encoding="utf-8") as f:
@@ -892,8 +901,10 @@ def run_suite(
 ) -> list[dict[str, Any]]:
     """Run ``runs`` planned runs into ``out_dir/<NNN>-<scenario>/``; write ``out_dir/suite.jsonl``.
 
-    ``out_dir`` must be empty or absent.
+    ``out_dir`` must be empty or absent. Raises :class:`~diag_service.lab.LabUnavailable` before any run
+    if torch is not installed (a run's own errors are recorded in its row).
     """
+    require_lab()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty")
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,11 +14,11 @@ becomes a job with ``input_error`` set (an error row in the output), never a fai
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.jsonl import BadLine, iter_jsonl
 from diag_service.label.models import Job
 
 MANIFEST_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
@@ -96,19 +96,10 @@ def _manifest_jobs(manifest: Path) -> list[Job]:
                 for n, rec in enumerate(csv.DictReader(fh), start=2):
                     records.append((n, {k: v for k, v in rec.items() if k is not None and v not in (None, "")}, None))
         else:
-            with manifest.open(encoding="utf-8", errors="replace") as fh:
-                for n, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except ValueError as exc:
-                        records.append((n, None, f"invalid JSON ({exc})"))
-                        continue
-                    if not isinstance(rec, dict):
-                        records.append((n, None, f"expected an object, got {type(rec).__name__}"))
-                        continue
-                    records.append((n, rec, None))
+            skipped: list[BadLine] = []
+            records += [(n, rec, None) for n, rec in iter_jsonl(manifest, skipped)]
+            records += [(b.line, None, b.reason) for b in skipped]
+            records.sort(key=lambda r: r[0])
     except (OSError, ValueError, csv.Error) as exc:  # polars raises ValueError subclasses / ComputeError
         raise ArchiveError(f"cannot read manifest {manifest}: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - polars' own exception types are not ValueError

@@ -60,7 +60,10 @@ def mine_templates(events: Iterable[RawEvent], miner: TemplateMiner | None = Non
     groups: dict[tuple[int, EventKind], TemplateGroup] = {}
     cache: dict[str, int] = {}
     for order, ev in enumerate(events):
-        # Digits never survive the masks, so lines that differ only in digits share one Drain3 call.
+        # Digits never survive the masks, so lines that differ only in digits share one Drain3 call (a
+        # cache key, not a mask: 6x fewer calls, 4.5x the lines/s on Loghub-2k). A digit run becomes one
+        # "0", so the length-bounded masks (IP's \d{1,3}, HEX's {16,}) can mask such a line differently
+        # than Drain3 would mask it raw (e.g. "15.42.50.675872": <IP> here, <IP><NUM> raw).
         norm = _DIGITS.sub("0", ev.key)
         cid = cache.get(norm)
         if cid is None:
