@@ -17,6 +17,8 @@ import math
 import re
 from collections.abc import Iterator
 
+from diag_service.errors import InputError
+
 #: Longest hostlist text accepted (characters); a longer value is refused before it is parsed.
 MAX_TEXT = 1024
 
@@ -27,8 +29,8 @@ _RANGE = re.compile(r"(\d{1,18})(?:-(\d{1,18}))?")
 _Group = tuple[tuple[int, int, int], ...]
 
 
-class HostlistError(ValueError):
-    """The text is not a Slurm hostlist expression; the message says what is wrong."""
+class HostlistError(InputError, ValueError):
+    """The text is not a Slurm hostlist expression, or names too many nodes; the message says what."""
 
 
 def _split_top(text: str) -> list[str]:
