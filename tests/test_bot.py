@@ -283,6 +283,8 @@ def test_alert_payloads_and_block_text_escape_slack_control_characters() -> None
     assert not any(m in t for t in texts for m in LIVE_MARKUP)
     assert any("stuck in &lt;module&gt; &lt;!channel&gt;" in t for t in texts)
     assert slack_payload(a)["blocks"][-1]["elements"][0]["url"] == "http://diag.example.test/ui/diagnoses/1"
+    mm = json.dumps(mattermost_payload(a.model_copy(update={"job_id": "@channel", "title": "Job @channel is hung"})))
+    assert "@channel" not in mm and "@here" not in mm.replace("<!here>", "") and "@\\u200bchannel" in mm
     cut = clip(slack_escape("<" * 2000), 150)  # a cut never leaves half an entity that Slack would show
     assert len(cut) <= 150 and cut.endswith("&lt;…")
 

@@ -70,16 +70,23 @@ def slack_payload(a: Alert) -> dict[str, Any]:
     return {"text": clip(e(f"{a.title}: {a.text}"), 3000), "blocks": blocks}
 
 
+def _no_at_mention(s: str) -> str:
+    """Mattermost mentions are ``@name`` / ``@channel`` / ``@all`` in plain text: a zero-width space after
+    each ``@`` keeps the text as shown and notifies nobody (a job id may contain ``@``)."""
+    return s.replace("@", "@\u200b")
+
+
 def mattermost_payload(a: Alert) -> dict[str, Any]:
-    """Mattermost incoming-webhook body (Slack-style attachment with fields)."""
+    """Mattermost incoming-webhook body (Slack-style attachment with fields); ``@`` mentions made inert."""
+    m = _no_at_mention
     att: dict[str, Any] = {
-        "fallback": f"{a.title}: {a.text}", "color": "#d62728" if a.kind == "hang" else "#ff7f0e",
-        "title": a.title, "text": a.text,
-        "fields": [{"short": True, "title": k, "value": v} for k, v in a.fields.items()],
+        "fallback": m(f"{a.title}: {a.text}"), "color": "#d62728" if a.kind == "hang" else "#ff7f0e",
+        "title": m(a.title), "text": m(a.text),
+        "fields": [{"short": True, "title": m(k), "value": m(v)} for k, v in a.fields.items()],
     }
     if a.link:
         att["title_link"] = a.link
-    return {"username": "diag", "text": f"#### {a.title}", "attachments": [att]}
+    return {"username": "diag", "text": f"#### {m(a.title)}", "attachments": [att]}
 
 
 def lark_payload(a: Alert) -> dict[str, Any]:

@@ -351,6 +351,8 @@ def create_bolt_app(ctx: ServiceContext) -> App:
 def mount(app: FastAPI, ctx: ServiceContext) -> App:
     """Add ``POST /slack/events`` (commands, events and interactivity) and the alert channel poster."""
     bolt = create_bolt_app(ctx)
+    if not ctx.settings.slack.user_scopes and not ctx.settings.slack.default_scopes:
+        log.warning("slack.user_scopes is empty and slack.default_scopes is none: the bot refuses every Slack user")
     channel = ctx.settings.slack.alert_channel
     if channel:
         ctx.notifier.post_to_channel = lambda payload: bolt.client.chat_postMessage(channel=channel, **payload)
