@@ -224,6 +224,8 @@ class RecoveryPlan(BaseModel):
     history_note: str | None = None
     idempotency_key: str
     executed: bool = False
+    refused: str | None = Field(default=None, description="Why this plan must not be executed as it stands (e.g. more "
+                                "nodes than the policy's max_nodes); its commands are then comments for a person.")
 
 
 class StackGroup(BaseModel):

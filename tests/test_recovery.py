@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -206,8 +207,12 @@ def test_node_names_from_logs_never_become_command_options(platform: str) -> Non
     runnable = [c for c in plan.commands if not c.lstrip().startswith("#")]
     for bad in HOSTILE_NODES[:-1]:
         assert not any(bad in shlex.split(c.split("  #")[0]) or f"={bad}" in c for c in runnable), (bad, runnable)
-        assert any(c.startswith("# node ") and repr(bad) in c for c in plan.commands)
-    assert any("gpu-node-007" in c for c in runnable)
+    if platform == "kubernetes":
+        for bad in HOSTILE_NODES[:-1]:
+            assert any(c.startswith("# node name refused: ") and repr(bad) in c for c in plan.commands)
+        assert any("gpu-node-007" in c for c in runnable) and plan.refused is None
+    else:  # a Slurm hostlist is counted: 512 nodes, so the plan is refused for execution and all comments
+        assert "would act on 513 nodes" in (plan.refused or "") and not runnable
 
 
 def test_a_plan_on_more_nodes_than_the_policy_allows_is_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,7 +232,9 @@ def test_a_plan_on_more_nodes_than_the_policy_allows_is_never_run(tmp_path: Path
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
-    assert ShellExecutor().run(plan) == [] and not calls.exists()
+    with pytest.raises(ExecutionRefused, match="40 nodes") as err:
+        ShellExecutor().run(plan)
+    assert err.value.kind.value == "refused" and not calls.exists()
 
 
 def test_a_command_holding_a_placeholder_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,3 +308,147 @@ def test_a_network_error_without_loss_lines_is_still_retried(tmp_path: Path) -> 
     d = _diag(tmp_path, SOCKET_LOG.format(port=49901), "job-net-once")
     assert d.trained is False
     assert recommend(d).rule_id == "network_transient"
+
+# --- hostile values from log text (issue 19, finding 2) ---------------------------------------------
+
+def _elastic_log(host: str) -> str:
+    """A rank's uncorrectable ECC error and torchrun's ChildFailedError report naming ``host``."""
+    return f"""[rank0]: Traceback (most recent call last):
+[rank0]:   File "/app/train.py", line 88, in <module>
+[rank0]:     loss.backward()
+[rank0]: RuntimeError: CUDA error: uncorrectable ECC error encountered
+E1129 08:59:09.260000 5021 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) \
+local_rank: 0 (pid: 5044) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-29_08:59:09
+  host      : {host}
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 5044)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+class _FakeRunner:
+    """Stands in for the subprocess runner: records each argv, runs nothing, exits 0."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: list[str], timeout_s: float) -> int:
+        self.calls.append(argv)
+        return 0
+
+
+@pytest.mark.parametrize("host", ["--selector=kubernetes.io/os=linux", "--all", "gpu[001-512]"])
+def test_hosts_from_a_torchelastic_report_never_become_cluster_commands(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    d = _diag(tmp_path, _elastic_log(host), "llama-run", name="console.log")
+    assert d.category is Category.GPU_HARDWARE and d.faulty_nodes == [host]
+    f = tmp_path / "diag.json"
+    f.write_text(d.model_dump_json())
+    for platform in ("kubernetes", "volcano", "slurm"):
+        plan = recommend(d, platform=platform)
+        assert plan.level is RecoveryLevel.L3
+        for c in plan.commands:
+            if c.lstrip().startswith("#"):
+                continue
+            argv = shlex.split(c.split("  #")[0])
+            assert host not in argv and not any(a.endswith("=" + host) for a in argv), c
+            if argv[:2] in (["kubectl", "cordon"], ["kubectl", "drain"], ["kubectl", "label"]):
+                assert argv[2 if argv[1] != "label" else 3] == "NODE", c
+    runner = _FakeRunner()
+    monkeypatch.setattr(sys.modules["diag_service.recovery.recommend"], "run_subprocess", runner)
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    for platform in ("kubernetes", "slurm"):
+        res = CliRunner().invoke(app, ["recover", str(f), "--platform", platform, "--execute"])
+        assert res.exit_code == 4, res.output
+    assert runner.calls == []
+
+
+def test_a_valid_node_from_the_same_report_is_executed_through_the_runner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _diag(tmp_path, _elastic_log("gpu-node-07"), "llama-run", name="console.log")
+    f = tmp_path / "diag.json"
+    f.write_text(d.model_dump_json())
+    runner = _FakeRunner()
+    monkeypatch.setattr(sys.modules["diag_service.recovery.recommend"], "run_subprocess", runner)
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    res = CliRunner().invoke(app, ["recover", str(f), "--execute"])
+    assert res.exit_code == 0, res.output
+    assert runner.calls[0] == ["kubectl", "cordon", "gpu-node-07"] and len(runner.calls) == 4
+    assert "kubectl cordon gpu-node-07 -> exit 0" in res.stdout
+
+
+def test_a_slurm_hostlist_is_counted_expanded_and_excluded_in_one_argument() -> None:
+    from diag_service.recovery.hostlist import HostlistError, count_hosts, expand_hosts
+
+    assert count_hosts("gpu[001-512]") == 512 and count_hosts("gpu[0-999999999999]") == 10**12  # counted, not built
+    assert expand_hosts("gpu[008-010,3],login1", 8) == ["gpu008", "gpu009", "gpu010", "gpu3", "login1"]
+    assert expand_hosts("r[1-2]n[01-02]", 8) == ["r1n01", "r1n02", "r2n01", "r2n02"]
+    for bad in ("gpu[", "gpu]", "gpu[[1]]", "gpu[a-b]", "gpu[9-1]", "a,,b", "x" * 2000):
+        with pytest.raises(HostlistError):
+            count_hosts(bad)
+    with pytest.raises(HostlistError, match="512 nodes"):
+        expand_hosts("gpu[001-512]", 8)
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.9,
+        "root_cause": {"summary": "ranks on three nodes are 1.3x slower", "evidence": []}, "job_id": "4242",
+        "faulty_nodes": ["gpu[001-003]", "--all"], "input": {"path": "job.log"},
+    })
+    plan = recommend(d, platform="slurm")
+    assert plan.refused is None
+    drained = [c for c in plan.commands if c.startswith("scontrol update nodename=")]
+    assert [c.split()[2] for c in drained] == ["nodename=gpu001", "nodename=gpu002", "nodename=gpu003"]
+    assert "scontrol update jobid=4242 excnodelist=gpu001,gpu002,gpu003" in plan.commands  # an update replaces the list
+    assert any(c.startswith("# node name refused: '--all'") for c in plan.commands)
+    nine = recommend(d.model_copy(update={"faulty_nodes": ["gpu[001-003]", "gpu[010-015]"]}), platform="slurm")
+    assert "would act on 9 nodes" in (nine.refused or "") and all(c.startswith("#") for c in nine.commands)
+
+
+def test_a_bad_namespace_is_never_put_in_a_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_stop", "category": "network", "responsible": "platform", "confidence": 0.6,
+        "root_cause": {"summary": "NCCL network error", "evidence": []}, "job_id": "llama-run", "input": {"path": "j.log"},
+    })
+    plan = recommend(d, platform="kubernetes", namespace="--all-namespaces")
+    assert plan.commands[0].startswith("# namespace refused: '--all-namespaces' is not a Kubernetes namespace")
+    assert not any("--all-namespaces" in c for c in plan.commands[1:]) and any("-n NAMESPACE" in c for c in plan.commands)
+    runner = _FakeRunner()
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    with pytest.raises(ExecutionRefused, match="placeholder"):
+        ShellExecutor(runner=runner).run(plan)
+    assert runner.calls == []
+
+
+def test_the_executor_checks_the_whole_plan_before_running_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diag_service.domain import RecoveryPlan
+
+    plan = RecoveryPlan(level=RecoveryLevel.L3, action="cordon", rule_id="r", reason="r", platform="slurm",
+                        idempotency_key="k", commands=["scontrol requeuehold 4242", "scontrol update nodename=NODE state=drain"])
+    runner = _FakeRunner()
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    with pytest.raises(ExecutionRefused, match="placeholder"):
+        ShellExecutor(runner=runner).run(plan)
+    assert runner.calls == []  # the requeue before the bad command did not run either
+
+
+def test_a_policy_whose_name_rule_accepts_an_option_is_refused_at_load(tmp_path: Path) -> None:
+    text = load_policy().source
+    body = Path(text).read_text()
+    bad = body.replace("slurm: {pattern: '(?=.{1,64}$)[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?'",
+                       "slurm: {pattern: '[A-Za-z0-9_.=-]+'")
+    assert bad != body
+    f = tmp_path / "policy.yaml"
+    f.write_text(bad)
+    with pytest.raises(PolicyError, match="must never start with '-'"):
+        load_policy(f)

@@ -1,7 +1,8 @@
 """Proactive alerts for hangs and slowdowns: Slack channel posts and outgoing webhooks, de-duplicated.
 
-One incident is one message: an alert carries a de-duplication key (``hang:<job>``, ``slow:<job>``),
-and the store lets the first one through and suppresses the rest for ``alert_repeat_s``
+One incident is one message: an alert carries a de-duplication key (``hang:<caller>:<job>``,
+``slow:<caller>:<job>``: scoped to the caller that submitted the work), and the store lets the first
+one through and suppresses the rest for ``alert_repeat_s``
 (:meth:`diag_service.service.store.Store.claim_alert`, atomic across replicas).
 
 Formats: ``slack`` (Block Kit JSON, also accepted by Slack-compatible receivers), ``mattermost``
@@ -20,13 +21,20 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, Field
 
+from diag_service.bot.blocks import clip, slack_escape
+
 log = logging.getLogger("diag_service.bot.alerts")
 
 AlertKind = Literal["hang", "slow"]
 
 
 class Alert(BaseModel):
-    """What to announce. ``fields``: short label → value pairs (suspect ranks, nodes, slowdown...)."""
+    """What to announce. ``fields``: short label → value pairs (suspect ranks, nodes, slowdown...).
+
+    ``caller``: who submitted the work that raised it (a token's name, ``slack:<user id>``), or None
+    for the service itself. The de-duplication key is scoped to it, so one caller's alert for a job
+    never claims, and so never suppresses, the key of another caller's alert for the same job id.
+    """
 
     kind: AlertKind
     job_id: str
@@ -34,40 +42,51 @@ class Alert(BaseModel):
     text: str
     fields: dict[str, str] = Field(default_factory=dict)
     link: str | None = None
+    caller: str | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.job_id}"
+        """``kind:job`` for the service's own alerts, ``kind:caller:job`` for a caller's."""
+        return f"{self.kind}:{self.job_id}" if self.caller is None else f"{self.kind}:{self.caller}:{self.job_id}"
 
 
 _EMOJI = {"hang": ":double_vertical_bar:", "slow": ":snail:"}
 
 
 def slack_payload(a: Alert) -> dict[str, Any]:
-    """Slack message (``chat.postMessage`` arguments without the channel, or an incoming-webhook body)."""
+    """Slack message (``chat.postMessage`` arguments without the channel, or an incoming-webhook body).
+    Title, text and fields come from logs and feeds: escaped (:func:`~diag_service.bot.blocks.slack_escape`)."""
+    e = slack_escape
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": a.title[:150]}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"{_EMOJI[a.kind]} {a.text}"[:3000]}},
+        {"type": "header", "text": {"type": "plain_text", "text": clip(e(a.title), 150)}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": clip(f"{_EMOJI[a.kind]} {e(a.text)}", 3000)}},
     ]
     if a.fields:
-        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"[:2000]}
+        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": clip(f"*{e(k)}*\n{e(v)}", 2000)}
                                                      for k, v in list(a.fields.items())[:10]]})
     if a.link:
         blocks.append({"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open"},
                                                         "url": a.link, "action_id": "diag_open"}]})
-    return {"text": f"{a.title}: {a.text}"[:3000], "blocks": blocks}
+    return {"text": clip(e(f"{a.title}: {a.text}"), 3000), "blocks": blocks}
+
+
+def _no_at_mention(s: str) -> str:
+    """Mattermost mentions are ``@name`` / ``@channel`` / ``@all`` in plain text: a zero-width space after
+    each ``@`` keeps the text as shown and notifies nobody (a job id may contain ``@``)."""
+    return s.replace("@", "@\u200b")
 
 
 def mattermost_payload(a: Alert) -> dict[str, Any]:
-    """Mattermost incoming-webhook body (Slack-style attachment with fields)."""
+    """Mattermost incoming-webhook body (Slack-style attachment with fields); ``@`` mentions made inert."""
+    m = _no_at_mention
     att: dict[str, Any] = {
-        "fallback": f"{a.title}: {a.text}", "color": "#d62728" if a.kind == "hang" else "#ff7f0e",
-        "title": a.title, "text": a.text,
-        "fields": [{"short": True, "title": k, "value": v} for k, v in a.fields.items()],
+        "fallback": m(f"{a.title}: {a.text}"), "color": "#d62728" if a.kind == "hang" else "#ff7f0e",
+        "title": m(a.title), "text": m(a.text),
+        "fields": [{"short": True, "title": m(k), "value": m(v)} for k, v in a.fields.items()],
     }
     if a.link:
         att["title_link"] = a.link
-    return {"username": "diag", "text": f"#### {a.title}", "attachments": [att]}
+    return {"username": "diag", "text": f"#### {m(a.title)}", "attachments": [att]}
 
 
 def lark_payload(a: Alert) -> dict[str, Any]:

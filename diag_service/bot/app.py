@@ -8,6 +8,11 @@
   Correct opens a form (category, root cause, what fixed it, recovery level).
 - Proactive posts: hang and slowdown alerts go to ``slack.alert_channel`` (see :mod:`diag_service.bot.alerts`).
 
+Who may do what: each Slack user id maps to the service's scopes in ``slack.user_scopes`` (``read``: look
+up diagnoses; ``diagnose``: diagnose attached or on-disk logs; ``kb:write``: Confirm / Correct); a user
+not mapped gets ``slack.default_scopes``, none by default, and is told so privately. Every text from
+logs, files or people is escaped (:func:`~diag_service.bot.blocks.slack_escape`) before it is posted.
+
 Request signatures are verified by Bolt (``X-Slack-Signature``, ``X-Slack-Request-Timestamp``;
 unsigned or stale requests get 401). Listeners acknowledge at once and work in Bolt's thread pool.
 """
@@ -29,7 +34,16 @@ from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_r
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diag_service.bot.blocks import CONFIRM, CORRECT, CORRECT_VIEW, correct_view, diagnosis_blocks, summary_text
+from diag_service.bot.blocks import (
+    CONFIRM,
+    CORRECT,
+    CORRECT_VIEW,
+    clip,
+    correct_view,
+    diagnosis_blocks,
+    slack_escape,
+    summary_text,
+)
 from diag_service.domain import Category, Diagnosis, RecoveryLevel, is_job_id
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.service.context import Conflict, NotFound, ServiceContext
@@ -54,6 +68,30 @@ class BotError(DiagError):
     kind = ErrorKind.INPUT
 
 
+class NotAllowed(BotError):
+    """The Slack user lacks the scope the request needs (``slack.user_scopes``); told privately."""
+
+    kind = ErrorKind.REFUSED
+
+
+_SLACK_USER = re.compile(r"[UW][A-Z0-9]{1,31}")
+_WHAT = {"read": "read diagnoses", "diagnose": "start diagnoses", "kb:write": "confirm or correct diagnoses"}
+
+
+def require(ctx: ServiceContext, user: str, scope: str) -> None:
+    """Raise :class:`NotAllowed` unless the Slack ``user`` has ``scope`` (``slack.user_scopes``, else
+    ``slack.default_scopes``, which is empty by default: an unmapped user can do nothing)."""
+    if scope not in ctx.settings.slack.scopes_of(user):
+        who = user if _SLACK_USER.fullmatch(user) else "(unknown)"
+        raise NotAllowed(f"You are not allowed to {_WHAT.get(scope, scope)} with this bot: Slack user {who} does not "
+                         f"have the '{scope}' scope. Ask the service's operator to add it to slack.user_scopes.")
+
+
+def mention(user: str) -> str:
+    """``<@U…>`` for a well-formed Slack user id, else a plain "someone" (never raw text in a mention)."""
+    return f"<@{user}>" if _SLACK_USER.fullmatch(user) else "someone"
+
+
 def _find_logs(ctx: ServiceContext, job_id: str) -> Path | None:
     for root in ctx.settings.allowed_roots:
         cand = root / job_id
@@ -65,8 +103,11 @@ def _find_logs(ctx: ServiceContext, job_id: str) -> Path | None:
     return None
 
 
-def lookup_or_diagnose(ctx: ServiceContext, job_id: str) -> JobRecord:
-    """The latest diagnosis of ``job_id``, or a new one of its logs under an allowed root (waited for)."""
+def lookup_or_diagnose(ctx: ServiceContext, job_id: str, user: str) -> JobRecord:
+    """The latest diagnosis of ``job_id``, or a new one of its logs under an allowed root (waited for).
+    The Slack ``user`` needs the ``read`` scope, and ``diagnose`` when a new diagnosis is needed;
+    raises :class:`NotAllowed` otherwise, :class:`BotError` for a bad id or no logs."""
+    require(ctx, user, "read")
     if not is_job_id(job_id):
         raise BotError(f"`{job_id[:80]}` is not a job id (letters, digits and ._:@/-)")
     job = ctx.store.latest_for_job(job_id)
@@ -75,8 +116,9 @@ def lookup_or_diagnose(ctx: ServiceContext, job_id: str) -> JobRecord:
         if path is None:
             raise BotError(f"No diagnosis and no logs found for `{job_id}`. Upload the logs with `POST /v1/diagnoses`, "
                            "or mention me with the log bundle attached.")
+        require(ctx, user, "diagnose")
         try:
-            job, _ = ctx.submit("diagnose", ctx.diagnose_task(path, job_id), job_id=job_id)
+            job, _ = ctx.submit("diagnose", ctx.diagnose_task(path, job_id), job_id=job_id, caller=f"slack:{user}")
         except Refused as exc:
             raise BotError(exc.message) from None
     if job.status in ("queued", "running"):
@@ -84,8 +126,10 @@ def lookup_or_diagnose(ctx: ServiceContext, job_id: str) -> JobRecord:
     return job
 
 
-def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str | None) -> JobRecord:
-    """Download a Slack file (bot token, size-capped), inspect it like an upload, diagnose it and wait."""
+def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str | None, user: str) -> JobRecord:
+    """Download a Slack file (bot token, size-capped), inspect it like an upload, diagnose it and wait.
+    The Slack ``user`` needs the ``diagnose`` scope (:class:`NotAllowed` before anything is downloaded)."""
+    require(ctx, user, "diagnose")
     s = ctx.settings.slack
     url = file.get("url_private_download") or file.get("url_private") or ""
     if not any(url.startswith(p) for p in s.file_url_prefixes):
@@ -115,7 +159,7 @@ def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str
         dest.rename(final)
         name = job_id or job_id_from_name(file.get("name") or "")
         job, _ = ctx.submit("diagnose", ctx.diagnose_task(final, name), job_id=name, job_uuid=job_uuid,
-                            input_path=folder, input_bytes=n)
+                            input_path=folder, input_bytes=n, caller=f"slack:{user}")
     except Refused as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise BotError(f"I cannot take this file: {exc.message}") from None
@@ -129,12 +173,12 @@ def download_and_diagnose(ctx: ServiceContext, file: dict[str, Any], job_id: str
 
 
 def result_message(ctx: ServiceContext, job: JobRecord) -> tuple[str, list[dict[str, Any]]]:
-    """Fallback text and blocks for a finished (or failed, or still running) diagnosis job."""
+    """Fallback text and blocks for a finished (or failed, or still running) diagnosis job, escaped for Slack."""
     if job.status == "failed":
-        return f"The diagnosis of {job.job_id or job.id} failed: {job.error}", []
+        return slack_escape(f"The diagnosis of {job.job_id or job.id} failed: {job.error}"), []
     if job.status != "done" or not job.result:
         link = ctx.link(job.id)
-        return f"Still diagnosing {job.job_id or job.id}; " + (f"see {link}" if link else f"id {job.id}"), []
+        return slack_escape(f"Still diagnosing {job.job_id or job.id}; " + (f"see {link}" if link else f"id {job.id}")), []
     d = Diagnosis.model_validate_json(job.result)
     return summary_text(d), diagnosis_blocks(d, job.id, ctx.link(job.id))
 
@@ -150,12 +194,17 @@ def create_bolt_app(ctx: ServiceContext) -> App:
     def post_result(channel: str, job: JobRecord, thread_ts: str | None) -> None:
         text, blocks = result_message(ctx, job)
         if thread_ts is None:  # a slash command: a short message in the channel, the details in its thread
-            head = client.chat_postMessage(channel=channel, text=f":mag: {text}"[:3000])
+            head = client.chat_postMessage(channel=channel, text=clip(f":mag: {text}", 3000))
             thread_ts = head["ts"]
-        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text[:3000], blocks=blocks or None)
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=clip(text, 3000), blocks=blocks or None)
 
-    def say_in_thread(channel: str, thread_ts: str | None, text: str) -> None:
-        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text[:3000])
+    def say_in_thread(channel: str, thread_ts: str | None, text: str, escaped: bool = False) -> None:
+        """Post ``text`` in the thread; escaped for Slack unless the caller composed it so (``escaped``)."""
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=clip(text if escaped else slack_escape(text), 3000))
+
+    def tell_privately(channel: str, user: str, thread_ts: str | None, text: str) -> None:
+        """An ephemeral message only ``user`` sees (refusals are not posted for the channel to read)."""
+        client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=clip(slack_escape(text), 3000))
 
     @bolt.command("/diag")
     def on_diag(ack: Any, command: dict[str, Any], respond: Any) -> None:
@@ -163,13 +212,19 @@ def create_bolt_app(ctx: ServiceContext) -> App:
         if not job_id:
             ack("Usage: `/diag JOB_ID`: the diagnosis of a failed job (or mention me with its logs attached).")
             return
-        ack(f"Looking up `{job_id[:80]}`…")
+        user = command.get("user_id") or ""
+        try:
+            require(ctx, user, "read")
+        except NotAllowed as exc:
+            ack(slack_escape(str(exc)))
+            return
+        ack(slack_escape(f"Looking up `{job_id[:80]}`…"))
         channel = command.get("channel_id", "")
         try:
-            job = lookup_or_diagnose(ctx, job_id)
+            job = lookup_or_diagnose(ctx, job_id, user)
             post_result(channel, job, None)
         except BotError as exc:
-            respond(text=str(exc), response_type="ephemeral")
+            respond(text=slack_escape(str(exc)), response_type="ephemeral")
         except SlackApiError as exc:  # e.g. not in the channel: answer the user privately instead
             log.warning("/diag: chat.postMessage failed: %s", exc.response.get("error"))
             text, blocks = result_message(ctx, job)
@@ -182,19 +237,23 @@ def create_bolt_app(ctx: ServiceContext) -> App:
         words = _MENTION.sub(" ", event.get("text") or "").split()
         job_id = next((w for w in words if is_job_id(w) and w.lower() != "diag"), None)
         files = event.get("files") or []
+        user = event.get("user") or ""
         try:
             if files:
+                require(ctx, user, "diagnose")  # before the file is looked at or anything is said in the channel
                 f = files[0]
                 if not (f.get("url_private_download") or f.get("url_private")) and f.get("id"):
                     f = client.files_info(file=f["id"])["file"]
                 say_in_thread(channel, thread_ts, f"Diagnosing `{safe_filename(f.get('name'), 'the file')}`…")
-                job = download_and_diagnose(ctx, f, job_id)
+                job = download_and_diagnose(ctx, f, job_id, user)
             elif job_id:
-                job = lookup_or_diagnose(ctx, job_id)
+                job = lookup_or_diagnose(ctx, job_id, user)
             else:
                 say_in_thread(channel, thread_ts, "Attach a job's log bundle (.tar.gz, .zip or a log file) or give its job id.")
                 return
             post_result(channel, job, thread_ts)
+        except NotAllowed as exc:
+            tell_privately(channel, user, thread_ts, str(exc))
         except BotError as exc:
             say_in_thread(channel, thread_ts, str(exc))
 
@@ -209,20 +268,29 @@ def create_bolt_app(ctx: ServiceContext) -> App:
         diag_id = body["actions"][0]["value"]
         channel, thread_ts, user = _where(body)
         try:
+            require(ctx, user, "kb:write")
             out = ctx.feedback(diag_id, verdict="confirm", who=f"slack:{user}", source="slack")
+        except NotAllowed as exc:
+            tell_privately(channel, user, thread_ts, str(exc))
+            return
         except (NotFound, Conflict) as exc:
             say_in_thread(channel, thread_ts, str(exc))
             return
         kb = f" Knowledge base: `{out.kb_record_id}`{' (merged)' if out.kb_merged else ''}." if out.kb_record_id else ""
-        say_in_thread(channel, thread_ts, f":white_check_mark: <@{user}> confirmed this diagnosis ({out.feedback.category}).{kb}")
+        say_in_thread(channel, thread_ts, f":white_check_mark: {mention(user)} "
+                      + slack_escape(f"confirmed this diagnosis ({out.feedback.category}).{kb}"), escaped=True)
 
     @bolt.action(CORRECT)
     def on_correct(ack: Any, body: dict[str, Any]) -> None:
         ack()
         diag_id = body["actions"][0]["value"]
-        channel, thread_ts, _user = _where(body)
+        channel, thread_ts, user = _where(body)
         try:
+            require(ctx, user, "kb:write")
             _job, d = ctx.diagnosis(diag_id)
+        except NotAllowed as exc:
+            tell_privately(channel, user, thread_ts, str(exc))
+            return
         except NotFound as exc:
             say_in_thread(channel, thread_ts, str(exc))
             return
@@ -235,6 +303,12 @@ def create_bolt_app(ctx: ServiceContext) -> App:
     @bolt.view(CORRECT_VIEW)
     def on_correct_submit(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         values = view.get("state", {}).get("values", {})
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            require(ctx, user, "kb:write")  # checked again: the form may outlive a change of the mapping
+        except NotAllowed as exc:
+            ack(response_action="errors", errors={"action": str(exc)[:150]})
+            return
 
         def val(block: str) -> str | None:
             v = (values.get(block) or {}).get("value") or {}
@@ -252,7 +326,6 @@ def create_bolt_app(ctx: ServiceContext) -> App:
             return
         ack()
         meta = json.loads(view.get("private_metadata") or "{}")
-        user = (body.get("user") or {}).get("id", "")
         try:
             out = ctx.feedback(meta.get("id", ""), verdict="correct", category=category, root_cause=val("root_cause"),
                                action=action, level=level, who=f"slack:{user}", source="slack")
@@ -261,7 +334,8 @@ def create_bolt_app(ctx: ServiceContext) -> App:
             return
         kb = f" Knowledge base: `{out.kb_record_id}`." if out.kb_record_id else ""
         say_in_thread(meta.get("channel", ""), meta.get("thread"),
-                      f":pencil2: <@{user}> corrected this diagnosis to *{category.value}*: {action[:500]}{kb}")
+                      f":pencil2: {mention(user)} corrected this diagnosis to *{category.value}*: "
+                      + slack_escape(f"{action[:500]}{kb}"), escaped=True)
 
     @bolt.action("diag_open")
     def on_open(ack: Any) -> None:
@@ -277,6 +351,8 @@ def create_bolt_app(ctx: ServiceContext) -> App:
 def mount(app: FastAPI, ctx: ServiceContext) -> App:
     """Add ``POST /slack/events`` (commands, events and interactivity) and the alert channel poster."""
     bolt = create_bolt_app(ctx)
+    if not ctx.settings.slack.user_scopes and not ctx.settings.slack.default_scopes:
+        log.warning("slack.user_scopes is empty and slack.default_scopes is none: the bot refuses every Slack user")
     channel = ctx.settings.slack.alert_channel
     if channel:
         ctx.notifier.post_to_channel = lambda payload: bolt.client.chat_postMessage(channel=channel, **payload)

@@ -109,6 +109,8 @@ def render_recovery(plan: RecoveryPlan, console: Console) -> None:
         lines.append(Text(f"fix hint: {plan.fix_hint}"))
     if plan.history_note:
         lines.append(Text(f"history: {plan.history_note}", style="dim"))
+    if plan.refused:
+        lines.append(Text(f"not executable: {plan.refused}", style="bold red"))
     for c in plan.commands:
         lines.append(Text(f"  $ {c}", style="cyan"))
     costs = "  ".join(

@@ -102,16 +102,35 @@ class JobIdRule(BaseModel):
     _compiles = field_validator("pattern")(lambda v: _regex(v))
 
 
-class NodeNameRule(BaseModel):
-    """What a platform accepts as a node name in its commands: ``pattern`` (a full-match regex) and
-    ``what`` it is called, for the comment that replaces a name that does not match."""
+class NameRule(BaseModel):
+    """What a platform accepts as one name (a node, a namespace) in its commands: ``pattern`` (a
+    full-match regex; it must not accept a leading ``-``) and ``what`` it is called, for the comment
+    that replaces a value that does not match."""
 
     model_config = ConfigDict(extra="forbid")
 
     pattern: str
     what: str
 
-    _compiles = field_validator("pattern")(lambda v: _regex(v))
+    @field_validator("pattern")
+    @classmethod
+    def _no_options(cls, v: str) -> str:
+        rx = re.compile(_regex(v))
+        for probe in ("-", "--all", "-A", "--selector=x"):
+            if rx.fullmatch(probe):
+                raise ValueError(f"the pattern accepts {probe!r}: a name must never start with '-' (it would be an option)")
+        return v
+
+
+class NodeNameRule(NameRule):
+    """A :class:`NameRule` for node names; ``hostlist: true`` when the platform's commands take Slurm
+    hostlists (``gpu[001-004]``): a hostlist is counted, expanded and each of its names matched."""
+
+    hostlist: bool = False
+
+
+#: The rule for a platform the policy names no rule for: one DNS-like name, never an option.
+FALLBACK_NAME = NameRule(pattern=r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9])?", what="a plain host or object name")
 
 
 class Policy(BaseModel):
@@ -124,8 +143,11 @@ class Policy(BaseModel):
     platforms: dict[str, dict[RecoveryLevel, list[str]]] = Field(default_factory=dict)
     job_ids: dict[str, JobIdRule] = Field(default_factory=dict)
     #: Node names from logs and feeds are untrusted: only names matching the platform's rule reach a
-    #: command, and a plan touching more than ``max_nodes`` nodes is written as comments (never run).
+    #: command (:data:`FALLBACK_NAME` for a platform without one), and a plan touching more than
+    #: ``max_nodes`` nodes (hostlists counted) is refused for execution and written as comments.
     node_names: dict[str, NodeNameRule] = Field(default_factory=dict)
+    #: What each platform accepts as a namespace (the ``{namespace}`` of its commands).
+    namespaces: dict[str, NameRule] = Field(default_factory=dict)
     max_nodes: int = Field(default=8, ge=1)
     source: str = ""
     version_hash: str = ""

@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,7 +30,8 @@ from diag_service.domain import (
 )
 from diag_service.errors import DiagError, ErrorKind, InputError
 from diag_service.recovery.history import History
-from diag_service.recovery.policy import Policy, Rule, load_policy
+from diag_service.recovery.hostlist import HostlistError, count_hosts, expand_hosts, is_hostlist
+from diag_service.recovery.policy import FALLBACK_NAME, NodeNameRule, Policy, Rule, load_policy
 
 _LEVEL_ORDER = [RecoveryLevel.L0, RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLevel.L3, RecoveryLevel.L4]
 
@@ -118,16 +120,37 @@ _OPTION_TEXT = {
 }
 
 
-def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str, namespace: str) -> list[str]:
+def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str,
+              namespace: str) -> tuple[list[str], str | None]:
+    """The plan's commands, and why the plan must not be executed (None when it may be).
+
+    Every value put in a command is checked against the platform's name rule first: a job id
+    (``job_ids``), node names (``node_names``; Slurm hostlists counted and expanded) and the namespace
+    (``namespaces``); a value that fails is named in a comment and replaced by a placeholder, which the
+    executor never runs. A plan on more than ``max_nodes`` nodes is refused for execution.
+    """
     templates = pol.platforms.get(platform, {}).get(level, [])
     job = d.job_id or "JOB"
-    nodes, bad = _usable_nodes(pol, platform, d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else []))
+    wanted = d.faulty_nodes or (["NODE"] if level is RecoveryLevel.L3 else [])
+    uses_nodes = any("{node}" in t or "{nodes}" in t for t in templates)
+    nodes, bad, over, count = _usable_nodes(pol, platform, wanted if uses_nodes else [])
     out: list[str] = []
     rule = pol.job_ids.get(platform)
     if rule is not None and any("{job_id}" in t for t in templates) and not re.fullmatch(rule.pattern, job):
         # a bundle's or log's name ("run_7") is not always the platform's job id; never act on a guess
         out.append(f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
         job = "JOB_NAME"
+    if any("{namespace}" in t for t in templates):
+        ns_rule = pol.namespaces.get(platform) or FALLBACK_NAME
+        if not re.fullmatch(ns_rule.pattern, namespace):
+            out.append(f"# namespace refused: {namespace[:80]!r} is not {ns_rule.what}; "
+                       "replace NAMESPACE with the job's namespace")
+            namespace = "NAMESPACE"
+    refused = None
+    if count > pol.max_nodes:
+        refused = (f"this plan would act on {count} nodes, more than the policy allows (max_nodes {pol.max_nodes}); "
+                   "confirm the nodes and run the commands by hand")
+        nodes = nodes + over  # shown to the person, as comments only
     for t in templates:
         values = {
             "job_id": shlex.quote(job), "namespace": shlex.quote(namespace), "category": d.category.value,
@@ -135,28 +158,52 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
         }
         if "{node}" in t:
             for n in nodes:
-                out.append(t.format(node=shlex.quote(n), **values))
-        else:
-            out.append(t.format(node="", **values))
-    if len(nodes) > pol.max_nodes:
-        head = f"# refused: this plan would act on {len(nodes)} nodes (policy max_nodes {pol.max_nodes}); confirm by hand"
-        out = [head] + [c if c.lstrip().startswith("#") else "# " + c for c in out]
-    return bad + out
+                out.append(t.format(node=shlex.quote(n), nodes="", **values))
+        else:  # {nodes}: every node in one comma-separated argument (Slurm's excnodelist replaces, not adds)
+            out.append(t.format(node="", nodes=shlex.quote(",".join(nodes)), **values))
+    if refused is not None:
+        out = [f"# refused: {refused}"] + [c if c.lstrip().startswith("#") else "# " + c for c in out]
+    return bad + out, refused
 
 
-def _usable_nodes(pol: Policy, platform: str, nodes: list[str]) -> tuple[list[str], list[str]]:
-    """The node names that may be put in ``platform``'s commands, and comment lines for the others."""
-    rule = pol.node_names.get(platform)
-    ok: list[str] = []
+def _usable_nodes(pol: Policy, platform: str, wanted: list[str]) -> tuple[list[str], list[str], list[str], int]:
+    """Check untrusted node values against ``platform``'s rule.
+
+    Returns the single names that may be put in a command, comment lines for the refused ones, the
+    hostlists too large to expand (kept as text, for display), and the number of nodes the plan would
+    act on (names, plus the counted hosts of those hostlists).
+    """
+    rule = pol.node_names.get(platform) or FALLBACK_NAME
+    hostlists = isinstance(rule, NodeNameRule) and rule.hostlist
+    ok: dict[str, None] = {}
     bad: list[str] = []
-    for n in dict.fromkeys(nodes):
-        if n == "NODE" or rule is None or re.fullmatch(rule.pattern, n):
-            ok.append(n)
-        else:
-            bad.append(f"# node {n[:80]!r} is not {rule.what}: not put in a command")
-    if bad and not ok:
-        ok = ["NODE"]
-    return ok, bad
+    over: list[str] = []
+    counted = 0
+    for raw in dict.fromkeys(wanted):
+        if raw == "NODE":
+            ok[raw] = None
+            continue
+        shown = repr(raw[:80])
+        names = [raw]
+        if hostlists and is_hostlist(raw):
+            try:
+                n = count_hosts(raw)
+                if n > pol.max_nodes:
+                    over.append(raw)
+                    counted += n
+                    continue
+                names = expand_hosts(raw, pol.max_nodes)
+            except HostlistError as exc:
+                bad.append(f"# node name refused: {shown} is not a Slurm hostlist ({exc}); not put in a command")
+                continue
+        for name in names:
+            if re.fullmatch(rule.pattern, name):
+                ok[name] = None
+            else:
+                bad.append(f"# node name refused: {repr(name[:80])} is not {rule.what}; not put in a command")
+    if bad and not ok and not over:
+        ok["NODE"] = None
+    return list(ok), bad, over, counted + sum(1 for n in ok if n != "NODE")
 
 
 def recommend(
@@ -209,11 +256,12 @@ def recommend(
     if level is RecoveryLevel.L4 and hit is not None:
         hint = hit.explanation
     reason = f"{d.failure_mode.value}/{d.category.value}" + (f" ({hit.name})" if hit else "") + f" -> rule {rule_id}"
+    commands, refused = _commands(pol, platform, level, d, reason, namespace)
     plan = RecoveryPlan(
         level=level, action=action, rule_id=rule_id, reason=reason, timing=timing, backoff_s=backoff_s,
         target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
         target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
-        fix_hint=hint, platform=platform, commands=_commands(pol, platform, level, d, reason, namespace),
+        fix_hint=hint, platform=platform, commands=commands, refused=refused,
         options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus)) for lv in _LEVEL_ORDER],
         history_note=note, idempotency_key=key,
     )
@@ -230,7 +278,7 @@ class UnknownPlatform(InputError, ValueError):
 
 
 #: Words a plan puts where a value could not be trusted or known; a command holding one is never run.
-PLACEHOLDERS = ("NODE", "JOB_NAME", "JOB", "POD_OF_FAILED_RANK")
+PLACEHOLDERS = ("NODE", "JOB_NAME", "JOB", "POD_OF_FAILED_RANK", "NAMESPACE")
 
 
 class ExecutionRefused(DiagError):
@@ -250,31 +298,59 @@ class DryRunExecutor:
         return [f"DRY-RUN: {c}" for c in plan.commands]
 
 
+#: Runs one command: ``(argv, timeout_s) -> exit code``. Raises :class:`ExecutionRefused` when it cannot.
+Runner = Callable[[list[str], float], int]
+
+
+def run_subprocess(argv: list[str], timeout_s: float) -> int:
+    """The default :data:`Runner`: ``argv`` as a process (no shell), its exit code. Raises
+    :class:`ExecutionRefused` when the binary is not installed."""
+    if shutil.which(argv[0]) is None:
+        raise ExecutionRefused(f"refusing to run {argv[:1]}: not installed")
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False).returncode
+
+
 class ShellExecutor:
     """Runs a plan's commands, only when ``DIAG_EXECUTOR=shell`` is set, only allow-listed binaries.
 
-    Raises :class:`ExecutionRefused` otherwise. Each command has a timeout (seconds).
+    The whole plan is checked before anything runs: a plan with ``refused`` set (more nodes than the
+    policy allows), a command holding a placeholder or naming another binary raises
+    :class:`ExecutionRefused` and nothing is run. ``runner`` runs one command (default
+    :func:`run_subprocess`, with ``timeout_s`` seconds per command); execution stops at the first
+    command that fails.
     """
 
     ALLOWED = ("kubectl", "scontrol", "vcctl")
 
-    def __init__(self, timeout_s: float = 120.0) -> None:
+    def __init__(self, timeout_s: float = 120.0, runner: Runner | None = None) -> None:
         if os.environ.get("DIAG_EXECUTOR") != "shell":
             raise ExecutionRefused("execution is off: set DIAG_EXECUTOR=shell to configure the shell executor")
         self.timeout_s = timeout_s
+        self.runner = runner or run_subprocess
 
-    def run(self, plan: RecoveryPlan) -> list[str]:
-        out: list[str] = []
+    def check(self, plan: RecoveryPlan) -> list[tuple[str, list[str]]]:
+        """The plan's runnable commands as ``(command, argv)``. Raises :class:`ExecutionRefused` for a
+        plan that must not be executed as it stands."""
+        if plan.refused:
+            raise ExecutionRefused(f"refusing to execute this plan: {plan.refused}")
+        todo: list[tuple[str, list[str]]] = []
         for cmd in plan.commands:
             if cmd.lstrip().startswith("#"):
                 continue
             argv = shlex.split(cmd.split("  #", 1)[0])
             if any(a in PLACEHOLDERS for a in argv) or any(a.endswith(tuple("=" + p for p in PLACEHOLDERS)) for a in argv):
                 raise ExecutionRefused(f"refusing to run {cmd[:120]!r}: it still holds a placeholder for a person to fill in")
-            if not argv or argv[0] not in self.ALLOWED or shutil.which(argv[0]) is None:
-                raise ExecutionRefused(f"refusing to run {argv[:1]}: not an allowed, installed binary")
-            res = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)
-            out.append(f"{cmd} -> exit {res.returncode}")
-            if res.returncode != 0:
+            if not argv or argv[0] not in self.ALLOWED:
+                raise ExecutionRefused(f"refusing to run {argv[:1]}: not an allowed binary ({', '.join(self.ALLOWED)})")
+            todo.append((cmd, argv))
+        return todo
+
+    def run(self, plan: RecoveryPlan) -> list[str]:
+        """Run the plan (after :meth:`check`); one ``"<command> -> exit N"`` line per command run."""
+        out: list[str] = []
+        for cmd, argv in self.check(plan):
+            code = self.runner(argv, self.timeout_s)
+            out.append(f"{cmd} -> exit {code}")
+            if code != 0:
                 break
         return out

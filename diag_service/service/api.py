@@ -292,7 +292,7 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
 @router.post("/v1/diagnoses", tags=["diagnoses"], openapi_extra=_DIAGNOSE_BODY, status_code=200,
              response_model=DiagnosisEnvelope, responses={202: {"model": Accepted}, **_REFUSALS})
 async def create_diagnosis(
-    request: Request, _: Submit,
+    request: Request, principal: Submit,
     job_id: Annotated[str | None, Query(max_length=256, description="Job id for the result (raw-body uploads).")] = None,
     filename: Annotated[str | None, Query(max_length=255, description="Original file name (raw-body uploads).")] = None,
     wait: Annotated[bool, Query(description="Wait for small bundles' results (default); false: 202 at once.")] = True,
@@ -306,7 +306,7 @@ async def create_diagnosis(
         path = await run_in_threadpool(resolve_allowed, body.path, ctx.settings.allowed_roots)
         name = body.job_id or path.name
         job, fut = ctx.submit("diagnose", {**ctx.diagnose_task(path, name, body.exclude), "confined": str(path)},
-                              job_id=name)
+                              job_id=name, caller=principal.name)
         return await _answer(ctx, job, fut, body.wait, 0)
     if not ctx.has_room():
         ctx.metrics.refusals.labels("queue_full").inc()
@@ -321,7 +321,7 @@ async def create_diagnosis(
     exclude = fields.get("exclude") or []
     try:
         job, fut = ctx.submit("diagnose", ctx.diagnose_task(final, name, exclude), job_id=name, job_uuid=job_uuid,
-                              input_path=final.parent, input_bytes=size)
+                              input_path=final.parent, input_bytes=size, caller=principal.name)
     except Refused:
         shutil.rmtree(ctx.settings.uploads_dir / job_uuid, ignore_errors=True)
         raise
@@ -396,7 +396,7 @@ _HANG_BODY = {"requestBody": {"required": True, "content": {
 
 @router.post("/v1/hang", response_model=HangEnvelope, tags=["analyzers"], openapi_extra=_HANG_BODY,
              responses={202: {"model": Accepted}, **_REFUSALS})
-async def post_hang(request: Request, _: Submit) -> Any:
+async def post_hang(request: Request, principal: Submit) -> Any:
     """Localise a hang from periodic stack dumps of every rank (an archive upload, or a folder under an
     allowed root). A hung job is also announced in the alert channel and webhooks (once per incident)."""
     ctx = ctx_of(request)
@@ -405,7 +405,7 @@ async def post_hang(request: Request, _: Submit) -> Any:
         folder = await run_in_threadpool(resolve_allowed, body.path, ctx.settings.allowed_roots)
         task = {"kind": "hang", "dumps_dir": str(folder), "min_stuck_snapshots": body.min_stuck_snapshots,
                 "confined": str(folder)}
-        job, fut = ctx.submit("hang", task, job_id=body.job_id or folder.name)
+        job, fut = ctx.submit("hang", task, job_id=body.job_id or folder.name, caller=principal.name)
         return await _answer_report(ctx, job, fut, HangEnvelope, HangReport)
     job_uuid = new_id()
     ctx.acquire_upload_slot()
@@ -421,7 +421,7 @@ async def post_hang(request: Request, _: Submit) -> Any:
             raise Refused(422, "min_stuck_snapshots must be within 2..1000", "bad_field")
         task = {"kind": "hang", "dumps_dir": str(folder), "min_stuck_snapshots": min_stuck}
         job, fut = ctx.submit("hang", task, job_id=_job_id(fields.get("job_id")) or job_uuid, job_uuid=job_uuid,
-                              input_path=dest.parent, input_bytes=size)
+                              input_path=dest.parent, input_bytes=size, caller=principal.name)
     except BaseException:
         shutil.rmtree(ctx.settings.uploads_dir / job_uuid, ignore_errors=True)
         raise
@@ -446,7 +446,7 @@ async def _answer_report(ctx: ServiceContext, job: JobRecord, fut: Any, env: typ
                  "multipart/form-data": {"schema": {"type": "object", "required": ["feed"], "properties": {
                      "feed": {"type": "string", "format": "binary", "description": "timing.jsonl/.csv/.parquet or a log file."},
                      "job_id": {"type": "string"}}}}}}})
-async def post_slow(request: Request, _: Submit) -> Any:
+async def post_slow(request: Request, principal: Submit) -> Any:
     """Batch fail-slow analysis of a whole feed: step records (JSON), an uploaded feed or log, or a path
     under an allowed root. A slow job is announced like a hang."""
     ctx = ctx_of(request)
@@ -476,7 +476,7 @@ async def post_slow(request: Request, _: Submit) -> Any:
         if input_path is None:  # a path request: checked again when the worker opens it
             task["confined"] = str(path)
         job, fut = ctx.submit("slow", task, job_id=job_id or job_uuid,
-                              job_uuid=job_uuid, input_path=input_path, input_bytes=size)
+                              job_uuid=job_uuid, input_path=input_path, input_bytes=size, caller=principal.name)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -492,13 +492,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> int:
 
 @router.post("/v1/slow/streams/{job_id}/steps", response_model=StepsResult, tags=["analyzers"])
 async def post_steps(job_id: Annotated[str, PathParam(pattern=_JOB_ID_FIELD)], body: StepsBody, request: Request,
-                     _: Submit) -> StepsResult:
+                     principal: Submit) -> StepsResult:
     """Stream step records of a running job into its live detector; returns the alarms this batch raised.
     Alarms are announced in the alert channel and webhooks (once per incident)."""
     ctx = ctx_of(request)
     alarms = await run_in_threadpool(ctx.streams.update, job_id, body.records, body.world_size)
     if alarms:
-        ctx.alert_stream_alarms(job_id, alarms)
+        ctx.alert_stream_alarms(job_id, alarms, caller=principal.name)
     return StepsResult(job_id=job_id, alarms=alarms, accepted=len(body.records))
 
 

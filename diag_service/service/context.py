@@ -172,8 +172,12 @@ class ServiceContext:
         self._uploads.release()
 
     def submit(self, kind: JobKind, task: dict[str, Any], *, job_id: str | None, job_uuid: str | None = None,
-               input_path: Path | None = None, input_bytes: int = 0) -> tuple[JobRecord, concurrent.futures.Future[JobRecord]]:
-        """Store a job and queue it. Raises :class:`Refused` (503) when the queue is full."""
+               input_path: Path | None = None, input_bytes: int = 0,
+               caller: str | None = None) -> tuple[JobRecord, concurrent.futures.Future[JobRecord]]:
+        """Store a job and queue it. ``caller`` (a token's name, ``slack:<user id>``) is kept with the job
+        and scopes the alerts it raises. Raises :class:`Refused` (503) when the queue is full."""
+        if caller is not None:
+            task = {**task, "caller": caller}
         if not self.has_room():
             self.metrics.refusals.labels("queue_full").inc()
             raise Refused(503, f"the work queue is full ({self.settings.queue_max} jobs); retry later", "queue_full")
@@ -274,8 +278,8 @@ class ServiceContext:
     def _claim_alert(self, key: str, kind: str, job_id: str | None, message: dict[str, Any]) -> bool:
         return self.store.claim_alert(key, kind, job_id, message, self.settings.alert_repeat_s)
 
-    def alert_stream_alarms(self, job_id: str, alarms: list[SlowAlarm]) -> None:
-        """Announce a live stream's slowdown (one message per incident)."""
+    def alert_stream_alarms(self, job_id: str, alarms: list[SlowAlarm], caller: str | None = None) -> None:
+        """Announce a live stream's slowdown (one message per incident and ``caller``)."""
         if not alarms:
             return
         first = alarms[0]
@@ -283,7 +287,7 @@ class ServiceContext:
         if first.kind is not None:
             fields["Phase"] = str(first.kind.value if hasattr(first.kind, "value") else first.kind)
         self.notifier.notify(Alert(kind="slow", job_id=job_id, title=f"Job {job_id} is running slow",
-                                   text="; ".join(a.message for a in alarms[:3])[:1500], fields=fields))
+                                   text="; ".join(a.message for a in alarms[:3])[:1500], fields=fields, caller=caller))
 
     def _on_done(self, job: JobRecord, outcome: dict[str, Any]) -> None:
         m = self.metrics
@@ -292,6 +296,7 @@ class ServiceContext:
         if job.status != "done":
             return
         name = job.job_id or job.id
+        caller = job.request.get("caller")  # alerts are scoped to who submitted the work
         if job.kind == "diagnose":
             m.diagnoses.labels(job.category or "unknown", job.failure_mode or "unknown").inc()
             for stage, ms in (outcome.get("timings_ms") or {}).items():
@@ -300,7 +305,7 @@ class ServiceContext:
             if job.failure_mode in ("fail_hang", "fail_slow"):
                 kind = "hang" if job.failure_mode == "fail_hang" else "slow"
                 self.notifier.notify(Alert(kind=kind, job_id=name, title=f"Job {name}: {job.failure_mode} ({job.category})",
-                                           text=(job.summary or "")[:1500], link=self.link(job.id)))
+                                           text=(job.summary or "")[:1500], link=self.link(job.id), caller=caller))
         elif job.kind == "hang" and outcome.get("hung") and job.result:
             rep = HangReport.model_validate_json(job.result)
             fields = {"Stuck ranks": f"{len(rep.stuck_ranks)} of {rep.ranks}"}
@@ -310,7 +315,8 @@ class ServiceContext:
             if rep.suspect_nodes:
                 fields["Suspect nodes"] = ", ".join(rep.suspect_nodes[:10])
             self.notifier.notify(Alert(kind="hang", job_id=name, title=f"Job {name} is hung", text=rep.explanation[:1500],
-                                       fields=fields))
+                                       fields=fields, caller=caller))
         elif job.kind == "slow" and job.failure_mode == "fail_slow":
             self.notifier.notify(Alert(kind="slow", job_id=name, title=f"Job {name} is running slow",
-                                       text=(job.summary or "")[:1500], fields={"Category": job.category or "unknown"}))
+                                       text=(job.summary or "")[:1500], fields={"Category": job.category or "unknown"},
+                                       caller=caller))

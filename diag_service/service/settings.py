@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any, Literal
@@ -100,6 +101,33 @@ class SlackSettings(BaseModel):
     )
     max_file_bytes: int = Field(default=256 << 20, ge=1024)
     wait_s: float = Field(default=600, gt=0, description="How long the bot waits for a diagnosis it queued.")
+    user_scopes: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Slack user id (U…/W…) -> the service scopes that user has in the bot: read (/diag and mentions "
+                    "of a stored diagnosis), diagnose (diagnose attached or on-disk logs), kb:write (Confirm / Correct).",
+    )
+    default_scopes: list[str] = Field(
+        default_factory=list,
+        description="Scopes of a Slack user not in user_scopes. Default: none (such a user is told to ask for access).",
+    )
+
+    @field_validator("user_scopes")
+    @classmethod
+    def _slack_users(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for user, scopes in v.items():
+            if not re.fullmatch(r"[UW][A-Z0-9]{1,31}", user):
+                raise ValueError(f"{user[:40]!r} is not a Slack user id (U… or W…, upper-case letters and digits)")
+            TokenSpec._known_scopes(scopes)
+        return v
+
+    @field_validator("default_scopes")
+    @classmethod
+    def _default_scopes(cls, v: list[str]) -> list[str]:
+        return TokenSpec._known_scopes(v)
+
+    def scopes_of(self, user_id: str) -> frozenset[str]:
+        """The scopes of a Slack user (``user_scopes``, else ``default_scopes``)."""
+        return frozenset(self.user_scopes.get(user_id, self.default_scopes))
 
     @property
     def enabled(self) -> bool:
