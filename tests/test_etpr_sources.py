@@ -117,3 +117,13 @@ def test_a_registered_source_is_detected_and_read(tmp_path):
         from diag_service.etpr import sources as registry
 
         registry._SOURCES.pop("words_test", None)
+
+
+def test_quantile_assumption_examples_are_in_job_order():
+    # the full join behind the expected-rate rule returned jobs in hash order, so the examples changed
+    # from run to run; they follow the job table now, like every other issue's examples
+    ev, _ = load_events(FIX, use_truth=False)
+    for _ in range(8):
+        led = compute_ledger(ev)
+        (q,) = [i for i in led.issues if i.code == "expected_throughput_quantile"]
+        assert q.examples == led.jobs.get_column("job").to_list()[:5]

@@ -789,14 +789,14 @@ def _throughput_ratio(df: pl.DataFrame, job_map: pl.DataFrame, slow_tolerance: f
     q_src = df.lazy().filter(pl.col("throughput").is_not_null() & prog & ~_in("ps", AFTER_FAILURE + [State.RELEASED])).select(
         "_k", "throughput").join(per_job.lazy(), on="_k", how="anti")
     q = q_src.group_by("_k").agg(q_tp=pl.col("throughput").quantile(expected_quantile, "linear")).collect()
-    per_job = per_job.join(q, on="_k", how="full", coalesce=True)
+    per_job = per_job.join(q, on="_k", how="full", coalesce=True).sort("_k")  # job order: stable examples
     per_job = per_job.with_columns(jid=job_map.get_column("jid").gather(per_job.get_column("_k")))
     used_q = per_job.filter(pl.col("exp_tp").is_null() & pl.col("q_tp").is_not_null())
     if used_q.height:
         issues.append(Issue(kind="assumption", code="expected_throughput_quantile",
                             message=f"no expected_throughput for the job: the {expected_quantile:.0%} quantile of its "
                                     "observed throughput samples is used as the expected rate", count=used_q.height,
-                            examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left")
+                            examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left", maintain_order="left")
                             .get_column("job").to_list()))
     exp_job = _per_segment(job_map.height, per_job.get_column("_k"),
                            per_job.select(exp=pl.coalesce(pl.col("exp_tp"), pl.col("q_tp"))))
