@@ -127,3 +127,10 @@ def test_quantile_assumption_examples_are_in_job_order():
         led = compute_ledger(ev)
         (q,) = [i for i in led.issues if i.code == "expected_throughput_quantile"]
         assert q.examples == led.jobs.get_column("job").to_list()[:5]
+
+
+def test_lab_source_named_on_another_file_is_an_input_error():
+    with pytest.raises(EtprInputError, match="events.jsonl"):
+        load_events(RUN / "timing.jsonl", source="lab")
+    ev, _ = load_events(RUN / "events.jsonl", source="lab")
+    assert set(ev.get_column("job")) == {"lab_stop_sigkill_restart"}

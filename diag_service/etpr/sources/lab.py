@@ -132,7 +132,10 @@ def _detect(path: Path) -> bool:
 def load_lab(path: Path, issues: list[Issue], options: LoadOptions) -> pl.DataFrame:
     """Raw rows of every lab run at ``path`` (:func:`load_lab_run`). ``options.job_id`` replaces the run
     folder's name as the job id; it names one job, so it is refused (:class:`EtprInputError`) for a folder
-    of several runs. Raises :class:`EtprInputError` when ``path`` holds no run."""
+    of several runs. Raises :class:`EtprInputError` when ``path`` holds no run or is a file other than
+    ``events.jsonl``."""
+    if path.is_file() and path.name != "events.jsonl":
+        raise EtprInputError(f"{path}: the lab source reads a run's events.jsonl, its run folder or a folder of runs")
     runs = [path.parent] if path.is_file() else find_lab_runs(path)
     if not runs:
         raise EtprInputError(f"{path}: no lab run (no events.jsonl) found")
