@@ -40,40 +40,69 @@ from diag_service.etpr.schema import (
     Phase,
 )
 
-# ---- states (small ints, so that forward fills and comparisons stay cheap) ----
-S_NONE, S_QUEUE, S_SCHED, S_INIT, S_LOAD, S_PROD, S_STALL, S_DETECT, S_HANG, S_POST, S_RECOV, S_REL = range(12)
-PRE = [S_SCHED, S_INIT, S_LOAD]
-RUNNING = [S_PROD, S_STALL]
-ACTIVE = PRE + RUNNING + [S_DETECT, S_HANG]
-EPISODE = [S_DETECT, S_HANG, S_POST, S_RECOV]
-ALLOCATED = ACTIVE + [S_POST, S_RECOV]
-OUTSIDE = [S_NONE, S_QUEUE, S_REL]
 
+class State:
+    """The state a job is in from a row on (small ints, so that forward fills and comparisons stay cheap)."""
+
+    NONE = 0  # before the job's first state-setting event
+    QUEUE = 1  # submitted, not allocated
+    SCHEDULING = 2  # allocated, not started
+    INIT = 3  # started (or restarted), before the first step
+    CKPT_LOAD = 4  # loading a checkpoint (the duration before checkpoint_loaded)
+    PRODUCTIVE = 5  # training
+    CKPT_STALL = 6  # blocked saving a checkpoint (the duration before checkpoint_saved)
+    DETECTION = 7  # failed, not yet detected (failure onset -> failure)
+    HANG = 8  # hung, not yet detected (hang onset -> hang_detected)
+    POST_FAILURE = 9  # detected, not diagnosed
+    RECOVERY = 10  # diagnosed, not restarted
+    RELEASED = 11  # allocation released (finished, killed, released)
+
+
+PRE_EXECUTION = [State.SCHEDULING, State.INIT, State.CKPT_LOAD]
+RUNNING = [State.PRODUCTIVE, State.CKPT_STALL]
+ACTIVE = PRE_EXECUTION + RUNNING + [State.DETECTION, State.HANG]
+EPISODE = [State.DETECTION, State.HANG, State.POST_FAILURE, State.RECOVERY]
+AFTER_FAILURE = [State.POST_FAILURE, State.RECOVERY]
+ALLOCATED = ACTIVE + AFTER_FAILURE
+OUTSIDE = [State.NONE, State.QUEUE, State.RELEASED]
+
+#: Events that end an allocation.
+ENDS = (EventType.FINISHED, EventType.KILLED, EventType.RELEASED)
 #: Event name -> small integer code (order is irrelevant; the codes only need to be stable).
 EVENT_CODE: dict[str, int] = {e.value: i for i, e in enumerate(EventType)}
-E = {e: EVENT_CODE[e.value] for e in EventType}
+EV_CODE: dict[EventType, int] = {e: EVENT_CODE[e.value] for e in EventType}
 
 FAILED_STATUSES = ["failed", "failure", "error", "crashed", "timeout", "killed", "cancelled", "preempted"]
 OK_STATUSES = ["succeeded", "success", "successful", "completed", "complete", "ok", "pass", "passed", "done"]
 
 #: Small integer codes of buckets and phases inside the computation, and the Enum dtypes of the output.
-B: dict[Bucket, int] = {b: i for i, b in enumerate(Bucket)}
-B_NAMES: dict[int, str] = {i: b.value for b, i in B.items()}
-PH: dict[Phase, int] = {p: i for i, p in enumerate(Phase)}
-PH_NAMES: dict[int, str] = {i: p.value for p, i in PH.items()}
+BUCKET_CODE: dict[Bucket, int] = {b: i for i, b in enumerate(Bucket)}
+BUCKET_OF_CODE: dict[int, str] = {i: b.value for b, i in BUCKET_CODE.items()}
+PHASE_CODE: dict[Phase, int] = {p: i for i, p in enumerate(Phase)}
+PHASE_OF_CODE: dict[int, str] = {i: p.value for p, i in PHASE_CODE.items()}
 BUCKET_ENUM = pl.Enum([b.value for b in Bucket])
 PHASE_ENUM = pl.Enum([p.value for p in Phase])
-P_REAL, P_ONSET, P_IMPLICIT, P_STALL, P_LOAD = range(5)  # kinds of rows (real event or pseudo event)
+
+
+class RowKind:
+    """What a row of the timeline is: a real event or a pseudo event of a retroactive state change."""
+
+    REAL = 0
+    ONSET = 1  # failure / hang onset before its detection
+    IMPLICIT_FAILURE = 2  # failure assumed before a restart that had none
+    STALL = 3  # start of a checkpoint save's blocking time
+    LOAD = 4  # start of a checkpoint load
+
 
 _STATE_BUCKET_CODE: dict[int, int] = {
-    S_QUEUE: B[Bucket.QUEUE],
-    S_SCHED: B[Bucket.SCHEDULING],
-    S_INIT: B[Bucket.INIT],
-    S_LOAD: B[Bucket.CKPT_LOAD],
-    S_STALL: B[Bucket.CKPT_STALL],
-    S_DETECT: B[Bucket.DETECTION],
-    S_HANG: B[Bucket.HANG],
-    S_RECOV: B[Bucket.RECOVERY],
+    State.QUEUE: BUCKET_CODE[Bucket.QUEUE],
+    State.SCHEDULING: BUCKET_CODE[Bucket.SCHEDULING],
+    State.INIT: BUCKET_CODE[Bucket.INIT],
+    State.CKPT_LOAD: BUCKET_CODE[Bucket.CKPT_LOAD],
+    State.CKPT_STALL: BUCKET_CODE[Bucket.CKPT_STALL],
+    State.DETECTION: BUCKET_CODE[Bucket.DETECTION],
+    State.HANG: BUCKET_CODE[Bucket.HANG],
+    State.RECOVERY: BUCKET_CODE[Bucket.RECOVERY],
 }
 
 
@@ -91,6 +120,13 @@ class Ledger:
     jobs: pl.DataFrame
     issues: list[Issue] = field(default_factory=list)
     n_events: int = 0
+
+
+def is_ev(*types: EventType) -> pl.Expr:
+    """True where the row's event (column ``ev``, an :data:`EVENT_CODE`) is one of ``types``."""
+    if len(types) == 1:
+        return pl.col("ev") == EV_CODE[types[0]]
+    return pl.col("ev").is_in([EV_CODE[t] for t in types])
 
 
 def _in(col: str | pl.Expr, values: list[int]) -> pl.Expr:
@@ -138,49 +174,48 @@ def job_key(job: pl.Expr) -> pl.Expr:
 
 
 def _resolve_states(df: pl.DataFrame, passes: int = 3) -> pl.DataFrame:
-    """Add ``ps`` (state before the row) and ``hard`` (state the row sets, or null) to sorted events.
+    """Phase 4: add ``ps`` (state before the row) and ``hard`` (state the row sets, or null) to sorted events.
 
     Pass 0 uses context-free rules; each further pass re-applies the context rules with the ``ps`` of
     the previous pass, so that an ignored event (e.g. a ``hang_detected`` during start-up) no longer
     shapes the state of the rows after it.
     """
-    ev = pl.col("ev")
     first = pl.col("_first")
 
     def ffill_state(hard: pl.Expr) -> pl.Expr:
         # A sentinel on each job's first row keeps the global forward fill inside the job.
-        return pl.when(first & hard.is_null()).then(pl.lit(S_NONE)).otherwise(hard).forward_fill()
+        return pl.when(first & hard.is_null()).then(pl.lit(State.NONE)).otherwise(hard).forward_fill()
 
     base = (
-        pl.when(ev == E[EventType.SUBMITTED]).then(pl.lit(S_QUEUE))
-        .when(ev == E[EventType.ALLOCATED]).then(pl.lit(S_SCHED))
-        .when(ev.is_in([E[EventType.STARTED], E[EventType.RESTART]])).then(pl.lit(S_INIT))
-        .when(ev == E[EventType.FIRST_STEP]).then(pl.lit(S_PROD))
-        .when(ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])).then(pl.lit(S_POST))
-        .when(ev == E[EventType.DIAGNOSED]).then(pl.lit(S_RECOV))
-        .when(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])).then(pl.lit(S_REL))
+        pl.when(is_ev(EventType.SUBMITTED)).then(pl.lit(State.QUEUE))
+        .when(is_ev(EventType.ALLOCATED)).then(pl.lit(State.SCHEDULING))
+        .when(is_ev(EventType.STARTED, EventType.RESTART)).then(pl.lit(State.INIT))
+        .when(is_ev(EventType.FIRST_STEP)).then(pl.lit(State.PRODUCTIVE))
+        .when(is_ev(EventType.FAILURE, EventType.HANG_DETECTED)).then(pl.lit(State.POST_FAILURE))
+        .when(is_ev(EventType.DIAGNOSED)).then(pl.lit(State.RECOVERY))
+        .when(is_ev(*ENDS)).then(pl.lit(State.RELEASED))
         .otherwise(None)
     )
     df = df.with_columns(hard=base.cast(pl.Int8))
     for _ in range(passes):
         df = df.with_columns(
-            ps=pl.when(first).then(pl.lit(S_NONE)).otherwise(ffill_state(pl.col("hard")).shift(1)).cast(pl.Int8)
+            ps=pl.when(first).then(pl.lit(State.NONE)).otherwise(ffill_state(pl.col("hard")).shift(1)).cast(pl.Int8)
         )
         ps = pl.col("ps")
         hard = (
-            pl.when(ev == E[EventType.SUBMITTED]).then(pl.when(_in(ps, OUTSIDE)).then(pl.lit(S_QUEUE)))
-            .when(ev == E[EventType.ALLOCATED]).then(pl.when(~_in(ps, ALLOCATED)).then(pl.lit(S_SCHED)))
-            .when(ev.is_in([E[EventType.STARTED], E[EventType.RESTART]])).then(pl.lit(S_INIT))
-            .when(ev == E[EventType.CHECKPOINT_LOADED]).then(pl.when(_in(ps, PRE)).then(pl.lit(S_INIT)))
-            .when(ev == E[EventType.FIRST_STEP]).then(pl.when(~_in(ps, RUNNING)).then(pl.lit(S_PROD)))
-            .when(ev == E[EventType.PROGRESS]).then(pl.when(_in(ps, PRE + OUTSIDE)).then(pl.lit(S_PROD)))
-            .when(ev == E[EventType.CHECKPOINT_SAVED]).then(
-                pl.when((ps == S_PROD) & (pl.col("duration") > 0)).then(pl.lit(S_PROD)))
-            .when(ev == E[EventType.FAILURE]).then(pl.when(_in(ps, ACTIVE)).then(pl.lit(S_POST)))
-            .when(ev == E[EventType.HANG_DETECTED]).then(pl.when(_in(ps, RUNNING)).then(pl.lit(S_POST)))
-            .when(ev == E[EventType.DIAGNOSED]).then(pl.when(_in(ps, [S_POST, S_RECOV])).then(pl.lit(S_RECOV)))
-            .when(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])).then(
-                pl.when(ps != S_REL).then(pl.lit(S_REL)))
+            pl.when(is_ev(EventType.SUBMITTED)).then(pl.when(_in(ps, OUTSIDE)).then(pl.lit(State.QUEUE)))
+            .when(is_ev(EventType.ALLOCATED)).then(pl.when(~_in(ps, ALLOCATED)).then(pl.lit(State.SCHEDULING)))
+            .when(is_ev(EventType.STARTED, EventType.RESTART)).then(pl.lit(State.INIT))
+            .when(is_ev(EventType.CHECKPOINT_LOADED)).then(pl.when(_in(ps, PRE_EXECUTION)).then(pl.lit(State.INIT)))
+            .when(is_ev(EventType.FIRST_STEP)).then(pl.when(~_in(ps, RUNNING)).then(pl.lit(State.PRODUCTIVE)))
+            .when(is_ev(EventType.PROGRESS)).then(pl.when(_in(ps, PRE_EXECUTION + OUTSIDE)).then(pl.lit(State.PRODUCTIVE)))
+            .when(is_ev(EventType.CHECKPOINT_SAVED)).then(
+                pl.when((ps == State.PRODUCTIVE) & (pl.col("duration") > 0)).then(pl.lit(State.PRODUCTIVE)))
+            .when(is_ev(EventType.FAILURE)).then(pl.when(_in(ps, ACTIVE)).then(pl.lit(State.POST_FAILURE)))
+            .when(is_ev(EventType.HANG_DETECTED)).then(pl.when(_in(ps, RUNNING)).then(pl.lit(State.POST_FAILURE)))
+            .when(is_ev(EventType.DIAGNOSED)).then(pl.when(_in(ps, AFTER_FAILURE)).then(pl.lit(State.RECOVERY)))
+            .when(is_ev(*ENDS)).then(
+                pl.when(ps != State.RELEASED).then(pl.lit(State.RELEASED)))
             .otherwise(None)
         )
         df = df.with_columns(hard=hard.cast(pl.Int8))
@@ -273,28 +308,68 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     call a job that ran slow most of the time nominal). ``by_week``: split interval parts at ISO-week
     boundaries (UTC) and add a ``week`` column.
     Times in unix seconds; the ledger is in seconds and GPU-seconds.
-    """
-    issues: list[Issue] = []
-    n_events = events.height
-    if events.height == 0:
-        empty = pl.DataFrame(schema={"jid": pl.UInt64, "job_idx": pl.UInt32, "t": pl.Float64,
-                                      "wall_s": pl.Float64, "gpu_s": pl.Float64,
-                                     "bucket": pl.String, "phase": pl.String, "mode": pl.String,
-                                     "category": pl.String, "node": pl.String, "cause": pl.String})
-        jobs = pl.DataFrame(schema={"jid": pl.UInt64, "job": pl.String, "gpus": pl.Float64, "attempts": pl.UInt32,
-                                    "failures": pl.UInt32, "first_time": pl.Float64, "last_time": pl.Float64})
-        return Ledger(empty, jobs, issues, 0)
 
+    The phases, in order (each a function below): numeric events and side tables, sort and de-duplicate,
+    GPUs in force, states, context rules, pseudo events, timeline, attempts and episodes, lost work,
+    throughput ratio, buckets and phases, attribution.
+    """
+    if events.height == 0:
+        return _empty_ledger()
+    issues: list[Issue] = []
+    df, attrs_real, src_jobs = _numeric_events(events)
+    df, t_sorted, job_map = _sort_and_dedupe(df, src_jobs, attrs_real, issues)
+    df, job_times = _gpus_in_force(df, job_map, issues)
+    df = _resolve_states(df)
+    df = _apply_context_rules(df, job_map, issues)
+    df = _mark_anchors(df, job_map, issues)
+    rid_next = float(events.get_column("seq").max() or 0) + 1.0
+    pseudo, attrs = _pseudo_events(df, attrs_real, rid_next, issues)
+    df = _timeline(df, pseudo, t_sorted, n_keys=events.height + 1)
+    del pseudo
+    df = _segment_attempts_and_episodes(df)
+    attempts = _attempts(df)
+    episodes = _episodes(df, attempts, attrs, job_map, issues)
+    df, lost_rows = _lost_work(df, episodes)
+    df = _throughput_ratio(df, job_map, slow_tolerance, expected_quantile, issues)
+    df = _bucket_rows(df, attempts, lost_rows)
+    parts = _attribute(_parts(df), episodes, attrs)
+    del df
+    if by_week:
+        parts = _split_weeks(parts)
+    jobs = df_jobs(job_map, job_times, episodes, attempts)
+    return Ledger(parts=parts, jobs=jobs, issues=issues, n_events=events.height)
+
+
+def _empty_ledger() -> Ledger:
+    """The ledger of no events: empty ``parts`` and ``jobs`` with their column types."""
+    empty = pl.DataFrame(schema={"jid": pl.UInt64, "job_idx": pl.UInt32, "t": pl.Float64,
+                                 "wall_s": pl.Float64, "gpu_s": pl.Float64,
+                                 "bucket": pl.String, "phase": pl.String, "mode": pl.String,
+                                 "category": pl.String, "node": pl.String, "cause": pl.String})
+    jobs = pl.DataFrame(schema={"jid": pl.UInt64, "job": pl.String, "gpus": pl.Float64, "attempts": pl.UInt32,
+                                "failures": pl.UInt32, "first_time": pl.Float64, "last_time": pl.Float64})
+    return Ledger(empty, jobs, [], 0)
+
+
+ATTRIBUTE_COLUMNS = ["mode", "category", "node", "cause"]
+
+
+def _numeric_events(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    """Phase 1: the numeric frame the rest works on, in input order.
+
+    Returns ``(df, attrs, jobs)``: ``df`` has the event code ``ev``, the job key ``jid``, the numeric payload,
+    ``_failed``/``_ok`` (the finish status), ``_hang_mode``, ``_has_attr`` and ``_src`` (input row number);
+    ``attrs`` is the side table of string attributes (``_rid`` = ``seq``, mode, category, node, cause) of the
+    rows that have any; ``jobs`` the job id of each input row. Strings leave the big frame before the sort.
+    """
     ev_code = (pl.col("event").to_physical().cast(pl.Int8) if isinstance(events.schema["event"], pl.Enum)
                else pl.col("event").cast(pl.String).replace_strict(EVENT_CODE, return_dtype=pl.Int8))
     df = events.with_columns(ev=ev_code, seq=pl.col("seq").cast(pl.Float64))
     if "jid" not in df.columns:
         df = df.with_columns(jid=job_key(pl.col("job")))
-    # strings leave the big frame before the sort: attributes go to a side table keyed by input row (seq)
-    attr_cols = ["mode", "category", "node", "cause"]
-    has_attr = pl.any_horizontal([pl.col(c).is_not_null() for c in attr_cols])
-    attrs_real = df.lazy().filter(has_attr).select(pl.col("seq").alias("_rid"), *attr_cols).collect()
-    src_jobs = df.get_column("job")
+    has_attr = pl.any_horizontal([pl.col(c).is_not_null() for c in ATTRIBUTE_COLUMNS])
+    attrs = df.lazy().filter(has_attr).select(pl.col("seq").alias("_rid"), *ATTRIBUTE_COLUMNS).collect()
+    jobs = df.get_column("job")
     # status spellings are few: lower-case the distinct values, not every row
     statuses = df.get_column("status").drop_nulls().unique().to_list()
     failed_sp = [v for v in statuses if v.lower() in FAILED_STATUSES]
@@ -305,20 +380,37 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                    _ok=pl.col("status").is_in(ok_sp).fill_null(False),
                    _hang_mode=(pl.col("mode") == FailureMode.FAIL_HANG.value).fill_null(False),
                    _has_attr=has_attr, _src=pl.int_range(pl.len(), dtype=pl.UInt32))
+    return df, attrs, jobs
+
+
+def _sort_and_dedupe(df: pl.DataFrame, src_jobs: pl.Series, attrs: pl.DataFrame, issues: list[Issue]
+                     ) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
+    """Phase 2: sort by (job, time, input order), flag each job's ``_first``/``_last`` row, drop exact
+    duplicates and count out-of-order events.
+
+    Returns ``(df, t_sorted, job_map)``: ``df`` with ``t`` (the time) and ``_key`` (see :func:`_sort_events`),
+    all times ascending, and ``job_map`` (``jid, job``: one row per job, in job-index order).
+    """
     df, t_sorted = _sort_events(df)
     df = df.rename({"time": "t"})
-    n_keys = df.height + 1
     df = df.with_columns(_first=pl.col("jid") != pl.col("jid").shift(1),
                          _last=pl.col("jid") != pl.col("jid").shift(-1)).with_columns(
         _first=pl.col("_first").fill_null(True), _last=pl.col("_last").fill_null(True))
     heads = df.filter(pl.col("_first")).select("jid", "_src")
     job_map = heads.select("jid", job=src_jobs.gather(heads.get_column("_src")))
     df = df.drop("_src")
-    df, dup_issues = _dedupe_and_order(df, job_map, attrs_real)
+    df, dup_issues = _dedupe_and_order(df, job_map, attrs)
     issues += dup_issues
+    return df, t_sorted, job_map
 
-    # ---- gpus in force: forward fill within the job; before the first value, the job's first value ----
-    # (rows before the job's first value take the next value at or after them: a segment-wise backward fill)
+
+def _gpus_in_force(df: pl.DataFrame, job_map: pl.DataFrame, issues: list[Issue]
+                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Phase 3: ``gpus_f``, the GPUs in force at each row: forward filled within the job; rows before the job's
+    first value take the next value at or after them; a job with none counts as 1 GPU (warning ``no_gpus``).
+
+    Returns ``(df, job_times)``; ``job_times``: ``jid, first_time, last_time, gpus`` (the last value).
+    """
     g_next = pl.when(pl.col("_last") & pl.col("gpus").is_null()).then(pl.lit(float("nan"))).otherwise(
         pl.col("gpus")).backward_fill()
     df = df.with_columns(gpus_f=seg_ffill(pl.col("gpus"), pl.col("_first"), float("nan"))).with_columns(
@@ -332,99 +424,134 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     df = df.with_columns(gpus_f=pl.col("gpus_f").fill_null(1.0))
     job_times = df.filter(pl.col("_first")).select("jid", first_time="t").join(
         df.filter(pl.col("_last")).select("jid", last_time="t", gpus="gpus_f"), on="jid")
+    return df, job_times
 
-    df = _resolve_states(df)
-    ps, ev, hard = pl.col("ps"), pl.col("ev"), pl.col("hard")
 
-    # ---- warnings from the resolved context ----
-    df = df.with_columns(
-        w_submitted=(ev == E[EventType.SUBMITTED]) & hard.is_null(),
-        w_alloc=(ev == E[EventType.ALLOCATED]) & hard.is_null(),
-        w_restart_nofail=(ev == E[EventType.RESTART]) & _in(ps, ACTIVE),
-        w_started_running=(ev == E[EventType.STARTED]) & _in(ps, RUNNING + [S_DETECT, S_HANG]),
-        w_restart_outside=(ev == E[EventType.RESTART]) & _in(ps, OUTSIDE),
-        w_first_dup=(ev == E[EventType.FIRST_STEP]) & _in(ps, RUNNING),
-        w_first_nores=(ev == E[EventType.FIRST_STEP]) & _in(ps, [S_POST, S_RECOV]),
-        w_noalloc=(ev.is_in([E[EventType.FIRST_STEP], E[EventType.PROGRESS]])) & _in(ps, OUTSIDE) & (hard.is_not_null()),
-        w_start_noalloc=(ev == E[EventType.STARTED]) & _in(ps, OUTSIDE),
-        w_prog_implicit=(ev == E[EventType.PROGRESS]) & _in(ps, PRE),
-        w_prog_stray=(ev == E[EventType.PROGRESS]) & _in(ps, [S_POST, S_RECOV]),
-        w_hang_pre=(ev == E[EventType.HANG_DETECTED]) & _in(ps, PRE),
-        w_fail_outside=(ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])) & _in(ps, OUTSIDE),
-        w_diag_nofail=(ev == E[EventType.DIAGNOSED]) & ~_in(ps, [S_POST, S_RECOV]),
-        w_end_dup=(ev.is_in([E[EventType.FINISHED], E[EventType.KILLED], E[EventType.RELEASED]])) & (ps == S_REL),
-        w_hang_noonset=(ev == E[EventType.HANG_DETECTED]) & _in(ps, RUNNING) & pl.col("onset_time").is_null(),
-        w_after_end=(ps == S_REL) & ~ev.is_in([E[EventType.SUBMITTED], E[EventType.ALLOCATED], E[EventType.STARTED],
-                                              E[EventType.RESTART], E[EventType.FINISHED], E[EventType.KILLED],
-                                              E[EventType.RELEASED]]),
-    )
-    flags = [c for c in df.columns if c.startswith("w_")]
+def _context_flags() -> dict[str, pl.Expr]:
+    """One boolean expression per context rule of :data:`CONTEXT_RULES`, on rows with ``ev``, ``ps`` (the state
+    before the row) and ``hard`` (the state the row sets)."""
+    ps, hard = pl.col("ps"), pl.col("hard")
+    return {
+        "w_submitted": is_ev(EventType.SUBMITTED) & hard.is_null(),
+        "w_alloc": is_ev(EventType.ALLOCATED) & hard.is_null(),
+        "w_restart_nofail": is_ev(EventType.RESTART) & _in(ps, ACTIVE),
+        "w_started_running": is_ev(EventType.STARTED) & _in(ps, RUNNING + [State.DETECTION, State.HANG]),
+        "w_restart_outside": is_ev(EventType.RESTART) & _in(ps, OUTSIDE),
+        "w_first_dup": is_ev(EventType.FIRST_STEP) & _in(ps, RUNNING),
+        "w_first_nores": is_ev(EventType.FIRST_STEP) & _in(ps, AFTER_FAILURE),
+        "w_noalloc": is_ev(EventType.FIRST_STEP, EventType.PROGRESS) & _in(ps, OUTSIDE)
+        & (hard.is_not_null()),
+        "w_start_noalloc": is_ev(EventType.STARTED) & _in(ps, OUTSIDE),
+        "w_prog_implicit": is_ev(EventType.PROGRESS) & _in(ps, PRE_EXECUTION),
+        "w_prog_stray": is_ev(EventType.PROGRESS) & _in(ps, AFTER_FAILURE),
+        "w_hang_pre": is_ev(EventType.HANG_DETECTED) & _in(ps, PRE_EXECUTION),
+        "w_fail_outside": is_ev(EventType.FAILURE, EventType.HANG_DETECTED)
+        & _in(ps, OUTSIDE),
+        "w_diag_nofail": is_ev(EventType.DIAGNOSED) & ~_in(ps, AFTER_FAILURE),
+        "w_end_dup": is_ev(*ENDS) & (ps == State.RELEASED),
+        "w_hang_noonset": is_ev(EventType.HANG_DETECTED) & _in(ps, RUNNING) & pl.col("onset_time").is_null(),
+        "w_after_end": (ps == State.RELEASED) & ~is_ev(EventType.SUBMITTED, EventType.ALLOCATED, EventType.STARTED,
+                                                        EventType.RESTART, *ENDS),
+    }
+
+
+#: The context rules reported as issues: (flag of :func:`_context_flags`, kind, code, message), in report order.
+CONTEXT_RULES: list[tuple[str, str, str, str]] = [
+    ("w_submitted", "warning", "submitted_while_active", "submitted while already queued or allocated; ignored"),
+    ("w_alloc", "warning", "allocated_while_allocated",
+     "allocated while already allocated (no released/killed before it); the allocation is assumed held"),
+    ("w_restart_nofail", "warning", "restart_without_failure",
+     "restart while the job was running and no failure was reported: a failure is assumed at the last event "
+     "before the restart (last sign of life); the time from there to the restart counts as recovery"),
+    ("w_started_running", "warning", "started_while_running",
+     "started while the job was training: treated as a restart after an unreported failure"),
+    ("w_restart_outside", "warning", "restart_outside_allocation",
+     "restart with no allocation in force: the allocation is assumed to begin at the restart"),
+    ("w_first_dup", "warning", "duplicate_first_step", "second first_step in one attempt; ignored"),
+    ("w_first_nores", "warning", "first_step_without_restart",
+     "first_step after a failure without a restart event: a new attempt is assumed to begin there"),
+    ("w_noalloc", "assumption", "allocation_from_first_activity",
+     "no allocated/started before the job's first activity: allocated time starts at that event "
+     "(pre-execution time before it is unknown and not counted)"),
+    ("w_start_noalloc", "assumption", "allocation_from_started",
+     "no allocated event before started: allocated time is assumed to begin at started (scheduling time 0)"),
+    ("w_prog_implicit", "warning", "missing_first_step",
+     "progress before any first_step in the attempt: productive time is assumed to start at that progress"),
+    ("w_prog_stray", "warning", "progress_after_failure",
+     "progress after a failure and before any restart: ignored (emit restart when the job resumes)"),
+    ("w_hang_pre", "warning", "hang_before_first_step",
+     "hang_detected before the attempt's first step (no progress yet to stall): ignored, the time stays "
+     "pre-execution"),
+    ("w_fail_outside", "warning", "failure_outside_allocation", "failure/hang with no allocation in force; ignored"),
+    ("w_diag_nofail", "warning", "diagnosed_without_failure", "diagnosed with no open failure; ignored"),
+    ("w_end_dup", "warning", "duplicate_end", "finished/killed/released after the job had already ended; ignored"),
+    ("w_hang_noonset", "assumption", "hang_without_onset",
+     "hang_detected without onset_time/last_progress_time: the hang is assumed to start at detection "
+     "(hang duration 0, its time stays productive)"),
+    ("w_after_end", "warning", "event_after_end",
+     "event after the job released its allocation (finished/killed/released); not counted"),
+]
+
+
+def _apply_context_rules(df: pl.DataFrame, job_map: pl.DataFrame, issues: list[Issue]) -> pl.DataFrame:
+    """Phase 5: count every context rule of :data:`CONTEXT_RULES` that fires (the states already apply them)."""
+    df = df.with_columns(**_context_flags())
+    flags = [flag for flag, *_ in CONTEXT_RULES]
     counts = df.select([pl.col(c).sum() for c in flags]).row(0, named=True)
-    for flag, kind, code, msg in [
-        ("w_submitted", "warning", "submitted_while_active", "submitted while already queued or allocated; ignored"),
-        ("w_alloc", "warning", "allocated_while_allocated",
-         "allocated while already allocated (no released/killed before it); the allocation is assumed held"),
-        ("w_restart_nofail", "warning", "restart_without_failure",
-         "restart while the job was running and no failure was reported: a failure is assumed at the last event "
-         "before the restart (last sign of life); the time from there to the restart counts as recovery"),
-        ("w_started_running", "warning", "started_while_running",
-         "started while the job was training: treated as a restart after an unreported failure"),
-        ("w_restart_outside", "warning", "restart_outside_allocation",
-         "restart with no allocation in force: the allocation is assumed to begin at the restart"),
-        ("w_first_dup", "warning", "duplicate_first_step", "second first_step in one attempt; ignored"),
-        ("w_first_nores", "warning", "first_step_without_restart",
-         "first_step after a failure without a restart event: a new attempt is assumed to begin there"),
-        ("w_noalloc", "assumption", "allocation_from_first_activity",
-         "no allocated/started before the job's first activity: allocated time starts at that event "
-         "(pre-execution time before it is unknown and not counted)"),
-        ("w_start_noalloc", "assumption", "allocation_from_started",
-         "no allocated event before started: allocated time is assumed to begin at started (scheduling time 0)"),
-        ("w_prog_implicit", "warning", "missing_first_step",
-         "progress before any first_step in the attempt: productive time is assumed to start at that progress"),
-        ("w_prog_stray", "warning", "progress_after_failure",
-         "progress after a failure and before any restart: ignored (emit restart when the job resumes)"),
-        ("w_hang_pre", "warning", "hang_before_first_step",
-         "hang_detected before the attempt's first step (no progress yet to stall): ignored, the time stays "
-         "pre-execution"),
-        ("w_fail_outside", "warning", "failure_outside_allocation", "failure/hang with no allocation in force; ignored"),
-        ("w_diag_nofail", "warning", "diagnosed_without_failure", "diagnosed with no open failure; ignored"),
-        ("w_end_dup", "warning", "duplicate_end", "finished/killed/released after the job had already ended; ignored"),
-        ("w_hang_noonset", "assumption", "hang_without_onset",
-         "hang_detected without onset_time/last_progress_time: the hang is assumed to start at detection "
-         "(hang duration 0, its time stays productive)"),
-        ("w_after_end", "warning", "event_after_end",
-         "event after the job released its allocation (finished/killed/released); not counted"),
-    ]:
+    for flag, kind, code, msg in CONTEXT_RULES:
         _issue_from_flag(df, flag, kind, code, msg, issues, job_map, int(counts[flag] or 0))
+    return df.drop(flags)
 
-    # ---- time of the last state-setting row before each row (pseudo events are clamped to it) ----
+
+def _mark_anchors(df: pl.DataFrame, job_map: pl.DataFrame, issues: list[Issue]) -> pl.DataFrame:
+    """Phase 6: the times pseudo events are placed against, and episodes that end a job.
+
+    Adds ``t_last_hard`` (time of the last state-setting row before each row: onsets and durations are
+    clamped to it), ``t_prev`` / ``_key_prev`` (the previous row's time and sort key), ``ep_end`` (a ``killed``
+    or failed ``finished`` while active: a loss episode of its own, warning ``failed_without_failure_event``
+    for the latter) and ``_rid`` (the row's key in the attribute side table, null if it has no attribute).
+    """
+    ps = pl.col("ps")
     df = df.with_columns(
         t_last_hard=pl.when(pl.col("_first")).then(pl.col("t"))
-        .otherwise(pl.when(hard.is_not_null()).then(pl.col("t")).forward_fill().shift(1)),
+        .otherwise(pl.when(pl.col("hard").is_not_null()).then(pl.col("t")).forward_fill().shift(1)),
         t_prev=pl.when(pl.col("_first")).then(pl.col("t")).otherwise(pl.col("t").shift(1)),
         _key_prev=pl.when(pl.col("_first")).then(pl.col("_key")).otherwise(pl.col("_key").shift(1)),
     )
-    # a killed / failed-finished job that was active is a loss episode of its own (mode "killed" or fail_stop)
     df = df.with_columns(
-        ep_end=((ev == E[EventType.KILLED]) | ((ev == E[EventType.FINISHED]) & pl.col("_failed"))) & _in(ps, ACTIVE),
+        ep_end=(is_ev(EventType.KILLED) | (is_ev(EventType.FINISHED) & pl.col("_failed")))
+        & _in(ps, ACTIVE),
     )
-    _issue_from_flag(df.select("jid", _f=pl.col("ep_end") & (ev == E[EventType.FINISHED])), "_f", "warning",
+    _issue_from_flag(df.select("jid", _f=pl.col("ep_end") & is_ev(EventType.FINISHED)), "_f", "warning",
                      "failed_without_failure_event",
                      "finished with a failed status while running, and no failure event: a fail_stop of unknown "
                      "category is assumed at that time", issues, job_map)
-    df = df.drop(flags)
+    return df.with_columns(_rid=pl.when(pl.col("_has_attr")).then(pl.col("seq")))
 
-    # ---- pseudo events ----
-    # String attributes live in a side table keyed by row id (_rid): the big frame stays numeric.
-    df = df.with_columns(_rid=pl.when(pl.col("_has_attr")).then(pl.col("seq")))
-    rid_next = float(events.get_column("seq").max() or 0) + 1.0
-    is_fail = ev.is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED]])
+
+def _pseudo_events(df: pl.DataFrame, attrs_real: pl.DataFrame, rid_next: float, issues: list[Issue]
+                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Phase 7: rows for the retroactive state changes (``jid, _k, gpus_f, t, ev, hard, pseudo`` …).
+
+    * onset: a failure/hang with an ``onset_time`` while running starts detection (or hang) at the onset,
+      clamped to the last state change (assumption ``onset_clamped``);
+    * implicit failure: a ``restart`` while active, or ``started`` while running, is preceded by a failure at
+      the previous event (placed by ``_anchor``, just after it);
+    * checkpoint stall / load: ``duration`` seconds before ``checkpoint_saved`` (running) or
+      ``checkpoint_loaded`` (starting up).
+
+    Returns ``(pseudo, attrs)``: ``attrs`` is ``attrs_real`` plus one row per implicit failure (``_rid`` from
+    ``rid_next`` on).
+    """
+    ev, ps = pl.col("ev"), pl.col("ps")
+    is_fail = is_ev(EventType.FAILURE, EventType.HANG_DETECTED)
     onset = pl.min_horizontal(pl.max_horizontal(pl.col("onset_time"), pl.col("t_last_hard")), pl.col("t"))
-    hang_like = (ev == E[EventType.HANG_DETECTED]) | pl.col("_hang_mode")
+    hang_like = is_ev(EventType.HANG_DETECTED) | pl.col("_hang_mode")
     onset_rows = df.lazy().filter(is_fail & _in(ps, RUNNING) & pl.col("onset_time").is_not_null()
                                   & (onset < pl.col("t"))).select(
-        "jid", "_k", "gpus_f", "_rid", "onset_time", "t_last_hard", t=onset, ev=ev, pseudo=pl.lit(P_ONSET, pl.Int8),
-        hard=pl.when(hang_like).then(pl.lit(S_HANG)).otherwise(pl.lit(S_DETECT)).cast(pl.Int8)).collect()
+        "jid", "_k", "gpus_f", "_rid", "onset_time", "t_last_hard", t=onset, ev=ev,
+        pseudo=pl.lit(RowKind.ONSET, pl.Int8),
+        hard=pl.when(hang_like).then(pl.lit(State.HANG)).otherwise(pl.lit(State.DETECTION)).cast(pl.Int8)).collect()
     clamped = onset_rows.filter(pl.col("onset_time") < pl.col("t_last_hard") - 1e-9).height
     if clamped:
         issues.append(Issue(kind="assumption", code="onset_clamped",
@@ -432,10 +559,10 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                                     "the onset is moved to that change", count=clamped))
     onset_rows = onset_rows.drop(["onset_time", "t_last_hard"])  # _rid: the source row's attributes
     implicit_rows = df.lazy().filter(
-        ((ev == E[EventType.RESTART]) & _in(ps, ACTIVE)) | ((ev == E[EventType.STARTED]) & _in(ps, RUNNING))
+        (is_ev(EventType.RESTART) & _in(ps, ACTIVE)) | (is_ev(EventType.STARTED) & _in(ps, RUNNING))
     ).select(
-        "jid", "_k", "gpus_f", t=pl.col("t_prev"), ev=pl.lit(E[EventType.FAILURE]).cast(pl.Int8),
-        hard=pl.lit(S_POST).cast(pl.Int8), pseudo=pl.lit(P_IMPLICIT, pl.Int8),
+        "jid", "_k", "gpus_f", t=pl.col("t_prev"), ev=pl.lit(EV_CODE[EventType.FAILURE]).cast(pl.Int8),
+        hard=pl.lit(State.POST_FAILURE).cast(pl.Int8), pseudo=pl.lit(RowKind.IMPLICIT_FAILURE, pl.Int8),
         _anchor=pl.col("_key_prev") + 0.25,
     ).collect()
     implicit_rows = implicit_rows.with_columns(
@@ -445,24 +572,26 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
                                           cause=pl.lit("implicit: restart without a failure event"))
     attrs = pl.concat([attrs_real, attrs_implicit], how="vertical_relaxed")
     dur_start = pl.max_horizontal(pl.col("t") - pl.col("duration"), pl.col("t_last_hard"))
-    stall_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_SAVED]) & (ps == S_PROD) & (pl.col("duration") > 0)
-                                  & (dur_start < pl.col("t"))).select(
-        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_STALL).cast(pl.Int8),
-        pseudo=pl.lit(P_STALL, pl.Int8)).collect()
-    load_rows = df.lazy().filter((ev == E[EventType.CHECKPOINT_LOADED]) & _in(ps, PRE) & (pl.col("duration") > 0)
-                                 & (dur_start < pl.col("t"))).select(
-        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(S_LOAD).cast(pl.Int8),
-        pseudo=pl.lit(P_LOAD, pl.Int8)).collect()
+    stall_rows = df.lazy().filter(is_ev(EventType.CHECKPOINT_SAVED) & (ps == State.PRODUCTIVE)
+                                  & (pl.col("duration") > 0) & (dur_start < pl.col("t"))).select(
+        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(State.CKPT_STALL).cast(pl.Int8),
+        pseudo=pl.lit(RowKind.STALL, pl.Int8)).collect()
+    load_rows = df.lazy().filter(is_ev(EventType.CHECKPOINT_LOADED) & _in(ps, PRE_EXECUTION)
+                                 & (pl.col("duration") > 0) & (dur_start < pl.col("t"))).select(
+        "jid", "_k", "gpus_f", t=dur_start, ev=pl.lit(-1).cast(pl.Int8), hard=pl.lit(State.CKPT_LOAD).cast(pl.Int8),
+        pseudo=pl.lit(RowKind.LOAD, pl.Int8)).collect()
+    pseudo = pl.concat([onset_rows, implicit_rows, stall_rows, load_rows], how="diagonal_relaxed")
+    return pseudo, attrs
 
-    # real rows keep only what the rest needs (numeric)
+
+def _timeline(df: pl.DataFrame, pseudo: pl.DataFrame, t_sorted: pl.Series, n_keys: int) -> pl.DataFrame:
+    """Phase 8: real rows (numeric columns only) and pseudo rows merged in time order; ``st`` the state in force
+    from each row on, ``dur`` the seconds to the job's next row (0 on its last row)."""
     real = df.select(
         "jid", "_k", "_key", "gpus_f", "t", "ev", "hard", "ps", "_rid", "throughput", "ratio", "slowdown",
-        "expected_throughput", "rollback_time", "ep_end", "_ok", pseudo=pl.lit(P_REAL, pl.Int8),
+        "expected_throughput", "rollback_time", "ep_end", "_ok", pseudo=pl.lit(RowKind.REAL, pl.Int8),
     )
-    del df
-    pseudo = pl.concat([onset_rows, implicit_rows, stall_rows, load_rows], how="diagonal_relaxed")
     df = _insert_sorted(real, pseudo, t_sorted, n_keys)
-    del real, pseudo
     # rows are in job-index order (the key starts with it): flag it, so that group-bys on it take the sorted path
     df = df.with_columns(pl.col("_k").cast(pl.UInt32).set_sorted())
     df = df.with_columns(
@@ -471,22 +600,27 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         ep_end=pl.col("ep_end").fill_null(False),
     )
     df = df.with_columns(
-        st=pl.when(pl.col("_first") & pl.col("hard").is_null()).then(pl.lit(S_NONE)).otherwise(pl.col("hard"))
+        st=pl.when(pl.col("_first") & pl.col("hard").is_null()).then(pl.lit(State.NONE)).otherwise(pl.col("hard"))
         .forward_fill().cast(pl.Int8),
     )
-    df = df.with_columns(
+    return df.with_columns(
         prev_st=pl.when(pl.col("_first")).then(pl.lit(None)).otherwise(pl.col("st").shift(1)),
         dur=pl.when(pl.col("_last")).then(0.0).otherwise(pl.col("t").shift(-1) - pl.col("t")),
     )
-    st, prev_st = pl.col("st"), pl.col("prev_st")
 
-    # ---- attempts and episodes ----
+
+def _segment_attempts_and_episodes(df: pl.DataFrame) -> pl.DataFrame:
+    """Phase 9: number attempts (``att``: from a start-up or first productive state after an inactive one) and
+    loss episodes (``ep``: from detection/hang/post-failure after a non-episode state, or a job-ending kill)
+    within each job, and give every (job, attempt) and (job, episode) segment a global increasing id
+    (``_aseg``, ``_eseg``; ``_gfirst``/``_glast`` bound the attempt segments)."""
+    st, prev_st = pl.col("st"), pl.col("prev_st")
     df = df.with_columns(
-        att_start=_in(st, PRE + [S_PROD]) & (~_in(prev_st, ACTIVE)).fill_null(True),
-        ep_start=(_in(st, [S_DETECT, S_HANG, S_POST]) & (~_in(prev_st, EPISODE)).fill_null(True))
+        att_start=_in(st, PRE_EXECUTION + [State.PRODUCTIVE]) & (~_in(prev_st, ACTIVE)).fill_null(True),
+        ep_start=(_in(st, [State.DETECTION, State.HANG, State.POST_FAILURE]) & (~_in(prev_st, EPISODE)).fill_null(True))
         | pl.col("ep_end"),
     ).drop("prev_st")
-    df = df.with_columns(
+    return df.with_columns(
         att=seg_cumsum(pl.col("att_start").cast(pl.UInt32), pl.col("_first")),
         ep=seg_cumsum(pl.col("ep_start").cast(pl.UInt32), pl.col("_first")),
         # the first row of each (job, attempt) segment, for fills that must not cross attempts
@@ -498,34 +632,44 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         _aseg=(pl.col("_gfirst").cast(pl.UInt32).cum_sum() - 1).set_sorted(),
         _eseg=((pl.col("_first") | pl.col("ep_start")).cast(pl.UInt32).cum_sum() - 1).set_sorted(),
     )
-    lz = df.lazy()
-    ckpt_eff = (pl.col("ev") == E[EventType.CHECKPOINT_SAVED]) & (pl.col("ps") == S_PROD) & (pl.col("pseudo") == P_REAL)
-    attempts = lz.filter(pl.col("att") > 0).group_by("_aseg").agg(
+
+
+def _attempts(df: pl.DataFrame) -> pl.DataFrame:
+    """Phase 10: one row per attempt (``_aseg, jid, att, last_ckpt, first_prod, ep_at_start, caused``): its last
+    effective checkpoint, its first productive time, and whether a loss episode caused it (``caused``)."""
+    ckpt_eff = (is_ev(EventType.CHECKPOINT_SAVED) & (pl.col("ps") == State.PRODUCTIVE)
+                & (pl.col("pseudo") == RowKind.REAL))
+    return df.lazy().filter(pl.col("att") > 0).group_by("_aseg").agg(
         jid=pl.col("jid").first(),
         att=pl.col("att").first(),
         last_ckpt=pl.col("t").filter(ckpt_eff).max(),
-        first_prod=pl.col("t").filter(st == S_PROD).min(),
+        first_prod=pl.col("t").filter(pl.col("st") == State.PRODUCTIVE).min(),
         ep_at_start=pl.col("ep").first(),
     ).sort("_aseg").with_columns(
         caused=(pl.col("ep_at_start") > pl.when(pl.col("jid") == pl.col("jid").shift(1))
                 .then(pl.col("ep_at_start").shift(1)).otherwise(0)),
     ).collect()
-    is_diag = (pl.col("ev") == E[EventType.DIAGNOSED]) & (pl.col("st") == S_RECOV)
-    cand = is_diag | (pl.col("ev").is_in([E[EventType.FAILURE], E[EventType.HANG_DETECTED], E[EventType.KILLED],
-                                           E[EventType.FINISHED]]) & (st != S_REL)) | pl.col("ep_end") \
-        | (pl.col("pseudo") == P_ONSET)
-    cands = lz.filter((pl.col("ep") > 0) & cand & _in("st", EPISODE + [S_REL])).select(
+
+
+def _episode_attribution(lz: pl.LazyFrame, attrs: pl.DataFrame) -> pl.DataFrame:
+    """Per episode segment (``_eseg``): mode, category, node, cause (a diagnosis first, latest first; then the
+    failure rows in time order), the default mode of its first failure row (``kind``) and ``has_diag``."""
+    st = pl.col("st")
+    is_diag = is_ev(EventType.DIAGNOSED) & (st == State.RECOVERY)
+    cand = is_diag | (is_ev(EventType.FAILURE, EventType.HANG_DETECTED, EventType.KILLED, EventType.FINISHED)
+                      & (st != State.RELEASED)) | pl.col("ep_end") | (pl.col("pseudo") == RowKind.ONSET)
+    cands = lz.filter((pl.col("ep") > 0) & cand & _in("st", EPISODE + [State.RELEASED])).select(
         "_eseg", "ev", "_rid", "t", "pseudo",
         prio=pl.when(is_diag).then(0).otherwise(1),
         order=pl.when(is_diag).then(-pl.col("t")).otherwise(pl.col("t")),
         is_diag=is_diag,
     ).collect().join(attrs, on="_rid", how="left", maintain_order="left").sort(["_eseg", "prio", "order"])
     kind_default = (
-        pl.when(pl.col("ev") == E[EventType.HANG_DETECTED]).then(pl.lit(FailureMode.FAIL_HANG.value))
-        .when(pl.col("ev") == E[EventType.KILLED]).then(pl.lit(KILLED))
+        pl.when(is_ev(EventType.HANG_DETECTED)).then(pl.lit(FailureMode.FAIL_HANG.value))
+        .when(is_ev(EventType.KILLED)).then(pl.lit(KILLED))
         .otherwise(pl.lit(FailureMode.FAIL_STOP.value))
     )
-    ep_attr = cands.with_columns(pl.col("_eseg").set_sorted()).group_by("_eseg").agg(
+    return cands.with_columns(pl.col("_eseg").set_sorted()).group_by("_eseg").agg(
         mode=pl.col("mode").drop_nulls().first(),
         category=pl.col("category").drop_nulls().first(),
         node=pl.col("node").drop_nulls().first(),
@@ -533,13 +677,31 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         kind=kind_default.filter(pl.col("prio") == 1).first(),
         has_diag=pl.col("is_diag").any(),
     )
+
+
+def _episodes(df: pl.DataFrame, attempts: pl.DataFrame, attrs: pl.DataFrame, job_map: pl.DataFrame,
+              issues: list[Issue]) -> pl.DataFrame:
+    """Phase 11: one row per loss episode, in ``_eseg`` order: ``jid, ep, _eseg, onset_t, att_e``, its
+    attribution (:func:`_episode_attribution`, defaults filled), ``rollback``, ``ended_ok`` and
+
+    * ``resume_t``: the time the work lost to it starts (the restart's ``rollback_time``, clamped to the onset;
+      else the failed attempt's last checkpoint, its first productive time, or the onset); +inf when the job
+      then finished successfully without a restart (nothing is lost);
+    * ``resume_min_later``: the smallest ``resume_t`` of this and the job's later episodes.
+
+    Warnings ``failure_then_success`` and ``rollback_after_onset``.
+    """
+    lz = df.lazy()
+    ep_attr = _episode_attribution(lz, attrs)
     starts = lz.filter(pl.col("ep_start")).select("jid", "ep", "_eseg", onset_t="t", att_e="att").collect()
-    rollback = lz.filter((pl.col("ev") == E[EventType.RESTART]) & (pl.col("ep") > 0)).group_by("_eseg").agg(
+    rollback = lz.filter(is_ev(EventType.RESTART) & (pl.col("ep") > 0)).group_by("_eseg").agg(
         rollback=pl.col("rollback_time").drop_nulls().first()).collect()
     # how each episode ended: the first row after it that is not in an episode state; a successful finish
     # there (no restart) means the job kept its progress, so no work is lost
     ended_ok = lz.filter((pl.col("ep") > 0) & ~_in("st", EPISODE) & ~pl.col("ep_start")).group_by("_eseg").agg(
-        ended_ok=(pl.col("ev").first() == E[EventType.FINISHED]) & pl.col("_ok").first().fill_null(False)).collect()
+        ended_ok=(pl.col("ev").first() == EV_CODE[EventType.FINISHED]) & pl.col("_ok").first().fill_null(False)
+    ).collect()
+    killed = pl.col("mode") == KILLED
     episodes = (
         starts.join(ep_attr, on="_eseg", how="left")
         .join(rollback, on="_eseg", how="left")
@@ -552,17 +714,16 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         )
         .with_columns(
             category=pl.coalesce(pl.col("category"),
-                                 pl.when(pl.col("mode") == KILLED).then(pl.lit(NO_FAILURE)).otherwise(pl.lit("unknown"))),
-            node=pl.coalesce(pl.col("node"),
-                             pl.when(pl.col("mode") == KILLED).then(pl.lit(NO_FAILURE)).otherwise(pl.lit(UNKNOWN_NODE))),
+                                 pl.when(killed).then(pl.lit(NO_FAILURE)).otherwise(pl.lit("unknown"))),
+            node=pl.coalesce(pl.col("node"), pl.when(killed).then(pl.lit(NO_FAILURE)).otherwise(pl.lit(UNKNOWN_NODE))),
             cause=pl.col("cause").fill_null(""),
-            cstar=pl.when(pl.col("ended_ok").fill_null(False)).then(pl.lit(float("inf")))
+            resume_t=pl.when(pl.col("ended_ok").fill_null(False)).then(pl.lit(float("inf")))
             .when(pl.col("rollback").is_not_null())
             .then(pl.min_horizontal(pl.col("rollback"), pl.col("onset_t")))
             .otherwise(pl.coalesce(pl.col("last_ckpt"), pl.col("first_prod"), pl.col("onset_t"))),
         )
         .sort("_eseg")
-        .with_columns(suf=pl.col("cstar").cum_min(reverse=True).over("jid"))
+        .with_columns(resume_min_later=pl.col("resume_t").cum_min(reverse=True).over("jid"))
     )
     n_ok = int(episodes.get_column("ended_ok").fill_null(False).sum())
     if n_ok:
@@ -576,55 +737,78 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         issues.append(Issue(kind="warning", code="rollback_after_onset",
                             message="restart.rollback_time after the failure onset: clamped to the onset",
                             count=bad_rb.height))
+    return episodes
 
-    # ---- lost work: productive rows covered by a later episode's window [cstar, onset) ----
+
+def _lost_work(df: pl.DataFrame, episodes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Phase 12: productive rows covered by a later episode's window ``[resume_t, onset)`` are lost work.
+
+    Adds to every row its episode segment's ``has_diag`` and ``lost``; returns ``(df, lost_rows)`` with
+    ``lost_rows``: ``_i`` (row number) and ``ep_lost``, the episode the loss is attributed to (the next
+    episode if its window covers the row, else the job's episode with the smallest ``resume_t``).
+    """
     # per (job, episode) segment: the next segment is the job's next episode unless it starts a new job
     n_eseg = int(df.get_column("_eseg")[-1]) + 1
     seg_ep = _per_segment(n_eseg, episodes.get_column("_eseg"),
-                          episodes.select(cstar_next="cstar", next_suf="suf", has_diag="has_diag"))
+                          episodes.select(next_resume_t="resume_t", next_resume_min="resume_min_later",
+                                          has_diag="has_diag"))
     new_job_next = df.lazy().filter(pl.col("_first") | pl.col("ep_start")).select(
         nj=pl.col("_first").shift(-1).fill_null(True)).collect().get_column("nj")
     seg_next_ep = seg_ep.select(
-        [pl.when(new_job_next).then(None).otherwise(pl.col(c).shift(-1)).alias(c) for c in ("cstar_next", "next_suf")])
+        [pl.when(new_job_next).then(None).otherwise(pl.col(c).shift(-1)).alias(c)
+         for c in ("next_resume_t", "next_resume_min")])
     eseg = df.get_column("_eseg")
     df = df.with_columns([c.gather(eseg) for c in seg_next_ep.get_columns()])
-    df = df.with_columns(lost=(st == S_PROD) & (pl.col("next_suf") <= pl.col("t") + 1e-9).fill_null(False))
-    # attribution of lost rows: the next episode if its window covers the row, else the one with the smallest cstar
-    ep_by_c = episodes.group_by(["jid", "cstar"]).agg(ep_min=pl.col("ep").min())
+    df = df.with_columns(lost=(pl.col("st") == State.PRODUCTIVE) & (pl.col("next_resume_min") <= pl.col("t") + 1e-9)
+                         .fill_null(False))
+    ep_by_resume = episodes.group_by(["jid", "resume_t"]).agg(ep_min=pl.col("ep").min())
     lost_rows = df.lazy().with_row_index("_i").filter(pl.col("lost")).select(
-        "_i", "jid", "ep", "t", "cstar_next", "next_suf").collect().join(
-        ep_by_c, left_on=["jid", "next_suf"], right_on=["jid", "cstar"], how="left", maintain_order="left").select(
-        "_i", ep_lost=pl.when(pl.col("cstar_next") <= pl.col("t") + 1e-9).then(pl.col("ep") + 1)
+        "_i", "jid", "ep", "t", "next_resume_t", "next_resume_min").collect().join(
+        ep_by_resume, left_on=["jid", "next_resume_min"], right_on=["jid", "resume_t"], how="left",
+        maintain_order="left").select(
+        "_i", ep_lost=pl.when(pl.col("next_resume_t") <= pl.col("t") + 1e-9).then(pl.col("ep") + 1)
         .otherwise(pl.col("ep_min")))
+    df = df.with_columns(seg_ep.get_column("has_diag").gather(eseg))
+    return df, lost_rows
 
-    # ---- throughput ratio r per productive interval ----
-    prog = (pl.col("ev") == E[EventType.PROGRESS]) & (pl.col("pseudo") == P_REAL)
+
+def _throughput_ratio(df: pl.DataFrame, job_map: pl.DataFrame, slow_tolerance: float, expected_quantile: float,
+                      issues: list[Issue]) -> pl.DataFrame:
+    """Phase 13: ``r``, the throughput ratio in force over each interval, and ``slow_src`` (the ``_rid`` of the
+    slow_detected/slow_resolved row in force, -1 if none).
+
+    The expected rate is the job's first ``expected_throughput`` (sorted order), else the ``expected_quantile``
+    of its progress samples (assumption ``expected_throughput_quantile``). An interval takes the next progress
+    sample's ratio in its attempt, else the last sample or slow event before it, else 1; ratios at or above
+    ``1 - slow_tolerance`` count as 1.
+    """
+    prog = is_ev(EventType.PROGRESS) & (pl.col("pseudo") == RowKind.REAL)
     # the job's first expected_throughput (sorted order); the quantile of its samples only where it has none
     per_job = df.lazy().filter(pl.col("expected_throughput").is_not_null()).group_by("_k").agg(
         exp_tp=pl.col("expected_throughput").first()).collect()
-    q_src = df.lazy().filter(pl.col("throughput").is_not_null() & prog & ~_in("ps", [S_POST, S_RECOV, S_REL])).select(
+    q_src = df.lazy().filter(pl.col("throughput").is_not_null() & prog & ~_in("ps", AFTER_FAILURE + [State.RELEASED])).select(
         "_k", "throughput").join(per_job.lazy(), on="_k", how="anti")
     q = q_src.group_by("_k").agg(q_tp=pl.col("throughput").quantile(expected_quantile, "linear")).collect()
-    per_job = per_job.join(q, on="_k", how="full", coalesce=True)
+    per_job = per_job.join(q, on="_k", how="full", coalesce=True).sort("_k")  # job order: stable examples
     per_job = per_job.with_columns(jid=job_map.get_column("jid").gather(per_job.get_column("_k")))
     used_q = per_job.filter(pl.col("exp_tp").is_null() & pl.col("q_tp").is_not_null())
     if used_q.height:
         issues.append(Issue(kind="assumption", code="expected_throughput_quantile",
                             message=f"no expected_throughput for the job: the {expected_quantile:.0%} quantile of its "
                                     "observed throughput samples is used as the expected rate", count=used_q.height,
-                            examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left")
+                            examples=used_q.select("jid").head(5).join(job_map, on="jid", how="left", maintain_order="left")
                             .get_column("job").to_list()))
     exp_job = _per_segment(job_map.height, per_job.get_column("_k"),
                            per_job.select(exp=pl.coalesce(pl.col("exp_tp"), pl.col("q_tp"))))
     df = df.with_columns(exp_job.get_column("exp").gather(df.get_column("_k")))
-    is_prog = (pl.col("ev") == E[EventType.PROGRESS]) & ~_in("ps", [S_POST, S_RECOV, S_REL])
+    is_prog = is_ev(EventType.PROGRESS) & ~_in("ps", AFTER_FAILURE + [State.RELEASED])
     raw_r = pl.when(pl.col("ratio").is_not_null()).then(pl.col("ratio")).otherwise(pl.col("throughput") / pl.col("exp"))
     r_sample = pl.when(is_prog).then(raw_r.clip(0.0, 1.0))
-    is_slow_ev = pl.col("ev").is_in([E[EventType.SLOW_DETECTED], E[EventType.SLOW_RESOLVED]])
+    is_slow_ev = is_ev(EventType.SLOW_DETECTED, EventType.SLOW_RESOLVED)
     slow_r = (
-        pl.when(pl.col("ev") == E[EventType.SLOW_DETECTED])
+        pl.when(is_ev(EventType.SLOW_DETECTED))
         .then(pl.coalesce(pl.col("ratio"), 1.0 / pl.col("slowdown")).clip(0.0, 1.0))
-        .when(pl.col("ev") == E[EventType.SLOW_RESOLVED]).then(pl.lit(1.0))
+        .when(is_ev(EventType.SLOW_RESOLVED)).then(pl.lit(1.0))
     )
     gf, gl, nan = pl.col("_gfirst"), pl.col("_glast"), float("nan")
     df = df.with_columns(_rs=r_sample, _rf=pl.coalesce(r_sample, slow_r))
@@ -636,9 +820,15 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
     )
     tol = 1.0 - slow_tolerance
     r = pl.coalesce(pl.col("r_next"), pl.col("r_prev"), pl.lit(1.0))
-    df = df.with_columns(r=pl.when(r >= tol).then(1.0).otherwise(r))
+    return df.with_columns(r=pl.when(r >= tol).then(1.0).otherwise(r))
 
-    # ---- labels ----
+
+def _bucket_rows(df: pl.DataFrame, attempts: pl.DataFrame, lost_rows: pl.DataFrame) -> pl.DataFrame:
+    """Phase 14: the bucket of every interval (``bucket`` code) and the episode it is attributed to
+    (``attr_ep``: start-up of an attempt a failure caused, the episode's own time, lost work); keeps the
+    intervals with a bucket and a positive duration (``jid, _k, t, st, dur, r, gpus_f, attr_ep, slow_src,
+    bucket``)."""
+    st = pl.col("st")
     n_aseg = int(df.get_column("_aseg")[-1]) + 1
     seg_att = _per_segment(n_aseg, attempts.get_column("_aseg"), attempts.select("caused", "ep_at_start"))
     aseg = df.get_column("_aseg")
@@ -652,60 +842,59 @@ def compute_ledger(events: pl.DataFrame, slow_tolerance: float = 0.05, by_week: 
         ep_lost = ep_lost.scatter(lost_rows.get_column("_i"), lost_rows.get_column("ep_lost").cast(pl.UInt32))
     df = df.with_columns(ep_lost)
     attr_ep = (
-        pl.when(_in("st", PRE) & pl.col("caused").fill_null(False)).then(pl.col("ep_at_start"))
+        pl.when(_in("st", PRE_EXECUTION) & pl.col("caused").fill_null(False)).then(pl.col("ep_at_start"))
         .when(_in("st", EPISODE)).then(pl.col("ep"))
         .when(pl.col("lost")).then(pl.col("ep_lost"))
     )
     df = df.with_columns(attr_ep=attr_ep)
-    df = df.with_columns(seg_ep.get_column("has_diag").gather(eseg))
+    def code(b: Bucket) -> pl.Expr:
+        return pl.lit(BUCKET_CODE[b])
+
     bucket = (
-        pl.when(st == S_PROD).then(pl.when(pl.col("lost")).then(pl.lit(B[Bucket.LOST_WORK]))
-                                   .otherwise(pl.lit(B[Bucket.PRODUCTIVE])))
-        .when(st == S_POST).then(pl.when(pl.col("has_diag").fill_null(False)).then(pl.lit(B[Bucket.DIAGNOSIS]))
-                                 .otherwise(pl.lit(B[Bucket.RECOVERY])))
-        .when(st == S_REL).then(pl.when(pl.col("future_alloc")).then(pl.lit(B[Bucket.REQUEUE])))
+        pl.when(st == State.PRODUCTIVE).then(pl.when(pl.col("lost")).then(code(Bucket.LOST_WORK))
+                                             .otherwise(code(Bucket.PRODUCTIVE)))
+        .when(st == State.POST_FAILURE).then(pl.when(pl.col("has_diag").fill_null(False)).then(code(Bucket.DIAGNOSIS))
+                                             .otherwise(code(Bucket.RECOVERY)))
+        .when(st == State.RELEASED).then(pl.when(pl.col("future_alloc")).then(code(Bucket.REQUEUE)))
         .otherwise(pl.col("st").replace_strict(_STATE_BUCKET_CODE, default=None, return_dtype=pl.Int8))
     ).cast(pl.Int8)
     keep = ["jid", "_k", "t", "st", "dur", "r", "gpus_f", "attr_ep", "slow_src"]
-    df = df.lazy().select(*keep, bucket=bucket).filter(pl.col("bucket").is_not_null() & (pl.col("dur") > 0)).collect()
+    return df.lazy().select(*keep, bucket=bucket).filter(pl.col("bucket").is_not_null() & (pl.col("dur") > 0)).collect()
 
+
+def _parts(df: pl.DataFrame) -> pl.DataFrame:
+    """Phase 15: interval parts with their ``phase``: productive intervals split into productive ``dur x r``
+    and slow ``dur x (1 - r)``; ``wall_s`` seconds and ``gpu_s`` GPU-seconds."""
     phase = (
-        pl.when(_in("st", PRE)).then(pl.when(pl.col("attr_ep").is_not_null()).then(pl.lit(PH[Phase.REINIT]))
-                                     .otherwise(pl.lit(PH[Phase.STARTUP])))
-        .when(_in("st", [S_DETECT, S_HANG])).then(pl.lit(PH[Phase.DETECTION]))
-        .when(pl.col("bucket") == B[Bucket.DIAGNOSIS]).then(pl.lit(PH[Phase.DIAGNOSIS]))
-        .when(pl.col("bucket") == B[Bucket.RECOVERY]).then(pl.lit(PH[Phase.RECOVERY]))
-        .when(pl.col("bucket") == B[Bucket.LOST_WORK]).then(pl.lit(PH[Phase.LOST_WORK]))
-        .when(pl.col("bucket") == B[Bucket.CKPT_STALL]).then(pl.lit(PH[Phase.CHECKPOINT]))
-        .when(pl.col("bucket") == B[Bucket.PRODUCTIVE]).then(pl.lit(PH[Phase.PRODUCTIVE]))
-        .otherwise(pl.lit(PH[Phase.QUEUE]))
+        pl.when(_in("st", PRE_EXECUTION)).then(pl.when(pl.col("attr_ep").is_not_null()).then(pl.lit(PHASE_CODE[Phase.REINIT]))
+                                     .otherwise(pl.lit(PHASE_CODE[Phase.STARTUP])))
+        .when(_in("st", [State.DETECTION, State.HANG])).then(pl.lit(PHASE_CODE[Phase.DETECTION]))
+        .when(pl.col("bucket") == BUCKET_CODE[Bucket.DIAGNOSIS]).then(pl.lit(PHASE_CODE[Phase.DIAGNOSIS]))
+        .when(pl.col("bucket") == BUCKET_CODE[Bucket.RECOVERY]).then(pl.lit(PHASE_CODE[Phase.RECOVERY]))
+        .when(pl.col("bucket") == BUCKET_CODE[Bucket.LOST_WORK]).then(pl.lit(PHASE_CODE[Phase.LOST_WORK]))
+        .when(pl.col("bucket") == BUCKET_CODE[Bucket.CKPT_STALL]).then(pl.lit(PHASE_CODE[Phase.CHECKPOINT]))
+        .when(pl.col("bucket") == BUCKET_CODE[Bucket.PRODUCTIVE]).then(pl.lit(PHASE_CODE[Phase.PRODUCTIVE]))
+        .otherwise(pl.lit(PHASE_CODE[Phase.QUEUE]))
     ).cast(pl.Int8)
     g = pl.col("gpus_f")
     main = df.select("jid", "_k", "t", "attr_ep", bucket="bucket", phase=phase,
-                     wall_s=pl.when(pl.col("bucket") == B[Bucket.PRODUCTIVE]).then(pl.col("dur") * pl.col("r"))
+                     wall_s=pl.when(pl.col("bucket") == BUCKET_CODE[Bucket.PRODUCTIVE]).then(pl.col("dur") * pl.col("r"))
                      .otherwise(pl.col("dur")), gpus=g, slow_src=pl.lit(None, pl.Float64))
-    slow = df.filter((pl.col("bucket") == B[Bucket.PRODUCTIVE]) & (pl.col("r") < 1.0)).select(
-        "jid", "_k", "t", attr_ep=pl.lit(None, pl.UInt32), bucket=pl.lit(B[Bucket.SLOW], pl.Int8),
-        phase=pl.lit(PH[Phase.SLOW], pl.Int8), wall_s=pl.col("dur") * (1.0 - pl.col("r")), gpus=g,
+    slow = df.filter((pl.col("bucket") == BUCKET_CODE[Bucket.PRODUCTIVE]) & (pl.col("r") < 1.0)).select(
+        "jid", "_k", "t", attr_ep=pl.lit(None, pl.UInt32), bucket=pl.lit(BUCKET_CODE[Bucket.SLOW], pl.Int8),
+        phase=pl.lit(PHASE_CODE[Phase.SLOW], pl.Int8), wall_s=pl.col("dur") * (1.0 - pl.col("r")), gpus=g,
         slow_src=pl.col("slow_src"))
-    del df
-    parts = pl.concat([main, slow], how="vertical_relaxed").with_columns(gpu_s=pl.col("wall_s") * pl.col("gpus"))
-    parts = _attribute(parts, episodes, attrs)
-    if by_week:
-        parts = _split_weeks(parts)
-
-    jobs = df_jobs(job_map, job_times, episodes, attempts)
-    return Ledger(parts=parts, jobs=jobs, issues=issues, n_events=n_events)
+    return pl.concat([main, slow], how="vertical_relaxed").with_columns(gpu_s=pl.col("wall_s") * pl.col("gpus"))
 
 
 def _attribute(parts: pl.DataFrame, episodes: pl.DataFrame, attrs: pl.DataFrame) -> pl.DataFrame:
-    """Replace the numeric attribution keys of ``parts`` by names: bucket, phase (Enum), mode, category,
+    """Phase 16: replace the numeric attribution keys of ``parts`` by names: bucket, phase (Enum), mode, category,
     node, cause (Categorical; ``none`` where no failure caused the time)."""
     cat = pl.Categorical()
     base = ["jid", pl.col("_k").alias("job_idx"), "t", "wall_s", "gpu_s",
-            pl.col("bucket").replace_strict(B_NAMES, return_dtype=BUCKET_ENUM),
-            pl.col("phase").replace_strict(PH_NAMES, return_dtype=PHASE_ENUM)]
-    is_slow = pl.col("bucket") == B[Bucket.SLOW]
+            pl.col("bucket").replace_strict(BUCKET_OF_CODE, return_dtype=BUCKET_ENUM),
+            pl.col("phase").replace_strict(PHASE_OF_CODE, return_dtype=PHASE_ENUM)]
+    is_slow = pl.col("bucket") == BUCKET_CODE[Bucket.SLOW]
     plain = parts.filter(pl.col("attr_ep").is_null() & ~is_slow).select(
         *base, mode=pl.lit(NO_FAILURE, cat), category=pl.lit(NO_FAILURE, cat), node=pl.lit(NO_FAILURE, cat),
         cause=pl.lit("", cat))

@@ -33,7 +33,10 @@ def etpr_command(
                   ] = "category",
     html_out: Annotated[Path | None, typer.Option("--html", help="Write the HTML report (with plots) here.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the JSON report instead of the text summary.")] = False,
-    fmt: Annotated[str, typer.Option("--format", help=f"Input format: {' | '.join(FORMATS)}.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "--source", help=f"Input source: {' | '.join(FORMATS)}.")] = "auto",
+    job_id: Annotated[str | None, typer.Option(
+        "--job-id", help="Job id of events that carry none (an events file of one job; a lab run, instead of its "
+                         "folder name).")] = None,
     jobs_out: Annotated[Path | None, typer.Option("--jobs-out", help="Write the per-job table (.parquet or .csv).")
                         ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON report to this file.")] = None,
@@ -49,7 +52,7 @@ def etpr_command(
         err.print("[red]error:[/red] --slow-tolerance must be in [0, 1)")
         raise typer.Exit(2)
     t0 = time.perf_counter()
-    ev, issues = load_events(events, fmt=fmt, jobs=jobs, use_truth=not no_truth)
+    ev, issues = load_events(events, source=fmt, jobs=jobs, use_truth=not no_truth, job_id=job_id)
     t1 = time.perf_counter()
     ledger = compute_ledger(ev, slow_tolerance=slow_tolerance, by_week=(by == "week"))
     t2 = time.perf_counter()

@@ -2,15 +2,17 @@
 
 The HTML page is one self-contained file (plotly.js inlined once, no network): headline numbers, the
 loss waterfall (allocated GPU time down to productive), the Pareto of causes, failure mode x phase, the
-what-if levers, per-job timelines of the most lossy jobs, and the input issues.
+what-if levers, per-job timelines of the most lossy jobs, and the input issues; the page is the Jinja2 template
+``templates/etpr_report.html`` (autoescaped), the plots are built here.
 """
 
 from __future__ import annotations
 
-import html
+import functools
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -30,6 +32,9 @@ from diag_service.etpr.schema import (
     Term,
     WhatIf,
 )
+
+if TYPE_CHECKING:
+    import jinja2
 
 BY_CHOICES = ("category", "failure_mode", "node", "week", "cause")
 MAX_JOB_ACCOUNTS = 200
@@ -256,6 +261,26 @@ def render_text(rep: EtprReport, max_rows: int = 8) -> str:
 # HTML
 # ---------------------------------------------------------------------------------------------------
 
+#: Jobs listed in the HTML page's table (the report keeps up to :data:`MAX_JOB_ACCOUNTS`).
+MAX_HTML_JOB_ROWS = 50
+#: The page template, shipped in the package (``diag_service/etpr/templates``, package data).
+REPORT_TEMPLATE = "etpr_report.html"
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """The HTML page template (Jinja2, autoescaped; filters ``pct`` and ``num``)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("diag_service.etpr", "templates"),
+                             autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["pct"] = _pct
+    env.filters["num"] = lambda v, digits=2: f"{v:,.{digits}f}"
+    return env.get_template(REPORT_TEMPLATE)
+
+
 def _fig_html(fig, first: bool) -> str:  # noqa: ANN001 - plotly figure
     return fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
                        config={"displaylogo": False, "responsive": True})
@@ -264,6 +289,7 @@ def _fig_html(fig, first: bool) -> str:  # noqa: ANN001 - plotly figure
 def render_html(rep: EtprReport, ledger: Ledger, max_timeline_jobs: int = 25) -> str:
     """One self-contained HTML page with the plots (plotly.js inlined once) and the tables."""
     import plotly.graph_objects as go
+    from markupsafe import Markup
     from plotly.subplots import make_subplots
 
     c = rep.cluster
@@ -357,64 +383,13 @@ def render_html(rep: EtprReport, ledger: Ledger, max_timeline_jobs: int = 25) ->
         tl.update_yaxes(categoryorder="array", categoryarray=names[::-1])
         figs.append(("timeline", "Per-job timeline", tl))
 
-    # tables
-    term_rows = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{v / div:,.2f}</td><td>{_pct(safe_ratio(v, c.allocated_gpu_s))}</td></tr>"
-        for k, v in c.terms_gpu_s.items())
-    bucket_rows = "".join(
-        f"<tr><td>{html.escape(BUCKET_TERM[Bucket(b)].value)}</td><td>{html.escape(b)}</td><td>{v / div:,.2f}</td>"
-        f"<td>{_pct(safe_ratio(v, c.allocated_gpu_s))}</td></tr>" for b, v in c.buckets_gpu_s.items())
-    badput_rows = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{v / div:,.2f}</td><td>{_pct(safe_ratio(v, c.allocated_gpu_s))}</td></tr>"
-        for k, v in c.badput_gpu_s.items())
-    job_rows = "".join(
-        f"<tr><td>{html.escape(a.job)}</td><td>{a.gpus:g}</td><td>{a.attempts}</td><td>{a.failures}</td>"
-        f"<td>{a.totals.allocated_gpu_s / div:,.2f}</td><td>{_pct(a.totals.etpr)}</td><td>{_pct(a.ettr_wall)}</td></tr>"
-        for a in rep.job_accounts[:50])
-    issue_rows = "".join(
-        f"<tr><td>{html.escape(i.kind)}</td><td>{html.escape(i.code)}</td><td>{i.count}</td>"
-        f"<td>{html.escape(i.message)}</td><td>{html.escape(', '.join(i.examples[:3]))}</td></tr>" for i in rep.issues)
-    body = []
-    for k, (_id, title, fig) in enumerate(figs):
-        body.append(f'<section id="{_id}"><h2>{html.escape(title)}</h2>{_fig_html(fig, k == 0)}</section>')
     levers = ", ".join(f"{w.name} {w.delta_pp:+.1f} pp" for w in rep.what_if[:3] if w.delta_pp is not None)
-    top = rep.pareto[0].key if rep.pareto else "n/a"
-    gp = c.goodput
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>ETPR report: {html.escape(rep.source)}</title>
-<style>
-body {{ font-family: -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif; margin: 24px; color: #222; }}
-.kpis {{ display: flex; gap: 16px; flex-wrap: wrap; }}
-.kpi {{ border: 1px solid #ddd; border-radius: 8px; padding: 12px 18px; min-width: 150px; }}
-.kpi .v {{ font-size: 28px; font-weight: 600; }} .kpi .l {{ color: #666; font-size: 13px; }}
-table {{ border-collapse: collapse; margin: 8px 0 20px; font-size: 13px; }}
-td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; }} th {{ background: #f5f5f5; }}
-section {{ margin-top: 24px; }} .note {{ color: #666; font-size: 13px; max-width: 1100px; }}
-</style></head><body>
-<h1>ETPR report</h1>
-<p class="note">Source: {html.escape(rep.source)} · {rep.jobs} jobs · {rep.events} events ·
-GPU-weighted (GPUs × seconds). Definitions: docs/etpr.md.</p>
-<div class="kpis">
-<div class="kpi"><div class="v">{_pct(c.etpr)}</div><div class="l">ETPR (productive / allocated)</div></div>
-<div class="kpi"><div class="v">{alloc_h:,.1f}</div><div class="l">allocated {unit}</div></div>
-<div class="kpi"><div class="v">{_pct(c.ettr)}</div><div class="l">ETTR (Meta-style)</div></div>
-<div class="kpi"><div class="v">{_pct(gp['runtime_goodput'])}</div><div class="l">runtime goodput (Google-style)</div></div>
-<div class="kpi"><div class="v">{c.queue_gpu_s / div:,.1f}</div><div class="l">{unit} queued before allocation</div></div>
-<div class="kpi"><div class="v">{html.escape(top)}</div><div class="l">largest cause (by {html.escape(rep.by)})</div></div>
-</div>
-<p class="note">Largest levers: {html.escape(levers or 'n/a')}.</p>
-{''.join(body)}
-<section><h2>Terms</h2><table><tr><th>term</th><th>{unit}</th><th>share of allocated</th></tr>{term_rows}</table>
-<table><tr><th>term</th><th>bucket</th><th>{unit}</th><th>share</th></tr>{bucket_rows}</table></section>
-<section><h2>Cross-check with other systems</h2>
-<p class="note">ETTR (Meta-style): (productive + slow) / (allocated + re-queue) = {_pct(c.ettr)}; mean of per-job wall ETTR
-{_pct(rep.job_ettr_mean)}. Google-style goodput: scheduling {_pct(gp['scheduling_goodput'])}, runtime
-{_pct(gp['runtime_goodput'])}, program (proxy: productive / (productive + slow)) {_pct(gp['program_goodput_proxy'])}.</p>
-<table><tr><th>ml-goodput-measurement badput bucket</th><th>{unit}</th><th>share</th></tr>{badput_rows}</table></section>
-<section><h2>Jobs{' (most lossy)' if rep.job_accounts_truncated else ''}</h2>
-<table><tr><th>job</th><th>GPUs</th><th>attempts</th><th>failures</th><th>allocated {unit}</th><th>ETPR</th>
-<th>ETTR (wall)</th></tr>{job_rows}</table></section>
-<section><h2>Input warnings and assumptions</h2>
-<table><tr><th>kind</th><th>code</th><th>count</th><th>what</th><th>examples</th></tr>{issue_rows}</table></section>
-</body></html>
-"""
+    figures = [{"id": _id, "title": title, "html": Markup(_fig_html(fig, k == 0))}
+               for k, (_id, title, fig) in enumerate(figs)]
+    return _template().render(
+        rep=rep, c=c, div=div, unit=unit, figures=figures, levers=levers,
+        top=rep.pareto[0].key if rep.pareto else "n/a",
+        share=lambda v: safe_ratio(v, c.allocated_gpu_s),
+        bucket_term={b.value: t.value for b, t in BUCKET_TERM.items()},
+        max_job_rows=MAX_HTML_JOB_ROWS,
+    )

@@ -9,7 +9,7 @@ Events are JSON Lines, one object per event (see ``docs/etpr.md`` for the full t
 
 All times are unix seconds, all durations seconds. GPU time is GPU-seconds (GPUs x seconds). The
 lab's ``events.jsonl`` (no ``job``, no ``gpus``) is a subset and is read by
-:func:`diag_service.etpr.loaders.load_lab_run`.
+:func:`diag_service.etpr.sources.lab.load_lab_run`.
 
 :class:`EtprEvent` documents and validates one event; bulk input is validated column-wise with the same
 rules by :func:`diag_service.etpr.loaders.normalize_events` (a million jobs do not go through pydantic).

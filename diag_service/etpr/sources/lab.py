@@ -1,0 +1,148 @@
+"""The ``lab`` source: runs of the fault-injection lab (``diag lab``): a run folder (``events.jsonl`` +
+``timing.jsonl`` + ``truth.json`` + ``run.json``), a folder of runs (``diag lab suite``), or a run's own
+``events.jsonl`` (its job id is the run, not the file: the lab's events carry none)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from diag_service.domain import FailureMode
+from diag_service.etpr.schema import Issue
+from diag_service.etpr.sources import register_source
+from diag_service.etpr.sources.base import EtprInputError, LoadOptions, add_issue, read_json_lines, rows_to_frame
+
+LAB_PROGRESS_EVERY = 5  # steps per synthesised progress sample (a trainer logs every N steps)
+
+def _lab_progress(timing: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
+    """Progress samples from the lab's per-rank step timings: a step ends when its slowest rank ends;
+    every ``LAB_PROGRESS_EVERY`` steps, throughput = steps / seconds since the previous sample."""
+    ends: dict[tuple[int, int], float] = {}
+    for r in timing:
+        try:
+            key = (int(r.get("attempt", 0) or 0), int(r["step"]))
+            end = float(r["end"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        ends[key] = max(ends.get(key, end), end)
+    out: list[dict[str, Any]] = []
+    by_att: dict[int, list[tuple[int, float]]] = {}
+    for (att, step), end in sorted(ends.items()):
+        by_att.setdefault(att, []).append((step, end))
+    for steps in by_att.values():
+        for i in range(LAB_PROGRESS_EVERY, len(steps), LAB_PROGRESS_EVERY):
+            (s0, t0), (s1, t1) = steps[i - LAB_PROGRESS_EVERY], steps[i]
+            if t1 > t0:
+                out.append({"job": job, "event": "progress", "time": t1, "step": s1, "throughput": (s1 - s0) / (t1 - t0)})
+    return out
+
+
+def load_lab_run(run_dir: Path, issues: list[Issue], use_truth: bool = True, job: str | None = None
+                 ) -> list[dict[str, Any]]:
+    """Rows of one lab run: its ``events.jsonl`` plus progress samples from ``timing.jsonl``.
+
+    The lab's events have no job id and no GPU count: the job id is ``job``, else the run folder's name; the GPU
+    count is the ``ranks`` of the ``started`` event (each CPU rank stands for one GPU). With
+    ``use_truth``, the scenario's ``truth.json`` (failure mode, category, faulty node, onset time)
+    fills the failure events' attribution, and a fail-slow scenario gets a ``slow_detected`` at its
+    onset; this is ground truth standing in for ``diag diagnose`` and is reported as an assumption.
+    """
+    job = job or run_dir.name
+    events = read_json_lines(run_dir / "events.jsonl", issues)
+    rows: list[dict[str, Any]] = []
+    gpus: float | None = None
+    for e in events:
+        row = {k: v for k, v in e.items() if not isinstance(v, dict | list)}
+        row["job"] = job
+        if e.get("event") == "started" and e.get("ranks") is not None and gpus is None:
+            gpus = float(e["ranks"])
+            row["gpus"] = gpus
+        rows.append(row)
+    if gpus is None:
+        run = run_dir / "run.json"
+        if run.exists():
+            try:
+                gpus = float(json.loads(run.read_text()).get("ranks"))
+                if rows:
+                    rows[0]["gpus"] = gpus
+            except (ValueError, TypeError, json.JSONDecodeError):
+                pass
+    rows += _lab_progress(read_json_lines(run_dir / "timing.jsonl", issues), job)
+    truth_path = run_dir / "truth.json"
+    if use_truth and truth_path.exists():
+        try:
+            truth = json.loads(truth_path.read_text())
+        except json.JSONDecodeError:
+            truth = {}
+            add_issue(issues, "warning", "bad_truth", f"{truth_path}: not valid JSON; ignored", 1, [job])
+        if truth.get("fault_fired") and not truth.get("control"):
+            mode, cat, node = truth.get("failure_mode"), truth.get("category"), truth.get("faulty_node")
+            onset = truth.get("onset_time")
+            if mode == FailureMode.FAIL_SLOW.value and onset is not None:
+                rows.append({"job": job, "event": "slow_detected", "time": onset, "mode": mode,
+                             "category": cat, "node": node, "cause": truth.get("scenario")})
+            else:
+                first = True
+                for row in rows:
+                    if row.get("event") in ("failure", "hang_detected") and (onset is None or row["time"] >= onset):
+                        row.setdefault("mode", mode)
+                        row.setdefault("category", cat)
+                        row.setdefault("cause", truth.get("scenario"))
+                        if row.get("node") is None:
+                            row["node"] = node
+                        if first and onset is not None and row.get("last_progress_time") is None:
+                            row["onset_time"] = onset
+                        first = False
+            add_issue(issues, "assumption", "lab_truth_attribution",
+                   "lab run: failure mode, category, node and onset come from truth.json (ground truth), "
+                   "standing in for diag diagnose", 1, [job])
+    rows.sort(key=lambda r: float(r.get("time") or 0.0))
+    return rows
+
+
+def find_lab_runs(root: Path) -> list[Path]:
+    """Lab run folders under ``root`` (``root`` itself if it holds ``events.jsonl``)."""
+    if (root / "events.jsonl").exists():
+        return [root]
+    return sorted(p.parent for p in root.glob("*/events.jsonl"))
+
+
+
+#: Files the lab runner writes beside ``events.jsonl`` (diag_service/lab/runner.py); either marks a run folder.
+LAB_RUN_MARKERS = ("run.json", "truth.json")
+
+
+def is_lab_events_file(path: Path) -> bool:
+    """True for a lab run's own ``events.jsonl``: the file of that name with ``run.json`` or ``truth.json``
+    beside it."""
+    return path.is_file() and path.name == "events.jsonl" and any((path.parent / m).is_file() for m in LAB_RUN_MARKERS)
+
+
+def _detect(path: Path) -> bool:
+    if path.is_dir():
+        return bool(find_lab_runs(path))
+    return is_lab_events_file(path)
+
+
+@register_source("lab", detect=_detect, priority=10,
+                 description="a fault-injection lab run folder, a folder of runs, or a run's events.jsonl")
+def load_lab(path: Path, issues: list[Issue], options: LoadOptions) -> pl.DataFrame:
+    """Raw rows of every lab run at ``path`` (:func:`load_lab_run`). ``options.job_id`` replaces the run
+    folder's name as the job id; it names one job, so it is refused (:class:`EtprInputError`) for a folder
+    of several runs. Raises :class:`EtprInputError` when ``path`` holds no run or is a file other than
+    ``events.jsonl``."""
+    if path.is_file() and path.name != "events.jsonl":
+        raise EtprInputError(f"{path}: the lab source reads a run's events.jsonl, its run folder or a folder of runs")
+    runs = [path.parent] if path.is_file() else find_lab_runs(path)
+    if not runs:
+        raise EtprInputError(f"{path}: no lab run (no events.jsonl) found")
+    if options.job_id is not None and len(runs) > 1:
+        raise EtprInputError(f"{path}: --job-id names one job, but this folder holds {len(runs)} lab runs "
+                             "(each run is its own job, named after its folder)")
+    rows: list[dict[str, Any]] = []
+    for r in runs:
+        rows += load_lab_run(r, issues, use_truth=options.use_truth, job=options.job_id)
+    return rows_to_frame(rows)
