@@ -15,7 +15,7 @@ from diag_service import __version__
 from diag_service.errors import DiagError, http_status
 from diag_service.service import api, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
-from diag_service.service.middleware import LimitsMiddleware
+from diag_service.service.middleware import EdgeMiddleware, LimitsMiddleware, SecurityHeadersMiddleware
 from diag_service.service.settings import Settings, load_settings
 from diag_service.service.store import StoreError
 from diag_service.service.uploads import Refused
@@ -66,8 +66,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return 1 << 20
         return settings.max_json_bytes
 
+    # outermost last: security headers on every answer; then the body limits (before anything is read);
+    # then the client address, Host and cross-site checks (their refusals have the headers too)
+    app.add_middleware(EdgeMiddleware, metrics=ctx.metrics, allowed_hosts=settings.trusted_hosts,
+                       allowed_origins=settings.trusted_origins, trusted_proxies=settings.trusted_proxies)
     app.add_middleware(LimitsMiddleware, metrics=ctx.metrics, body_limit=body_limit,
                        read_timeout_s=settings.body_read_timeout_s, request_timeout_s=settings.request_timeout_s)
+    app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(Refused)
     async def _refused(_req: Request, exc: Refused) -> JSONResponse:
