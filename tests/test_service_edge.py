@@ -8,6 +8,7 @@ the security headers; and ``diag serve`` will not bind a network address without
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,7 @@ def test_serve_with_tokens_binds_the_network_and_serves_its_own_address(
         tmp_path: Path, served: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     from diag_service.service.cli import serve
 
-    monkeypatch.setenv("DIAG_TOKENS", '[{"name": "ci", "token": "%s", "scopes": ["read"]}]' % READER)
+    monkeypatch.setenv("DIAG_TOKENS", json.dumps([{"name": "ci", "token": READER, "scopes": ["read"]}]))
     serve(host="10.1.2.3", data_dir=tmp_path / "d")
     app = served[-1]["app"]
     c = TestClient(app, base_url="http://10.1.2.3:8080", headers={"Authorization": f"Bearer {READER}"})
