@@ -15,6 +15,7 @@ from diag_service import __version__
 from diag_service.errors import DiagError, http_status
 from diag_service.service import api, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
+from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.middleware import EdgeMiddleware, LimitsMiddleware, SecurityHeadersMiddleware
 from diag_service.service.settings import Settings, load_settings
 from diag_service.service.store import StoreError
@@ -104,10 +105,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         headers = {"Retry-After": "5"} if status == 503 else None
         return JSONResponse({"detail": str(exc), "kind": exc.kind.value}, status_code=status, headers=headers)
 
+    def _disk_full(detail: str, exc: BaseException) -> JSONResponse:
+        log.error("disk full: %s (%s)", detail, exc)
+        ctx.metrics.refusals.labels(DiskFull.reason).inc()
+        return JSONResponse({"detail": detail, "reason": DiskFull.reason, "kind": DiskFull.kind.value}, status_code=507)
+
+    @app.exception_handler(DiskFull)
+    async def _disk_full_error(_req: Request, exc: DiskFull) -> JSONResponse:
+        return _disk_full(str(exc), exc)
+
     @app.exception_handler(StoreError)
     async def _store(_req: Request, exc: StoreError) -> JSONResponse:
+        if is_disk_full(exc):
+            return _disk_full(disk_full_message("the request"), exc)
         log.error("store unavailable: %s", exc)
         return JSONResponse({"detail": "the store is unavailable; retry later"}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(OSError)
+    async def _os_error(_req: Request, exc: OSError) -> JSONResponse:
+        # a file the service writes or reads failed: a full disk is the client's to know (507); anything
+        # else is ours, logged with its traceback, and answered in the same JSON shape
+        if is_disk_full(exc):
+            return _disk_full(disk_full_message("the request's data"), exc)
+        log.error("unexpected OS error", exc_info=exc)
+        return JSONResponse({"detail": "internal error (logged by the service)", "kind": "internal"}, status_code=500)
 
     app.include_router(api.router)
     app.include_router(ui.router)
