@@ -19,6 +19,7 @@ from starlette.datastructures import UploadFile
 from diag_service.domain import JOB_ID_PATTERN, HangReport, is_job_id
 from diag_service.service.auth import Principal
 from diag_service.service.context import ServiceContext
+from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.schemas import (
     Accepted,
     DiagnosePathBody,
@@ -118,8 +119,10 @@ async def _copy_upload(up: UploadFile, dest: Path, max_bytes: int) -> int:
                     raise Refused(413, f"upload larger than the limit of {max_bytes} bytes (limits.max_upload_bytes)",
                                   "upload_size")
                 fh.write(chunk)
-    except BaseException:
+    except BaseException as exc:
         dest.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFull(disk_full_message("the upload")) from exc
         raise
     return n
 
@@ -141,6 +144,8 @@ async def receive_file(request: Request, ctx: ServiceContext, field: str, job_uu
         except HTTPException:
             raise
         except Exception as exc:  # noqa: BLE001 - starlette's MultiPartException and parser errors
+            if is_disk_full(exc):  # the parser spools large parts to a temporary file
+                raise DiskFull(disk_full_message("the upload")) from exc
             raise Refused(400, f"invalid multipart body: {exc}", "bad_multipart") from None
         try:
             up = form.get(field)
@@ -322,7 +327,7 @@ async def create_diagnosis(
     try:
         job, fut = ctx.submit("diagnose", ctx.diagnose_task(final, name, exclude), job_id=name, job_uuid=job_uuid,
                               input_path=final.parent, input_bytes=size, caller=principal.name)
-    except Refused:
+    except BaseException:  # refused, or the job could not be stored (a full disk): no upload is left behind
         shutil.rmtree(ctx.settings.uploads_dir / job_uuid, ignore_errors=True)
         raise
     return await _answer(ctx, job, fut, _bool(fields.get("wait"), wait), size)

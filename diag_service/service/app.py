@@ -15,7 +15,8 @@ from diag_service import __version__
 from diag_service.errors import DiagError, http_status
 from diag_service.service import api, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
-from diag_service.service.middleware import LimitsMiddleware
+from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
+from diag_service.service.middleware import EdgeMiddleware, LimitsMiddleware, SecurityHeadersMiddleware
 from diag_service.service.settings import Settings, load_settings
 from diag_service.service.store import StoreError
 from diag_service.service.uploads import Refused
@@ -66,8 +67,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return 1 << 20
         return settings.max_json_bytes
 
+    # outermost last: security headers on every answer; then the body limits (before anything is read);
+    # then the client address, Host and cross-site checks (their refusals have the headers too)
+    app.add_middleware(EdgeMiddleware, metrics=ctx.metrics, allowed_hosts=settings.trusted_hosts,
+                       allowed_origins=settings.trusted_origins, trusted_proxies=settings.trusted_proxies)
     app.add_middleware(LimitsMiddleware, metrics=ctx.metrics, body_limit=body_limit,
                        read_timeout_s=settings.body_read_timeout_s, request_timeout_s=settings.request_timeout_s)
+    app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(Refused)
     async def _refused(_req: Request, exc: Refused) -> JSONResponse:
@@ -99,10 +105,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         headers = {"Retry-After": "5"} if status == 503 else None
         return JSONResponse({"detail": str(exc), "kind": exc.kind.value}, status_code=status, headers=headers)
 
+    def _disk_full(detail: str, exc: BaseException) -> JSONResponse:
+        log.error("disk full: %s (%s)", detail, exc)
+        ctx.metrics.refusals.labels(DiskFull.reason).inc()
+        return JSONResponse({"detail": detail, "reason": DiskFull.reason, "kind": DiskFull.kind.value}, status_code=507)
+
+    @app.exception_handler(DiskFull)
+    async def _disk_full_error(_req: Request, exc: DiskFull) -> JSONResponse:
+        return _disk_full(str(exc), exc)
+
     @app.exception_handler(StoreError)
     async def _store(_req: Request, exc: StoreError) -> JSONResponse:
+        if is_disk_full(exc):
+            return _disk_full(disk_full_message("the request"), exc)
         log.error("store unavailable: %s", exc)
         return JSONResponse({"detail": "the store is unavailable; retry later"}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(OSError)
+    async def _os_error(_req: Request, exc: OSError) -> JSONResponse:
+        # a file the service writes or reads failed: a full disk is the client's to know (507); anything
+        # else is ours, logged with its traceback, and answered in the same JSON shape
+        if is_disk_full(exc):
+            return _disk_full(disk_full_message("the request's data"), exc)
+        log.error("unexpected OS error", exc_info=exc)
+        return JSONResponse({"detail": "internal error (logged by the service)", "kind": "internal"}, status_code=500)
 
     app.include_router(api.router)
     app.include_router(ui.router)

@@ -217,7 +217,7 @@ class ServiceContext:
         job = self.store.get(id_) if id_ and len(id_) <= 64 else None
         if job is None or (kind is not None and job.kind != kind):
             raise NotFound(f"no {kind or 'job'} with id {id_!r}")
-        return job
+        return self.queue.current(job)  # failed, even while a full disk keeps the store from saying so
 
     def diagnosis(self, id_: str) -> tuple[JobRecord, Diagnosis | None]:
         """A diagnosis job and, when done, its :class:`Diagnosis`. Raises :class:`NotFound`."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.service.faults import disk_full_message, is_disk_full
 from diag_service.service.settings import Settings
 from diag_service.service.store import JobRecord, Store, StoreError
 from diag_service.service.tasks import run_task, warm_up, worker_main
@@ -139,6 +140,7 @@ class JobQueue:
         self._stopping = threading.Event()
         self._warm = threading.Event()  # thread mode: this process has loaded the models
         self.kb_cfg: dict[str, Any] | None = None
+        self._unrecorded: dict[str, tuple[str, int]] = {}  # job id -> (error, status) the store could not take yet
 
     # -- state -----------------------------------------------------------------------------------------
 
@@ -190,6 +192,7 @@ class JobQueue:
         Jobs still queued or running stay so in the store and are resumed by the next start.
         """
         self._stopping.set()
+        self._record_failures()
         for _ in self._threads:
             self._q.put(None)
         deadline = time.monotonic() + grace_s
@@ -227,6 +230,7 @@ class JobQueue:
         """Queue a stored job (its ``request`` is the task). Raises :class:`QueueFull` when at capacity."""
         if self._stopping.is_set():
             raise QueueFull("the service is shutting down")
+        self._record_failures()  # the store just took this job: it may take the failures it could not before
         return self._enqueue(job.id, job.request, admit=True)
 
     def _enqueue(self, job_id: str, task: dict[str, Any], admit: bool) -> concurrent.futures.Future[JobRecord]:
@@ -263,12 +267,7 @@ class JobQueue:
                 final = self._run_one(job_id, task, worker)
             except Exception as exc:  # noqa: BLE001 - the loop must survive anything
                 log.exception("job %s: unexpected error in the queue", job_id)
-                final = None
-                try:
-                    self.store.fail(job_id, f"internal error in the work queue: {exc.__class__.__name__}", 500)
-                    final = self.store.get(job_id)
-                except StoreError:
-                    pass
+                final = self._end_failed(job_id, exc)
             finally:
                 with self._lock:
                     self._running -= 1
@@ -279,6 +278,57 @@ class JobQueue:
                     fut.set_result(final)
                 else:
                     fut.set_exception(StoreError(f"job {job_id} could not be stored"))
+
+    def _end_failed(self, job_id: str, exc: Exception) -> JobRecord | None:
+        """Fail a job after an error outside its analysis, e.g. its result could not be stored (a full disk: 507).
+
+        Its upload is removed (unless ``keep_uploads``). When the store cannot take the failure either, it is
+        kept here (:meth:`unrecorded`), written by the next submission or at stop, and the job is returned as
+        failed to whoever waits for it; None when the job cannot even be read.
+        """
+        if is_disk_full(exc):
+            error, status = disk_full_message("the result"), 507
+        else:
+            error, status = f"internal error in the work queue: {exc.__class__.__name__}", 500
+        if not self.settings.keep_uploads:
+            _remove_upload(self.settings.uploads_dir, job_id)
+        try:
+            self.store.fail(job_id, error, status)
+            return self.store.get(job_id)
+        except StoreError:
+            log.error("job %s: its failure could not be stored yet (%s)", job_id, error)
+            with self._lock:
+                self._unrecorded[job_id] = (error, status)
+        try:
+            job = self.store.get(job_id)
+        except StoreError:
+            return None
+        return None if job is None else self.current(job)
+
+    def unrecorded(self, job_id: str) -> tuple[str, int] | None:
+        """The (error, HTTP status) of a job that failed but whose failure the store has not taken yet, or None."""
+        with self._lock:
+            return self._unrecorded.get(job_id)
+
+    def current(self, job: JobRecord) -> JobRecord:
+        """``job`` as the store will hold it once its unrecorded failure is written (unchanged if there is none)."""
+        pending = self.unrecorded(job.id)
+        if pending is None or job.status in ("done", "failed"):
+            return job
+        return job.model_copy(update={"status": "failed", "error": pending[0], "error_status": pending[1],
+                                      "finished_at": job.finished_at or time.time()})
+
+    def _record_failures(self) -> None:
+        """Write the failures the store could not take before; stop at the first it still refuses."""
+        with self._lock:
+            pending = list(self._unrecorded.items())
+        for job_id, (error, status) in pending:
+            try:
+                self.store.fail(job_id, error, status)
+            except StoreError:
+                return
+            with self._lock:
+                self._unrecorded.pop(job_id, None)
 
     def _run_one(self, job_id: str, task: dict[str, Any], worker: _ProcessWorker | None) -> JobRecord | None:
         job = self.store.mark_running(job_id)

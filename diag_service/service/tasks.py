@@ -27,6 +27,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from diag_service.service.faults import disk_full_message, is_disk_full
+
 log = logging.getLogger("diag_service.service.worker")
 
 _kb_lock = threading.Lock()
@@ -171,6 +173,8 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
     except MemoryError:
         return err(507, "the analysis ran out of memory")
     except Exception as exc:  # noqa: BLE001 - a worker reports every failure as a result, never dies of one
+        if is_disk_full(exc):  # e.g. the recovery history or a knowledge-base write
+            return err(507, disk_full_message(f"the analysis ({exc.__class__.__name__})"))
         log.error("task %s failed: %s", task.get("kind"), traceback.format_exc(limit=20))
         return err(500, f"internal error while analysing ({exc.__class__.__name__}: {str(exc)[:500]})")
 

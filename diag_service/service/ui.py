@@ -188,7 +188,13 @@ def login(request: Request, token: Annotated[str, Form(max_length=512)],
     """Check a bearer token and keep it in an HttpOnly, SameSite=Strict cookie for the pages."""
     ctx: ServiceContext = request.app.state.ctx
     target = next if next.startswith("/ui/") and "//" not in next else "/ui/"
-    if ctx.auth.principal_for(token) is None:
+    try:
+        principal = ctx.auth.authenticate(request, token)
+    except HTTPException as exc:  # too many failed attempts from this address
+        page = _render("login.html", exc.status_code, next=target, error=str(exc.detail))
+        page.headers.update(exc.headers or {})
+        return page
+    if principal is None:
         return _render("login.html", 401, next=target, error="Unknown token.")
     resp = RedirectResponse(target, status_code=303)
     resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", max_age=12 * 3600)

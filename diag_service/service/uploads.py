@@ -27,6 +27,7 @@ from typing import BinaryIO
 from diag_service.domain import job_id_from_name as _job_id_from_name
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.ingest.archive import Budget, Counting, Gunzip, Prepend, read_pieces, safe_member_name, sniff_kind
+from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.settings import UploadLimits
 
 _PIECE = 1 << 20
@@ -84,7 +85,8 @@ def with_extension(name: str, kind: str) -> str:
 async def save_stream(chunks: AsyncIterator[bytes], dest: Path, max_bytes: int) -> int:
     """Write an async byte stream to ``dest``, refusing (413) past ``max_bytes``. Returns the size.
 
-    The partial file is removed on refusal or error. The caller bounds the time between chunks.
+    The partial file is removed on refusal or error; a full disk raises
+    :class:`~diag_service.service.faults.DiskFull`. The caller bounds the time between chunks.
     """
     n = 0
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -100,8 +102,10 @@ async def save_stream(chunks: AsyncIterator[bytes], dest: Path, max_bytes: int) 
                 fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException:
+    except BaseException as exc:
         dest.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFull(disk_full_message("the upload")) from exc
         raise
     return n
 
