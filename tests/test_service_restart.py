@@ -153,10 +153,7 @@ def test_restart_ends_hopeless_jobs_with_a_stated_reason(tmp_path: Path) -> None
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 's.sqlite'}"
-    url = os.environ.get("DIAG_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("DIAG_TEST_POSTGRES_URL is not set (a PostgreSQL server for the storage tests)")
-    return url
+    return request.getfixturevalue("postgres_url")  # a throwaway server unless DIAG_TEST_POSTGRES_URL is set (tests/pg.py)
 
 
 def test_results_are_written_once_and_never_lost(store_url: str) -> None:
