@@ -249,3 +249,53 @@ def test_an_alert_that_fails_to_send_is_retried_and_sent_once_when_the_webhook_r
     finally:
         n.close()
         store.close()
+
+
+def test_a_lapsed_lease_is_taken_over_once_and_the_old_holder_cannot_store(store_url: str) -> None:
+    a, b = Store(store_url), Store(store_url)
+    try:
+        live = a.create_job("diagnose", {"kind": "diagnose"}, "A", lease_s=3600)
+        unleased = a.create_job("diagnose", {"kind": "diagnose"}, "A")  # no lease: left to A's restart
+        dead = a.create_job("diagnose", {"kind": "diagnose"}, "A", lease_s=3600)
+        assert a.claim(dead.id, "A", lease_s=-1) is not None  # A runs it, then stops renewing (a lapsed lease)
+        assert b.claim(live.id, "B", 60) is None and b.claim(unleased.id, "B", 60) is None
+        taken = b.claim_next("B", 60)
+        assert taken is not None and taken.id == dead.id and taken.owner == "B" and taken.attempts == 2
+        assert b.claim_next("B", 60) is None  # nothing else lapsed
+        assert a.finish(dead.id, '{"by": "A"}', owner="A") is False  # A woke up late: fenced off
+        assert a.fail(dead.id, "late", owner="A") is False
+        assert a.renew("A", [dead.id, live.id], 60) == 1  # only what A still holds
+        assert b.finish(dead.id, '{"by": "B"}', owner="B") is True
+        got = a.get(dead.id)
+        assert got is not None and got.status == "done" and got.result == '{"by": "B"}'
+        assert a.requeue(dead.id, "A") is False and a.claim(dead.id, "A", 60) is None
+    finally:
+        a.close()
+        b.close()
+
+
+def test_replicas_claiming_at_once_each_get_different_jobs(store_url: str) -> None:
+    seed = Store(store_url)
+    ids = {seed.create_job("hang", {"kind": "hang"}, "dead-replica", lease_s=-1).id for _ in range(24)}
+    stores = [Store(store_url) for _ in range(4)]
+    claimed: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def drain(k: int) -> None:
+        for _ in range(40):
+            job = stores[k].claim_next(f"r{k}", 60)
+            if job is not None:
+                with lock:
+                    claimed.append((job.id, job.owner))
+
+    threads = [threading.Thread(target=drain, args=(k,)) for k in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert sorted(i for i, _ in claimed) == sorted(ids)  # each lapsed job claimed by exactly one replica
+        assert all(seed.get(i).owner == o and seed.get(i).attempts == 1 for i, o in claimed)  # type: ignore[union-attr]
+    finally:
+        for s in (seed, *stores):
+            s.close()

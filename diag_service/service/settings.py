@@ -131,6 +131,8 @@ class Settings(BaseModel):
     job_timeout_s: float = Field(default=900, gt=0, description="A job running longer is stopped (process mode).")
     max_attempts: int = Field(default=3, ge=1, description="Runs of one job (restarts, crashes) before giving up.")
     keep_uploads: bool = Field(default=False, description="Keep uploaded bundles after their diagnosis is stored.")
+    lease_s: float = Field(default=30, ge=1, description="A replica renews its jobs' leases every lease_s/3 seconds; "
+                           "another replica takes over a job whose lease lapsed (its replica died).")
 
     tokens: list[TokenSpec] = Field(default_factory=list, description="Empty: no authentication (loopback use only).")
     rate_per_minute: float = Field(default=600, gt=0, description="Requests per minute per token (or client address).")
