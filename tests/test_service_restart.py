@@ -7,6 +7,7 @@ workers on 127.0.0.1 and kills it with SIGKILL while it works.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -299,3 +300,88 @@ def test_replicas_claiming_at_once_each_get_different_jobs(store_url: str) -> No
     finally:
         for s in (seed, *stores):
             s.close()
+
+
+def _serve_config(tmp_path: Path, **extra: Any) -> Path:
+    cfg = tmp_path / "settings.json"
+    cfg.write_text(json.dumps({"data_dir": str(tmp_path / "data"), "worker_mode": "process", "workers": 1, "kb_enabled": False,
+                               "llm": False, "replica_id": "replica-a", "recovery": False, **extra}))
+    return cfg
+
+
+def test_a_partial_upload_of_a_killed_server_does_not_survive_the_restart(tmp_path: Path) -> None:
+    """The raw body is written to uploads/<uuid>/ as it arrives; the server dies mid-request, so the
+    file (raw, unredacted log text) belongs to no job. The restarted server removes it."""
+    cfg = _serve_config(tmp_path)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    secret = "AccountKey=c2VjcmV0LXN0b3JhZ2Uta2V5LW5vdC10by1iZS1rZXB0LTAxMjM0NTY3ODk="
+    head = (f"[rank0]: export AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=ckpt;{secret}\n"
+            + "[rank0]: step 1 loss 2.3110 lr 3.0e-4\n" * 4000).encode()
+    uploads = tmp_path / "data" / "uploads"
+    proc = _start(cfg, port, log)
+    sock = None
+    try:
+        wait_until(lambda: _ready(url), timeout=90, step=0.2)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock.sendall(b"POST /v1/diagnoses?filename=rank0.log HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/octet-stream\r\nContent-Length: 50000000\r\n\r\n" + head)
+
+        def partial() -> list[Path]:
+            return [p for p in uploads.glob("*/*") if p.is_file() and p.stat().st_size >= len(head)]
+
+        files = wait_until(partial, timeout=30, step=0.05)  # the body so far is on disk
+        assert secret.encode() in files[0].read_bytes()
+        _kill(proc)  # mid-upload
+        assert files[0].exists()
+        proc = _start(cfg, port, log)
+        wait_until(lambda: _ready(url), timeout=90, step=0.2)
+    finally:
+        if sock is not None:
+            sock.close()
+        _kill(proc)
+    assert not files[0].parent.exists()
+    leftovers = [p for p in (tmp_path / "data").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leftovers == []
+    assert "partial upload of a request that never became a job" in log.read_text(errors="replace")
+
+
+def test_worker_processes_end_with_a_killed_server(tmp_path: Path) -> None:
+    """SIGKILL of the server alone (not its process group): its worker process must not live on. The
+    worker is stopped (SIGSTOP) first, as one deep in an analysis is: it cannot notice its pipe closing,
+    so only the kernel (PR_SET_PDEATHSIG) ends it."""
+    import psutil
+
+    cfg = _serve_config(tmp_path)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = _start(cfg, port, tmp_path / "server.log")
+    children: list[psutil.Process] = []
+    try:
+        wait_until(lambda: _ready(url), timeout=90, step=0.2)
+        server = psutil.Process(proc.pid)
+        workers = [c for c in server.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())
+                   and "resource_tracker" not in " ".join(c.cmdline())]
+        assert workers, [c.cmdline() for c in server.children(recursive=True)]
+        children = server.children(recursive=True)
+        for w in workers:
+            w.suspend()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+        def gone() -> bool:
+            for c in children:
+                try:
+                    if c.status() != psutil.STATUS_ZOMBIE:
+                        return False
+                except psutil.NoSuchProcess:
+                    pass
+            return True
+
+        wait_until(gone, timeout=30, step=0.1)
+    finally:
+        for c in children:  # on failure: leave nothing behind
+            with contextlib.suppress(psutil.NoSuchProcess):
+                c.kill()
+        _kill(proc)

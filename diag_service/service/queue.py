@@ -7,6 +7,9 @@
   had queued or running when it stopped (or ends it with a stated reason: input gone, too many attempts).
 - **Isolated** (``worker_mode="process"``): each worker is a process that loads models once and is
   replaced when it dies or runs past ``job_timeout_s``; a crash fails one job, never the server.
+- **Nothing raw left behind**: at start, and then every ``lease_s / 3`` seconds, upload folders that
+  no job will read are removed (:meth:`JobQueue.clean_uploads`): a partial upload of a server killed
+  mid-request (unredacted log text), and the inputs of finished jobs unless ``keep_uploads``.
 - **Shared by replicas**: this replica renews the leases of the jobs it holds every ``lease_s / 3``
   seconds; an idle worker takes over a job of another replica whose lease has lapsed (that replica
   died: SIGKILL, power, network), see :class:`~diag_service.service.store.Store`. A job is stored
@@ -17,9 +20,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import fcntl
 import logging
 import multiprocessing as mp
+import os
 import queue
+import re
 import shutil
 import threading
 import time
@@ -33,6 +39,8 @@ from diag_service.service.store import JobRecord, Store, StoreError
 from diag_service.service.tasks import run_task, warm_up, worker_main
 
 log = logging.getLogger("diag_service.service.queue")
+
+_UPLOAD_DIR = re.compile(r"[0-9a-f]{32}")  # uploads/<job uuid>/ (store.new_id)
 
 
 class QueueFull(DiagError):
@@ -70,7 +78,7 @@ class _ProcessWorker:
         self.kill()
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=worker_main, args=(child, self.kb_cfg), daemon=True, name="diag-worker")
+        proc = ctx.Process(target=worker_main, args=(child, self.kb_cfg, os.getpid()), daemon=True, name="diag-worker")
         proc.start()
         child.close()
         self.proc, self.conn = proc, parent
@@ -144,6 +152,7 @@ class JobQueue:
         self._warm = threading.Event()  # thread mode: this process has loaded the models
         self._held: set[str] = set()  # jobs this replica has queued or running (their leases are renewed)
         self._watched: dict[str, concurrent.futures.Future[JobRecord]] = {}  # jobs another replica took over
+        self._uploads_lock: int | None = None  # fd holding a shared flock on uploads/.live while serving
         self.kb_cfg: dict[str, Any] | None = None
 
     # -- state -----------------------------------------------------------------------------------------
@@ -172,6 +181,10 @@ class JobQueue:
     def start(self) -> list[str]:
         """Start the workers and resume this replica's unfinished jobs. Returns what recovery did, in words."""
         notes = self._recover()
+        try:
+            notes += self.clean_uploads(alone=self._hold_uploads())
+        except (OSError, StoreError) as exc:
+            log.warning("upload folders not cleaned: %s", exc)
         if self.settings.worker_mode == "thread":
             threading.Thread(target=self._warm_up, name="diag-warm", daemon=True).start()
         for i in range(self.settings.workers):
@@ -198,6 +211,10 @@ class JobQueue:
             with self._lock:
                 held = list(self._held)
                 watched = list(self._watched.items())
+            try:
+                self.clean_uploads(alone=False)
+            except (OSError, StoreError) as exc:
+                log.warning("upload folders not cleaned: %s", exc)
             try:
                 self.store.renew(me, held, self.settings.lease_s)
                 for id_, fut in watched:
@@ -234,6 +251,56 @@ class JobQueue:
             w.stop()
         self._threads.clear()
         self._workers.clear()
+        if self._uploads_lock is not None:
+            os.close(self._uploads_lock)  # releases the flock
+            self._uploads_lock = None
+
+    def _hold_uploads(self) -> bool:
+        """Take a shared lock on ``uploads/.live`` for as long as this queue runs; True when, just before,
+        an exclusive one could be had: no other live service process uses this uploads folder."""
+        d = self.settings.uploads_dir
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d / ".live", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        self._uploads_lock = fd
+        return alone
+
+    def clean_uploads(self, *, alone: bool) -> list[str]:
+        """Remove the folders of ``uploads/`` that no job will read; returns what was removed, in words.
+
+        A folder is ``uploads/<job uuid>/``. Its job finished: removed unless ``keep_uploads``. No job
+        row: the upload never became a job (the server died mid-request, leaving raw, unredacted input):
+        removed when ``alone`` (no other live server shares the folder, see :meth:`_hold_uploads`) or
+        once older than ``request_timeout_s`` (the uuid's first 12 hex digits are its creation time in
+        ms), past which no live request can still be writing it. Queued or running jobs' folders stay.
+        """
+        d = self.settings.uploads_dir
+        if not d.is_dir():
+            return []
+        horizon_ms = (time.time() - self.settings.request_timeout_s) * 1000
+        notes: list[str] = []
+        for entry in d.iterdir():
+            name = entry.name
+            if not _UPLOAD_DIR.fullmatch(name) or not entry.is_dir() or entry.is_symlink():
+                continue
+            job = self.store.get(name)
+            if job is None:
+                if not alone and int(name[:12], 16) > horizon_ms:
+                    continue  # may be an upload in progress on another live server
+                why = "partial upload of a request that never became a job"
+            elif job.status in ("done", "failed") and not self.settings.keep_uploads:
+                why = f"input of a {job.status} job"
+            else:
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            if not entry.exists():
+                notes.append(f"uploads/{name}: removed ({why})")
+        return notes
 
     def _recover(self) -> list[str]:
         me = self.settings.replica_id
