@@ -385,3 +385,22 @@ def test_worker_processes_end_with_a_killed_server(tmp_path: Path) -> None:
             with contextlib.suppress(psutil.NoSuchProcess):
                 c.kill()
         _kill(proc)
+
+
+def test_a_database_made_before_leases_gets_the_lease_column(store_url: str) -> None:
+    from sqlalchemy import text
+
+    old = Store(store_url)
+    with old.engine.begin() as conn:  # the jobs table as it was made before leases
+        conn.execute(text("ALTER TABLE jobs DROP COLUMN lease_until"))
+        conn.execute(text("INSERT INTO jobs (id, kind, status, owner, created_at, attempts, request, input_bytes) "
+                          "VALUES ('0123456789abcdef0123456789abcdef', 'diagnose', 'queued', 'r', 1.0, 0, '{}', 0)"))
+    old.close()
+    store = Store(store_url)
+    try:
+        job = store.get("0123456789abcdef0123456789abcdef")
+        assert job is not None and job.lease_until is None
+        assert store.claim_next("other", 60) is None  # a job without a lease is left to its owner
+        assert store.claim(job.id, "r", 60) is not None
+    finally:
+        store.close()
