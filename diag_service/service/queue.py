@@ -152,7 +152,7 @@ class JobQueue:
         self._warm = threading.Event()  # thread mode: this process has loaded the models
         self._held: set[str] = set()  # jobs this replica has queued or running (their leases are renewed)
         self._watched: dict[str, concurrent.futures.Future[JobRecord]] = {}  # jobs another replica took over
-        self._uploads_lock: int | None = None  # fd holding a shared flock on uploads/.live while serving
+        self._uploads_lock: int | None = None  # fd holding a shared flock on <data_dir>/uploads.lock while serving
         self.kb_cfg: dict[str, Any] | None = None
 
     # -- state -----------------------------------------------------------------------------------------
@@ -256,11 +256,11 @@ class JobQueue:
             self._uploads_lock = None
 
     def _hold_uploads(self) -> bool:
-        """Take a shared lock on ``uploads/.live`` for as long as this queue runs; True when, just before,
+        """Take a shared lock on ``<data_dir>/uploads.lock`` for as long as this queue runs; True when, just before,
         an exclusive one could be had: no other live service process uses this uploads folder."""
         d = self.settings.uploads_dir
         d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d / ".live", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.settings.data_dir / "uploads.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             alone = True
