@@ -405,3 +405,38 @@ def test_a_database_made_before_leases_gets_the_lease_column(store_url: str) -> 
         assert store.claim(job.id, "r", 60) is not None
     finally:
         store.close()
+
+
+def test_upload_folders_that_no_job_will_read_are_removed(tmp_path: Path) -> None:
+    from diag_service.service.queue import ORPHAN_AFTER_S
+    from diag_service.service.store import new_id
+
+    settings = service_settings(tmp_path, replica_id="r1")
+    settings.uploads_dir.mkdir(parents=True)
+    store = Store(settings.db_url)
+
+    def folder(name: str, age_s: float = 0.0) -> Path:
+        d = settings.uploads_dir / name
+        d.mkdir()
+        (d / "rank0.log").write_text("[rank0]: password=hunter2\n")
+        t = time.time() - age_s
+        for p in (d / "rank0.log", d):
+            os.utime(p, (t, t))
+        return d
+
+    queued = store.create_job("diagnose", {"kind": "diagnose"}, "r1", job_uuid=new_id(), lease_s=60)
+    done = store.create_job("diagnose", {"kind": "diagnose"}, "r1", job_uuid=new_id())
+    store.claim(done.id, "r1", 60)
+    store.finish(done.id, "{}", owner="r1")
+    keep = [folder(queued.id), folder(new_id()), folder("notes")]  # queued; an upload in progress; not ours
+    gone = [folder(done.id), folder(new_id(), age_s=ORPHAN_AFTER_S + 60)]  # finished; a dead request's
+    q = JobQueue(settings, store)
+    try:
+        notes = q.clean_uploads(alone=False)  # another live server may be writing the fresh one
+        assert all(d.exists() for d in keep) and not any(d.exists() for d in gone), notes
+        assert sorted(n.split(": ", 1)[1] for n in notes) == ["removed (input of a done job)",
+                                                               "removed (partial upload of a request that never became a job)"]
+        assert len(q.clean_uploads(alone=True)) == 1  # alone: the fresh job-less one is a dead request's too
+        assert [d.exists() for d in keep] == [True, False, True]
+    finally:
+        store.close()

@@ -41,6 +41,10 @@ from diag_service.service.tasks import run_task, warm_up, worker_main
 log = logging.getLogger("diag_service.service.queue")
 
 _UPLOAD_DIR = re.compile(r"[0-9a-f]{32}")  # uploads/<job uuid>/ (store.new_id)
+# A folder of uploads/ without a job and without a write for this long belongs to no live request: far
+# beyond the longest pause between two chunks of a body (body_read_timeout_s, 30 s), the bot's read
+# timeout on a Slack download (60 s) and the inspection of an upload at the size limits.
+ORPHAN_AFTER_S = 3600.0
 
 
 class QueueFull(DiagError):
@@ -275,14 +279,14 @@ class JobQueue:
 
         A folder is ``uploads/<job uuid>/``. Its job finished: removed unless ``keep_uploads``. No job
         row: the upload never became a job (the server died mid-request, leaving raw, unredacted input):
-        removed when ``alone`` (no other live server shares the folder, see :meth:`_hold_uploads`) or
-        once older than ``request_timeout_s`` (the uuid's first 12 hex digits are its creation time in
-        ms), past which no live request can still be writing it. Queued or running jobs' folders stay.
+        removed when ``alone`` (no other live server shares the folder, see :meth:`_hold_uploads`; the
+        caller knows that no request of its own is under way), otherwise once nothing in it was written
+        for :data:`ORPHAN_AFTER_S`. Queued or running jobs' folders stay. Raises ``OSError`` or
+        :class:`~diag_service.service.store.StoreError` when the folder or the store cannot be read.
         """
         d = self.settings.uploads_dir
         if not d.is_dir():
             return []
-        horizon_ms = (time.time() - self.settings.request_timeout_s) * 1000
         notes: list[str] = []
         for entry in d.iterdir():
             name = entry.name
@@ -290,8 +294,8 @@ class JobQueue:
                 continue
             job = self.store.get(name)
             if job is None:
-                if not alone and int(name[:12], 16) > horizon_ms:
-                    continue  # may be an upload in progress on another live server
+                if not alone and time.time() - _last_write(entry) < ORPHAN_AFTER_S:
+                    continue  # may be an upload in progress on another live server, or of this one
                 why = "partial upload of a request that never became a job"
             elif job.status in ("done", "failed") and not self.settings.keep_uploads:
                 why = f"input of a {job.status} job"
@@ -451,6 +455,16 @@ class JobQueue:
             except Exception:  # noqa: BLE001 - a failing observer must not fail the job
                 log.exception("job %s: on_done observer failed", job_id)
         return final
+
+
+def _last_write(folder: Path) -> float:
+    """The newest modification time (epoch seconds) of ``folder`` and everything under it (links not followed)."""
+    newest = folder.lstat().st_mtime
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for n in (*dirs, *files):
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(os.path.join(root, n)).st_mtime)
+    return newest
 
 
 def _missing_input(task: dict[str, Any]) -> str | None:
