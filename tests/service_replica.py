@@ -1,10 +1,10 @@
 """One service replica's work queue as a process of its own, for tests/test_service_replicas.py.
 
 Usage: ``python tests/service_replica.py CONFIG.json``; the config names ``db_url``, ``replica_id``,
-``jobs`` (how many diagnoses of ``example`` this replica submits), ``log`` (a file that gets one line
-per event: ``start JOB REPLICA`` when a run of a job begins, ``stored JOB REPLICA`` when this replica
-stored its outcome), ``hold_first`` (true: the first run blocks until the process is killed, so it
-can be killed mid-job), ``lease_s`` and ``data_dir``.
+``jobs`` (how many diagnoses of ``example`` this replica submits, named ``<prefix><replica>-<i>``),
+``log`` (a file that gets one line per event: ``start JOB REPLICA`` when a run of a job begins,
+``stored JOB REPLICA`` when this replica stored its outcome), ``hold_first`` (true: the first run
+blocks until the process is killed, so it can be killed mid-job), ``lease_s`` and ``data_dir``.
 
 The queue, the store and the analyses are the service's own (thread workers, the real diagnosis of
 the example bundle); only ``run_task`` is wrapped to write the ``start`` line first.
@@ -51,7 +51,7 @@ def main(cfg: dict[str, Any]) -> None:
     q = queue_mod.JobQueue(settings, store, on_done=stored)
     q.start()
     for i in range(cfg["jobs"]):
-        name = f"{rid}-{i}"
+        name = f"{cfg.get('prefix', '')}{rid}-{i}"
         job = store.create_job("diagnose", {"kind": "diagnose", "path": cfg["example"], "job_id": name}, rid,
                                job_id=name, lease_s=settings.lease_s)
         q.submit(job)

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,9 @@ def _events(log: Path) -> list[tuple[str, str, str]]:
     return [tuple(line.split(" ")) for line in log.read_text(encoding="utf-8").splitlines() if line]  # type: ignore[misc]
 
 
-def _start(tmp: Path, db_url: str, rid: str, log: Path) -> subprocess.Popen[bytes]:
+def _start(tmp: Path, db_url: str, rid: str, log: Path, prefix: str) -> subprocess.Popen[bytes]:
     cfg = tmp / f"{rid}.json"
-    cfg.write_text(json.dumps({"db_url": db_url, "replica_id": rid, "jobs": JOBS[rid], "log": str(log),
+    cfg.write_text(json.dumps({"db_url": db_url, "replica_id": rid, "jobs": JOBS[rid], "log": str(log), "prefix": prefix,
                                "hold_first": rid == "victim", "lease_s": LEASE_S, "data_dir": str(tmp / rid),
                                "example": str(EXAMPLE)}))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -53,18 +54,18 @@ def _start(tmp: Path, db_url: str, rid: str, log: Path) -> subprocess.Popen[byte
 def test_a_replica_killed_mid_job_loses_no_job_and_none_is_done_twice(shared_db: str, tmp_path: Path) -> None:
     Store(shared_db).close()  # the tables exist before three processes race to make them
     log = tmp_path / "events.log"
-    procs = {rid: _start(tmp_path, shared_db, rid, log) for rid in JOBS}
+    run = f"{uuid.uuid4().hex[:8]}-"  # job names of this run (DIAG_TEST_POSTGRES_URL may hold earlier runs' rows)
+    procs = {rid: _start(tmp_path, shared_db, rid, log, run) for rid in JOBS}
     try:
-        wait_until(lambda: ("start", "victim-0", "victim") in _events(log)
+        wait_until(lambda: ("start", f"{run}victim-0", "victim") in _events(log)
                    and sum(e[0] == "submitted" for e in _events(log)) == 3, timeout=120, step=0.1)
         procs["victim"].send_signal(signal.SIGKILL)  # mid-job, with three more of its jobs queued
         assert procs["victim"].wait(10) == -signal.SIGKILL
-        names = [f"{rid}-{i}" for rid, n in JOBS.items() for i in range(n)]
+        names = [f"{run}{rid}-{i}" for rid, n in JOBS.items() for i in range(n)]
         wait_until(lambda: {e[1] for e in _events(log) if e[0] == "stored"} >= set(names), timeout=180, step=0.2)
         store = Store(shared_db)
         try:
-            jobs = {j.job_id: j for j in store.recent(kind=None, limit=100)}
-            results = {n: store.get(jobs[n].id) for n in names}
+            results = {n: store.latest_for_job(n) for n in names}
         finally:
             store.close()
     finally:
@@ -79,11 +80,11 @@ def test_a_replica_killed_mid_job_loses_no_job_and_none_is_done_twice(shared_db:
     # every job stored exactly once, by a live replica; the victim's jobs by the survivors
     assert stored == dict.fromkeys(names, 1), (events, outs)
     by = {e[1]: e[2] for e in events if e[0] == "stored"}
-    assert all(by[f"victim-{i}"] in ("s1", "s2") for i in range(JOBS["victim"])), by
+    assert all(by[f"{run}victim-{i}"] in ("s1", "s2") for i in range(JOBS["victim"])), by
     # run once each, except the job the victim was killed in: run again by exactly one survivor
-    assert starts == {n: 2 if n == "victim-0" else 1 for n in names}, events
+    assert starts == {n: 2 if n == f"{run}victim-0" else 1 for n in names}, events
     for n, job in results.items():
         assert job is not None and job.status == "done", (n, job)
-        assert job.attempts == (2 if n == "victim-0" else 1), (n, job.attempts)
+        assert job.attempts == (2 if n == f"{run}victim-0" else 1), (n, job.attempts)
         assert job.owner == by[n] and job.category == "user_code", (n, job.owner, job.category)
         assert json.loads(job.result or "{}")["job_id"] == n
