@@ -82,6 +82,8 @@ class _ProcessWorker:
         self.kill()
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
+        # the worker ends with this process (tasks.die_with_parent); on Linux strictly with this *thread*,
+        # which is why only the long-lived dispatch thread that uses a worker starts it
         proc = ctx.Process(target=worker_main, args=(child, self.kb_cfg, os.getpid()), daemon=True, name="diag-worker")
         proc.start()
         child.close()
