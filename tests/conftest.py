@@ -11,6 +11,8 @@ from typer.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import bundles`, whatever the import mode
 
+from pg import postgres_server, postgres_url  # noqa: E402, F401 - the PostgreSQL fixtures (tests/pg.py)
+
 from diag_service.cli import app  # noqa: E402
 from diag_service.domain import Diagnosis  # noqa: E402
 from diag_service.ingest import IngestLimits  # noqa: E402

@@ -184,7 +184,8 @@ class ServiceContext:
         if input_path is not None:
             task = {**task, "upload_dir": str(input_path)}  # kept out of error messages (run_task)
         job = self.store.create_job(kind, task, self.settings.replica_id, job_id=job_id, job_uuid=job_uuid or new_id(),
-                                    input_path=str(input_path) if input_path else None, input_bytes=input_bytes)
+                                    input_path=str(input_path) if input_path else None, input_bytes=input_bytes,
+                                    lease_s=self.settings.lease_s)
         try:
             fut = self.queue.submit(job)
         except QueueFull as exc:

@@ -196,6 +196,8 @@ class Settings(BaseSettings):
     job_timeout_s: float = Field(default=900, gt=0, description="A job running longer is stopped (process mode).")
     max_attempts: int = Field(default=3, ge=1, description="Runs of one job (restarts, crashes) before giving up.")
     keep_uploads: bool = Field(default=False, description="Keep uploaded bundles after their diagnosis is stored.")
+    lease_s: float = Field(default=30, ge=1, description="A replica renews its jobs' leases every lease_s/3 seconds; "
+                           "another replica takes over a job whose lease lapsed (its replica died).")
 
     tokens: Annotated[list[TokenSpec], NoDecode] = Field(
         default_factory=list, description="Empty: no authentication (loopback use only). DIAG_TOKENS: a JSON list.")

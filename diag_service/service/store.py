@@ -8,6 +8,15 @@ several replicas share one store. Guarantees:
   is conditional on the job not being finished).
 - **A restart loses nothing**: jobs are rows before they are queued; :meth:`Store.unfinished` lists
   what a replica had queued or running, for the queue to resume or end with a stated reason.
+- **Replicas share the work through leases**: a job belongs to its ``owner`` until ``lease_until``
+  (epoch seconds); the owner renews the leases of the jobs it holds (:meth:`Store.renew`). A job whose
+  lease has lapsed (its replica died) is taken over by any replica (:meth:`Store.claim_next`: one row
+  under ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL, a conditional ``UPDATE`` on SQLite,
+  whose writers are serialised anyway). Every change of a held job is conditional on the owner
+  (:meth:`Store.finish` / :meth:`Store.fail` with ``owner``), so a replica that lost its lease cannot
+  overwrite the result of the one that took over. A job without a lease (``lease_until`` NULL: made
+  without ``lease_s``) is left to its owner's restart, as before leases. Leases compare wall clocks of
+  the replicas: they must agree to well within a lease.
 """
 
 from __future__ import annotations
@@ -34,7 +43,10 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
+    or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Connection, Engine
@@ -68,6 +80,7 @@ jobs = Table(
     Column("category", String(32)),
     Column("failure_mode", String(32)),
     Column("summary", Text),
+    Column("lease_until", Float),
 )
 
 feedback = Table(
@@ -126,6 +139,7 @@ class JobRecord(BaseModel):
     category: str | None = None
     failure_mode: str | None = None
     summary: str | None = None
+    lease_until: float | None = None
 
 
 class FeedbackRecord(BaseModel):
@@ -172,8 +186,17 @@ class Store:
             if self.is_sqlite:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine)
+            self._add_missing_columns()
         except (SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"cannot open the store at {self.safe_url}: {exc}") from exc
+
+    def _add_missing_columns(self) -> None:
+        """Columns added to ``jobs`` since a database was made (``create_all`` makes missing tables only)."""
+        have = {c["name"] for c in inspect(self.engine).get_columns("jobs")}
+        if "lease_until" not in have:
+            kind = "DOUBLE PRECISION" if self.engine.dialect.name == "postgresql" else "FLOAT"
+            with self.engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE jobs ADD COLUMN lease_until {kind}"))
 
     @property
     def safe_url(self) -> str:
@@ -210,11 +233,14 @@ class Store:
     # -- jobs ------------------------------------------------------------------------------------------
 
     def create_job(self, kind: JobKind, request: dict[str, Any], owner: str, *, job_id: str | None = None,
-                   input_path: str | None = None, input_bytes: int = 0, job_uuid: str | None = None) -> JobRecord:
-        """Insert a ``queued`` job and return it."""
+                   input_path: str | None = None, input_bytes: int = 0, job_uuid: str | None = None,
+                   lease_s: float | None = None) -> JobRecord:
+        """Insert a ``queued`` job and return it; with ``lease_s`` (seconds) ``owner`` holds it that long
+        (renewed by :meth:`renew`), without it the job is never taken over by another replica."""
+        now = time.time()
         row = {"id": job_uuid or new_id(), "kind": kind, "status": "queued", "job_id": job_id, "owner": owner,
-               "created_at": time.time(), "attempts": 0, "request": json.dumps(request), "input_path": input_path,
-               "input_bytes": input_bytes}
+               "created_at": now, "attempts": 0, "request": json.dumps(request), "input_path": input_path,
+               "input_bytes": input_bytes, "lease_until": now + lease_s if lease_s is not None else None}
         with self._tx() as conn:
             conn.execute(insert(jobs).values(**row))
         return JobRecord(**{**row, "request": request})
@@ -228,25 +254,75 @@ class Store:
                 return None
         return self.get(id_)
 
-    def requeue(self, id_: str, owner: str) -> None:
-        """Put an unfinished job back to ``queued`` under ``owner`` (restart recovery)."""
+    def requeue(self, id_: str, owner: str, *, lease_s: float | None = None) -> bool:
+        """Put an unfinished job of ``owner`` back to ``queued`` (restart recovery), holding it ``lease_s``
+        more seconds when given. False if it is finished or another replica has taken it over."""
+        values: dict[str, Any] = {"status": "queued"}
+        if lease_s is not None:
+            values["lease_until"] = time.time() + lease_s
         with self._tx() as conn:
-            conn.execute(update(jobs).where(and_(jobs.c.id == id_, jobs.c.status.in_(UNFINISHED)))
-                         .values(status="queued", owner=owner))
+            res = conn.execute(update(jobs).where(and_(jobs.c.id == id_, jobs.c.status.in_(UNFINISHED),
+                                                       jobs.c.owner == owner)).values(**values))
+            return res.rowcount == 1
+
+    def claim(self, id_: str, owner: str, lease_s: float) -> JobRecord | None:
+        """Start a run of a job ``owner`` has queued (or one whose lease has lapsed): mark it ``running``,
+        count the attempt, hold it ``lease_s`` seconds. None when it is finished, running, or held by
+        another replica. One conditional ``UPDATE``: of two claimants, one wins."""
+        now = time.time()
+        cond = or_(and_(jobs.c.status == "queued", jobs.c.owner == owner), _lapsed(now))
+        with self._tx() as conn:
+            res = conn.execute(update(jobs).where(and_(jobs.c.id == id_, cond)).values(
+                status="running", owner=owner, started_at=now, attempts=jobs.c.attempts + 1, lease_until=now + lease_s))
+            if res.rowcount == 0:
+                return None
+        return self.get(id_)
+
+    def claim_next(self, owner: str, lease_s: float) -> JobRecord | None:
+        """Take over the oldest job of another replica whose lease has lapsed, marked ``running`` under
+        ``owner`` for ``lease_s`` seconds; None when there is none. PostgreSQL: the candidate row is
+        locked with ``FOR UPDATE SKIP LOCKED``, so replicas claiming at once each get a different job."""
+        now = time.time()
+        cond = and_(_lapsed(now), jobs.c.owner != owner)
+        q = select(jobs.c.id).where(cond).order_by(jobs.c.created_at).limit(1)
+        if not self.is_sqlite:
+            q = q.with_for_update(skip_locked=True)
+        with self._tx() as conn:
+            id_ = conn.execute(q).scalar_one_or_none()
+            if id_ is None:
+                return None
+            res = conn.execute(update(jobs).where(and_(jobs.c.id == id_, cond)).values(
+                status="running", owner=owner, started_at=now, attempts=jobs.c.attempts + 1, lease_until=now + lease_s))
+            if res.rowcount == 0:  # SQLite: another process claimed it between the two statements
+                return None
+        return self.get(id_)
+
+    def renew(self, owner: str, ids: list[str], lease_s: float) -> int:
+        """Extend to now + ``lease_s`` the leases of the unfinished jobs among ``ids`` that ``owner`` still
+        holds. Returns how many were renewed (fewer than ``ids``: finished, or taken over)."""
+        if not ids:
+            return 0
+        with self._tx() as conn:
+            res = conn.execute(update(jobs).where(and_(jobs.c.id.in_(ids), jobs.c.owner == owner,
+                                                       jobs.c.status.in_(UNFINISHED)))
+                               .values(lease_until=time.time() + lease_s))
+            return int(res.rowcount)
 
     def finish(self, id_: str, result: str, *, category: str | None = None, failure_mode: str | None = None,
-               summary: str | None = None) -> bool:
-        """Store the result and mark the job ``done``, once. False if it was already finished."""
+               summary: str | None = None, owner: str | None = None) -> bool:
+        """Store the result and mark the job ``done``, once. False if it was already finished (or, with
+        ``owner``, if another replica holds it now)."""
         with self._tx() as conn:
-            res = conn.execute(update(jobs).where(and_(jobs.c.id == id_, jobs.c.status.in_(UNFINISHED))).values(
+            res = conn.execute(update(jobs).where(_held(id_, owner)).values(
                 status="done", finished_at=time.time(), result=result, category=category, failure_mode=failure_mode,
                 summary=(summary or "")[:2000] or None, error=None, error_status=None))
             return res.rowcount == 1
 
-    def fail(self, id_: str, error: str, status_code: int = 500) -> bool:
-        """Mark an unfinished job ``failed`` with a reason. False if it was already finished."""
+    def fail(self, id_: str, error: str, status_code: int = 500, *, owner: str | None = None) -> bool:
+        """Mark an unfinished job ``failed`` with a reason. False if it was already finished (or, with
+        ``owner``, if another replica holds it now)."""
         with self._tx() as conn:
-            res = conn.execute(update(jobs).where(and_(jobs.c.id == id_, jobs.c.status.in_(UNFINISHED))).values(
+            res = conn.execute(update(jobs).where(_held(id_, owner)).values(
                 status="failed", finished_at=time.time(), error=error[:4000], error_status=status_code))
             return res.rowcount == 1
 
@@ -348,6 +424,16 @@ class Store:
         with self._tx() as conn:
             v = conn.execute(select(alerts.c.count).where(alerts.c.key == key)).scalar_one_or_none()
         return int(v or 0)
+
+
+def _lapsed(now: float) -> Any:
+    """An unfinished job whose lease ran out (a job without a lease never lapses)."""
+    return and_(jobs.c.status.in_(UNFINISHED), jobs.c.lease_until.is_not(None), jobs.c.lease_until < now)
+
+
+def _held(id_: str, owner: str | None) -> Any:
+    cond = and_(jobs.c.id == id_, jobs.c.status.in_(UNFINISHED))
+    return cond if owner is None else and_(cond, jobs.c.owner == owner)
 
 
 def _job(row: Any) -> JobRecord:

@@ -16,10 +16,12 @@ process (the pipeline caches its catalog and policy; the knowledge base is kept 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import traceback
@@ -189,8 +191,40 @@ def warm_up(kb_cfg: dict[str, Any] | None = None) -> None:
         run_task({"kind": "diagnose", "path": str(p), "job_id": "warmup", "recovery": True, "kb": kb_cfg})
 
 
-def worker_main(conn: Connection, kb_cfg: dict[str, Any] | None) -> None:
-    """Entry point of a worker process: warm up, say ``ready``, then answer tasks until the pipe closes."""
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
+    """End this process when the process ``parent_pid`` (its parent) ends, however it ends (SIGKILL too).
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, so the kernel kills this process the moment its parent
+    (strictly: the parent's thread that started it) exits, even while this one is busy in native code.
+    Everywhere, and as a second guard: a daemon thread that checks every ``poll_s`` seconds whether the
+    parent is still ``os.getppid()`` and exits otherwise. Exits at once if the parent is already gone.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+                log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+        except (OSError, AttributeError) as exc:
+            log.warning("prctl unavailable: %s", exc)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            threading.Event().wait(poll_s)
+        os._exit(1)
+
+    if os.getppid() != parent_pid:  # the parent died before the request above took effect
+        os._exit(1)
+    threading.Thread(target=watch, name="diag-parent-watch", daemon=True).start()
+
+
+def worker_main(conn: Connection, kb_cfg: dict[str, Any] | None, parent_pid: int | None = None) -> None:
+    """Entry point of a worker process: warm up, say ``ready``, then answer tasks until the pipe closes.
+    With ``parent_pid`` (the server's pid) the worker ends when the server does (:func:`die_with_parent`)."""
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(level=logging.WARNING)
     try:
