@@ -91,7 +91,8 @@ class LazyDiagGroup(DiagGroup):
             outer.add_typer(obj, name=name)
             return typer.main.get_command(outer).commands[name]  # type: ignore[attr-defined]
         one = typer.Typer()
-        one.command(name, help=help_, cls=DiagCommand)(obj)
+        # a function may carry click's context settings (diag watch takes the command after "--")
+        one.command(name, help=help_, cls=DiagCommand, context_settings=getattr(obj, "context_settings", None))(obj)
         return typer.main.get_command(one)
 
 

@@ -28,6 +28,7 @@ class _DiagApp(LazyDiagGroup):
         "label": ("diag_service.label.cli", "label",
                   "Batch-label an archive of failed jobs (resumable; local or Ray engine)."),
         "lab": ("diag_service.lab.cli", "app", "Fault-injection lab: real torch.distributed failures."),
+        "watch": ("diag_service.live.cli", "watch", "Node agent: watch a running job, report failures and hangs live."),
     }
 
 

@@ -1,0 +1,507 @@
+"""The node agent behind ``diag watch``: beside the workers of one job on one node, it follows their logs,
+notices a failure, a hang or a restart within seconds, takes stack samples while the job is stuck, and
+sends everything to the service as :class:`~diag_service.live.contract.AgentBatch` es (spooled to disk
+first: nothing is lost while the service is away).
+
+What it watches (no change to the training script):
+
+* **logs**: every log file under ``log_dir`` (torchrun's ``--log-dir`` tree, consoles, Slurm ``.out``)
+  and, when it launches the job itself, the launcher's own console (``console/console.log``);
+* **progress**: step lines (``step 120``, ``iteration 100/500000``, tqdm bars ``450/1000 [01:30<``) and a
+  timing feed (``timing*.jsonl``, the lab's format, forwarded as step records);
+* **processes**: the launcher (``pid``, or the command it started) and its worker processes (psutil),
+  each worker's global rank read from its ``RANK`` environment variable.
+
+Decisions (times in seconds, from :class:`WatchSettings`):
+
+* **fail-stop**: the first line of a fatal kind (:data:`FATAL_LINE`: a traceback, a worker's failure report
+  by torchrun, an NCCL error, a watchdog timeout, CUDA OOM, a fatal signal) or a launcher exiting with a
+  non-zero status gives one ``failure`` event; every file's new lines are sent at once.
+* **fail-hang**: no new step on any rank for ``max(hang_floor_s, hang_factor x p99 step interval)``
+  (``x hang_phase_factor`` after a checkpoint or evaluation line, until the next step) gives
+  ``hang_detected`` with the last step's time as onset, and a stack sample of every local worker every
+  ``stack_every_s`` while it lasts (at most ``max_snapshots``). No hang is declared before the first step
+  unless ``startup_timeout_s`` is set.
+* **lifecycle**: ``started``, ``first_step``, ``progress`` (every ``progress_every_s``), ``checkpoint_saved``,
+  ``restart`` (a new torchrun ``attempt_<n>`` folder), ``finished`` (the launcher's exit), ``heartbeat``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diag_service.live.contract import (
+    MAX_BATCH_CHARS,
+    MAX_BATCH_ITEMS,
+    MAX_TEXT_CHARS,
+    AgentBatch,
+    LiveEvent,
+    LiveEventKind,
+    LogChunk,
+    StackSample,
+)
+from diag_service.live.spool import Sender, SendFn, Spool
+from diag_service.live.tail import Chunk, LogTailer
+
+log = logging.getLogger("diag.watch")
+
+#: Lines that mean a worker (or the job) failed: Python tracebacks, torchrun's failure report, NCCL and
+#: c10d errors, the NCCL watchdog's timeout, CUDA OOM, fatal signals and crashes.
+FATAL_LINE = re.compile(
+    r"Traceback \(most recent call last\)|ChildFailedError|failed \(exitcode: -?\d+\) local_rank"
+    r"|Signal \d+ \(SIG\w+\) received by PID|Watchdog caught collective operation timeout"
+    r"|NCCL error|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage)Error|CUDA out of memory"
+    r"|OutOfMemoryError|Segmentation fault|core dumped|Fatal Python error|CUDA error: |Bus error"
+)
+#: Progress: a step/iteration number, or a tqdm bar's count ("450/1000 [01:30<01:50").
+STEP_LINE = re.compile(
+    r"(?:\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b)"
+    r"|(?:\b(\d{1,12})/\d{1,12} \[\d+:\d\d(?::\d\d)?<)"
+)
+#: Checkpoint and evaluation phases: training pauses without a step (the hang timeout is stretched).
+PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|checkpoint\w*\s+sav|evaluat\w*|validat\w*)")
+CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
+RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
+ATTEMPT_DIR = re.compile(r"(?:^|/)attempt_(\d+)/")
+LOCAL_RANK_PATH = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)")
+
+
+@dataclass
+class WatchSettings:
+    """What the agent watches and how it decides (seconds unless said)."""
+
+    job_id: str
+    node: str = field(default_factory=lambda: re.sub(r"[^A-Za-z0-9._:@-]", "-", socket.gethostname())[:128] or "node")
+    log_dir: Path | None = None
+    pid: int | None = None
+    state_dir: Path = Path(".diag-watch")
+    poll_s: float = 0.5
+    batch_s: float = 1.0
+    heartbeat_s: float = 5.0
+    progress_every_s: float = 30.0
+    hang_floor_s: float = 60.0
+    hang_factor: float = 10.0
+    hang_phase_factor: float = 4.0
+    startup_timeout_s: float | None = None
+    stack_every_s: float = 5.0
+    max_snapshots: int = 12
+    pyspy_timeout_s: float = 10.0
+
+
+@dataclass
+class _Progress:
+    max_step: int = -1
+    last_time: float | None = None
+    first_time: float | None = None
+    intervals: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+    in_phase: bool = False
+
+    def p99(self) -> float | None:
+        if len(self.intervals) < 3:
+            return None
+        xs = sorted(self.intervals)
+        return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+@dataclass
+class WorkerProc:
+    pid: int
+    rank: int
+    local_rank: int | None
+
+
+class Agent:
+    """One agent: :meth:`step` does one round of watching (tests drive it with a fake clock); :meth:`run`
+    loops until the watched launcher exits or :meth:`stop` is called.
+
+    ``send``: how batches reach the service (None: they stay in the spool). ``clock``: unix seconds.
+    ``stack_dumper(pid) -> (fmt, text)``: one stack sample of a process (py-spy by default).
+    """
+
+    def __init__(self, cfg: WatchSettings, send: SendFn | None = None, *, clock: Callable[[], float] = time.time,
+                 stack_dumper: Callable[[int], tuple[str, str]] | None = None,
+                 launcher: subprocess.Popen[bytes] | None = None, pump: threading.Thread | None = None) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.agent_id = f"{cfg.node}:{os.getpid()}"[:128]
+        self.prefix = f"{time.time_ns():020d}"
+        self.seq = 0
+        self.spool = Spool(cfg.state_dir / "spool")
+        self.sender = Sender(self.spool, send) if send is not None else None
+        self.launcher = launcher
+        self.pump = pump
+        self.pid = launcher.pid if launcher is not None else cfg.pid
+        self.roots: dict[str, LogTailer] = {}
+        if cfg.log_dir is not None:
+            self.roots["logs"] = LogTailer(cfg.log_dir)
+        self.console_dir = cfg.state_dir / "console"
+        if launcher is not None:
+            self.roots["console"] = LogTailer(self.console_dir)
+        self.stack_dumper = stack_dumper or _pyspy_dumper(cfg.pyspy_timeout_s)
+        self.progress = _Progress()
+        self.events: list[LiveEvent] = []
+        self.logs: list[LogChunk] = []
+        self.stacks: list[StackSample] = []
+        self.steps: list[dict[str, Any]] = []
+        self.urgent = False
+        self.failed = False
+        self.hung = False
+        self.finished = False
+        self.exitcode: int | None = None
+        self.snapshots = 0
+        self.next_stack = 0.0
+        self.attempt = 0
+        self.last_flush = 0.0
+        self.last_heartbeat = 0.0
+        self.started = clock()
+        self.last_progress_event = self.started
+        self.progress_sent = -1
+        self.workers: dict[int, WorkerProc] = {}
+        self._feed_partial: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> int:
+        """Watch until the launcher exits (or :meth:`stop`); returns the launcher's exit code (0 without one)."""
+        if self.sender is not None:
+            self.sender.start()
+        for tailer in self.roots.values():
+            tailer.watch(self._stop)
+        try:
+            while not self._stop.is_set():
+                self.step()
+                if self.finished:
+                    break
+                self._stop.wait(self.cfg.poll_s)
+        finally:
+            self.flush(force=True)
+            if self.sender is not None:
+                self.sender.stop()
+                self.sender.join()
+        return self.exitcode or 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def step(self) -> None:
+        """One round: read new lines, check the processes, decide, flush when due."""
+        now = self.clock()
+        for name, tailer in self.roots.items():
+            for chunk in tailer.poll():
+                self._on_chunk(name, chunk, now)
+        self._check_processes(now)
+        self._check_hang(now)
+        if now - self.last_heartbeat >= self.cfg.heartbeat_s:
+            self.last_heartbeat = now
+            self._event(LiveEventKind.HEARTBEAT, now)
+        if (not self.finished and self.progress.max_step > self.progress_sent
+                and now - self.last_progress_event >= self.cfg.progress_every_s):
+            self.last_progress_event = now
+            self.progress_sent = self.progress.max_step
+            self._event(LiveEventKind.PROGRESS, now, step=self.progress.max_step)
+        if self.urgent or now - self.last_flush >= self.cfg.batch_s:
+            self.flush()
+
+    # ------------------------------------------------------------------ input
+    def _on_chunk(self, root: str, chunk: Chunk, now: float) -> None:
+        rel = f"{root}/{chunk.rel}"
+        local = LOCAL_RANK_PATH.search(chunk.rel)
+        local_rank = int(local.group(1)) if local else None
+        m_att = ATTEMPT_DIR.search(chunk.rel)
+        if m_att and int(m_att.group(1)) > self.attempt:
+            self.attempt = int(m_att.group(1))
+            self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
+            self.failed = self.hung = False
+            self.snapshots = 0
+        rank = self._rank_of_local(local_rank)
+        self._add_log(rel, chunk, rank, local_rank)
+        if re.search(r"(?i)(?:^|/)timing[^/]*\.jsonl$", chunk.rel):
+            self._on_feed(rel, chunk.text, now)
+            return
+        for line in chunk.text.splitlines():
+            self._on_line(line, now, rank, local_rank)
+
+    def _on_line(self, line: str, now: float, rank: int | None, local_rank: int | None) -> None:
+        m = STEP_LINE.search(line)
+        if m:
+            self._on_step(int(m.group(1) or m.group(2)), now)
+        elif PHASE_LINE.search(line):
+            self.progress.in_phase = True
+        if CHECKPOINT_SAVED.search(line):
+            self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=max(self.progress.max_step, 0) or None)
+        if not self.failed and FATAL_LINE.search(line):
+            self.failed = True
+            if rank is None:
+                r = RANK_IN_LINE.search(line)
+                rank = int(r.group(1) or r.group(2)) if r else None
+            self._event(LiveEventKind.FAILURE, now, onset_time=now, rank=rank, local_rank=local_rank,
+                        cause=line.strip()[:500])
+            self.urgent = True
+
+    def _on_feed(self, rel: str, text: str, now: float) -> None:
+        for raw in text.splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                self.steps.append(rec)
+                step = rec.get("step")
+                if isinstance(step, int) and rec.get("kind", "train") == "train":
+                    self._on_step(step, now)
+
+    def _on_step(self, step: int, now: float) -> None:
+        p = self.progress
+        if step <= p.max_step:
+            return
+        if p.max_step < 0:
+            p.first_time = now
+            self._event(LiveEventKind.FIRST_STEP, now, step=step)
+        elif p.last_time is not None and not p.in_phase:
+            p.intervals.append((now - p.last_time) / max(1, step - p.max_step))
+        p.max_step, p.last_time, p.in_phase = step, now, False
+        if self.hung:
+            self.hung = False
+            log.info("progress again at step %d: the hang is over", step)
+
+    def _add_log(self, rel: str, chunk: Chunk, rank: int | None, local_rank: int | None) -> None:
+        from diag_service.redact import redact
+
+        offset = chunk.offset
+        restarted = chunk.restarted
+        for piece in _split_text(chunk.text, MAX_TEXT_CHARS):
+            self.logs.append(LogChunk(path=rel, offset=offset, text=redact(piece), restarted=restarted,
+                                      rank=rank, local_rank=local_rank))
+            offset += len(piece.encode("utf-8", "surrogatepass"))
+            restarted = False
+
+    # ------------------------------------------------------------------ processes
+    def _check_processes(self, now: float) -> None:
+        if self.launcher is not None:
+            code = self.launcher.poll()
+            if code is not None:
+                self._finish(code, now)
+                return
+        elif self.pid is not None and not _alive(self.pid):
+            self._finish(None, now)
+            return
+        if self.pid is not None:
+            self.workers = _workers(self.pid)
+
+    def _finish(self, code: int | None, now: float) -> None:
+        if self.finished:
+            return
+        if self.pump is not None:
+            self.pump.join(timeout=2.0)  # the console's last lines
+        for name, tailer in self.roots.items():  # the last lines before the exit
+            for chunk in tailer.poll():
+                self._on_chunk(name, chunk, now)
+        self.exitcode = code
+        if code not in (None, 0) and not self.failed:
+            self.failed = True
+            self._event(LiveEventKind.FAILURE, now, onset_time=now, exitcode=code, pid=self.pid,
+                        cause=f"launcher exited with status {code}")
+        status = "succeeded" if code == 0 else "failed" if code is not None else "ended"
+        self._event(LiveEventKind.FINISHED, now, exitcode=code, status=status)
+        self.finished = True
+        self.urgent = True
+
+    def _rank_of_local(self, local_rank: int | None) -> int | None:
+        if local_rank is None:
+            return None
+        return next((w.rank for w in self.workers.values() if w.local_rank == local_rank), None)
+
+    # ------------------------------------------------------------------ hang
+    def hang_timeout(self) -> float | None:
+        """Seconds without a new step after which the job counts as hung (None: not armed yet)."""
+        p = self.progress
+        if p.max_step < 0:
+            return self.cfg.startup_timeout_s
+        p99 = p.p99()
+        base = max(self.cfg.hang_floor_s, self.cfg.hang_factor * p99) if p99 is not None else self.cfg.hang_floor_s
+        return base * (self.cfg.hang_phase_factor if p.in_phase else 1.0)
+
+    def _check_hang(self, now: float) -> None:
+        if self.failed or self.finished:
+            return
+        timeout = self.hang_timeout()
+        since = self.progress.last_time if self.progress.last_time is not None else self.started
+        if not self.hung and timeout is not None and now - since > timeout:
+            self.hung = True
+            self.snapshots = 0
+            self.next_stack = now
+            step = self.progress.max_step if self.progress.max_step >= 0 else None
+            self._event(LiveEventKind.HANG_DETECTED, now, onset_time=since, step=step,
+                        cause=f"no new step for {now - since:.0f} s (timeout {timeout:.0f} s)")
+            self.urgent = True
+        if self.hung and self.snapshots < self.cfg.max_snapshots and now >= self.next_stack and self.workers:
+            self._sample_stacks(now)
+            self.next_stack = now + self.cfg.stack_every_s
+
+    def _sample_stacks(self, now: float) -> None:
+        snap = self.snapshots
+        self.snapshots += 1
+        workers = list(self.workers.values())
+        with ThreadPoolExecutor(max_workers=min(8, len(workers))) as ex:
+            results = list(ex.map(lambda w: (w, _safe_dump(self.stack_dumper, w.pid)), workers))
+        for w, got in results:
+            if got is None:
+                continue
+            fmt, text = got
+            self.stacks.append(StackSample(snapshot=snap, time=now, rank=w.rank, local_rank=w.local_rank, pid=w.pid,
+                                           fmt=fmt, text=text[:MAX_TEXT_CHARS]))
+        self.urgent = True
+
+    # ------------------------------------------------------------------ output
+    def _event(self, kind: LiveEventKind, t: float, **kw: Any) -> None:
+        self.events.append(LiveEvent(event=kind, time=t, **{k: v for k, v in kw.items() if v is not None}))
+        if kind is not LiveEventKind.HEARTBEAT:
+            log.info("%s %s", kind.value, {k: v for k, v in kw.items() if v is not None})
+
+    def flush(self, force: bool = False) -> int:
+        """Spool what has accumulated as one or more batches; returns how many were spooled."""
+        self.last_flush = self.clock()
+        self.urgent = False
+        n = 0
+        while self.events or self.logs or self.stacks or self.steps:
+            batch = self._take_batch()
+            self.spool.put(self.prefix, batch.seq, batch.model_dump(mode="json", exclude_defaults=False))
+            n += 1
+        if n and self.sender is not None:
+            self.sender.wake.set()
+        return n
+
+    def _take_batch(self) -> AgentBatch:
+        chars = 0
+        logs: list[LogChunk] = []
+        while self.logs and len(logs) < MAX_BATCH_ITEMS and (not logs or chars + len(self.logs[0].text) <= MAX_BATCH_CHARS):
+            c = self.logs.pop(0)
+            chars += len(c.text)
+            logs.append(c)
+        stacks: list[StackSample] = []
+        while (self.stacks and len(stacks) < MAX_BATCH_ITEMS
+               and (not stacks or chars + len(self.stacks[0].text) <= MAX_BATCH_CHARS)):
+            s = self.stacks.pop(0)
+            chars += len(s.text)
+            stacks.append(s)
+        events, self.events = self.events[:MAX_BATCH_ITEMS], self.events[MAX_BATCH_ITEMS:]
+        steps, self.steps = self.steps[:MAX_BATCH_ITEMS], self.steps[MAX_BATCH_ITEMS:]
+        batch = AgentBatch(agent_id=self.agent_id, node=self.cfg.node, seq=self.seq, sent=self.clock(),
+                           events=events, logs=logs, stacks=stacks, steps=steps)
+        self.seq += 1
+        return batch
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _split_text(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut after a newline where there is one."""
+    out: list[str] = []
+    while len(text) > limit:
+        cut = text.rfind("\n", 0, limit) + 1 or limit
+        out.append(text[:cut])
+        text = text[cut:]
+    if text:
+        out.append(text)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _workers(launcher_pid: int) -> dict[int, WorkerProc]:
+    """The launcher's descendants that carry a ``RANK`` in their environment (torchrun's workers)."""
+    import psutil
+
+    out: dict[int, WorkerProc] = {}
+    try:
+        children = psutil.Process(launcher_pid).children(recursive=True)
+    except psutil.Error:
+        return out
+    for c in children:
+        try:
+            env = c.environ()
+        except psutil.Error:
+            continue
+        rank = env.get("RANK")
+        if rank is None or not rank.isdigit():
+            continue
+        local = env.get("LOCAL_RANK")
+        out[c.pid] = WorkerProc(pid=c.pid, rank=int(rank), local_rank=int(local) if local and local.isdigit() else None)
+    # a worker's own children (DataLoader workers, compile workers) inherit RANK: keep the top-most one
+    ranks: dict[int, WorkerProc] = {}
+    for w in sorted(out.values(), key=lambda w: w.pid):
+        ranks.setdefault(w.rank, w)
+    return {w.pid: w for w in ranks.values()}
+
+
+def _pyspy_dumper(timeout_s: float) -> Callable[[int], tuple[str, str]]:
+    from diag_service.lab.dumps import find_pyspy
+
+    exe = find_pyspy()
+
+    def dump(pid: int) -> tuple[str, str]:
+        if exe is None:
+            raise RuntimeError("py-spy is not installed")
+        r = subprocess.run([exe, "dump", "--json", "--pid", str(pid)], capture_output=True, text=True,
+                           timeout=timeout_s, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr.strip()[:300] or f"py-spy exit {r.returncode}")
+        return "py-spy-json", r.stdout
+
+    return dump
+
+
+def _safe_dump(dumper: Callable[[int], tuple[str, str]], pid: int) -> tuple[str, str] | None:
+    try:
+        return dumper(pid)
+    except Exception as exc:  # noqa: BLE001 - a process that vanished or refused ptrace is one missing sample
+        log.warning("no stack sample of pid %d: %s", pid, exc)
+        return None
+
+
+def launch(cmd: list[str], console_dir: Path) -> tuple[subprocess.Popen[bytes], threading.Thread]:
+    """Start ``cmd`` with its stdout and stderr copied to ``console_dir/console.log`` and to ours."""
+    import sys
+
+    console_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    out = proc.stdout
+
+    def pump() -> None:
+        with open(console_dir / "console.log", "ab") as fh:
+            for line in iter(out.readline, b""):
+                fh.write(line)
+                fh.flush()
+                sys.stdout.buffer.write(line)
+                sys.stdout.flush()
+
+    t = threading.Thread(target=pump, name="diag-watch-console", daemon=True)
+    t.start()
+    return proc, t
+
+
+__all__ = ["FATAL_LINE", "STEP_LINE", "Agent", "WatchSettings", "WorkerProc", "launch"]

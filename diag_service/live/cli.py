@@ -1,0 +1,82 @@
+"""``diag watch``: the node agent (see :mod:`diag_service.live.agent`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from diag_service.domain import is_job_id
+from diag_service.errors import DiagError, ErrorKind
+
+
+class WatchError(DiagError):
+    """``diag watch`` was asked for something it cannot do (nothing to watch, a bad job id)."""
+
+    kind = ErrorKind.INPUT
+
+
+def watch(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Option("--job-id", help="The job's id, as the service and the scheduler know it.")],
+    service: Annotated[str | None, typer.Option(help="Base URL of diag serve (else batches stay in the spool). "
+                                                     "Token: $DIAG_AGENT_TOKEN.")] = None,
+    log_dir: Annotated[Path | None, typer.Option(help="Folder of the workers' logs (torchrun --log-dir, consoles).")] = None,
+    pid: Annotated[int | None, typer.Option(help="PID of the running launcher (torchrun agent) to watch.")] = None,
+    node: Annotated[str | None, typer.Option(help="This node's name (default: the host name).")] = None,
+    state_dir: Annotated[Path | None, typer.Option(help="Spool and console folder (default ./.diag-watch/JOB).")] = None,
+    hang_floor: Annotated[float, typer.Option(help="Seconds without a new step before a hang, at least.")] = 60.0,
+    hang_factor: Annotated[float, typer.Option(help="... or this many times the p99 step interval, if longer.")] = 10.0,
+    stack_every: Annotated[float, typer.Option(help="Seconds between stack samples while hung.")] = 5.0,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Log only warnings.")] = False,
+) -> None:
+    """Watch one job's workers on this node: failures, hangs (with stack samples) and progress, sent to the
+    service as they happen. Wrap the launcher (`diag watch --job-id J --service URL -- torchrun ...`) or
+    attach to a running one (`--pid PID --log-dir DIR`)."""
+    from diag_service.live.agent import Agent, WatchSettings, launch
+    from diag_service.live.spool import http_sender
+
+    cmd = list(ctx.args)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not is_job_id(job_id):
+        raise WatchError(f"not a job id: {job_id!r}")
+    if not cmd and pid is None and log_dir is None:
+        raise WatchError("nothing to watch: give a command after --, or --pid and/or --log-dir")
+    if log_dir is not None and not log_dir.is_dir():
+        log_dir.mkdir(parents=True, exist_ok=True)  # torchrun creates its tree inside it later
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="[diag watch] %(message)s", stream=sys.stderr)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change otherwise
+    cfg = WatchSettings(job_id=job_id, log_dir=log_dir, pid=pid,
+                        state_dir=state_dir or Path(".diag-watch") / job_id.replace("/", "_"),
+                        hang_floor_s=hang_floor, hang_factor=hang_factor, stack_every_s=stack_every, heartbeat_s=heartbeat)
+    if node:
+        cfg.node = node
+    send = http_sender(service, job_id, os.environ.get("DIAG_AGENT_TOKEN")) if service else None
+    launcher = pump = None
+    if cmd:
+        launcher, pump = launch(cmd, cfg.state_dir / "console")
+    agent = Agent(cfg, send, launcher=launcher, pump=pump)
+
+    def _stop(signum: int, _frame: object) -> None:
+        if launcher is not None and launcher.poll() is None:
+            launcher.send_signal(signum)  # the job decides; the agent sees it exit
+        else:
+            agent.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    code = agent.run()
+    raise typer.Exit(code if 0 <= code < 256 else 1)
+
+
+# the launcher's command line follows "--" and is passed on untouched
+watch.context_settings = {"allow_extra_args": True, "ignore_unknown_options": True}  # type: ignore[attr-defined]
+
+__all__ = ["WatchError", "watch"]

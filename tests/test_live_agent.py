@@ -1,0 +1,240 @@
+"""The node agent of `diag watch` (issue 22): tailing, failure and hang decisions, spooling and sending.
+
+Log text is what torchrun and the lab's training script print (lines from the real lab runs in
+tests/fixtures); time is a fake clock, processes fake workers, so each decision is exact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diag_service.live.agent import Agent, WatchSettings, WorkerProc
+from diag_service.live.contract import AgentBatch, LiveEventKind
+from diag_service.live.spool import Sender, Spool
+from diag_service.live.tail import LogTailer
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+class Clock:
+    def __init__(self, t: float = 1_800_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _agent(tmp_path: Path, clock: Clock, **kw: Any) -> Agent:
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=logs, state_dir=tmp_path / "state", **kw)
+    return Agent(cfg, None, clock=clock, stack_dumper=lambda pid: ("py-spy-json", json.dumps([{"pid": pid}])))
+
+
+def _append(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _batches(agent: Agent) -> list[AgentBatch]:
+    return [AgentBatch.model_validate_json(p.read_text()) for p in agent.spool.pending()]
+
+
+def _kinds(agent: Agent) -> list[str]:
+    return [e.event.value for b in _batches(agent) for e in b.events if e.event is not LiveEventKind.HEARTBEAT]
+
+
+def test_tailer_returns_whole_lines_once_and_starts_over_after_truncation(tmp_path: Path) -> None:
+    f = tmp_path / "run" / "attempt_0" / "1" / "stderr.log"
+    _append(f, "[default1]:step 1 loss 2.0\n[default1]:step 2 lo")
+    t = LogTailer(tmp_path)
+    (c,) = t.poll()
+    assert (c.rel, c.offset, c.text) == ("run/attempt_0/1/stderr.log", 0, "[default1]:step 1 loss 2.0\n")
+    assert t.poll() == []  # the partial line waits for its newline
+    _append(f, "ss 1.9\n")
+    (c,) = t.poll()
+    assert c.text == "[default1]:step 2 loss 1.9\n" and c.offset == len("[default1]:step 1 loss 2.0\n")
+    f.write_text("fresh\n")  # truncated and rewritten (log rotation with copytruncate)
+    (c,) = t.poll()
+    assert (c.offset, c.text, c.restarted) == (0, "fresh\n", True)
+
+
+def test_tailer_does_not_follow_links_out_of_the_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.log"
+    secret.write_text("outside\n")
+    root = tmp_path / "logs"
+    root.mkdir()
+    (root / "x.log").symlink_to(secret)
+    assert LogTailer(root).poll() == []
+
+
+def test_a_traceback_is_one_failure_sent_at_once(tmp_path: Path) -> None:
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=60.0)
+    lines = (FIX / "lab_sigkill_root_cause_wrong" / "console_node0.log").read_text().splitlines(keepends=True)
+    log = tmp_path / "logs" / "console.log"
+    _append(log, "".join(lines))
+    agent.step()
+    kinds = _kinds(agent)
+    assert kinds.count("failure") == 1, kinds
+    failure = next(e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.FAILURE)
+    assert failure.cause and ("Traceback" in failure.cause or "exitcode" in failure.cause or "Signal" in failure.cause)
+    # the whole new text went out with it, though the batch interval (60 s) had not passed
+    sent = "".join(c.text for b in _batches(agent) for c in b.logs)
+    assert sent == "".join(lines)
+
+
+def test_no_progress_beyond_the_adaptive_timeout_is_a_hang_with_stack_samples(tmp_path: Path) -> None:
+    clock = Clock()
+    agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=10.0, stack_every_s=5.0, max_snapshots=3)
+    log = tmp_path / "logs" / "run" / "attempt_0" / "0" / "stdout.log"
+    for step in range(1, 21):  # one step every 2 s: p99 interval 2 s, timeout max(10, 10 x 2) = 20 s
+        _append(log, f"[lab] rank 0 step {step} loss 1.{step:02d}\n")
+        agent.step()
+        clock.t += 2.0
+    last_step_time = clock.t - 2.0
+    assert agent.hang_timeout() == pytest.approx(20.0)
+    agent.workers = {101: WorkerProc(pid=101, rank=0, local_rank=0), 102: WorkerProc(pid=102, rank=1, local_rank=1)}
+    for _ in range(20):  # 10 s quiet: not yet
+        clock.t += 0.5
+        agent.step()
+    assert "hang_detected" not in _kinds(agent)
+    while clock.t < last_step_time + 36:
+        clock.t += 0.5
+        agent.step()
+    hang = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.HANG_DETECTED]
+    assert len(hang) == 1
+    assert hang[0].onset_time == pytest.approx(last_step_time)
+    assert last_step_time + 20 < hang[0].time <= last_step_time + 21
+    stacks = [s for b in _batches(agent) for s in b.stacks]
+    assert {s.snapshot for s in stacks} == {0, 1, 2} and {s.rank for s in stacks} == {0, 1}
+    assert stacks[0].time == pytest.approx(hang[0].time)  # the first sample at detection
+
+
+def test_a_checkpoint_pause_stretches_the_timeout(tmp_path: Path) -> None:
+    clock = Clock()
+    agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=1.0, hang_phase_factor=4.0)
+    log = tmp_path / "logs" / "train.log"
+    for step in range(1, 6):
+        _append(log, f"step {step} loss 2.0\n")
+        agent.step()
+        clock.t += 1.0
+    _append(log, "Saving model checkpoint to /ckpt/step-5\n")
+    agent.step()
+    assert agent.hang_timeout() == pytest.approx(40.0)
+    clock.t += 30.0
+    agent.step()
+    assert "hang_detected" not in _kinds(agent)
+    _append(log, "step 6 loss 1.9\n")
+    agent.step()
+    assert agent.hang_timeout() == pytest.approx(10.0)
+
+
+def test_lifecycle_events_and_a_restart_from_torchrun_attempt_folders(tmp_path: Path) -> None:
+    clock = Clock()
+    agent = _agent(tmp_path, clock)
+    root = tmp_path / "logs" / "run"
+    _append(root / "attempt_0" / "0" / "stdout.log", "[lab] rank 0 step 1 loss 2.3\n")
+    agent.step()
+    clock.t += 5
+    _append(root / "attempt_0" / "0" / "stderr.log", "RuntimeError: Connection closed by peer\n")
+    _append(root / "attempt_0" / "0" / "stderr.log", "Traceback (most recent call last):\n")
+    agent.step()
+    clock.t += 5
+    _append(root / "attempt_1" / "0" / "stdout.log", "[lab] rank 0 resumed from ckpt-1 at step 1\n")
+    agent.step()
+    assert _kinds(agent) == ["started", "first_step", "failure", "restart"]
+
+
+class FlakyService:
+    """Refuses the first ``down`` requests (connection error), then applies each seq once."""
+
+    def __init__(self, down: int) -> None:
+        self.down = down
+        self.applied: dict[int, dict[str, Any]] = {}
+        self.calls = 0
+
+    def __call__(self, batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.calls += 1
+        if self.calls <= self.down:
+            raise ConnectionError("service away")
+        seq = batch["seq"]
+        expected = len(self.applied)
+        if seq > expected:
+            return 409, {"expected_seq": expected}
+        applied = seq not in self.applied
+        self.applied.setdefault(seq, batch)
+        return 200, {"seq": seq, "applied": applied}
+
+
+def test_spooled_batches_survive_the_service_being_away_and_arrive_once_in_order(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("diag_service.live.spool.BACKOFF_S", (0.01, 0.02))
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=0.0)
+    log = tmp_path / "logs" / "train.log"
+    for step in range(1, 6):
+        _append(log, f"step {step} loss 2.0\n")
+        agent.step()
+        clock.t += 1.0
+    n = len(agent.spool.pending())
+    assert n >= 5
+    service = FlakyService(down=3)
+    sender = Sender(agent.spool, service, drain_s=5.0)
+    sender.start()
+    sender.stop()
+    sender.join(timeout=10)
+    assert agent.spool.pending() == []
+    assert sorted(service.applied) == list(range(n))
+    text = "".join(c["text"] for s in sorted(service.applied) for c in service.applied[s]["logs"])
+    assert text == log.read_text()
+
+
+def test_a_batch_the_service_refuses_is_kept_not_retried(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool")
+    spool.put("1", 0, {"seq": 0})
+    sender = Sender(spool, lambda b: (422, {"detail": "bad"}), drain_s=1.0)
+    sender.start()
+    sender.stop()
+    sender.join(timeout=5)
+    assert spool.pending() == []
+    assert [p.name for p in (tmp_path / "spool" / "rejected").glob("*.json")] == ["1-000000000.json"]
+
+
+def test_secrets_are_redacted_before_they_are_spooled(tmp_path: Path) -> None:
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=0.0)
+    key = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+    _append(tmp_path / "logs" / "train.log", f"export HF_TOKEN={key}\nstep 1 loss 2.0\n")
+    agent.step()
+    spooled = "".join(p.read_text() for p in agent.spool.pending())
+    assert key not in spooled and "step 1 loss 2.0" in spooled
+
+
+def test_with_file_notifications_only_changed_files_are_read(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    root = tmp_path / "logs"
+    for r in range(3):
+        _append(root / "run" / "attempt_0" / str(r) / "stdout.log", f"step 1 rank {r}\n")
+    t = LogTailer(root, rescan_s=3600.0)
+    stop = threading.Event()
+    try:
+        assert t.watch(stop)
+        assert len(t.poll()) == 3  # the first poll walks the folder
+        _append(root / "run" / "attempt_0" / "1" / "stdout.log", "step 2 rank 1\n")
+        _append(root / "run" / "attempt_1" / "0" / "stdout.log", "step 3 rank 0\n")  # a new folder
+        got: list[str] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [c.rel for c in t.poll()]
+            time.sleep(0.05)
+        assert sorted(got) == ["run/attempt_0/1/stdout.log", "run/attempt_1/0/stdout.log"]
+    finally:
+        stop.set()
