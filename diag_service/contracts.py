@@ -21,7 +21,7 @@ request. The pipeline calls them and never raises because of them: a failure bec
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -84,6 +84,7 @@ class ProgressLog:
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
     ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``).
+    ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -94,6 +95,15 @@ class ProgressLog:
     world_size: int | None = None
     job_output: bool = False
     trained: bool = False
+    platforms: Counter[str] = field(default_factory=Counter)
+
+    def platform(self) -> str | None:
+        """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),
+        None when there is none or a tie."""
+        top = self.platforms.most_common(2)
+        if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+            return None
+        return top[0][0]
 
     def add(self, key: tuple[str, int | None, str | None], ts: float, step: int) -> None:
         d = self.series.get(key)

@@ -452,3 +452,22 @@ def test_a_policy_whose_name_rule_accepts_an_option_is_refused_at_load(tmp_path:
     f.write_text(bad)
     with pytest.raises(PolicyError, match="must never start with '-'"):
         load_policy(f)
+
+
+def test_the_plan_speaks_the_scheduler_the_logs_show(tmp_path: Path) -> None:
+    slurm = (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=123456.0. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: gpu-node-001: task 3: Out Of Memory\n"
+    )
+    d = tmp_path / "slurm"
+    d.mkdir()
+    (d / "slurm-123456.out").write_text(slurm)
+    plan = diagnose(DiagnoseRequest(path=str(d), job_id="123456")).recovery
+    assert plan is not None and plan.platform == "slurm"
+    assert any(c.startswith("scontrol ") for c in plan.commands)
+    # asked for explicitly, the platform is the caller's; with no marks at all it is Kubernetes
+    assert diagnose(DiagnoseRequest(path=str(d), job_id="123456", platform="kubernetes")).recovery.platform == "kubernetes"
+    k = tmp_path / "k"
+    k.mkdir()
+    (k / "train.log").write_text("Traceback (most recent call last):\nKeyError: 'lr'\n")
+    assert diagnose(DiagnoseRequest(path=str(k))).recovery.platform == "kubernetes"

@@ -43,7 +43,9 @@ def diagnose_cmd(
     out: Annotated[Path | None, typer.Option(help="Also write the JSON result to this file.")] = None,
     events: Annotated[int, typer.Option(help="Event templates to show in the report.")] = 10,
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite) for escalation and lemon nodes.")] = None,
-    platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm: dry-run commands for the plan.")] = "kubernetes",
+    platform: Annotated[str | None, typer.Option(
+        help="kubernetes | volcano | slurm: dry-run commands for the plan (default: the scheduler the logs show, "
+             "else kubernetes).")] = None,
     no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
     exclude: Annotated[list[str] | None, typer.Option(help="Skip files matching this glob (repeatable).")] = None,
     kb: Annotated[bool, typer.Option("--kb/--no-kb", help="List similar past incidents (knowledge base).")] = True,

@@ -105,6 +105,14 @@ TRAINING_LINE = (
     r"[-+]?(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)\b|\bstep=\d+, skipped=\d+"
 )
 TRAINING_FAST = re2.compile(TRAINING_LINE)
+#: Marks of the scheduler a log was written under (Slurm's srun/slurmstepd lines and variables, the
+#: Kubernetes kubelet's and the Kubeflow operator's words, Volcano's job kinds): which platform's commands
+#: a recovery plan should give when the caller did not say.
+PLATFORM_MARKS = {
+    "slurm": ("srun: ", "slurmstepd", "SLURM_JOB_ID", "SLURM_PROCID", "sbatch: "),
+    "kubernetes": ("kubectl ", "kubelet", "OOMKilled", "PyTorchJob", "training.kubeflow.org"),
+    "volcano": ("volcano.sh", "vcjob", "vcctl "),
+}
 JOB_WINDOW = 64 << 10
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
@@ -313,6 +321,12 @@ class Extractor:
         if not obs.job_output:
             # the head and tail of the block suffice (such lines recur): a bounded cost per block
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]})
+        name = src.path.rsplit("/", 1)[-1]
+        if name.startswith("slurm-") and name.endswith(".out"):
+            obs.platforms["slurm"] += 1
+        for platform, marks in PLATFORM_MARKS.items():
+            if any(mark in t for mark in marks for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]}):
+                obs.platforms[platform] += 1
         if not obs.trained and ("oss" in text or "skipped=" in text):
             obs.trained = TRAINING_FAST.search(text) is not None
         if obs.world_size is None and "nranks" in text:

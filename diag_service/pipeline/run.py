@@ -49,7 +49,9 @@ class DiagnoseRequest(BaseModel):
     recovery: bool = True
     policy_path: str | None = None
     history_path: str | None = None
-    platform: str = "kubernetes"
+    #: kubernetes | volcano | slurm; None: the scheduler the logs show (srun/slurmstepd lines, kubelet ...),
+    #: else kubernetes
+    platform: str | None = None
     kb: bool = False  # similar past incidents from the default knowledge base, when no ``retriever`` is given
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
     llm: bool = False  # narrative summary by the local model, when no ``summarizer`` is given (never fails)
@@ -210,7 +212,8 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         pol = req.policy if req.policy is not None else _policy(req.policy_path)
         history = History(req.history_path) if req.history_path else None
         try:
-            d.recovery = recommend(d, pol, history, platform=req.platform, gpus=len(ranks_seen) or None)
+            platform = req.platform or progress.platform() or "kubernetes"
+            d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None)
         finally:
             if history is not None:
                 history.close()
