@@ -6,9 +6,12 @@ and say so (:class:`~diag_service.lab.LabUnavailable`) when it is missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,6 +23,24 @@ app = typer.Typer(cls=DiagGroup,
     help="Fault-injection lab: real torchrun/gloo training runs with injected faults and ground truth.",
     no_args_is_help=True,
 )
+
+WATCH_HELP = ("Watch each run live: a local diag serve and one diag watch agent per node; writes live.json "
+              "(detection and diagnosis times, the live diagnosis) into each run folder.")
+
+
+@contextlib.contextmanager
+def _live(watch: bool) -> Iterator[Any]:
+    """A local service for the agents of ``--watch`` runs (None without it)."""
+    if not watch:
+        yield None
+        return
+    from diag_service.lab.live import LiveService
+
+    data = Path(tempfile.mkdtemp(prefix="diag-lab-live-"))
+    typer.echo(f"[lab] live service data in {data}")
+    with LiveService(data) as live:
+        yield live
+
 
 ScenarioDir = Annotated[Path, typer.Option("--scenarios-dir", help="Folder of scenario YAML files.", file_okay=False)]
 
@@ -35,6 +56,7 @@ def run_cmd(
     onset_step: Annotated[int | None, typer.Option(help="Onset step (default: the scenario's).")] = None,
     faulthandler: Annotated[bool, typer.Option(help="Use faulthandler dumps instead of py-spy.")] = False,
     keep_work: Annotated[bool, typer.Option(help="Keep the .lab/ work folder (holds the truth).")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help=WATCH_HELP)] = False,
     scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
 ) -> None:
     """Run one scenario and capture its logs, stack dumps, timing, events and truth into OUT."""
@@ -42,18 +64,20 @@ def run_cmd(
     from diag_service.lab.runner import run_scenario
 
     sc = resolve_scenario(scenario, scenarios_dir)
-    res = run_scenario(
-        sc,
-        out,
-        ranks=ranks,
-        faulty_rank=faulty_rank,
-        seed=seed,
-        nodes=nodes,
-        onset_step=onset_step,
-        force_dump_fallback=faulthandler,
-        keep_work=keep_work,
-        echo=typer.echo,
-    )
+    with _live(watch) as live:
+        res = run_scenario(
+            sc,
+            out,
+            ranks=ranks,
+            faulty_rank=faulty_rank,
+            seed=seed,
+            nodes=nodes,
+            onset_step=onset_step,
+            force_dump_fallback=faulthandler,
+            keep_work=keep_work,
+            echo=typer.echo,
+            live=live,
+        )
     typer.echo(
         json.dumps(
             {
@@ -76,6 +100,7 @@ def suite_cmd(
     ranks: Annotated[int | None, typer.Option(help="Ranks for every run (default: each scenario's).")] = None,
     nodes: Annotated[int | None, typer.Option(help="Nodes for every run (default: each scenario's).")] = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="Restrict to these scenario names (repeatable).")] = None,
+    watch: Annotated[bool, typer.Option("--watch", help=WATCH_HELP)] = False,
     scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR,
 ) -> None:
     """Run N scenarios (cycling through all, random faulty ranks and onsets) into OUT."""
@@ -88,7 +113,8 @@ def suite_cmd(
         if missing:
             raise typer.BadParameter(f"unknown scenarios: {', '.join(missing)}")
         scenarios = {k: v for k, v in scenarios.items() if k in only}
-    rows = run_suite(scenarios, out, runs, seed=seed, ranks=ranks, nodes=nodes, echo=typer.echo)
+    with _live(watch) as live:
+        rows = run_suite(scenarios, out, runs, seed=seed, ranks=ranks, nodes=nodes, echo=typer.echo, live=live)
     ok = sum(1 for r in rows if r.get("status") != "error")
     typer.echo(f"{ok}/{len(rows)} runs captured into {out} (index: {out / 'suite.jsonl'})")
 

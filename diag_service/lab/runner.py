@@ -44,11 +44,12 @@ from diag_service.domain import FailureMode
 from diag_service.jsonl import read_jsonl
 from diag_service.lab import require_lab
 from diag_service.lab.dumps import RankProc, StackDumper
+from diag_service.lab.live import LiveService
 from diag_service.lab.scenarios import CheckpointWriteFault, NoFault, Scenario
 
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
 #: Files of a run folder that are not logs of the job (ground truth, runner bookkeeping, host instrumentation).
-NOT_LOGS = ("truth.json", "run.json", "events.jsonl", "host_cpu.jsonl")
+NOT_LOGS = ("truth.json", "run.json", "events.jsonl", "host_cpu.jsonl", "live.json", "watch/*")
 WORK_DIR = ".lab"
 POLL_S = 0.2
 PRE_HANG_SNAPSHOTS = 2
@@ -554,6 +555,7 @@ def _launch_and_watch(
     runner_events: list[dict[str, Any]],
     say: Callable[[str], None],
     stack: contextlib.ExitStack,
+    live: tuple[LiveService, str] | None = None,
 ) -> tuple[_Outcome, _BrokenFs | None]:
     """Start the agents, watch them until the run is over, and end them.
 
@@ -612,8 +614,11 @@ def _launch_and_watch(
     for i, node in enumerate(nodes):
         log_dir = out_dir / "logs" / node
         log_dir.mkdir(parents=True, exist_ok=True)
+        cmd = _node_cmd(plan, i, port, run_id, log_dir, cfg_path)
+        if live is not None:  # the node's agent wraps its torchrun (diag watch -- torchrun ...)
+            cmd = live[0].agent_cmd(live[1], node, log_dir, out_dir / "watch" / node) + cmd
         proc = subprocess.Popen(
-            _node_cmd(plan, i, port, run_id, log_dir, cfg_path), stdout=consoles[node], stderr=subprocess.STDOUT,
+            cmd, stdout=consoles[node], stderr=subprocess.STDOUT,
             env=_node_env(sc, node), start_new_session=True, cwd=str(out_dir),
         )
         agents[node] = proc
@@ -657,6 +662,7 @@ def run_scenario(
     force_dump_fallback: bool = False,
     keep_work: bool = False,
     echo: Callable[[str], None] | None = None,
+    live: LiveService | None = None,
 ) -> RunResult:
     """Run ``scenario`` once into ``out_dir`` (which must be empty or absent) and capture it.
 
@@ -684,10 +690,15 @@ def run_scenario(
             keep.callback(shutil.rmtree, work, ignore_errors=True)
         parts.mkdir(parents=True)
         with contextlib.ExitStack() as run:
-            outcome, broken = _launch_and_watch(plan, out_dir, work, dumper, runner_events, say, run)
+            live_job = (live, live.job_id(out_dir.name)) if live is not None else None
+            outcome, broken = _launch_and_watch(plan, out_dir, work, dumper, runner_events, say, run, live_job)
         t_end = time.time()
         runner_events.append({"event": "finished", "time": t_end, "status": outcome.status, "exit_codes": outcome.exit_codes})
         truth = _finalize(out_dir, plan, parts, runner_events, dumper, broken, _started_time(runner_events))
+        if live_job is not None:
+            got = live_job[0].collect(live_job[1], truth.get("onset_time"), out_dir)
+            say(f"[lab] {sc.name}: live: detected after {got['detect_delay_s']} s, first diagnosis after "
+                f"{got['first_diagnosis_delay_s']} s")
         run_info = {
             "scenario": sc.name,
             "status": outcome.status,
@@ -898,6 +909,7 @@ def run_suite(
     ranks: int | None = None,
     nodes: int | None = None,
     echo: Callable[[str], None] | None = None,
+    live: LiveService | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``runs`` planned runs into ``out_dir/<NNN>-<scenario>/``; write ``out_dir/suite.jsonl``.
 
@@ -923,6 +935,7 @@ def run_suite(
                 nodes=item.nodes,
                 onset_step=item.onset_step,
                 echo=echo,
+                live=live,
             )
             row.update(status=res.status, duration_s=res.duration_s)
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the suite

@@ -35,6 +35,7 @@ def watch(
     stack_every: Annotated[float, typer.Option(help="Seconds between stack samples while hung.")] = 5.0,
     heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
     quiet: Annotated[bool, typer.Option("--quiet", help="Log only warnings.")] = False,
+    log_file: Annotated[Path | None, typer.Option(help="Write the agent's own log here instead of stderr.")] = None,
 ) -> None:
     """Watch one job's workers on this node: failures, hangs (with stack samples) and progress, sent to the
     service as they happen. Wrap the launcher (`diag watch --job-id J --service URL -- torchrun ...`) or
@@ -51,7 +52,12 @@ def watch(
         raise WatchError("nothing to watch: give a command after --, or --pid and/or --log-dir")
     if log_dir is not None and not log_dir.is_dir():
         log_dir.mkdir(parents=True, exist_ok=True)  # torchrun creates its tree inside it later
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="[diag watch] %(message)s", stream=sys.stderr)
+    fmt = "%(asctime)s [diag watch] %(message)s" if log_file else "[diag watch] %(message)s"
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format=fmt, filename=str(log_file))
+    else:
+        logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format=fmt, stream=sys.stderr)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change otherwise
     cfg = WatchSettings(job_id=job_id, log_dir=log_dir, pid=pid,
                         state_dir=state_dir or Path(".diag-watch") / job_id.replace("/", "_"),
