@@ -138,6 +138,7 @@ class JobState(BaseModel):
     onset_time: float | None = None
     last_evidence: float | None = None  # service clock
     triggered: bool = False  # some evidence ever asked for a diagnosis
+    slow_alarms: list[str] = Field(default_factory=list)  # the streaming fail-slow detector's first alarms
     dirty: bool = False  # evidence arrived since the last diagnosis was requested
     final_for: float | None = None  # last_evidence the final diagnosis covered
     diagnosed_logged: bool = False  # a ``diagnosed`` event was written for the current failure
@@ -177,6 +178,7 @@ class LiveJobView(BaseModel):
     failure_mode: str | None = None
     provisional: bool | None = Field(default=None, description="True until the job ended and settled; None: no diagnosis yet.")
     diagnosis_pending: bool = False
+    slow_alarms: list[str] = Field(default_factory=list, description="The streaming fail-slow detector's first alarms.")
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
     files: int = 0
     gaps: int = 0
@@ -275,6 +277,7 @@ class _Live:
     lock: threading.Lock
     pending: dict[str, str]  # file key -> partial last line not yet written (memory only)
     in_flight: str | None = None  # a diagnosis requested and not finished
+    slow: Any = None  # the job's streaming fail-slow detector (diag_service.slow.SlowDetector), memory only
 
 
 class LiveJobs:
@@ -416,6 +419,7 @@ class LiveJobs:
             trigger = True
         if batch.steps:
             self._append_steps(live, batch.node, batch.steps)
+            trigger |= self._detect_slow(live, batch.steps)
         trigger |= self._record_events(live, agent, batch)
         if any(e.event in (*_TERMINAL, LiveEventKind.HANG_DETECTED) for e in batch.events):
             trigger |= self._flush_pending(live)
@@ -518,6 +522,30 @@ class LiveJobs:
                 continue  # NaN / Infinity: not JSON, not a step record
         self._append(live, "timing.jsonl", lines)
 
+    def _detect_slow(self, live: _Live, steps: list[dict[str, Any]]) -> bool:
+        """Feed step records to the job's streaming fail-slow detector; on its first alarm the job is slow and a
+        ``slow_detected`` event is written (once per job and process: the detector starts afresh after a
+        restart of the service)."""
+        if live.slow is None:
+            from diag_service.slow import SlowDetector
+
+            live.slow = SlowDetector(source=f"live:{live.state.job_id}")
+        alarms = live.slow.update(steps)
+        st = live.state
+        if not alarms:
+            return False
+        first_alarm = not st.slow_alarms
+        st.slow_alarms = [*st.slow_alarms, *(redact(a.message)[:500] for a in alarms)][:10]
+        if not first_alarm:
+            return True
+        first = alarms[0]
+        row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
+                               "mode": "fail_slow", "cause": redact(first.message)[:2000]}
+        if first.scope == "node":
+            row["node"] = first.subject
+        self._append(live, "events.jsonl", [json.dumps(row) + "\n"])
+        return True
+
     def _append(self, live: _Live, name: str, lines: Iterable[str]) -> None:
         data = "".join(lines).encode("utf-8", "replace")
         if not data:
@@ -594,7 +622,7 @@ class LiveJobs:
                 return s  # type: ignore[return-value]
         if states and all(s == "finished" for s in states):
             return "finished"
-        return "running"
+        return "slow" if st.slow_alarms else "running"
 
     def _settled(self, st: JobState, now: float) -> bool:
         return self._all_ended(st) and (st.last_evidence is None or now - st.last_evidence >= self.settings.settle_s)
@@ -618,7 +646,7 @@ class LiveJobs:
                     self._scheduler.schedule(job_id, max(0.05, self.settings.settle_s - (now - (st.last_evidence or now))))
                 return
             self._flush_pending(live)
-            if not self._has_input(live.folder):
+            if not self._has_input(st):
                 return  # nothing to read yet; the next log or stack batch asks again
             evidence = st.last_evidence
             dirty = st.dirty
@@ -652,11 +680,10 @@ class LiveJobs:
             self._scheduler.schedule(job_id, max(0.05, self.settings.settle_s - (self.clock() - (evidence or now))))
 
     @staticmethod
-    def _has_input(folder: Path) -> bool:
-        try:
-            return any(p.name not in (".diagignore", STATE_FILE, "events.jsonl") for p in folder.iterdir())
-        except OSError:
-            return False
+    def _has_input(st: JobState) -> bool:
+        """Whether the folder holds what a diagnosis needs: log text or stack samples (a timing feed alone is
+        not a bundle; ``diag slow`` reads those)."""
+        return bool(st.snapshots) or any(f.size > 0 for f in st.files.values())
 
     def diagnosis_finished(self, job_id: str, diag_id: str, *, status: str, finished_at: float | None,
                            category: str | None = None, failure_mode: str | None = None,
@@ -718,7 +745,7 @@ class LiveJobs:
                 diagnosis_id=latest.id if latest else None, summary=latest.summary if latest else None,
                 category=latest.category if latest else None, failure_mode=latest.failure_mode if latest else None,
                 provisional=latest.provisional if latest else None,
-                diagnosis_pending=live.in_flight is not None or st.dirty,
+                diagnosis_pending=live.in_flight is not None or st.dirty, slow_alarms=list(st.slow_alarms),
                 diagnoses=list(st.diagnoses), files=len(st.files), gaps=sum(f.gaps for f in st.files.values()),
             )
 
