@@ -21,7 +21,7 @@ from test_service_support import ADMIN, READER, service_settings, wait_until
 
 from diag_service.hang import HangRequest, analyze_hang
 from diag_service.live.contract import AgentBatch
-from diag_service.live.jobs import STATE_FILE, LiveJobs, LiveSettings, SeqGap, has_error_line
+from diag_service.live.jobs import STATE_FILE, LiveJobs, LiveRefused, LiveSettings, SeqGap, has_error_line
 from diag_service.pipeline import DiagnoseRequest, diagnose
 from diag_service.service import create_app
 
@@ -280,6 +280,20 @@ def test_half_applied_batch_is_rolled_back_and_applied_once(tmp_path: Path) -> N
     state = json.loads((folder / STATE_FILE).read_text())
     assert state["agents"]["a0"]["last_seq"] == 1
     again.close()
+
+
+def test_batch_bounds(tmp_path: Path) -> None:
+    jobs = LiveJobs(tmp_path, LiveSettings(max_files_per_job=2))
+    big = [{"path": f"w/{i}.log", "offset": 0, "text": "x" * (1 << 20)} for i in range(9)]  # 9 MiB > MAX_BATCH_CHARS
+    with pytest.raises(LiveRefused) as exc:
+        jobs.apply("j5", batch("a0", "n0", 0, logs=big))
+    assert exc.value.status == 413 and exc.value.reason == "batch_size"
+    with pytest.raises(LiveRefused) as exc:
+        jobs.apply("j5", batch("a0", "n0", 0, logs=[{"path": f"w/{i}.log", "offset": 0, "text": "x\n"} for i in range(3)]))
+    assert exc.value.status == 413 and exc.value.reason == "too_many_files"
+    ack, _ = jobs.apply("j5", batch("a0", "n0", 0, logs=[{"path": "w/0.log", "offset": 0, "text": "x\n"}]))
+    assert ack.applied and ack.seq == 0  # a refused batch consumed no seq
+    jobs.close()
 
 
 def test_restarted_log_keeps_the_old_text_and_offsets_skip_what_was_written(tmp_path: Path) -> None:

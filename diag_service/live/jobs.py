@@ -20,7 +20,8 @@ longer than the state says are cut back, so a batch half-applied before a crash 
 
 **Nothing unredacted on disk.** Log text is redacted line by line (:func:`diag_service.redact.redact`,
 private-key blocks across lines and chunks); a partial last line waits in memory for its end (written at a
-failure, hang or finish, before a diagnosis, or past :data:`MAX_PENDING_CHARS`). Stack samples (every
+failure, hang or finish, or past :data:`MAX_PENDING_CHARS`), so a secret cut by a chunk boundary is whole when
+it is redacted. Stack samples (every
 string of a JSON dump), step records and event texts are redacted too.
 
 **Diagnoses.** A batch with a ``failure`` or ``hang_detected`` event, a stack sample, or a new log line that
@@ -645,7 +646,6 @@ class LiveJobs:
                 if st.triggered and self._all_ended(st) and st.final_for != st.last_evidence:
                     self._scheduler.schedule(job_id, max(0.05, self.settings.settle_s - (now - (st.last_evidence or now))))
                 return
-            self._flush_pending(live)
             if not self._has_input(st):
                 return  # nothing to read yet; the next log or stack batch asks again
             evidence = st.last_evidence
