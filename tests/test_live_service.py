@@ -282,6 +282,32 @@ def test_half_applied_batch_is_rolled_back_and_applied_once(tmp_path: Path) -> N
     again.close()
 
 
+def test_a_batch_that_fails_half_way_leaves_no_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = LiveJobs(tmp_path)
+    line = "[default0]:[lab] rank 0 step 0 loss 2.7733\n"
+    jobs.apply("j6", batch("a0", "n0", 0, logs=[{"path": "a.log", "offset": 0, "text": line}]))
+    folder = tmp_path / "j6"
+    before = {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    seq1 = batch("a0", "n0", 1, logs=[{"path": "a.log", "offset": len(line), "text": line},
+                                      {"path": "b.log", "offset": 0, "text": line}],
+                 events=[{"event": "progress", "time": T0, "step": 1}],
+                 stacks=[{"snapshot": 0, "time": T0, "rank": 0, "pid": 1, "fmt": "py-spy", "text": "Thread 1 (idle)\n"}])
+
+    def disk_full(*_a: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(jobs, "_write_stacks", disk_full)
+        with pytest.raises(OSError):
+            jobs.apply("j6", seq1)
+    assert {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    ack, _ = jobs.apply("j6", seq1)
+    assert ack.applied
+    assert (folder / "n0" / "a.log").read_text() == line * 2 and (folder / "n0" / "b.log").read_text() == line
+    assert len((folder / "events.jsonl").read_text().splitlines()) == 1
+    jobs.close()
+
+
 def test_batch_bounds(tmp_path: Path) -> None:
     jobs = LiveJobs(tmp_path, LiveSettings(max_files_per_job=2))
     big = [{"path": f"w/{i}.log", "offset": 0, "text": "x" * (1 << 20)} for i in range(9)]  # 9 MiB > MAX_BATCH_CHARS

@@ -346,6 +346,21 @@ class LiveJobs:
             if inside(folder, p):
                 _truncate(p, fs.size)
 
+    def _restore(self, live: _Live, pending: dict[str, str]) -> None:
+        """Undo a batch that failed half-way: the state as last saved, the files cut back to it."""
+        failed = live.state
+        try:
+            live.state = JobState.model_validate_json((live.folder / STATE_FILE).read_bytes())
+        except (OSError, ValueError):
+            live.state = JobState(job_id=failed.job_id, created=failed.created)
+        live.pending = pending
+        with contextlib.suppress(OSError):
+            self._roll_back(live.folder, live.state)
+            for key in failed.files.keys() - live.state.files.keys():  # files the batch began
+                p = live.folder / key
+                if inside(live.folder, p):
+                    p.unlink(missing_ok=True)
+
     def _save(self, live: _Live) -> None:
         _atomic_write(live.folder / STATE_FILE, live.state.model_dump_json())
 
@@ -387,17 +402,22 @@ class LiveJobs:
             if st.bytes_written + 2 * batch.chars() > self.settings.max_job_bytes:
                 raise LiveRefused(413, f"the job's folder is at its limit of {self.settings.max_job_bytes} bytes "
                                        "(max_job_bytes)", "job_size")
-            trigger = self._apply(live, agent, batch, now)
-            agent.last_seq = batch.seq
-            agent.last_seen = now
-            st.agents[batch.agent_id] = agent
-            evidence = bool(batch.logs or batch.stacks or batch.steps
-                            or any(e.event != LiveEventKind.HEARTBEAT for e in batch.events))
-            if evidence:
-                st.last_evidence = now
-            if trigger:
-                st.triggered = st.dirty = True
-            self._save(live)
+            pending = dict(live.pending)
+            try:
+                trigger = self._apply(live, agent, batch, now)
+                agent.last_seq = batch.seq
+                agent.last_seen = now
+                st.agents[batch.agent_id] = agent
+                evidence = bool(batch.logs or batch.stacks or batch.steps
+                                or any(e.event != LiveEventKind.HEARTBEAT for e in batch.events))
+                if evidence:
+                    st.last_evidence = now
+                if trigger:
+                    st.triggered = st.dirty = True
+                self._save(live)
+            except BaseException:
+                self._restore(live, pending)
+                raise
             ack = self._ack(job_id, live, batch.seq, applied=True)
             ended = self._all_ended(st)
         if trigger:
