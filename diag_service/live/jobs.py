@@ -678,6 +678,7 @@ class LiveJobs:
             log.exception("live job %s: diagnosis not submitted", job_id)
             diag_id = None
         with live.lock:
+            st = live.state  # (a failed batch may have restored it meanwhile)
             if diag_id is None:
                 st.dirty = st.dirty or dirty
                 retry = True

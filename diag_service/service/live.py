@@ -66,8 +66,9 @@ def _submit(ctx: ServiceContext, live: LiveJobs, job_id: str, folder: Path, prov
     def done(f: concurrent.futures.Future[JobRecord]) -> None:
         try:
             rec = f.result()
-        except Exception:  # noqa: BLE001 - the store failed; the GET refreshes it from the store later
+        except Exception:  # noqa: BLE001 - the store failed: counted as a failed diagnosis, the next is asked for
             log.exception("live job %s: diagnosis %s outcome unknown", job_id, job.id)
+            live.diagnosis_finished(job_id, job.id, status="failed", finished_at=None)
             return
         _record(live, job_id, rec)
 
