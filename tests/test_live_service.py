@@ -361,6 +361,27 @@ def test_a_burst_gives_one_diagnosis_provisional_then_final(tmp_path: Path) -> N
     jobs.close()
 
 
+def test_a_dead_agent_does_not_hold_the_final_diagnosis_back(tmp_path: Path) -> None:
+    calls: list[bool] = []
+    jobs: LiveJobs
+
+    def submit(job_id: str, folder: Path, provisional: bool) -> str:
+        calls.append(provisional)
+        diag_id = f"d{len(calls)}"
+        threading.Thread(target=lambda: jobs.diagnosis_finished(job_id, diag_id, status="done", finished_at=time.time())).start()
+        return diag_id
+
+    jobs = LiveJobs(tmp_path, LiveSettings(debounce_s=0.05, settle_s=0.1, heartbeat_s=0.1, stale_after=3), submit=submit)
+    jobs.apply("j7", batch("a1", "n1", 0, events=[{"event": "started", "time": T0}]))  # then never heard of again
+    text = "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    jobs.apply("j7", batch("a0", "n0", 0, logs=[{"path": "c.log", "offset": 0, "text": text}],
+                           events=[{"event": "failure", "time": T0}]))
+    view = wait_until(lambda: (v := jobs.view("j7")) is not None and v.provisional is False and v, timeout=10)
+    assert [a.stale for a in sorted(view.agents, key=lambda a: a.agent_id)] == [False, True]
+    assert calls[-1] is False
+    jobs.close()
+
+
 def test_error_prefilter() -> None:
     assert has_error_line("[default1]:[rank1]: RuntimeError: Connection closed by peer\n")
     assert not has_error_line("[default0]:[lab] rank 0 step 10 loss 2.7723\n")

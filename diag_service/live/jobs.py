@@ -28,8 +28,8 @@ string of a JSON dump), step records and event texts are redacted too.
 the extractor's pre-filter takes (:func:`diag_service.extract.events.prefilter_with` with the signature
 catalogue's patterns) asks for a diagnosis of the folder, ``debounce_s`` after the last such batch (one per
 burst; never two of one job at once). It is *provisional* until every agent of the job has sent
-``finished`` or ``failure`` and nothing new arrived for ``settle_s``; then a last diagnosis is run and
-marked *final*. New evidence after that makes the next one provisional again.
+``finished`` or ``failure`` (or gone stale, once one has) and nothing new arrived for ``settle_s``; then a last
+diagnosis is run and marked *final*. New evidence after that makes the next one provisional again.
 """
 
 from __future__ import annotations
@@ -419,11 +419,11 @@ class LiveJobs:
                 self._restore(live, pending)
                 raise
             ack = self._ack(job_id, live, batch.seq, applied=True)
-            ended = self._all_ended(st)
+            wait = self._final_wait(st, now)
         if trigger:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
-        elif evidence and st.triggered and ended:
-            self._scheduler.schedule(job_id, self.settings.settle_s, keep_earlier=True)
+        elif wait is not None:
+            self._scheduler.schedule(job_id, max(0.05, wait), keep_earlier=True)
         return ack, trigger
 
     def _ack(self, job_id: str, live: _Live, seq: int, applied: bool) -> BatchAck:
@@ -631,9 +631,6 @@ class LiveJobs:
 
     # -- status ------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _all_ended(st: JobState) -> bool:
-        return bool(st.agents) and all(a.ended is not None for a in st.agents.values())
 
     @staticmethod
     def _status(st: JobState) -> JobStatus:
@@ -645,8 +642,18 @@ class LiveJobs:
             return "finished"
         return "slow" if st.slow_alarms else "running"
 
-    def _settled(self, st: JobState, now: float) -> bool:
-        return self._all_ended(st) and (st.last_evidence is None or now - st.last_evidence >= self.settings.settle_s)
+    def _final_wait(self, st: JobState, now: float) -> float | None:
+        """Seconds until the final diagnosis is due (0 or less: now), or None when none is pending (nothing
+        asked for a diagnosis, the last final one covers the latest evidence, or no agent has ended yet).
+        It is due once every agent has sent ``finished`` or ``failure`` or gone stale (a dead agent does not
+        hold the final diagnosis back forever) and no evidence came for ``settle_s``."""
+        agents = st.agents.values()
+        if not st.triggered or st.final_for == st.last_evidence or not any(a.ended for a in agents):
+            return None
+        stale_s = self.settings.stale_after * self.settings.heartbeat_s
+        waits = [self.settings.settle_s - (now - st.last_evidence) if st.last_evidence is not None else 0.0]
+        waits += [a.last_seen + stale_s - now for a in agents if a.ended is None]
+        return max(waits)
 
     # -- diagnoses ---------------------------------------------------------------------------------
 
@@ -660,11 +667,11 @@ class LiveJobs:
             st = live.state
             if live.in_flight is not None:
                 return  # asked again when it finishes
-            settled = self._settled(st, now)
-            final_due = st.triggered and settled and st.final_for != st.last_evidence
-            if not (st.dirty or final_due):
-                if st.triggered and self._all_ended(st) and st.final_for != st.last_evidence:
-                    self._scheduler.schedule(job_id, max(0.05, self.settings.settle_s - (now - (st.last_evidence or now))))
+            wait = self._final_wait(st, now)
+            settled = wait is not None and wait <= 0
+            if not (st.dirty or settled):
+                if wait is not None:
+                    self._scheduler.schedule(job_id, max(0.05, wait))
                 return
             if not self._has_input(st):
                 return  # nothing to read yet; the next log or stack batch asks again
@@ -690,15 +697,15 @@ class LiveJobs:
                 if settled:
                     st.final_for = evidence
             self._save(live)
-            ended = self._all_ended(st)
+            wait = self._final_wait(st, self.clock())
         early = self._early.pop(diag_id, None) if diag_id is not None else None
         if early is not None:
             self.diagnosis_finished(job_id, diag_id, **early)  # type: ignore[arg-type]
             return
         if retry:
             self._scheduler.schedule(job_id, max(1.0, self.settings.debounce_s))
-        elif not settled and ended:
-            self._scheduler.schedule(job_id, max(0.05, self.settings.settle_s - (self.clock() - (evidence or now))))
+        elif wait is not None:
+            self._scheduler.schedule(job_id, max(0.05, wait), keep_earlier=True)
 
     @staticmethod
     def _has_input(st: JobState) -> bool:
@@ -737,7 +744,7 @@ class LiveJobs:
             if live.in_flight == diag_id:
                 live.in_flight = None
             self._save(live)
-            again = st.dirty or (st.triggered and self._all_ended(st) and st.final_for != st.last_evidence)
+            again = st.dirty or self._final_wait(st, self.clock()) is not None
         if again:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
 
