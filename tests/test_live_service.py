@@ -142,6 +142,8 @@ def test_resend_gap_and_bad_path(client: TestClient) -> None:
     assert r.status_code == 422
     r = a.post(a.body(seq=2, logs=[{"path": "logs/../../../escape.log", "offset": 0, "text": "x\n"}]))
     assert r.status_code == 422
+    r = a.post(a.body(seq=2, logs=[{"path": "logs/rank-0.log/inner.log", "offset": 0, "text": "x\n"}]))
+    assert r.status_code == 422 and r.json()["reason"] == "bad_path"  # under a file of the job
     r = a.post({**a.body(seq=2), "node": "dumps"})
     assert r.status_code == 422 and r.json()["reason"] == "bad_node"
     assert tree(folder) == before

@@ -488,9 +488,13 @@ class LiveJobs:
     def _write_lines(self, live: _Live, dest: Path, fs: FileState, text: str) -> None:
         lines, fs.in_key = redact_block(text.splitlines(keepends=True), fs.in_key)
         out = "".join(lines).encode("utf-8", "replace")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with open(dest, "ab") as fh:
-            fh.write(out)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(dest, "ab") as fh:
+                fh.write(out)
+        except (IsADirectoryError, NotADirectoryError, FileExistsError):
+            raise LiveRefused(422, f"log path {dest.relative_to(live.folder)} is a folder, or under a file, of this "
+                                   "job's logs", "bad_path") from None
         fs.size += len(out)
         live.state.bytes_written += len(out)
 
