@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from diag_service import __version__
 from diag_service.errors import DiagError, http_status
-from diag_service.service import api, ui
+from diag_service.service import api, live, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.middleware import EdgeMiddleware, LimitsMiddleware, SecurityHeadersMiddleware
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            app.state.live.close()
             await run_in_threadpool(ctx.stop)
 
     app = FastAPI(title="diag-service", version=__version__, description=DESCRIPTION, lifespan=lifespan)
@@ -132,6 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(api.router)
     app.include_router(ui.router)
+    live.install(app, ctx)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -35,11 +35,12 @@ from pydantic_settings import (
 )
 
 from diag_service.ingest.bundle import IngestLimits
+from diag_service.live.settings import LiveSettings
 from diag_service.resources import data_home
 
 #: Scopes a bearer token can carry. ``read``: GET endpoints and pages; ``diagnose``: submit work;
-#: ``kb:write``: knowledge-base writes (feedback, add).
-SCOPES = ("read", "diagnose", "kb:write")
+#: ``kb:write``: knowledge-base writes (feedback, add); ``agent``: node agents posting live batches.
+SCOPES = ("read", "diagnose", "kb:write", "agent")
 
 
 def default_data_dir() -> Path:
@@ -231,6 +232,7 @@ class Settings(BaseSettings):
     recovery_history: bool = Field(default=True, description="Record recommendations in <data_dir>/recovery_history.sqlite.")
 
     slow_streams_max: int = Field(default=256, ge=1, description="Live step-record streams held in memory.")
+    live: LiveSettings = Field(default_factory=LiveSettings, description="Live jobs fed by node agents (diag watch).")
     slack: SlackSettings = Field(default_factory=SlackSettings)
     webhooks: list[WebhookSpec] = Field(default_factory=list)
     alert_repeat_s: float = Field(default=6 * 3600, ge=0, description="One message per incident within this window.")

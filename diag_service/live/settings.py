@@ -1,0 +1,19 @@
+"""Settings of the service's live jobs (``live:`` in the settings of ``diag serve``; :mod:`diag_service.live.jobs`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LiveSettings(BaseModel):
+    """Live-job settings of ``diag serve`` (``live:`` in its settings file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    debounce_s: float = Field(default=0.5, ge=0, le=60, description="Diagnose this long after the last batch with new evidence.")
+    settle_s: float = Field(default=10.0, ge=0, le=3600, description="Quiet time after all agents ended, then final.")
+    heartbeat_s: float = Field(default=10.0, gt=0, le=3600, description="The agents' heartbeat interval.")
+    stale_after: float = Field(default=3.0, ge=1, description="An agent silent for this many heartbeat intervals is stale.")
+    max_agents_per_job: int = Field(default=4096, ge=1)
+    max_files_per_job: int = Field(default=20_000, ge=1, description="Log files of one job (all nodes).")
+    max_job_bytes: int = Field(default=8 << 30, ge=1 << 20, description="Bytes written into one job's folder.")

@@ -1,0 +1,389 @@
+"""The service side of live jobs: node agents' batches applied exactly once to a job folder, redacted, and
+diagnosed as they arrive (provisional, then final), over HTTP with the FastAPI TestClient and on the core.
+
+The logs are the real torchrun consoles of lab runs (tests/fixtures/lab_sigkill_*), the stacks the real
+py-spy dumps of a lab hang (tests/fixtures/hang); each live diagnosis is compared with the post-hoc
+diagnosis of the same fixture."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from test_service_support import ADMIN, READER, service_settings, wait_until
+
+from diag_service.hang import HangRequest, analyze_hang
+from diag_service.live.contract import AgentBatch
+from diag_service.live.jobs import STATE_FILE, LiveJobs, LiveRefused, LiveSettings, SeqGap, has_error_line
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.service import create_app
+
+FIX = Path(__file__).parent / "fixtures"
+AGENT = "agent-token-0123456789abcdef"
+T0 = 1_795_945_000.0
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    tmp = tmp_path_factory.mktemp("live")
+    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5})
+    settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
+    with TestClient(create_app(settings)) as c:
+        c.headers["Authorization"] = f"Bearer {ADMIN}"
+        c.data_dir = settings.data_dir  # type: ignore[attr-defined]
+        yield c
+
+
+def chunks(text: str, n: int) -> list[tuple[int, str]]:
+    """``text`` cut into ``n`` pieces at arbitrary characters (mid-line), with each piece's byte offset."""
+    out, off, step = [], 0, max(1, len(text) // n + 1)
+    for i in range(0, len(text), step):
+        piece = text[i:i + step]
+        out.append((off, piece))
+        off += len(piece.encode())
+    return out
+
+
+class Agent:
+    """What ``diag watch`` sends, seq by seq, for one node."""
+
+    def __init__(self, client: TestClient, job: str, node: str) -> None:
+        self.client, self.job, self.node, self.seq = client, job, node, 0
+        self.agent_id = f"{node}:4242"
+
+    def body(self, seq: int | None = None, **parts: Any) -> dict[str, Any]:
+        return {"agent_id": self.agent_id, "node": self.node, "seq": self.seq if seq is None else seq, "sent": T0, **parts}
+
+    def post(self, body: dict[str, Any], token: str = AGENT) -> Any:
+        return self.client.post(f"/v1/live/jobs/{self.job}/batches", json=body, headers={"Authorization": f"Bearer {token}"})
+
+    def send(self, **parts: Any) -> dict[str, Any]:
+        r = self.post(self.body(**parts))
+        assert r.status_code == 200, r.text
+        self.seq += 1
+        return r.json()
+
+
+def live_job(client: TestClient, job: str) -> dict[str, Any]:
+    r = client.get(f"/v1/live/jobs/{job}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def final_diagnosis(client: TestClient, job: str) -> dict[str, Any]:
+    view = wait_until(lambda: (v := live_job(client, job))["provisional"] is False and v, timeout=120)
+    r = client.get(f"/v1/diagnoses/{view['diagnosis_id']}")
+    assert r.status_code == 200 and r.json()["status"] == "done", r.text
+    return {"view": view, "diagnosis": r.json()["diagnosis"]}
+
+
+def tree(folder: Path) -> dict[str, str]:
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+@pytest.mark.parametrize("case", ["lab_sigkill_root_cause_wrong", "lab_sigkill_silent_rank"])
+def test_two_nodes_logs_then_failure_give_the_post_hoc_diagnosis(client: TestClient, case: str) -> None:
+    job = f"live-{case}"
+    agents = {n: Agent(client, job, n) for n in ("node0", "node1")}
+    for a in agents.values():
+        a.send(events=[{"event": "started", "time": T0}])
+    texts = {n: (FIX / case / f"console_{n}.log").read_text() for n in agents}
+    pieces = {n: chunks(t, 5) for n, t in texts.items()}
+    for i in range(5):  # interleaved, as two nodes' agents send them
+        for n, a in agents.items():
+            if i < len(pieces[n]):
+                off, text = pieces[n][i]
+                a.send(logs=[{"path": f"console_{n}.log", "offset": off, "text": text}])
+    for a in agents.values():
+        a.send(events=[{"event": "failure", "time": T0 + 60, "onset_time": T0 + 55, "exitcode": 1}])
+    got = final_diagnosis(client, job)
+    post_hoc = diagnose(DiagnoseRequest(path=str(FIX / case), job_id=job, recovery=False))
+    d = got["diagnosis"]
+    assert d["category"] == post_hoc.category.value
+    assert d["failure_mode"] == post_hoc.failure_mode.value
+    assert d["first_failing_rank"] == post_hoc.first_failing_rank
+    view = got["view"]
+    assert view["status"] == "failed" and view["started_time"] == T0 and view["detected_time"] == T0 + 60
+    assert view["first_diagnosis_time"] <= view["final_diagnosis_time"]
+    assert {a["node"] for a in view["agents"]} == {"node0", "node1"} and not any(a["stale"] for a in view["agents"])
+    # the folder holds each node's console as the agent read it, whole (partial lines joined), and the ETPR events
+    folder = client.data_dir / "live" / job  # type: ignore[attr-defined]
+    for n, t in texts.items():
+        assert (folder / n / f"console_{n}.log").read_text() == t
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events[:4]] == ["started", "started", "failure", "failure"]
+    assert all(e["job"] == job for e in events) and events[2]["onset_time"] == T0 + 55
+    assert any(e["event"] == "diagnosed" for e in events)
+    listed = client.get("/v1/live/jobs").json()["items"]
+    assert any(v["job_id"] == job and v["diagnosis_id"] == view["diagnosis_id"] for v in listed)
+
+
+def test_resend_gap_and_bad_path(client: TestClient) -> None:
+    job = "live-exactly-once"
+    a = Agent(client, job, "node0")
+    a.send(events=[{"event": "started", "time": T0}])
+    a.send(logs=[{"path": "logs/rank-0.log", "offset": 0, "text": "[lab] rank 0 step 0 loss 2.77\n"}])
+    folder = client.data_dir / "live" / job  # type: ignore[attr-defined]
+    before = tree(folder)
+    r = a.post(a.body(seq=1, logs=[{"path": "logs/rank-0.log", "offset": 0, "text": "[lab] rank 0 step 0 loss 2.77\n"}]))
+    assert r.status_code == 200 and r.json()["applied"] is False and r.json()["seq"] == 1
+    assert tree(folder) == before
+    r = a.post(a.body(seq=5, events=[{"event": "heartbeat", "time": T0}]))
+    assert r.status_code == 409 and r.json()["expected_seq"] == 2 and r.json()["reason"] == "seq_gap"
+    r = a.post(a.body(seq=2, logs=[{"path": "../../escape.log", "offset": 0, "text": "x\n"}]))
+    assert r.status_code == 422
+    r = a.post(a.body(seq=2, logs=[{"path": "logs/../../../escape.log", "offset": 0, "text": "x\n"}]))
+    assert r.status_code == 422
+    r = a.post(a.body(seq=2, logs=[{"path": "logs/rank-0.log/inner.log", "offset": 0, "text": "x\n"}]))
+    assert r.status_code == 422 and r.json()["reason"] == "bad_path"  # under a file of the job
+    r = a.post({**a.body(seq=2), "node": "dumps"})
+    assert r.status_code == 422 and r.json()["reason"] == "bad_node"
+    assert tree(folder) == before
+    assert a.send(events=[{"event": "heartbeat", "time": T0 + 1}])["applied"] is True  # seq 2 is still expected
+    # scopes: agents post, readers read; not the other way round
+    assert a.post(a.body(seq=3), token=READER).status_code == 403
+    assert client.get(f"/v1/live/jobs/{job}", headers={"Authorization": f"Bearer {AGENT}"}).status_code == 403
+    assert client.get("/v1/live/jobs/no-such-job").status_code == 404
+
+
+def test_secrets_never_reach_the_disk(client: TestClient) -> None:
+    job = "live-secrets"
+    a = Agent(client, job, "node0")
+    aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    hf = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    text = (f"[default0]:export AWS_SECRET_ACCESS_KEY={aws}\n[default0]:login with {hf} ok\n"
+            "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    cut = text.index(hf) + 10  # the token split across two chunks
+    a.send(logs=[{"path": "console.log", "offset": 0, "text": text[:cut]}])
+    a.send(logs=[{"path": "console.log", "offset": len(text[:cut].encode()), "text": text[cut:]}],
+           steps=[{"rank": 0, "step": 1, "start": T0, "end": T0 + 1, "note": f"token={hf}"}],
+           stacks=[{"snapshot": 0, "time": T0, "rank": 0, "pid": 7, "fmt": "py-spy",
+                    "text": f"Thread 7 (idle): \"MainThread\"\n    login (auth.py:3)\n        key = \"{hf}\"\n"}],
+           events=[{"event": "failure", "time": T0 + 2, "cause": f"AWS_SECRET_ACCESS_KEY={aws}"}])
+    final_diagnosis(client, job)
+    data_dir: Path = client.data_dir  # type: ignore[attr-defined]
+    for p in data_dir.rglob("*"):
+        if p.is_file():
+            raw = p.read_bytes()
+            assert aws.encode() not in raw and hf.encode() not in raw and hf[:13].encode() not in raw, p
+    assert "<REDACTED>" in (data_dir / "live" / job / "node0" / "console.log").read_text()
+
+
+def test_stack_samples_of_a_hang_name_the_culprit_of_diag_hang(client: TestClient) -> None:
+    src = FIX / "hang" / "sleep_before_allreduce"
+    ranks = json.loads((src / "ranks.json").read_text())
+    index = json.loads((src / "index.json").read_text())
+    job = "live-hang"
+    agents = {n: Agent(client, job, n) for n in ("node0", "node1")}
+    for a in agents.values():
+        a.send(events=[{"event": "started", "time": T0}])
+    for snap in index:
+        for n, a in agents.items():
+            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
+                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
+                      for r, v in ranks.items() if v["node"] == n]
+            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 3 else [])
+    view = wait_until(lambda: (v := live_job(client, job))["failure_mode"] == "fail_hang" and not v["diagnosis_pending"] and v,
+                      timeout=120)
+    assert view["status"] == "hung"
+    d = client.get(f"/v1/diagnoses/{view['diagnosis_id']}").json()["diagnosis"]
+    post_hoc = analyze_hang(HangRequest(dumps_dir=str(src)))
+    assert d["first_failing_rank"] == post_hoc.suspects[0].rank == 2
+    folder = client.data_dir / "live" / job / "dumps"  # type: ignore[attr-defined]
+    assert json.loads((folder / "ranks.json").read_text()) == ranks
+    assert sorted(p.name for p in (folder / "snap-00000").iterdir()) == [f"rank-{r}.json" for r in range(4)]
+    assert view["provisional"] is True  # the agents never ended: the job still hangs
+
+
+def test_step_records_raise_the_streaming_slow_alarm_and_a_slow_diagnosis(client: TestClient, tmp_path: Path) -> None:
+    feed = FIX / "slow" / "lab_slow_rank_compute" / "timing.jsonl"
+    records = [json.loads(line) for line in feed.read_text().splitlines()]
+    banner = ("[default0]:[lab] rank 0/2 node=node0 local_rank=0 pid=31149 attempt=0\n"
+              "[default1]:[lab] rank 1/2 node=node0 local_rank=1 pid=31151 attempt=0\n")
+    job = "live-slow"
+    a = Agent(client, job, "node0")
+    a.send(events=[{"event": "started", "time": records[0]["start"]}],
+           logs=[{"path": "console.log", "offset": 0, "text": banner}])
+    for i in range(0, len(records), 20):
+        a.send(steps=records[i:i + 20])
+    view = wait_until(lambda: (v := live_job(client, job))["failure_mode"] == "fail_slow" and not v["diagnosis_pending"] and v,
+                      timeout=120)
+    assert view["status"] == "slow" and any("rank 0 (node0) is a compute straggler" in m for m in view["slow_alarms"])
+    folder = client.data_dir / "live" / job  # type: ignore[attr-defined]
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events if e["event"] == "slow_detected"] == ["slow_detected"]
+    # the same evidence diagnosed after the fact
+    (tmp_path / "node0").mkdir()
+    (tmp_path / "node0" / "console.log").write_text(banner)
+    (tmp_path / "timing.jsonl").write_text(feed.read_text())
+    post_hoc = diagnose(DiagnoseRequest(path=str(tmp_path), recovery=False))
+    d = client.get(f"/v1/diagnoses/{view['diagnosis_id']}").json()["diagnosis"]
+    assert (d["category"], d["first_failing_rank"]) == (post_hoc.category.value, post_hoc.first_failing_rank)
+    assert post_hoc.category.value == "gpu_hardware" and post_hoc.first_failing_rank == 0
+
+
+# -- the core, without HTTP ----------------------------------------------------------------------------
+
+
+def batch(agent: str, node: str, seq: int, **parts: Any) -> AgentBatch:
+    return AgentBatch.model_validate({"agent_id": agent, "node": node, "seq": seq, "sent": T0, **parts})
+
+
+def test_stale_agent_is_flagged(tmp_path: Path) -> None:
+    now = [T0]
+    jobs = LiveJobs(tmp_path, LiveSettings(heartbeat_s=10), clock=lambda: now[0])
+    jobs.apply("j1", batch("a0", "node0", 0, events=[{"event": "started", "time": T0}]))
+    jobs.apply("j1", batch("a1", "node1", 0, events=[{"event": "started", "time": T0}]))
+    now[0] = T0 + 25
+    jobs.apply("j1", batch("a0", "node0", 1, events=[{"event": "heartbeat", "time": now[0]}]))
+    jobs.apply("j1", batch("a1", "node1", 1, events=[{"event": "finished", "time": now[0], "status": "succeeded"}]))
+    now[0] = T0 + 50
+    view = jobs.view("j1")
+    assert view is not None
+    stale = {a.agent_id: a.stale for a in view.agents}
+    assert stale == {"a0": False, "a1": False}  # 25 s < 3 x 10 s; a1 ended: never stale
+    now[0] = T0 + 56
+    stale = {a.agent_id: a.stale for a in jobs.view("j1").agents}  # type: ignore[union-attr]
+    assert stale == {"a0": True, "a1": False}
+    jobs.close()
+
+
+def test_half_applied_batch_is_rolled_back_and_applied_once(tmp_path: Path) -> None:
+    jobs = LiveJobs(tmp_path)
+    line = "[default0]:[lab] rank 0 step 0 loss 2.7733\n"
+    jobs.apply("j2", batch("a0", "node0", 0, logs=[{"path": "c.log", "offset": 0, "text": line}],
+                           events=[{"event": "started", "time": T0}]))
+    folder = tmp_path / "j2"
+    # the service dies after writing seq 1's files and before recording it
+    with open(folder / "node0" / "c.log", "a") as fh:
+        fh.write(line)
+    with open(folder / "events.jsonl", "a") as fh:
+        fh.write('{"job": "j2", "event": "progress"')
+    jobs.close()
+    again = LiveJobs(tmp_path)
+    ack, _ = again.apply("j2", batch("a0", "node0", 1, logs=[{"path": "c.log", "offset": len(line), "text": line}],
+                                      events=[{"event": "progress", "time": T0 + 1, "step": 1}]))
+    assert ack.applied
+    assert (folder / "node0" / "c.log").read_text() == line * 2
+    assert [json.loads(x)["event"] for x in (folder / "events.jsonl").read_text().splitlines()] == ["started", "progress"]
+    ack, _ = again.apply("j2", batch("a0", "node0", 1, logs=[{"path": "c.log", "offset": len(line), "text": line}]))
+    assert not ack.applied and (folder / "node0" / "c.log").read_text() == line * 2
+    with pytest.raises(SeqGap) as gap:
+        again.apply("j2", batch("a0", "node0", 3))
+    assert gap.value.expected_seq == 2
+    state = json.loads((folder / STATE_FILE).read_text())
+    assert state["agents"]["a0"]["last_seq"] == 1
+    again.close()
+
+
+def test_a_batch_that_fails_half_way_leaves_no_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = LiveJobs(tmp_path)
+    line = "[default0]:[lab] rank 0 step 0 loss 2.7733\n"
+    jobs.apply("j6", batch("a0", "n0", 0, logs=[{"path": "a.log", "offset": 0, "text": line}]))
+    folder = tmp_path / "j6"
+    before = {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    seq1 = batch("a0", "n0", 1, logs=[{"path": "a.log", "offset": len(line), "text": line},
+                                      {"path": "b.log", "offset": 0, "text": line}],
+                 events=[{"event": "progress", "time": T0, "step": 1}],
+                 stacks=[{"snapshot": 0, "time": T0, "rank": 0, "pid": 1, "fmt": "py-spy", "text": "Thread 1 (idle)\n"}])
+
+    def disk_full(*_a: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(jobs, "_write_stacks", disk_full)
+        with pytest.raises(OSError):
+            jobs.apply("j6", seq1)
+    assert {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    ack, _ = jobs.apply("j6", seq1)
+    assert ack.applied
+    assert (folder / "n0" / "a.log").read_text() == line * 2 and (folder / "n0" / "b.log").read_text() == line
+    assert len((folder / "events.jsonl").read_text().splitlines()) == 1
+    jobs.close()
+
+
+def test_batch_bounds(tmp_path: Path) -> None:
+    jobs = LiveJobs(tmp_path, LiveSettings(max_files_per_job=2))
+    big = [{"path": f"w/{i}.log", "offset": 0, "text": "x" * (1 << 20)} for i in range(9)]  # 9 MiB > MAX_BATCH_CHARS
+    with pytest.raises(LiveRefused) as exc:
+        jobs.apply("j5", batch("a0", "n0", 0, logs=big))
+    assert exc.value.status == 413 and exc.value.reason == "batch_size"
+    with pytest.raises(LiveRefused) as exc:
+        jobs.apply("j5", batch("a0", "n0", 0, logs=[{"path": f"w/{i}.log", "offset": 0, "text": "x\n"} for i in range(3)]))
+    assert exc.value.status == 413 and exc.value.reason == "too_many_files"
+    ack, _ = jobs.apply("j5", batch("a0", "n0", 0, logs=[{"path": "w/0.log", "offset": 0, "text": "x\n"}]))
+    assert ack.applied and ack.seq == 0  # a refused batch consumed no seq
+    jobs.close()
+
+
+def test_restarted_log_keeps_the_old_text_and_offsets_skip_what_was_written(tmp_path: Path) -> None:
+    jobs = LiveJobs(tmp_path)
+    jobs.apply("j3", batch("a0", "n0", 0, logs=[{"path": "w/0.log", "offset": 0, "text": "one\ntwo\n"}]))
+    # the agent read the file again from an earlier offset: only the new part is appended
+    jobs.apply("j3", batch("a0", "n0", 1, logs=[{"path": "w/0.log", "offset": 4, "text": "two\nthree\n"}]))
+    jobs.apply("j3", batch("a0", "n0", 2, logs=[{"path": "w/0.log", "offset": 0, "text": "fresh\n", "restarted": True}]))
+    d = tmp_path / "j3" / "n0" / "w"
+    assert (d / "0.log.1").read_text() == "one\ntwo\nthree\n"
+    assert (d / "0.log").read_text() == "fresh\n"
+    jobs.close()
+
+
+def test_a_burst_gives_one_diagnosis_provisional_then_final(tmp_path: Path) -> None:
+    calls: list[bool] = []
+    jobs: LiveJobs
+
+    def submit(job_id: str, folder: Path, provisional: bool) -> str:
+        calls.append(provisional)
+        diag_id = f"d{len(calls)}"
+        threading.Thread(target=lambda: jobs.diagnosis_finished(job_id, diag_id, status="done", finished_at=time.time(),
+                                                                 category="user_code", summary="x")).start()
+        return diag_id
+
+    jobs = LiveJobs(tmp_path, LiveSettings(debounce_s=0.3, settle_s=0.5), submit=submit)
+    text = "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    off = 0
+    for seq in range(20):
+        _, trigger = jobs.apply("j4", batch("a0", "n0", seq, logs=[{"path": "c.log", "offset": off, "text": text}]))
+        off += len(text)
+        assert trigger
+    wait_until(lambda: calls, timeout=10)
+    jobs.apply("j4", batch("a0", "n0", 20, events=[{"event": "failure", "time": T0}]))
+    view = wait_until(lambda: (v := jobs.view("j4")) is not None and v.provisional is False and v, timeout=10)
+    assert calls[0] is True and calls[-1] is False
+    assert len(calls) <= 3  # one for the burst, maybe one for the failure batch, one final; never twenty
+    assert view.final_diagnosis_time is not None and view.first_diagnosis_time <= view.final_diagnosis_time
+    jobs.close()
+
+
+def test_a_dead_agent_does_not_hold_the_final_diagnosis_back(tmp_path: Path) -> None:
+    calls: list[bool] = []
+    jobs: LiveJobs
+
+    def submit(job_id: str, folder: Path, provisional: bool) -> str:
+        calls.append(provisional)
+        diag_id = f"d{len(calls)}"
+        threading.Thread(target=lambda: jobs.diagnosis_finished(job_id, diag_id, status="done", finished_at=time.time())).start()
+        return diag_id
+
+    jobs = LiveJobs(tmp_path, LiveSettings(debounce_s=0.05, settle_s=0.1, heartbeat_s=0.1, stale_after=3), submit=submit)
+    jobs.apply("j7", batch("a1", "n1", 0, events=[{"event": "started", "time": T0}]))  # then never heard of again
+    text = "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    jobs.apply("j7", batch("a0", "n0", 0, logs=[{"path": "c.log", "offset": 0, "text": text}],
+                           events=[{"event": "failure", "time": T0}]))
+    view = wait_until(lambda: (v := jobs.view("j7")) is not None and v.provisional is False and v, timeout=10)
+    assert [a.stale for a in sorted(view.agents, key=lambda a: a.agent_id)] == [False, True]
+    assert calls[-1] is False
+    jobs.close()
+
+
+def test_error_prefilter() -> None:
+    assert has_error_line("[default1]:[rank1]: RuntimeError: Connection closed by peer\n")
+    assert not has_error_line("[default0]:[lab] rank 0 step 10 loss 2.7723\n")
