@@ -35,7 +35,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("live")
     settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5})
     settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         c.headers["Authorization"] = f"Bearer {ADMIN}"
         c.data_dir = settings.data_dir  # type: ignore[attr-defined]
         yield c

@@ -62,6 +62,7 @@ class LogTailer:
     _changed: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _watching: bool = False
+    _rescan_now: bool = False
     _last_scan: float = 0.0
 
     def watch(self, stop: threading.Event) -> bool:
@@ -80,8 +81,11 @@ class LogTailer:
                 for changes in watchfiles.watch(root, stop_event=stop, yield_on_timeout=True, rust_timeout=1000,
                                                 debounce=50, step=20, raise_interrupt=False):
                     rels = {os.path.relpath(path, root).replace(os.sep, "/") for _, path in changes}
+                    # a new folder's first files may be written before its watch is in place: walk it all
+                    new_dir = any(os.path.isdir(path) for _, path in changes)
                     with self._lock:
                         self._changed.update(r for r in rels if not r.startswith("../") and LOG_NAME.search(r))
+                        self._rescan_now = self._rescan_now or new_dir
             except Exception as exc:  # noqa: BLE001 - fall back to walking the folder
                 logging.getLogger("diag.watch").warning("file watching stopped (%s); polling instead", exc)
                 self._watching = False
@@ -118,7 +122,9 @@ class LogTailer:
         """The files to read now: those notified as changed (and those not read to their end yet), or all
         of them when not watching or at a rescan."""
         now = time.monotonic()
-        if not self._watching or now - self._last_scan >= self.rescan_s:
+        with self._lock:
+            rescan, self._rescan_now = self._rescan_now, False
+        if rescan or not self._watching or now - self._last_scan >= self.rescan_s:
             self._last_scan = now
             with self._lock:
                 self._changed.clear()
