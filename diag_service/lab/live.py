@@ -52,7 +52,8 @@ class LiveService:
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "settings.json"
-        cfg.write_text(json.dumps({"live": LIVE_SETTINGS}))
+        # no summary model or retrieval: the live diagnosis is compared with `diag diagnose --no-kb --no-llm`
+        cfg.write_text(json.dumps({"live": LIVE_SETTINGS, "llm": False, "kb_enabled": False}))
         log = open(self.data_dir / "serve.log", "ab")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "diag_service.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),

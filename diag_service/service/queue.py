@@ -102,12 +102,15 @@ class _ProcessWorker:
 
     def run(self, task: dict[str, Any], timeout: float) -> dict[str, Any]:
         self.ensure()
+        conn = self.conn  # kill() (at shutdown, from another thread) may clear self.conn meanwhile
         try:
-            self.conn.send(task)
-            if not self.conn.poll(timeout):
+            if conn is None:
+                raise OSError("the worker was stopped")
+            conn.send(task)
+            if not conn.poll(timeout):
                 self.kill()
                 raise WorkerTimeout(f"the analysis ran longer than {timeout:.0f} s (job_timeout_s) and was stopped")
-            return self.conn.recv()
+            return conn.recv()
         except (EOFError, OSError, BrokenPipeError) as exc:
             code = self.proc.exitcode if self.proc is not None else None
             if self.proc is not None:
