@@ -41,9 +41,9 @@ def _free_port() -> int:
 class LiveService:
     """A ``diag serve`` on loopback for the lab's agents, started on enter and stopped on exit."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.data_dir = data_dir
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
