@@ -238,3 +238,21 @@ def test_with_file_notifications_only_changed_files_are_read(tmp_path: Path) -> 
         assert sorted(got) == ["run/attempt_0/1/stdout.log", "run/attempt_1/0/stdout.log"]
     finally:
         stop.set()
+
+
+def test_a_feed_folder_gives_this_nodes_step_records_only(tmp_path: Path) -> None:
+    feeds = tmp_path / "parts"
+    rec = {"step": 7, "start": 1795943642.03, "end": 1795943642.11, "compute_s": 0.069, "comm_s": 0.004}
+    _append(feeds / "timing-rank-0.jsonl", json.dumps({"rank": 0, "node": "node0", **rec}) + "\n")
+    _append(feeds / "timing-rank-2.jsonl", json.dumps({"rank": 2, "node": "node1", **rec}) + "\n")
+    _append(feeds / "fault-rank-0.json", "{}\n")
+    clock = Clock()
+    (tmp_path / "logs").mkdir()
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=tmp_path / "logs", feed_dir=feeds,
+                        state_dir=tmp_path / "state", batch_s=0.0)
+    agent = Agent(cfg, None, clock=clock)
+    agent.step()
+    batches = _batches(agent)
+    assert [(s["rank"], s["node"]) for b in batches for s in b.steps] == [(0, "node0")]
+    assert not any(c.path.startswith("feeds/") for b in batches for c in b.logs)  # records, not log text
+    assert "first_step" in _kinds(agent)

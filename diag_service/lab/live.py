@@ -87,10 +87,11 @@ class LiveService:
         """A job id for one run, unique across the suites that share this service."""
         return f"lab-{run_name}-{uuid.uuid4().hex[:6]}"
 
-    def agent_cmd(self, job_id: str, node: str, log_dir: Path, state_dir: Path) -> list[str]:
-        """The ``diag watch`` prefix of one node's launcher command (the command follows ``--``)."""
+    def agent_cmd(self, job_id: str, node: str, log_dir: Path, state_dir: Path, feed_dir: Path) -> list[str]:
+        """The ``diag watch`` prefix of one node's launcher command (the command follows ``--``); ``feed_dir``:
+        where the ranks write their timing parts (each agent sends its own node's records)."""
         return [sys.executable, "-m", "diag_service.cli", "watch", "--job-id", job_id, "--service", self.url,
-                "--node", node, "--log-dir", str(log_dir), "--state-dir", str(state_dir),
+                "--node", node, "--log-dir", str(log_dir), "--state-dir", str(state_dir), "--feed-dir", str(feed_dir),
                 "--hang-floor", str(HANG_FLOOR_S), "--stack-every", str(STACK_EVERY_S),
                 "--heartbeat", str(HEARTBEAT_S), "--log-file", str(state_dir / "agent.log"), "--"]
 

@@ -75,6 +75,7 @@ STEP_LINE = re.compile(
 PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|checkpoint\w*\s+sav|evaluat\w*|validat\w*)")
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
+FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
 ATTEMPT_DIR = re.compile(r"(?:^|/)attempt_(\d+)/")
 LOCAL_RANK_PATH = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)")
 
@@ -86,6 +87,9 @@ class WatchSettings:
     job_id: str
     node: str = field(default_factory=lambda: re.sub(r"[^A-Za-z0-9._:@-]", "-", socket.gethostname())[:128] or "node")
     log_dir: Path | None = None
+    #: A folder of per-rank timing feeds (``timing*.jsonl``) written outside the logs; only this node's
+    #: records (their ``node`` field, when they have one) are forwarded, as step records, not as log text.
+    feed_dir: Path | None = None
     pid: int | None = None
     state_dir: Path = Path(".diag-watch")
     poll_s: float = 0.5
@@ -147,6 +151,8 @@ class Agent:
         self.roots: dict[str, LogTailer] = {}
         if cfg.log_dir is not None:
             self.roots["logs"] = LogTailer(cfg.log_dir)
+        if cfg.feed_dir is not None:
+            self.roots["feeds"] = LogTailer(cfg.feed_dir)
         self.console_dir = cfg.state_dir / "console"
         if launcher is not None:
             self.roots["console"] = LogTailer(self.console_dir)
@@ -219,6 +225,10 @@ class Agent:
     # ------------------------------------------------------------------ input
     def _on_chunk(self, root: str, chunk: Chunk, now: float) -> None:
         rel = f"{root}/{chunk.rel}"
+        if root == "feeds":
+            if FEED_NAME.search(chunk.rel):
+                self._on_feed(rel, chunk.text, now, own_node=True)
+            return
         local = LOCAL_RANK_PATH.search(chunk.rel)
         local_rank = int(local.group(1)) if local else None
         m_att = ATTEMPT_DIR.search(chunk.rel)
@@ -229,7 +239,7 @@ class Agent:
             self.snapshots = 0
         rank = self._rank_of_local(local_rank)
         self._add_log(rel, chunk, rank, local_rank)
-        if re.search(r"(?i)(?:^|/)timing[^/]*\.jsonl$", chunk.rel):
+        if FEED_NAME.search(chunk.rel):
             self._on_feed(rel, chunk.text, now)
             return
         for line in chunk.text.splitlines():
@@ -252,13 +262,15 @@ class Agent:
                         cause=line.strip()[:500])
             self.urgent = True
 
-    def _on_feed(self, rel: str, text: str, now: float) -> None:
+    def _on_feed(self, rel: str, text: str, now: float, own_node: bool = False) -> None:
         for raw in text.splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(rec, dict):
+                if own_node and rec.get("node") not in (None, self.cfg.node):
+                    continue
                 self.steps.append(rec)
                 step = rec.get("step")
                 if isinstance(step, int) and rec.get("kind", "train") == "train":

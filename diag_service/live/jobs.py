@@ -563,6 +563,8 @@ class LiveJobs:
         st.slow_alarms = [*st.slow_alarms, *(redact(a.message)[:500] for a in alarms)][:10]
         if not first_alarm:
             return True
+        if st.detected_time is None:  # when the service knew (its clock), as for the agents' detections
+            st.detected_time = self.clock()
         first = alarms[0]
         row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
                                "mode": "fail_slow", "cause": redact(first.message)[:2000]}
