@@ -471,3 +471,16 @@ def test_the_plan_speaks_the_scheduler_the_logs_show(tmp_path: Path) -> None:
     k.mkdir()
     (k / "train.log").write_text("Traceback (most recent call last):\nKeyError: 'lr'\n")
     assert diagnose(DiagnoseRequest(path=str(k))).recovery.platform == "kubernetes"
+
+
+def test_a_restart_storm_stops_the_restarts(tmp_path: Path) -> None:
+    # A lost NCCL peer is restarted from checkpoint (with back-off), then its node cordoned; after three
+    # restarts of the same job the fourth failure is handed over instead of restarted again.
+    hist = History(tmp_path / "h.sqlite")
+    levels = []
+    for i in range(4):
+        d = _diag(tmp_path, SOCKET_LOG.format(port=49910 + i), "job-storm")
+        plan = recommend(d, history=hist)
+        levels.append((plan.level, plan.rule_id))
+    assert [lv for lv, _ in levels[:3]] != [RecoveryLevel.L4] * 3
+    assert levels[3] == (RecoveryLevel.L4, "restart_storm")
