@@ -151,16 +151,17 @@ def _logical_lines(text: str) -> Iterator[str]:
         yield buf
 
 
-def shell_invocations(text: str) -> list[list[str]]:
-    """The ``diag ...`` command lines of a shell script: ``diag`` (or ``.../diag``) in command position, and
-    comment lines that start with ``diag`` (usage examples). Each ends at a shell operator or the line's end."""
+def shell_invocations(text: str, program: str = "diag") -> list[list[str]]:
+    """The ``diag ...`` (``program ...``) command lines of a shell script: ``diag`` (or ``.../diag``) in command
+    position, and comment lines that start with ``diag`` (usage examples). Each ends at a shell operator or
+    the line's end; the first word is ``program``."""
     found = []
     for line in _logical_lines(text):
         example = line.startswith("#")
         body = line.lstrip("#").strip() if example else line
-        if example and not body.startswith("diag "):
+        if example and not body.startswith(program + " "):
             continue
-        if not re.search(r"(?:^|[\s/;&|])diag\s", body):
+        if not re.search(rf"(?:^|[\s/;&|]){re.escape(program)}\s", body):
             continue
         try:
             tokens = shlex.split(body, comments=not example)
@@ -169,11 +170,11 @@ def shell_invocations(text: str) -> list[list[str]]:
         starts = []
         at_start = True
         for i, t in enumerate(tokens):
-            if at_start and (t == "diag" or t.endswith("/diag")):
+            if at_start and (t == program or t.endswith("/" + program)):
                 starts.append(i)
             at_start = t in _COMMAND_BEFORE or t.endswith(";") or (at_start and re.fullmatch(r"\w+=.*", t) is not None)
         for s in starts:
-            argv = ["diag"]
+            argv = [program]
             for t in tokens[s + 1:]:
                 if t in _SHELL_END or t.endswith(";"):
                     if t.endswith(";") and t != ";":
@@ -645,7 +646,8 @@ def test_pytorchjob_agent_shares_the_workers_logs_and_processes() -> None:
             volumes = {v["name"]: v for v in spec["volumes"]}
             wmounts = {m["mountPath"]: m["name"] for m in worker["volumeMounts"]}
             amounts = {m["mountPath"]: m["name"] for m in agent["volumeMounts"]}
-            torchrun = container_argv(worker)
+            argv = container_argv(worker)
+            (torchrun,) = shell_invocations(argv[-1], "torchrun") if "-c" in argv else [argv]
             assert Path(torchrun[0]).name == "torchrun"
             wlog, alog = _opt(torchrun, "--log-dir"), _opt(watch, "--log-dir")
             assert wlog in wmounts and alog in amounts, (wlog, alog)
