@@ -72,7 +72,8 @@ def check_invocation(argv: list[str]) -> list[str]:
 
     ``argv[0]`` is ``diag``; ``argv[1]`` must be a sub-command of the real CLI, every ``--option`` one of
     its options, an option that takes a value must have one, a literal value must parse as the CLI parses it,
-    and positional words are allowed only as many as the command's arguments; after ``--`` (a command that
+    positional words are allowed only as many as the command's arguments, and every required option is
+    there; after ``--`` (a command that
     takes extra arguments: ``diag watch -- torchrun ...``) nothing is checked. Values holding a shell or
     Kubernetes variable are not converted.
     """
@@ -86,6 +87,7 @@ def check_invocation(argv: list[str]) -> list[str]:
     extra = bool(cmd.context_settings.get("allow_extra_args"))
     room = float("inf") if any(a.nargs == -1 for a in arguments) else len(arguments)
     errors: list[str] = []
+    given: set[str] = set()
     words = 0
     i = 2
     while i < len(argv):
@@ -101,6 +103,7 @@ def check_invocation(argv: list[str]) -> list[str]:
                 errors.append(f"`diag {argv[1]}` has no option {name}")
                 i += 1
                 continue
+            given.add(param.name)
             if param.is_flag or param.count:
                 if eq:
                     errors.append(f"{name} is a flag and takes no value")
@@ -125,6 +128,9 @@ def check_invocation(argv: list[str]) -> list[str]:
                 errors.append(f"`diag {argv[1]}` takes no argument {tok!r} here"
                               + (" (a command to launch goes after --)" if extra else ""))
         i += 1
+    for param in {p.name: p for p in options.values()}.values():
+        if param.required and param.name not in given:
+            errors.append(f"`diag {argv[1]}` needs {param.opts[0]}")
     return errors
 
 
@@ -461,6 +467,7 @@ def test_every_diag_command_line_exists_in_the_cli() -> None:
     (["diag", "watch", "--job-id", "j", "/logs", "--", "torchrun"], "takes no argument '/logs'"),
     (["diag", "watch", "--quiet=1", "--job-id", "j"], "is a flag"),
     (["diag", "serve", "--", "x"], "takes no command after --"),
+    (["diag", "watch", "--log-dir", "/logs", "--", "torchrun"], "needs --job-id"),
 ])
 def test_check_invocation_catches_mistakes(argv: list[str], expect: str) -> None:
     errors = check_invocation(argv)
