@@ -256,3 +256,15 @@ def test_a_feed_folder_gives_this_nodes_step_records_only(tmp_path: Path) -> Non
     assert [(s["rank"], s["node"]) for b in batches for s in b.steps] == [(0, "node0")]
     assert not any(c.path.startswith("feeds/") for b in batches for c in b.logs)  # records, not log text
     assert "first_step" in _kinds(agent)
+
+
+def test_watch_cli_refuses_a_misspelt_option_and_a_missing_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["watch", "--job-id", "j1", "--state-dir", str(tmp_path / "a"), "--hang-flor", "5", "--", "true"])
+    assert r.exit_code == 2 and "unknown option '--hang-flor'" in r.output
+    r = runner.invoke(app, ["watch", "--job-id", "j1", "--state-dir", str(tmp_path / "b"), "--", "no-such-launcher-xyz"])
+    assert r.exit_code == 2 and "cannot start 'no-such-launcher-xyz'" in r.output

@@ -48,6 +48,8 @@ def watch(
     cmd = list(ctx.args)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    if cmd and cmd[0].startswith("-"):  # an option of ours misspelt, not the launcher's command
+        raise WatchError(f"unknown option {cmd[0]!r} (the command to run goes after --)")
     if not is_job_id(job_id):
         raise WatchError(f"not a job id: {job_id!r}")
     if not cmd and pid is None and log_dir is None:
@@ -69,7 +71,10 @@ def watch(
     send = http_sender(service, job_id, os.environ.get("DIAG_AGENT_TOKEN")) if service else None
     launcher = pump = None
     if cmd:
-        launcher, pump = launch(cmd, cfg.state_dir / "console")
+        try:
+            launcher, pump = launch(cmd, cfg.state_dir / "console")
+        except OSError as exc:
+            raise WatchError(f"cannot start {cmd[0]!r}: {exc.strerror or exc}") from exc
     agent = Agent(cfg, send, launcher=launcher, pump=pump)
 
     def _stop(signum: int, _frame: object) -> None:
