@@ -72,7 +72,8 @@ def evaluate(suite: Path) -> dict[str, Any]:
         "suite": str(suite),
         "runs": len(rows),
         "by_mode": by_mode,
-        "agree_with_post_hoc": round(statistics.mean(r["agree"] for r in rows), 3) if rows else None,
+        "agree_with_post_hoc": (round(statistics.mean(r["agree"] for r in rows if not r["clean"]), 3)
+                                if any(not r["clean"] for r in rows) else None),
         "clean_runs": len(clean),
         "clean_false_alarms": sum(r["false_alarm"] for r in clean),
         "rows": rows,
@@ -89,7 +90,7 @@ def main() -> None:
     a.out.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=2))
     for r in res["rows"]:
-        if not r["agree"] or r["false_alarm"]:
+        if (not r["agree"] and not r["clean"]) or r["false_alarm"]:
             print("disagree" if not r["agree"] else "false alarm", r["run"], "live", r["live"], "post-hoc", r["post_hoc"])
 
 

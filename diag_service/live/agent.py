@@ -312,7 +312,11 @@ class Agent:
             self._finish(None, now)
             return
         if self.pid is not None:
-            self.workers = _workers(self.pid)
+            workers = _workers(self.pid)
+            for pid, w in workers.items():
+                if pid not in self.workers:  # announced once: the service maps the logs' local ranks with it
+                    self._event(LiveEventKind.WORKER, now, rank=w.rank, local_rank=w.local_rank, pid=w.pid)
+            self.workers = workers
 
     def _finish(self, code: int | None, now: float) -> None:
         if self.finished:

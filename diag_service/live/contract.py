@@ -9,7 +9,8 @@ text is redacted by the service before it is stored.
 
 * ``events``: lifecycle events in the ETPR vocabulary (``docs/etpr.md``: ``started``, ``first_step``,
   ``progress``, ``checkpoint_saved``, ``failure``, ``hang_detected``, ``slow_detected``, ``restart``,
-  ``finished``), plus ``heartbeat`` (the agent is alive; not an ETPR event).
+  ``finished``), plus ``heartbeat`` (the agent is alive) and ``worker`` (a worker process and its ranks),
+  which are not ETPR events.
 * ``logs``: new bytes of the workers' log files, as text, by path relative to the watched folder.
 * ``stacks``: stack samples of local ranks (py-spy ``dump --json`` or text) taken while the job
   looks hung; one snapshot is the samples of one ``snapshot`` number.
@@ -58,6 +59,7 @@ class LiveEventKind(StrEnum):
     RESTART = "restart"
     FINISHED = "finished"
     HEARTBEAT = "heartbeat"
+    WORKER = "worker"  # a worker process seen: its global ``rank``, ``local_rank`` and ``pid`` (not an ETPR event)
 
 
 class _Strict(BaseModel):

@@ -589,8 +589,14 @@ class LiveJobs:
         st = live.state
         trigger = False
         lines = []
+        workers = False
         for ev in batch.events:
             if ev.event == LiveEventKind.HEARTBEAT:
+                continue
+            if ev.event == LiveEventKind.WORKER:  # the rank map of the job's logs and dumps, not an ETPR event
+                if ev.rank is not None:
+                    st.ranks[str(ev.rank)] = {"node": batch.node, "pid": ev.pid, "local_rank": ev.local_rank}
+                    workers = True
                 continue
             lines.append(json.dumps(self._etpr(st.job_id, batch, ev)) + "\n")
             kind = ev.event
@@ -622,6 +628,11 @@ class LiveJobs:
                 elif agent.state != "failed":
                     agent.state = "finished"
         self._append(live, "events.jsonl", lines)
+        if workers:
+            dumps = live.folder / "dumps"
+            dumps.mkdir(exist_ok=True)
+            _atomic_write(dumps / "ranks.json",
+                          json.dumps(dict(sorted(st.ranks.items(), key=lambda kv: int(kv[0]))), indent=1))
         return trigger
 
     @staticmethod
