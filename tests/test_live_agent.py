@@ -268,3 +268,15 @@ def test_watch_cli_refuses_a_misspelt_option_and_a_missing_command(tmp_path: Pat
     assert r.exit_code == 2 and "unknown option '--hang-flor'" in r.output
     r = runner.invoke(app, ["watch", "--job-id", "j1", "--state-dir", str(tmp_path / "b"), "--", "no-such-launcher-xyz"])
     assert r.exit_code == 2 and "cannot start 'no-such-launcher-xyz'" in r.output
+
+
+def test_torchruns_error_json_is_sent_whole(tmp_path: Path) -> None:
+    # torch.distributed.elastic's @record writes the failed worker's exception and time as one JSON document
+    # (no final newline); the diagnosis takes the failure's time from it.
+    doc = {"message": {"message": "KeyError: 'decay_every'", "extraInfo": {"py_callstack": "Traceback ...",
+                                                                          "timestamp": "1796314635"}}}
+    f = tmp_path / "run" / "attempt_0" / "0" / "error.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps(doc))
+    (c,) = LogTailer(tmp_path).poll()
+    assert json.loads(c.text) == doc

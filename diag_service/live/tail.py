@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Names of files followed: torchrun's ``--log-dir`` tree (``<run>/attempt_<n>/<local_rank>/stdout.log``,
-#: ``stderr.log``), consoles, ``*.out`` / ``*.err`` of Slurm, and a timing feed (``timing*.jsonl``).
-LOG_NAME = re.compile(r"(?i)(?:\.(?:log|out|err|txt)|^(?:stdout|stderr)(?:\.\w+)?|^timing[^/]*\.jsonl)$")
+#: ``stderr.log``, and ``error.json``, the failed worker's exception with its time, written by
+#: torch.distributed.elastic's ``@record``), consoles, ``*.out`` / ``*.err`` of Slurm, and a timing feed
+#: (``timing*.jsonl``).
+LOG_NAME = re.compile(
+    r"(?i)(?:\.(?:log|out|err|txt)|^(?:stdout|stderr)(?:\.\w+)?|^timing[^/]*\.jsonl|(?:^|/)error\.json)$")
 #: A partial line longer than this is returned without waiting for its newline (bytes).
 MAX_PARTIAL = 64 << 10
 #: Files followed at most (a folder with more is a misconfiguration; the first ones by name are kept).
@@ -157,6 +160,8 @@ class LogTailer:
         finally:
             os.close(fd)
         end = data.rfind(b"\n") + 1
+        if rel.rsplit("/", 1)[-1] == "error.json" and not f.behind:
+            end = len(data)  # one JSON document written at once, often without a final newline
         if end == 0:
             if len(data) < MAX_PARTIAL:
                 return None
