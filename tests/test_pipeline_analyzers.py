@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from diag_service.cli import app
@@ -112,3 +113,25 @@ def test_the_slow_report_in_a_diagnosis_is_typed_and_reads_back_from_stored_json
     doc["schema_version"] = "1.0"
     back = Diagnosis.model_validate(doc)
     assert back.slow is not None and back.slow.stragglers == d.slow.stragglers and back.slow.summary == d.slow.summary
+
+
+@pytest.mark.parametrize(("after_s", "category"), [(60.0, "unknown"), (-60.0, "infrastructure")])
+def test_a_kill_after_the_ranks_were_stuck_is_teardown_not_cause(tmp_path: Path, after_s: float, category: str) -> None:
+    # Real py-spy dumps of a hung lab run (rank 2 slept before an all-reduce) and torchrun's agent told to stop
+    # from outside. Stamped after the first stuck snapshot, the signal is someone killing the hung job; stamped
+    # before the hang, it is what stopped the job.
+    import datetime as dt
+
+    src = Path(__file__).parent / "fixtures" / "hang" / "sleep_before_allreduce"
+    bundle = tmp_path / "bundle"
+    shutil.copytree(src, bundle / "dumps")
+    first = min(e["time"] for e in json.loads((src / "index.json").read_text()))
+    t = dt.datetime.fromtimestamp(first + after_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S,000")
+    (bundle / "console_node0.log").write_text(
+        f"[{t}] torch.distributed.elastic.agent.server.api: [WARNING] Received 15 death signal, shutting down workers\n")
+    d = diagnose(DiagnoseRequest(path=str(bundle)))
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value == category
+    if category == "unknown":
+        assert d.first_failing_rank == 2
+        assert any("teardown" in f for f in d.findings)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
 from diag_service.contracts import Localization, ProgressLog, RawEvent, TemplateGroup
 from diag_service.domain import (
@@ -616,6 +617,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         return
     d.failure_mode = FailureMode.FAIL_HANG
     d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
+    _teardown_is_not_the_cause(d, hang)
     top = hang.suspects[0] if hang.suspects else None
     unique = top is not None and top.score >= 0.7 and (len(hang.suspects) == 1 or hang.suspects[1].score < top.score)
     if d.category is Category.UNKNOWN:
@@ -630,6 +632,28 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
         d.faulty_nodes = [top.node]
+
+
+def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
+    """A log verdict first stamped after the ranks were seen stuck (the hang's first stuck snapshot) is the
+    hang's teardown (the job killed from outside, peers' connections and store lookups failing, watchdog
+    timeouts), not its cause: the category goes back to ``unknown`` and the stacks name the culprit. A
+    cause logged before the hang (a GPU that fell off the bus) keeps its category."""
+    hit = next((h for h in d.signature_hits if h.role is EventRole.ROOT and h.category == d.category), None)
+    if d.category is Category.UNKNOWN or hit is None or hit.first_timestamp is None or hang.stuck_since_time is None:
+        return
+    try:
+        t = datetime.fromisoformat(hit.first_timestamp).timestamp()
+    except ValueError:
+        return
+    if t <= hang.stuck_since_time:
+        return
+    d.findings.append(
+        f"The logs' '{hit.name}' came after the ranks were already stuck (from {iso(hang.stuck_since_time)}): "
+        "a consequence of the hang (its teardown), not its cause."
+    )
+    d.category = Category.UNKNOWN
+    d.responsible = Responsible.PLATFORM
 
 
 def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
