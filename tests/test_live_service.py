@@ -152,6 +152,11 @@ def test_resend_gap_and_bad_path(client: TestClient) -> None:
     assert a.post(a.body(seq=3), token=READER).status_code == 403
     assert client.get(f"/v1/live/jobs/{job}", headers={"Authorization": f"Bearer {AGENT}"}).status_code == 403
     assert client.get("/v1/live/jobs/no-such-job").status_code == 404
+    # what a dashboard sees: applied, resent and refused batches, the agents' lifecycle events
+    metrics = client.get("/metrics").text
+    for outcome in ("applied", "resent", "refused"):
+        assert f'diag_live_batches_total{{outcome="{outcome}"}}' in metrics
+    assert 'diag_live_events_total{event="started"}' in metrics
 
 
 def test_secrets_never_reach_the_disk(client: TestClient) -> None:

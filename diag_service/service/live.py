@@ -103,11 +103,17 @@ async def post_batch(job_id: str, request: Request, _: Agent) -> Any:
     try:
         ack, _trigger = await run_in_threadpool(live_of(request).apply, job_id, batch)
     except LiveRefused as exc:
+        ctx.metrics.live_batches.labels("refused").inc()
         return _refused(ctx, exc)
     except OSError as exc:
         log.error("live job %s: cannot write its folder: %s", job_id, exc)
         return JSONResponse({"detail": "the live store cannot be written; retry later", "reason": "live_store"},
                             status_code=503, headers={"Retry-After": "5"})
+    ctx.metrics.live_batches.labels("applied" if ack.applied else "resent").inc()
+    if ack.applied:
+        for ev in batch.events:
+            if ev.event.value not in ("heartbeat", "worker", "progress"):
+                ctx.metrics.live_events.labels(ev.event.value).inc()
     return ack
 
 

@@ -32,6 +32,10 @@ class Metrics:
         self.refusals = Counter("diag_refusals_total", "Requests refused with a 4xx/503, by reason.", ["reason"], registry=r)
         self.alerts = Counter("diag_alerts_total", "Alerts by kind and outcome (sent, deduplicated, retried, failed).",
                               ["kind", "outcome"], registry=r)
+        self.live_batches = Counter("diag_live_batches_total", "Agent batches by outcome (applied, resent, refused).",
+                                    ["outcome"], registry=r)
+        self.live_events = Counter("diag_live_events_total", "Lifecycle events reported by node agents (applied "
+                                   "batches), by event.", ["event"], registry=r)
         self.feedback = Counter("diag_feedback_total", "Operator feedback by verdict and source.", ["verdict", "source"],
                                 registry=r)
 
