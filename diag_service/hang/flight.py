@@ -44,6 +44,7 @@ from typing import Any
 
 from diag_service.domain import CollectiveReport, CollectiveStall, FRCulprit, P2PStall
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.fsutil import read_regular
 from diag_service.ingest.members import find_fr_dumps
 
 #: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
@@ -275,9 +276,12 @@ def _load_one(item: tuple[int, str]) -> tuple[int, FRDump | None, str | None]:
     r, path = item
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_DUMP_BYTES:
+        # a file found in a folder, not a link: checked again as it is opened (a link swapped in, a device
+        # or a pipe is refused), and read to at most the cap whatever the file system says its size is
+        data = read_regular(p, MAX_DUMP_BYTES + 1)
+        if len(data) > MAX_DUMP_BYTES:
             return r, None, f"{p.name}: larger than {MAX_DUMP_BYTES} bytes, not read"
-        return r, parse_fr_dump(p.read_bytes(), r, p.name), None
+        return r, parse_fr_dump(data, r, p.name), None
     except FlightRecorderError as exc:
         return r, None, str(exc)
     except OSError as exc:

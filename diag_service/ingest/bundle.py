@@ -42,6 +42,7 @@ from typing import BinaryIO
 
 from diag_service.domain import InputReport
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.fsutil import UnsafePathError, open_regular
 from diag_service.ingest.archive import (
     GZIP_MAGIC,
     MAX_RAW_BYTES,
@@ -664,7 +665,12 @@ def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimi
             if not os.path.isfile(full):
                 continue
             try:
-                fobj = open(full, "rb")  # noqa: SIM115 - closed below
+                # checked again as it is opened: a file swapped for a link leaving the bundle, or for a
+                # device or pipe, after the checks above is refused, not read
+                fobj = open_regular(full, real_root)
+            except UnsafePathError as exc:
+                report.warnings.append(f"{rel}: {str(exc).split(': ', 1)[-1]}, skipped")
+                continue
             except OSError as exc:
                 report.warnings.append(f"{rel}: unreadable ({exc.strerror or exc}), skipped")
                 continue

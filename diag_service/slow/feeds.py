@@ -24,12 +24,13 @@ format cannot be read at all, raises :class:`FeedError`.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -366,22 +367,45 @@ class RecordConverter:
         return StepBatch.from_columns(**cols, node_names=self.node_names)
 
 
-def _open_text(path: Path):  # noqa: ANN202 - a text file object
+#: Longest JSONL record line read (characters); one record is ~200. A longer line (a file without
+#: newlines) is skipped as malformed, read in pieces of this size, never held whole.
+MAX_FEED_LINE_CHARS = 1 << 20
+
+
+def _open_text(path: Path, fh: BinaryIO | None = None):  # noqa: ANN202 - a text file object
+    raw = fh if fh is not None else open(path, "rb")  # noqa: SIM115 - closed with the text wrapper
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - the caller closes it
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
-def load_jsonl(path: str | Path) -> Feed:
-    """Load a JSONL (optionally ``.gz``) timing feed. Malformed lines are skipped and counted.
+def _capped_lines(fh: io.TextIOBase, limit: int = MAX_FEED_LINE_CHARS) -> Iterator[str]:
+    """The lines of ``fh``; a line longer than ``limit`` characters comes out as one unparseable line
+    (``"\x00"``), consumed in pieces."""
+    while True:
+        line = fh.readline(limit)
+        if not line:
+            return
+        if len(line) >= limit and not line.endswith("\n"):
+            while line and not line.endswith("\n"):
+                line = fh.readline(limit)
+            yield "\x00"
+            continue
+        yield line
 
-    Raises :class:`FeedError` if the file cannot be opened.
+
+def load_jsonl(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a JSONL (optionally ``.gz``) timing feed. Malformed lines (and lines longer than
+    :data:`MAX_FEED_LINE_CHARS`) are skipped and counted. ``fh``: the file, already opened (and checked)
+    by the caller; else ``path`` is opened.
+
+    Raises :class:`FeedError` if the file cannot be opened or read.
     """
     p = Path(path)
     try:
-        with _open_text(p) as fh:
-            return jsonl_feed(fh, str(p))
-    except OSError as exc:
+        with _open_text(p, fh) as text:
+            return jsonl_feed(_capped_lines(text), str(p))
+    except (OSError, EOFError) as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
 
 
@@ -423,28 +447,41 @@ def csv_feed(text: str, source: str) -> Feed:
 MAX_JSON_ARRAY_BYTES = 512 * 2**20
 
 
-def is_json_array(path: str | Path) -> bool:
-    """Whether the file's first non-blank character is ``[`` (a JSON array), reading at most 4 KiB."""
+def is_json_array(path: str | Path, fh: BinaryIO | None = None) -> bool:
+    """Whether the file's first non-blank character is ``[`` (a JSON array), reading at most 4 KiB
+    (of ``fh`` from its start, when given, which is then rewound)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if fh is not None:
+            fh.seek(0)
+            head = fh.read(4096)
+            fh.seek(0)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(4096)
     except OSError:
         return False
-    return head.startswith(b"[")
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
 
 
-def load_json_array(path: str | Path) -> Feed:
-    """Load a ``.json`` file holding one array of step records (the lab's format).
+def load_json_array(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a ``.json`` file holding one array of step records (the lab's format). ``fh``: the file,
+    already opened (and checked) by the caller; else ``path`` is opened.
 
     Raises :class:`FeedError` if the file cannot be read, is not valid JSON, is not an array, or is larger
-    than :data:`MAX_JSON_ARRAY_BYTES` (write such feeds as JSONL, one record per line).
+    than :data:`MAX_JSON_ARRAY_BYTES` (write such feeds as JSONL, one record per line); the size is that
+    of the bytes read, not what the file system says (a device or a growing file says 0).
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_JSON_ARRAY_BYTES:
-            raise FeedError(f"{p}: a {size} byte JSON array; write feeds this large as JSONL (one record per line)")
-        data = json.loads(p.read_bytes().decode("utf-8", errors="replace"))
+        if fh is not None:
+            raw = fh.read(MAX_JSON_ARRAY_BYTES + 1)
+        else:
+            with open(p, "rb") as f:
+                raw = f.read(MAX_JSON_ARRAY_BYTES + 1)
+        if len(raw) > MAX_JSON_ARRAY_BYTES:
+            raise FeedError(f"{p}: a JSON array over {MAX_JSON_ARRAY_BYTES} bytes; write feeds this large as JSONL "
+                            "(one record per line)")
+        data = json.loads(raw.decode("utf-8", errors="replace"))
     except OSError as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -473,20 +510,25 @@ def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
     return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0))
 
 
-def load_table(path: str | Path) -> Feed:
-    """Load a CSV or Parquet timing feed with the lab's columns (aliases in :data:`ALIASES`).
+def load_table(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a CSV or Parquet timing feed with the lab's columns (aliases in :data:`ALIASES`). ``fh``: the
+    file, already opened (and checked) by the caller; else ``path`` is opened.
 
     Raises :class:`FeedError` if the file cannot be read or has no step column.
     """
     import polars as pl
 
     p = Path(path)
+    src: Any = p
+    if fh is not None:
+        fh.seek(0)
+        src = fh
     try:
         if p.suffix.lower() == ".parquet":
-            df = pl.read_parquet(p)
+            df = pl.read_parquet(src)
             fmt = "parquet"
         else:
-            df = pl.read_csv(p, infer_schema_length=10000, ignore_errors=True)
+            df = pl.read_csv(src, infer_schema_length=10000, ignore_errors=True)
             fmt = "csv"
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
