@@ -46,6 +46,7 @@ from diag_service.domain import CollectiveReport, CollectiveStall, FRCulprit, P2
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.fsutil import read_regular
 from diag_service.ingest.members import find_fr_dumps
+from diag_service.limits import LIMITS
 
 #: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
 MAX_DUMP_BYTES = 256 << 20
@@ -115,7 +116,7 @@ class FRDump:
 def _int(v: Any) -> int | None:  # noqa: ANN401
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, text, a float infinity or NaN
         return None
 
 
@@ -127,7 +128,7 @@ def _ranks(v: Any) -> list[int]:  # noqa: ANN401
             return []
     if isinstance(v, list | tuple):
         out = [_int(x) for x in v]
-        return sorted({x for x in out if x is not None and 0 <= x < 1 << 24})
+        return sorted({x for x in out if x is not None and 0 <= x <= LIMITS.max_rank})
     return []
 
 
@@ -350,7 +351,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     rep.version = versions.most_common(1)[0][0]
     if len(versions) > 1:
         rep.warnings.append(f"dumps of different versions: {dict(versions)}")
-    world = world_size or (max(dumps) + 1)
+    world = min(world_size or (max(dumps) + 1), LIMITS.max_world_size)
     rep.ranks_missing_dump = sorted(set(range(world)) - set(dumps))
     members, desc = _members(dumps)
     for g in members:  # the default group spans the world, dumped or not

@@ -28,6 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from diag_service.fsutil import read_regular
+from diag_service.limits import LIMITS
 
 #: A per-rank timing feed, at any depth of a bundle.
 FEED_MEMBER = re.compile(r"(?i)(?:^|/)timing[^/]*\.(?:(?:jsonl|ndjson)(?:\.gz)?|csv|parquet)$")
@@ -41,8 +42,8 @@ def feed_preference(name: str) -> tuple[int, str]:
     return order, name
 
 
-#: A stack dump of one rank in one snapshot folder.
-RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+#: A stack dump of one rank in one snapshot folder (a rank above ``LIMITS.max_rank`` is not one).
+RANK_FILE = re.compile(r"^rank[-_]?(\d{1,7})\.(txt|json)$")
 #: Bytes of one stack dump given to the hang analyzer (py-spy dumps of one process are kilobytes).
 MAX_DUMP_BYTES = 8 << 20
 #: Files that describe the stack dumps of a dumps root.
@@ -81,9 +82,10 @@ def dump_member(name: str) -> DumpPath | None:
     if not m:
         return None
     root = "/".join(parts[:-2])
-    if not _root_ok(root):
+    rank = int(m.group(1))
+    if not _root_ok(root) or rank > LIMITS.max_rank:
         return None
-    return DumpPath(root=root, snapshot=parts[-2], rank=int(m.group(1)))
+    return DumpPath(root=root, snapshot=parts[-2], rank=rank)
 
 
 def dump_meta_root(name: str) -> str | None:

@@ -23,6 +23,7 @@ from diag_service.slow.feeds import (
     FeedError,
     StepBatch,
     csv_feed,
+    dropped_nodes_warning,
     is_json_array,
     jsonl_feed,
     load_json_array,
@@ -145,6 +146,8 @@ def analyze_slow(
         feed.stats.bad_records = conv.bad
         if conv.bad:
             feed.stats.warnings.append(f"{conv.bad} record(s) were invalid and skipped, e.g. " + "; ".join(conv.reasons[:3]))
+        if conv.dropped_nodes:
+            feed.stats.warnings.append(dropped_nodes_warning(conv.dropped_nodes))
     t_load = time.perf_counter()
     det = SlowDetector(config, world_size=world_size, source=feed.stats.source, fmt=feed.stats.format, units=feed.units)
     det.stats.bad_records = feed.stats.bad_records

@@ -36,17 +36,16 @@ import numpy as np
 
 from diag_service.domain import Evidence
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.limits import LIMITS
 from diag_service.slow.models import FeedStats, StepKind
 
 KIND_CODE: dict[str, int] = {"train": 0, "eval": 1, "evaluation": 1, "validation": 1, "val": 1, "checkpoint": 2, "ckpt": 2}
 KIND_NAMES = (StepKind.TRAIN, StepKind.EVAL, StepKind.CHECKPOINT)
-#: Bounds on values that size the detector's arrays (a rank indexes a dense table): a record beyond
-#: them is invalid, counted and reported, never allocated for. 2**20 ranks is ten times the largest
-#: published training job (~100k GPUs); a step above 2**53 is not exact as a float; stages are
-#: pipeline-parallel stages (int32 in the detector).
-MAX_RANK = 2**20 - 1
-MAX_STEP = 2**53
-MAX_STAGE = 2**15
+#: Bounds on values that size the detector's tables (:data:`diag_service.limits.LIMITS`): a record beyond
+#: them is invalid, counted and reported, never allocated for.
+MAX_RANK = LIMITS.max_rank
+MAX_STEP = LIMITS.max_step
+MAX_STAGE = LIMITS.max_stage
 
 #: Accepted column names, first match wins (lab format first; common alternatives after).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -237,14 +236,23 @@ class RecordConverter:
         self._node_code: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
         self.bad = 0
         self.reasons: list[str] = []
+        self.dropped_nodes = 0  # records whose node name was over a bound (see node_code)
 
     def node_code(self, name: Any) -> int:
-        """Code of a node name (new names are appended); -1 for None/empty."""
+        """Code of a node name (new names are appended); -1 (unknown node) for None/empty, for a name
+        longer than ``LIMITS.max_node_name_chars`` and for new names past ``LIMITS.max_nodes`` distinct
+        ones (each such record is analysed without its node; the first few are reported in ``reasons``)."""
         if name is None or name == "":
             return -1
         s = str(name)
         c = self._node_code.get(s)
         if c is None:
+            if len(s) > LIMITS.max_node_name_chars or len(self.node_names) >= LIMITS.max_nodes:
+                self.dropped_nodes += 1
+                if self.dropped_nodes == 1 and len(self.reasons) < 20:
+                    self.reasons.append(f"node names beyond {LIMITS.max_nodes} distinct ones or longer than "
+                                        f"{LIMITS.max_node_name_chars} characters are taken as an unknown node")
+                return -1
             c = len(self.node_names)
             self.node_names.append(s)
             self._node_code[s] = c
@@ -270,7 +278,7 @@ class RecordConverter:
             if any(len(r) != len(keys) for r in records):
                 return None  # a record with other fields (kind, stage...) must not lose them: the general path
             arr = {k: np.fromiter((r[k] for r in records), np.float64, n) for k in keys if k != "node"}
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None
         nan = np.full(n, np.nan)
         step, rank = arr["step"], arr["rank"]
@@ -427,7 +435,8 @@ def jsonl_feed(lines: Iterable[str], source: str, first_line: int = 1) -> Feed:
             continue
         line_nos.append(ln)
     batch = conv.convert(recs, line_nos)
-    return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
+    return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed,
+                              conv.dropped_nodes))
 
 
 def csv_feed(text: str, source: str) -> Feed:
@@ -490,7 +499,7 @@ def load_json_array(path: str | Path, fh: BinaryIO | None = None) -> Feed:
         raise FeedError(f"{p}: a JSON {type(data).__name__}, not an array of step records")
     conv = RecordConverter()
     batch = conv.convert(data)
-    return Feed(batch, _stats(str(p), "json", batch, conv.bad, conv.reasons, 0))
+    return Feed(batch, _stats(str(p), "json", batch, conv.bad, conv.reasons, 0, conv.dropped_nodes))
 
 
 def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
@@ -507,7 +516,7 @@ def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
     df = df.select(list(rename)).rename(rename)
     conv = RecordConverter()
     batch = conv.convert(df.iter_rows(named=True), range(2, df.height + 2))
-    return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0))
+    return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0, conv.dropped_nodes))
 
 
 def load_table(path: str | Path, fh: BinaryIO | None = None) -> Feed:
@@ -535,8 +544,16 @@ def load_table(path: str | Path, fh: BinaryIO | None = None) -> Feed:
     return _table_to_feed(df, str(p), fmt)
 
 
-def _stats(source: str, fmt: str, batch: StepBatch, bad: int, reasons: list[str], malformed: int) -> FeedStats:
+def dropped_nodes_warning(n: int) -> str:
+    return (f"{n} record(s) named a node beyond {LIMITS.max_nodes} distinct ones or longer than "
+            f"{LIMITS.max_node_name_chars} characters; analysed as an unknown node")
+
+
+def _stats(source: str, fmt: str, batch: StepBatch, bad: int, reasons: list[str], malformed: int,
+           dropped_nodes: int = 0) -> FeedStats:
     warnings = []
+    if dropped_nodes:
+        warnings.append(dropped_nodes_warning(dropped_nodes))
     if malformed:
         warnings.append(f"{malformed} line(s) are not valid JSON and were skipped")
     if bad - malformed > 0:
