@@ -178,6 +178,7 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
         MemoryError,
         RecursionError,
         UnicodeDecodeError,
+        OverflowError,  # a pickle opcode declaring an absurd length
     ) as exc:
         raise FlightRecorderError(
             f"{source}: not a readable Flight Recorder dump ({type(exc).__name__}: {str(exc)[:200]})"
