@@ -31,6 +31,9 @@ class InputLimits(BaseModel):
         description="Largest world size given as an option or request field, or implied by the ranks seen.")
     max_step: int = Field(default=2**53, ge=0, description="Largest step number: above 2**53 a float is not exact.")
     max_stage: int = Field(default=2**15, ge=0, description="Largest pipeline stage (int32 in the detector).")
+    max_attempt: int = Field(
+        default=2**15, ge=0, description="Largest restart attempt of a record (torchrun counts restarts; int32 in "
+                                         "the detector).")
     max_nodes: int = Field(
         default=2**16, ge=1,
         description="Distinct node names kept per feed or stream (65,536 nodes of 8 GPUs is 4x the largest "

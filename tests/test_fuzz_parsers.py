@@ -259,6 +259,7 @@ def _good(n: int) -> list[dict[str, Any]]:
 @FAST
 @given(st.lists(st.one_of(_record(FEED_KEYS), LAB, JSON_ANY), max_size=12),
        st.lists(st.sampled_from(["", "{", "not json", "[1, 2]", "\x00", "{\"rank\": 1e400}"]), max_size=3))
+@example(records=[{"rank": 1, "step": 7, "kind": "train", "attempt": 2**31}], garbage=[])  # int32 overflow
 def test_jsonl_feed_and_the_detector(records: list[Any], garbage: list[str]) -> None:
     from diag_service.slow.feeds import jsonl_feed
 
@@ -298,20 +299,38 @@ def test_csv_feed(header: list[str], rows: list[list[str]]) -> None:
         csv_feed(text, "timing.csv")
 
 
+#: Iteration lines of the frameworks ``slow/logs.py`` reads, with numbers drawn from NUMBERS.
+ITERATION_LINES = [
+    "iteration {a}/ {b} | consumed samples: 64 | elapsed time per iteration (ms): {x} | lm loss: 2.3",
+    "[2024-04-10 04:59:03,123] [INFO] global_step={a}, skipped=0, lr=[3e-4], mom=[(0.9, 0.95)], "
+    "CurrSamplesPerSec={x}, MemAllocated=12.3GB",
+    "step={a}, skipped=0, lr=[3e-4]", "time (ms) | fwd_microstep: {x} | bwd_microstep: {y} | bwd_allreduce: {y} | step: {x}",
+    '"train_batch_size": {a}', "Epoch {a}: {b}%|#   | {a}/{b} [00:01<00:09, {x}it/s, loss=2.31]",
+    " {b}%|#   | {a}/{b} [00:01<00:09, {x}s/it]",
+]
+NUMBERS = st.one_of(st.sampled_from(["0", "5", "12.5", "1.2.3", "..", ".", "1e999", "1e-400", "99999999999999999999",
+                                     "9" * 5000, "00007", "3e5"]), st.integers(0, 10**6).map(str))
+
+
 @SLOW
-@given(st.lists(st.lists(st.sampled_from(LOG_TOKENS + ["iteration 5/10 | elapsed time per iteration (ms): 9.0 |",
-                                                     "[1/100] loss 3.2 | 0.4 s/it", "train_batch_size 8 time (ms) 99"]),
-                         max_size=5).map(" ".join), max_size=30))
-def test_iteration_lines_of_a_log(lines: list[str]) -> None:
+@given(st.lists(st.tuples(st.sampled_from(ITERATION_LINES), NUMBERS, NUMBERS, NUMBERS, NUMBERS,
+                          st.sampled_from(["", "[rank3]: ", "gpu-node-1: ", "[default0]:"])), max_size=25))
+@example(lines=[("iteration {a}/ {b} | elapsed time per iteration (ms): {x} |", "99999999999999999999", "10", "5", "5",
+                 "")])  # an int64 overflow in the series
+@example(lines=[(ITERATION_LINES[0], "5", "10", "1.2.3", "5", "")])  # float('1.2.3')
+def test_iteration_lines_of_a_log(lines: list[tuple[str, str, str, str, str, str]]) -> None:
     from diag_service.slow.logs import load_log_bundle
 
+    text = "\n".join(pre + tpl.format(a=a, b=b, x=x, y=y) for tpl, a, b, x, y, pre in lines) + "\n"
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "train.log"
-        p.write_text("\n".join(lines) + "\n", errors="replace")
+        p.write_text(text)
         try:
-            load_log_bundle(p)
+            feed = load_log_bundle(p)
         except DiagError as exc:
             assert _input_error(exc), exc
+            return
+        assert feed.stats.records == len(feed.batch)
 
 
 # --- ETPR events ----------------------------------------------------------------------------------------------
@@ -420,6 +439,7 @@ def _containers(data: bytes) -> dict[str, bytes]:
 
 @SLOW
 @given(st.one_of(st.binary(max_size=400), _lines(20).map(lambda ls: "\n".join(ls).encode("utf-8", "surrogatepass"))))
+@example(data=b"\x1f\x8b\x08\x00")  # a .log starting with a truncated gzip: EOFError out of tarfile.is_tarfile
 def test_bundles_of_arbitrary_bytes(data: bytes) -> None:
     from diag_service.service.settings import UploadLimits
     from diag_service.service.uploads import inspect_bundle

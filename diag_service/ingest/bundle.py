@@ -33,6 +33,7 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import re
 import stat
@@ -759,7 +760,7 @@ def read_bundle(
         counted = Counting(fobj, budget)  # type: ignore[arg-type]  # the input's own bytes: the bundle's ratio
         stream: BinaryIO = counted  # type: ignore[assignment]
         if stat.S_ISREG(st.st_mode):
-            is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and tarfile.is_tarfile(p))
+            is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and _looks_like_tar(p))
             is_zip = not is_tar and (lower.endswith(".zip") or zipfile.is_zipfile(fobj))
             fobj.seek(0)
         else:  # a pipe or a device (``tar cz logs | diag diagnose /dev/stdin``): no seeking, so sniff
@@ -784,6 +785,15 @@ def read_bundle(
                 raise BundleError(f"cannot read zip archive {p}: {exc}") from exc
             return
         yield from _tracked(_open_member_stream(name, stream, report, budget, limits, st.st_size or None, 0))
+
+
+def _looks_like_tar(path: str) -> bool:
+    """:func:`tarfile.is_tarfile`, False instead of an error for a damaged compressed file (a log named
+    ``.log`` that starts with a truncated gzip stream raised ``EOFError`` out of it)."""
+    try:
+        return tarfile.is_tarfile(path)
+    except (OSError, EOFError, tarfile.TarError, zlib.error, lzma.LZMAError, ValueError):
+        return False
 
 
 def _stream_kind(head: bytes) -> str:

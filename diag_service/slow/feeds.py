@@ -292,7 +292,7 @@ class RecordConverter:
             for a in (start, end, *ph):
                 good &= np.isnan(a) | (np.isfinite(a) & (a >= 0))
             good &= ~(end < start)
-            good &= np.isfinite(att)
+            good &= np.isfinite(att) & (att >= 0) & (att <= LIMITS.max_attempt)
         if "node" in keys:
             names = [r["node"] for r in records]
             table = {nm: self.node_code(nm) for nm in set(names)}
@@ -305,7 +305,7 @@ class RecordConverter:
             if len(self.reasons) < 20:
                 self.reasons.append(
                     f"{bad} record(s): negative, non-finite or non-integer values, end before start, "
-                    f"or a rank above {MAX_RANK}"
+                    f"a rank above {MAX_RANK} or an attempt above {LIMITS.max_attempt}"
                 )
         idx = np.flatnonzero(good)
         return StepBatch.from_columns(
@@ -359,6 +359,8 @@ class RecordConverter:
                 kind_v = _pick(rec, a["kind"])
                 kind = KIND_CODE.get(str(kind_v).lower(), 0) if kind_v is not None else 0
                 att_v = _pick(rec, a["attempt"])
+                if att_v is not None and not 0 <= _int(att_v) <= LIMITS.max_attempt:
+                    raise ValueError(f"attempt outside 0..{LIMITS.max_attempt}")
                 w_v = _num(_pick(rec, a["iterations"]))
                 row = (
                     step, rank, start, end, _num(_pick(rec, a["compute_s"])), _num(_pick(rec, a["comm_s"])),
