@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from diag_service.domain import InputReport
@@ -235,6 +235,21 @@ def test_flight_recorder_json_dumps_and_their_analysis(docs: list[Any], world: i
 
 
 @FAST
+@given(st.lists(st.one_of(FR_DOC, JSON_ANY), min_size=1, max_size=2))
+def test_flight_recorder_pickled_dumps(docs: list[Any]) -> None:
+    """The same documents as PyTorch writes them (a pickle of plain data), through the restricted unpickler."""
+    import pickle
+
+    dumps = {}
+    for rank, doc in enumerate(docs):
+        try:
+            dumps[rank] = parse_fr_dump(pickle.dumps(doc, protocol=4), rank, f"nccl_trace_rank_{rank}")
+        except FlightRecorderError:
+            continue
+    analyze_collectives(dumps)
+
+
+@FAST
 @given(st.binary(max_size=300))
 @example(data=b"\x8d" + b"\xff" * 8)  # BINUNICODE8 of an absurd length: OverflowError out of the unpickler
 def test_flight_recorder_bytes(data: bytes) -> None:
@@ -418,6 +433,47 @@ def test_stack_snapshots_and_debug_server_files(snaps: list[tuple[int, list[str]
         if found is not None:
             with contextlib.suppress(ValueError):
                 analyze_dumps(found)
+
+
+BUNDLE_FILES = ["rank-0.log", "node1/stderr.log", "dumps/0000/rank-0.txt", "dumps/0001/rank-0.txt", "dumps/0002/rank-1.json",
+                "dumps/ranks.json", "dumps/index.json", "timing.jsonl", "fr/nccl_trace_rank_0", "fr/nccl_trace_rank_1",
+                ".diagignore", "logs.tar.gz", "a/b/c.log.gz"]
+
+
+def _content(name: str) -> st.SearchStrategy[bytes]:
+    if name.endswith(".jsonl"):
+        return st.lists(st.one_of(LAB, _record(FEED_KEYS)), max_size=8).map(
+            lambda rs: "\n".join(_dumps(r) for r in _good(4) + rs).encode())
+    if "nccl_trace" in name:
+        return st.one_of(FR_DOC, JSON_ANY).map(lambda d: _dumps(d).encode())
+    if name.endswith((".txt", ".json")):
+        return st.one_of(st.lists(st.sampled_from(DUMP_TOKENS), max_size=12).map(lambda ls: "\n".join(ls).encode()),
+                         JSON_ANY.map(lambda d: _dumps(d).encode()))
+    if name.endswith(".gz"):
+        return _lines(10).map(lambda ls: gzip.compress("\n".join(ls).encode("utf-8", "surrogatepass")))
+    return _lines(15).map(lambda ls: "\n".join(ls).encode("utf-8", "surrogatepass"))
+
+
+@SLOW
+@given(st.lists(st.sampled_from(BUNDLE_FILES), min_size=1, max_size=6, unique=True).flatmap(
+    lambda names: st.tuples(*(st.tuples(st.just(n), _content(n)) for n in names))))
+def test_the_whole_diagnosis_of_a_bundle_folder(files: tuple[tuple[str, bytes], ...]) -> None:
+    """Logs, stack dumps, their metadata, a timing feed and Flight Recorder dumps together: every analyzer
+    the pipeline runs on a folder, and how their reports are combined."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    with tempfile.TemporaryDirectory() as d:
+        for name, data in files:
+            p = Path(d) / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        try:
+            dg = diagnose(DiagnoseRequest(path=d, kb=False, llm=False))
+        except DiagError as exc:
+            assert _input_error(exc), exc
+            event("input error")
+            return
+        event(f"diagnosed: hang={dg.hang is not None} slow={dg.slow is not None}")
 
 
 # --- bundles and uploads: bytes --------------------------------------------------------------------------------
