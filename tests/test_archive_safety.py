@@ -149,3 +149,20 @@ def test_extract_of_an_admitted_upload_keeps_working(tmp_path: Path) -> None:
     up = _tar_gz(tmp_path / "job.tar.gz", {"job/train.log": LOG, "job/inner.zip": _zip_bytes({"rank-1.log": LOG})})
     out = extract_bundle(up, tmp_path / "out", LIMITS)
     assert sorted(p.name for p in out.iterdir()) == ["inner.zip", "train.log"]
+
+
+def test_nested_archives_share_one_member_count(tmp_path: Path) -> None:
+    """Each archive inside a folder counted its members from zero: 10,000 zips of 200,000 entries each
+    passed a 200,000 limit. Files and members of every archive are one count for the bundle."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for z in range(3):
+        (folder / f"node{z}.zip").write_bytes(_zip_bytes({f"rank-{z * 4 + r}.log": LOG for r in range(4)}))
+    n, rep = _read(folder, IngestLimits(max_members=8))
+    # node0.zip and its 4 entries, node1.zip: 6 of 8; node1.zip's 4 entries do not fit, nor node2.zip's
+    assert n == 4 * len(LOG)
+    assert [w.split(" (")[0] for w in rep.warnings] == ["node1.zip: unreadable zip archive",
+                                                        "node2.zip: unreadable zip archive"]
+    assert "6 of the bundle's 8 already met" in rep.warnings[0]
+    n, rep = _read(folder, IngestLimits(max_members=15))
+    assert n == 12 * len(LOG) and not rep.warnings

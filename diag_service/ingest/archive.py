@@ -58,9 +58,20 @@ class Budget:
         #: bytes read from the input itself (its files on disk, or the stream), counted by the
         #: :class:`Counting` readers given this budget; 0 while nothing counts them
         self.read_bytes = 0
+        self.members = 0  # files and archive entries met so far (see member())
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
         self.bundle_bomb = False  # the whole bundle's ratio was hit (many members, or nested archives)
+
+    def member(self) -> bool:
+        """Count one member: a folder's file or an archive's entry, nested archives' included (one count
+        for the whole bundle, so archives inside archives cannot multiply the limit). False once more than
+        ``max_members`` were counted; the bundle then stops (:attr:`stopped`)."""
+        self.members += 1
+        if self.members > self.limits.max_members:
+            self.stopped = True
+            return False
+        return True
 
     def exceeded(self, member_bytes: int, compressed: Compressed) -> str | None:
         """``compressed``: the member's compressed size, or a function returning how many compressed

@@ -466,10 +466,16 @@ def _random_access(fobj: BinaryIO, limits: IngestLimits, budget: Budget | None =
     in ``budget``'s total (they are decompressed bytes of the outer archive), and the zip's central
     directory is checked before :class:`zipfile.ZipFile` parses it (:func:`zip_directory_problem`);
     ``OSError`` names what stopped it."""
-    if _real_file(fobj):
-        problem = zip_directory_problem(fobj, limits.max_members)
+    left = limits.max_members - (budget.members if budget is not None else 0)  # members the bundle may still have
+
+    def too_many(problem: str | None) -> None:
         if problem:
+            if left < limits.max_members:
+                problem += f"; {limits.max_members - left} of the bundle's {limits.max_members} already met"
             raise OSError(problem)
+
+    if _real_file(fobj):
+        too_many(zip_directory_problem(fobj, left))
         yield fobj
         return
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as tmp:
@@ -490,9 +496,7 @@ def _random_access(fobj: BinaryIO, limits: IngestLimits, budget: Budget | None =
         if left <= 0 and fobj.read(1):
             raise OSError(f"nested zip larger than {limits.max_total_bytes} bytes")
         tmp.seek(0)
-        problem = zip_directory_problem(tmp, limits.max_members)  # type: ignore[arg-type]
-        if problem:
-            raise OSError(problem)
+        too_many(zip_directory_problem(tmp, left))  # type: ignore[arg-type]
         yield tmp  # type: ignore[misc]
 
 
@@ -593,14 +597,12 @@ def _iter_tar(
 ) -> Iterator[Block]:
     """Members of a streamed tar. ``counting`` wraps the archive's raw bytes: what a member costs
     in them is its compressed size (a tar header holds only the uncompressed one)."""
-    n = 0
     try:
         for member in tf:
             if budget.stopped:
                 return
-            n += 1
             name = prefix + member.name
-            if n > limits.max_members:
+            if not budget.member():
                 report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
                 return
             if not safe_member_name(member.name):
@@ -632,12 +634,11 @@ def _iter_zip(
 ) -> Iterator[Block]:
     """Members of a zip. ``counting``: the zip's file when it is a :class:`Counting` reader; a member's
     ratio is then measured on the compressed bytes actually read for it, not the size its header declares."""
-    infos = zf.infolist()
-    if len(infos) > limits.max_members:
-        report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
-        infos = infos[: limits.max_members]
-    for info in infos:
+    for info in zf.infolist():
         if budget.stopped:
+            return
+        if not budget.member():
+            report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
             return
         name = prefix + info.filename
         if info.is_dir():
@@ -669,7 +670,6 @@ def _iter_zip(
 
 def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimits) -> Iterator[Block]:
     real_root = os.path.realpath(root)
-    n = 0
 
     def walk_error(exc: OSError) -> None:
         where = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else root
@@ -682,8 +682,7 @@ def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimi
                 return
             full = os.path.join(dirpath, fname)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
-            n += 1
-            if n > limits.max_members:
+            if not budget.member():
                 report.warnings.append(f"more than {limits.max_members} files, rest skipped")
                 return
             if os.path.islink(full):
