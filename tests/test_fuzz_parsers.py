@@ -144,6 +144,7 @@ def test_the_whole_diagnosis_of_a_pasted_log(lines: list[str]) -> None:
                                             "nccl_trace_rank_12", "attempt_0", "..", "node-7.log", "ranks.json",
                                             "timing.parquet", "x.tar.gz"]),
                           st.text(min_size=1, max_size=12)), min_size=1, max_size=5).map("/".join))
+@example(name="run/attempt_0/\u00b2/stderr.log")  # '²'.isdigit() but int('²') fails: ValueError out of attribute_path
 def test_member_names(name: str) -> None:
     classify(name)
     dp = dump_member(name)
@@ -372,6 +373,37 @@ def test_etpr_events_loader(records: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "events.jsonl"
         p.write_text("\n".join(_dumps(r) for r in records) + "\n")
+        try:
+            load_events(p)
+        except DiagError as exc:
+            assert _input_error(exc), exc
+
+
+LAB_EVENT = st.fixed_dictionaries({"event": st.one_of(st.sampled_from(["started", "failure", "hang_detected", "restart",
+                                                                      "finished"]), JSON_SCALARS),
+                                    "time": JSON_SCALARS}, optional={"ranks": JSON_SCALARS, "attempt": JSON_SCALARS,
+                                                                     "node": JSON_SCALARS, "last_progress_time": JSON_SCALARS})
+TRUTH = st.fixed_dictionaries({}, optional={
+    "fault_fired": JSON_SCALARS, "control": JSON_SCALARS, "failure_mode": st.one_of(st.just("fail_slow"), JSON_SCALARS),
+    "category": JSON_SCALARS, "faulty_node": JSON_SCALARS, "onset_time": JSON_SCALARS, "scenario": JSON_SCALARS})
+
+
+@SLOW
+@given(st.lists(st.one_of(LAB_EVENT, JSON_ANY), max_size=8), st.lists(st.one_of(LAB, _record(FEED_KEYS)), max_size=12),
+       st.one_of(TRUTH, JSON_ANY), st.one_of(st.fixed_dictionaries({"ranks": JSON_SCALARS}), JSON_ANY))
+@example(events=[{"event": "failure", "time": None}], timing=[],  # None >= True: TypeError
+         truth={"fault_fired": True, "failure_mode": "hang", "onset_time": True}, run={})
+@example(events=[{"event": "started", "time": 1, "ranks": "many"}], timing=[], truth=[1], run={})  # float('many')
+def test_etpr_lab_run(events: list[Any], timing: list[Any], truth: Any, run: Any) -> None:
+    from diag_service.etpr.loaders import load_events
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "run-001"
+        p.mkdir()
+        (p / "events.jsonl").write_text("\n".join(_dumps(e) for e in events) + "\n")
+        (p / "timing.jsonl").write_text("\n".join(_dumps(r) for r in _good(12) + timing) + "\n")
+        (p / "truth.json").write_text(_dumps(truth))
+        (p / "run.json").write_text(_dumps(run))
         try:
             load_events(p)
         except DiagError as exc:

@@ -159,7 +159,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
         try:
             rj = json.loads(dumps.ranks_json)
             for r, v in list(rj.items())[: LIMITS.max_world_size]:
-                rank = int(r) if isinstance(r, str) and r.isdigit() and len(r) <= 7 else -1
+                rank = int(r) if isinstance(r, str) and r.isascii() and r.isdigit() and len(r) <= 7 else -1
                 if isinstance(v, dict) and v.get("node") and 0 <= rank <= LIMITS.max_rank:
                     nodes[rank] = str(v["node"])[: LIMITS.max_node_name_chars]
         except (ValueError, AttributeError, TypeError, RecursionError) as exc:

@@ -146,7 +146,7 @@ def attribute_path(path: str) -> Source:
         if m:
             src.attempt = int(m.group(1))
             src.layout = "torchrun_logdir"
-            if i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
+            if i + 1 < len(parts) - 1 and parts[i + 1].isascii() and parts[i + 1].isdigit() and len(parts[i + 1]) <= 6:
                 src.local_rank = int(parts[i + 1])
     for part in parts:
         stem = _LOG_EXT.sub("", _ARCHIVE_EXT.sub("", part))  # node0.tar.gz/... names node0
