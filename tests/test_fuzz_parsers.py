@@ -394,6 +394,7 @@ TRUTH = st.fixed_dictionaries({}, optional={
 @example(events=[{"event": "failure", "time": None}], timing=[],  # None >= True: TypeError
          truth={"fault_fired": True, "failure_mode": "hang", "onset_time": True}, run={})
 @example(events=[{"event": "started", "time": 1, "ranks": "many"}], timing=[], truth=[1], run={})  # float('many')
+@example(events=[], timing=[{"rank": 0, "step": 10**400, "end": 5.0}], truth={}, run={})  # int -> float overflow
 def test_etpr_lab_run(events: list[Any], timing: list[Any], truth: Any, run: Any) -> None:
     from diag_service.etpr.loaders import load_events
 

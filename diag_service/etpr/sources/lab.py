@@ -16,6 +16,7 @@ from diag_service.etpr.schema import Issue
 from diag_service.etpr.sources import register_source
 from diag_service.etpr.sources.base import EtprInputError, LoadOptions, add_issue, read_json_lines, rows_to_frame
 from diag_service.fsutil import read_regular
+from diag_service.limits import LIMITS
 
 LAB_PROGRESS_EVERY = 5  # steps per synthesised progress sample (a trainer logs every N steps)
 
@@ -29,8 +30,8 @@ def _lab_progress(timing: list[dict[str, Any]], job: str) -> list[dict[str, Any]
             end = float(r["end"])
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
             continue
-        if not math.isfinite(end):
-            continue
+        if not math.isfinite(end) or not 0 <= key[1] <= LIMITS.max_step or not 0 <= key[0] <= LIMITS.max_attempt:
+            continue  # the bounds a timing feed has (diag_service.limits)
         ends[key] = max(ends.get(key, end), end)
     out: list[dict[str, Any]] = []
     by_att: dict[int, list[tuple[int, float]]] = {}
