@@ -166,3 +166,20 @@ def test_nested_archives_share_one_member_count(tmp_path: Path) -> None:
     assert "6 of the bundle's 8 already met" in rep.warnings[0]
     n, rep = _read(folder, IngestLimits(max_members=15))
     assert n == 12 * len(LOG) and not rep.warnings
+
+
+def test_a_zip64_record_is_what_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """zipfile takes the zip64 end record's count and directory size when a locator precedes the 32-bit
+    record, whatever the 32-bit record says: a 32-bit record claiming 3 entries does not let 70,000 in."""
+    up = tmp_path / "z64.zip"
+    with zipfile.ZipFile(up, "w") as zf:
+        for i in range(70_000):
+            zf.writestr(zipfile.ZipInfo(f"d{i}/"), b"")
+    data = bytearray(up.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    struct.pack_into("<HHL", data, at + 8, 3, 3, 300)  # entries on disk, entries, directory size
+    up.write_bytes(bytes(data))
+    monkeypatch.setattr(uploads_mod.zipfile, "ZipFile", _no_zipfile)
+    with pytest.raises(Refused) as exc:
+        inspect_bundle(up, LIMITS)
+    assert exc.value.status == 413 and "(70000 in its directory)" in exc.value.message

@@ -274,19 +274,24 @@ def zip_directory(fh: BinaryIO) -> tuple[int, int] | None:
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or at + _EOCD.size > len(tail):
             return None
-        _, _, _, _, entries, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
-        if entries == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
-            loc_at = size - tail_len + at - _EOCD64_LOCATOR.size
-            if loc_at < 0:
-                return entries, cd_size
-            fh.seek(loc_at)
-            sig, _, eocd64_at, _ = _EOCD64_LOCATOR.unpack(fh.read(_EOCD64_LOCATOR.size))
-            if sig != b"PK\x06\x07" or eocd64_at > size:
-                return entries, cd_size
-            fh.seek(eocd64_at)
-            rec = fh.read(_EOCD64.size)
-            if len(rec) == _EOCD64.size and rec[:4] == b"PK\x06\x06":
-                entries, cd_size = _EOCD64.unpack(rec)[7], _EOCD64.unpack(rec)[8]
+        _, _, _, _, entries, cd_size, _, _ = _EOCD.unpack_from(tail, at)
+        # a zip64 locator right before the record: zipfile then takes the zip64 record's values, whatever
+        # the 32-bit record says, so they are the ones checked
+        loc_at = size - tail_len + at - _EOCD64_LOCATOR.size
+        if loc_at < 0:
+            return entries, cd_size
+        fh.seek(loc_at)
+        loc = fh.read(_EOCD64_LOCATOR.size)
+        if len(loc) != _EOCD64_LOCATOR.size or loc[:4] != b"PK\x06\x07":
+            return entries, cd_size
+        eocd64_at = _EOCD64_LOCATOR.unpack(loc)[2]
+        if eocd64_at > size:
+            return entries, cd_size
+        fh.seek(eocd64_at)
+        rec = fh.read(_EOCD64.size)
+        if len(rec) == _EOCD64.size and rec[:4] == b"PK\x06\x06":
+            fields = _EOCD64.unpack(rec)
+            entries, cd_size = max(entries, fields[7]), max(cd_size, fields[8])
         return entries, cd_size
     finally:
         fh.seek(pos)
