@@ -174,3 +174,29 @@ def test_a_debug_server_dump_file_that_is_a_pipe_is_skipped(tmp_path: Path) -> N
     rep = analyze_hang(HangRequest(dumps_dir=str(folder)))
     assert any(last.name in w and "not a regular file" in w for w in rep.warnings)
     assert rep.snapshots == 4
+
+
+@pytest.mark.timeout(120)
+def test_a_bundle_of_links_out_devices_and_pipes_is_diagnosed_without_reading_them(tmp_path: Path, outside: Path) -> None:
+    """Every kind of member, each a link to a secret outside, to /dev/zero, or a pipe: the diagnosis of the
+    real log completes, each is named in a warning, and nothing of the secret reaches the result."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    secret = outside / "secret.log"
+    secret.write_text("RuntimeError: NCCL error: OUTSIDE-SECRET-7f3a\n")
+    bundle = tmp_path / "job"
+    (bundle / "dumps" / "0000").mkdir(parents=True)
+    (bundle / "fr").mkdir()
+    (bundle / "rank-0.log").write_text(OOM_LOG)
+    links = {"escape.log": secret, "zero.log": "/dev/zero", "timing.jsonl": "/dev/zero",
+             "dumps/0000/rank-0.txt": secret, "dumps/ranks.json": "/dev/zero", "fr/nccl_trace_rank_0": "/dev/zero"}
+    for name, target in links.items():
+        (bundle / name).symlink_to(target)
+    os.mkfifo(bundle / "rank-1.log")
+    os.mkfifo(bundle / "dumps" / "0000" / "rank-1.txt")
+    d = diagnose(DiagnoseRequest(path=str(bundle), kb=False, llm=False))
+    assert d.root_cause is not None and "OutOfMemoryError" in d.model_dump_json()
+    assert "OUTSIDE-SECRET" not in d.model_dump_json()
+    warned = " ".join(d.input.warnings)
+    for name in ("escape.log", "zero.log", "timing.jsonl", "dumps/0000/rank-0.txt", "dumps/ranks.json"):
+        assert name in warned, (name, d.input.warnings)
