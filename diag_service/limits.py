@@ -34,6 +34,10 @@ class InputLimits(BaseModel):
     max_attempt: int = Field(
         default=2**15, ge=0, description="Largest restart attempt of a record (torchrun counts restarts; int32 in "
                                          "the detector).")
+    max_pending_steps: int = Field(
+        default=1024, ge=1,
+        description="Steps a streaming detector holds while waiting for all their ranks; past it the oldest is "
+                    "analysed as it is (a step normally completes within max_lag_steps, 4, of the newest).")
     max_nodes: int = Field(
         default=2**16, ge=1,
         description="Distinct node names kept per feed or stream (65,536 nodes of 8 GPUs is 4x the largest "

@@ -114,3 +114,14 @@ def test_rank_ids_from_dump_names_and_ranks_json_are_bounded() -> None:
     dumps.ranks_json = json.dumps(meta).encode()
     rep = analyze_dumps(dumps)
     assert rep.ranks == 4 and rep.suspects[0].rank == 2
+
+
+def test_steps_waiting_for_their_ranks_are_bounded() -> None:
+    """A stream that claims a world it never fills (one record per step of a 1,000-rank job) kept every
+    step pending for ever: memory and the per-step scan grew with the stream."""
+    det = SlowDetector(world_size=1000)
+    for s in range(3000):
+        det.update(_records([s % 7], 1, first=s))
+    assert len(det.pending) <= LIMITS.max_pending_steps + 1
+    rep = det.report()
+    assert rep.input.records == 3000 and rep.input.incomplete_steps >= 3000 - LIMITS.max_pending_steps - 1

@@ -211,8 +211,8 @@ class SlowDetector:
         return best
 
     def _ready(self, s: int, final: bool) -> bool:
-        if final:
-            return True
+        if final or len(self.pending) > LIMITS.max_pending_steps:
+            return True  # the end of the input, or too many steps waiting: the oldest goes through as it is
         world = self.world_size or self.n_units
         if world <= 0:
             return False
