@@ -460,15 +460,15 @@ def test_unreadable_file_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     victim = built.path / f"node0/{B.RUN_ID}/attempt_0/0/stderr.log"
     if os.geteuid() != 0:
         victim.chmod(0)
-    else:  # root reads through chmod 000: make open() fail the way it does for other users
-        real_open = open
+    else:  # root reads through chmod 000: make the open fail the way it does for other users
+        real_open = bundle_mod.open_regular
 
         def guarded_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
             if Path(file) == victim:
                 raise PermissionError(errno.EACCES, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(bundle_mod, "open", guarded_open, raising=False)
+        monkeypatch.setattr(bundle_mod, "open_regular", guarded_open)
     d = run_diagnose(built.path)
     rel = victim.relative_to(built.path).as_posix()
     assert warnings_about(d, rel) == [f"{rel}: unreadable (Permission denied), skipped"]

@@ -56,7 +56,18 @@ def normalize_events(raw: pl.DataFrame, issues: list[Issue] | None = None) -> tu
     """
     issues = [] if issues is None else issues
     df = raw
-    renames = {a: c for a, c in COLUMN_ALIASES.items() if a in df.columns and c not in df.columns}
+    # a known column holding objects or lists (a JSONL line with {"gpus": {...}}, a Parquet struct) has no
+    # value of its type: null, as the line-by-line reader makes it (casting it aborts polars itself)
+    nested = [c for c, dt in df.schema.items()
+              if (c in EVENT_COLUMNS or c in COLUMN_ALIASES) and (dt.is_nested() or dt == pl.Object)]
+    if nested:
+        add_issue(issues, "warning", "nested_value", "column holds objects or lists, not values; taken as empty",
+               len(nested), nested)
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in nested)
+    renames: dict[str, str] = {}
+    for a, c in COLUMN_ALIASES.items():  # the first alias present names the column; later ones fill its gaps below
+        if a in df.columns and c not in df.columns and c not in renames.values():
+            renames[a] = c
     df = df.rename(renames)
     for a, c in COLUMN_ALIASES.items():  # both present: the canonical value wins, the alias fills its gaps
         if a in df.columns and c in df.columns:

@@ -23,11 +23,12 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from diag_service.domain import HangReport, HangSuspect, StackGroup
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
 from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_folder
+from diag_service.limits import LIMITS
 
 NOISE_FILE = re.compile(
     r"(?:^|/)(?:threading|functools|contextlib|runpy|selectors|queue)\.py$|c10d_logger\.py$"
@@ -56,8 +57,8 @@ class HangRequest(BaseModel):
     Flight Recorder dumps. ``world_size``: ranks expected (ranks without any dump are then reported)."""
 
     dumps_dir: str
-    min_stuck_snapshots: int = 3
-    world_size: int | None = None
+    min_stuck_snapshots: int = Field(default=3, ge=1, le=10_000)
+    world_size: int | None = Field(default=None, ge=1, le=LIMITS.max_world_size)
 
 
 def find_dumps_dir(bundle: str | os.PathLike[str]) -> Path | None:
@@ -157,8 +158,11 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
     if dumps.ranks_json is not None:
         try:
             rj = json.loads(dumps.ranks_json)
-            nodes = {int(r): str(v.get("node")) for r, v in rj.items() if isinstance(v, dict) and v.get("node")}
-        except (ValueError, AttributeError, TypeError) as exc:
+            for r, v in list(rj.items())[: LIMITS.max_world_size]:
+                rank = int(r) if isinstance(r, str) and r.isascii() and r.isdigit() and len(r) <= 7 else -1
+                if isinstance(v, dict) and v.get("node") and 0 <= rank <= LIMITS.max_rank:
+                    nodes[rank] = str(v["node"])[: LIMITS.max_node_name_chars]
+        except (ValueError, AttributeError, TypeError, RecursionError) as exc:
             warnings.append(f"ranks.json unreadable ({exc}); nodes unknown")
     times: dict[str, float] = {}
     if dumps.index_json is not None:
@@ -166,7 +170,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
             for entry in json.loads(dumps.index_json):
                 if isinstance(entry, dict) and "dir" in entry and isinstance(entry.get("time"), int | float):
                     times[str(entry["dir"])] = float(entry["time"])
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             warnings.append(f"index.json unreadable ({exc}); snapshot times unknown")
 
     snapshots = sorted(dumps.snapshots)

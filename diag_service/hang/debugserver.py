@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from diag_service.fsutil import UnsafePathError, read_regular
 from diag_service.ingest.members import MAX_DUMP_BYTES, DumpFile, StackDumps
 
 DUMP_FILE = re.compile(r"^(?P<kind>stacks|pyspy_dump)_(?P<ts>\d{8}_\d{6})\.txt$")
@@ -45,11 +46,11 @@ def debug_server_dumps(folder: str | Path) -> tuple[StackDumps | None, list[str]
         name = files.get("pyspy_dump") or files["stacks"]
         p = root / name
         try:
-            if p.is_symlink():
-                warnings.append(f"{name}: a symbolic link, not followed")
-                continue
-            with open(p, "rb") as fh:
-                text = fh.read(MAX_DUMP_BYTES * 64).decode("utf-8", errors="replace")
+            # not a link, a device or a pipe, checked as it is opened
+            text = read_regular(p, MAX_DUMP_BYTES * 64).decode("utf-8", errors="replace")
+        except UnsafePathError as exc:
+            warnings.append(str(exc))
+            continue
         except OSError as exc:
             warnings.append(f"{name}: unreadable ({exc})")
             continue

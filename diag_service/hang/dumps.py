@@ -2,7 +2,10 @@
 
 Frames are kept innermost first, as all three formats print them. Every parser is tolerant:
 unknown lines are skipped, a truncated dump yields the frames read so far, and a dump with no
-thread at all raises :class:`DumpError` with the reason.
+thread at all raises :class:`DumpError` with the reason. Sizes are bounded
+(:data:`diag_service.limits.LIMITS`): the first ``max_threads`` threads of a dump are read, and of each
+the innermost ``max_frames`` frames (the outer ones are counted in :attr:`ThreadStack.dropped_frames`);
+line numbers have at most 9 digits.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import re
 from dataclasses import dataclass, field
 
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.limits import LIMITS
 
 PYSPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \((idle|active|gil)[^)]*\)(?:: "(?P<name>[^"]*)")?')
-PYSPY_FRAME = re.compile(r"^\s+(?P<name>\S.*?) \((?P<file>[^()]*?):(?P<line>\d+)\)\s*$")
+PYSPY_FRAME = re.compile(r"^\s+(?P<name>\S.*?) \((?P<file>[^()]*?):(?P<line>\d{1,9})\)\s*$")
 PYSPY_PROCESS = re.compile(r"^Process (\d+):")
 FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9A-Fa-f]+) \(most recent call first\):")
-FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<name>.+?)\s*$')
+FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d{1,9}) in (?P<name>.+?)\s*$')
 
 
 class DumpError(DiagError, ValueError):
@@ -43,6 +47,14 @@ class ThreadStack:
     frames: list[Frame] = field(default_factory=list)
     is_main: bool = False
     idle: bool | None = None
+    dropped_frames: int = 0  # outer frames beyond LIMITS.max_frames, not kept
+
+    def add(self, frame: Frame) -> None:
+        """Append an (outer) frame, up to ``LIMITS.max_frames``; count the rest."""
+        if len(self.frames) < LIMITS.max_frames:
+            self.frames.append(frame)
+        else:
+            self.dropped_frames += 1
 
 
 def _short_file(path: str) -> str:
@@ -80,22 +92,23 @@ def _parse_pyspy_json(text: str) -> list[ThreadStack]:
     for t in doc:
         if not isinstance(t, dict):
             continue
-        frames = []
-        for f in t.get("frames") or []:
+        if len(threads) >= LIMITS.max_threads:
+            break
+        ident = t.get("os_thread_id")
+        pid = str(t.get("pid")) if t.get("pid") is not None else pid
+        active = t.get("active")
+        name = t.get("thread_name")
+        th = ThreadStack(name=str(name) if name is not None else None, ident=str(ident) if ident is not None else None,
+                         idle=(not active) if isinstance(active, bool) else None)
+        frames = t.get("frames")
+        for f in frames if isinstance(frames, list) else []:
             if not isinstance(f, dict) or "name" not in f:
                 continue
             file = f.get("short_filename") or _short_file(str(f.get("filename") or "?"))
             line = f.get("line")
-            frames.append(Frame(str(f["name"]), str(file), int(line) if isinstance(line, int) else None))
-        ident = t.get("os_thread_id")
-        pid = str(t.get("pid")) if t.get("pid") is not None else pid
-        active = t.get("active")
-        threads.append(
-            ThreadStack(
-                name=t.get("thread_name"), ident=str(ident) if ident is not None else None, frames=frames,
-                idle=(not active) if isinstance(active, bool) else None,
-            )
-        )
+            th.add(Frame(str(f["name"]), str(file), line if isinstance(line, int) and not isinstance(line, bool)
+                         and 0 <= line < 10**9 else None))
+        threads.append(th)
         if t.get("current") is True and threads[-1].name is None:
             threads[-1].name = "current"
     _mark_main(threads, pid)
@@ -113,11 +126,15 @@ def _parse_text(text: str) -> list[ThreadStack]:
             continue
         m = PYSPY_THREAD.match(line)
         if m:
+            if len(threads) >= LIMITS.max_threads:
+                break
             cur = ThreadStack(name=m.group("name"), ident=m.group(1), idle=m.group(2) == "idle")
             threads.append(cur)
             continue
         m = FH_THREAD.match(line)
         if m:
+            if len(threads) >= LIMITS.max_threads:
+                break
             cur = ThreadStack(name="current" if m.group(1) == "Current thread" else None, ident=m.group(2))
             threads.append(cur)
             continue
@@ -125,11 +142,11 @@ def _parse_text(text: str) -> list[ThreadStack]:
             continue
         m = FH_FRAME.match(line)
         if m:
-            cur.frames.append(Frame(m.group("name"), _short_file(m.group("file")), int(m.group("line"))))
+            cur.add(Frame(m.group("name"), _short_file(m.group("file")), int(m.group("line"))))
             continue
         m = PYSPY_FRAME.match(line)
         if m:
-            cur.frames.append(Frame(m.group("name"), m.group("file"), int(m.group("line"))))
+            cur.add(Frame(m.group("name"), m.group("file"), int(m.group("line"))))
     _mark_main(threads, pid)
     return threads
 
@@ -149,7 +166,7 @@ def parse_dump(data: bytes | str) -> list[ThreadStack]:
     if stripped[0] in "[{":
         try:
             threads = _parse_pyspy_json(stripped)
-        except (json.JSONDecodeError, TypeError, ValueError):
+        except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
             threads = []  # truncated JSON: fall back to nothing rather than guess
             raise DumpError("truncated or invalid JSON dump") from None
     else:

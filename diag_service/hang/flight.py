@@ -44,7 +44,9 @@ from typing import Any
 
 from diag_service.domain import CollectiveReport, CollectiveStall, FRCulprit, P2PStall
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.fsutil import read_regular
 from diag_service.ingest.members import find_fr_dumps
+from diag_service.limits import LIMITS
 
 #: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
 MAX_DUMP_BYTES = 256 << 20
@@ -114,7 +116,7 @@ class FRDump:
 def _int(v: Any) -> int | None:  # noqa: ANN401
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, text, a float infinity or NaN
         return None
 
 
@@ -126,7 +128,7 @@ def _ranks(v: Any) -> list[int]:  # noqa: ANN401
             return []
     if isinstance(v, list | tuple):
         out = [_int(x) for x in v]
-        return sorted({x for x in out if x is not None and 0 <= x < 1 << 24})
+        return sorted({x for x in out if x is not None and 0 <= x <= LIMITS.max_rank})
     return []
 
 
@@ -176,6 +178,7 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
         MemoryError,
         RecursionError,
         UnicodeDecodeError,
+        OverflowError,  # a pickle opcode declaring an absurd length
     ) as exc:
         raise FlightRecorderError(
             f"{source}: not a readable Flight Recorder dump ({type(exc).__name__}: {str(exc)[:200]})"
@@ -275,9 +278,12 @@ def _load_one(item: tuple[int, str]) -> tuple[int, FRDump | None, str | None]:
     r, path = item
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_DUMP_BYTES:
+        # a file found in a folder, not a link: checked again as it is opened (a link swapped in, a device
+        # or a pipe is refused), and read to at most the cap whatever the file system says its size is
+        data = read_regular(p, MAX_DUMP_BYTES + 1)
+        if len(data) > MAX_DUMP_BYTES:
             return r, None, f"{p.name}: larger than {MAX_DUMP_BYTES} bytes, not read"
-        return r, parse_fr_dump(p.read_bytes(), r, p.name), None
+        return r, parse_fr_dump(data, r, p.name), None
     except FlightRecorderError as exc:
         return r, None, str(exc)
     except OSError as exc:
@@ -346,7 +352,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     rep.version = versions.most_common(1)[0][0]
     if len(versions) > 1:
         rep.warnings.append(f"dumps of different versions: {dict(versions)}")
-    world = world_size or (max(dumps) + 1)
+    world = min(world_size or (max(dumps) + 1), LIMITS.max_world_size)
     rep.ranks_missing_dump = sorted(set(range(world)) - set(dumps))
     members, desc = _members(dumps)
     for g in members:  # the default group spans the world, dumped or not

@@ -4,14 +4,17 @@ One module for what ingest (:mod:`diag_service.ingest.bundle`, which *salvages*:
 and goes on) and the service's admission check (:mod:`diag_service.service.uploads`, which *refuses*
 the upload with a 4xx) both need: byte counting on the compressed side, streaming gzip that keeps what
 a truncated file yields, a prepend stream for sniffed heads, pieced reads that return what came before
-a read error, member-name safety, container sniffing, and the decompression budget (bundle total,
-per-member ratio above a floor: the decompression-bomb guard).
+a read error, member-name safety, container sniffing, a zip's central-directory check before it is
+parsed, and the decompression budget (bundle total; per-member ratio above a floor; the bundle's ratio of
+all decompressed bytes, nested archives' included, to the bytes actually read from the input: the
+decompression-bomb guard).
 """
 
 from __future__ import annotations
 
 import io
 import re
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -52,40 +55,85 @@ class Budget:
         self.raw = raw
         self.on_raw = on_raw
         self.total = 0
+        #: bytes read from the input itself (its files on disk, or the stream), counted by the
+        #: :class:`Counting` readers given this budget; 0 while nothing counts them
+        self.read_bytes = 0
+        self.members = 0  # files and archive entries met so far (see member())
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
+        self.bundle_bomb = False  # the whole bundle's ratio was hit (many members, or nested archives)
+
+    def member(self) -> bool:
+        """Count one member: a folder's file or an archive's entry, nested archives' included (one count
+        for the whole bundle, so archives inside archives cannot multiply the limit). False once more than
+        ``max_members`` were counted; the bundle then stops (:attr:`stopped`)."""
+        self.members += 1
+        if self.members > self.limits.max_members:
+            self.stopped = True
+            return False
+        return True
 
     def exceeded(self, member_bytes: int, compressed: Compressed) -> str | None:
         """``compressed``: the member's compressed size, or a function returning how many compressed
-        bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed)."""
+        bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed).
+
+        Besides the total and the member's ratio, the bundle's ratio: every decompressed byte so far
+        (members of nested archives included) against :attr:`read_bytes`, once past the same floor. It
+        catches what the member rule cannot: many members each under the floor, and an archive inside an
+        archive, whose "compressed" size is itself decompressed."""
         if self.total > self.limits.max_total_bytes:
             self.stopped = True
             return f"bundle exceeds {self.limits.max_total_bytes} decompressed bytes; rest skipped"
-        if compressed is None or member_bytes <= self.limits.ratio_floor_bytes:
-            return None
-        c = compressed() if callable(compressed) else compressed
-        if member_bytes > self.limits.max_ratio * max(c, 1):
+        if compressed is not None and member_bytes > self.limits.ratio_floor_bytes:
+            c = compressed() if callable(compressed) else compressed
+            if member_bytes > self.limits.max_ratio * max(c, 1):
+                self.bombs += 1
+                return (
+                    f"decompression ratio above {self.limits.max_ratio:.0f}x "
+                    f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
+                )
+        if (self.read_bytes and self.total > self.limits.ratio_floor_bytes
+                and self.total > self.limits.max_ratio * self.read_bytes):
+            self.stopped = self.bundle_bomb = True
             self.bombs += 1
-            return (
-                f"decompression ratio above {self.limits.max_ratio:.0f}x "
-                f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
-            )
+            return (f"bundle decompression ratio above {self.limits.max_ratio:.0f}x ({self.total} bytes from "
+                    f"{self.read_bytes} read): likely a decompression bomb (nested archives count); rest skipped")
         return None
 
 
 class Counting(io.RawIOBase):
-    """A read-only stream that counts the bytes read through it (compressed bytes of an archive)."""
+    """A read-only stream that counts the bytes read through it (compressed bytes of an archive) in
+    ``n``, and in ``budget.read_bytes`` when given a :class:`Budget` (the input's own bytes). Seeks,
+    ``tell`` and ``fileno`` go to the underlying file, so a zip on disk is read in place through it."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, budget: Budget | None = None) -> None:
         self.raw = raw
         self.n = 0
+        self.budget = budget
 
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        try:
+            return bool(self.raw.seekable())
+        except (AttributeError, ValueError):
+            return False
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self.raw.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
     def read(self, size: int = -1) -> bytes:  # type: ignore[override]
         data = self.raw.read(size)
         self.n += len(data)
+        if self.budget is not None:
+            self.budget.read_bytes += len(data)
         return data
 
     def readinto(self, b) -> int:  # type: ignore[override]
@@ -202,6 +250,85 @@ def safe_member_name(name: str) -> bool:
     return not p.is_absolute() and ".." not in p.parts and not re.match(r"^[A-Za-z]:", name)
 
 
+
+
+#: Bytes of central directory allowed per member a zip may have (a record is 46 bytes plus the name and
+#: extra fields; real names are under 300 bytes), so a directory that would be parsed into more than
+#: the member limit's worth of objects is refused before :class:`zipfile.ZipFile` reads it.
+ZIP_DIR_BYTES_PER_MEMBER = 1024
+_EOCD = struct.Struct("<4s4H2LH")
+_EOCD64_LOCATOR = struct.Struct("<4sLQL")
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")
+
+
+def zip_directory(fh: BinaryIO) -> tuple[int, int] | None:
+    """``(entries, central directory bytes)`` from a zip's end-of-central-directory record (zip64 too),
+    read from the last 64 KiB of the seekable ``fh`` (its position is restored); None when there is none
+    (not a zip, or damaged). Raises ``OSError`` when ``fh`` cannot be read."""
+    pos = fh.tell()
+    try:
+        size = fh.seek(0, io.SEEK_END)
+        tail_len = min(size, _EOCD.size + 0xFFFF)
+        fh.seek(size - tail_len)
+        tail = fh.read(tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or at + _EOCD.size > len(tail):
+            return None
+        _, _, _, _, entries, cd_size, _, _ = _EOCD.unpack_from(tail, at)
+        # a zip64 locator right before the record: zipfile then takes the zip64 record's values, whatever
+        # the 32-bit record says, so they are the ones checked
+        loc_at = size - tail_len + at - _EOCD64_LOCATOR.size
+        if loc_at < 0:
+            return entries, cd_size
+        fh.seek(loc_at)
+        loc = fh.read(_EOCD64_LOCATOR.size)
+        if len(loc) != _EOCD64_LOCATOR.size or loc[:4] != b"PK\x06\x07":
+            return entries, cd_size
+        eocd64_at = _EOCD64_LOCATOR.unpack(loc)[2]
+        if eocd64_at > size:
+            return entries, cd_size
+        fh.seek(eocd64_at)
+        rec = fh.read(_EOCD64.size)
+        if len(rec) == _EOCD64.size and rec[:4] == b"PK\x06\x06":
+            fields = _EOCD64.unpack(rec)
+            entries, cd_size = max(entries, fields[7]), max(cd_size, fields[8])
+        return entries, cd_size
+    finally:
+        fh.seek(pos)
+
+
+def zip_directory_problem(fh: BinaryIO, max_members: int) -> str | None:
+    """Why a zip may not be opened (its central directory declares more than ``max_members`` entries, or
+    is larger than ``max_members`` x :data:`ZIP_DIR_BYTES_PER_MEMBER` bytes, whatever it declares), or
+    None. Reads only the end of the file: :class:`zipfile.ZipFile` would first turn every entry of the
+    directory into an object (300,000 folder entries: ~130 MB). Raises ``OSError`` on a read error."""
+    found = zip_directory(fh)
+    if found is None:
+        return None
+    entries, cd_size = found
+    if entries > max_members:
+        return f"archive has more than {max_members} members ({entries} in its directory)"
+    if cd_size > max(1 << 20, max_members * ZIP_DIR_BYTES_PER_MEMBER):
+        return f"zip directory of {cd_size} bytes is too large for {max_members} members"
+    return None
+
+
+#: Member names read as archives inside a bundle (by ingest up to ``max_nesting`` levels, and inspected
+#: by the service's admission check to the same depth).
+TAR_NAME = re.compile(r"(?i)\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$")
+
+
+def nested_kind(name: str) -> str | None:
+    """``tar``, ``zip`` or ``gz`` for a member name that ingest opens as a nested archive or a compressed
+    log, else None."""
+    lower = name.lower()
+    if TAR_NAME.search(lower):
+        return "tar"
+    if lower.endswith(".zip"):
+        return "zip"
+    if lower.endswith(".gz"):
+        return "gz"
+    return None
 
 
 def sniff_kind(head: bytes) -> str:

@@ -20,13 +20,20 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
 - archive members with absolute paths or ``..`` are refused (path traversal), as are links and
   devices; unreadable files and directories, and broken symbolic links, are skipped;
 - decompression stops when a member grows past ``max_ratio`` times its compressed size (and more
-  than ``ratio_floor_bytes``), or the whole bundle past ``max_total_bytes`` (decompression bombs);
-  for a streamed tar the compressed size is what the member consumed of the archive.
+  than ``ratio_floor_bytes``), when the whole bundle's decompressed bytes (nested archives' members
+  and spooled nested zips included) grow past ``max_ratio`` times the bytes actually read from the
+  input (same floor), or past ``max_total_bytes`` (decompression bombs); for a streamed tar or a zip
+  the compressed size is what the member consumed of the archive;
+- a zip whose end record declares more than ``max_members`` entries, or whose central directory is
+  larger than that many entries take, is not opened (:func:`~diag_service.ingest.archive.zip_directory_problem`);
+- a folder's files are opened with :func:`~diag_service.fsutil.open_regular` (a link leaving the
+  folder, a device or a pipe is skipped with a warning, also when swapped in after the listing).
 """
 
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import re
 import stat
@@ -42,10 +49,12 @@ from typing import BinaryIO
 
 from diag_service.domain import InputReport
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.fsutil import UnsafePathError, open_regular
 from diag_service.ingest.archive import (
     GZIP_MAGIC,
     MAX_RAW_BYTES,
     READ_PIECE,
+    TAR_NAME,
     Budget,
     Compressed,
     Counting,
@@ -53,6 +62,7 @@ from diag_service.ingest.archive import (
     Prepend,
     read_pieces,
     safe_member_name,
+    zip_directory_problem,
 )
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
 
@@ -136,7 +146,7 @@ def attribute_path(path: str) -> Source:
         if m:
             src.attempt = int(m.group(1))
             src.layout = "torchrun_logdir"
-            if i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
+            if i + 1 < len(parts) - 1 and parts[i + 1].isascii() and parts[i + 1].isdigit() and len(parts[i + 1]) <= 6:
                 src.local_rank = int(parts[i + 1])
     for part in parts:
         stem = _LOG_EXT.sub("", _ARCHIVE_EXT.sub("", part))  # node0.tar.gz/... names node0
@@ -437,7 +447,7 @@ def archive_member_text(
 
 
 def _is_tar(name: str) -> bool:
-    return bool(re.search(r"(?i)\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$", name))
+    return bool(TAR_NAME.search(name))
 
 
 def _real_file(fobj: BinaryIO) -> bool:
@@ -450,24 +460,44 @@ def _real_file(fobj: BinaryIO) -> bool:
 
 
 @contextmanager
-def _random_access(fobj: BinaryIO, limits: IngestLimits) -> Iterator[BinaryIO]:
+def _random_access(fobj: BinaryIO, limits: IngestLimits, budget: Budget | None = None) -> Iterator[BinaryIO]:
     """``fobj`` itself if it is a file on disk, else a copy spooled to memory (to disk above 64 MiB):
-    a zip needs random access, which a member of a streamed tar does not have."""
+    a zip needs random access, which a member of a streamed tar does not have. The copy's bytes count
+    in ``budget``'s total (they are decompressed bytes of the outer archive), and the zip's central
+    directory is checked before :class:`zipfile.ZipFile` parses it (:func:`zip_directory_problem`);
+    ``OSError`` names what stopped it."""
+    left = limits.max_members - (budget.members if budget is not None else 0)  # members the bundle may still have
+
+    def too_many(problem: str | None) -> None:
+        if problem:
+            if left < limits.max_members:
+                problem += f"; {limits.max_members - left} of the bundle's {limits.max_members} already met"
+            raise OSError(problem)
+
     if _real_file(fobj):
+        too_many(zip_directory_problem(fobj, left))
         yield fobj
         return
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as tmp:
         left = limits.max_total_bytes
+        n = 0
         while left > 0:
             piece = fobj.read(min(READ_PIECE, left))
             if not piece:
                 break
             tmp.write(piece)
             left -= len(piece)
+            n += len(piece)
+            if budget is not None:
+                budget.total += len(piece)
+                problem = budget.exceeded(n, None)
+                if problem:
+                    raise OSError(problem)
         if left <= 0 and fobj.read(1):
             raise OSError(f"nested zip larger than {limits.max_total_bytes} bytes")
         tmp.seek(0)
-        yield tmp  # type: ignore[misc]
+        too_many(zip_directory_problem(tmp, left))  # type: ignore[arg-type]
+        yield Counting(tmp)  # type: ignore[arg-type,misc]  # its members' ratio: the compressed bytes read
 
 
 def _open_member_stream(
@@ -503,8 +533,8 @@ def _open_member_stream(
         return
     if depth < limits.max_nesting and lower.endswith(".zip"):
         try:
-            with _random_access(fobj, limits) as seekable, zipfile.ZipFile(seekable) as zf:
-                yield from _iter_zip(zf, name + "/", report, budget, limits, depth + 1)
+            with _random_access(fobj, limits, budget) as seekable, zipfile.ZipFile(seekable) as zf:
+                yield from _iter_zip(zf, name + "/", report, budget, limits, depth + 1, seekable)
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             report.warnings.append(f"{name}: unreadable zip archive ({exc}), skipped")
         return
@@ -567,14 +597,12 @@ def _iter_tar(
 ) -> Iterator[Block]:
     """Members of a streamed tar. ``counting`` wraps the archive's raw bytes: what a member costs
     in them is its compressed size (a tar header holds only the uncompressed one)."""
-    n = 0
     try:
         for member in tf:
             if budget.stopped:
                 return
-            n += 1
             name = prefix + member.name
-            if n > limits.max_members:
+            if not budget.member():
                 report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
                 return
             if not safe_member_name(member.name):
@@ -601,14 +629,16 @@ def _iter_tar(
 
 
 def _iter_zip(
-    zf: zipfile.ZipFile, prefix: str, report: InputReport, budget: Budget, limits: IngestLimits, depth: int
+    zf: zipfile.ZipFile, prefix: str, report: InputReport, budget: Budget, limits: IngestLimits, depth: int,
+    counting: BinaryIO | None = None,
 ) -> Iterator[Block]:
-    infos = zf.infolist()
-    if len(infos) > limits.max_members:
-        report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
-        infos = infos[: limits.max_members]
-    for info in infos:
+    """Members of a zip. ``counting``: the zip's file when it is a :class:`Counting` reader; a member's
+    ratio is then measured on the compressed bytes actually read for it, not the size its header declares."""
+    for info in zf.infolist():
         if budget.stopped:
+            return
+        if not budget.member():
+            report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
             return
         name = prefix + info.filename
         if info.is_dir():
@@ -625,10 +655,14 @@ def _iter_zip(
                 f"{info.file_size / max(info.compress_size, 1):.0f}x: likely a decompression bomb, skipped"
             )
             continue
+        compressed: Compressed = info.compress_size
+        if isinstance(counting, Counting):
+            start = counting.n
+            compressed = lambda start=start: counting.n - start  # noqa: E731
         try:
             with zf.open(info) as fobj:
                 yield from _open_member_stream(
-                    name, fobj, report, budget, limits, info.compress_size, depth  # type: ignore[arg-type]
+                    name, fobj, report, budget, limits, compressed, depth  # type: ignore[arg-type]
                 )
         except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, zlib.error) as exc:
             report.warnings.append(f"{name}: unreadable zip member ({exc}), skipped")
@@ -636,7 +670,6 @@ def _iter_zip(
 
 def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimits) -> Iterator[Block]:
     real_root = os.path.realpath(root)
-    n = 0
 
     def walk_error(exc: OSError) -> None:
         where = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else root
@@ -649,8 +682,7 @@ def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimi
                 return
             full = os.path.join(dirpath, fname)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
-            n += 1
-            if n > limits.max_members:
+            if not budget.member():
                 report.warnings.append(f"more than {limits.max_members} files, rest skipped")
                 return
             if os.path.islink(full):
@@ -664,13 +696,19 @@ def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimi
             if not os.path.isfile(full):
                 continue
             try:
-                fobj = open(full, "rb")  # noqa: SIM115 - closed below
+                # checked again as it is opened: a file swapped for a link leaving the bundle, or for a
+                # device or pipe, after the checks above is refused, not read
+                fobj = open_regular(full, real_root)
+            except UnsafePathError as exc:
+                report.warnings.append(f"{rel}: {str(exc).split(': ', 1)[-1]}, skipped")
+                continue
             except OSError as exc:
                 report.warnings.append(f"{rel}: unreadable ({exc.strerror or exc}), skipped")
                 continue
             with fobj:
                 size = os.fstat(fobj.fileno()).st_size
-                yield from _open_member_stream(rel, fobj, report, budget, limits, size, 0)
+                counted = Counting(fobj, budget)  # type: ignore[arg-type]
+                yield from _open_member_stream(rel, counted, report, budget, limits, size, 0)  # type: ignore[arg-type]
 
 
 def read_bundle(
@@ -718,18 +756,19 @@ def read_bundle(
     with fobj:
         st = os.fstat(fobj.fileno())
         lower = name.lower()
-        stream: BinaryIO = fobj
+        counted = Counting(fobj, budget)  # type: ignore[arg-type]  # the input's own bytes: the bundle's ratio
+        stream: BinaryIO = counted  # type: ignore[assignment]
         if stat.S_ISREG(st.st_mode):
-            is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and tarfile.is_tarfile(p))
+            is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and _looks_like_tar(p))
             is_zip = not is_tar and (lower.endswith(".zip") or zipfile.is_zipfile(fobj))
             fobj.seek(0)
         else:  # a pipe or a device (``tar cz logs | diag diagnose /dev/stdin``): no seeking, so sniff
-            head, _ = read_pieces(fobj, 1024)
-            stream = Prepend(head, fobj)  # type: ignore[assignment]
+            head, _ = read_pieces(counted, 1024)  # type: ignore[arg-type]
+            stream = Prepend(head, counted)  # type: ignore[assignment,arg-type]
             kind = _stream_kind(head)
             is_tar, is_zip = kind == "tar", kind == "zip"
         if is_tar:
-            counting = Counting(stream)
+            counting = Counting(stream)  # the archive's compressed bytes, for its members' ratio
             try:
                 tf = tarfile.open(fileobj=counting, mode="r|*")  # type: ignore[call-overload]  # noqa: SIM115
             except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
@@ -739,12 +778,21 @@ def read_bundle(
             return
         if is_zip:
             try:
-                with _random_access(stream, limits) as seekable, zipfile.ZipFile(seekable) as zf:
-                    yield from _tracked(_iter_zip(zf, "", report, budget, limits, 1))
+                with _random_access(stream, limits, budget) as seekable, zipfile.ZipFile(seekable) as zf:
+                    yield from _tracked(_iter_zip(zf, "", report, budget, limits, 1, seekable))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise BundleError(f"cannot read zip archive {p}: {exc}") from exc
             return
         yield from _tracked(_open_member_stream(name, stream, report, budget, limits, st.st_size or None, 0))
+
+
+def _looks_like_tar(path: str) -> bool:
+    """:func:`tarfile.is_tarfile`, False instead of an error for a damaged compressed file (a log named
+    ``.log`` that starts with a truncated gzip stream raised ``EOFError`` out of it)."""
+    try:
+        return tarfile.is_tarfile(path)
+    except (OSError, EOFError, tarfile.TarError, zlib.error, lzma.LZMAError, ValueError):
+        return False
 
 
 def _stream_kind(head: bytes) -> str:

@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from diag_service.fsutil import read_regular
+from diag_service.limits import LIMITS
+
 #: A per-rank timing feed, at any depth of a bundle.
 FEED_MEMBER = re.compile(r"(?i)(?:^|/)timing[^/]*\.(?:(?:jsonl|ndjson)(?:\.gz)?|csv|parquet)$")
 
@@ -39,8 +42,8 @@ def feed_preference(name: str) -> tuple[int, str]:
     return order, name
 
 
-#: A stack dump of one rank in one snapshot folder.
-RANK_FILE = re.compile(r"^rank[-_]?(\d+)\.(txt|json)$")
+#: A stack dump of one rank in one snapshot folder (a rank above ``LIMITS.max_rank`` is not one).
+RANK_FILE = re.compile(r"^rank[-_]?(\d{1,7})\.(txt|json)$")
 #: Bytes of one stack dump given to the hang analyzer (py-spy dumps of one process are kilobytes).
 MAX_DUMP_BYTES = 8 << 20
 #: Files that describe the stack dumps of a dumps root.
@@ -79,9 +82,10 @@ def dump_member(name: str) -> DumpPath | None:
     if not m:
         return None
     root = "/".join(parts[:-2])
-    if not _root_ok(root):
+    rank = int(m.group(1))
+    if not _root_ok(root) or rank > LIMITS.max_rank:
         return None
-    return DumpPath(root=root, snapshot=parts[-2], rank=int(m.group(1)))
+    return DumpPath(root=root, snapshot=parts[-2], rank=rank)
 
 
 def dump_meta_root(name: str) -> str | None:
@@ -120,18 +124,21 @@ def is_dumps_folder(root: str) -> bool:
 @dataclass(slots=True)
 class DumpFile:
     """One rank's dump in one snapshot: its member ``name``, and either the ``path`` of the file on disk
-    (a folder's dump, read when analysed) or its ``data`` (an archive's, read in the log pass)."""
+    (a folder's dump, read when analysed) or its ``data`` (an archive's, read in the log pass). ``root``:
+    the bundle folder ``path`` was found in; the file must still lie under it when it is read."""
 
     name: str
     path: str | None = None
     data: bytes = b""
+    root: str | None = None
 
     def read(self) -> bytes:
-        """At most :data:`MAX_DUMP_BYTES` of the dump. Raises ``OSError`` when the file cannot be read."""
+        """At most :data:`MAX_DUMP_BYTES` of the dump. Raises ``OSError`` when the file cannot be read, and
+        :class:`~diag_service.fsutil.UnsafePathError` (an ``OSError``) when it is now a link leaving
+        ``root`` (or any link, without a root), a device or a pipe (:func:`~diag_service.fsutil.open_regular`)."""
         if self.path is None:
             return self.data[:MAX_DUMP_BYTES]
-        with open(self.path, "rb") as fh:
-            return fh.read(MAX_DUMP_BYTES)
+        return read_regular(self.path, MAX_DUMP_BYTES, self.root)
 
 
 @dataclass(slots=True)
@@ -157,10 +164,12 @@ class StackDumps:
 @dataclass(slots=True)
 class FeedMember:
     """A timing feed of the bundle: a ``path`` on disk (folders), or its ``text`` read from an archive
-    in the same pass as the logs (JSONL only: a binary member of an archive is not text)."""
+    in the same pass as the logs (JSONL only: a binary member of an archive is not text). ``root``: the
+    bundle folder ``path`` was found in; the feed must still lie under it when it is read."""
 
     name: str
     path: str | None = None
+    root: str | None = None
     text: str | None = None
     first_line: int = 1
     truncated: bool = False
@@ -207,8 +216,7 @@ def pickle_code_refs(path: Path, limit: int = 1 << 20) -> list[str]:
     import pickletools
 
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit)
+        data = read_regular(path, limit)
     except OSError:
         return []
     if data[:1] != b"\x80":
@@ -244,8 +252,7 @@ def find_fr_dumps(folder: str | Path) -> tuple[dict[int, Path], list[str]]:
         if not m:
             continue
         try:
-            with open(p, "rb") as fh:
-                head = fh.read(4096)
+            head = read_regular(p, 4096, folder)
         except OSError:
             continue
         if not looks_like_fr(head):

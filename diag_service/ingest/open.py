@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from diag_service.domain import InputReport
+from diag_service.fsutil import read_regular
 from diag_service.ingest.bundle import Block, IngestLimits, archive_member_text, attribute_path, read_bundle
 from diag_service.ingest.members import (
     MAX_DUMP_BYTES,
@@ -75,8 +76,8 @@ def read_diagignore(path: str, report: InputReport) -> list[str]:
             f = p / DIAGIGNORE
             if not f.is_file():
                 return []
-            with f.open("rb") as fh:
-                text = fh.read(64 * 1024).decode("utf-8", errors="replace")
+            # a link to a file outside the bundle is not the bundle's to apply
+            text = read_regular(f, 64 * 1024, p).decode("utf-8", errors="replace")
         else:
             found = archive_member_text(p, DIAGIGNORE)
             if found is None:
@@ -188,17 +189,16 @@ class Bundle:
         if self.is_dir:
             full = os.path.join(self.path, name)
             if k is MemberKind.TIMING_FEED:
-                self._feeds.append(FeedMember(name=name, path=full))
+                self._feeds.append(FeedMember(name=name, path=full, root=self.path))
                 return True
             if k is MemberKind.DUMP_META:
                 try:
-                    with open(full, "rb") as fh:
-                        self._set_meta(name, fh.read(MAX_DUMP_BYTES))
+                    self._set_meta(name, read_regular(full, MAX_DUMP_BYTES, self.path))
                 except OSError as exc:
                     self.report.warnings.append(f"{name}: unreadable ({exc.strerror or exc}), skipped")
                 return True
             if k is MemberKind.STACK_DUMP and self._strong_dump(name):
-                self._register_dump(DumpFile(name=name, path=full))
+                self._register_dump(DumpFile(name=name, path=full, root=self.path))
                 return True
             return False
         if k is MemberKind.TIMING_FEED and name.lower().endswith(".parquet"):
@@ -295,7 +295,7 @@ class Bundle:
         a folder's is read again from disk when analysed, an archive's text is kept (up to the limit)."""
         if b.first_line == 1:
             path = os.path.join(self.path, name) if self.is_dir else None
-            self._dump_files[name] = self._register_dump(DumpFile(name=name, path=path))
+            self._dump_files[name] = self._register_dump(DumpFile(name=name, path=path, root=self.path if path else None))
         f = self._dump_files.get(name)
         if f is not None and f.path is None and len(f.data) < MAX_DUMP_BYTES:
             f.data = (f.data + b.text.encode("utf-8"))[:MAX_DUMP_BYTES]

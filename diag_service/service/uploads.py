@@ -4,7 +4,11 @@ The inspection is the service's admission check, not a diagnosis: it decompresse
 streaming, and refuses (:class:`Refused`, a 4xx with a message naming the limit) archives with too
 many members, too many decompressed bytes, a decompression ratio of a bomb, unsafe member paths
 (absolute, ``..``, links leaving the archive, devices), invalid gzip/zip data, or a line longer than
-the limit. Memory stays bounded: 1 MiB pieces, whatever the size.
+the limit. Archives inside the upload (up to ``max_nesting`` levels, as ingest opens them) and
+gzip-compressed members are inspected too, their members and bytes counted in the same budget; the
+bundle's ratio is its decompressed bytes, nested ones included, to the upload's bytes actually read,
+and a member's to the compressed bytes read for it. A zip's member count and directory size are checked
+from its end record before its directory is parsed. Memory stays bounded: 1 MiB pieces, whatever the size.
 
 What passes is diagnosed by the pipeline, whose ingest applies its own guards as well.
 """
@@ -17,6 +21,7 @@ import os
 import re
 import shutil
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from collections.abc import AsyncIterator
@@ -26,7 +31,18 @@ from typing import BinaryIO
 
 from diag_service.domain import job_id_from_name as _job_id_from_name
 from diag_service.errors import DiagError, ErrorKind
-from diag_service.ingest.archive import Budget, Counting, Gunzip, Prepend, read_pieces, safe_member_name, sniff_kind
+from diag_service.ingest.archive import (
+    GZIP_MAGIC,
+    Budget,
+    Counting,
+    Gunzip,
+    Prepend,
+    nested_kind,
+    read_pieces,
+    safe_member_name,
+    sniff_kind,
+    zip_directory_problem,
+)
 from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.settings import UploadLimits
 
@@ -131,11 +147,17 @@ class _Budget:
             raise Refused(413, f"archive has more than {self.limits.max_members} members (limits.max_members)", "members")
         _check_name(name)
 
+    def counting(self, raw: BinaryIO) -> Counting:
+        """``raw`` (the upload file) read through a counter of the bytes actually read (the bundle's ratio)."""
+        return Counting(raw, self._rule)
+
     def add(self, n: int, member_bytes: int, compressed: int, name: str) -> None:
         self._rule.total += n
         problem = self._rule.exceeded(member_bytes, compressed)
         if problem is None:
             return
+        if self._rule.bundle_bomb:
+            raise Refused(413, f"decompression bomb: {name}: {problem} (limits.max_ratio)", "bomb")
         if self._rule.stopped:
             raise Refused(413, f"bundle unpacks to more than {self.limits.max_unpacked_bytes} bytes "
                                "(limits.max_unpacked_bytes)", "unpacked_size")
@@ -210,7 +232,9 @@ def _sniff(fh: BinaryIO) -> str:
     return sniff_kind(head)
 
 
-def _tar_members(tf: tarfile.TarFile, counting: Counting, budget: _Budget) -> None:
+def _tar_members(tf: tarfile.TarFile, counting: Counting, budget: _Budget, level: int = 0, prefix: str = "") -> None:
+    """Inspect a streamed tar's members. ``counting``: the upload's compressed side (a member's ratio is
+    measured on the upload bytes read for it); ``level``: archives around this one inside the upload."""
     while True:
         try:
             info = tf.next()
@@ -221,6 +245,7 @@ def _tar_members(tf: tarfile.TarFile, counting: Counting, budget: _Budget) -> No
         if info is None:
             return
         budget.member(info.name)
+        name = prefix + info.name
         if info.issym() or info.islnk():
             target = info.linkname.replace("\\", "/")
             if target.startswith("/") or ".." in PurePosixPath(target).parts:
@@ -232,7 +257,46 @@ def _tar_members(tf: tarfile.TarFile, counting: Counting, budget: _Budget) -> No
             continue
         f = tf.extractfile(info)
         if f is not None:
-            _scan(f, info.name, budget, counting)
+            _member(f, name, budget, counting, level)
+
+
+def _member(f: BinaryIO, name: str, budget: _Budget, counting: Counting, level: int) -> None:
+    """Inspect one regular member: a nested archive (up to ``max_nesting`` levels) or a gzip-compressed
+    member as ingest will read it, anything else as text."""
+    kind = nested_kind(name)
+    if kind == "gz":
+        head, _ = read_pieces(f, 2)
+        if head == GZIP_MAGIC:
+            _scan(Gunzip(Prepend(head, f)), name, budget, counting)
+            return
+        _scan(Prepend(head, f), name, budget, counting)
+        return
+    if kind is None or level >= budget.limits.max_nesting:
+        _scan(f, name, budget, counting)
+        return
+    if kind == "tar":
+        try:
+            inner = tarfile.open(fileobj=f, mode="r|*")  # noqa: SIM115 - read to the end below
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+            raise Refused(422, f"invalid nested tar archive {name[:200]!r}: {exc}", "bad_archive") from None
+        with inner:
+            _tar_members(inner, counting, budget, level + 1, name + "/")
+        return
+    with tempfile.SpooledTemporaryFile(max_size=16 << 20) as spool:  # a zip needs random access
+        n = 0
+        start = counting.n
+        while True:
+            try:
+                piece = f.read(_PIECE)
+            except (zlib.error, EOFError, OSError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+                raise Refused(422, f"invalid compressed data in {name[:200]}: {exc}", "bad_archive") from None
+            if not piece:
+                break
+            n += len(piece)
+            budget.add(len(piece), n, counting.n - start, name)  # the nested zip's bytes count as read
+            spool.write(piece)
+        spool.seek(0)
+        _inspect_zip(Counting(spool), budget, level + 1, name + "/")  # type: ignore[arg-type]
 
 
 def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
@@ -244,9 +308,9 @@ def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
     budget = _Budget(limits, size)
     with open(path, "rb") as fh:
         kind = _sniff(fh)
-        counting = Counting(fh)
+        counting = budget.counting(fh)  # type: ignore[arg-type]
         if kind == "zip":
-            _inspect_zip(fh, budget)
+            _inspect_zip(counting, budget)
             return BundleInfo("zip", budget.members, budget.total, size)
         if kind in ("gz", "bz2", "xz"):
             if kind == "gz":
@@ -281,9 +345,18 @@ def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
         return BundleInfo("log", budget.members, budget.total, size)
 
 
-def _inspect_zip(fh: BinaryIO, budget: _Budget) -> None:
+def _inspect_zip(fh: Counting, budget: _Budget, level: int = 0, prefix: str = "") -> None:
+    """Inspect a zip read through ``fh`` (seekable; it counts the compressed bytes read). The member count
+    and directory size are checked from the end record first (:func:`zip_directory_problem`); a member's
+    ratio is measured on the compressed bytes read for it, whatever its header declares."""
     try:
-        zf = zipfile.ZipFile(fh)
+        problem = zip_directory_problem(fh, budget.limits.max_members - budget.members)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise Refused(422, f"invalid zip archive: {exc}", "bad_archive") from None
+    if problem:
+        raise Refused(413, f"{prefix}{problem} (limits.max_members)", "members")
+    try:
+        zf = zipfile.ZipFile(fh)  # type: ignore[arg-type]
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise Refused(422, f"invalid zip archive: {exc}", "bad_archive") from None
     with zf:
@@ -299,7 +372,7 @@ def _inspect_zip(fh: BinaryIO, budget: _Budget) -> None:
                 raise Refused(422, f"link member {info.filename[:200]!r}: refused", "traversal")
             try:
                 with zf.open(info) as f:
-                    _scan(f, info.filename, budget, None, member_compressed=max(info.compress_size, 1))
+                    _member(f, prefix + info.filename, budget, fh, level)  # type: ignore[arg-type]
             except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError, zlib.error) as exc:
                 raise Refused(422, f"invalid zip member {info.filename[:200]!r}: {exc}", "bad_archive") from None
 

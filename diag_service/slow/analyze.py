@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from diag_service.fsutil import open_regular
 from diag_service.ingest import BundleError
 from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
 from diag_service.slow.detector import SlowDetector, log_evidence_list
@@ -22,6 +23,7 @@ from diag_service.slow.feeds import (
     FeedError,
     StepBatch,
     csv_feed,
+    dropped_nodes_warning,
     is_json_array,
     jsonl_feed,
     load_json_array,
@@ -35,7 +37,7 @@ from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_
 _JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 
 
-def load_feed(path: str | Path) -> Feed:
+def load_feed(path: str | Path, root: str | Path | None = None) -> Feed:
     """Load a timing feed or a log bundle, choosing the reader from the path.
 
     * ``*.jsonl``/``*.ndjson`` (optionally ``.gz``): the lab's per-rank records; ``*.json`` holding one
@@ -46,33 +48,50 @@ def load_feed(path: str | Path) -> Feed:
       run's ``timing.jsonl``): that feed;
     * anything else (a directory, archive or log file): iteration lines of the logs.
 
-    Raises :class:`~diag_service.slow.feeds.FeedError` if the path does not exist or cannot be read.
+    A feed file is opened once, checked as it is opened (:func:`~diag_service.fsutil.open_regular`): a
+    regular file only (a device such as ``/dev/zero`` or a pipe is refused), and, when it was found in a
+    folder (or ``root``, the bundle folder it belongs to, is given), still under that folder (a link
+    leaving it is refused). Raises :class:`~diag_service.slow.feeds.FeedError` if the path does not exist,
+    is refused, or cannot be read.
     """
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         raise FeedError(f"no such file or directory: {p}")
     if p.is_dir():
         found = sorted((f for f in p.iterdir() if f.is_file() and FEED_MEMBER.search(f.name)),
                        key=lambda f: feed_preference(f.name))
         if found:
-            return load_feed(found[0])
+            return load_feed(found[0], root=p)
     name = p.name.lower()
+    if not name.endswith((*_JSONL, ".parquet", ".json", ".csv")):
+        try:
+            return load_log_bundle(p)
+        except BundleError as exc:
+            raise FeedError(str(exc)) from exc
+    try:
+        fh = open_regular(p, root) if root is not None else open_regular(p.resolve())
+    except OSError as exc:
+        raise FeedError(f"cannot read {p}: {exc}") from exc
+    with fh:
+        return _load_feed_file(p, name, fh)
+
+
+def _load_feed_file(p: Path, name: str, fh: BinaryIO) -> Feed:
     if name.endswith(_JSONL):
-        return load_jsonl(p)
+        return load_jsonl(p, fh)
     if name.endswith(".parquet"):
         import polars as pl
 
         try:
-            cols = pl.read_parquet_schema(p)
+            cols = pl.read_parquet_schema(fh)
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise FeedError(f"cannot read {p}: {exc}") from exc
-        return load_bytedance_feed(p) if is_bytedance_trace(list(cols)) else load_table(p)
-    if name.endswith(".json") and is_json_array(p):
-        return load_json_array(p)
+        return load_bytedance_feed(p, fh) if is_bytedance_trace(list(cols)) else load_table(p, fh)
+    if name.endswith(".json") and is_json_array(p, fh):
+        return load_json_array(p, fh)
     if name.endswith(".csv"):
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            header = [c.strip().strip('"') for c in fh.readline().split(",")]
-        return load_alibaba_feed(p) if is_alibaba_trace(header) else load_table(p)
+        header = [c.strip().strip('"') for c in fh.readline(1 << 16).decode("utf-8", errors="replace").split(",")]
+        return load_alibaba_feed(p, fh) if is_alibaba_trace(header) else load_table(p, fh)
     try:
         return load_log_bundle(p)
     except BundleError as exc:
@@ -127,6 +146,8 @@ def analyze_slow(
         feed.stats.bad_records = conv.bad
         if conv.bad:
             feed.stats.warnings.append(f"{conv.bad} record(s) were invalid and skipped, e.g. " + "; ".join(conv.reasons[:3]))
+        if conv.dropped_nodes:
+            feed.stats.warnings.append(dropped_nodes_warning(conv.dropped_nodes))
     t_load = time.perf_counter()
     det = SlowDetector(config, world_size=world_size, source=feed.stats.source, fmt=feed.stats.format, units=feed.units)
     det.stats.bad_records = feed.stats.bad_records
@@ -163,7 +184,7 @@ def load_feed_member(member: FeedMember) -> Feed:
     file), parsed from its ``text`` when it was read from an archive in the log pass. Raises
     :class:`~diag_service.slow.feeds.FeedError`."""
     if member.path is not None:
-        return load_feed(member.path)
+        return load_feed(member.path, member.root)
     text = member.text or ""
     if member.name.lower().endswith(".csv"):
         return csv_feed(text, member.name)

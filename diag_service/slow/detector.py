@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from diag_service.domain import Category, Evidence, FailureMode
-from diag_service.slow.feeds import MAX_RANK, FeedError, RecordConverter, StepBatch
+from diag_service.limits import LIMITS
+from diag_service.slow.feeds import MAX_RANK, FeedError, RecordConverter, StepBatch, dropped_nodes_warning
 from diag_service.slow.job import JobDetector, StepCtx
 from diag_service.slow.models import (
     FeedStats,
@@ -78,6 +79,8 @@ class SlowDetector:
         units: str = "seconds",
     ) -> None:
         self.cfg = config or SlowConfig()
+        if world_size is not None and not 1 <= world_size <= LIMITS.max_world_size:
+            raise FeedError(f"world size {world_size} is outside 1..{LIMITS.max_world_size}")
         self.world_size = world_size
         self.units = units
         self.conv = RecordConverter()
@@ -85,7 +88,10 @@ class SlowDetector:
         self.pending: dict[int, list[StepBatch]] = {}
         self.max_seen = -1
         self.last_done = -1
-        self.rank_idx = np.full(0, -1, np.int64)
+        # known ranks, sorted, and the unit (row of the per-rank tables) of each: memory per rank seen,
+        # not per rank id (a sparse id such as 1,000,000 costs one entry)
+        self.rank_keys = np.zeros(0, np.int64)
+        self.rank_units = np.zeros(0, np.int64)
         self.unit_rank = np.zeros(0, np.int64)
         self.unit_node = np.zeros(0, np.int32)
         self.unit_stage = np.zeros(0, np.int32)
@@ -163,17 +169,16 @@ class SlowDetector:
         if r.size == 0:
             return
         top = int(r.max())
-        if top > MAX_RANK:  # feeds reject such records; a StepBatch built by hand must not size the table
+        if top > MAX_RANK:  # feeds reject such records; a StepBatch built by hand is refused too
             raise FeedError(f"rank {top} is above the largest supported rank {MAX_RANK}")
-        if top >= self.rank_idx.size:
-            grown = np.full(max(top + 1, 2 * self.rank_idx.size), -1, np.int64)
-            grown[: self.rank_idx.size] = self.rank_idx
-            self.rank_idx = grown
-        unknown = self.rank_idx[r] < 0
+        unknown = self._units_of(r) < 0
         new = np.unique(r[unknown]) if unknown.any() else r[:0]
         if new.size:
             k = new.size
-            self.rank_idx[new] = np.arange(self.n_units, self.n_units + k)
+            keys = np.concatenate([self.rank_keys, new])
+            units = np.concatenate([self.rank_units, np.arange(self.n_units, self.n_units + k)])
+            order = np.argsort(keys, kind="stable")
+            self.rank_keys, self.rank_units = keys[order], units[order]
             need = self.n_units + k
             if need > self.unit_rank.size:
                 cap = max(need, 2 * self.unit_rank.size)
@@ -184,6 +189,13 @@ class SlowDetector:
                     setattr(self, name, g)
             self.unit_rank[self.n_units: need] = new
             self.n_units = need
+
+    def _units_of(self, ranks: np.ndarray) -> np.ndarray:
+        """The unit index of each rank in ``ranks`` (int64 array of ranks >= 0); -1 for a rank not seen yet."""
+        if self.rank_keys.size == 0:
+            return np.full(ranks.size, -1, np.int64)
+        pos = np.minimum(np.searchsorted(self.rank_keys, ranks), self.rank_keys.size - 1)
+        return np.where(self.rank_keys[pos] == ranks, self.rank_units[pos], -1)
 
     def _moved_on(self, world: int) -> int:
         """The newest step that at least half of the ranks (or a job-level record) have reached.
@@ -199,8 +211,8 @@ class SlowDetector:
         return best
 
     def _ready(self, s: int, final: bool) -> bool:
-        if final:
-            return True
+        if final or len(self.pending) > LIMITS.max_pending_steps:
+            return True  # the end of the input, or too many steps waiting: the oldest goes through as it is
         world = self.world_size or self.n_units
         if world <= 0:
             return False
@@ -212,7 +224,7 @@ class SlowDetector:
             return True  # a job-level series (log lines): one record is the whole step
         if ranks.size < world:
             return False
-        return int(np.count_nonzero(np.bincount(self.rank_idx[ranks], minlength=self.n_units))) >= world
+        return int(np.count_nonzero(np.bincount(self._units_of(ranks), minlength=self.n_units))) >= world
 
     def _drain(self, final: bool) -> None:
         while self.pending:
@@ -248,7 +260,7 @@ class SlowDetector:
                 self._phases.add(name)
         ranked = b.rank >= 0
         rb = b.take(ranked) if not ranked.all() else b
-        idx = self.rank_idx[rb.rank] if len(rb) else np.zeros(0, np.int64)
+        idx = self._units_of(rb.rank) if len(rb) else np.zeros(0, np.int64)
         if len(rb):
             known = rb.node >= 0
             self.unit_node[idx[known]] = rb.node[known]
@@ -469,6 +481,8 @@ class SlowDetector:
             # records given to update() directly (a stream): the loader's warning was never written
             why = "; ".join(self.conv.reasons[:3])
             warnings.append(f"{st.bad_records} record(s) were invalid and skipped" + (f", e.g. {why}" if why else ""))
+        if self.conv.dropped_nodes and not any("unknown node" in w for w in warnings):
+            warnings.append(dropped_nodes_warning(self.conv.dropped_nodes))
         if st.late:
             warnings.append(f"{st.late} record(s) arrived after their step was processed and were dropped")
         if st.duplicates:

@@ -24,28 +24,28 @@ format cannot be read at all, raises :class:`FeedError`.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from diag_service.domain import Evidence
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.limits import LIMITS
 from diag_service.slow.models import FeedStats, StepKind
 
 KIND_CODE: dict[str, int] = {"train": 0, "eval": 1, "evaluation": 1, "validation": 1, "val": 1, "checkpoint": 2, "ckpt": 2}
 KIND_NAMES = (StepKind.TRAIN, StepKind.EVAL, StepKind.CHECKPOINT)
-#: Bounds on values that size the detector's arrays (a rank indexes a dense table): a record beyond
-#: them is invalid, counted and reported, never allocated for. 2**20 ranks is ten times the largest
-#: published training job (~100k GPUs); a step above 2**53 is not exact as a float; stages are
-#: pipeline-parallel stages (int32 in the detector).
-MAX_RANK = 2**20 - 1
-MAX_STEP = 2**53
-MAX_STAGE = 2**15
+#: Bounds on values that size the detector's tables (:data:`diag_service.limits.LIMITS`): a record beyond
+#: them is invalid, counted and reported, never allocated for.
+MAX_RANK = LIMITS.max_rank
+MAX_STEP = LIMITS.max_step
+MAX_STAGE = LIMITS.max_stage
 
 #: Accepted column names, first match wins (lab format first; common alternatives after).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -236,14 +236,23 @@ class RecordConverter:
         self._node_code: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
         self.bad = 0
         self.reasons: list[str] = []
+        self.dropped_nodes = 0  # records whose node name was over a bound (see node_code)
 
     def node_code(self, name: Any) -> int:
-        """Code of a node name (new names are appended); -1 for None/empty."""
+        """Code of a node name (new names are appended); -1 (unknown node) for None/empty, for a name
+        longer than ``LIMITS.max_node_name_chars`` and for new names past ``LIMITS.max_nodes`` distinct
+        ones (each such record is analysed without its node; the first few are reported in ``reasons``)."""
         if name is None or name == "":
             return -1
         s = str(name)
         c = self._node_code.get(s)
         if c is None:
+            if len(s) > LIMITS.max_node_name_chars or len(self.node_names) >= LIMITS.max_nodes:
+                self.dropped_nodes += 1
+                if self.dropped_nodes == 1 and len(self.reasons) < 20:
+                    self.reasons.append(f"node names beyond {LIMITS.max_nodes} distinct ones or longer than "
+                                        f"{LIMITS.max_node_name_chars} characters are taken as an unknown node")
+                return -1
             c = len(self.node_names)
             self.node_names.append(s)
             self._node_code[s] = c
@@ -269,7 +278,7 @@ class RecordConverter:
             if any(len(r) != len(keys) for r in records):
                 return None  # a record with other fields (kind, stage...) must not lose them: the general path
             arr = {k: np.fromiter((r[k] for r in records), np.float64, n) for k in keys if k != "node"}
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None
         nan = np.full(n, np.nan)
         step, rank = arr["step"], arr["rank"]
@@ -283,7 +292,7 @@ class RecordConverter:
             for a in (start, end, *ph):
                 good &= np.isnan(a) | (np.isfinite(a) & (a >= 0))
             good &= ~(end < start)
-            good &= np.isfinite(att)
+            good &= np.isfinite(att) & (att >= 0) & (att <= LIMITS.max_attempt)
         if "node" in keys:
             names = [r["node"] for r in records]
             table = {nm: self.node_code(nm) for nm in set(names)}
@@ -296,7 +305,7 @@ class RecordConverter:
             if len(self.reasons) < 20:
                 self.reasons.append(
                     f"{bad} record(s): negative, non-finite or non-integer values, end before start, "
-                    f"or a rank above {MAX_RANK}"
+                    f"a rank above {MAX_RANK} or an attempt above {LIMITS.max_attempt}"
                 )
         idx = np.flatnonzero(good)
         return StepBatch.from_columns(
@@ -350,6 +359,8 @@ class RecordConverter:
                 kind_v = _pick(rec, a["kind"])
                 kind = KIND_CODE.get(str(kind_v).lower(), 0) if kind_v is not None else 0
                 att_v = _pick(rec, a["attempt"])
+                if att_v is not None and not 0 <= _int(att_v) <= LIMITS.max_attempt:
+                    raise ValueError(f"attempt outside 0..{LIMITS.max_attempt}")
                 w_v = _num(_pick(rec, a["iterations"]))
                 row = (
                     step, rank, start, end, _num(_pick(rec, a["compute_s"])), _num(_pick(rec, a["comm_s"])),
@@ -366,22 +377,45 @@ class RecordConverter:
         return StepBatch.from_columns(**cols, node_names=self.node_names)
 
 
-def _open_text(path: Path):  # noqa: ANN202 - a text file object
+#: Longest JSONL record line read (characters); one record is ~200. A longer line (a file without
+#: newlines) is skipped as malformed, read in pieces of this size, never held whole.
+MAX_FEED_LINE_CHARS = 1 << 20
+
+
+def _open_text(path: Path, fh: BinaryIO | None = None):  # noqa: ANN202 - a text file object
+    raw = fh if fh is not None else open(path, "rb")  # noqa: SIM115 - closed with the text wrapper
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - the caller closes it
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
-def load_jsonl(path: str | Path) -> Feed:
-    """Load a JSONL (optionally ``.gz``) timing feed. Malformed lines are skipped and counted.
+def _capped_lines(fh: io.TextIOBase, limit: int = MAX_FEED_LINE_CHARS) -> Iterator[str]:
+    """The lines of ``fh``; a line longer than ``limit`` characters comes out as one unparseable line
+    (``"\x00"``), consumed in pieces."""
+    while True:
+        line = fh.readline(limit)
+        if not line:
+            return
+        if len(line) >= limit and not line.endswith("\n"):
+            while line and not line.endswith("\n"):
+                line = fh.readline(limit)
+            yield "\x00"
+            continue
+        yield line
 
-    Raises :class:`FeedError` if the file cannot be opened.
+
+def load_jsonl(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a JSONL (optionally ``.gz``) timing feed. Malformed lines (and lines longer than
+    :data:`MAX_FEED_LINE_CHARS`) are skipped and counted. ``fh``: the file, already opened (and checked)
+    by the caller; else ``path`` is opened.
+
+    Raises :class:`FeedError` if the file cannot be opened or read.
     """
     p = Path(path)
     try:
-        with _open_text(p) as fh:
-            return jsonl_feed(fh, str(p))
-    except OSError as exc:
+        with _open_text(p, fh) as text:
+            return jsonl_feed(_capped_lines(text), str(p))
+    except (OSError, EOFError) as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
 
 
@@ -403,7 +437,8 @@ def jsonl_feed(lines: Iterable[str], source: str, first_line: int = 1) -> Feed:
             continue
         line_nos.append(ln)
     batch = conv.convert(recs, line_nos)
-    return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed))
+    return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed,
+                              conv.dropped_nodes))
 
 
 def csv_feed(text: str, source: str) -> Feed:
@@ -423,28 +458,41 @@ def csv_feed(text: str, source: str) -> Feed:
 MAX_JSON_ARRAY_BYTES = 512 * 2**20
 
 
-def is_json_array(path: str | Path) -> bool:
-    """Whether the file's first non-blank character is ``[`` (a JSON array), reading at most 4 KiB."""
+def is_json_array(path: str | Path, fh: BinaryIO | None = None) -> bool:
+    """Whether the file's first non-blank character is ``[`` (a JSON array), reading at most 4 KiB
+    (of ``fh`` from its start, when given, which is then rewound)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if fh is not None:
+            fh.seek(0)
+            head = fh.read(4096)
+            fh.seek(0)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(4096)
     except OSError:
         return False
-    return head.startswith(b"[")
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
 
 
-def load_json_array(path: str | Path) -> Feed:
-    """Load a ``.json`` file holding one array of step records (the lab's format).
+def load_json_array(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a ``.json`` file holding one array of step records (the lab's format). ``fh``: the file,
+    already opened (and checked) by the caller; else ``path`` is opened.
 
     Raises :class:`FeedError` if the file cannot be read, is not valid JSON, is not an array, or is larger
-    than :data:`MAX_JSON_ARRAY_BYTES` (write such feeds as JSONL, one record per line).
+    than :data:`MAX_JSON_ARRAY_BYTES` (write such feeds as JSONL, one record per line); the size is that
+    of the bytes read, not what the file system says (a device or a growing file says 0).
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_JSON_ARRAY_BYTES:
-            raise FeedError(f"{p}: a {size} byte JSON array; write feeds this large as JSONL (one record per line)")
-        data = json.loads(p.read_bytes().decode("utf-8", errors="replace"))
+        if fh is not None:
+            raw = fh.read(MAX_JSON_ARRAY_BYTES + 1)
+        else:
+            with open(p, "rb") as f:
+                raw = f.read(MAX_JSON_ARRAY_BYTES + 1)
+        if len(raw) > MAX_JSON_ARRAY_BYTES:
+            raise FeedError(f"{p}: a JSON array over {MAX_JSON_ARRAY_BYTES} bytes; write feeds this large as JSONL "
+                            "(one record per line)")
+        data = json.loads(raw.decode("utf-8", errors="replace"))
     except OSError as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -453,7 +501,7 @@ def load_json_array(path: str | Path) -> Feed:
         raise FeedError(f"{p}: a JSON {type(data).__name__}, not an array of step records")
     conv = RecordConverter()
     batch = conv.convert(data)
-    return Feed(batch, _stats(str(p), "json", batch, conv.bad, conv.reasons, 0))
+    return Feed(batch, _stats(str(p), "json", batch, conv.bad, conv.reasons, 0, conv.dropped_nodes))
 
 
 def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
@@ -470,31 +518,44 @@ def _table_to_feed(df: Any, source: str, fmt: str) -> Feed:
     df = df.select(list(rename)).rename(rename)
     conv = RecordConverter()
     batch = conv.convert(df.iter_rows(named=True), range(2, df.height + 2))
-    return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0))
+    return Feed(batch, _stats(source, fmt, batch, conv.bad, conv.reasons, 0, conv.dropped_nodes))
 
 
-def load_table(path: str | Path) -> Feed:
-    """Load a CSV or Parquet timing feed with the lab's columns (aliases in :data:`ALIASES`).
+def load_table(path: str | Path, fh: BinaryIO | None = None) -> Feed:
+    """Load a CSV or Parquet timing feed with the lab's columns (aliases in :data:`ALIASES`). ``fh``: the
+    file, already opened (and checked) by the caller; else ``path`` is opened.
 
     Raises :class:`FeedError` if the file cannot be read or has no step column.
     """
     import polars as pl
 
     p = Path(path)
+    src: Any = p
+    if fh is not None:
+        fh.seek(0)
+        src = fh
     try:
         if p.suffix.lower() == ".parquet":
-            df = pl.read_parquet(p)
+            df = pl.read_parquet(src)
             fmt = "parquet"
         else:
-            df = pl.read_csv(p, infer_schema_length=10000, ignore_errors=True)
+            df = pl.read_csv(src, infer_schema_length=10000, ignore_errors=True)
             fmt = "csv"
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
     return _table_to_feed(df, str(p), fmt)
 
 
-def _stats(source: str, fmt: str, batch: StepBatch, bad: int, reasons: list[str], malformed: int) -> FeedStats:
+def dropped_nodes_warning(n: int) -> str:
+    return (f"{n} record(s) named a node beyond {LIMITS.max_nodes} distinct ones or longer than "
+            f"{LIMITS.max_node_name_chars} characters; analysed as an unknown node")
+
+
+def _stats(source: str, fmt: str, batch: StepBatch, bad: int, reasons: list[str], malformed: int,
+           dropped_nodes: int = 0) -> FeedStats:
     warnings = []
+    if dropped_nodes:
+        warnings.append(dropped_nodes_warning(dropped_nodes))
     if malformed:
         warnings.append(f"{malformed} line(s) are not valid JSON and were skipped")
     if bad - malformed > 0:

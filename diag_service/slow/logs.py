@@ -36,6 +36,7 @@ import numpy as np
 from diag_service.domain import Evidence, InputReport
 from diag_service.ingest import read_bundle
 from diag_service.ingest.members import FEED_MEMBER
+from diag_service.limits import LIMITS
 from diag_service.logformat import attribute, iso, parse_timestamp
 from diag_service.slow.feeds import Feed, RecordConverter, StepBatch
 from diag_service.slow.models import FeedStats
@@ -80,6 +81,24 @@ def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts:
     return Evidence(file=path, line=line, rank=rank, node=node, timestamp=iso(ts), text=text[:2000])
 
 
+def _num(s: str | None) -> float | None:
+    """A finite number from log text (``1.2.3``, ``..`` or ``1e999`` are None)."""
+    try:
+        x = float(s)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _count(s: str | None) -> int | None:
+    """A step, iteration or batch count from log text; None above ``LIMITS.max_step`` (a longer number is
+    not a step a job ran, and would not fit the detector's int64 steps)."""
+    if s is None or len(s) > 16:
+        return None
+    n = int(s)
+    return n if n <= LIMITS.max_step else None
+
+
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if not ("iteration" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
@@ -94,8 +113,8 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
     key = (path, r)
     m = MEGATRON.search(text)
     if m:
-        it, ms = int(m.group(1)), float(m.group(3))
-        if not (math.isfinite(ms) and ms > 0):
+        it, ms = _count(m.group(1)), _num(m.group(3))
+        if it is None or ms is None or ms <= 0:
             st.bad += 1
             return
         prev = st.prev.get(key)
@@ -106,19 +125,19 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         return
     m = DS_BATCH.search(text)
     if m and st.batch_size is None:
-        st.batch_size = int(m.group(1))
+        st.batch_size = _count(m.group(1)) or None
     m = DS_THROUGHPUT.search(text)
     if m:
-        rate = float(m.group(2))
-        if rate > 0 and math.isfinite(rate):
+        rate, ds_step = _num(m.group(2)), _count(m.group(1))
+        if rate is not None and rate > 0 and ds_step is not None:
             st.formats.add("deepspeed")
-            st.ds_rate.append((int(m.group(1)), rate, _ev(path, lineno, raw, rank, node, ts), ts))
+            st.ds_rate.append((ds_step, rate, _ev(path, lineno, raw, rank, node, ts), ts))
         else:
             st.bad += 1
         return
     m = DS_STEP.search(text)
     if m:
-        st.ds_step = int(m.group(1))
+        st.ds_step = _count(m.group(1))
         return
     m = DS_TIMERS.search(text)
     if m:
@@ -126,10 +145,11 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         for part in m.group(1).split("|"):
             if ":" in part:
                 k, v = part.split(":", 1)
-                try:
-                    vals[k.strip().removesuffix("_microstep")] = float(v)
-                except ValueError:
+                x = _num(v)
+                if x is None:
                     st.bad += 1
+                else:
+                    vals[k.strip().removesuffix("_microstep")] = x
         fwd, bwd, stp = vals.get("fwd", vals.get("forward")), vals.get("bwd", vals.get("backward")), vals.get("step")
         if fwd is None or bwd is None:
             return
@@ -143,14 +163,20 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         return
     m = TQDM.search(text)
     if m:
-        epoch, n, total, rate, unit = m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4)), m.group(5)
+        epoch, n, total, rate, unit = _count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)), m.group(5)
+        if rate is None or n is None or total is None or (m.group(1) is not None and epoch is None):
+            st.bad += 1
+            return
         if rate <= 0 or n <= 0:
             return
         sec = 1.0 / rate if unit == "it/s" else rate
         if epoch is not None:
             st.formats.add("lightning")
             st.epoch_len[path] = max(st.epoch_len.get(path, 0), total)
-            step = int(epoch) * st.epoch_len[path] + n
+            step = epoch * st.epoch_len[path] + n
+            if step > LIMITS.max_step:
+                st.bad += 1
+                return
         else:
             st.formats.add("hf_trainer")
             step = n

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -24,6 +25,11 @@ from diag_service.slow.feeds import Feed, FeedError, StepBatch
 from diag_service.slow.models import FeedStats
 
 BD_COMPUTE = ("forward-compute", "backward-compute", "optimizer")
+
+
+def _rewound(fh: BinaryIO) -> BinaryIO:
+    fh.seek(0)
+    return fh
 
 
 def is_bytedance_trace(columns: list[str]) -> bool:
@@ -36,7 +42,7 @@ def is_alibaba_trace(columns: list[str]) -> bool:
     return {"worker", "batch_time_norm"} <= set(columns)
 
 
-def load_bytedance_feed(path: str | Path) -> Feed:
+def load_bytedance_feed(path: str | Path, fh: BinaryIO | None = None) -> Feed:
     """Per-rank step records from a ByteDance what-if parquet trace (see the module docstring).
 
     Raises :class:`~diag_service.slow.feeds.FeedError` if the file cannot be read or lacks the columns.
@@ -44,7 +50,7 @@ def load_bytedance_feed(path: str | Path) -> Feed:
     import polars as pl
 
     try:
-        df = pl.read_parquet(path)
+        df = pl.read_parquet(path if fh is None else _rewound(fh))
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise FeedError(f"cannot read {path}: {exc}") from exc
     if not is_bytedance_trace(df.columns):
@@ -69,7 +75,7 @@ def load_bytedance_feed(path: str | Path) -> Feed:
     return Feed(batch, stats)
 
 
-def load_alibaba_feed(path: str | Path) -> Feed:
+def load_alibaba_feed(path: str | Path, fh: BinaryIO | None = None) -> Feed:
     """Per-worker records from a PAI ``job_N_norm.csv`` (normalised units; see the module docstring).
 
     Raises :class:`~diag_service.slow.feeds.FeedError` if the file cannot be read or lacks the columns.
@@ -77,7 +83,7 @@ def load_alibaba_feed(path: str | Path) -> Feed:
     import polars as pl
 
     try:
-        df = pl.read_csv(path, infer_schema_length=10000)
+        df = pl.read_csv(path if fh is None else _rewound(fh), infer_schema_length=10000)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise FeedError(f"cannot read {path}: {exc}") from exc
     if not is_alibaba_trace(df.columns):

@@ -60,7 +60,7 @@ def read_json_lines(path: Path, issues: list[Issue]) -> list[dict[str, Any]]:
                 continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 bad.append(f"{path.name}:{i}")
                 continue
             if isinstance(obj, dict):

@@ -53,12 +53,17 @@ def _jsonl_slow(path: Path, issues: list[Issue]) -> pl.DataFrame:
 
 
 def read_event_file(path: Path, issues: list[Issue]) -> pl.DataFrame:
-    """Raw rows of one events file (JSONL / JSONL.gz / Parquet / CSV), columns as found."""
+    """Raw rows of one events file (JSONL / JSONL.gz / Parquet / CSV), columns as found. Raises
+    :class:`EtprInputError` for an unknown extension and a Parquet or CSV file that cannot be read at all."""
     name = path.name.lower()
-    if name.endswith(".parquet"):
-        return pl.read_parquet(path)
-    if name.endswith(".csv"):
-        return pl.read_csv(path, infer_schema_length=10000)
+    if name.endswith((".parquet", ".csv")):
+        try:
+            if name.endswith(".parquet"):
+                return pl.read_parquet(path)
+            # a row with more fields than the header keeps the header's (a hand-edited file)
+            return pl.read_csv(path, infer_schema_length=10000, truncate_ragged_lines=True)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise EtprInputError(f"{path}: cannot read ({type(exc).__name__}: {str(exc)[:200]})") from None
     if name.endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".json")):
         if not name.endswith(".gz"):
             try:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from diag_service.domain import FailureMode
 from diag_service.etpr.schema import Issue
 from diag_service.etpr.sources import register_source
 from diag_service.etpr.sources.base import EtprInputError, LoadOptions, add_issue, read_json_lines, rows_to_frame
+from diag_service.fsutil import read_regular
+from diag_service.limits import LIMITS
 
 LAB_PROGRESS_EVERY = 5  # steps per synthesised progress sample (a trainer logs every N steps)
 
@@ -25,8 +28,10 @@ def _lab_progress(timing: list[dict[str, Any]], job: str) -> list[dict[str, Any]
         try:
             key = (int(r.get("attempt", 0) or 0), int(r["step"]))
             end = float(r["end"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
             continue
+        if not math.isfinite(end) or not 0 <= key[1] <= LIMITS.max_step or not 0 <= key[0] <= LIMITS.max_attempt:
+            continue  # the bounds a timing feed has (diag_service.limits)
         ends[key] = max(ends.get(key, end), end)
     out: list[dict[str, Any]] = []
     by_att: dict[int, list[tuple[int, float]]] = {}
@@ -58,26 +63,28 @@ def load_lab_run(run_dir: Path, issues: list[Issue], use_truth: bool = True, job
         row = {k: v for k, v in e.items() if not isinstance(v, dict | list)}
         row["job"] = job
         if e.get("event") == "started" and e.get("ranks") is not None and gpus is None:
-            gpus = float(e["ranks"])
+            gpus = _lab_float(e["ranks"])
             row["gpus"] = gpus
         rows.append(row)
     if gpus is None:
         run = run_dir / "run.json"
         if run.exists():
             try:
-                gpus = float(json.loads(run.read_text()).get("ranks"))
+                gpus = _lab_float(json.loads(read_regular(run, _LAB_JSON_BYTES, run_dir)).get("ranks"))
                 if rows:
                     rows[0]["gpus"] = gpus
-            except (ValueError, TypeError, json.JSONDecodeError):
+            except (OSError, ValueError, AttributeError, RecursionError):
                 pass
     rows += _lab_progress(read_json_lines(run_dir / "timing.jsonl", issues), job)
     truth_path = run_dir / "truth.json"
     if use_truth and truth_path.exists():
         try:
-            truth = json.loads(truth_path.read_text())
-        except json.JSONDecodeError:
+            truth = json.loads(read_regular(truth_path, _LAB_JSON_BYTES, run_dir))
+        except (OSError, ValueError, RecursionError):
+            truth = None
+        if not isinstance(truth, dict):
             truth = {}
-            add_issue(issues, "warning", "bad_truth", f"{truth_path}: not valid JSON; ignored", 1, [job])
+            add_issue(issues, "warning", "bad_truth", f"{truth_path}: not a readable JSON object; ignored", 1, [job])
         if truth.get("fault_fired") and not truth.get("control"):
             mode, cat, node = truth.get("failure_mode"), truth.get("category"), truth.get("faulty_node")
             onset = truth.get("onset_time")
@@ -86,8 +93,10 @@ def load_lab_run(run_dir: Path, issues: list[Issue], use_truth: bool = True, job
                              "category": cat, "node": node, "cause": truth.get("scenario")})
             else:
                 first = True
+                on = _lab_float(onset)
                 for row in rows:
-                    if row.get("event") in ("failure", "hang_detected") and (onset is None or row["time"] >= onset):
+                    t = _lab_float(row.get("time"))
+                    if row.get("event") in ("failure", "hang_detected") and (on is None or (t is not None and t >= on)):
                         row.setdefault("mode", mode)
                         row.setdefault("category", cat)
                         row.setdefault("cause", truth.get("scenario"))
@@ -99,8 +108,21 @@ def load_lab_run(run_dir: Path, issues: list[Issue], use_truth: bool = True, job
             add_issue(issues, "assumption", "lab_truth_attribution",
                    "lab run: failure mode, category, node and onset come from truth.json (ground truth), "
                    "standing in for diag diagnose", 1, [job])
-    rows.sort(key=lambda r: float(r.get("time") or 0.0))
+    rows.sort(key=lambda r: _lab_float(r.get("time")) or 0.0)
     return rows
+
+
+#: Largest ``run.json`` / ``truth.json`` of a lab run read (they are a few hundred bytes).
+_LAB_JSON_BYTES = 1 << 20
+
+
+def _lab_float(v: Any) -> float | None:  # noqa: ANN401 - any JSON value
+    """A finite number from a lab file's value, else None (the row is then validated like any other)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
 
 
 def find_lab_runs(root: Path) -> list[Path]:
