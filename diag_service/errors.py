@@ -72,6 +72,19 @@ class InputError(DiagError):
     kind = ErrorKind.INPUT
 
 
+class Refused(DiagError):
+    """Input the service will not take, with its own HTTP ``status`` (413 a limit, 422 invalid, 403/404 a
+    path, 409 out of order) and a stable ``reason`` code for the error body and the refusal metrics."""
+
+    kind = ErrorKind.REFUSED
+
+    def __init__(self, status: int, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason
+
+
 def exit_code(exc: DiagError) -> int:
     """The process exit code for ``exc`` (:data:`EXIT_CODES`)."""
     return EXIT_CODES[exc.kind]
@@ -83,5 +96,5 @@ def http_status(exc: DiagError) -> int:
     return int(own) if own else HTTP_STATUSES[exc.kind]
 
 
-__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "exit_code",
+__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "Refused", "exit_code",
            "http_status"]

@@ -51,7 +51,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from diag_service.domain import is_job_id
-from diag_service.errors import DiagError, ErrorKind
+from diag_service.errors import Refused
 from diag_service.live.contract import MAX_BATCH_CHARS, AgentBatch, BatchAck, LiveEvent, LiveEventKind, LogChunk, StackSample
 from diag_service.live.settings import LiveSettings
 from diag_service.redact import REDACTED, redact
@@ -71,16 +71,8 @@ JobStatus = Literal["running", "failed", "hung", "slow", "finished"]
 _TERMINAL = (LiveEventKind.FINISHED, LiveEventKind.FAILURE)
 
 
-class LiveRefused(DiagError):
+class LiveRefused(Refused):
     """A batch the service will not apply. ``status``: HTTP status; ``reason``: a stable code."""
-
-    kind = ErrorKind.REFUSED
-
-    def __init__(self, status: int, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.reason = reason
 
 
 class SeqGap(LiveRefused):

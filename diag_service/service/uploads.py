@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import job_id_from_name as _job_id_from_name
-from diag_service.errors import DiagError, ErrorKind
+from diag_service.errors import Refused
 from diag_service.ingest.archive import (
     GZIP_MAGIC,
     Budget,
@@ -50,16 +50,6 @@ _PIECE = 1 << 20
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class Refused(DiagError):
-    """Input the service will not take. ``status``: the HTTP status (413 limits, 422 invalid, 403/404 paths)."""
-
-    kind = ErrorKind.REFUSED
-
-    def __init__(self, status: int, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.reason = reason
 
 
 @dataclass
