@@ -280,3 +280,26 @@ def test_torchruns_error_json_is_sent_whole(tmp_path: Path) -> None:
     f.write_text(json.dumps(doc))
     (c,) = LogTailer(tmp_path).poll()
     assert json.loads(c.text) == doc
+
+
+def test_flight_recorder_dumps_of_this_nodes_ranks_are_sent_once_settled(tmp_path: Path) -> None:
+    import base64
+    import shutil
+
+    fr = tmp_path / "fr"
+    shutil.copytree(FIX / "flight_recorder" / "missing_tp", fr)
+    (fr / ".nccl_trace_rank_1.tmp").write_bytes(b"half written")  # a writer's temporary file: never sent
+    clock = Clock()
+    (tmp_path / "logs").mkdir()
+    cfg = WatchSettings(job_id="job-fr", node="node1", log_dir=tmp_path / "logs", fr_dir=fr,
+                        state_dir=tmp_path / "state", batch_s=0.0)
+    agent = Agent(cfg, None, clock=clock)
+    agent.workers = {11: WorkerProc(pid=11, rank=2, local_rank=0), 12: WorkerProc(pid=12, rank=3, local_rank=1)}
+    agent.step()  # first sight: not yet known to be settled
+    assert not [d for b in _batches(agent) for d in b.fr]
+    agent.step()
+    sent = [d for b in _batches(agent) for d in b.fr]
+    assert sorted(d.name for d in sent) == ["nccl_trace_rank_2", "nccl_trace_rank_3"]  # node1's ranks only
+    assert all(base64.b64decode(d.data) == (fr / d.name).read_bytes() for d in sent)
+    agent.step()
+    assert len([d for b in _batches(agent) for d in b.fr]) == 2  # not again while unchanged

@@ -392,3 +392,27 @@ def test_a_dead_agent_does_not_hold_the_final_diagnosis_back(tmp_path: Path) -> 
 def test_error_prefilter() -> None:
     assert has_error_line("[default1]:[rank1]: RuntimeError: Connection closed by peer\n")
     assert not has_error_line("[default0]:[lab] rank 0 step 10 loss 2.7723\n")
+
+
+def test_flight_recorder_dumps_reach_the_hang_analysis(client: TestClient) -> None:
+    # Real Flight Recorder pickles (4 gloo ranks; rank 3 slept before its tensor-parallel all-reduce), sent by
+    # the agents of two nodes with one log line each: the live diagnosis names rank 3 as diag hang does.
+    import base64
+
+    src = FIX / "flight_recorder" / "missing_tp"
+    job = "live-fr"
+    for n, ranks in (("node0", (0, 1)), ("node1", (2, 3))):
+        a = Agent(client, job, n)
+        a.send(events=[{"event": "started", "time": T0}],
+               logs=[{"path": "console.log", "offset": 0, "text": f"[lab] node {n} step 4 loss 2.31\n"}])
+        a.send(events=[{"event": "hang_detected", "time": T0 + 30, "onset_time": T0}],
+               fr=[{"rank": r, "name": f"nccl_trace_rank_{r}", "time": T0 + 31,
+                    "data": base64.b64encode((src / f"nccl_trace_rank_{r}").read_bytes()).decode()} for r in ranks])
+    view = wait_until(lambda: (v := live_job(client, job))["failure_mode"] == "fail_hang" and not v["diagnosis_pending"] and v,
+                      timeout=120)
+    d = client.get(f"/v1/diagnoses/{view['diagnosis_id']}").json()["diagnosis"]
+    post_hoc = diagnose(DiagnoseRequest(path=str(src), recovery=False))
+    assert d["failure_mode"] == post_hoc.failure_mode.value == "fail_hang"
+    assert d["first_failing_rank"] == post_hoc.first_failing_rank == 3
+    stored = client.data_dir / "live" / job / "fr" / "nccl_trace_rank_3"  # type: ignore[attr-defined]
+    assert stored.read_bytes() == (src / "nccl_trace_rank_3").read_bytes()

@@ -87,13 +87,15 @@ class LiveService:
         """A job id for one run, unique across the suites that share this service."""
         return f"lab-{run_name}-{uuid.uuid4().hex[:6]}"
 
-    def agent_cmd(self, job_id: str, node: str, log_dir: Path, state_dir: Path, feed_dir: Path) -> list[str]:
+    def agent_cmd(self, job_id: str, node: str, log_dir: Path, state_dir: Path, feed_dir: Path,
+                  fr_dir: Path | None = None) -> list[str]:
         """The ``diag watch`` prefix of one node's launcher command (the command follows ``--``); ``feed_dir``:
         where the ranks write their timing parts (each agent sends its own node's records)."""
         return [sys.executable, "-m", "diag_service.cli", "watch", "--job-id", job_id, "--service", self.url,
                 "--node", node, "--log-dir", str(log_dir), "--state-dir", str(state_dir), "--feed-dir", str(feed_dir),
                 "--hang-floor", str(HANG_FLOOR_S), "--stack-every", str(STACK_EVERY_S),
-                "--heartbeat", str(HEARTBEAT_S), "--log-file", str(state_dir / "agent.log"), "--"]
+                "--heartbeat", str(HEARTBEAT_S), "--log-file", str(state_dir / "agent.log"),
+                *(["--fr-dir", str(fr_dir)] if fr_dir is not None else []), "--"]
 
     def collect(self, job_id: str, onset_time: float | None, out_dir: Path, wait_s: float = 30.0) -> dict[str, Any]:
         """Wait (at most ``wait_s``) for the job's final diagnosis and write ``out_dir/live.json``."""

@@ -616,7 +616,8 @@ def _launch_and_watch(
         log_dir.mkdir(parents=True, exist_ok=True)
         cmd = _node_cmd(plan, i, port, run_id, log_dir, cfg_path)
         if live is not None:  # the node's agent wraps its torchrun (diag watch -- torchrun ...)
-            cmd = live[0].agent_cmd(live[1], node, log_dir, out_dir / "watch" / node, parts) + cmd
+            fr_dir = out_dir / "fr" if sc.wants_dumps else None  # where hang runs' ranks write Flight Recorder dumps
+            cmd = live[0].agent_cmd(live[1], node, log_dir, out_dir / "watch" / node, parts, fr_dir) + cmd
         proc = subprocess.Popen(
             cmd, stdout=consoles[node], stderr=subprocess.STDOUT,
             env=_node_env(sc, node), start_new_session=True, cwd=str(out_dir),

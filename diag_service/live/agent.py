@@ -22,6 +22,8 @@ Decisions (times in seconds, from :class:`WatchSettings`):
   ``hang_detected`` with the last step's time as onset, and a stack sample of every local worker every
   ``stack_every_s`` while it lasts (at most ``max_snapshots``). No hang is declared before the first step
   unless ``startup_timeout_s`` is set.
+* **Flight Recorder**: with ``fr_dir``, each of this node's ranks' dump files there (``nccl_trace_rank_<R>``) is
+  sent whole once it stopped changing (the hang analysis then sees the collectives, not only the stacks);
 * **lifecycle**: ``started``, ``first_step``, ``progress`` (every ``progress_every_s``), ``checkpoint_saved``,
   ``restart`` (a new torchrun ``attempt_<n>`` folder), ``finished`` (the launcher's exit), ``heartbeat``.
 """
@@ -46,8 +48,10 @@ from typing import Any
 from diag_service.live.contract import (
     MAX_BATCH_CHARS,
     MAX_BATCH_ITEMS,
+    MAX_FR_BYTES,
     MAX_TEXT_CHARS,
     AgentBatch,
+    FrDump,
     LiveEvent,
     LiveEventKind,
     LogChunk,
@@ -90,6 +94,9 @@ class WatchSettings:
     #: A folder of per-rank timing feeds (``timing*.jsonl``) written outside the logs; only this node's
     #: records (their ``node`` field, when they have one) are forwarded, as step records, not as log text.
     feed_dir: Path | None = None
+    #: Where the job writes Flight Recorder dumps (the folder of ``TORCH_FR_DUMP_TEMP_FILE``): each of this
+    #: node's ranks' dumps is sent once it has stopped changing.
+    fr_dir: Path | None = None
     pid: int | None = None
     state_dir: Path = Path(".diag-watch")
     poll_s: float = 0.5
@@ -162,6 +169,9 @@ class Agent:
         self.logs: list[LogChunk] = []
         self.stacks: list[StackSample] = []
         self.steps: list[dict[str, Any]] = []
+        self.fr: list[FrDump] = []
+        self._fr_seen: dict[str, tuple[int, int]] = {}  # name -> (size, mtime_ns) last polled
+        self._fr_sent: dict[str, tuple[int, int]] = {}
         self.urgent = False
         self.failed = False
         self.hung = False
@@ -210,6 +220,8 @@ class Agent:
             for chunk in tailer.poll():
                 self._on_chunk(name, chunk, now)
         self._check_processes(now)
+        if self.cfg.fr_dir is not None:
+            self._check_fr(now)
         self._check_hang(now)
         if now - self.last_heartbeat >= self.cfg.heartbeat_s:
             self.last_heartbeat = now
@@ -341,6 +353,44 @@ class Agent:
             return None
         return next((w.rank for w in self.workers.values() if w.local_rank == local_rank), None)
 
+    def _check_fr(self, now: float) -> None:
+        """Queue the Flight Recorder dumps of this node's ranks that changed and then held still for a poll."""
+        import base64
+
+        from diag_service.ingest.members import RANK_SUFFIX
+
+        folder = self.cfg.fr_dir
+        assert folder is not None
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        mine = {w.rank for w in self.workers.values()}
+        for e in entries[:4096]:
+            m = RANK_SUFFIX.match(e.name)
+            if e.name.startswith(".") or m is None or not e.is_file(follow_symlinks=False):
+                continue
+            if mine and int(m.group("rank")) not in mine:
+                continue
+            st = e.stat(follow_symlinks=False)
+            key = (st.st_size, st.st_mtime_ns)
+            held = self._fr_seen.get(e.name) == key
+            self._fr_seen[e.name] = key
+            if not held or self._fr_sent.get(e.name) == key or not 0 < st.st_size <= MAX_FR_BYTES:
+                continue
+            try:
+                fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                try:
+                    data = os.read(fd, MAX_FR_BYTES + 1)
+                finally:
+                    os.close(fd)
+            except OSError:
+                continue
+            self._fr_sent[e.name] = key
+            self.fr.append(FrDump(rank=int(m.group("rank")), name=e.name, time=now,
+                                  data=base64.b64encode(data[:MAX_FR_BYTES]).decode("ascii")))
+            self.urgent = True
+
     # ------------------------------------------------------------------ hang
     def hang_timeout(self) -> float | None:
         """Seconds without a new step after which the job counts as hung (None: not armed yet)."""
@@ -393,7 +443,7 @@ class Agent:
         self.last_flush = self.clock()
         self.urgent = False
         n = 0
-        while self.events or self.logs or self.stacks or self.steps:
+        while self.events or self.logs or self.stacks or self.steps or self.fr:
             batch = self._take_batch()
             self.spool.put(self.prefix, batch.seq, batch.model_dump(mode="json", exclude_defaults=False))
             n += 1
@@ -416,8 +466,13 @@ class Agent:
             stacks.append(s)
         events, self.events = self.events[:MAX_BATCH_ITEMS], self.events[MAX_BATCH_ITEMS:]
         steps, self.steps = self.steps[:MAX_BATCH_ITEMS], self.steps[MAX_BATCH_ITEMS:]
+        fr: list[FrDump] = []
+        while self.fr and len(fr) < 64 and (not fr or chars + len(self.fr[0].data) <= MAX_BATCH_CHARS):
+            d = self.fr.pop(0)
+            chars += len(d.data)
+            fr.append(d)
         batch = AgentBatch(agent_id=self.agent_id, node=self.cfg.node, seq=self.seq, sent=self.clock(),
-                           events=events, logs=logs, stacks=stacks, steps=steps)
+                           events=events, logs=logs, stacks=stacks, steps=steps, fr=fr)
         self.seq += 1
         return batch
 

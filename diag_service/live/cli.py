@@ -29,6 +29,8 @@ def watch(
     log_dir: Annotated[Path | None, typer.Option(help="Folder of the workers' logs (torchrun --log-dir, consoles).")] = None,
     feed_dir: Annotated[Path | None, typer.Option(help="Folder of per-rank timing feeds (timing*.jsonl) written "
                                                        "outside the logs; this node's records are sent.")] = None,
+    fr_dir: Annotated[Path | None, typer.Option(help="Folder the job writes Flight Recorder dumps to "
+                                                     "(TORCH_FR_DUMP_TEMP_FILE's folder); this node's are sent.")] = None,
     pid: Annotated[int | None, typer.Option(help="PID of the running launcher (torchrun agent) to watch.")] = None,
     node: Annotated[str | None, typer.Option(help="This node's name (default: the host name).")] = None,
     state_dir: Annotated[Path | None, typer.Option(help="Spool and console folder (default ./.diag-watch/JOB).")] = None,
@@ -63,7 +65,7 @@ def watch(
     else:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format=fmt, stream=sys.stderr)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change otherwise
-    cfg = WatchSettings(job_id=job_id, log_dir=log_dir, feed_dir=feed_dir, pid=pid,
+    cfg = WatchSettings(job_id=job_id, log_dir=log_dir, feed_dir=feed_dir, fr_dir=fr_dir, pid=pid,
                         state_dir=state_dir or Path(".diag-watch") / job_id.replace("/", "_"),
                         hang_floor_s=hang_floor, hang_factor=hang_factor, stack_every_s=stack_every, heartbeat_s=heartbeat)
     if node:

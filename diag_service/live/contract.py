@@ -15,6 +15,7 @@ text is redacted by the service before it is stored.
 * ``stacks``: stack samples of local ranks (py-spy ``dump --json`` or text) taken while the job
   looks hung; one snapshot is the samples of one ``snapshot`` number.
 * ``steps``: per-rank step records in the lab's timing format (``docs/slow.md``).
+* ``fr``: Flight Recorder dumps the job wrote (when it enables them), one file per rank.
 """
 
 from __future__ import annotations
@@ -113,6 +114,21 @@ class StackSample(_Strict):
     text: str = Field(max_length=MAX_TEXT_CHARS)
 
 
+#: One Flight Recorder dump, raw bytes (PyTorch's ``nccl_trace_rank_<R>`` pickles are tens of kilobytes).
+MAX_FR_BYTES = 4 << 20
+
+
+class FrDump(_Strict):
+    """One rank's Flight Recorder dump as the job wrote it (``TORCH_FR_DUMP_TEMP_FILE`` + rank, a pickle or
+    JSON), base64 in ``data``; ``name``: its file name, which ends in the rank (``nccl_trace_rank_3``). The
+    service stores it as it is and never unpickles it (the hang analysis reads it with a restricted reader)."""
+
+    rank: int = Field(ge=0, le=MAX_RANK)
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    time: float = Field(ge=0, allow_inf_nan=False)
+    data: str = Field(max_length=(MAX_FR_BYTES * 4) // 3 + 4)
+
+
 class AgentBatch(_Strict):
     """What one agent sends in one request (see the module docstring)."""
 
@@ -124,10 +140,12 @@ class AgentBatch(_Strict):
     logs: list[LogChunk] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
     stacks: list[StackSample] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
     steps: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
+    fr: list[FrDump] = Field(default_factory=list, max_length=64)
 
     def chars(self) -> int:
-        """Characters of text carried (log chunks and stack samples)."""
-        return sum(len(c.text) for c in self.logs) + sum(len(s.text) for s in self.stacks)
+        """Characters of text carried (log chunks, stack samples, Flight Recorder dumps in base64)."""
+        return (sum(len(c.text) for c in self.logs) + sum(len(s.text) for s in self.stacks)
+                + sum(len(f.data) for f in self.fr))
 
 
 class BatchAck(_Strict):
@@ -141,6 +159,6 @@ class BatchAck(_Strict):
 
 
 __all__ = [
-    "MAX_BATCH_CHARS", "MAX_BATCH_ITEMS", "MAX_PATH_CHARS", "MAX_RANK", "MAX_TEXT_CHARS", "AgentBatch", "BatchAck", "LiveEvent",
-    "LiveEventKind", "LogChunk", "StackSample", "relative_path",
+    "MAX_BATCH_CHARS", "MAX_BATCH_ITEMS", "MAX_FR_BYTES", "MAX_PATH_CHARS", "MAX_RANK", "MAX_TEXT_CHARS", "AgentBatch",
+    "BatchAck", "FrDump", "LiveEvent", "LiveEventKind", "LogChunk", "StackSample", "relative_path",
 ]

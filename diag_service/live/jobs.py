@@ -60,7 +60,7 @@ log = logging.getLogger("diag_service.live")
 
 STATE_FILE = ".live-state.json"
 #: Names a node may not have: they are the job folder's own files.
-RESERVED = frozenset({"dumps", "timing.jsonl", "events.jsonl", STATE_FILE, ".diagignore"})
+RESERVED = frozenset({"dumps", "fr", "timing.jsonl", "events.jsonl", STATE_FILE, ".diagignore"})
 #: A partial last line longer than this is written without waiting for its end (a line that long is cut by
 #: ingest at 1 MiB anyway).
 MAX_PENDING_CHARS = 64 << 10
@@ -430,6 +430,9 @@ class LiveJobs:
         if batch.stacks:
             self._write_stacks(live, batch.node, batch.stacks)
             trigger = True
+        if batch.fr:
+            self._write_fr(live, batch)
+            trigger = True
         if batch.steps:
             self._append_steps(live, batch.node, batch.steps)
             trigger |= self._detect_slow(live, batch.steps)
@@ -527,6 +530,31 @@ class LiveJobs:
         _atomic_write(dumps / "ranks.json", json.dumps(dict(sorted(st.ranks.items(), key=lambda kv: int(kv[0]))), indent=1))
         index = [{"index": i, "dir": d, "time": t} for i, (d, t) in enumerate(sorted(st.snapshots.items()))]
         _atomic_write(dumps / "index.json", json.dumps(index, indent=1))
+
+    def _write_fr(self, live: _Live, batch: AgentBatch) -> None:
+        """Store each Flight Recorder dump as ``fr/<name>`` (whole files, written atomically: a resend rewrites
+        the same bytes). Never unpickled here."""
+        import base64
+        import binascii
+
+        from diag_service.live.contract import MAX_FR_BYTES
+
+        folder = live.folder / "fr"
+        for d in batch.fr:
+            try:
+                data = base64.b64decode(d.data, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise LiveRefused(422, f"Flight Recorder dump {d.name!r}: not base64 ({exc})", "bad_fr") from None
+            if len(data) > MAX_FR_BYTES:
+                raise LiveRefused(413, f"Flight Recorder dump {d.name!r} is over {MAX_FR_BYTES} bytes", "fr_too_large")
+            dest = folder / d.name
+            if not inside(live.folder, dest):
+                raise LiveRefused(422, "Flight Recorder dump path leaves the job folder", "bad_path")
+            folder.mkdir(exist_ok=True)
+            tmp = dest.with_name(f".{d.name}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, dest)
+            live.state.bytes_written += len(data)
 
     def _append_steps(self, live: _Live, node: str, steps: list[dict[str, Any]]) -> None:
         lines = []
