@@ -44,7 +44,9 @@ def evaluate(suite: Path) -> dict[str, Any]:
             "run": run.name,
             "mode": truth.get("failure_mode"),
             "clean": clean,
-            "detect_delay_s": live.get("detect_delay_s"),
+            # a fail-slow run is detected by the service's slow alarm, a stop or hang by the agents' event
+            "detect_delay_s": (live.get("slow_detect_delay_s") if truth.get("failure_mode") == "fail_slow"
+                               else live.get("detect_delay_s")),
             "first_diagnosis_delay_s": live.get("first_diagnosis_delay_s"),
             "final_diagnosis_delay_s": live.get("final_diagnosis_delay_s"),
             "live_status": live.get("status"),

@@ -222,6 +222,7 @@ def test_step_records_raise_the_streaming_slow_alarm_and_a_slow_diagnosis(client
     view = wait_until(lambda: (v := live_job(client, job))["failure_mode"] == "fail_slow" and not v["diagnosis_pending"] and v,
                       timeout=120)
     assert view["status"] == "slow" and any("rank 0 (node0) is a compute straggler" in m for m in view["slow_alarms"])
+    assert view["slow_detected_time"] is not None and view["detected_time"] is None  # no failure or hang
     folder = client.data_dir / "live" / job  # type: ignore[attr-defined]
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events if e["event"] == "slow_detected"] == ["slow_detected"]

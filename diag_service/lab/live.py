@@ -3,12 +3,14 @@ agent per simulated node, wrapped around that node's torchrun, and ``live.json``
 
 ``live.json`` (unix seconds; null when it never happened)::
 
-    {"job_id", "onset_time", "detected_time", "first_diagnosis_time", "final_diagnosis_time",
-     "detect_delay_s", "first_diagnosis_delay_s", "final_diagnosis_delay_s",
+    {"job_id", "onset_time", "detected_time", "slow_detected_time", "first_diagnosis_time",
+     "final_diagnosis_time", "detect_delay_s", "slow_detect_delay_s", "first_diagnosis_delay_s",
+     "final_diagnosis_delay_s",
      "status", "provisional", "agents", "diagnosis": <the live diagnosis, as diag diagnose --json>}
 
 ``onset_time`` is the lab's truth (the first faulty step, or the run's start); ``detected_time`` the
-agents' first failure or hang event; the diagnosis times are the service's.
+agents' first failure or hang event, ``slow_detected_time`` the service's first fail-slow alarm; the
+diagnosis times are the service's.
 """
 
 from __future__ import annotations
@@ -130,9 +132,11 @@ class LiveService:
             "job_id": job_id,
             "onset_time": onset_time,
             "detected_time": view.get("detected_time"),
+            "slow_detected_time": view.get("slow_detected_time"),
             "first_diagnosis_time": view.get("first_diagnosis_time"),
             "final_diagnosis_time": view.get("final_diagnosis_time"),
             "detect_delay_s": delay(view.get("detected_time")),
+            "slow_detect_delay_s": delay(view.get("slow_detected_time")),
             "first_diagnosis_delay_s": delay(view.get("first_diagnosis_time")),
             "final_diagnosis_delay_s": delay(view.get("final_diagnosis_time")),
             "status": view.get("status"),

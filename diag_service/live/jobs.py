@@ -128,6 +128,7 @@ class JobState(BaseModel):
     snapshots: dict[str, float] = Field(default_factory=dict)  # snapshot dir -> earliest sample time
     started_time: float | None = None  # first ``started`` (agent clock)
     detected_time: float | None = None  # first failure / hang detection (agent clock)
+    slow_time: float | None = None  # the streaming fail-slow detector's first alarm (service clock)
     onset_time: float | None = None
     last_evidence: float | None = None  # service clock
     triggered: bool = False  # some evidence ever asked for a diagnosis
@@ -162,6 +163,7 @@ class LiveJobView(BaseModel):
     created: float
     started_time: float | None = None
     detected_time: float | None = Field(default=None, description="First failure or hang detection.")
+    slow_detected_time: float | None = Field(default=None, description="The streaming fail-slow detector's first alarm.")
     onset_time: float | None = None
     first_diagnosis_time: float | None = None
     final_diagnosis_time: float | None = None
@@ -583,8 +585,8 @@ class LiveJobs:
         st.slow_alarms = [*st.slow_alarms, *(redact(a.message)[:500] for a in alarms)][:10]
         if not first_alarm:
             return True
-        if st.detected_time is None:  # when the service knew (its clock), as for the agents' detections
-            st.detected_time = self.clock()
+        if st.slow_time is None:  # when the service knew (its clock)
+            st.slow_time = self.clock()
         first = alarms[0]
         row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
                                "mode": "fail_slow", "cause": redact(first.message)[:2000]}
@@ -804,7 +806,8 @@ class LiveJobs:
             final = finals[-1] if finals and finals[-1] is latest else None
             return LiveJobView(
                 job_id=st.job_id, status=self._status(st), agents=agents, created=st.created,
-                started_time=st.started_time, detected_time=st.detected_time, onset_time=st.onset_time,
+                started_time=st.started_time, detected_time=st.detected_time, slow_detected_time=st.slow_time,
+                onset_time=st.onset_time,
                 first_diagnosis_time=done[0].finished_at if done else None,
                 final_diagnosis_time=final.finished_at if final else None,
                 diagnosis_id=latest.id if latest else None, summary=latest.summary if latest else None,
