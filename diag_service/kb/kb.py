@@ -42,6 +42,7 @@ from diag_service.kb.embed import Embedder, default_embedder
 from diag_service.kb.records import FEEDBACK_PREFIX, IncidentRecord, KBError, Recovery, load_records
 from diag_service.kb.store import ModelMismatch, Store, StoredRecord
 from diag_service.kb.text import TEXT_VERSION, diagnosis_text, text_for_log, texts_for_logs
+from diag_service.redact import redact
 from diag_service.resources import data_home
 
 #: Used when the store cannot calibrate (fewer than 5 known and 5 novel samples). The value is the
@@ -448,8 +449,10 @@ class KnowledgeBase:
         ``merge_threshold`` similar: then that record's count is incremented (a near-duplicate).
         Either way a feedback row keeps what the operator said. Raises ``ValueError`` when the
         diagnosis has no events to embed or ``action`` is missing and the diagnosis has no recovery
-        plan, :class:`KBLocked` when the writer lock is busy.
+        plan, :class:`KBLocked` when the writer lock is busy. The operator's text (``root_cause``,
+        ``action``, ``title``) is redacted before it is stored.
         """
+        root_cause, action, title = (redact(x) if x else x for x in (root_cause, action, title))
         text = diagnosis_text(diagnosis)
         if not text:
             raise ValueError("the diagnosis has no events to learn from (diagnosis.events is empty)")

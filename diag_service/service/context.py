@@ -17,6 +17,7 @@ from typing import Any
 from diag_service.bot.alerts import Alert, Notifier
 from diag_service.domain import Category, Diagnosis, HangReport, RecoveryLevel
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.redact import redact
 from diag_service.service.auth import Auth
 from diag_service.service.metrics import Metrics
 from diag_service.service.queue import JobQueue, QueueFull
@@ -245,8 +246,10 @@ class ServiceContext:
         """Record a confirmation or correction of a finished diagnosis, and teach the knowledge base.
 
         The feedback row is stored even when the knowledge base refuses or is unavailable (its reason
-        is kept in ``kb_error``). Raises :class:`NotFound`, :class:`Conflict` (not finished).
+        is kept in ``kb_error``). The free text (``root_cause``, ``action``, ``who``) is redacted before it is
+        stored or taught. Raises :class:`NotFound`, :class:`Conflict` (not finished).
         """
+        root_cause, action, who = (redact(x) if x else x for x in (root_cause, action, who))
         job, d = self.diagnosis(id_)
         if d is None:
             raise Conflict(f"diagnosis {id_} is {job.status}; feedback needs a finished diagnosis")
