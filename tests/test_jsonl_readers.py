@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from diag_service.etpr import compute_ledger, load_events
-from diag_service.slow import analyze_bundle, analyze_slow
+from diag_service.etpr import EtprInputError, compute_ledger, load_events
+from diag_service.slow import FeedError, analyze_bundle, analyze_slow
 from diag_service.slow.feeds import jsonl_feed
 
 FIX = Path(__file__).parent / "fixtures"
@@ -104,3 +104,27 @@ def test_feed_lines_keep_non_objects_as_rejected_records_in_file_order() -> None
     assert feed.stats.bad_records == 4
     assert "2 line(s) are not valid JSON and were skipped" in feed.stats.warnings
     assert any("line 12: not an object; line 14: not an object" in w for w in feed.stats.warnings)
+
+
+# ---- whole-document JSON inputs beside the JSONL ones: the same two lines make the file unreadable, an
+# input error naming the file, not a crash
+
+WHOLE_DOCS = {"deep nesting": "[" * 100_000, "huge number": '[{"step": ' + "9" * 5000 + "}]"}
+
+
+@pytest.mark.parametrize("doc", WHOLE_DOCS.values(), ids=WHOLE_DOCS.keys())
+@pytest.mark.parametrize(("source", "name", "message"), [
+    ("philly", "cluster_job_log", "not a Philly cluster_job_log JSON"),
+    ("stepfun", "fault_trace.json", "not the StepFun fault_trace.json")])
+def test_etpr_trace_documents_that_json_cannot_read_are_input_errors(tmp_path: Path, doc: str, source: str,
+                                                                    name: str, message: str) -> None:
+    (tmp_path / name).write_text(doc)
+    with pytest.raises(EtprInputError, match=message):
+        load_events(tmp_path / name, source=source)
+
+
+@pytest.mark.parametrize("doc", WHOLE_DOCS.values(), ids=WHOLE_DOCS.keys())
+def test_a_json_array_feed_that_json_cannot_read_is_a_feed_error(tmp_path: Path, doc: str) -> None:
+    (tmp_path / "timing.json").write_text(doc)
+    with pytest.raises(FeedError, match="not valid JSON"):
+        analyze_slow(tmp_path / "timing.json")

@@ -493,7 +493,7 @@ def load_json_array(path: str | Path, fh: BinaryIO | None = None) -> Feed:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except OSError as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a number over the digit limit; deep nesting
         raise FeedError(f"{p}: not valid JSON ({exc}); a feed is JSONL (one record per line) or one JSON array") from exc
     if not isinstance(data, list):
         raise FeedError(f"{p}: a JSON {type(data).__name__}, not an array of step records")
