@@ -11,6 +11,7 @@ watchdog cascade to ranks 0-3 (and their node where the layout names nodes).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -342,3 +343,18 @@ def test_dmesg_lines_keep_their_year(tmp_path: Path) -> None:
     assert (ev.file, ev.line, ev.node, ev.timestamp) == (
         "gpu-node-002/dmesg.log", 2, "gpu-node-002", "2024-04-10T04:59:03.000+00:00"
     )
+
+
+@pytest.mark.parametrize("doc", ['{"message": ' + "[" * 100_000 + "}", '{"message": {"message": "x", "extraInfo": '
+                                 '{"timestamp": ' + "9" * 5000 + "}}}"], ids=["deep nesting", "huge number"])
+def test_an_error_json_that_json_cannot_read_is_skipped_not_a_crash(tmp_path: Path, doc: str) -> None:
+    src = Path(__file__).parent / "fixtures" / "lab_sigkill_silent_rank"
+    clean = run_diagnose(src)
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    (run / "attempt_0" / "3").mkdir(parents=True)
+    (run / "attempt_0" / "3" / "error.json").write_text(doc)  # where torchrun's error file lands
+    d = run_diagnose(run)
+    assert (d.failure_mode, d.category, d.first_failing_rank, d.root_cause) == (
+        clean.failure_mode, clean.category, clean.first_failing_rank, clean.root_cause)
+    assert not any(e.first.file.endswith("error.json") for e in d.events)

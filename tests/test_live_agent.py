@@ -303,3 +303,18 @@ def test_flight_recorder_dumps_of_this_nodes_ranks_are_sent_once_settled(tmp_pat
     assert all(base64.b64decode(d.data) == (fr / d.name).read_bytes() for d in sent)
     agent.step()
     assert len([d for b in _batches(agent) for d in b.fr]) == 2  # not again while unchanged
+
+
+@pytest.mark.parametrize("bad", ["[" * 100_000, '{"step": ' + "9" * 5000 + "}"], ids=["deep nesting", "huge number"])
+def test_a_feed_line_that_is_not_json_is_skipped_and_the_next_records_kept(tmp_path: Path, bad: str) -> None:
+    feeds = tmp_path / "parts"
+    recs = [{"rank": 0, "node": "node0", "step": s, "start": 1795943642.03 + s, "end": 1795943642.11 + s,
+             "compute_s": 0.069, "comm_s": 0.004} for s in (7, 8)]
+    _append(feeds / "timing-rank-0.jsonl", json.dumps(recs[0]) + "\n" + bad + "\n" + json.dumps(recs[1]) + "\n")
+    (tmp_path / "logs").mkdir()
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=tmp_path / "logs", feed_dir=feeds,
+                        state_dir=tmp_path / "state", batch_s=0.0)
+    agent = Agent(cfg, None, clock=Clock())
+    agent.step()
+    assert [s["step"] for b in _batches(agent) for s in b.steps] == [7, 8]
+    assert agent.progress.max_step == 8

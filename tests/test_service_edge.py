@@ -220,3 +220,13 @@ def test_serve_with_tokens_binds_the_network_and_serves_its_own_address(
     app.state.ctx.store.close()
     serve(host="0.0.0.0", data_dir=tmp_path / "d")
     served[-1]["app"].state.ctx.store.close()
+
+
+def test_a_json_body_nested_too_deep_is_a_bad_request_not_a_server_error(open_app: FastAPI) -> None:
+    c = TestClient(open_app, base_url=BASE, raise_server_exceptions=False)
+    deep = b'{"path": ' + b"[" * 100_000 + b"}"
+    for route in ("/v1/diagnoses", "/v1/hang", "/v1/slow", "/v1/etpr"):
+        r = c.post(route, content=deep, headers={"Content-Type": "application/json"})
+        assert (r.status_code, r.json()["reason"]) == (400, "bad_json"), route
+        assert "invalid JSON body" in r.json()["detail"]
+    assert _jobs(open_app) == 0

@@ -677,7 +677,7 @@ class Extractor:
                 stack = str(extra.get("py_callstack", ""))
                 ts_raw = extra.get("timestamp")
                 ts = float(ts_raw) if ts_raw not in (None, "") else None
-            except (ValueError, TypeError, AttributeError):
+            except (ValueError, TypeError, AttributeError, RecursionError):  # RecursionError: nesting too deep
                 continue
             lines = [ln for ln in stack.splitlines() if ln.strip()][-MAX_EVENT_LINES:] or [message]
             exc = message.strip().splitlines()[0] if message.strip() else (lines[-1] if lines else "")

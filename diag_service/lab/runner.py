@@ -22,6 +22,7 @@ All times are unix seconds (``time.time()``); all durations are seconds.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import random
@@ -41,7 +42,7 @@ from typing import Any
 import psutil
 
 from diag_service.domain import FailureMode
-from diag_service.jsonl import read_jsonl
+from diag_service.jsonl import iter_jsonl, read_jsonl
 from diag_service.lab import require_lab
 from diag_service.lab.dumps import RankProc, StackDumper
 from diag_service.lab.live import LiveService
@@ -293,15 +294,13 @@ def _last_line(path: Path) -> dict[str, Any] | None:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - 4096))
-            lines = f.read().decode("utf-8", "replace").splitlines()
+            tail = f.read()
     except FileNotFoundError:
         return None
-    for line in reversed(lines):
-        with contextlib.suppress(json.JSONDecodeError):
-            rec = json.loads(line)
-            if isinstance(rec, dict):
-                return rec
-    return None
+    last = None
+    for _n, rec in iter_jsonl(io.BytesIO(tail)):  # the first line may be cut: skipped as not JSON
+        last = rec
+    return last
 
 
 def _last_line_step(path: Path) -> int | None:

@@ -30,7 +30,6 @@ Decisions (times in seconds, from :class:`WatchSettings`):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diag_service.jsonl import iter_jsonl
 from diag_service.live.contract import (
     MAX_BATCH_CHARS,
     MAX_BATCH_ITEMS,
@@ -275,18 +275,13 @@ class Agent:
             self.urgent = True
 
     def _on_feed(self, rel: str, text: str, now: float, own_node: bool = False) -> None:
-        for raw in text.splitlines():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
+        for _n, rec in iter_jsonl(text.splitlines()):  # a line that is not a JSON object is skipped
+            if own_node and rec.get("node") not in (None, self.cfg.node):
                 continue
-            if isinstance(rec, dict):
-                if own_node and rec.get("node") not in (None, self.cfg.node):
-                    continue
-                self.steps.append(rec)
-                step = rec.get("step")
-                if isinstance(step, int) and rec.get("kind", "train") == "train":
-                    self._on_step(step, now)
+            self.steps.append(rec)
+            step = rec.get("step")
+            if isinstance(step, int) and rec.get("kind", "train") == "train":
+                self._on_step(step, now)
 
     def _on_step(self, step: int, now: float) -> None:
         p = self.progress

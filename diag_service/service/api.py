@@ -207,7 +207,7 @@ async def json_body(request: Request, model: type) -> Any:
     raw = await request.body()
     try:
         data = json.loads(raw, parse_constant=_no_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nesting too deep
         raise Refused(400, f"invalid JSON body: {exc}", "bad_json") from None
     except ValueError as exc:
         raise Refused(422, f"invalid JSON body: {exc}", "bad_json") from None

@@ -23,11 +23,13 @@ format cannot be read at all, raises :class:`FeedError`.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import heapq
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,6 +38,7 @@ import numpy as np
 
 from diag_service.domain import Evidence
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.jsonl import BadLine, iter_jsonl
 from diag_service.limits import LIMITS
 from diag_service.slow.models import FeedStats, StepKind
 
@@ -377,31 +380,33 @@ class RecordConverter:
         return StepBatch.from_columns(**cols, node_names=self.node_names)
 
 
-#: Longest JSONL record line read (characters); one record is ~200. A longer line (a file without
-#: newlines) is skipped as malformed, read in pieces of this size, never held whole.
+#: Longest JSONL record line read (bytes; characters for text lines); one record is ~200. A longer line (a
+#: file without newlines) is skipped as malformed, read in pieces, never held whole.
 MAX_FEED_LINE_CHARS = 1 << 20
 
 
-def _open_text(path: Path, fh: BinaryIO | None = None):  # noqa: ANN202 - a text file object
-    raw = fh if fh is not None else open(path, "rb")  # noqa: SIM115 - closed with the text wrapper
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+def jsonl_records(source: str | Path | BinaryIO | Iterable[str], first_line: int = 1
+                  ) -> tuple[list[Any], list[int], int]:
+    """The records of JSONL ``source`` for :meth:`RecordConverter.convert`, read by
+    :func:`diag_service.jsonl.iter_jsonl` (a path, a binary stream or text lines).
 
-
-def _capped_lines(fh: io.TextIOBase, limit: int = MAX_FEED_LINE_CHARS) -> Iterator[str]:
-    """The lines of ``fh``; a line longer than ``limit`` characters comes out as one unparseable line
-    (``"\x00"``), consumed in pieces."""
-    while True:
-        line = fh.readline(limit)
-        if not line:
-            return
-        if len(line) >= limit and not line.endswith("\n"):
-            while line and not line.endswith("\n"):
-                line = fh.readline(limit)
-            yield "\x00"
-            continue
-        yield line
+    Returns ``(records, line numbers, malformed)``: a line that is JSON but not an object stays in
+    ``records`` as ``None`` (the converter rejects it as "not an object", with its line); a line that is
+    not JSON (truncated, nested too deep, a number too long, longer than :data:`MAX_FEED_LINE_CHARS`) is
+    only counted in ``malformed``. Raises ``OSError`` only as reading ``source`` does.
+    """
+    skipped: list[BadLine] = []
+    recs: list[Any] = []
+    line_nos: list[int] = []
+    for ln, rec in iter_jsonl(source, skipped, first_line=first_line, max_line_bytes=MAX_FEED_LINE_CHARS):
+        recs.append(rec)
+        line_nos.append(ln)
+    not_objects = [b.line for b in skipped if b.kind == "not_object"]
+    if not_objects:  # back in file order, so that the converter's reasons follow the file
+        merged = list(heapq.merge(zip(line_nos, recs, strict=True), ((n, None) for n in not_objects),
+                                  key=lambda t: t[0]))
+        line_nos, recs = [n for n, _ in merged], [r for _, r in merged]
+    return recs, line_nos, len(skipped) - len(not_objects)
 
 
 def load_jsonl(path: str | Path, fh: BinaryIO | None = None) -> Feed:
@@ -413,29 +418,23 @@ def load_jsonl(path: str | Path, fh: BinaryIO | None = None) -> Feed:
     """
     p = Path(path)
     try:
-        with _open_text(p, fh) as text:
-            return jsonl_feed(_capped_lines(text), str(p))
+        with contextlib.ExitStack() as stack:
+            raw = fh if fh is not None else stack.enter_context(open(p, "rb"))
+            stream = stack.enter_context(gzip.GzipFile(fileobj=raw)) if p.suffix == ".gz" else raw
+            recs, line_nos, malformed = jsonl_records(stream)
     except (OSError, EOFError) as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
+    return _jsonl_feed(recs, line_nos, malformed, str(p))
 
 
 def jsonl_feed(lines: Iterable[str], source: str, first_line: int = 1) -> Feed:
     """A feed from JSONL text lines (a file, or a member read from an archive): one record per line,
     malformed lines skipped and counted. ``first_line``: the number of the first line, for evidence."""
+    return _jsonl_feed(*jsonl_records(lines, first_line), source)
+
+
+def _jsonl_feed(recs: list[Any], line_nos: list[int], malformed: int, source: str) -> Feed:
     conv = RecordConverter()
-    recs: list[Any] = []
-    line_nos: list[int] = []
-    malformed = 0
-    for ln, raw in enumerate(lines, first_line):
-        s = raw.strip()
-        if not s:
-            continue
-        try:
-            recs.append(json.loads(s))
-        except (json.JSONDecodeError, RecursionError):
-            malformed += 1
-            continue
-        line_nos.append(ln)
     batch = conv.convert(recs, line_nos)
     return Feed(batch, _stats(source, "jsonl", batch, conv.bad + malformed, conv.reasons, malformed,
                               conv.dropped_nodes))
@@ -443,7 +442,6 @@ def jsonl_feed(lines: Iterable[str], source: str, first_line: int = 1) -> Feed:
 
 def csv_feed(text: str, source: str) -> Feed:
     """A feed from CSV text with the lab's columns (aliases in :data:`ALIASES`). Raises :class:`FeedError`."""
-    import io
 
     import polars as pl
 
@@ -495,7 +493,7 @@ def load_json_array(path: str | Path, fh: BinaryIO | None = None) -> Feed:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except OSError as exc:
         raise FeedError(f"cannot read {p}: {exc}") from exc
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a number over the digit limit; deep nesting
         raise FeedError(f"{p}: not valid JSON ({exc}); a feed is JSONL (one record per line) or one JSON array") from exc
     if not isinstance(data, list):
         raise FeedError(f"{p}: a JSON {type(data).__name__}, not an array of step records")

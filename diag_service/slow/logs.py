@@ -24,7 +24,6 @@ instead, since it says more than iteration lines.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from diag_service.ingest import read_bundle
 from diag_service.ingest.members import FEED_MEMBER
 from diag_service.limits import LIMITS
 from diag_service.logformat import attribute, iso, parse_timestamp
-from diag_service.slow.feeds import Feed, RecordConverter, StepBatch
+from diag_service.slow.feeds import Feed, RecordConverter, StepBatch, jsonl_records
 from diag_service.slow.models import FeedStats
 
 MEGATRON = re.compile(
@@ -208,13 +207,10 @@ def load_log_bundle(path: str | Path) -> Feed:
         if FEED_MEMBER.search(src.path) and not src.path.lower().endswith((".csv", ".parquet")):
             # a JSONL timing feed inside the bundle (archive member or file)
             feed_src = feed_src or src.path
-            for i, line in enumerate(block.text.splitlines()):
-                if line.strip():
-                    try:
-                        feed_recs.append(json.loads(line))
-                        feed_lines.append(block.first_line + i)
-                    except (json.JSONDecodeError, RecursionError):
-                        feed_bad += 1
+            recs, line_nos, malformed = jsonl_records(block.text.splitlines(), block.first_line)
+            feed_recs += recs
+            feed_lines += line_nos
+            feed_bad += malformed
             continue
         for i, line in enumerate(block.text.splitlines()):
             if year == 1970:

@@ -4,7 +4,6 @@ the conversion of dict rows into a raw frame."""
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import polars as pl
 
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.etpr.schema import COLUMN_ALIASES, EVENT_COLUMNS, Issue
+from diag_service.jsonl import BadLine, iter_jsonl
 
 
 class EtprInputError(DiagError, ValueError):
@@ -47,24 +47,24 @@ def open_text(path: Path) -> IO[str]:
     return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - caller closes
 
 
+def open_binary(path: Path) -> IO[bytes]:
+    """``path`` opened for reading bytes (gunzipped when it ends in ``.gz``); the caller closes it."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")  # noqa: SIM115 - caller closes
+
+
 def read_json_lines(path: Path, issues: list[Issue]) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON Lines file (``[]`` when it does not exist); malformed lines are counted
-    (warning ``malformed_json``, examples ``name:line``) and skipped, non-objects skipped."""
-    rows: list[dict[str, Any]] = []
+    """The JSON objects of a JSON Lines file (``[]`` when it does not exist), read by
+    :func:`diag_service.jsonl.iter_jsonl`: lines that are not JSON (a truncated line, nesting too deep, a
+    number too long, a line over :data:`~diag_service.jsonl.MAX_LINE_BYTES`) are counted (warning
+    ``malformed_json``, examples ``name:line``) and skipped; lines that are JSON but not objects are skipped."""
     if not path.exists():
-        return rows
-    bad = []
-    with open_text(path) as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                bad.append(f"{path.name}:{i}")
-                continue
-            if isinstance(obj, dict):
-                rows.append(obj)
+        return []
+    skipped: list[BadLine] = []
+    with open_binary(path) as f:
+        rows = [obj for _n, obj in iter_jsonl(f, skipped)]
+    bad = [f"{path.name}:{b.line}" for b in skipped if b.kind != "not_object"]
     add_issue(issues, "warning", "malformed_json", "line is not valid JSON; skipped", len(bad), bad)
     return rows
 

@@ -4,7 +4,6 @@ any path, so it is tried last."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,37 +11,31 @@ import polars as pl
 
 from diag_service.etpr.schema import COLUMN_ALIASES, EVENT_COLUMNS, Issue
 from diag_service.etpr.sources import register_source
-from diag_service.etpr.sources.base import EtprInputError, LoadOptions, add_issue, open_text
+from diag_service.etpr.sources.base import EtprInputError, LoadOptions, add_issue, open_binary
+from diag_service.jsonl import BadLine, iter_jsonl
 
 #: File name endings the ``events`` source reads in a folder.
 EVENT_FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".parquet", ".csv")
 
 
 def _jsonl_slow(path: Path, issues: list[Issue]) -> pl.DataFrame:
-    """Line-by-line JSONL reader that survives malformed lines (each becomes a counted warning)."""
+    """Line-by-line JSONL reader (:func:`diag_service.jsonl.iter_jsonl`) that survives malformed lines: a
+    line that is not JSON (or too long, nested too deep, a number too long) is counted as warning
+    ``malformed_json``, one that is JSON but not an object as ``not_an_object``; both are skipped. Columns
+    are the known ones (:data:`EVENT_COLUMNS` and aliases), values as strings."""
     keys = set(EVENT_COLUMNS) | set(COLUMN_ALIASES)
     cols: dict[str, list[str | None]] = {k: [] for k in keys}
-    bad: list[str] = []
-    nonobj = 0
-    with open_text(path) as f:
-        for i, line in enumerate(f, 1):
-            s = line.strip()
-            if not s:
-                continue
-            try:
-                obj = json.loads(s)
-            except (json.JSONDecodeError, RecursionError):
-                bad.append(f"line {i}")
-                continue
-            if not isinstance(obj, dict):
-                nonobj += 1
-                continue
+    skipped: list[BadLine] = []
+    with open_binary(path) as f:
+        for _n, obj in iter_jsonl(f, skipped):
             for k in keys:
                 v = obj.get(k)
                 if v is None or isinstance(v, dict | list) or (isinstance(v, float) and not math.isfinite(v)):
                     cols[k].append(None)
                 else:
                     cols[k].append(str(v) if not isinstance(v, bool) else str(v).lower())
+    bad = [f"line {b.line}" for b in skipped if b.kind != "not_object"]
+    nonobj = len(skipped) - len(bad)
     add_issue(issues, "warning", "malformed_json", "line is not valid JSON; skipped", len(bad), bad)
     add_issue(issues, "warning", "not_an_object", "JSON line is not an object; skipped", nonobj)
     data = {k: v for k, v in cols.items() if any(x is not None for x in v)}

@@ -35,7 +35,7 @@ def load_philly(path: Path, issues: list[Issue]) -> list[dict[str, Any]]:
     try:
         with open_text(path) as f:
             data = json.load(f)
-    except (json.JSONDecodeError, OSError) as exc:
+    except (ValueError, RecursionError, OSError) as exc:  # JSONDecodeError, a number over the digit limit
         raise EtprInputError(f"{path}: not a Philly cluster_job_log JSON ({exc})") from exc
     if not isinstance(data, list):
         raise EtprInputError(f"{path}: a Philly cluster_job_log is a JSON list of jobs")

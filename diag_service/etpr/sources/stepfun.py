@@ -45,7 +45,7 @@ def load_stepfun(path: Path, issues: list[Issue], nodes: int = 400, gpus_per_nod
     try:
         with open_text(path) as f:
             trace = json.load(f)
-    except (json.JSONDecodeError, OSError) as exc:
+    except (ValueError, RecursionError, OSError) as exc:  # JSONDecodeError, a number over the digit limit
         raise EtprInputError(f"{path}: not the StepFun fault_trace.json ({exc})") from exc
     job = f"stepfun-{nodes}-node-replay"
     starts = sorted(((float(e["event_time"]) * 86400.0 + STEPFUN_T0, e) for e in trace
