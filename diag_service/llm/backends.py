@@ -391,35 +391,50 @@ class OpenAIBackend:
             body["response_format"] = {"type": "json_object"}
         url = f"{self.cfg.base_url}/chat/completions"
         timeout = httpx.Timeout(min(self.cfg.timeout_s, request.timeout_s), connect=self.cfg.connect_timeout_s)
-        last = "no attempt"
+        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
         t0 = time.perf_counter()
-        for attempt in range(self.cfg.retries + 1):
-            if attempt:
-                time.sleep(self.cfg.backoff_s * (2 ** (attempt - 1)))
+        attempts = 0
+
+        def once() -> httpx.Response:
+            nonlocal attempts
+            attempts += 1
             try:
                 resp = self._client.post(url, json=body, timeout=timeout)
             except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
+                raise _Retryable(f"{type(exc).__name__}: {exc}") from None
             if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code != 200:
-                raise GenerationError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-            try:
-                data = resp.json()
-                choice = data["choices"][0]
-                text = choice["message"]["content"] or ""
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise GenerationError(f"{url}: unexpected response ({exc}): {resp.text[:300]}") from None
-            u = data.get("usage") or {}
-            return Generation(text=text, prompt_tokens=int(u.get("prompt_tokens") or 0),
-                              completion_tokens=int(u.get("completion_tokens") or 0), total_s=time.perf_counter() - t0,
-                              finish_reason=choice.get("finish_reason"), extra={"attempts": attempt + 1})
-        raise GenerationError(f"{url}: gave up after {self.cfg.retries + 1} attempt(s): {last}")
+                raise _Retryable(f"HTTP {resp.status_code}")
+            return resp
+
+        # transport errors, 429 and 5xx are retried: backoff_s, then doubling (the first retry waits backoff_s)
+        retrying = Retrying(stop=stop_after_attempt(self.cfg.retries + 1), retry=retry_if_exception_type(_Retryable),
+                            wait=wait_exponential(multiplier=self.cfg.backoff_s, exp_base=2, min=self.cfg.backoff_s),
+                            sleep=time.sleep)
+        try:
+            resp = retrying(once)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            raise GenerationError(f"{url}: gave up after {self.cfg.retries + 1} attempt(s): {last}") from None
+        if resp.status_code != 200:
+            raise GenerationError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise GenerationError(f"{url}: unexpected response ({exc}): {resp.text[:300]}") from None
+        u = data.get("usage") or {}
+        return Generation(text=text, prompt_tokens=int(u.get("prompt_tokens") or 0),
+                          completion_tokens=int(u.get("completion_tokens") or 0), total_s=time.perf_counter() - t0,
+                          finish_reason=choice.get("finish_reason"), extra={"attempts": attempts})
 
     def close(self) -> None:
         self._client.close()
+
+
+class _Retryable(Exception):  # noqa: N818 - internal signal to tenacity, never raised out of generate()
+    """A transport error, 429 or 5xx of the OpenAI-compatible server: worth another attempt."""
 
 
 _backends: dict[tuple, Backend] = {}
