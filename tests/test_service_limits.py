@@ -191,6 +191,19 @@ def test_malformed_requests(srv: LiveServer) -> None:
     assert r.status_code == 422 and "NaN" in r.json()["detail"]
     r = c.post("/v1/slow", json={"records": [{"rank": 1e300, "step": 1, "start": 1.0, "end": 2.0}]})
     assert 400 <= r.status_code < 500, r.text[:300]
+    # the endpoints whose body FastAPI parses: NaN made the validation answer itself fail (a plain-text 500),
+    # and 100,000 nested brackets overflowed the parser; a new user's attack trial found both
+    json_ct = {"Content-Type": "application/json"}
+    for route, body in (("/v1/kb/search", b'{"text": "a", "k": NaN}'),
+                        ("/v1/slow/streams/job-x/steps", b'{"records": [{"rank": 0, "step": NaN}], "x": NaN}')):
+        r = c.post(route, content=body, headers=json_ct)
+        assert r.status_code == 422 and r.headers["content-type"].startswith("application/json"), (route, r.text[:200])
+    for route in ("/v1/kb/search", "/v1/diagnoses", "/v1/slow/streams/job-x/steps"):
+        r = c.post(route, content=b"[" * 100_000, headers=json_ct)
+        assert r.status_code in (400, 413, 422) and r.headers["content-type"].startswith("application/json"), route
+    secret = "hf_" + "Zq8TcXw2nVb5Lm1Rk7Jd4Hs9Gf3Pa6Ye0Ui"
+    r = c.post("/v1/kb/search", json={"text": "a", "k": secret})
+    assert r.status_code == 422 and secret not in r.text  # the refused body is not sent back
     _healthy(srv)
 
 

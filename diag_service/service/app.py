@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -90,6 +92,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ctx.metrics.refusals.labels(reason).inc()
         return JSONResponse({"detail": exc.detail, "reason": reason}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+        # pydantic's errors without the input they quote: a NaN there made the answer itself fail (a plain-text
+        # 500), and a secret in the body would be sent back
+        errors = [{k: e[k] for k in ("type", "loc", "msg") if k in e} for e in exc.errors()]
+        ctx.metrics.refusals.labels("invalid").inc()
+        return JSONResponse({"detail": jsonable_encoder(errors), "reason": "invalid"}, status_code=422)
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_req: Request, _exc: RecursionError) -> JSONResponse:
+        # a JSON body nested deeper than the parser's recursion limit
+        ctx.metrics.refusals.labels("bad_json").inc()
+        return JSONResponse({"detail": "invalid JSON body: nested too deeply", "reason": "bad_json"}, status_code=400)
 
     @app.exception_handler(NotFound)
     async def _not_found(_req: Request, exc: NotFound) -> JSONResponse:
