@@ -425,9 +425,10 @@ def test_a_bad_namespace_is_never_put_in_a_command(monkeypatch: pytest.MonkeyPat
     assert not any("--all-namespaces" in c for c in plan.commands[1:]) and any("-n NAMESPACE" in c for c in plan.commands)
     runner = _FakeRunner()
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
-    with pytest.raises(ExecutionRefused, match="placeholder"):
+    with pytest.raises(ExecutionRefused, match="placeholder") as exc:
         ShellExecutor(runner=runner).run(plan)
     assert runner.calls == []
+    assert "namespace refused: '--all-namespaces'" in str(exc.value)  # says why the value is not there
 
 
 def test_the_executor_checks_the_whole_plan_before_running_any_command(monkeypatch: pytest.MonkeyPatch) -> None:

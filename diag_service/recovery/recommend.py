@@ -339,7 +339,9 @@ class ShellExecutor:
                 continue
             argv = shlex.split(cmd.split("  #", 1)[0])
             if any(a in PLACEHOLDERS for a in argv) or any(a.endswith(tuple("=" + p for p in PLACEHOLDERS)) for a in argv):
-                raise ExecutionRefused(f"refusing to run {cmd[:120]!r}: it still holds a placeholder for a person to fill in")
+                why = [c.lstrip("# ").strip() for c in plan.commands if c.lstrip().startswith("#") and "refused" in c]
+                raise ExecutionRefused(f"refusing to run {cmd[:120]!r}: it still holds a placeholder for a person to fill in"
+                                       + (f" ({'; '.join(why)[:300]})" if why else ""))
             if not argv or argv[0] not in self.ALLOWED:
                 raise ExecutionRefused(f"refusing to run {argv[:1]}: not an allowed binary ({', '.join(self.ALLOWED)})")
             todo.append((cmd, argv))
