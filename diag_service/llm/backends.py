@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.llm.config import LlmConfig, LlmError, ModelSpec, OpenAIConfig
 from diag_service.llm.weights import ModelUnavailable, model_file, verify_file
 
@@ -433,8 +434,10 @@ class OpenAIBackend:
         self._client.close()
 
 
-class _Retryable(Exception):  # noqa: N818 - internal signal to tenacity, never raised out of generate()
+class _Retryable(DiagError):  # noqa: N818 - internal signal to tenacity, never raised out of generate()
     """A transport error, 429 or 5xx of the OpenAI-compatible server: worth another attempt."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 _backends: dict[tuple, Backend] = {}
