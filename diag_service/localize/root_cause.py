@@ -28,7 +28,6 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
 
 from diag_service.contracts import Localization, ProgressLog, RawEvent, TemplateGroup
 from diag_service.domain import (
@@ -257,11 +256,11 @@ def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
 
 
 def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
-    """True when ``hit`` was first stamped strictly before ``root`` (both stamped, same ISO-8601 form).
+    """True when ``hit`` was first stamped strictly before ``root`` (both stamped).
 
     A borrowed (approximate) time is a lower bound of the real one, so it may stand for ``root`` but
     not for ``hit``."""
-    a, b = hit.first_timestamp, root.first_timestamp
+    a, b = _ts_of(hit), _ts_of(root)
     return a is not None and b is not None and not hit.first_timestamp_approx and a < b
 
 
@@ -640,13 +639,8 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     timeouts), not its cause: the category goes back to ``unknown`` and the stacks name the culprit. A
     cause logged before the hang (a GPU that fell off the bus) keeps its category."""
     hit = next((h for h in d.signature_hits if h.role is EventRole.ROOT and h.category == d.category), None)
-    if d.category is Category.UNKNOWN or hit is None or hit.first_timestamp is None or hang.stuck_since_time is None:
-        return
-    try:
-        t = datetime.fromisoformat(hit.first_timestamp).timestamp()
-    except ValueError:
-        return
-    if t <= hang.stuck_since_time:
+    t = _ts_of(hit) if hit is not None and d.category is not Category.UNKNOWN else None
+    if hit is None or t is None or hang.stuck_since_time is None or t <= hang.stuck_since_time:
         return
     d.findings.append(
         f"The logs' '{hit.name}' came after the ranks were already stuck (from {iso(hang.stuck_since_time)}): "
