@@ -250,6 +250,11 @@ def _atomic_write(path: Path, data: str) -> None:
     os.replace(tmp, path)
 
 
+def _write_ranks(dumps: Path, st: JobState) -> None:
+    """``dumps/ranks.json``: the job's rank map (rank -> node, pid, local_rank), ranks in numeric order."""
+    _atomic_write(dumps / "ranks.json", json.dumps(dict(sorted(st.ranks.items(), key=lambda kv: int(kv[0]))), indent=1))
+
+
 def _truncate(path: Path, size: int) -> None:
     try:
         if path.stat().st_size > size:
@@ -529,7 +534,7 @@ class LiveJobs:
             st.bytes_written += len(body)
             st.snapshots[snap] = min(st.snapshots.get(snap, s.time), s.time)
             st.ranks[str(s.rank)] = {"node": node, "pid": s.pid, "local_rank": s.local_rank}
-        _atomic_write(dumps / "ranks.json", json.dumps(dict(sorted(st.ranks.items(), key=lambda kv: int(kv[0]))), indent=1))
+        _write_ranks(dumps, st)
         index = [{"index": i, "dir": d, "time": t} for i, (d, t) in enumerate(sorted(st.snapshots.items()))]
         _atomic_write(dumps / "index.json", json.dumps(index, indent=1))
 
@@ -653,8 +658,7 @@ class LiveJobs:
         if workers:
             dumps = live.folder / "dumps"
             dumps.mkdir(exist_ok=True)
-            _atomic_write(dumps / "ranks.json",
-                          json.dumps(dict(sorted(st.ranks.items(), key=lambda kv: int(kv[0]))), indent=1))
+            _write_ranks(dumps, st)
         return trigger
 
     @staticmethod
