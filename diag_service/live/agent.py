@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diag_service.ingest.bundle import attribute_path
 from diag_service.jsonl import iter_jsonl
 from diag_service.live.contract import (
     MAX_BATCH_CHARS,
@@ -80,8 +81,6 @@ PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|check
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
-ATTEMPT_DIR = re.compile(r"(?:^|/)attempt_(\d+)/")
-LOCAL_RANK_PATH = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)")
 
 
 @dataclass
@@ -241,11 +240,10 @@ class Agent:
             if FEED_NAME.search(chunk.rel):
                 self._on_feed(rel, chunk.text, now, own_node=True)
             return
-        local = LOCAL_RANK_PATH.search(chunk.rel)
-        local_rank = int(local.group(1)) if local else None
-        m_att = ATTEMPT_DIR.search(chunk.rel)
-        if m_att and int(m_att.group(1)) > self.attempt:
-            self.attempt = int(m_att.group(1))
+        where = attribute_path(chunk.rel)  # torchrun's <run>/attempt_<n>/<local_rank>/ tree, as ingest reads it
+        local_rank = where.local_rank if where.layout == "torchrun_logdir" else None
+        if where.attempt is not None and where.attempt > self.attempt:
+            self.attempt = where.attempt
             self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
             self.failed = self.hung = False
             self.snapshots = 0
