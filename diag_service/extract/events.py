@@ -318,14 +318,15 @@ class Extractor:
                 obs.ranks.update(int(r) for r in set(RANK_PREFIX_ALL.findall(text, a, a + RANK_WINDOW)))
         if "NCCL INFO" in text:
             self._learn_nccl_ranks(text)
+        # the head and tail of the block suffice for marks that recur: a bounded cost per block
+        windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}
         if not obs.job_output:
-            # the head and tail of the block suffice (such lines recur): a bounded cost per block
-            obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]})
+            obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in windows)
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1
         for platform, marks in PLATFORM_MARKS.items():
-            if any(mark in t for mark in marks for t in {text[:JOB_WINDOW], text[-JOB_WINDOW:]}):
+            if any(mark in t for mark in marks for t in windows):
                 obs.platforms[platform] += 1
         if not obs.trained and ("oss" in text or "skipped=" in text):
             obs.trained = TRAINING_FAST.search(text) is not None
