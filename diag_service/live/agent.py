@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diag_service.fsutil import read_regular
 from diag_service.ingest.bundle import attribute_path
 from diag_service.jsonl import iter_jsonl
 from diag_service.live.contract import (
@@ -372,11 +373,7 @@ class Agent:
             if not held or self._fr_sent.get(e.name) == key or not 0 < st.st_size <= MAX_FR_BYTES:
                 continue
             try:
-                fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                try:
-                    data = os.read(fd, MAX_FR_BYTES + 1)
-                finally:
-                    os.close(fd)
+                data = read_regular(e.path, MAX_FR_BYTES + 1)
             except OSError:
                 continue
             self._fr_sent[e.name] = key

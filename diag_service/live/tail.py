@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from diag_service.fsutil import open_regular
 
 #: Names of files followed: torchrun's ``--log-dir`` tree (``<run>/attempt_<n>/<local_rank>/stdout.log``,
 #: ``stderr.log``, and ``error.json``, the failed worker's exception with its time, written by
@@ -138,15 +139,12 @@ class LogTailer:
         return sorted(changed.union(behind))
 
     def _read(self, rel: str) -> Chunk | None:
-        path = os.path.join(str(self.root), rel)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:  # a link (last component) or anything but a regular file is refused without a byte read
+            fh = open_regular(os.path.join(str(self.root), rel))
         except OSError:
             return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None
+        with fh:
+            st = os.fstat(fh.fileno())
             f = self.files.get(rel)
             if f is None:
                 f = self.files[rel] = _File(ino=st.st_ino)
@@ -154,11 +152,9 @@ class LogTailer:
                 f.ino, f.offset, f.restarted = st.st_ino, 0, True
             if st.st_size == f.offset:
                 return None
-            os.lseek(fd, f.offset, os.SEEK_SET)
-            data = os.read(fd, min(self.max_bytes_per_file, st.st_size - f.offset))
+            fh.seek(f.offset)
+            data = fh.read(min(self.max_bytes_per_file, st.st_size - f.offset))
             f.behind = st.st_size - f.offset > len(data)
-        finally:
-            os.close(fd)
         end = data.rfind(b"\n") + 1
         if rel.rsplit("/", 1)[-1] == "error.json" and not f.behind:
             end = len(data)  # one JSON document written at once, often without a final newline
