@@ -34,8 +34,9 @@ HEARTBEAT_S = 2.0
 LIVE_SETTINGS = {"debounce_s": 0.3, "settle_s": 3.0, "heartbeat_s": HEARTBEAT_S}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
@@ -45,7 +46,7 @@ class LiveService:
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.data_dir = data_dir
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -150,4 +151,4 @@ class LiveService:
         return live
 
 
-__all__ = ["HANG_FLOOR_S", "LiveService"]
+__all__ = ["HANG_FLOOR_S", "LiveService", "free_port"]

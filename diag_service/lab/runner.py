@@ -45,7 +45,7 @@ from diag_service.domain import FailureMode
 from diag_service.jsonl import iter_jsonl, read_jsonl
 from diag_service.lab import require_lab
 from diag_service.lab.dumps import RankProc, StackDumper
-from diag_service.lab.live import LiveService
+from diag_service.lab.live import LiveService, free_port
 from diag_service.lab.scenarios import CheckpointWriteFault, NoFault, Scenario
 
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
@@ -75,13 +75,6 @@ class RunResult:
     snapshots: int
     dump_method: str | None
     truth: dict[str, Any] = field(default_factory=dict)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- processes
