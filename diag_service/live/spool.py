@@ -34,10 +34,12 @@ class Spool:
     max_bytes: int = 1 << 30
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _warned: bool = False
+    _bytes: int = 0  # bytes of the spooled batches, kept as they are put and removed (one scan at start)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "rejected").mkdir(exist_ok=True)
+        self._bytes = sum(p.stat().st_size for p in self.pending())
 
     def put(self, prefix: str, seq: int, batch: dict[str, Any]) -> Path:
         """Write ``batch`` atomically as ``<prefix>-<seq>.json``; returns its path."""
@@ -48,7 +50,9 @@ class Spool:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        size = self.size()
+        with self._lock:
+            self._bytes += path.stat().st_size
+            size = self._bytes
         if size > self.max_bytes and not self._warned:
             log.warning("spool %s holds %d bytes (over %d): is the service reachable?", self.root, size, self.max_bytes)
             self._warned = True
@@ -61,13 +65,25 @@ class Spool:
         return sorted(p for p in self.root.glob("*.json") if p.is_file())
 
     def size(self) -> int:
-        return sum(p.stat().st_size for p in self.root.glob("*.json"))
+        """Bytes of the batches waiting to be sent."""
+        with self._lock:
+            return self._bytes
+
+    def _forget(self, path: Path) -> None:
+        try:
+            n = path.stat().st_size
+        except OSError:
+            return
+        with self._lock:
+            self._bytes = max(0, self._bytes - n)
 
     def done(self, path: Path) -> None:
+        self._forget(path)
         path.unlink(missing_ok=True)
 
     def reject(self, path: Path, reason: str) -> None:
         target = self.root / "rejected" / path.name
+        self._forget(path)
         os.replace(path, target)
         target.with_suffix(".reason.txt").write_text(reason[:4000] + "\n")
         log.error("batch %s refused by the service, kept in %s: %s", path.name, target, reason[:300])
