@@ -435,6 +435,10 @@ class Diagnosis(BaseModel):
         # the detector's settings belong to `diag slow`'s own report, not to every diagnosis
         return None if v is None else v.model_dump(mode="json", exclude={"config"})
 
+    def primary_hit(self) -> SignatureHit | None:
+        """The root signature that decided the category (hits are sorted by priority), None without one."""
+        return next((h for h in self.signature_hits if h.role is EventRole.ROOT and h.category == self.category), None)
+
     def has_evidence(self) -> bool:
         """True when the diagnosis rests on something: an event template, a signature hit, evidence lines,
         a hang or slow finding, a faulty node or rank, a category, or a mode other than the default.

@@ -638,7 +638,7 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     hang's teardown (the job killed from outside, peers' connections and store lookups failing, watchdog
     timeouts), not its cause: the category goes back to ``unknown`` and the stacks name the culprit. A
     cause logged before the hang (a GPU that fell off the bus) keeps its category."""
-    hit = next((h for h in d.signature_hits if h.role is EventRole.ROOT and h.category == d.category), None)
+    hit = d.primary_hit()
     t = _ts_of(hit) if hit is not None and d.category is not Category.UNKNOWN else None
     if hit is None or t is None or hang.stuck_since_time is None or t <= hang.stuck_since_time:
         return

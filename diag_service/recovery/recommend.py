@@ -21,7 +21,6 @@ from typing import Protocol
 
 from diag_service.domain import (
     Diagnosis,
-    EventRole,
     LostTime,
     RecoveryLevel,
     RecoveryOption,
@@ -37,8 +36,8 @@ _LEVEL_ORDER = [RecoveryLevel.L0, RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLe
 
 
 def primary_hit(d: Diagnosis) -> SignatureHit | None:
-    """The root signature that decided the diagnosis' category (hits are sorted by priority)."""
-    return next((h for h in d.signature_hits if h.role is EventRole.ROOT and h.category == d.category), None)
+    """The root signature that decided the diagnosis' category (:meth:`Diagnosis.primary_hit`)."""
+    return d.primary_hit()
 
 
 def idempotency_key(d: Diagnosis) -> str:
