@@ -200,3 +200,14 @@ def test_a_bundle_of_links_out_devices_and_pipes_is_diagnosed_without_reading_th
     warned = " ".join(d.input.warnings)
     for name in ("escape.log", "zero.log", "timing.jsonl", "dumps/0000/rank-0.txt", "dumps/ranks.json"):
         assert name in warned, (name, d.input.warnings)
+
+
+def test_a_pipe_in_a_bundle_folder_is_named_not_silently_skipped(tmp_path: Path) -> None:
+    # a new user's trial: a FIFO among the logs was skipped without a word (an archive's says "special file")
+    bundle = tmp_path / "job"
+    bundle.mkdir()
+    (bundle / "rank-0.log").write_text(OOM_LOG)
+    os.mkfifo(bundle / "y.log")
+    b = open_bundle(bundle)
+    assert "OutOfMemoryError" in "".join(blk.text for blk in b.blocks())
+    assert "y.log: not a regular file (a pipe, device or socket), skipped" in b.report.warnings

@@ -694,6 +694,8 @@ def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimi
                     report.warnings.append(f"{rel}: broken symbolic link, skipped")
                     continue
             if not os.path.isfile(full):
+                # a pipe, device or socket (a link to one inside the bundle too): said, as in an archive
+                report.warnings.append(f"{rel}: not a regular file (a pipe, device or socket), skipped")
                 continue
             try:
                 # checked again as it is opened: a file swapped for a link leaving the bundle, or for a
