@@ -77,3 +77,16 @@ def test_a_rank_that_issues_its_collectives_late_makes_the_others_wait_for_it() 
     # without comm_wait_s every rank's communication grows alike: the job slows, no rank can be named
     flat = slow_power.inject(recs, "rank_comm_nowait", 2.0, 1, onset=150, target=1)
     assert all("comm_wait_s" not in r for r in flat)
+
+
+def test_oracle_bound_on_a_real_clean_feed_separates_large_slowdowns_from_the_clean_wander() -> None:
+    import slow_oracle_bound
+
+    res = slow_oracle_bound.bound([FEED])
+    rows = {r["window"]: r for r in res["rows"]}
+    # the clean run's own 10-step wander is above its median (a real host's pace is not flat) ...
+    assert rows[10]["clean_max_ratio"] > 1.05
+    # ... and longer windows average it down, so a sustained 1.5x rises above the clean maximum
+    assert rows[50]["clean_max_ratio"] < rows[10]["clean_max_ratio"]
+    assert rows[50]["p_over"]["1.5"] == 1.0
+    assert rows[10]["p_over"]["1.1"] < rows[50]["p_over"]["1.5"]
