@@ -46,6 +46,7 @@ def install(app: FastAPI, ctx: ServiceContext) -> LiveJobs:
     """Create the live-job registry under ``<data_dir>/live`` (``app.state.live``) and add the routes."""
     live = LiveJobs(ctx.settings.data_dir / "live", ctx.settings.live)
     live.submit = lambda job_id, folder, provisional: _submit(ctx, live, job_id, folder, provisional)
+    live.on_final = ctx.alert_live_diagnosis  # the job's final diagnosis, once per incident, to people
     app.state.live = live
     app.include_router(router)
     return live
