@@ -853,6 +853,23 @@ class LiveJobs:
                 diagnoses=list(st.diagnoses), files=len(st.files), gaps=sum(f.gaps for f in st.files.values()),
             )
 
+    def snapshot(self, job_id: str, dest: Path) -> bool:
+        """Copy what an ETPR account of ``job_id`` reads (``events.jsonl``, ``timing.jsonl`` and the state, each as
+        far as the last applied batch wrote it, so never half a line) into the folder ``dest``; False when there
+        is no such live job. Raises ``OSError`` when the copies cannot be written."""
+        live = self._get(job_id, create=False)
+        if live is None:
+            return False
+        dest.mkdir(parents=True, exist_ok=True)
+        with live.lock:
+            st = live.state
+            for name, size in (("events.jsonl", st.events_size), ("timing.jsonl", st.timing_size)):
+                with contextlib.suppress(FileNotFoundError), open(live.folder / name, "rb") as src, \
+                        open(dest / name, "wb") as out:
+                    out.write(src.read(size))
+            (dest / STATE_FILE).write_text(st.model_dump_json(), encoding="utf-8")
+        return True
+
     def pending_diagnoses(self, job_id: str) -> list[str]:
         """Ids of diagnoses requested for ``job_id`` whose outcome is not recorded yet."""
         live = self._get(job_id, create=False)
