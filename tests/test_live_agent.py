@@ -318,3 +318,32 @@ def test_a_feed_line_that_is_not_json_is_skipped_and_the_next_records_kept(tmp_p
     agent.step()
     assert [s["step"] for b in _batches(agent) for s in b.steps] == [7, 8]
     assert agent.progress.max_step == 8
+
+
+def test_the_agent_adopts_the_heartbeat_the_service_expects_so_it_never_looks_dead(tmp_path: Path) -> None:
+    from diag_service.live.jobs import LiveJobs, LiveSettings
+
+    clock = Clock()
+    # the service expects a heartbeat every 2 s (stale after 3 x 2 s); the agent was started with --heartbeat 30
+    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0, stale_after=3.0), clock=clock)
+
+    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ack, _ = jobs.apply("job-7", AgentBatch.model_validate(batch))
+        return 200, ack.model_dump(mode="json")
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=logs, state_dir=tmp_path / "state", heartbeat_s=30.0)
+    agent = Agent(cfg, service, clock=clock)
+    assert agent.sender is not None
+    stale_seen = []
+    for _ in range(120):  # one minute of a quiet job (no log line), a poll every 0.5 s
+        agent.step()
+        agent.sender.send_pending()
+        view = jobs.view("job-7")
+        assert view is not None
+        stale_seen += [a.agent_id for a in view.agents if a.stale]
+        clock.t += 0.5
+    assert stale_seen == []
+    assert agent.heartbeat_s == 2.0
+    jobs.close()

@@ -26,6 +26,10 @@ Decisions (times in seconds, from :class:`WatchSettings`):
   sent whole once it stopped changing (the hang analysis then sees the collectives, not only the stacks);
 * **lifecycle**: ``started``, ``first_step``, ``progress`` (every ``progress_every_s``), ``checkpoint_saved``,
   ``restart`` (a new torchrun ``attempt_<n>`` folder), ``finished`` (the launcher's exit), ``heartbeat``.
+
+**Heartbeat**: every ``heartbeat_s``, which is only the first value: each acknowledgement of the service
+carries the interval it expects (``BatchAck.heartbeat_s``, its ``live.heartbeat_s``: an agent silent for
+``live.stale_after`` of them is shown stale), and the agent adopts it, so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|check
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
+#: The longest heartbeat interval adopted from the service (its own bound on ``live.heartbeat_s``).
+MAX_HEARTBEAT_S = 3600.0
 
 
 @dataclass
@@ -101,6 +107,7 @@ class WatchSettings:
     state_dir: Path = Path(".diag-watch")
     poll_s: float = 0.5
     batch_s: float = 1.0
+    #: The first heartbeat interval; the service's acknowledgements replace it with the one it expects.
     heartbeat_s: float = 5.0
     progress_every_s: float = 30.0
     hang_floor_s: float = 60.0
@@ -151,7 +158,8 @@ class Agent:
         self.prefix = f"{time.time_ns():020d}"
         self.seq = 0
         self.spool = Spool(cfg.state_dir / "spool")
-        self.sender = Sender(self.spool, send) if send is not None else None
+        self.heartbeat_s = cfg.heartbeat_s  # adopted from the service's acknowledgements (_on_ack)
+        self.sender = Sender(self.spool, send, on_ack=self._on_ack) if send is not None else None
         self.launcher = launcher
         self.pump = pump
         self.pid = launcher.pid if launcher is not None else cfg.pid
@@ -223,7 +231,7 @@ class Agent:
         if self.cfg.fr_dir is not None:
             self._check_fr(now)
         self._check_hang(now)
-        if now - self.last_heartbeat >= self.cfg.heartbeat_s:
+        if now - self.last_heartbeat >= self.heartbeat_s:
             self.last_heartbeat = now
             self._event(LiveEventKind.HEARTBEAT, now)
         if (not self.finished and self.progress.max_step > self.progress_sent
@@ -233,6 +241,14 @@ class Agent:
             self._event(LiveEventKind.PROGRESS, now, step=self.progress.max_step)
         if self.urgent or now - self.last_flush >= self.cfg.batch_s:
             self.flush()
+
+    def _on_ack(self, ack: dict[str, Any]) -> None:
+        """An acknowledgement of the service (sender thread): adopt the heartbeat interval it expects, when it
+        says one (a number in (0, :data:`MAX_HEARTBEAT_S`]; an older service says none)."""
+        v = ack.get("heartbeat_s")
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= MAX_HEARTBEAT_S and v != self.heartbeat_s:
+            log.info("heartbeat every %g s, as the service expects (was %g s)", v, self.heartbeat_s)
+            self.heartbeat_s = float(v)
 
     # ------------------------------------------------------------------ input
     def _on_chunk(self, root: str, chunk: Chunk, now: float) -> None:

@@ -37,7 +37,8 @@ def watch(
     hang_floor: Annotated[float, typer.Option(help="Seconds without a new step before a hang, at least.")] = 60.0,
     hang_factor: Annotated[float, typer.Option(help="... or this many times the p99 step interval, if longer.")] = 10.0,
     stack_every: Annotated[float, typer.Option(help="Seconds between stack samples while hung.")] = 5.0,
-    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats, until the service's first answer "
+                                                  "says the interval it expects (then that).")] = 5.0,
     quiet: Annotated[bool, typer.Option("--quiet", help="Log only warnings.")] = False,
     log_file: Annotated[Path | None, typer.Option(help="Write the agent's own log here instead of stderr.")] = None,
 ) -> None:

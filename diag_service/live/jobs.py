@@ -441,7 +441,7 @@ class LiveJobs:
     def _ack(self, job_id: str, live: _Live, seq: int, applied: bool) -> BatchAck:
         done = [d for d in live.state.diagnoses if d.status == "done"]
         return BatchAck(job_id=job_id, seq=seq, applied=applied, status=self._status(live.state),
-                        diagnosis_id=done[-1].id if done else None)
+                        diagnosis_id=done[-1].id if done else None, heartbeat_s=self.settings.heartbeat_s)
 
     def _apply(self, live: _Live, agent: AgentState, batch: AgentBatch, now: float) -> bool:
         trigger = False
