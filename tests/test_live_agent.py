@@ -347,3 +347,33 @@ def test_the_agent_adopts_the_heartbeat_the_service_expects_so_it_never_looks_de
     assert stale_seen == []
     assert agent.heartbeat_s == 2.0
     jobs.close()
+
+
+def test_workers_are_listed_every_few_seconds_or_when_a_log_file_appears(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from diag_service.live import agent as agent_mod
+
+    listings: list[float] = []
+    workers = {101: WorkerProc(pid=101, rank=0, local_rank=0)}
+    clock = Clock()
+
+    def fake_workers(launcher_pid: int) -> dict[int, WorkerProc]:
+        listings.append(clock.t)
+        return dict(workers)
+
+    monkeypatch.setattr(agent_mod, "_workers", fake_workers)
+    agent = _agent(tmp_path, clock, pid=os.getpid())  # a launcher that is alive: this test process
+    t0 = clock.t
+    for _ in range(40):  # 20 s of polls every 0.5 s, nothing new in the logs
+        agent.step()
+        clock.t += 0.5
+    assert listings == [t0 + s for s in (0, 5, 10, 15)]  # every WORKER_SCAN_S, not every poll
+    # torchrun starts a worker, which writes its log: listed at once, and its first line carries its rank
+    workers[102] = WorkerProc(pid=102, rank=1, local_rank=1)
+    _append(tmp_path / "logs" / "run" / "attempt_0" / "1" / "stdout.log", "[default1]:step 1 loss 2.0\n")
+    agent.step()
+    assert listings[-1] == clock.t and len(listings) == 5
+    chunk = next(c for b in _batches(agent) for c in b.logs if c.path.endswith("1/stdout.log"))
+    assert (chunk.rank, chunk.local_rank) == (1, 1)

@@ -88,6 +88,12 @@ RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
 #: The longest heartbeat interval adopted from the service (its own bound on ``live.heartbeat_s``).
 MAX_HEARTBEAT_S = 3600.0
+#: Seconds between two listings of the launcher's workers. A listing walks the launcher's process tree and
+#: reads every descendant's environment (psutil: /proc reads, several per process, and a node's 8 workers
+#: have dozens of DataLoader and compile children), which at every 0.5 s poll would be most of the agent's own
+#: CPU. Workers only change when torchrun (re)starts them, and a start writes new log files: a new file, a
+#: restart, or a hang with no worker known lists them at once, otherwise every this many seconds.
+WORKER_SCAN_S = 5.0
 
 
 @dataclass
@@ -194,6 +200,8 @@ class Agent:
         self.last_progress_event = self.started
         self.progress_sent = -1
         self.workers: dict[int, WorkerProc] = {}
+        self.last_worker_scan = -float("inf")
+        self.rescan_workers = True  # a new log file, a restart or a hang without workers: list them now
         self._feed_partial: dict[str, str] = {}
         self._stop = threading.Event()
         self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
@@ -224,9 +232,12 @@ class Agent:
     def step(self) -> None:
         """One round: read new lines, check the processes, decide, flush when due."""
         now = self.clock()
-        for name, tailer in self.roots.items():
-            for chunk in tailer.poll():
-                self._on_chunk(name, chunk, now)
+        chunks = [(name, chunk) for name, tailer in self.roots.items() for chunk in tailer.poll()]
+        if any(chunk.offset == 0 for _, chunk in chunks):  # a new (or restarted) file: its worker may be new too
+            self.rescan_workers = True
+            self._check_workers(now)  # before its lines, which are then attributed to the worker's rank
+        for name, chunk in chunks:
+            self._on_chunk(name, chunk, now)
         self._check_processes(now)
         if self.cfg.fr_dir is not None:
             self._check_fr(now)
@@ -264,6 +275,7 @@ class Agent:
             self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
             self.failed = self.hung = False
             self.snapshots = 0
+            self.rescan_workers = True
         rank = self._rank_of_local(local_rank)
         self._add_log(rel, chunk, rank, local_rank)
         if FEED_NAME.search(chunk.rel):
@@ -333,12 +345,20 @@ class Agent:
         elif self.pid is not None and not _alive(self.pid):
             self._finish(None, now)
             return
-        if self.pid is not None:
-            workers = _workers(self.pid)
-            for pid, w in workers.items():
-                if pid not in self.workers:  # announced once: the service maps the logs' local ranks with it
-                    self._event(LiveEventKind.WORKER, now, rank=w.rank, local_rank=w.local_rank, pid=w.pid)
-            self.workers = workers
+        self._check_workers(now)
+
+    def _check_workers(self, now: float) -> None:
+        """List the launcher's workers when due (every :data:`WORKER_SCAN_S`, or at once after a new log file, a
+        restart, or a hang with none known); each new one is announced once."""
+        if self.pid is None or not (self.rescan_workers or now - self.last_worker_scan >= WORKER_SCAN_S):
+            return
+        self.last_worker_scan = now
+        self.rescan_workers = False
+        workers = _workers(self.pid)
+        for pid, w in workers.items():
+            if pid not in self.workers:  # announced once: the service maps the logs' local ranks with it
+                self._event(LiveEventKind.WORKER, now, rank=w.rank, local_rank=w.local_rank, pid=w.pid)
+        self.workers = workers
 
     def _finish(self, code: int | None, now: float) -> None:
         if self.finished:
@@ -420,6 +440,9 @@ class Agent:
             self._event(LiveEventKind.HANG_DETECTED, now, onset_time=since, step=step,
                         cause=f"no new step for {now - since:.0f} s (timeout {timeout:.0f} s)")
             self.urgent = True
+        if self.hung and not self.workers:
+            self.rescan_workers = True
+            self._check_workers(now)
         if self.hung and self.snapshots < self.cfg.max_snapshots and now >= self.next_stack and self.workers:
             self._sample_stacks(now)
             self.next_stack = now + self.cfg.stack_every_s
