@@ -377,3 +377,55 @@ def test_workers_are_listed_every_few_seconds_or_when_a_log_file_appears(tmp_pat
     assert listings[-1] == clock.t and len(listings) == 5
     chunk = next(c for b in _batches(agent) for c in b.logs if c.path.endswith("1/stdout.log"))
     assert (chunk.rank, chunk.local_rank) == (1, 1)
+
+
+def test_watch_log_dir_without_pid_attaches_to_the_torchrun_that_writes_there(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+    from diag_service.live.agent import find_launchers
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("torchrun", "not-a-launcher"):  # stand-ins that live until their stdin closes
+        (bin_dir / name).write_text("import sys\nsys.stdin.read()\n")
+    job, other = tmp_path / "job", tmp_path / "other-job"
+    (job / "logs").mkdir(parents=True)
+    (other / "logs").mkdir(parents=True)
+
+    def start(script: str, *args: str, cwd: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, str(bin_dir / script), *args], cwd=cwd, stdin=subprocess.PIPE)
+
+    procs = [
+        decoy := start("torchrun", "--nproc-per-node=2", "--log-dir", str(other / "logs"), "train.py", cwd=other),
+        ours := start("torchrun", "--nproc-per-node=2", "--log-dir=logs", "train.py", cwd=job),  # relative to its cwd
+        start("not-a-launcher", "--log-dir", str(job / "logs"), cwd=job),
+    ]
+    try:
+        assert [m.pid for m in find_launchers(job / "logs")] == [ours.pid]
+        assert [(m.pid, m.how) for m in find_launchers(other / "logs")] == [(decoy.pid, "log-dir")]
+        env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+        watch = subprocess.Popen([sys.executable, "-m", "diag_service.cli", "watch", "--job-id", "j9", "--log-dir",
+                                  str(job / "logs"), "--state-dir", str(tmp_path / "state")],
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        assert watch.stderr is not None
+        said = watch.stderr.readline()
+        assert f"attached to torchrun pid {ours.pid} (its --log-dir is {job / 'logs'})" in said
+        ours.stdin.close()  # type: ignore[union-attr]  # the launcher ends: so does the attached agent
+        assert watch.wait(timeout=60) == 0
+        # a second launcher on the same folder: which one is meant is not guessed
+        twin = start("torchrun", "--log-dir", str(job / "logs"), "train.py", cwd=tmp_path)
+        procs.append(twin)
+        procs.append(start("torchrun", "--log-dir", str(job / "logs"), "train.py", cwd=tmp_path))
+        r = CliRunner().invoke(app, ["watch", "--job-id", "j9", "--log-dir", str(job / "logs"),
+                                     "--state-dir", str(tmp_path / "state2")])
+        assert r.exit_code == 2 and "give --pid" in r.output and str(twin.pid) in r.output
+    finally:
+        for p in procs:
+            if p.stdin is not None and not p.stdin.closed:
+                p.stdin.close()
+            p.wait(timeout=10)

@@ -34,6 +34,7 @@ carries the interval it expects (``BatchAck.heartbeat_s``, its ``live.heartbeat_
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -557,6 +558,94 @@ def _workers(launcher_pid: int) -> dict[int, WorkerProc]:
     return {w.pid: w for w in ranks.values()}
 
 
+#: How a torchrun / torchelastic launcher shows in a command line: the ``torchrun`` entry point (itself or as
+#: the script of a Python interpreter), or the modules it runs (``python -m torch.distributed.run``, the older
+#: ``torch.distributed.launch``).
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+#: Options and environment variables of torchrun that name its log folder (``PET_*``: torchrun's env form,
+#: which deploy/slurm/diag-srun.sh sets).
+LOG_DIR_OPTIONS = ("--log-dir", "--log_dir")
+LOG_DIR_ENV = ("PET_LOG_DIR",)
+
+
+@dataclass
+class LauncherMatch:
+    """A launcher process that references a log folder: ``pid``, its ``cmdline``, and ``how`` (``log-dir``:
+    its ``--log-dir`` or ``PET_LOG_DIR`` is the folder or inside it; ``argument``: another argument is;
+    ``cwd``: it runs in the folder or below it)."""
+
+    pid: int
+    cmdline: list[str]
+    how: str
+    create_time: float = 0.0
+
+
+def is_launcher(cmdline: list[str]) -> bool:
+    """True when ``cmdline`` is a torchrun / torchelastic launcher (:data:`LAUNCHER_MODULES`, ``torchrun``)."""
+    head = cmdline[:3]
+    if any(os.path.basename(a) == "torchrun" for a in head):
+        return True
+    return any(m in cmdline[:4] for m in LAUNCHER_MODULES)
+
+
+def _under(path: str, cwd: str | None, folder: str) -> bool:
+    """``path`` (relative to ``cwd``) resolves to ``folder`` or inside it."""
+    if not path or "\x00" in path:
+        return False
+    p = os.path.realpath(os.path.join(cwd or "/", path))
+    return p == folder or p.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _log_dir_args(cmd: list[str]) -> list[str]:
+    """The values of the :data:`LOG_DIR_OPTIONS` in a command line (``--log-dir D`` and ``--log-dir=D``)."""
+    vals = []
+    for i, a in enumerate(cmd):
+        opt, eq, val = a.partition("=")
+        if eq and opt in LOG_DIR_OPTIONS:
+            vals.append(val)
+        elif a in LOG_DIR_OPTIONS and i + 1 < len(cmd):
+            vals.append(cmd[i + 1])
+    return vals
+
+
+def find_launchers(log_dir: Path) -> list[LauncherMatch]:
+    """The torchrun / torchelastic launchers (:func:`is_launcher`) on this machine whose command line, log-dir
+    environment (:data:`LOG_DIR_ENV`) or working directory references ``log_dir`` (the folder or a path inside
+    it; relative paths against the process's own working directory), the strongest reference first (``log-dir``,
+    then ``argument``, then ``cwd``), then the oldest. Processes that cannot be read (another user's, gone) are
+    skipped; this process and its ancestors never match."""
+    import psutil
+
+    folder = os.path.realpath(log_dir)
+    mine = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        mine |= {p.pid for p in psutil.Process().parents()}
+    out: list[LauncherMatch] = []
+    for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
+        cmd = proc.info.get("cmdline") or []
+        if proc.pid in mine or not cmd or not is_launcher(cmd):
+            continue
+        try:
+            cwd: str | None = proc.cwd()
+        except psutil.Error:
+            cwd = None
+        how = "log-dir" if any(_under(v, cwd, folder) for v in _log_dir_args(cmd)) else None
+        if how is None:
+            with contextlib.suppress(psutil.Error):
+                env = proc.environ()
+                if any(_under(env.get(k, ""), cwd, folder) for k in LOG_DIR_ENV):
+                    how = "log-dir"
+        if how is None and any(_under(a.partition("=")[2] or a, cwd, folder) for a in cmd[1:] if "/" in a or a == "."):
+            how = "argument"
+        if how is None and cwd is not None and _under(cwd, None, folder):
+            how = "cwd"
+        if how is not None:
+            out.append(LauncherMatch(pid=proc.pid, cmdline=list(cmd), how=how,
+                                     create_time=float(proc.info.get("create_time") or 0.0)))
+    rank = {"log-dir": 0, "argument": 1, "cwd": 2}
+    return sorted(out, key=lambda m: (rank[m.how], m.create_time, m.pid))
+
+
 def _pyspy_dumper(timeout_s: float) -> Callable[[int], tuple[str, str]]:
     from diag_service.lab.dumps import find_pyspy
 
@@ -604,4 +693,5 @@ def launch(cmd: list[str], console_dir: Path) -> tuple[subprocess.Popen[bytes], 
     return proc, t
 
 
-__all__ = ["FATAL_LINE", "STEP_LINE", "Agent", "WatchSettings", "WorkerProc", "launch"]
+__all__ = ["FATAL_LINE", "STEP_LINE", "Agent", "LauncherMatch", "WatchSettings", "WorkerProc", "find_launchers",
+           "is_launcher", "launch"]
