@@ -95,7 +95,7 @@ def test_auto_detection_and_named_sources():
     a, _ = load_events(FIX / "synthetic_philly_cluster_job_log.json")
     b, _ = load_events(FIX / "synthetic_philly_cluster_job_log.json", source="philly")
     assert a.equals(b) and a.height > 0
-    with pytest.raises(EtprInputError, match="unknown format 'sacct'; one of auto, lab"):
+    with pytest.raises(EtprInputError, match="unknown format 'sacct'; one of auto, live, lab"):
         load_events(FIX / "synthetic_timelines.jsonl", source="sacct")
 
 
