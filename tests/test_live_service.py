@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from test_service_support import ADMIN, READER, service_settings, wait_until
+from test_service_support import ADMIN, READER, FakeSlack, service_settings, wait_until
 
 from diag_service.hang import HangRequest, analyze_hang
 from diag_service.live.contract import AgentBatch
@@ -457,15 +457,13 @@ def test_only_final_diagnoses_of_an_incident_go_to_on_final(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def hooks() -> Iterator[Any]:
-    from test_service_support import FakeSlack
-
+def hooks() -> Iterator[FakeSlack]:
     with FakeSlack("unused") as fake:
         yield fake
 
 
 @pytest.fixture(scope="module")
-def alerting(tmp_path_factory: pytest.TempPathFactory, hooks: Any) -> Iterator[TestClient]:
+def alerting(tmp_path_factory: pytest.TempPathFactory, hooks: FakeSlack) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("live-alerts")
     settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5},
                                 webhooks=[{"url": f"{hooks.url}/hooks/slack", "format": "slack"},
@@ -477,11 +475,11 @@ def alerting(tmp_path_factory: pytest.TempPathFactory, hooks: Any) -> Iterator[T
         yield c
 
 
-def posts_for(hooks: Any, name: str, job: str) -> list[dict[str, Any]]:
+def posts_for(hooks: FakeSlack, name: str, job: str) -> list[dict[str, Any]]:
     return [p for p in hooks.posted(f"hooks/{name}") if job in json.dumps(p)]
 
 
-def test_a_fail_stop_is_announced_once_with_its_final_diagnosis(alerting: TestClient, hooks: Any) -> None:
+def test_a_fail_stop_is_announced_once_with_its_final_diagnosis(alerting: TestClient, hooks: FakeSlack) -> None:
     case = "lab_sigkill_root_cause_wrong"
     job = "live-alert-stop"
     agents = {n: Agent(alerting, job, n) for n in ("node0", "node1")}
@@ -511,7 +509,7 @@ def test_a_fail_stop_is_announced_once_with_its_final_diagnosis(alerting: TestCl
     assert len(posts_for(hooks, "slack", job)) == 1
 
 
-def test_a_hang_is_announced_when_final_not_per_provisional_diagnosis(alerting: TestClient, hooks: Any) -> None:
+def test_a_hang_is_announced_when_final_not_per_provisional_diagnosis(alerting: TestClient, hooks: FakeSlack) -> None:
     src = FIX / "hang" / "sleep_before_allreduce"
     ranks = json.loads((src / "ranks.json").read_text())
     index = json.loads((src / "index.json").read_text())
