@@ -90,12 +90,12 @@ def test_auto_detection_and_named_sources():
     assert detect_format(RUN) == "lab"
     assert detect_format(FIX / "synthetic_philly_cluster_job_log.json") == "philly"
     assert detect_format(FIX / "synthetic_timelines.jsonl") == "events"
-    assert {"auto", "events", "lab", "glm130b", "philly", "stepfun"} == set(FORMATS)
+    assert {"auto", "events", "lab", "live", "glm130b", "philly", "stepfun"} == set(FORMATS)
     assert [s.name for s in sources()][-1] == "events"  # accepts any path, so it is tried last
     a, _ = load_events(FIX / "synthetic_philly_cluster_job_log.json")
     b, _ = load_events(FIX / "synthetic_philly_cluster_job_log.json", source="philly")
     assert a.equals(b) and a.height > 0
-    with pytest.raises(EtprInputError, match="unknown format 'sacct'; one of auto, lab"):
+    with pytest.raises(EtprInputError, match="unknown format 'sacct'; one of auto, live, lab"):
         load_events(FIX / "synthetic_timelines.jsonl", source="sacct")
 
 

@@ -318,3 +318,114 @@ def test_a_feed_line_that_is_not_json_is_skipped_and_the_next_records_kept(tmp_p
     agent.step()
     assert [s["step"] for b in _batches(agent) for s in b.steps] == [7, 8]
     assert agent.progress.max_step == 8
+
+
+def test_the_agent_adopts_the_heartbeat_the_service_expects_so_it_never_looks_dead(tmp_path: Path) -> None:
+    from diag_service.live.jobs import LiveJobs, LiveSettings
+
+    clock = Clock()
+    # the service expects a heartbeat every 2 s (stale after 3 x 2 s); the agent was started with --heartbeat 30
+    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0, stale_after=3.0), clock=clock)
+
+    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ack, _ = jobs.apply("job-7", AgentBatch.model_validate(batch))
+        return 200, ack.model_dump(mode="json")
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=logs, state_dir=tmp_path / "state", heartbeat_s=30.0)
+    agent = Agent(cfg, service, clock=clock)
+    assert agent.sender is not None
+    stale_seen = []
+    for _ in range(120):  # one minute of a quiet job (no log line), a poll every 0.5 s
+        agent.step()
+        agent.sender.send_pending()
+        view = jobs.view("job-7")
+        assert view is not None
+        stale_seen += [a.agent_id for a in view.agents if a.stale]
+        clock.t += 0.5
+    assert stale_seen == []
+    assert agent.heartbeat_s == 2.0
+    jobs.close()
+
+
+def test_workers_are_listed_every_few_seconds_or_when_a_log_file_appears(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from diag_service.live import agent as agent_mod
+
+    listings: list[float] = []
+    workers = {101: WorkerProc(pid=101, rank=0, local_rank=0)}
+    clock = Clock()
+
+    def fake_workers(launcher_pid: int) -> dict[int, WorkerProc]:
+        listings.append(clock.t)
+        return dict(workers)
+
+    monkeypatch.setattr(agent_mod, "_workers", fake_workers)
+    agent = _agent(tmp_path, clock, pid=os.getpid())  # a launcher that is alive: this test process
+    t0 = clock.t
+    for _ in range(40):  # 20 s of polls every 0.5 s, nothing new in the logs
+        agent.step()
+        clock.t += 0.5
+    assert listings == [t0 + s for s in (0, 5, 10, 15)]  # every WORKER_SCAN_S, not every poll
+    # torchrun starts a worker, which writes its log: listed at once, and its first line carries its rank
+    workers[102] = WorkerProc(pid=102, rank=1, local_rank=1)
+    _append(tmp_path / "logs" / "run" / "attempt_0" / "1" / "stdout.log", "[default1]:step 1 loss 2.0\n")
+    agent.step()
+    assert listings[-1] == clock.t and len(listings) == 5
+    chunk = next(c for b in _batches(agent) for c in b.logs if c.path.endswith("1/stdout.log"))
+    assert (chunk.rank, chunk.local_rank) == (1, 1)
+
+
+def test_watch_log_dir_without_pid_attaches_to_the_torchrun_that_writes_there(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+    from diag_service.live.agent import find_launchers
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("torchrun", "not-a-launcher"):  # stand-ins that live until their stdin closes
+        (bin_dir / name).write_text("import sys\nsys.stdin.read()\n")
+    job, other = tmp_path / "job", tmp_path / "other-job"
+    (job / "logs").mkdir(parents=True)
+    (other / "logs").mkdir(parents=True)
+
+    def start(script: str, *args: str, cwd: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, str(bin_dir / script), *args], cwd=cwd, stdin=subprocess.PIPE)
+
+    procs = [
+        decoy := start("torchrun", "--nproc-per-node=2", "--log-dir", str(other / "logs"), "train.py", cwd=other),
+        ours := start("torchrun", "--nproc-per-node=2", "--log-dir=logs", "train.py", cwd=job),  # relative to its cwd
+        start("not-a-launcher", "--log-dir", str(job / "logs"), cwd=job),
+    ]
+    try:
+        assert [m.pid for m in find_launchers(job / "logs")] == [ours.pid]
+        assert [(m.pid, m.how) for m in find_launchers(other / "logs")] == [(decoy.pid, "log-dir")]
+        env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+        watch = subprocess.Popen([sys.executable, "-m", "diag_service.cli", "watch", "--job-id", "j9", "--log-dir",
+                                  str(job / "logs"), "--state-dir", str(tmp_path / "state")],
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        assert watch.stderr is not None
+        said = watch.stderr.readline()
+        assert f"attached to torchrun pid {ours.pid} (its --log-dir is {job / 'logs'})" in said
+        ours.stdin.close()  # type: ignore[union-attr]  # the launcher ends: so does the attached agent
+        assert watch.wait(timeout=60) == 0
+        # a second launcher on the same folder: which one is meant is not guessed
+        twin = start("torchrun", "--log-dir", str(job / "logs"), "train.py", cwd=tmp_path)
+        procs.append(twin)
+        procs.append(start("torchrun", "--log-dir", str(job / "logs"), "train.py", cwd=tmp_path))
+        r = CliRunner().invoke(app, ["watch", "--job-id", "j9", "--log-dir", str(job / "logs"),
+                                     "--state-dir", str(tmp_path / "state2")])
+        assert r.exit_code == 2 and "give --pid" in r.output and str(twin.pid) in r.output
+    finally:
+        for p in procs:
+            if p.stdin is not None and not p.stdin.closed:
+                p.stdin.close()
+            p.wait(timeout=10)

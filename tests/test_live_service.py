@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from test_service_support import ADMIN, READER, service_settings, wait_until
+from test_service_support import ADMIN, READER, FakeSlack, service_settings, wait_until
 
 from diag_service.hang import HangRequest, analyze_hang
 from diag_service.live.contract import AgentBatch
@@ -417,3 +417,120 @@ def test_flight_recorder_dumps_reach_the_hang_analysis(client: TestClient) -> No
     assert d["first_failing_rank"] == post_hoc.first_failing_rank == 3
     stored = client.data_dir / "live" / job / "fr" / "nccl_trace_rank_3"  # type: ignore[attr-defined]
     assert stored.read_bytes() == (src / "nccl_trace_rank_3").read_bytes()
+
+
+# -- announcements: the final diagnosis of each incident, once ----------------------------------------------
+
+
+def test_only_final_diagnoses_of_an_incident_go_to_on_final(tmp_path: Path) -> None:
+    calls: list[bool] = []
+    finals: list[tuple[str, str, int]] = []
+    jobs: LiveJobs
+
+    def submit(job_id: str, folder: Path, provisional: bool) -> str:
+        calls.append(provisional)
+        diag_id = f"d{len(calls)}"
+        threading.Thread(target=lambda: jobs.diagnosis_finished(job_id, diag_id, status="done", finished_at=time.time(),
+                                                                 category="user_code", failure_mode="fail_stop")).start()
+        return diag_id
+
+    jobs = LiveJobs(tmp_path, LiveSettings(debounce_s=0.05, settle_s=0.2), submit=submit,
+                    on_final=lambda *a: finals.append(a))
+    text = "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    for seq, (agent, node) in enumerate((("a0", "n0"), ("a1", "n1"))):
+        jobs.apply("j8", batch(agent, node, 0, events=[{"event": "started", "time": T0}]))
+        jobs.apply("j8", batch(agent, node, 1, logs=[{"path": "c.log", "offset": 0, "text": text}],
+                               events=[{"event": "failure", "time": T0 + 10 + seq}]))
+    wait_until(lambda: calls and calls[0] is True, timeout=10)
+    assert finals == []  # provisional: nobody is told yet
+    for agent, node in (("a0", "n0"), ("a1", "n1")):
+        jobs.apply("j8", batch(agent, node, 2, events=[{"event": "finished", "time": T0 + 20, "status": "failed"}]))
+    wait_until(lambda: finals, timeout=10)
+    assert finals == [("j8", f"d{len(calls)}", 1)] and calls[-1] is False  # both nodes' failures: one incident
+    # the job is relaunched and fails again: the next incident
+    jobs.apply("j8", batch("a0", "n0", 3, events=[{"event": "restart", "time": T0 + 30},
+                                                  {"event": "failure", "time": T0 + 40},
+                                                  {"event": "finished", "time": T0 + 41, "status": "failed"}]))
+    wait_until(lambda: len(finals) == 2, timeout=10)
+    assert finals[1][2] == 2 and all(p is False for p in calls[-1:])
+    jobs.close()
+
+
+@pytest.fixture(scope="module")
+def hooks() -> Iterator[FakeSlack]:
+    with FakeSlack("unused") as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def alerting(tmp_path_factory: pytest.TempPathFactory, hooks: FakeSlack) -> Iterator[TestClient]:
+    tmp = tmp_path_factory.mktemp("live-alerts")
+    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5},
+                                webhooks=[{"url": f"{hooks.url}/hooks/slack", "format": "slack"},
+                                          {"url": f"{hooks.url}/hooks/mattermost", "format": "mattermost"}],
+                                public_url="http://diag.example.test")
+    settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+        c.headers["Authorization"] = f"Bearer {ADMIN}"
+        yield c
+
+
+def posts_for(hooks: FakeSlack, name: str, job: str) -> list[dict[str, Any]]:
+    return [p for p in hooks.posted(f"hooks/{name}") if job in json.dumps(p)]
+
+
+def test_a_fail_stop_is_announced_once_with_its_final_diagnosis(alerting: TestClient, hooks: FakeSlack) -> None:
+    case = "lab_sigkill_root_cause_wrong"
+    job = "live-alert-stop"
+    agents = {n: Agent(alerting, job, n) for n in ("node0", "node1")}
+    for n, a in agents.items():
+        text = (FIX / case / f"console_{n}.log").read_text()
+        a.send(events=[{"event": "started", "time": T0}])
+        for off, piece in chunks(text, 4):
+            a.send(logs=[{"path": f"console_{n}.log", "offset": off, "text": piece}])
+        a.send(events=[{"event": "failure", "time": T0 + 60, "onset_time": T0 + 55, "exitcode": 1}])
+    got = final_diagnosis(alerting, job)
+    first = got["view"]["diagnosis_id"]
+    wait_until(lambda: posts_for(hooks, "slack", job) and posts_for(hooks, "mattermost", job), timeout=30)
+    slack = posts_for(hooks, "slack", job)
+    d = got["diagnosis"]
+    assert len(slack) == 1
+    # the bot's own view of the same Diagnosis: header, root cause, the Confirm / Correct buttons of this diagnosis
+    assert slack[0]["blocks"][0]["text"]["text"].startswith(f"{job}: {d['category']} ({d['failure_mode']})")
+    assert any(b.get("block_id") == f"diag:{first}" for b in slack[0]["blocks"])
+    mm = posts_for(hooks, "mattermost", job)[0]["attachments"][0]
+    assert mm["title"] == f"Job {job}: {d['category']} ({d['failure_mode']})" and mm["title_link"].endswith(first)
+    # more evidence of the same incident arrives after the final diagnosis: diagnosed again, announced no more
+    agents["node0"].send(logs=[{"path": "late.log", "offset": 0,
+                                "text": "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"}])
+    wait_until(lambda: (v := live_job(alerting, job))["provisional"] is False and v["diagnosis_id"] != first, timeout=120)
+    store = alerting.app.state.ctx.store  # type: ignore[attr-defined]
+    assert wait_until(lambda: store.alert_count(f"incident:{job}#1") == 2, timeout=30)
+    assert len(posts_for(hooks, "slack", job)) == 1
+
+
+def test_a_hang_is_announced_when_final_not_per_provisional_diagnosis(alerting: TestClient, hooks: FakeSlack) -> None:
+    src = FIX / "hang" / "sleep_before_allreduce"
+    ranks = json.loads((src / "ranks.json").read_text())
+    index = json.loads((src / "index.json").read_text())
+    job = "live-alert-hang"
+    agents = {n: Agent(alerting, job, n) for n in ("node0", "node1")}
+    for a in agents.values():
+        a.send(events=[{"event": "started", "time": T0}])
+    for snap in index:
+        for n, a in agents.items():
+            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
+                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
+                      for r, v in ranks.items() if v["node"] == n]
+            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 0 else [])
+    wait_until(lambda: (v := live_job(alerting, job))["failure_mode"] == "fail_hang" and not v["diagnosis_pending"], timeout=120)
+    store = alerting.app.state.ctx.store  # type: ignore[attr-defined]
+    # provisional (the job still hangs): no alert was even claimed (claims happen before the outcome is recorded)
+    assert store.alert_count(f"hang:{job}") == 0 and store.alert_count(f"incident:{job}#1") == 0
+    for a in agents.values():
+        a.send(events=[{"event": "finished", "time": T0 + 300, "status": "failed"}])
+    got = final_diagnosis(alerting, job)
+    wait_until(lambda: posts_for(hooks, "slack", job), timeout=30)
+    slack = posts_for(hooks, "slack", job)
+    assert len(slack) == 1 and got["diagnosis"]["failure_mode"] == "fail_hang"
+    assert slack[0]["blocks"][0]["text"]["text"].startswith(f"{job}: ")

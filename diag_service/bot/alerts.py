@@ -1,9 +1,13 @@
-"""Proactive alerts for hangs and slowdowns: Slack channel posts and outgoing webhooks, de-duplicated.
+"""Proactive alerts for failures, hangs and slowdowns: Slack channel posts and outgoing webhooks, de-duplicated.
 
 One incident is one message: an alert carries a de-duplication key (``hang:<caller>:<job>``,
-``slow:<caller>:<job>``: scoped to the caller that submitted the work), and the store lets the first
-one through and suppresses the rest for ``alert_repeat_s``
-(:meth:`diag_service.service.store.Store.claim_alert`, atomic across replicas).
+``slow:<caller>:<job>``: scoped to the caller that submitted the work; ``incident:<job>#<n>`` for the n-th
+incident of a live job, whatever its mode), and the store lets the first one through and suppresses the rest
+for ``alert_repeat_s`` (:meth:`diag_service.service.store.Store.claim_alert`, atomic across replicas).
+
+An alert made from a diagnosis (:meth:`Alert.from_diagnosis`) carries the :class:`~diag_service.domain.Diagnosis`
+itself: the Slack form is the bot's own view of it (:func:`~diag_service.bot.blocks.diagnosis_blocks`, with its
+Confirm / Correct buttons), the webhook forms its root cause, category, rank, nodes and recommended action.
 
 Formats: ``slack`` (Block Kit JSON, also accepted by Slack-compatible receivers), ``mattermost``
 (incoming-webhook ``text`` + ``attachments``), ``lark`` (Lark/Feishu custom-bot ``interactive`` card).
@@ -21,11 +25,13 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, Field
 
-from diag_service.bot.blocks import clip, slack_escape
+from diag_service.bot.blocks import clip, diagnosis_blocks, slack_escape, summary_text
+from diag_service.domain import Diagnosis, FailureMode
 
 log = logging.getLogger("diag_service.bot.alerts")
 
-AlertKind = Literal["hang", "slow"]
+AlertKind = Literal["failure", "hang", "slow"]
+_KIND_OF_MODE: dict[FailureMode, AlertKind] = {FailureMode.FAIL_HANG: "hang", FailureMode.FAIL_SLOW: "slow"}
 
 
 class Alert(BaseModel):
@@ -34,6 +40,10 @@ class Alert(BaseModel):
     ``caller``: who submitted the work that raised it (a token's name, ``slack:<user id>``), or None
     for the service itself. The de-duplication key is scoped to it, so one caller's alert for a job
     never claims, and so never suppresses, the key of another caller's alert for the same job id.
+
+    ``incident``: which incident of the job this is (a live job's incident number): the key is then
+    ``incident:[caller:]job#incident``, one message per incident whatever its kind. ``diagnosis`` and
+    ``diagnosis_id``: the diagnosis the alert announces (:meth:`from_diagnosis`).
     """
 
     kind: AlertKind
@@ -43,20 +53,45 @@ class Alert(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
     link: str | None = None
     caller: str | None = None
+    incident: str | None = None
+    diagnosis: Diagnosis | None = None
+    diagnosis_id: str | None = None
 
     @property
     def key(self) -> str:
-        """``kind:job`` for the service's own alerts, ``kind:caller:job`` for a caller's."""
-        return f"{self.kind}:{self.job_id}" if self.caller is None else f"{self.kind}:{self.caller}:{self.job_id}"
+        """``kind:job`` for the service's own alerts, ``kind:caller:job`` for a caller's; ``incident:[caller:]job#n``
+        for an alert of one incident."""
+        scope = self.job_id if self.caller is None else f"{self.caller}:{self.job_id}"
+        return f"incident:{scope}#{self.incident}" if self.incident is not None else f"{self.kind}:{scope}"
+
+    @classmethod
+    def from_diagnosis(cls, d: Diagnosis, diagnosis_id: str, *, job_id: str, link: str | None = None,
+                       incident: str | None = None, caller: str | None = None) -> Alert:
+        """The alert announcing diagnosis ``d`` (stored as ``diagnosis_id``) of job ``job_id``: kind from its
+        failure mode (``fail_hang`` -> hang, ``fail_slow`` -> slow, else failure), its root cause as the text,
+        and as fields who acts, the confidence, the first failing rank, the faulty nodes and the recovery plan."""
+        fields = {"Category": d.category.value, "Who acts": d.responsible.value, "Confidence": f"{d.confidence:.0%}"}
+        if d.first_failing_rank is not None:
+            fields["First failing rank"] = str(d.first_failing_rank)
+        if d.faulty_nodes:
+            fields["Faulty nodes"] = ", ".join(d.faulty_nodes[:20])[:500]
+        if d.recovery is not None:
+            fields["Recommended action"] = f"{d.recovery.level.value}: {d.recovery.action}"[:900]
+        return cls(kind=_KIND_OF_MODE.get(d.failure_mode, "failure"), job_id=job_id,
+                   title=f"Job {job_id}: {d.category.value} ({d.failure_mode.value})", text=d.root_cause.summary[:1500],
+                   fields=fields, link=link, caller=caller, incident=incident, diagnosis=d, diagnosis_id=diagnosis_id)
 
 
-_EMOJI = {"hang": ":double_vertical_bar:", "slow": ":snail:"}
+_EMOJI = {"failure": ":red_circle:", "hang": ":double_vertical_bar:", "slow": ":snail:"}
 
 
 def slack_payload(a: Alert) -> dict[str, Any]:
     """Slack message (``chat.postMessage`` arguments without the channel, or an incoming-webhook body).
-    Title, text and fields come from logs and feeds: escaped (:func:`~diag_service.bot.blocks.slack_escape`)."""
+    Title, text and fields come from logs and feeds: escaped (:func:`~diag_service.bot.blocks.slack_escape`).
+    An alert with its diagnosis is the bot's view of that diagnosis (:func:`~diag_service.bot.blocks.diagnosis_blocks`)."""
     e = slack_escape
+    if a.diagnosis is not None and a.diagnosis_id is not None:
+        return {"text": clip(summary_text(a.diagnosis), 3000), "blocks": diagnosis_blocks(a.diagnosis, a.diagnosis_id, a.link)}
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(e(a.title), 150)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": clip(f"{_EMOJI[a.kind]} {e(a.text)}", 3000)}},
@@ -80,7 +115,7 @@ def mattermost_payload(a: Alert) -> dict[str, Any]:
     """Mattermost incoming-webhook body (Slack-style attachment with fields); ``@`` mentions made inert."""
     m = _no_at_mention
     att: dict[str, Any] = {
-        "fallback": m(f"{a.title}: {a.text}"), "color": "#d62728" if a.kind == "hang" else "#ff7f0e",
+        "fallback": m(f"{a.title}: {a.text}"), "color": "#ff7f0e" if a.kind == "slow" else "#d62728",
         "title": m(a.title), "text": m(a.text),
         "fields": [{"short": True, "title": m(k), "value": m(v)} for k, v in a.fields.items()],
     }
@@ -97,7 +132,7 @@ def lark_payload(a: Alert) -> dict[str, Any]:
         elements.append({"tag": "action", "actions": [
             {"tag": "button", "text": {"tag": "plain_text", "content": "Open"}, "url": a.link, "type": "primary"}]})
     return {"msg_type": "interactive", "card": {
-        "header": {"title": {"tag": "plain_text", "content": a.title[:100]}, "template": "red" if a.kind == "hang" else "orange"},
+        "header": {"title": {"tag": "plain_text", "content": a.title[:100]}, "template": "orange" if a.kind == "slow" else "red"},
         "elements": elements}}
 
 
@@ -141,7 +176,7 @@ class Notifier:
         when nothing is configured."""
         if not self.enabled:
             return None
-        if not self.claim(alert.key, alert.kind, alert.job_id, alert.model_dump()):
+        if not self.claim(alert.key, alert.kind, alert.job_id, alert.model_dump(mode="json", exclude={"diagnosis"})):
             self.on_outcome(alert.kind, "deduplicated")
             return None
         return self._pool.submit(self._send, alert)

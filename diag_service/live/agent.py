@@ -26,10 +26,15 @@ Decisions (times in seconds, from :class:`WatchSettings`):
   sent whole once it stopped changing (the hang analysis then sees the collectives, not only the stacks);
 * **lifecycle**: ``started``, ``first_step``, ``progress`` (every ``progress_every_s``), ``checkpoint_saved``,
   ``restart`` (a new torchrun ``attempt_<n>`` folder), ``finished`` (the launcher's exit), ``heartbeat``.
+
+**Heartbeat**: every ``heartbeat_s``, which is only the first value: each acknowledgement of the service
+carries the interval it expects (``BatchAck.heartbeat_s``, its ``live.heartbeat_s``: an agent silent for
+``live.stale_after`` of them is shown stale), and the agent adopts it, so the two cannot disagree.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -82,6 +87,14 @@ PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|check
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
+#: The longest heartbeat interval adopted from the service (its own bound on ``live.heartbeat_s``).
+MAX_HEARTBEAT_S = 3600.0
+#: Seconds between two listings of the launcher's workers. A listing walks the launcher's process tree and
+#: reads every descendant's environment (psutil: /proc reads, several per process, and a node's 8 workers
+#: have dozens of DataLoader and compile children), which at every 0.5 s poll would be most of the agent's own
+#: CPU. Workers only change when torchrun (re)starts them, and a start writes new log files: a new file, a
+#: restart, or a hang with no worker known lists them at once, otherwise every this many seconds.
+WORKER_SCAN_S = 5.0
 
 
 @dataclass
@@ -101,6 +114,7 @@ class WatchSettings:
     state_dir: Path = Path(".diag-watch")
     poll_s: float = 0.5
     batch_s: float = 1.0
+    #: The first heartbeat interval; the service's acknowledgements replace it with the one it expects.
     heartbeat_s: float = 5.0
     progress_every_s: float = 30.0
     hang_floor_s: float = 60.0
@@ -151,7 +165,8 @@ class Agent:
         self.prefix = f"{time.time_ns():020d}"
         self.seq = 0
         self.spool = Spool(cfg.state_dir / "spool")
-        self.sender = Sender(self.spool, send) if send is not None else None
+        self.heartbeat_s = cfg.heartbeat_s  # adopted from the service's acknowledgements (_on_ack)
+        self.sender = Sender(self.spool, send, on_ack=self._on_ack) if send is not None else None
         self.launcher = launcher
         self.pump = pump
         self.pid = launcher.pid if launcher is not None else cfg.pid
@@ -186,6 +201,8 @@ class Agent:
         self.last_progress_event = self.started
         self.progress_sent = -1
         self.workers: dict[int, WorkerProc] = {}
+        self.last_worker_scan = -float("inf")
+        self.rescan_workers = True  # a new log file, a restart or a hang without workers: list them now
         self._feed_partial: dict[str, str] = {}
         self._stop = threading.Event()
         self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
@@ -216,14 +233,17 @@ class Agent:
     def step(self) -> None:
         """One round: read new lines, check the processes, decide, flush when due."""
         now = self.clock()
-        for name, tailer in self.roots.items():
-            for chunk in tailer.poll():
-                self._on_chunk(name, chunk, now)
+        chunks = [(name, chunk) for name, tailer in self.roots.items() for chunk in tailer.poll()]
+        if any(chunk.offset == 0 for _, chunk in chunks):  # a new (or restarted) file: its worker may be new too
+            self.rescan_workers = True
+            self._check_workers(now)  # before its lines, which are then attributed to the worker's rank
+        for name, chunk in chunks:
+            self._on_chunk(name, chunk, now)
         self._check_processes(now)
         if self.cfg.fr_dir is not None:
             self._check_fr(now)
         self._check_hang(now)
-        if now - self.last_heartbeat >= self.cfg.heartbeat_s:
+        if now - self.last_heartbeat >= self.heartbeat_s:
             self.last_heartbeat = now
             self._event(LiveEventKind.HEARTBEAT, now)
         if (not self.finished and self.progress.max_step > self.progress_sent
@@ -233,6 +253,14 @@ class Agent:
             self._event(LiveEventKind.PROGRESS, now, step=self.progress.max_step)
         if self.urgent or now - self.last_flush >= self.cfg.batch_s:
             self.flush()
+
+    def _on_ack(self, ack: dict[str, Any]) -> None:
+        """An acknowledgement of the service (sender thread): adopt the heartbeat interval it expects, when it
+        says one (a number in (0, :data:`MAX_HEARTBEAT_S`]; an older service says none)."""
+        v = ack.get("heartbeat_s")
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= MAX_HEARTBEAT_S and v != self.heartbeat_s:
+            log.info("heartbeat every %g s, as the service expects (was %g s)", v, self.heartbeat_s)
+            self.heartbeat_s = float(v)
 
     # ------------------------------------------------------------------ input
     def _on_chunk(self, root: str, chunk: Chunk, now: float) -> None:
@@ -248,6 +276,7 @@ class Agent:
             self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
             self.failed = self.hung = False
             self.snapshots = 0
+            self.rescan_workers = True
         rank = self._rank_of_local(local_rank)
         self._add_log(rel, chunk, rank, local_rank)
         if FEED_NAME.search(chunk.rel):
@@ -317,12 +346,20 @@ class Agent:
         elif self.pid is not None and not _alive(self.pid):
             self._finish(None, now)
             return
-        if self.pid is not None:
-            workers = _workers(self.pid)
-            for pid, w in workers.items():
-                if pid not in self.workers:  # announced once: the service maps the logs' local ranks with it
-                    self._event(LiveEventKind.WORKER, now, rank=w.rank, local_rank=w.local_rank, pid=w.pid)
-            self.workers = workers
+        self._check_workers(now)
+
+    def _check_workers(self, now: float) -> None:
+        """List the launcher's workers when due (every :data:`WORKER_SCAN_S`, or at once after a new log file, a
+        restart, or a hang with none known); each new one is announced once."""
+        if self.pid is None or not (self.rescan_workers or now - self.last_worker_scan >= WORKER_SCAN_S):
+            return
+        self.last_worker_scan = now
+        self.rescan_workers = False
+        workers = _workers(self.pid)
+        for pid, w in workers.items():
+            if pid not in self.workers:  # announced once: the service maps the logs' local ranks with it
+                self._event(LiveEventKind.WORKER, now, rank=w.rank, local_rank=w.local_rank, pid=w.pid)
+        self.workers = workers
 
     def _finish(self, code: int | None, now: float) -> None:
         if self.finished:
@@ -404,6 +441,9 @@ class Agent:
             self._event(LiveEventKind.HANG_DETECTED, now, onset_time=since, step=step,
                         cause=f"no new step for {now - since:.0f} s (timeout {timeout:.0f} s)")
             self.urgent = True
+        if self.hung and not self.workers:
+            self.rescan_workers = True
+            self._check_workers(now)
         if self.hung and self.snapshots < self.cfg.max_snapshots and now >= self.next_stack and self.workers:
             self._sample_stacks(now)
             self.next_stack = now + self.cfg.stack_every_s
@@ -518,6 +558,94 @@ def _workers(launcher_pid: int) -> dict[int, WorkerProc]:
     return {w.pid: w for w in ranks.values()}
 
 
+#: How a torchrun / torchelastic launcher shows in a command line: the ``torchrun`` entry point (itself or as
+#: the script of a Python interpreter), or the modules it runs (``python -m torch.distributed.run``, the older
+#: ``torch.distributed.launch``).
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+#: Options and environment variables of torchrun that name its log folder (``PET_*``: torchrun's env form,
+#: which deploy/slurm/diag-srun.sh sets).
+LOG_DIR_OPTIONS = ("--log-dir", "--log_dir")
+LOG_DIR_ENV = ("PET_LOG_DIR",)
+
+
+@dataclass
+class LauncherMatch:
+    """A launcher process that references a log folder: ``pid``, its ``cmdline``, and ``how`` (``log-dir``:
+    its ``--log-dir`` or ``PET_LOG_DIR`` is the folder or inside it; ``argument``: another argument is;
+    ``cwd``: it runs in the folder or below it)."""
+
+    pid: int
+    cmdline: list[str]
+    how: str
+    create_time: float = 0.0
+
+
+def is_launcher(cmdline: list[str]) -> bool:
+    """True when ``cmdline`` is a torchrun / torchelastic launcher (:data:`LAUNCHER_MODULES`, ``torchrun``)."""
+    head = cmdline[:3]
+    if any(os.path.basename(a) == "torchrun" for a in head):
+        return True
+    return any(m in cmdline[:4] for m in LAUNCHER_MODULES)
+
+
+def _under(path: str, cwd: str | None, folder: str) -> bool:
+    """``path`` (relative to ``cwd``) resolves to ``folder`` or inside it."""
+    if not path or "\x00" in path:
+        return False
+    p = os.path.realpath(os.path.join(cwd or "/", path))
+    return p == folder or p.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _log_dir_args(cmd: list[str]) -> list[str]:
+    """The values of the :data:`LOG_DIR_OPTIONS` in a command line (``--log-dir D`` and ``--log-dir=D``)."""
+    vals = []
+    for i, a in enumerate(cmd):
+        opt, eq, val = a.partition("=")
+        if eq and opt in LOG_DIR_OPTIONS:
+            vals.append(val)
+        elif a in LOG_DIR_OPTIONS and i + 1 < len(cmd):
+            vals.append(cmd[i + 1])
+    return vals
+
+
+def find_launchers(log_dir: Path) -> list[LauncherMatch]:
+    """The torchrun / torchelastic launchers (:func:`is_launcher`) on this machine whose command line, log-dir
+    environment (:data:`LOG_DIR_ENV`) or working directory references ``log_dir`` (the folder or a path inside
+    it; relative paths against the process's own working directory), the strongest reference first (``log-dir``,
+    then ``argument``, then ``cwd``), then the oldest. Processes that cannot be read (another user's, gone) are
+    skipped; this process and its ancestors never match."""
+    import psutil
+
+    folder = os.path.realpath(log_dir)
+    mine = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        mine |= {p.pid for p in psutil.Process().parents()}
+    out: list[LauncherMatch] = []
+    for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
+        cmd = proc.info.get("cmdline") or []
+        if proc.pid in mine or not cmd or not is_launcher(cmd):
+            continue
+        try:
+            cwd: str | None = proc.cwd()
+        except psutil.Error:
+            cwd = None
+        how = "log-dir" if any(_under(v, cwd, folder) for v in _log_dir_args(cmd)) else None
+        if how is None:
+            with contextlib.suppress(psutil.Error):
+                env = proc.environ()
+                if any(_under(env.get(k, ""), cwd, folder) for k in LOG_DIR_ENV):
+                    how = "log-dir"
+        if how is None and any(_under(a.partition("=")[2] or a, cwd, folder) for a in cmd[1:] if "/" in a or a == "."):
+            how = "argument"
+        if how is None and cwd is not None and _under(cwd, None, folder):
+            how = "cwd"
+        if how is not None:
+            out.append(LauncherMatch(pid=proc.pid, cmdline=list(cmd), how=how,
+                                     create_time=float(proc.info.get("create_time") or 0.0)))
+    rank = {"log-dir": 0, "argument": 1, "cwd": 2}
+    return sorted(out, key=lambda m: (rank[m.how], m.create_time, m.pid))
+
+
 def _pyspy_dumper(timeout_s: float) -> Callable[[int], tuple[str, str]]:
     from diag_service.lab.dumps import find_pyspy
 
@@ -565,4 +693,5 @@ def launch(cmd: list[str], console_dir: Path) -> tuple[subprocess.Popen[bytes], 
     return proc, t
 
 
-__all__ = ["FATAL_LINE", "STEP_LINE", "Agent", "WatchSettings", "WorkerProc", "launch"]
+__all__ = ["FATAL_LINE", "STEP_LINE", "Agent", "LauncherMatch", "WatchSettings", "WorkerProc", "find_launchers",
+           "is_launcher", "launch"]

@@ -31,13 +31,16 @@ def watch(
                                                        "outside the logs; this node's records are sent.")] = None,
     fr_dir: Annotated[Path | None, typer.Option(help="Folder the job writes Flight Recorder dumps to "
                                                      "(TORCH_FR_DUMP_TEMP_FILE's folder); this node's are sent.")] = None,
-    pid: Annotated[int | None, typer.Option(help="PID of the running launcher (torchrun agent) to watch.")] = None,
+    pid: Annotated[int | None, typer.Option(help="PID of the running launcher (torchrun agent) to watch; without it "
+                                                 "and a command, the torchrun whose --log-dir, arguments or working "
+                                                 "directory is --log-dir.")] = None,
     node: Annotated[str | None, typer.Option(help="This node's name (default: the host name).")] = None,
     state_dir: Annotated[Path | None, typer.Option(help="Spool and console folder (default ./.diag-watch/JOB).")] = None,
     hang_floor: Annotated[float, typer.Option(help="Seconds without a new step before a hang, at least.")] = 60.0,
     hang_factor: Annotated[float, typer.Option(help="... or this many times the p99 step interval, if longer.")] = 10.0,
     stack_every: Annotated[float, typer.Option(help="Seconds between stack samples while hung.")] = 5.0,
-    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats, until the service's first answer "
+                                                  "says the interval it expects (then that).")] = 5.0,
     quiet: Annotated[bool, typer.Option("--quiet", help="Log only warnings.")] = False,
     log_file: Annotated[Path | None, typer.Option(help="Write the agent's own log here instead of stderr.")] = None,
 ) -> None:
@@ -70,6 +73,8 @@ def watch(
                         hang_floor_s=hang_floor, hang_factor=hang_factor, stack_every_s=stack_every, heartbeat_s=heartbeat)
     if node:
         cfg.node = node
+    if not cmd and pid is None and log_dir is not None:
+        cfg.pid = _attach(log_dir)
     send = http_sender(service, job_id, os.environ.get("DIAG_AGENT_TOKEN")) if service else None
     launcher = pump = None
     if cmd:
@@ -89,6 +94,28 @@ def watch(
     signal.signal(signal.SIGINT, _stop)
     code = agent.run()
     raise typer.Exit(code if 0 <= code < 256 else 1)
+
+
+def _attach(log_dir: Path) -> int | None:
+    """The pid of the one torchrun / torchelastic launcher that references ``log_dir``
+    (:func:`~diag_service.live.agent.find_launchers`), said on stderr; None (logs only, said too) when there is
+    none. Raises :class:`WatchError` when several reference it as strongly (give ``--pid``)."""
+    from diag_service.live.agent import find_launchers
+
+    found = find_launchers(log_dir)
+    if not found:
+        typer.echo(f"[diag watch] no torchrun process references {log_dir}: watching its logs only (no workers, no "
+                   "stack samples, no exit status); give --pid to attach to the launcher", err=True)
+        return None
+    best = [m for m in found if m.how == found[0].how]
+    if len(best) > 1:
+        raise WatchError(f"{len(best)} torchrun processes reference {log_dir} ({found[0].how}): pids "
+                         f"{', '.join(str(m.pid) for m in best[:10])}; give --pid")
+    m = found[0]
+    what = {"log-dir": "its --log-dir", "argument": "an argument", "cwd": "its working directory"}[m.how]
+    typer.echo(f"[diag watch] attached to torchrun pid {m.pid} ({what} is {log_dir}): {' '.join(m.cmdline)[:300]}",
+               err=True)
+    return m.pid
 
 
 # the launcher's command line follows "--" and is passed on untouched

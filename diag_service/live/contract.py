@@ -156,6 +156,9 @@ class BatchAck(_Strict):
     applied: bool
     status: str = Field(description="The live job's state: running, failed, hung, slow, finished.")
     diagnosis_id: str | None = None
+    heartbeat_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "Seconds between heartbeats the service expects (its live.heartbeat_s; an agent silent for "
+        "live.stale_after of them is stale): the agent adopts it."))
 
 
 __all__ = [

@@ -30,6 +30,11 @@ catalogue's patterns) asks for a diagnosis of the folder, ``debounce_s`` after t
 burst; never two of one job at once). It is *provisional* until every agent of the job has sent
 ``finished`` or ``failure`` (or gone stale, once one has) and nothing new arrived for ``settle_s``; then a last
 diagnosis is run and marked *final*. New evidence after that makes the next one provisional again.
+
+**Incidents.** The first ``failure``, ``hang_detected`` or slow alarm after the job started (or after a
+``restart``) opens the job's next incident (``JobState.incident``, 1, 2, ...); more of them from other agents
+belong to the same one. A final diagnosis of a job that had an incident is handed to ``on_final`` (the
+service announces it through its alert path, de-duplicated per incident), never a provisional one.
 """
 
 from __future__ import annotations
@@ -136,6 +141,8 @@ class JobState(BaseModel):
     dirty: bool = False  # evidence arrived since the last diagnosis was requested
     final_for: float | None = None  # last_evidence the final diagnosis covered
     diagnosed_logged: bool = False  # a ``diagnosed`` event was written for the current failure
+    incident: int = 0  # incidents (failure, hang or slow episode) so far; the last one's number
+    incident_open: bool = False  # the current incident has not been closed by a restart
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
 
 
@@ -268,6 +275,10 @@ def _truncate(path: Path, size: int) -> None:
 #: ``submit(job_id, folder, provisional)`` queues a diagnosis of ``folder`` and returns its id; None when it
 #: cannot now (the queue is full): it is asked again later.
 SubmitFn = Callable[[str, Path, bool], str | None]
+#: ``on_final(job_id, diagnosis_id, incident)``: a final diagnosis of a job with an incident is done
+#: (``incident``: the job's incident number, from 1). Called outside the job's lock; may be called again for
+#: the same incident (a later final diagnosis, an outcome replayed after a restart): the receiver de-duplicates.
+FinalFn = Callable[[str, str, int], None]
 
 
 @dataclass
@@ -283,14 +294,16 @@ class _Live:
 class LiveJobs:
     """Every live job of one service, under ``root``. Thread-safe; one process owns ``root``.
 
-    ``submit``: how a diagnosis is queued (None: never diagnose). ``clock``: unix seconds (tests pass their own).
+    ``submit``: how a diagnosis is queued (None: never diagnose). ``on_final``: told of each final diagnosis of a
+    job that had an incident (:data:`FinalFn`). ``clock``: unix seconds (tests pass their own).
     """
 
     def __init__(self, root: Path, settings: LiveSettings | None = None, submit: SubmitFn | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, on_final: FinalFn | None = None) -> None:
         self.root = Path(root)
         self.settings = settings or LiveSettings()
         self.submit = submit
+        self.on_final = on_final
         self.clock = clock
         self._jobs: dict[str, _Live] = {}
         self._lock = threading.Lock()
@@ -428,7 +441,7 @@ class LiveJobs:
     def _ack(self, job_id: str, live: _Live, seq: int, applied: bool) -> BatchAck:
         done = [d for d in live.state.diagnoses if d.status == "done"]
         return BatchAck(job_id=job_id, seq=seq, applied=applied, status=self._status(live.state),
-                        diagnosis_id=done[-1].id if done else None)
+                        diagnosis_id=done[-1].id if done else None, heartbeat_s=self.settings.heartbeat_s)
 
     def _apply(self, live: _Live, agent: AgentState, batch: AgentBatch, now: float) -> bool:
         trigger = False
@@ -592,6 +605,7 @@ class LiveJobs:
             return True
         if st.slow_time is None:  # when the service knew (its clock)
             st.slow_time = self.clock()
+        self._open_incident(st)
         first = alarms[0]
         row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
                                "mode": "fail_slow", "cause": redact(first.message)[:2000]}
@@ -631,6 +645,7 @@ class LiveJobs:
                 st.started_time = ev.time
             if kind in (LiveEventKind.FAILURE, LiveEventKind.HANG_DETECTED):
                 trigger = True
+                self._open_incident(st)
                 if st.detected_time is None:
                     st.detected_time = ev.time
                     st.onset_time = ev.onset_time
@@ -638,6 +653,7 @@ class LiveJobs:
                 agent.state, agent.ended = "running", None
                 if kind == LiveEventKind.RESTART:
                     st.diagnosed_logged = False
+                    st.incident_open = False
             elif kind in (LiveEventKind.FIRST_STEP, LiveEventKind.PROGRESS, LiveEventKind.CHECKPOINT_SAVED):
                 if agent.state in ("hung", "slow"):
                     agent.state = "running"
@@ -660,6 +676,13 @@ class LiveJobs:
             dumps.mkdir(exist_ok=True)
             _write_ranks(dumps, st)
         return trigger
+
+    @staticmethod
+    def _open_incident(st: JobState) -> None:
+        """A failure, hang or slow alarm: the job's next incident begins unless one is open already."""
+        if not st.incident_open:
+            st.incident += 1
+            st.incident_open = True
 
     @staticmethod
     def _etpr(job_id: str, batch: AgentBatch, ev: LiveEvent) -> dict[str, Any]:
@@ -761,10 +784,12 @@ class LiveJobs:
                            summary: str | None = None) -> None:
         """Record the outcome of a diagnosis this registry requested (``status``: ``done`` / ``failed``), and
         request the next one if evidence arrived meanwhile. The first diagnosis after a failure or hang is
-        also written as a ``diagnosed`` event (ETPR's diagnosis time)."""
+        also written as a ``diagnosed`` event (ETPR's diagnosis time). A final one of a job with an incident
+        goes to ``on_final``."""
         live = self._get(job_id, create=False)
         if live is None:
             return
+        final: int | None = None
         with live.lock:
             st = live.state
             ref = next((d for d in st.diagnoses if d.id == diag_id), None)
@@ -786,8 +811,15 @@ class LiveJobs:
                 st.diagnosed_logged = True
             if live.in_flight == diag_id:
                 live.in_flight = None
+            if status == "done" and not ref.provisional and st.incident > 0:
+                final = st.incident
             self._save(live)
             again = st.dirty or self._final_wait(st, self.clock()) is not None
+        if final is not None and self.on_final is not None:
+            try:
+                self.on_final(job_id, diag_id, final)
+            except Exception:  # noqa: BLE001 - an announcement that failed must not stop the diagnoses
+                log.exception("live job %s: final diagnosis %s not announced", job_id, diag_id)
         if again:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
 
@@ -820,6 +852,23 @@ class LiveJobs:
                 diagnosis_pending=live.in_flight is not None or st.dirty, slow_alarms=list(st.slow_alarms),
                 diagnoses=list(st.diagnoses), files=len(st.files), gaps=sum(f.gaps for f in st.files.values()),
             )
+
+    def snapshot(self, job_id: str, dest: Path) -> bool:
+        """Copy what an ETPR account of ``job_id`` reads (``events.jsonl``, ``timing.jsonl`` and the state, each as
+        far as the last applied batch wrote it, so never half a line) into the folder ``dest``; False when there
+        is no such live job. Raises ``OSError`` when the copies cannot be written."""
+        live = self._get(job_id, create=False)
+        if live is None:
+            return False
+        dest.mkdir(parents=True, exist_ok=True)
+        with live.lock:
+            st = live.state
+            for name, size in (("events.jsonl", st.events_size), ("timing.jsonl", st.timing_size)):
+                with contextlib.suppress(FileNotFoundError), open(live.folder / name, "rb") as src, \
+                        open(dest / name, "wb") as out:
+                    out.write(src.read(size))
+            (dest / STATE_FILE).write_text(st.model_dump_json(), encoding="utf-8")
+        return True
 
     def pending_diagnoses(self, job_id: str) -> list[str]:
         """Ids of diagnoses requested for ``job_id`` whose outcome is not recorded yet."""
@@ -902,6 +951,6 @@ class _Scheduler:
 
 __all__ = [
     "MAX_PENDING_CHARS", "RESERVED", "STATE_FILE", "AgentState", "DiagnosisRef", "FileState", "JobState", "LiveAgentView",
-    "LiveJobView", "LiveJobs", "LiveRefused", "LiveSettings", "SeqGap", "SubmitFn", "folder_name", "has_error_line",
+    "FinalFn", "LiveJobView", "LiveJobs", "LiveRefused", "LiveSettings", "SeqGap", "SubmitFn", "folder_name", "has_error_line",
     "inside", "redact_block",
 ]

@@ -12,7 +12,8 @@ class LiveSettings(BaseModel):
 
     debounce_s: float = Field(default=0.5, ge=0, le=60, description="Diagnose this long after the last batch with new evidence.")
     settle_s: float = Field(default=10.0, ge=0, le=3600, description="Quiet time after all agents ended, then final.")
-    heartbeat_s: float = Field(default=10.0, gt=0, le=3600, description="The agents' heartbeat interval.")
+    heartbeat_s: float = Field(default=10.0, gt=0, le=3600,
+                               description="The agents' heartbeat interval (in every acknowledgement; agents adopt it).")
     stale_after: float = Field(default=3.0, ge=1, description="An agent silent for this many heartbeat intervals is stale.")
     max_agents_per_job: int = Field(default=4096, ge=1)
     max_files_per_job: int = Field(default=20_000, ge=1, description="Log files of one job (all nodes).")

@@ -113,12 +113,15 @@ def http_sender(service: str, job_id: str, token: str | None, timeout_s: float =
 
 class Sender(threading.Thread):
     """Sends the spool's batches in order, one at a time, until :meth:`stop` and an empty spool (or the
-    drain deadline). ``wake`` is set by the agent when a batch is spooled."""
+    drain deadline). ``wake`` is set by the agent when a batch is spooled. ``on_ack(body)``: called with each
+    acknowledgement (the service's ``BatchAck`` as JSON) in the sender's thread."""
 
-    def __init__(self, spool: Spool, send: SendFn, drain_s: float = 30.0) -> None:
+    def __init__(self, spool: Spool, send: SendFn, drain_s: float = 30.0,
+                 on_ack: Callable[[dict[str, Any]], None] | None = None) -> None:
         super().__init__(name="diag-watch-sender", daemon=True)
         self.spool = spool
         self.send = send
+        self.on_ack = on_ack
         self.drain_s = drain_s
         self.wake = threading.Event()
         self._halt = threading.Event()
@@ -155,6 +158,16 @@ class Sender(threading.Thread):
                 self.wake.clear()
                 delay = min(BACKOFF_S[1], delay * 2)
 
+    def send_pending(self) -> int:
+        """Send what is spooled now, in order, in the caller's thread, until a batch is not accepted; returns how
+        many were sent or settled (the agent's tests drive delivery with it)."""
+        n = 0
+        for path in self.spool.pending():
+            if not self._send_one(path):
+                break
+            n += 1
+        return n
+
     def _send_one(self, path: Path) -> bool:
         try:
             batch = json.loads(path.read_text(encoding="utf-8"))
@@ -170,6 +183,11 @@ class Sender(threading.Thread):
             self.spool.done(path)
             self.sent += 1
             self.last_ack = body
+            if self.on_ack is not None:
+                try:
+                    self.on_ack(body)
+                except Exception:  # noqa: BLE001 - a bad answer must not stop delivery
+                    log.exception("acknowledgement of %s not understood", path.name)
             return True
         if status == 409 and isinstance(body.get("expected_seq"), int) and body["expected_seq"] > batch.get("seq", -1):
             self.spool.done(path)  # the service has it already (an ack lost on the way)

@@ -293,6 +293,20 @@ class ServiceContext:
         self.notifier.notify(Alert(kind="slow", job_id=job_id, title=f"Job {job_id} is running slow",
                                    text="; ".join(a.message for a in alarms[:3])[:1500], fields=fields, caller=caller))
 
+    def alert_live_diagnosis(self, job_id: str, diagnosis_id: str, incident: int) -> None:
+        """Announce the final diagnosis ``diagnosis_id`` of incident number ``incident`` of live job ``job_id``
+        (whatever its failure mode), once per incident: the alert's key is ``incident:<job>#<n>``, claimed in
+        the store (so a second final diagnosis of the same incident, a replica or a replay after a restart
+        sends nothing) and given back when no receiver took it. Nothing when the diagnosis is not done."""
+        try:
+            _job, d = self.diagnosis(diagnosis_id)
+        except NotFound:
+            return
+        if d is None:
+            return
+        self.notifier.notify(Alert.from_diagnosis(d, diagnosis_id, job_id=job_id, link=self.link(diagnosis_id),
+                                                  incident=str(incident)))
+
     def _on_done(self, job: JobRecord, outcome: dict[str, Any]) -> None:
         m = self.metrics
         m.jobs.labels(job.kind, job.status).inc()
@@ -306,7 +320,8 @@ class ServiceContext:
             for stage, ms in (outcome.get("timings_ms") or {}).items():
                 if stage != "total":
                     m.stage_seconds.labels(stage).observe(float(ms) / 1000.0)
-            if job.failure_mode in ("fail_hang", "fail_slow"):
+            if job.failure_mode in ("fail_hang", "fail_slow") and not job.request.get("live"):
+                # a live job's diagnoses are announced once per incident, when final (alert_live_diagnosis)
                 kind = "hang" if job.failure_mode == "fail_hang" else "slow"
                 self.notifier.notify(Alert(kind=kind, job_id=name, title=f"Job {name}: {job.failure_mode} ({job.category})",
                                            text=(job.summary or "")[:1500], link=self.link(job.id), caller=caller))

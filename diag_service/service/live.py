@@ -7,6 +7,7 @@ stored diagnosis: ``GET /v1/diagnoses/{id}`` and the pages show it).
   in, a :class:`~diag_service.live.contract.BatchAck` out. A resend is acknowledged with ``applied: false``;
   a gap is refused with 409 ``{"detail", "reason": "seq_gap", "expected_seq"}``; bounds with 413/422.
 * ``GET /v1/live/jobs/{job_id}`` (scope ``read``): :class:`~diag_service.live.jobs.LiveJobView`.
+* ``GET /v1/live/jobs/{job_id}/etpr`` (scope ``read``): the job's ETPR ledger so far (``format=html``: the page).
 * ``GET /v1/live/jobs`` (scope ``read``): the live jobs, most recently changed first.
 """
 
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel
 
 from diag_service.live.contract import AgentBatch, BatchAck
@@ -46,6 +48,7 @@ def install(app: FastAPI, ctx: ServiceContext) -> LiveJobs:
     """Create the live-job registry under ``<data_dir>/live`` (``app.state.live``) and add the routes."""
     live = LiveJobs(ctx.settings.data_dir / "live", ctx.settings.live)
     live.submit = lambda job_id, folder, provisional: _submit(ctx, live, job_id, folder, provisional)
+    live.on_final = ctx.alert_live_diagnosis  # the job's final diagnosis, once per incident, to people
     app.state.live = live
     app.include_router(router)
     return live
@@ -135,6 +138,37 @@ async def list_live_jobs(request: Request, _: Read,
         return [v for j in live.job_ids(limit) if (v := _view(ctx, live, j)) is not None]
 
     return LiveJobList(items=await run_in_threadpool(views))
+
+
+def _etpr(live: LiveJobs, job_id: str, by: str, html: bool) -> Any:
+    """The live job's ETPR report so far (JSON) or its HTML page; None when there is no such live job."""
+    from diag_service.etpr import build_report, compute_ledger, load_events
+    from diag_service.etpr.report import render_html
+
+    with tempfile.TemporaryDirectory(prefix="diag-live-etpr-") as tmp:
+        if not live.snapshot(job_id, Path(tmp)):
+            return None
+        events, issues = load_events(Path(tmp), source="live", job_id=job_id)
+    ledger = compute_ledger(events, by_week=by == "week")
+    rep = build_report(ledger, source=f"live:{job_id}", by=by, issues=issues)
+    return HTMLResponse(render_html(rep, ledger)) if html else JSONResponse(rep.model_dump(mode="json"))
+
+
+@router.get("/v1/live/jobs/{job_id:path}/etpr", responses={404: {"description": "No such live job"}})
+async def get_live_etpr(job_id: str, request: Request, _: Read,
+                        by: Annotated[Literal["category", "failure_mode", "node", "week", "cause"], Query()] = "category",
+                        format: Annotated[Literal["json", "html"], Query()] = "json") -> Any:  # noqa: A002 - the query name
+    """The live job's ETPR ledger so far (``diag_service.etpr.EtprReport``; ``format=html``: the ETPR page), from
+    the lifecycle events its agents sent (the ``live`` event source): detection, hang and diagnosis delays are
+    unproductive time as they happen. A running job's ledger ends at its latest event."""
+    ctx, live = ctx_of(request), live_of(request)
+    try:
+        got = await run_in_threadpool(_etpr, live, job_id, by, format == "html")
+    except LiveRefused as exc:
+        return _refused(ctx, exc)
+    if got is None:
+        raise HTTPException(404, f"no live job {job_id!r}")
+    return got
 
 
 @router.get("/v1/live/jobs/{job_id:path}", response_model=LiveJobView, responses={404: {"description": "No such live job"}})

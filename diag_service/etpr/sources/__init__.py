@@ -6,10 +6,10 @@ registered by name with :func:`register_source`, together with a ``detect`` test
 ``source="auto"`` the first source (by ``priority``) whose test accepts the path reads it, the generic
 ``events`` source last.
 
-Built-in sources (one module each): ``lab`` (a fault-injection lab run folder, a folder of runs, or a run's
-own ``events.jsonl``), ``glm130b`` (the GLM-130B logbook CSV), ``stepfun`` (the StepFun InfiniteHBD node-fault
-trace), ``philly`` (Microsoft Philly ``cluster_job_log``), ``events`` (our JSONL / Parquet / CSV, a file or
-a folder of files).
+Built-in sources (one module each): ``live`` (a live job's folder of ``diag serve``, the events its node
+agents sent), ``lab`` (a fault-injection lab run folder, a folder of runs, or a run's own ``events.jsonl``),
+``glm130b`` (the GLM-130B logbook CSV), ``stepfun`` (the StepFun InfiniteHBD node-fault trace), ``philly``
+(Microsoft Philly ``cluster_job_log``), ``events`` (our JSONL / Parquet / CSV, a file or a folder of files).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def detect_source(path: Path) -> Source:
 
 
 # the built-in sources register themselves on import
-from diag_service.etpr.sources import events, glm130b, lab, philly, stepfun  # noqa: E402, F401
+from diag_service.etpr.sources import events, glm130b, lab, live, philly, stepfun  # noqa: E402, F401
 
 __all__ = ["EtprInputError", "LoadOptions", "Loader", "Source", "detect_source", "get_source", "register_source",
            "source_names", "sources"]

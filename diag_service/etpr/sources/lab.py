@@ -20,7 +20,7 @@ from diag_service.limits import LIMITS
 
 LAB_PROGRESS_EVERY = 5  # steps per synthesised progress sample (a trainer logs every N steps)
 
-def _lab_progress(timing: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
+def timing_progress(timing: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
     """Progress samples from the lab's per-rank step timings: a step ends when its slowest rank ends;
     every ``LAB_PROGRESS_EVERY`` steps, throughput = steps / seconds since the previous sample."""
     ends: dict[tuple[int, int], float] = {}
@@ -75,7 +75,7 @@ def load_lab_run(run_dir: Path, issues: list[Issue], use_truth: bool = True, job
                     rows[0]["gpus"] = gpus
             except (OSError, ValueError, AttributeError, RecursionError):
                 pass
-    rows += _lab_progress(read_json_lines(run_dir / "timing.jsonl", issues), job)
+    rows += timing_progress(read_json_lines(run_dir / "timing.jsonl", issues), job)
     truth_path = run_dir / "truth.json"
     if use_truth and truth_path.exists():
         try:
