@@ -1,8 +1,7 @@
 """Safe reading of untrusted archives and compressed streams: the pieces every reader shares.
 
-One module for what ingest (:mod:`diag_service.ingest.bundle`, which *salvages*: cuts a member, warns
-and goes on) and the service's admission check (:mod:`diag_service.service.uploads`, which *refuses*
-the upload with a 4xx) both need: byte counting on the compressed side, streaming gzip that keeps what
+The readers and rules of the one bundle walker (:mod:`diag_service.ingest.walk`, which ingest runs to
+*salvage* and the service's admission check to *refuse*): byte counting on the compressed side, streaming gzip that keeps what
 a truncated file yields, a prepend stream for sniffed heads, pieced reads that return what came before
 a read error, member-name safety, container sniffing, a zip's central-directory check before it is
 parsed, and the decompression budget (bundle total; per-member ratio above a floor; the bundle's ratio of
@@ -23,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
-    from diag_service.ingest.bundle import IngestLimits
+    from diag_service.limits import BundleLimits
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: Size of one read from a member; a block is assembled from several, so that a read error (a
@@ -45,7 +44,7 @@ class Budget:
         return self.capture is not None and self.capture(name)
 
 
-    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
+    def __init__(self, limits: BundleLimits, skip: Callable[[str], bool] | None = None,
                  capture: Callable[[str], bool] | None = None,
                  raw: Callable[[str], bool] | None = None,
                  on_raw: Callable[[str, bytes, str | None], None] | None = None) -> None:
