@@ -104,8 +104,11 @@ REFUSALS: dict[str, tuple[int, str]] = {
 }
 
 
-class _ZipTooLarge(OSError):
-    """A zip's directory declares more members than the bundle may still have (or is too large)."""
+class _ZipTooLarge(DiagError, OSError):
+    """A zip's directory declares more members than the bundle may still have (or is too large); caught
+    by the walker, which applies its policy (an ``OSError`` for the readers that only know those)."""
+
+    kind = ErrorKind.INPUT
 
 
 class Walker(Generic[T]):
