@@ -10,15 +10,20 @@ processed as a site folder, so the editable install's finder stays out).
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
@@ -79,6 +84,58 @@ def _install(wheel: Path, root: Path, core_only: bool) -> tuple[Path, dict[str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIAG_", "PYTHON", "VIRTUAL_ENV"))}
     env |= {"DIAG_HOME": str(root / "home"), "HOME": str(root), "PATH": f"{env_dir / 'bin'}:{env.get('PATH', '')}"}
     return env_dir, env
+
+
+def _build_hook_constants() -> dict[str, object]:
+    """``DATA_ROOTS`` and ``SUFFIXES`` of ``setup.py``'s build hook, read without running ``setup()``."""
+    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
+    found = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in ("DATA_ROOTS", "SUFFIXES"):
+            found[target.id] = ast.literal_eval(node.value)  # type: ignore[union-attr]
+    return found
+
+
+def test_the_diag_script_target_imports_and_runs() -> None:
+    """``[project.scripts]`` names an importable object that runs as ``diag`` (a renamed module or app
+    would install a ``diag`` that fails on every call)."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, attr = scripts["diag"].partition(":")
+    target = getattr(importlib.import_module(module), attr)
+    assert callable(target)
+    res = CliRunner().invoke(target, ["--help"])
+    assert res.exit_code == 0, res.output
+    for command in ("diagnose", "hang", "slow", "etpr", "signatures", "serve"):
+        assert command in res.output
+
+
+def test_the_build_hook_ships_every_data_file() -> None:
+    """Offline, without a build: every file of ``knowledge_base/`` and ``models/`` has a suffix the build
+    hook copies into the wheel (a ``.csv`` of incidents would be left out without a word), and the hook's
+    folders are the ones :mod:`diag_service.resources` looks up."""
+    from diag_service.resources import DATA_ROOTS
+
+    hook = _build_hook_constants()
+    assert tuple(hook["DATA_ROOTS"]) == DATA_ROOTS  # type: ignore[arg-type]
+    left_out = [p.relative_to(REPO).as_posix() for root in DATA_ROOTS for p in (REPO / root).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in hook["SUFFIXES"]]  # type: ignore[operator]
+    assert left_out == []
+    assert any((REPO / "knowledge_base" / "signatures").glob("*.yaml")) and (REPO / "models" / "llm.yaml").is_file()
+
+
+def test_the_wheel_holds_every_data_file_and_the_diag_entry_point(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = zf.read(entry_points).decode()
+    assert "[console_scripts]" in scripts and "diag = diag_service.cli:app" in scripts
+    for root in ("knowledge_base", "models"):
+        files = [p.relative_to(REPO / root).as_posix() for p in (REPO / root).rglob("*") if p.is_file()]
+        assert files, root
+        missing = [f for f in files if f"diag_service/_data/{root}/{f}" not in names]
+        assert missing == [], root
+    assert "diag_service/service/templates/" in " ".join(names) and "diag_service/py.typed" in names
 
 
 def test_the_wheel_ships_its_knowledge_and_diagnoses_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
