@@ -27,7 +27,8 @@ from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
-SOURCES = ("diag_service", "knowledge_base", "models", "pyproject.toml", "setup.py", "README.md", "LICENSE")
+SOURCES = ("diag_service", "knowledge_base", "models", "eval/lab/scenarios", "pyproject.toml", "setup.py", "README.md",
+           "LICENSE")
 #: Import roots the core install must do without (the [kb], [llm], [service], [label] and [lab] extras).
 EXTRAS = ("sentence_transformers", "faiss", "sklearn", "xllamacpp", "transformers", "fastapi", "uvicorn",
           "sqlalchemy", "slack_bolt", "ray", "torch")
@@ -114,14 +115,15 @@ def test_the_build_hook_ships_every_data_file() -> None:
     """Offline, without a build: every file of ``knowledge_base/`` and ``models/`` has a suffix the build
     hook copies into the wheel (a ``.csv`` of incidents would be left out without a word), and the hook's
     folders are the ones :mod:`diag_service.resources` looks up."""
-    from diag_service.resources import DATA_ROOTS
+    from diag_service.resources import DATA_SOURCES
 
     hook = _build_hook_constants()
-    assert tuple(hook["DATA_ROOTS"]) == DATA_ROOTS  # type: ignore[arg-type]
-    left_out = [p.relative_to(REPO).as_posix() for root in DATA_ROOTS for p in (REPO / root).rglob("*")
+    assert hook["DATA_ROOTS"] == DATA_SOURCES
+    left_out = [p.relative_to(REPO).as_posix() for folder in DATA_SOURCES.values() for p in (REPO / folder).rglob("*")
                 if p.is_file() and "__pycache__" not in p.parts and p.suffix not in hook["SUFFIXES"]]  # type: ignore[operator]
     assert left_out == []
     assert any((REPO / "knowledge_base" / "signatures").glob("*.yaml")) and (REPO / "models" / "llm.yaml").is_file()
+    assert any((REPO / DATA_SOURCES["lab_scenarios"]).glob("*.yaml"))
 
 
 def test_the_wheel_holds_every_data_file_and_the_diag_entry_point(wheel: Path) -> None:
@@ -130,8 +132,10 @@ def test_the_wheel_holds_every_data_file_and_the_diag_entry_point(wheel: Path) -
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = zf.read(entry_points).decode()
     assert "[console_scripts]" in scripts and "diag = diag_service.cli:app" in scripts
-    for root in ("knowledge_base", "models"):
-        files = [p.relative_to(REPO / root).as_posix() for p in (REPO / root).rglob("*") if p.is_file()]
+    from diag_service.resources import DATA_SOURCES
+
+    for root, folder in DATA_SOURCES.items():
+        files = [p.relative_to(REPO / folder).as_posix() for p in (REPO / folder).rglob("*") if p.is_file()]
         assert files, root
         missing = [f for f in files if f"diag_service/_data/{root}/{f}" not in names]
         assert missing == [], root
@@ -154,6 +158,15 @@ def test_the_wheel_ships_its_knowledge_and_diagnoses_outside_the_checkout(wheel:
     assert listed.returncode == 0, listed.stderr
     assert "cuda_oom" in listed.stdout and " signatures, catalog version " in listed.stdout
     assert str(env_dir) in listed.stderr  # it says where it read the catalogue from
+
+    # the lab's scenarios are found inside the install, not through a source checkout's eval/ folder
+    lab = _run([str(env_dir / "bin" / "python"), "-c", "from diag_service.lab.scenarios import DEFAULT_SCENARIO_DIR as d, "
+                "load_scenarios; print(d); print(len(load_scenarios()))"], tmp_path, env)
+    assert lab.returncode == 0, lab.stderr
+    scenario_dir, n = lab.stdout.split()
+    assert str(env_dir) in scenario_dir and int(n) == len(list((REPO / "eval" / "lab" / "scenarios").glob("*.yaml")))
+    listed = _run([str(env_dir / "bin" / "diag"), "lab", "list"], tmp_path, env)
+    assert listed.returncode == 0 and "hang_sleep_before_allreduce" in listed.stdout, listed.stderr
 
     r = _run([str(env_dir / "bin" / "diag"), "diagnose", str(EXAMPLE), "--json", "--no-llm"], tmp_path, env)
     assert r.returncode == 0, r.stderr[-2000:]
