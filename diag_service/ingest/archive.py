@@ -330,6 +330,16 @@ def nested_kind(name: str) -> str | None:
     return None
 
 
+def gzip_holds_tar(head: bytes) -> bool:
+    """Whether the first bytes of a gzip stream (a few KiB are enough) decompress to a tar header
+    (``ustar`` at offset 257). False for data that does not decompress: the walk reports the damage."""
+    try:
+        inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 512)
+    except zlib.error:
+        return False
+    return inner[257:262] == b"ustar"
+
+
 def sniff_kind(head: bytes) -> str:
     """The container a stream's first bytes (at least 262 for tar) announce: ``gz``, ``bz2``, ``xz``,
     ``zip``, ``tar`` or ``log`` (anything else)."""

@@ -48,14 +48,15 @@ from typing import BinaryIO
 
 from diag_service.domain import InputReport
 from diag_service.ingest.archive import (
-    GZIP_MAGIC,
     TAR_NAME,
     Budget,
     Compressed,
     Counting,
     Prepend,
+    gzip_holds_tar,
     read_pieces,
     safe_member_name,
+    sniff_kind,
 )
 from diag_service.ingest.walk import BundleError, Policy, Walker
 from diag_service.limits import BundleLimits
@@ -497,15 +498,10 @@ def _looks_like_tar(path: str) -> bool:
 
 
 def _stream_kind(head: bytes) -> str:
-    """``tar``, ``zip`` or ``text`` from the first bytes of a stream that cannot be rewound."""
-    if head[257:262] == b"ustar" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+    """``tar``, ``zip`` or ``text`` from the first bytes of a stream that cannot be rewound
+    (:func:`~diag_service.ingest.archive.sniff_kind`; bzip2 and xz streams are taken for tars, which
+    ``tarfile`` decompresses, a gzip stream when it holds a tar header)."""
+    kind = sniff_kind(head)
+    if kind in ("tar", "bz2", "xz") or (kind == "gz" and gzip_holds_tar(head)):
         return "tar"
-    if head[:4] == b"PK\x03\x04":
-        return "zip"
-    if head[:2] == GZIP_MAGIC:
-        try:
-            inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 512)
-        except zlib.error:
-            return "text"
-        return "tar" if inner[257:262] == b"ustar" else "text"
-    return "text"
+    return "zip" if kind == "zip" else "text"

@@ -30,7 +30,7 @@ from typing import BinaryIO
 from diag_service.domain import InputReport
 from diag_service.domain import job_id_from_name as _job_id_from_name
 from diag_service.errors import Refused
-from diag_service.ingest.archive import Compressed, Counting, Gunzip, read_pieces, safe_member_name, sniff_kind
+from diag_service.ingest.archive import Compressed, Counting, gzip_holds_tar, read_pieces, safe_member_name, sniff_kind
 from diag_service.ingest.walk import Policy, Walker
 from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.settings import UploadLimits
@@ -162,25 +162,25 @@ def _scanner(limits: UploadLimits) -> Callable[[Walker[None], str, BinaryIO, Com
 
 
 def _sniff(path: Path) -> str:
-    """The upload's kind (:class:`BundleInfo`) from its first bytes, and for a compressed file from the
-    first 512 bytes it decompresses to (a tar header, or not). A compressed file whose start cannot be
-    decompressed is refused here (422)."""
+    """The upload's kind (:class:`BundleInfo`) from its first bytes (:func:`sniff_kind`), and for a
+    compressed file from the first 512 bytes it decompresses to (a tar header, or not). A bzip2 or xz
+    file whose start cannot be decompressed is refused here (422); damaged gzip data is refused by the walk."""
     with open(path, "rb") as fh:
-        kind = sniff_kind(fh.read(512))
-        if kind not in ("gz", "bz2", "xz"):
+        head = fh.read(4096)
+        kind = sniff_kind(head)
+        if kind == "gz":
+            return "tar.gz" if gzip_holds_tar(head) else "gz"
+        if kind not in ("bz2", "xz"):
             return kind
         fh.seek(0)
-        inner: BinaryIO = Gunzip(fh) if kind == "gz" else (bz2.BZ2File if kind == "bz2" else lzma.LZMAFile)(fh)  # type: ignore[assignment]
+        inner: BinaryIO = (bz2.BZ2File if kind == "bz2" else lzma.LZMAFile)(fh)  # type: ignore[assignment]
         try:
-            head, error = read_pieces(inner, 512)
+            inner_head, error = read_pieces(inner, 512)
         except lzma.LZMAError as exc:
-            head, error = b"", exc
+            inner_head, error = b"", exc
     if error is not None:  # admission refuses damage that ingest would salvage around
-        what = "gzip" if kind == "gz" else kind
-        raise Refused(422, f"invalid {what} data in {path.name}: {error}", "bad_gzip" if kind == "gz" else "bad_archive")
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return f"tar.{kind}"
-    return kind
+        raise Refused(422, f"invalid {kind} data in {path.name}: {error}", "bad_archive")
+    return f"tar.{kind}" if inner_head[257:262] == b"ustar" else kind
 
 
 def inspect_bundle(path: Path, limits: UploadLimits) -> BundleInfo:
