@@ -111,3 +111,40 @@ def test_one_policy_table_refuses_at_admission_and_salvages_in_ingest(
     text, report = _read(up, SERVICE.ingest_limits())
     assert "RuntimeError: NCCL error" in text  # the good member is read
     assert any(w.startswith(warning) for w in report.warnings), report.warnings
+
+
+def _three_member_tar() -> tuple[bytes, list[int]]:
+    """An uncompressed tar of three logs and the offsets of their headers."""
+    buf = io.BytesIO()
+    offsets = []
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for i, data in enumerate((LOG, RANK1 * 40, LOG * 40)):
+            offsets.append(buf.tell())
+            info = tarfile.TarInfo(f"job/rank-{i}.log")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue(), offsets
+
+
+@pytest.mark.parametrize("damage", ["bad_header", "cut_at_member"])
+def test_a_tar_that_stops_before_its_end_is_not_taken_for_a_whole_one(tmp_path: Path, damage: str) -> None:
+    """tarfile ends the member list without a word at a header it cannot parse (after the first member)
+    and at the end of the data: ingest read two of three logs with no warning, and admission admitted it."""
+    data, offsets = _three_member_tar()
+    if damage == "bad_header":
+        blob = bytearray(data)
+        blob[offsets[2]: offsets[2] + 512] = b"\x7f" * 512  # the third member's header is garbage
+        up, expected = tmp_path / "job.tar", "archive: archive ends at a damaged member header; rest skipped"
+        up.write_bytes(bytes(blob))
+    else:
+        up, expected = tmp_path / "job.tar", "archive: archive ends without its end-of-archive blocks (truncated); rest skipped"
+        up.write_bytes(data[: offsets[2]])
+    text, report = _read(up, BundleLimits())
+    assert "CUDA out of memory" in text  # what came before the damage is read
+    assert report.warnings == [expected]
+    with pytest.raises(Refused) as exc:
+        inspect_bundle(up, SERVICE)
+    assert (exc.value.status, exc.value.reason) == (422, "bad_archive") and "invalid tar archive" in exc.value.message
+    whole = tmp_path / "whole.tar"
+    whole.write_bytes(data)
+    assert _read(whole, BundleLimits())[1].warnings == [] and inspect_bundle(whole, SERVICE).members == 3

@@ -25,6 +25,9 @@ archive nested deeper than ``max_nesting``             not opened, warning      
 ``.gz`` member that is not gzip-compressed             read as plain text, warning  read as plain text
 =====================================================  ===========================  ==========================
 
+A tar is truncated or corrupt also when its members stop at a header that cannot be parsed or before its
+end-of-archive blocks (``tarfile`` ends the member list there without a word).
+
 Salvage keeps a diagnosis possible from whatever is readable (a bad member among good ones, a truncated
 archive); refusal keeps an untrusted upload from costing the service more than its limits before any
 work is queued. The bundle's own archive that cannot be opened at all is :class:`BundleError` in
@@ -38,6 +41,7 @@ inside the job's ``.tar.gz``, or inside its folder, is read; an archive inside t
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import tarfile
 import tempfile
@@ -276,6 +280,10 @@ class Walker(Generic[T]):
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
             self.problem("bad_archive", f"{prefix or 'archive'}: archive truncated or corrupt ({exc}); rest skipped",
                          f"invalid tar archive: {exc}")
+            return
+        early = _ended_early(tf)
+        if early:
+            self.problem("bad_archive", f"{prefix or 'archive'}: {early}; rest skipped", f"invalid tar archive: {early}")
 
     def _tar_special(self, member: tarfile.TarInfo, name: str) -> None:
         """A link, device or pipe in a tar: never followed nor read."""
@@ -484,6 +492,25 @@ def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO | None
     if direct:
         return _TarMember(stream, member.size)  # type: ignore[arg-type]
     return tf.extractfile(member)
+
+
+def _ended_early(tf: tarfile.TarFile) -> str | None:
+    """Why a streamed tar whose members ran out did not reach its end, or None. ``tarfile`` stops without
+    a word at a header it cannot parse after the first member, and at the end of the data: a real end is a
+    zero block followed by zeros to the end of its 10 KiB record (``tarfile.RECORDSIZE``; an archive
+    appended to it starts on a record boundary)."""
+    stream = tf.fileobj
+    try:
+        pos = stream.tell()  # type: ignore[union-attr]
+        if pos < tf.offset + tarfile.BLOCKSIZE:
+            return "archive ends without its end-of-archive blocks (truncated)"
+        left = -pos % tarfile.RECORDSIZE
+        rest = stream.read(left) if left else b""  # type: ignore[union-attr]
+    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, AttributeError) as exc:
+        return f"archive damaged after its last readable member ({exc})"
+    if rest.strip(b"\0"):
+        return "archive ends at a damaged member header"
+    return None
 
 
 def _is_gzip(stream: object) -> bool:
