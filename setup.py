@@ -1,4 +1,5 @@
-"""Build hook: ship ``knowledge_base/`` and ``models/`` inside the wheel as ``diag_service/_data/``.
+"""Build hook: ship ``knowledge_base/``, ``models/`` and the lab's scenarios inside the wheel as
+``diag_service/_data/<root>`` (the mapping :data:`DATA_ROOTS`, the same as ``diag_service.resources.DATA_SOURCES``).
 
 The folders stay at the top of the source tree (they are data, edited and reviewed as such);
 ``diag_service.resources.builtin`` finds them in either place. Editable installs read the source
@@ -12,7 +13,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-DATA_ROOTS = ("knowledge_base", "models")
+DATA_ROOTS = {"knowledge_base": "knowledge_base", "models": "models", "lab_scenarios": "eval/lab/scenarios"}
 SUFFIXES = {".yaml", ".yml", ".md", ".txt", ".jinja", ".j2", ".json"}
 
 
@@ -21,8 +22,8 @@ class BuildWithData(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        for root in DATA_ROOTS:
-            src = HERE / root
+        for root, folder in DATA_ROOTS.items():
+            src = HERE / folder
             dst = Path(self.build_lib) / "diag_service" / "_data" / root
             if dst.exists():
                 shutil.rmtree(dst)

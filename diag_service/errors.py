@@ -72,6 +72,13 @@ class InputError(DiagError):
     kind = ErrorKind.INPUT
 
 
+class ConfigError(DiagError):
+    """A configuration an interface itself found invalid (the service's settings, an address it will not
+    serve without tokens)."""
+
+    kind = ErrorKind.CONFIG
+
+
 class Refused(DiagError):
     """Input the service will not take, with its own HTTP ``status`` (413 a limit, 422 invalid, 403/404 a
     path, 409 out of order) and a stable ``reason`` code for the error body and the refusal metrics."""
@@ -96,5 +103,5 @@ def http_status(exc: DiagError) -> int:
     return int(own) if own else HTTP_STATUSES[exc.kind]
 
 
-__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "DiagError", "ErrorKind", "InputError", "Refused", "exit_code",
+__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "ConfigError", "DiagError", "ErrorKind", "InputError", "Refused", "exit_code",
            "http_status"]

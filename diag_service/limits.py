@@ -7,9 +7,11 @@ documented behaviour: a timing-feed record is invalid (skipped and counted), a d
 threads are dropped (counted in the dump's warning), an option or request field is an input error
 (:class:`~diag_service.errors.DiagError` of kind ``input``: CLI exit 2, HTTP 422).
 
-Byte and member bounds of bundles and uploads are :class:`~diag_service.ingest.bundle.IngestLimits` and
-:class:`~diag_service.service.settings.UploadLimits`; ``docs/security.md`` lists them all with their
-defaults.
+Byte and member bounds of a bundle (its archives, members, decompressed bytes) are one model,
+:class:`BundleLimits`, that the one bundle walker (:mod:`diag_service.ingest.walk`) applies, whether it
+salvages (ingest) or refuses (the service's admission check). The CLI takes its defaults; the service
+takes its own, tighter ones from its settings (:class:`~diag_service.service.settings.UploadLimits`,
+which adds the upload's own size and the longest line it admits). ``docs/security.md`` lists them all.
 """
 
 from __future__ import annotations
@@ -54,7 +56,40 @@ class InputLimits(BaseModel):
                     "rarely has more than a few hundred).")
 
 
+class BundleLimits(BaseModel):
+    """Bounds a bundle walk applies (:mod:`diag_service.ingest.walk`). Sizes in bytes. The defaults are
+    the CLI's, for a site's own files; the service's are tighter (``service.settings.UploadLimits``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    block_bytes: int = Field(
+        default=4 << 20, ge=1,
+        description="Bytes read per block of text: memory per member stays about this, whatever its size.")
+    max_line_bytes: int = Field(
+        default=1 << 20, ge=1,
+        description="Longer lines are cut with a marker (1 MiB: 10x the longest line seen in real training logs, "
+                    "a one-line JSON dump of a config).")
+    max_total_bytes: int = Field(
+        default=64 << 30, ge=1024,
+        description="Decompressed bytes of the whole bundle (nested archives included); past it the rest is "
+                    "skipped (64 GiB: a week of a 1,000-rank job's logs).")
+    max_ratio: float = Field(
+        default=200.0, ge=2,
+        description="Decompressed/compressed ratio of a member and of the whole bundle, checked past "
+                    "ratio_floor_bytes (text logs compress 5-30x, NCCL INFO logs up to ~100x; a bomb 1000x+).")
+    ratio_floor_bytes: int = Field(
+        default=64 << 20, ge=0, description="Ratios are checked once this many bytes are decompressed.")
+    max_members: int = Field(
+        default=200_000, ge=1,
+        description="Files and archive members of the bundle, nested ones included (one count for all); "
+                    "also bounds a zip's central directory (1 KiB per member) before it is parsed.")
+    max_nesting: int = Field(
+        default=1, ge=0,
+        description="Levels of archives inside the bundle's own archive or folder that are opened (1: a zip "
+                    "inside the job's tar.gz is read, an archive inside that zip is not).")
+
+
 #: The bounds every parser applies.
 LIMITS = InputLimits()
 
-__all__ = ["LIMITS", "InputLimits"]
+__all__ = ["LIMITS", "BundleLimits", "InputLimits"]

@@ -2,10 +2,10 @@
 
 Two layouts are supported:
 
-* an installed wheel: ``setup.py`` copies ``knowledge_base/`` and ``models/`` into the package as
-  ``diag_service/_data/knowledge_base`` and ``diag_service/_data/models``, found with
+* an installed wheel: ``setup.py`` copies ``knowledge_base/``, ``models/`` and the lab's scenarios
+  (``eval/lab/scenarios/``) into the package as ``diag_service/_data/<root>``, found with
   :mod:`importlib.resources`;
-* a source checkout (``pip install -e``): the top-level ``knowledge_base/`` and ``models/`` folders.
+* a source checkout (``pip install -e``): the folders of :data:`DATA_SOURCES` in the source tree.
 
 :func:`builtin` returns the first of the two that exists. Raises :class:`FileNotFoundError` (naming
 both places) when neither does, so a broken install fails at the loader with a clear message.
@@ -16,8 +16,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-#: Top-level data folders shipped with the package.
-DATA_ROOTS = ("knowledge_base", "models")
+#: Data folders shipped with the package: the name under ``diag_service/_data/`` -> the folder in a source
+#: checkout (``setup.py`` holds the same mapping; ``tests/test_packaging.py`` checks that they agree).
+DATA_SOURCES = {"knowledge_base": "knowledge_base", "models": "models", "lab_scenarios": "eval/lab/scenarios"}
+DATA_ROOTS = tuple(DATA_SOURCES)
 
 
 def _packaged(root: str) -> Path | None:
@@ -30,7 +32,7 @@ def _packaged(root: str) -> Path | None:
 
 
 def _source(root: str) -> Path:
-    return Path(__file__).resolve().parents[1] / root
+    return Path(__file__).resolve().parents[1] / DATA_SOURCES[root]
 
 
 def builtin(root: str, *parts: str) -> Path:

@@ -23,7 +23,7 @@ from conftest import run_cli, run_diagnose
 
 from diag_service.domain import Category, Diagnosis, InputReport
 from diag_service.ingest import BundleError, IngestLimits, read_bundle
-from diag_service.ingest import bundle as bundle_mod
+from diag_service.ingest import walk as walk_mod
 
 OOM_MEMBER = B.oom_member()
 
@@ -461,14 +461,14 @@ def test_unreadable_file_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     if os.geteuid() != 0:
         victim.chmod(0)
     else:  # root reads through chmod 000: make the open fail the way it does for other users
-        real_open = bundle_mod.open_regular
+        real_open = walk_mod.open_regular
 
         def guarded_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
             if Path(file) == victim:
                 raise PermissionError(errno.EACCES, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(bundle_mod, "open_regular", guarded_open)
+        monkeypatch.setattr(walk_mod, "open_regular", guarded_open)
     d = run_diagnose(built.path)
     rel = victim.relative_to(built.path).as_posix()
     assert warnings_about(d, rel) == [f"{rel}: unreadable (Permission denied), skipped"]

@@ -82,3 +82,62 @@ def test_the_cli_exit_code_is_the_kind_of_the_error(tmp_path: Path, monkeypatch:
     plan.write_text(json.dumps({"hello": 1}))
     res = runner.invoke(app, ["recover", str(plan)])
     assert res.exit_code == EXIT_CODES[ErrorKind.INPUT] and "not a diagnosis" in res.output
+
+
+def test_hang_etpr_kb_and_serve_raise_and_the_one_handler_sets_code_and_message(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``diag hang`` had its own ``except ValueError`` and ``typer.Exit(2)``, ``diag etpr`` and ``diag kb search``
+    printed their own message and exited: the exit code and the one-line message now come from the one
+    handler (clitools), which is what a recorder of its ``err`` console sees."""
+    import diag_service.clitools as clitools
+    from diag_service.etpr.cli import etpr_command
+    from diag_service.hang.analyzer import HangInputError
+    from diag_service.hang.cli import hang_cmd
+
+    handled: list[str] = []
+    real_print = clitools.err.print
+    monkeypatch.setattr(clitools.err, "print", lambda msg, **kw: (handled.append(msg), real_print(msg, **kw)))
+    runner = CliRunner()
+    empty = tmp_path / "dumps"
+    empty.mkdir()
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"job": "j1", "t": 0, "kind": "job_start", "gpus": 8}\n')
+    cases = [
+        (["hang", str(tmp_path / "nope")], "no such dumps folder"),
+        (["hang", str(empty)], "no parseable stack dump"),
+        (["etpr", str(events), "--by", "colour"], "--by must be one of"),
+        (["etpr", str(events), "--slow-tolerance", "1.5"], "--slow-tolerance must be in [0, 1)"),
+        (["kb", "search"], "give either TEXT or --from-diagnosis"),
+    ]
+    for argv, message in cases:
+        handled.clear()
+        res = runner.invoke(app, argv)
+        assert res.exit_code == EXIT_CODES[ErrorKind.INPUT], (argv, res.output)
+        assert len(handled) == 1 and handled[0].startswith("[red]error:[/red]") and message in handled[0], (argv, handled)
+        assert f"error: {message}" in res.output
+    # the commands themselves raise the error root; they choose no exit code
+    with pytest.raises(HangInputError):
+        hang_cmd(dumps=tmp_path / "nope")
+    with pytest.raises(DiagError, match="--by must be one of"):
+        etpr_command(events=events, by="colour")
+    # a usage error of hang's option is click's (exit 2), not a traceback out of the request model
+    res = runner.invoke(app, ["hang", str(empty), "--min-stuck", "0"])
+    assert res.exit_code == 2 and "min-stuck" in res.output
+
+
+def test_no_command_picks_its_own_exit_code() -> None:
+    """Commands raise DiagError kinds; only the handler (clitools) turns them into exit codes. Two exits
+    remain on purpose: ``diag watch`` ends with its child's own exit code, and ``diag label`` interrupted
+    (Ctrl-C) ends with 1 after saying how to resume."""
+    allowed = {"clitools.py": 1, "live/cli.py": 1, "label/cli.py": 1}
+    root = Path(diag_service.__file__).parent
+    found = {}
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("lab/"):  # the lab's training script is run by torchrun, not by diag
+            continue
+        text = path.read_text(encoding="utf-8")
+        n = text.count("typer.Exit(") + text.count("sys.exit(")
+        if n:
+            found[rel] = n
+    assert found == allowed

@@ -10,19 +10,25 @@ processed as a site folder, so the editable install's finder stays out).
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
-SOURCES = ("diag_service", "knowledge_base", "models", "pyproject.toml", "setup.py", "README.md", "LICENSE")
+SOURCES = ("diag_service", "knowledge_base", "models", "eval/lab/scenarios", "pyproject.toml", "setup.py", "README.md",
+           "LICENSE")
 #: Import roots the core install must do without (the [kb], [llm], [service], [label] and [lab] extras).
 EXTRAS = ("sentence_transformers", "faiss", "sklearn", "xllamacpp", "transformers", "fastapi", "uvicorn",
           "sqlalchemy", "slack_bolt", "ray", "torch")
@@ -81,6 +87,61 @@ def _install(wheel: Path, root: Path, core_only: bool) -> tuple[Path, dict[str, 
     return env_dir, env
 
 
+def _build_hook_constants() -> dict[str, object]:
+    """``DATA_ROOTS`` and ``SUFFIXES`` of ``setup.py``'s build hook, read without running ``setup()``."""
+    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
+    found = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in ("DATA_ROOTS", "SUFFIXES"):
+            found[target.id] = ast.literal_eval(node.value)  # type: ignore[union-attr]
+    return found
+
+
+def test_the_diag_script_target_imports_and_runs() -> None:
+    """``[project.scripts]`` names an importable object that runs as ``diag`` (a renamed module or app
+    would install a ``diag`` that fails on every call)."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, attr = scripts["diag"].partition(":")
+    target = getattr(importlib.import_module(module), attr)
+    assert callable(target)
+    res = CliRunner().invoke(target, ["--help"])
+    assert res.exit_code == 0, res.output
+    for command in ("diagnose", "hang", "slow", "etpr", "signatures", "serve"):
+        assert command in res.output
+
+
+def test_the_build_hook_ships_every_data_file() -> None:
+    """Offline, without a build: every file of ``knowledge_base/`` and ``models/`` has a suffix the build
+    hook copies into the wheel (a ``.csv`` of incidents would be left out without a word), and the hook's
+    folders are the ones :mod:`diag_service.resources` looks up."""
+    from diag_service.resources import DATA_SOURCES
+
+    hook = _build_hook_constants()
+    assert hook["DATA_ROOTS"] == DATA_SOURCES
+    left_out = [p.relative_to(REPO).as_posix() for folder in DATA_SOURCES.values() for p in (REPO / folder).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in hook["SUFFIXES"]]  # type: ignore[operator]
+    assert left_out == []
+    assert any((REPO / "knowledge_base" / "signatures").glob("*.yaml")) and (REPO / "models" / "llm.yaml").is_file()
+    assert any((REPO / DATA_SOURCES["lab_scenarios"]).glob("*.yaml"))
+
+
+def test_the_wheel_holds_every_data_file_and_the_diag_entry_point(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = zf.read(entry_points).decode()
+    assert "[console_scripts]" in scripts and "diag = diag_service.cli:app" in scripts
+    from diag_service.resources import DATA_SOURCES
+
+    for root, folder in DATA_SOURCES.items():
+        files = [p.relative_to(REPO / folder).as_posix() for p in (REPO / folder).rglob("*") if p.is_file()]
+        assert files, root
+        missing = [f for f in files if f"diag_service/_data/{root}/{f}" not in names]
+        assert missing == [], root
+    assert "diag_service/service/templates/" in " ".join(names) and "diag_service/py.typed" in names
+
+
 def test_the_wheel_ships_its_knowledge_and_diagnoses_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
     env_dir, env = _install(wheel, tmp_path, core_only=False)
     where = _run([str(env_dir / "bin" / "python"), "-c",
@@ -97,6 +158,15 @@ def test_the_wheel_ships_its_knowledge_and_diagnoses_outside_the_checkout(wheel:
     assert listed.returncode == 0, listed.stderr
     assert "cuda_oom" in listed.stdout and " signatures, catalog version " in listed.stdout
     assert str(env_dir) in listed.stderr  # it says where it read the catalogue from
+
+    # the lab's scenarios are found inside the install, not through a source checkout's eval/ folder
+    lab = _run([str(env_dir / "bin" / "python"), "-c", "from diag_service.lab.scenarios import DEFAULT_SCENARIO_DIR as d, "
+                "load_scenarios; print(d); print(len(load_scenarios()))"], tmp_path, env)
+    assert lab.returncode == 0, lab.stderr
+    scenario_dir, n = lab.stdout.split()
+    assert str(env_dir) in scenario_dir and int(n) == len(list((REPO / "eval" / "lab" / "scenarios").glob("*.yaml")))
+    listed = _run([str(env_dir / "bin" / "diag"), "lab", "list"], tmp_path, env)
+    assert listed.returncode == 0 and "hang_sleep_before_allreduce" in listed.stdout, listed.stderr
 
     r = _run([str(env_dir / "bin" / "diag"), "diagnose", str(EXAMPLE), "--json", "--no-llm"], tmp_path, env)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from test_service_support import ADMIN, READER, service_settings
@@ -189,14 +188,17 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 def test_serve_refuses_a_network_address_without_tokens(tmp_path: Path, served: list[dict[str, Any]],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
     from diag_service.service.cli import serve
 
     for host in ("0.0.0.0", "10.1.2.3", "::", "diag01.corp.example"):
-        with pytest.raises(typer.Exit) as exc:
-            serve(host=host, data_dir=tmp_path / "d")
-        assert exc.value.exit_code == 3, host  # a configuration error (diag_service.errors)
+        # raised as a ConfigError, turned into exit 3 and one line by the one CLI handler
+        res = CliRunner().invoke(app, ["serve", "--host", host, "--data-dir", str(tmp_path / "d")])
+        assert res.exit_code == 3, (host, res.output)
+        assert "configuration error: refused to serve:" in res.output and "no tokens are configured" in res.output
     assert not served and not (tmp_path / "d").exists(), "refused before anything was created"
-    assert "no tokens are configured" in capsys.readouterr().err
     serve(host="127.0.0.1", data_dir=tmp_path / "d")  # loopback without tokens: this machine only
     serve(host="0.0.0.0", data_dir=tmp_path / "d", allow_no_auth=True)  # behind an authenticating proxy
     assert [c["host"] for c in served] == ["127.0.0.1", "0.0.0.0"]

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from diag_service.clitools import DiagGroup
+from diag_service.errors import InputError
 from diag_service.etpr.accounting import compute_ledger
 from diag_service.etpr.loaders import FORMATS, load_events
 from diag_service.etpr.report import BY_CHOICES, build_report, jobs_table, render_html, render_text
@@ -46,11 +47,9 @@ def etpr_command(
 ) -> None:
     """Account allocated GPU time into productive, pre-execution, unproductive and reduced-quality time."""
     if by not in BY_CHOICES:
-        err.print(f"[red]error:[/red] --by must be one of {', '.join(BY_CHOICES)}")
-        raise typer.Exit(2)
+        raise InputError(f"--by must be one of {', '.join(BY_CHOICES)}")
     if not 0.0 <= slow_tolerance < 1.0:
-        err.print("[red]error:[/red] --slow-tolerance must be in [0, 1)")
-        raise typer.Exit(2)
+        raise InputError("--slow-tolerance must be in [0, 1)")
     t0 = time.perf_counter()
     ev, issues = load_events(events, source=fmt, jobs=jobs, use_truth=not no_truth, job_id=job_id)
     t1 = time.perf_counter()

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from diag_service.domain import HangReport, HangSuspect, StackGroup
+from diag_service.errors import DiagError, ErrorKind
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
 from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_folder
 from diag_service.limits import LIMITS
@@ -49,6 +50,13 @@ _IDS_JSON = re.compile(rb'"(?:pid|thread_id|os_thread_id)": \d+')
 def _cache_key(data: bytes) -> bytes:
     return _IDS_JSON.sub(b"", data) if data[:1] in (b"[", b"{") else _IDS_TEXT.sub(b"", data)
 MAX_FRAMES = 24
+
+
+class HangInputError(DiagError, ValueError):
+    """Nothing to analyse: the dumps folder does not exist, or holds neither a parseable stack dump nor a
+    Flight Recorder dump (an input error: CLI exit 2, HTTP 422)."""
+
+    kind = ErrorKind.INPUT
 
 
 class HangRequest(BaseModel):
@@ -111,8 +119,8 @@ def analyze_hang(req: HangRequest) -> HangReport:
     ``.tar``/``.tar.gz``/``.zip`` of one), PyTorch Flight Recorder dumps (one file per rank, the rank
     as the name's suffix, in the folder or a sub-folder of it), the PyTorch debug server's ``dump_dir``
     (``stacks_<time>.txt`` / ``pyspy_dump_<time>.txt``), or stacks and Flight Recorder together, fused
-    (:func:`diag_service.hang.fusion.fuse`). Raises ``FileNotFoundError`` if the path is missing and
-    ``ValueError`` if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
+    (:func:`diag_service.hang.fusion.fuse`). Raises :class:`HangInputError` if the path is missing or
+    if it holds neither a parseable stack dump nor a Flight Recorder dump; damaged dumps
     of some ranks are warnings in the report."""
     from diag_service.hang.debugserver import debug_server_dumps
     from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
@@ -121,7 +129,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
 
     root = Path(req.dumps_dir)
     if not root.exists():
-        raise FileNotFoundError(f"no such dumps folder: {root}")
+        raise HangInputError(f"no such dumps folder: {root}")
     found = find_fr_folder(root)
     fr = analyze_fr_files(found.files, found.warnings, req.world_size) if found is not None else None
     stacks: HangReport | None = None
@@ -141,7 +149,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
         dumps = bundle.dumps()
         if dumps is None:
             if fr is None:
-                raise ValueError(f"no parseable stack dump or Flight Recorder dump under {root}")
+                raise HangInputError(f"no parseable stack dump or Flight Recorder dump under {root}")
         else:
             stacks = analyze_dumps(dumps, req.min_stuck_snapshots)
             stacks.warnings = [*bundle.report.warnings[:20], *stacks.warnings][:200]
@@ -150,7 +158,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
 
 def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport:
     """Analyse stack snapshots however they were packed (:class:`~diag_service.ingest.members.StackDumps`,
-    from :meth:`~diag_service.ingest.open.Bundle.dumps`). Raises ``ValueError`` if no snapshot holds a
+    from :meth:`~diag_service.ingest.open.Bundle.dumps`). Raises :class:`HangInputError` (a ``ValueError``) if no snapshot holds a
     parseable dump; damaged dumps of some ranks are warnings in the report."""
     root = dumps.where
     warnings: list[str] = []
@@ -205,7 +213,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
                 bad[rank] += 1
     all_ranks = sorted(set(sigs) | set(nodes))
     if not sigs:
-        raise ValueError(f"no parseable stack dump under {root}")
+        raise HangInputError(f"no parseable stack dump under {root}")
     n = len(snapshots)
     k = max(2, min_stuck_snapshots)
     tail = set(range(max(0, n - k), n))

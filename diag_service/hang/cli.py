@@ -25,14 +25,14 @@ def hang_cmd(
              "either) and/or PyTorch Flight Recorder dumps, one file per rank (<prefix><rank>), in the folder or a sub-folder.")],
     logs: Annotated[Path | None, typer.Option(help="The job's logs, for watchdog SeqNum evidence.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    min_stuck: Annotated[int, typer.Option(help="Unchanged snapshots that make a rank stuck.")] = 3,
+    min_stuck: Annotated[int, typer.Option(min=1, max=10_000, help="Unchanged snapshots that make a rank stuck.")] = 3,
 ) -> None:
-    """Is the job hung, since when, which rank(s) are the culprits, and where is each stuck."""
-    try:  # analyze_hang finds a bundle's dumps/ folder itself
-        rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck))
-    except (FileNotFoundError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    """Is the job hung, since when, which rank(s) are the culprits, and where is each stuck.
+
+    Raises :class:`~diag_service.hang.analyzer.HangInputError` (exit 2, from the one CLI handler) when
+    there is nothing to analyse."""
+    # analyze_hang finds a bundle's dumps/ folder itself
+    rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck))
     log_diag = None
     if logs is not None:
         from diag_service.ingest import BundleError

@@ -1,8 +1,7 @@
 """Safe reading of untrusted archives and compressed streams: the pieces every reader shares.
 
-One module for what ingest (:mod:`diag_service.ingest.bundle`, which *salvages*: cuts a member, warns
-and goes on) and the service's admission check (:mod:`diag_service.service.uploads`, which *refuses*
-the upload with a 4xx) both need: byte counting on the compressed side, streaming gzip that keeps what
+The readers and rules of the one bundle walker (:mod:`diag_service.ingest.walk`, which ingest runs to
+*salvage* and the service's admission check to *refuse*): byte counting on the compressed side, streaming gzip that keeps what
 a truncated file yields, a prepend stream for sniffed heads, pieced reads that return what came before
 a read error, member-name safety, container sniffing, a zip's central-directory check before it is
 parsed, and the decompression budget (bundle total; per-member ratio above a floor; the bundle's ratio of
@@ -23,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
-    from diag_service.ingest.bundle import IngestLimits
+    from diag_service.limits import BundleLimits
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: Size of one read from a member; a block is assembled from several, so that a read error (a
@@ -45,7 +44,7 @@ class Budget:
         return self.capture is not None and self.capture(name)
 
 
-    def __init__(self, limits: IngestLimits, skip: Callable[[str], bool] | None = None,
+    def __init__(self, limits: BundleLimits, skip: Callable[[str], bool] | None = None,
                  capture: Callable[[str], bool] | None = None,
                  raw: Callable[[str], bool] | None = None,
                  on_raw: Callable[[str, bytes, str | None], None] | None = None) -> None:
@@ -329,6 +328,16 @@ def nested_kind(name: str) -> str | None:
     if lower.endswith(".gz"):
         return "gz"
     return None
+
+
+def gzip_holds_tar(head: bytes) -> bool:
+    """Whether the first bytes of a gzip stream (a few KiB are enough) decompress to a tar header
+    (``ustar`` at offset 257). False for data that does not decompress: the walk reports the damage."""
+    try:
+        inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 512)
+    except zlib.error:
+        return False
+    return inner[257:262] == b"ustar"
 
 
 def sniff_kind(head: bytes) -> str:

@@ -1,6 +1,6 @@
 """Open a log bundle (directory, tar/tar.gz/tgz, zip, single file, gzip) and stream its text.
 
-Streaming: files are read in blocks of :attr:`IngestLimits.block_bytes` (4 MiB) cut at line ends,
+Streaming: files are read in blocks of :attr:`~diag_service.limits.BundleLimits.block_bytes` (4 MiB) cut at line ends,
 so memory stays bounded whatever the bundle size. Nothing is extracted to disk (one exception: a
 zip nested in a streamed tar needs random access and is spooled, to disk above 64 MiB).
 
@@ -13,12 +13,14 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
 - CRLF (and CR CR LF) becomes LF, ``\\r`` progress-bar redraws keep only their last segment (what a
   terminal shows; a tqdm bar with text written right after it is dropped), ANSI colour codes are
   removed;
-- a line longer than :attr:`IngestLimits.max_line_bytes` is cut with a
+- a line longer than :attr:`~diag_service.limits.BundleLimits.max_line_bytes` is cut with a
   ``[truncated: line longer than limit]`` marker, at a UTF-8 character boundary;
 - a truncated or corrupt gzip file or archive keeps what could be read before the damage;
 - a ``.gz`` file that is not gzip-compressed is read as plain text;
 - archive members with absolute paths or ``..`` are refused (path traversal), as are links and
-  devices; unreadable files and directories, and broken symbolic links, are skipped;
+  devices; unreadable files and directories, and broken symbolic links, are skipped; the walk of
+  folders and archives, and what it does on each problem, is :mod:`diag_service.ingest.walk`'s
+  (salvage policy);
 - decompression stops when a member grows past ``max_ratio`` times its compressed size (and more
   than ``ratio_floor_bytes``), when the whole bundle's decompressed bytes (nested archives' members
   and spooled nested zips included) grow past ``max_ratio`` times the bytes actually read from the
@@ -32,39 +34,36 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
 
 from __future__ import annotations
 
-import io
 import lzma
 import os
 import re
 import stat
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import InputReport
-from diag_service.errors import DiagError, ErrorKind
-from diag_service.fsutil import UnsafePathError, open_regular
 from diag_service.ingest.archive import (
-    GZIP_MAGIC,
-    MAX_RAW_BYTES,
-    READ_PIECE,
     TAR_NAME,
     Budget,
     Compressed,
     Counting,
-    Gunzip,
     Prepend,
+    gzip_holds_tar,
     read_pieces,
     safe_member_name,
-    zip_directory_problem,
+    sniff_kind,
 )
+from diag_service.ingest.walk import BundleError, Policy, Walker
+from diag_service.limits import BundleLimits
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
+
+#: The bounds of a bundle walk (one model, :class:`diag_service.limits.BundleLimits`; the old name stays).
+IngestLimits = BundleLimits
 
 ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CRLF_RE = re.compile(r"\r+\n")
@@ -72,25 +71,6 @@ CR_REDRAW_RE = re.compile(r"[^\n]*\r([^\n]*)")
 # A tqdm bar (``desc: 45%|####      | 225/500 [01:23<01:42,  2.69it/s, loss=2.31]``) with more text
 # right after it: an exception or log line written while the bar was on screen, without a newline.
 PROGRESS_BAR_RE = re.compile(r"(?:[^\n|]{0,120}: )?\s*\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}\[[^\]\n]{0,200}\](?=\S)")
-
-
-class BundleError(DiagError):
-    """The bundle cannot be read at all (missing path, unreadable archive, no log lines)."""
-
-    kind = ErrorKind.INPUT
-
-
-@dataclass(frozen=True, slots=True)
-class IngestLimits:
-    """Bounds that keep ingest safe on hostile input. Sizes in bytes."""
-
-    block_bytes: int = 4 << 20
-    max_line_bytes: int = 1 << 20
-    max_total_bytes: int = 64 << 30
-    max_ratio: float = 200.0
-    ratio_floor_bytes: int = 64 << 20
-    max_members: int = 200_000
-    max_nesting: int = 2
 
 
 @dataclass(slots=True)
@@ -314,15 +294,10 @@ class _PrefixSniffer:
             self.done = True
 
 
-def _stream_blocks(
-    fobj: BinaryIO,
-    src: Source,
-    report: InputReport,
-    budget: Budget,
-    limits: IngestLimits,
-    compressed: Compressed,
-) -> Iterator[Block]:
-    """Yield blocks of complete lines from a binary stream, applying every input guard."""
+def _stream_blocks(walker: Walker[Block], src: Source, fobj: BinaryIO, compressed: Compressed) -> Iterator[Block]:
+    """Yield blocks of complete lines from a member's decompressed stream, applying every text guard;
+    bytes are counted in ``walker``'s budget (its limits cut the member)."""
+    limits, report, budget = walker.limits, walker.report, walker.budget
     max_line = limits.max_line_bytes
     buf = b""  # the incomplete last line of what was read so far
     line_no = 1
@@ -334,21 +309,13 @@ def _stream_blocks(
         chunk, error = read_pieces(fobj, limits.block_bytes)
         if first:
             first = False
-            if chunk[:2] == GZIP_MAGIC:
-                # A gzip member without a .gz name: decompress it transparently.
-                inner = Gunzip(Prepend(chunk, fobj))
-                yield from _stream_blocks(inner, src, report, budget, limits, inner.consumed_bytes)
-                return
             if _looks_binary(chunk):
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
         if chunk:
             member_bytes += len(chunk)
-            budget.total += len(chunk)
             report.bytes_read += len(chunk)
-            problem = budget.exceeded(member_bytes, compressed)
-            if problem:
-                report.warnings.append(f"{src.path}: {problem}")
+            if walker.count(src.path, len(chunk), member_bytes, compressed):
                 break
             data = buf + chunk if buf else chunk
             if skipping_long:
@@ -375,7 +342,7 @@ def _stream_blocks(
                 yield Block(source=src, text=text, first_line=line_no)
                 line_no += n_lines
         if error is not None:
-            report.warnings.append(f"{src.path}: read error after {member_bytes} bytes ({error}); rest skipped")
+            walker.read_error(src.path, fobj, error, member_bytes)
             break
         if not chunk:
             break
@@ -450,269 +417,6 @@ def _is_tar(name: str) -> bool:
     return bool(TAR_NAME.search(name))
 
 
-def _real_file(fobj: BinaryIO) -> bool:
-    """Whether ``fobj`` is a seekable file on disk (random access is cheap)."""
-    try:
-        fobj.fileno()
-        return fobj.seekable()
-    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-        return False
-
-
-@contextmanager
-def _random_access(fobj: BinaryIO, limits: IngestLimits, budget: Budget | None = None) -> Iterator[BinaryIO]:
-    """``fobj`` itself if it is a file on disk, else a copy spooled to memory (to disk above 64 MiB):
-    a zip needs random access, which a member of a streamed tar does not have. The copy's bytes count
-    in ``budget``'s total (they are decompressed bytes of the outer archive), and the zip's central
-    directory is checked before :class:`zipfile.ZipFile` parses it (:func:`zip_directory_problem`);
-    ``OSError`` names what stopped it."""
-    left = limits.max_members - (budget.members if budget is not None else 0)  # members the bundle may still have
-
-    def too_many(problem: str | None) -> None:
-        if problem:
-            if left < limits.max_members:
-                problem += f"; {limits.max_members - left} of the bundle's {limits.max_members} already met"
-            raise OSError(problem)
-
-    if _real_file(fobj):
-        too_many(zip_directory_problem(fobj, left))
-        yield fobj
-        return
-    with tempfile.SpooledTemporaryFile(max_size=64 << 20) as tmp:
-        left = limits.max_total_bytes
-        n = 0
-        while left > 0:
-            piece = fobj.read(min(READ_PIECE, left))
-            if not piece:
-                break
-            tmp.write(piece)
-            left -= len(piece)
-            n += len(piece)
-            if budget is not None:
-                budget.total += len(piece)
-                problem = budget.exceeded(n, None)
-                if problem:
-                    raise OSError(problem)
-        if left <= 0 and fobj.read(1):
-            raise OSError(f"nested zip larger than {limits.max_total_bytes} bytes")
-        tmp.seek(0)
-        too_many(zip_directory_problem(tmp, left))  # type: ignore[arg-type]
-        yield Counting(tmp)  # type: ignore[arg-type,misc]  # its members' ratio: the compressed bytes read
-
-
-def _open_member_stream(
-    name: str, fobj: BinaryIO, report: InputReport, budget: Budget, limits: IngestLimits,
-    compressed: Compressed, depth: int,
-) -> Iterator[Block]:
-    """Dispatch one member by name: nested archive, gzip, or plain text (or nothing, if the caller skips it)."""
-    if budget.skip is not None and budget.skip(name):
-        return
-    if budget.raw is not None and budget.on_raw is not None and budget.raw(name):
-        data, error = read_pieces(fobj, MAX_RAW_BYTES + 1)
-        budget.total += len(data)
-        report.bytes_read += len(data)
-        if len(data) > MAX_RAW_BYTES:
-            report.warnings.append(f"{name}: larger than {MAX_RAW_BYTES} bytes, not read")
-            return
-        problem = budget.exceeded(len(data), compressed)
-        if problem:
-            report.warnings.append(f"{name}: {problem}")
-            return
-        budget.on_raw(name, data, None if error is None else str(error))
-        return
-    if not budget.captured(name):
-        report.files += 1
-    lower = name.lower()
-    if depth < limits.max_nesting and _is_tar(lower):
-        counting = Counting(fobj)
-        try:
-            with tarfile.open(fileobj=counting, mode="r|*") as tf:  # type: ignore[call-overload]
-                yield from _iter_tar(tf, counting, name + "/", report, budget, limits, depth + 1)
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-            report.warnings.append(f"{name}: unreadable tar archive ({exc}), skipped")
-        return
-    if depth < limits.max_nesting and lower.endswith(".zip"):
-        try:
-            with _random_access(fobj, limits, budget) as seekable, zipfile.ZipFile(seekable) as zf:
-                yield from _iter_zip(zf, name + "/", report, budget, limits, depth + 1, seekable)
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            report.warnings.append(f"{name}: unreadable zip archive ({exc}), skipped")
-        return
-    src = attribute_path(name[:-3] if lower.endswith(".gz") else name)
-    src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
-    if not lower.endswith(".gz"):
-        yield from _stream_blocks(fobj, src, report, budget, limits, compressed)
-        return
-    head, _ = read_pieces(fobj, 2)
-    rest = Prepend(head, fobj)
-    if head == GZIP_MAGIC:
-        gz = Gunzip(rest)
-        yield from _stream_blocks(gz, src, report, budget, limits, gz.consumed_bytes)
-        return
-    if head:
-        report.warnings.append(f"{name}: not gzip-compressed despite its name, read as plain text")
-    yield from _stream_blocks(rest, src, report, budget, limits, compressed)
-
-
-class _TarMember(io.RawIOBase):
-    """A regular member of a streamed tar, read straight from the archive stream.
-
-    ``TarFile.extractfile`` raises when the archive ends inside the member and drops the whole read
-    (for a small member, all of it); this returns what is there, then raises :class:`OSError`.
-    """
-
-    def __init__(self, stream: BinaryIO, size: int) -> None:
-        self.stream = stream
-        self.left = size
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        if self.left <= 0:
-            return 0
-        data = self.stream.read(min(len(b), self.left))
-        if not data:
-            self.left = 0
-            raise OSError("the archive ends inside this member (truncated archive)")
-        self.left -= len(data)
-        b[: len(data)] = data
-        return len(data)
-
-
-def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO | None:
-    stream = tf.fileobj
-    try:
-        direct = member.isreg() and not member.issparse() and stream is not None and stream.tell() == member.offset_data
-    except (AttributeError, OSError, ValueError):
-        direct = False
-    if direct:
-        return _TarMember(stream, member.size)  # type: ignore[arg-type]
-    return tf.extractfile(member)
-
-
-def _iter_tar(
-    tf: tarfile.TarFile, counting: Counting, prefix: str, report: InputReport, budget: Budget,
-    limits: IngestLimits, depth: int,
-) -> Iterator[Block]:
-    """Members of a streamed tar. ``counting`` wraps the archive's raw bytes: what a member costs
-    in them is its compressed size (a tar header holds only the uncompressed one)."""
-    try:
-        for member in tf:
-            if budget.stopped:
-                return
-            name = prefix + member.name
-            if not budget.member():
-                report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
-                return
-            if not safe_member_name(member.name):
-                report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
-                continue
-            if member.isdir():
-                continue
-            if not member.isfile():
-                report.warnings.append(f"{name}: link or special file in archive, skipped")
-                continue
-            fobj = _tar_member(tf, member)
-            if fobj is None:
-                continue
-            start, bombs = counting.n, budget.bombs
-            yield from _open_member_stream(
-                name, fobj, report, budget, limits, lambda start=start: counting.n - start, depth
-            )
-            if budget.bombs > bombs:
-                # Reaching the next member of a stream means inflating the rest of this one.
-                report.warnings.append(f"{prefix or 'archive'}: rest of the archive skipped after a decompression bomb")
-                return
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        report.warnings.append(f"{prefix or 'archive'}: archive truncated or corrupt ({exc}); rest skipped")
-
-
-def _iter_zip(
-    zf: zipfile.ZipFile, prefix: str, report: InputReport, budget: Budget, limits: IngestLimits, depth: int,
-    counting: BinaryIO | None = None,
-) -> Iterator[Block]:
-    """Members of a zip. ``counting``: the zip's file when it is a :class:`Counting` reader; a member's
-    ratio is then measured on the compressed bytes actually read for it, not the size its header declares."""
-    for info in zf.infolist():
-        if budget.stopped:
-            return
-        if not budget.member():
-            report.warnings.append(f"{prefix or 'archive'}: more than {limits.max_members} members, rest skipped")
-            return
-        name = prefix + info.filename
-        if info.is_dir():
-            continue
-        if not safe_member_name(info.filename):
-            report.warnings.append(f"{name}: unsafe path in archive (absolute or '..'), refused")
-            continue
-        if (info.external_attr >> 16) & 0o170000 == 0o120000:
-            report.warnings.append(f"{name}: symbolic link in archive, skipped")
-            continue
-        if info.file_size > limits.ratio_floor_bytes and info.file_size > limits.max_ratio * max(info.compress_size, 1):
-            report.warnings.append(
-                f"{name}: declared decompression ratio "
-                f"{info.file_size / max(info.compress_size, 1):.0f}x: likely a decompression bomb, skipped"
-            )
-            continue
-        compressed: Compressed = info.compress_size
-        if isinstance(counting, Counting):
-            start = counting.n
-            compressed = lambda start=start: counting.n - start  # noqa: E731
-        try:
-            with zf.open(info) as fobj:
-                yield from _open_member_stream(
-                    name, fobj, report, budget, limits, compressed, depth  # type: ignore[arg-type]
-                )
-        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, zlib.error) as exc:
-            report.warnings.append(f"{name}: unreadable zip member ({exc}), skipped")
-
-
-def _iter_dir(root: str, report: InputReport, budget: Budget, limits: IngestLimits) -> Iterator[Block]:
-    real_root = os.path.realpath(root)
-
-    def walk_error(exc: OSError) -> None:
-        where = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else root
-        report.warnings.append(f"{where}: unreadable directory ({exc.strerror or exc}), skipped")
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error, followlinks=False):
-        dirnames.sort()
-        for fname in sorted(filenames):
-            if budget.stopped:
-                return
-            full = os.path.join(dirpath, fname)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if not budget.member():
-                report.warnings.append(f"more than {limits.max_members} files, rest skipped")
-                return
-            if os.path.islink(full):
-                target = os.path.realpath(full)
-                if not target.startswith(real_root + os.sep):
-                    report.warnings.append(f"{rel}: symbolic link leaving the bundle, skipped")
-                    continue
-                if not os.path.exists(full):
-                    report.warnings.append(f"{rel}: broken symbolic link, skipped")
-                    continue
-            if not os.path.isfile(full):
-                # a pipe, device or socket (a link to one inside the bundle too): said, as in an archive
-                report.warnings.append(f"{rel}: not a regular file (a pipe, device or socket), skipped")
-                continue
-            try:
-                # checked again as it is opened: a file swapped for a link leaving the bundle, or for a
-                # device or pipe, after the checks above is refused, not read
-                fobj = open_regular(full, real_root)
-            except UnsafePathError as exc:
-                report.warnings.append(f"{rel}: {str(exc).split(': ', 1)[-1]}, skipped")
-                continue
-            except OSError as exc:
-                report.warnings.append(f"{rel}: unreadable ({exc.strerror or exc}), skipped")
-                continue
-            with fobj:
-                size = os.fstat(fobj.fileno()).st_size
-                counted = Counting(fobj, budget)  # type: ignore[arg-type]
-                yield from _open_member_stream(rel, counted, report, budget, limits, size, 0)  # type: ignore[arg-type]
-
-
 def read_bundle(
     path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
     skip: Callable[[str], bool] | None = None, capture: Callable[[str], bool] | None = None,
@@ -735,8 +439,15 @@ def read_bundle(
     p = os.fspath(path)
     if not os.path.exists(p):
         raise BundleError(f"no such file or directory: {p}")
-    budget = Budget(limits, skip, capture, raw, on_raw)
     layouts: set[str] = set()
+
+    def leaf(name: str, fobj: BinaryIO, compressed: Compressed) -> Iterator[Block]:
+        gz = name.lower().endswith(".gz")
+        src = attribute_path(name[:-3] if gz else name)
+        src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
+        return _stream_blocks(walker, src, fobj, compressed)
+
+    walker: Walker[Block] = Walker(limits, Policy.SALVAGE, report, leaf, Budget(limits, skip, capture, raw, on_raw))
 
     def _tracked(blocks: Iterator[Block]) -> Iterator[Block]:
         for b in blocks:
@@ -748,7 +459,7 @@ def read_bundle(
         report.layouts = sorted(layouts)
 
     if os.path.isdir(p):
-        yield from _tracked(_iter_dir(p, report, budget, limits))
+        yield from _tracked(walker.directory(p))
         return
     name = os.path.basename(p)
     try:
@@ -758,7 +469,7 @@ def read_bundle(
     with fobj:
         st = os.fstat(fobj.fileno())
         lower = name.lower()
-        counted = Counting(fobj, budget)  # type: ignore[arg-type]  # the input's own bytes: the bundle's ratio
+        counted = Counting(fobj, walker.budget)  # type: ignore[arg-type]  # the input's own bytes: the bundle's ratio
         stream: BinaryIO = counted  # type: ignore[assignment]
         if stat.S_ISREG(st.st_mode):
             is_tar = _is_tar(lower) or (not lower.endswith((".gz", ".zip")) and _looks_like_tar(p))
@@ -770,22 +481,11 @@ def read_bundle(
             kind = _stream_kind(head)
             is_tar, is_zip = kind == "tar", kind == "zip"
         if is_tar:
-            counting = Counting(stream)  # the archive's compressed bytes, for its members' ratio
-            try:
-                tf = tarfile.open(fileobj=counting, mode="r|*")  # type: ignore[call-overload]  # noqa: SIM115
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-                raise BundleError(f"cannot read archive {p}: {exc}") from exc
-            with tf:
-                yield from _tracked(_iter_tar(tf, counting, "", report, budget, limits, 1))
-            return
-        if is_zip:
-            try:
-                with _random_access(stream, limits, budget) as seekable, zipfile.ZipFile(seekable) as zf:
-                    yield from _tracked(_iter_zip(zf, "", report, budget, limits, 1, seekable))
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                raise BundleError(f"cannot read zip archive {p}: {exc}") from exc
-            return
-        yield from _tracked(_open_member_stream(name, stream, report, budget, limits, st.st_size or None, 0))
+            yield from _tracked(walker.tar(stream, "", 0, top=p))
+        elif is_zip:
+            yield from _tracked(walker.zip(stream, "", 0, top=p))
+        else:
+            yield from _tracked(walker.member(name, stream, st.st_size or None, 0))
 
 
 def _looks_like_tar(path: str) -> bool:
@@ -798,15 +498,10 @@ def _looks_like_tar(path: str) -> bool:
 
 
 def _stream_kind(head: bytes) -> str:
-    """``tar``, ``zip`` or ``text`` from the first bytes of a stream that cannot be rewound."""
-    if head[257:262] == b"ustar" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+    """``tar``, ``zip`` or ``text`` from the first bytes of a stream that cannot be rewound
+    (:func:`~diag_service.ingest.archive.sniff_kind`; bzip2 and xz streams are taken for tars, which
+    ``tarfile`` decompresses, a gzip stream when it holds a tar header)."""
+    kind = sniff_kind(head)
+    if kind in ("tar", "bz2", "xz") or (kind == "gz" and gzip_holds_tar(head)):
         return "tar"
-    if head[:4] == b"PK\x03\x04":
-        return "zip"
-    if head[:2] == GZIP_MAGIC:
-        try:
-            inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 512)
-        except zlib.error:
-            return "text"
-        return "tar" if inner[257:262] == b"ustar" else "text"
-    return "text"
+    return "zip" if kind == "zip" else "text"

@@ -117,8 +117,7 @@ def search_cmd(
 ) -> None:
     """Find the stored incidents most similar to log text or to a diagnosis."""
     if (text is None) == (from_diagnosis is None):
-        err.print("[red]error:[/red] give either TEXT or --from-diagnosis")
-        raise typer.Exit(2)
+        raise InputError("give either TEXT or --from-diagnosis")
     diag = _read_diagnosis(from_diagnosis) if from_diagnosis is not None else None
     if text == "-":
         text = sys.stdin.read()

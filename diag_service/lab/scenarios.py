@@ -1,4 +1,5 @@
-"""Fault-injection scenarios: pydantic models and loading of ``eval/lab/scenarios/*.yaml``.
+"""Fault-injection scenarios: pydantic models and loading of the built-in ``*.yaml`` scenarios
+(``eval/lab/scenarios/`` in a source checkout, shipped in the wheel: :data:`DEFAULT_SCENARIO_DIR`).
 
 A scenario is data: which fault to inject (``fault.kind`` plus its parameters), on which rank
 and from which step, with which ground-truth labels (``failure_mode``, ``category``) and which
@@ -14,8 +15,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diag_service.domain import Category, FailureMode
+from diag_service.resources import builtin
 
-DEFAULT_SCENARIO_DIR = Path(__file__).resolve().parents[2] / "eval" / "lab" / "scenarios"
+try:
+    #: The built-in scenarios, found as the knowledge base is (:func:`diag_service.resources.builtin`):
+    #: ``diag_service/_data/lab_scenarios`` in an installed wheel, ``eval/lab/scenarios`` in a checkout.
+    DEFAULT_SCENARIO_DIR = builtin("lab_scenarios")
+except FileNotFoundError:  # a broken install: loading then names the folder the scenarios should be in
+    DEFAULT_SCENARIO_DIR = Path(__file__).resolve().parents[1] / "_data" / "lab_scenarios"
 
 
 class _Fault(BaseModel):

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from diag_service.errors import EXIT_CODES, ErrorKind, exit_code
+from diag_service.errors import ConfigError
 
 if TYPE_CHECKING:
     from diag_service.service.settings import Settings
@@ -69,18 +69,15 @@ def serve(
 
     from diag_service.service.app import create_app
     from diag_service.service.settings import load_settings
-    from diag_service.service.store import StoreError
 
     try:
         settings = load_settings(config, data_dir=data_dir, database_url=database_url, workers=workers, public_url=public_url,
                                  allowed_roots=list(allowed_root) if allowed_root else None)
     except (ValidationError, ValueError) as exc:
-        err.print(f"[red]invalid settings:[/red] {escape(str(exc))}")
-        raise typer.Exit(EXIT_CODES[ErrorKind.CONFIG]) from exc
+        raise ConfigError(f"invalid settings: {exc}") from exc
     refusal = bind_refusal(host, settings, allow_no_auth)
     if refusal is not None:
-        err.print(f"[red]refused to serve:[/red] {escape(refusal)}")
-        raise typer.Exit(EXIT_CODES[ErrorKind.CONFIG])
+        raise ConfigError(f"refused to serve: {refusal}")
     if not settings.auth_required and not is_loopback(host):
         err.print("[yellow]warning:[/yellow] no tokens configured (--allow-no-auth): every request that reaches "
                   f"{escape(host)} has every scope")
@@ -91,11 +88,7 @@ def serve(
     elif named in WILDCARDS and all(is_loopback(h) for h in settings.trusted_hosts):
         err.print("[yellow]warning:[/yellow] allowed_hosts lists only loopback names: requests addressed to any other "
                   "name or address get 400; set allowed_hosts (DIAG_ALLOWED_HOSTS) or public_url")
-    try:
-        app = create_app(settings)
-    except StoreError as exc:
-        err.print(f"[red]store error:[/red] {escape(str(exc))}")
-        raise typer.Exit(exit_code(exc)) from exc
+    app = create_app(settings)  # a StoreError (unavailable, exit 5) goes to the one CLI handler
     # proxy_headers=False: X-Forwarded-* are believed only from settings.trusted_proxies (EdgeMiddleware),
     # not from uvicorn's default of any loopback peer
     uvicorn.run(app, host=host, port=port, log_level=log_level, limit_concurrency=max_connections, timeout_keep_alive=15,

@@ -34,7 +34,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from diag_service.ingest.bundle import IngestLimits
+from diag_service.limits import BundleLimits
 from diag_service.live.settings import LiveSettings
 from diag_service.resources import data_home
 
@@ -83,24 +83,30 @@ class WebhookSpec(BaseModel):
 
 
 class UploadLimits(BaseModel):
-    """Refusal thresholds for uploaded bundles (each refusal is a 4xx naming the limit)."""
+    """The service's limits on uploaded bundles: the upload's own size and longest admitted line, and the
+    service's values of the bundle bounds (:class:`~diag_service.limits.BundleLimits`, tighter than the
+    CLI's) that both its admission check and the ingest of its diagnoses apply (:meth:`ingest_limits`).
+    Each refusal is a 4xx naming the setting."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_upload_bytes: int = Field(default=1 << 30, ge=1024, description="Compressed bytes on the wire.")
-    max_members: int = Field(default=20_000, ge=1, description="Files in an archive.")
+    max_members: int = Field(default=20_000, ge=1, description="Files in an archive, nested ones included.")
     max_unpacked_bytes: int = Field(default=8 << 30, ge=1024, description="Total decompressed bytes.")
-    max_ratio: float = Field(default=100.0, ge=2, description="Decompressed/compressed ratio of one member...")
+    max_ratio: float = Field(default=100.0, ge=2, description="Decompressed/compressed ratio of one member, and of "
+                                                              "the whole upload...")
     ratio_floor_bytes: int = Field(default=16 << 20, ge=0, description="...once it is past this many bytes.")
     max_line_bytes: int = Field(default=8 << 20, ge=4096, description="Longest line accepted (ingest cuts at 1 MiB).")
-    max_nesting: int = Field(default=1, ge=0, description="Archives inside archives that are inspected.")
+    max_nesting: int = Field(default=1, ge=0, description="Levels of archives inside the upload that are opened "
+                                                          "(BundleLimits.max_nesting).")
 
-    def ingest_limits(self) -> IngestLimits:
-        """The same limits as ingest takes them: the service's admission check and the ingest of its
-        diagnoses apply one set (decompressed total, ratio and its floor, members, nesting), so ingest never
-        reads what admission did not inspect. Line length differs on purpose: admission refuses a line
-        longer than ``max_line_bytes``, ingest cuts lines at its own 1 MiB for memory and display."""
-        return IngestLimits(max_total_bytes=self.max_unpacked_bytes, max_ratio=self.max_ratio,
+    def ingest_limits(self) -> BundleLimits:
+        """The bundle bounds these settings give (decompressed total, ratio and its floor, members, nesting):
+        the one walk of a bundle applies them to refuse at admission and to salvage in ingest, so ingest
+        never reads what admission did not inspect. The longest line is not one of them on purpose: admission
+        refuses a line longer than ``max_line_bytes``, ingest cuts lines at its own 1 MiB for memory and
+        display."""
+        return BundleLimits(max_total_bytes=self.max_unpacked_bytes, max_ratio=self.max_ratio,
                             ratio_floor_bytes=self.ratio_floor_bytes, max_members=self.max_members,
                             max_nesting=self.max_nesting)
 

@@ -119,9 +119,10 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - etpr not installed
         pass
     try:
+        from diag_service.hang.analyzer import HangInputError
         from diag_service.hang.dumps import DumpError
 
-        errs.append(DumpError)
+        errs += [DumpError, HangInputError]
     except ImportError:  # pragma: no cover
         pass
     return tuple(errs)
