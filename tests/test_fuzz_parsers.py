@@ -557,3 +557,17 @@ def test_the_strategies_reach_the_parsers() -> None:
     from diag_service.slow.feeds import jsonl_feed
 
     assert len(jsonl_feed([_dumps(r) for r in _good(3)], "t").batch) == 12
+
+
+def test_a_list_or_object_as_node_name_keeps_the_record_without_its_node() -> None:
+    # found by the property test above: a lab-format record whose "node" is a list crashed the fast path
+    # (unhashable type) instead of being analysed without its node
+    from diag_service.slow import SlowDetector
+
+    det = SlowDetector()
+    bad = [{**r, "node": ["gpu-node-001"]} for r in _good(6)]
+    det.update(bad)
+    det.update([{**r, "node": {"name": "x"}, "rank": 1} for r in _good(6)])
+    rep = det.report()
+    assert rep.input.records == 48  # every record kept (6 steps x 4 ranks, twice)
+    assert rep.input.nodes == 0

@@ -242,11 +242,12 @@ class RecordConverter:
         self.dropped_nodes = 0  # records whose node name was over a bound (see node_code)
 
     def node_code(self, name: Any) -> int:
-        """Code of a node name (new names are appended); -1 (unknown node) for None/empty, for a name
+        """Code of a node name (new names are appended); -1 (unknown node) for None/empty or a value that is
+        not a string or number, for a name
         longer than ``LIMITS.max_node_name_chars`` and for new names past ``LIMITS.max_nodes`` distinct
         ones (each such record is analysed without its node; the first few are reported in ``reasons``)."""
-        if name is None or name == "":
-            return -1
+        if name is None or name == "" or not isinstance(name, str | int | float):
+            return -1  # a list or object where a node name belongs: the record is kept, without its node
         s = str(name)
         c = self._node_code.get(s)
         if c is None:
@@ -298,6 +299,8 @@ class RecordConverter:
             good &= np.isfinite(att) & (att >= 0) & (att <= LIMITS.max_attempt)
         if "node" in keys:
             names = [r["node"] for r in records]
+            if not all(isinstance(nm, str | int | float) or nm is None for nm in names):
+                return None  # a list or object as a node name: the general path drops the node, keeps the record
             table = {nm: self.node_code(nm) for nm in set(names)}
             node = np.fromiter((table[nm] for nm in names), np.int32, n)
         else:
