@@ -465,7 +465,9 @@ def hooks() -> Iterator[FakeSlack]:
 @pytest.fixture(scope="module")
 def alerting(tmp_path_factory: pytest.TempPathFactory, hooks: FakeSlack) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("live-alerts")
-    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5},
+    # a running hang is announced only after an hour here: these tests are about final diagnoses
+    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5,
+                                           "announce_running_s": 3600},
                                 webhooks=[{"url": f"{hooks.url}/hooks/slack", "format": "slack"},
                                           {"url": f"{hooks.url}/hooks/mattermost", "format": "mattermost"}],
                                 public_url="http://diag.example.test")
@@ -534,3 +536,54 @@ def test_a_hang_is_announced_when_final_not_per_provisional_diagnosis(alerting: 
     slack = posts_for(hooks, "slack", job)
     assert len(slack) == 1 and got["diagnosis"]["failure_mode"] == "fail_hang"
     assert slack[0]["blocks"][0]["text"]["text"].startswith(f"{job}: ")
+
+
+@pytest.fixture(scope="module")
+def alerting_running(tmp_path_factory: pytest.TempPathFactory, hooks: FakeSlack) -> Iterator[TestClient]:
+    tmp = tmp_path_factory.mktemp("live-alerts-running")
+    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5,
+                                           "announce_running_s": 0.5},
+                                webhooks=[{"url": f"{hooks.url}/hooks/slack", "format": "slack"}],
+                                public_url="http://diag.example.test")
+    settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+        c.headers["Authorization"] = f"Bearer {ADMIN}"
+        yield c
+
+
+def test_a_hang_of_a_job_still_running_is_announced_once_without_waiting_for_its_agents(
+        alerting_running: TestClient, hooks: FakeSlack) -> None:
+    # a hung job stays allocated: its agents keep sampling and never send "finished"; the on-call engineer
+    # must hear of it while it hangs, once, not when someone finally kills it
+    src = FIX / "hang" / "sleep_before_allreduce"
+    ranks = json.loads((src / "ranks.json").read_text())
+    index = json.loads((src / "index.json").read_text())
+    job = "live-alert-hang-running"
+    agents = {n: Agent(alerting_running, job, n) for n in ("node0", "node1")}
+    for a in agents.values():
+        a.send(events=[{"event": "started", "time": T0}])
+    for snap in index:
+        for n, a in agents.items():
+            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
+                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
+                      for r, v in ranks.items() if v["node"] == n]
+            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 0 else [])
+    # no agent ends: the announcement comes from a diagnosis of the running job
+    assert wait_until(lambda: posts_for(hooks, "slack", job), timeout=60)
+    view = live_job(alerting_running, job)
+    assert view["status"] != "finished" and view["final_diagnosis_time"] is None
+    slack = posts_for(hooks, "slack", job)
+    assert len(slack) == 1 and slack[0]["blocks"][0]["text"]["text"].startswith(f"{job}: ")
+    store = alerting_running.app.state.ctx.store  # type: ignore[attr-defined]
+    assert store.alert_count(f"incident:{job}#1") >= 1
+    # more samples of the same hang: more provisional diagnoses, no second announcement
+    for n, a in agents.items():
+        snap = index[-1]
+        stacks = [{"snapshot": snap["index"] + 1, "time": snap["time"] + 5, "rank": int(r), "local_rank": v["local_rank"],
+                   "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
+                  for r, v in ranks.items() if v["node"] == n]
+        a.send(stacks=stacks)
+    wait_until(lambda: not live_job(alerting_running, job)["diagnosis_pending"], timeout=60)
+    time.sleep(1.0)
+    assert len(posts_for(hooks, "slack", job)) == 1
+

@@ -34,7 +34,10 @@ diagnosis is run and marked *final*. New evidence after that makes the next one 
 **Incidents.** The first ``failure``, ``hang_detected`` or slow alarm after the job started (or after a
 ``restart``) opens the job's next incident (``JobState.incident``, 1, 2, ...); more of them from other agents
 belong to the same one. A final diagnosis of a job that had an incident is handed to ``on_final`` (the
-service announces it through its alert path, de-duplicated per incident), never a provisional one.
+service announces it through its alert path, de-duplicated per incident). A hang or slow incident without a
+failure is announced earlier: a hung job stays allocated and its agents may not end for hours, so the first
+diagnosis requested ``announce_running_s`` or more after the incident opened goes to ``on_final`` too
+(provisional: the job is still running); a diagnosis is requested then if no evidence asked for one.
 """
 
 from __future__ import annotations
@@ -143,6 +146,9 @@ class JobState(BaseModel):
     diagnosed_logged: bool = False  # a ``diagnosed`` event was written for the current failure
     incident: int = 0  # incidents (failure, hang or slow episode) so far; the last one's number
     incident_open: bool = False  # the current incident has not been closed by a restart
+    incident_time: float | None = None  # service clock: when the current incident opened
+    incident_failure: bool = False  # the current incident includes a failure (announced when final)
+    announced: int = 0  # the last incident announced while the job was still running
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
 
 
@@ -432,10 +438,13 @@ class LiveJobs:
                 raise
             ack = self._ack(job_id, live, batch.seq, applied=True)
             wait = self._final_wait(st, now)
+            announce = self._announce_wait(st, now)
         if trigger:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
         elif wait is not None:
             self._scheduler.schedule(job_id, max(0.05, wait), keep_earlier=True)
+        if announce is not None:
+            self._scheduler.schedule(job_id, max(0.05, announce), keep_earlier=True)
         return ack, trigger
 
     def _ack(self, job_id: str, live: _Live, seq: int, applied: bool) -> BatchAck:
@@ -605,7 +614,7 @@ class LiveJobs:
             return True
         if st.slow_time is None:  # when the service knew (its clock)
             st.slow_time = self.clock()
-        self._open_incident(st)
+        self._open_incident(st, self.clock())
         first = alarms[0]
         row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
                                "mode": "fail_slow", "cause": redact(first.message)[:2000]}
@@ -645,7 +654,7 @@ class LiveJobs:
                 st.started_time = ev.time
             if kind in (LiveEventKind.FAILURE, LiveEventKind.HANG_DETECTED):
                 trigger = True
-                self._open_incident(st)
+                self._open_incident(st, self.clock(), failure=kind == LiveEventKind.FAILURE)
                 if st.detected_time is None:
                     st.detected_time = ev.time
                     st.onset_time = ev.onset_time
@@ -678,11 +687,13 @@ class LiveJobs:
         return trigger
 
     @staticmethod
-    def _open_incident(st: JobState) -> None:
+    def _open_incident(st: JobState, now: float, failure: bool = False) -> None:
         """A failure, hang or slow alarm: the job's next incident begins unless one is open already."""
         if not st.incident_open:
             st.incident += 1
             st.incident_open = True
+            st.incident_time, st.incident_failure = now, False
+        st.incident_failure = st.incident_failure or failure
 
     @staticmethod
     def _etpr(job_id: str, batch: AgentBatch, ev: LiveEvent) -> dict[str, Any]:
@@ -721,6 +732,14 @@ class LiveJobs:
         waits += [a.last_seen + stale_s - now for a in agents if a.ended is None]
         return max(waits)
 
+    def _announce_wait(self, st: JobState, now: float) -> float | None:
+        """Seconds until a running hang or slow incident is due to be announced (0 or less: now), or None
+        when there is none to announce (no open incident, one with a failure, or announced already)."""
+        if (not st.incident_open or st.incident_failure or st.incident_time is None
+                or st.announced >= st.incident):
+            return None
+        return st.incident_time + self.settings.announce_running_s - now
+
     # -- diagnoses ---------------------------------------------------------------------------------
 
     def _fire(self, job_id: str) -> None:
@@ -735,9 +754,11 @@ class LiveJobs:
                 return  # asked again when it finishes
             wait = self._final_wait(st, now)
             settled = wait is not None and wait <= 0
-            if not (st.dirty or settled):
-                if wait is not None:
-                    self._scheduler.schedule(job_id, max(0.05, wait))
+            announce = self._announce_wait(st, now)
+            if not (st.dirty or settled or (announce is not None and announce <= 0)):
+                nxt = [w for w in (wait, announce) if w is not None]
+                if nxt:
+                    self._scheduler.schedule(job_id, max(0.05, min(nxt)))
                 return
             if not self._has_input(st):
                 return  # nothing to read yet; the next log or stack batch asks again
@@ -813,8 +834,15 @@ class LiveJobs:
                 live.in_flight = None
             if status == "done" and not ref.provisional and st.incident > 0:
                 final = st.incident
+            elif (status == "done" and st.incident > st.announced and st.incident_open and not st.incident_failure
+                  and st.incident_time is not None
+                  and ref.requested_at >= st.incident_time + self.settings.announce_running_s):
+                final = st.incident  # a hang or slow incident of a job still running: announced now
+            if final is not None:
+                st.announced = max(st.announced, final)
             self._save(live)
             again = st.dirty or self._final_wait(st, self.clock()) is not None
+            announce = self._announce_wait(st, self.clock())
         if final is not None and self.on_final is not None:
             try:
                 self.on_final(job_id, diag_id, final)
@@ -822,6 +850,8 @@ class LiveJobs:
                 log.exception("live job %s: final diagnosis %s not announced", job_id, diag_id)
         if again:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
+        elif announce is not None:
+            self._scheduler.schedule(job_id, max(0.05, announce), keep_earlier=True)
 
     # -- reading -----------------------------------------------------------------------------------
 

@@ -12,6 +12,10 @@ class LiveSettings(BaseModel):
 
     debounce_s: float = Field(default=0.5, ge=0, le=60, description="Diagnose this long after the last batch with new evidence.")
     settle_s: float = Field(default=10.0, ge=0, le=3600, description="Quiet time after all agents ended, then final.")
+    announce_running_s: float = Field(
+        default=15.0, ge=0, le=3600,
+        description="A hang or slow incident of a job still running is announced with the first diagnosis this "
+                    "long after it opened (a hung job stays allocated: its agents may never end).")
     heartbeat_s: float = Field(default=10.0, gt=0, le=3600,
                                description="The agents' heartbeat interval (in every acknowledgement; agents adopt it).")
     stale_after: float = Field(default=3.0, ge=1, description="An agent silent for this many heartbeat intervals is stale.")
