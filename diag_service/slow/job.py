@@ -225,6 +225,18 @@ class JobDetector:
         """
         return math.exp(max(self.delta, self.cfg.job_effect_sigma * (self.sigma or 0.0)))
 
+    def _gate(self, n: int) -> float:
+        """The mean ratio a run of ``n`` steps must reach: :attr:`min_ratio` less two standard errors of the
+        run's mean log step time (long-run sigma / sqrt(n)), at most a quarter of ``log(1 + min_effect)``.
+
+        A slowdown of exactly ``min_effect`` has a run mean below ``1 + min_effect`` half of the time; the gate
+        asks that the run be *consistent with* the minimum effect (a one-sided test at about 2.5 %), so a
+        1.1x slowdown at 1 % noise opens its episode at the third step, not at a lucky later one. The cap keeps
+        the gate near ``min_effect`` on a noisy job, where the decision interval does the work.
+        """
+        tol = min(2 * self._lr_sigma() / math.sqrt(max(n, 1)), self.delta / 4)
+        return self.min_ratio * math.exp(-tol)
+
     def _clip(self) -> float:
         return max(3 * (self.sigma or 0.0), 3 * self.delta)
 
@@ -378,7 +390,7 @@ class JobDetector:
                 self.run.add(c)
                 self._keep_run_step(x, c)
                 ratio = self.run.mean_t() / self.base
-                if self.S >= h and self.run.n >= self.cfg.min_episode_steps and ratio >= self.min_ratio:
+                if self.S >= h and self.run.n >= self.cfg.min_episode_steps and ratio >= self._gate(self.run.n):
                     self._open(c, ratio)
         else:
             ep = self.episode
