@@ -144,8 +144,20 @@ def redact_lines(lines: list[str]) -> list[str]:
 
 
 def redact_events(events: Iterable[RawEvent]) -> Iterator[RawEvent]:
-    """Redact the key, the lines and the string fields of each event in place, and yield it."""
+    """Redact the key, the lines and the string fields of each event in place, and yield it.
+
+    An event none of whose strings holds a trigger substring (lower-cased) is yielded as it is, after one
+    test over all its strings joined: :func:`redact` and :func:`redact_lines` would change none of them
+    (a private-key BEGIN line holds the trigger ``begin``).
+    """
+    _, triggers = _compiled if _compiled is not None else _patterns()
+    joinable = not any("\n" in t for t in triggers)
     for ev in events:
+        if joinable:
+            low = "\n".join([ev.key, *ev.lines, *ev.fields.values()]).lower()
+            if not any(t in low for t in triggers):
+                yield ev
+                continue
         ev.key = redact(ev.key)
         ev.lines = redact_lines(ev.lines)
         if ev.fields:
