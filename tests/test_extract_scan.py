@@ -16,11 +16,19 @@ from hypothesis import strategies as st
 from diag_service.contracts import ProgressLog, RawEvent
 from diag_service.domain import EventKind
 from diag_service.extract.events import (
+    _EXIT,
+    _KERNEL,
+    _NCCL,
+    EXCEPTION_LINE,
     PREFILTER_FAST,
+    PY_WARNING,
     RANK_PREFIX_ALL,
+    STACK_DUMP,
     _candidate_lines,
+    _classify,
     _line_ranks,
     _utf8,
+    clean_key,
     extract_events,
     prefilter_with,
 )
@@ -101,3 +109,30 @@ def test_redact_events_equals_redacting_each_string(key: str, lines: list[str], 
     assert out.key == redact(key)
     assert out.lines == redact_lines(lines)
     assert out.fields == {k: redact(v) for k, v in fields.items()}
+
+
+def _classify_by_regex(s: str) -> EventKind:
+    """The definition: the regexes alone, in order, without the substring tests before them."""
+    body = clean_key(s)
+    for test, kind in (
+        (STACK_DUMP.match, EventKind.STACK_DUMP), (PY_WARNING.search, EventKind.WARNING),
+        (EXCEPTION_LINE.match, EventKind.EXCEPTION), (_KERNEL.search, EventKind.KERNEL),
+        (_NCCL.search, EventKind.NCCL), (_EXIT.search, EventKind.EXIT),
+    ):
+        if test(body):
+            return kind
+    return EventKind.ERROR_LINE
+
+
+LINE_WORDS = [
+    " ", ": ", "UserWarning: ", "warnings.warn(", "torch.", "RuntimeError: ", "NVRM: Xid (PCI:0000:3b:00): 79",
+    "ECC", "mce: [Hardware Error]", "kernel: ", "GPU has fallen off the bus", "NCCL WARN", "ncclSystemError",
+    "exitcode: -9", "Exited with", "Killed", "SIGKILL", "Signal 6", "core dumped", "Thread 12 (idle)", "E1114 ",
+    "[rank3]:", "x", "Xidx", "SIGx", "exit status 1", "killed",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(LINE_WORDS), max_size=8).map("".join))
+def test_classify_equals_the_regexes_alone(line: str) -> None:
+    assert _classify(line) == _classify_by_regex(line)
