@@ -330,8 +330,8 @@ class Extractor:
         self.progress = progress
         self.prefilter = prefilter if prefilter is not None else PREFILTER_FAST
         self.year = time.gmtime().tm_year
-        # parse_timestamp(text, year) per (text, year): a pure function, asked again for the same lines by
-        # the backward timestamp search of neighbouring events
+        # parse_timestamp(text, year) per (first 120 characters, year): a pure function of those, asked again for
+        # the same lines by the backward timestamp search of neighbouring events
         self._ts_cache: dict[tuple[str, int], float | None] = {}
         self._json_buf: dict[str, list[str]] = {}
         # per file (one node's console or one worker's log): global rank minus local rank, learnt from
@@ -346,7 +346,7 @@ class Extractor:
 
     def _ts(self, text: str) -> float | None:
         """Unix time of a line; lines with a full date also set the year used for glog lines."""
-        key = (text, self.year)
+        key = (text[:120], self.year)  # parse_timestamp reads the first 120 characters only
         if key in self._ts_cache:
             ts = self._ts_cache[key]
         else:
