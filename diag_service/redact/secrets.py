@@ -144,8 +144,23 @@ def redact_lines(lines: list[str]) -> list[str]:
 
 
 def redact_events(events: Iterable[RawEvent]) -> Iterator[RawEvent]:
-    """Redact the key, the lines and the string fields of each event in place, and yield it."""
+    """Redact the key, the lines and the string fields of each event in place, and yield it.
+
+    An event none of whose strings holds a trigger substring (lower-cased) is yielded as it is, after one
+    test over all its strings joined: :func:`redact` and :func:`redact_lines` would change none of them
+    (a private-key BEGIN line holds the trigger ``begin``).
+    """
+    _, triggers = _compiled if _compiled is not None else _patterns()
+    joinable = not any("\n" in t for t in triggers)
+    # one re2 pass over the lower-cased UTF-8 bytes finds any trigger (a literal alternation: substring
+    # containment exactly) about 3x faster than testing the ~40 triggers one by one
+    any_trigger = re2.compile("|".join(re2.escape(t) for t in triggers))
     for ev in events:
+        if joinable:
+            low = "\n".join([ev.key, *ev.lines, *ev.fields.values()]).lower()
+            if any_trigger.search(low.encode("utf-8", "surrogatepass")) is None:
+                yield ev
+                continue
         ev.key = redact(ev.key)
         ev.lines = redact_lines(ev.lines)
         if ev.fields:

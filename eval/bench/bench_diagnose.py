@@ -784,6 +784,15 @@ def run_read_floor(bundle: Path) -> tuple[float, float]:
 # =================================================================================================
 
 
+def _diagnosis_sha256(d: object) -> str:
+    """SHA-256 of the diagnosis's JSON without any ``timings_ms`` (as ``diagnosis_identity.py`` compares it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from diagnosis_identity import _without_timings
+
+    doc = _without_timings(d.model_dump(mode="json"))  # type: ignore[attr-defined]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
 def child_main(bundle: str, out: str, profile: str | None) -> None:
     """Run the pipeline once in this (fresh) process and write what the parent needs as JSON."""
     t0 = time.perf_counter()
@@ -820,6 +829,9 @@ def child_main(bundle: str, out: str, profile: str | None) -> None:
         "event_templates": len(d.events),
         "event_occurrences": sum(e.count for e in d.events),
         "signature_hits": [h.signature_id for h in d.signature_hits][:20],
+        # the whole diagnosis without timings (eval/bench/diagnosis_identity.py): equal across code versions
+        # that must not change the answer
+        "diagnosis_sha256": _diagnosis_sha256(d),
         "self_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     Path(out).write_text(json.dumps(res, default=str))
@@ -908,6 +920,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--fail-rank) instead of generating one")
     ap.add_argument("--keep", action="store_true", help="keep the generated bundle")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help=f"result JSON (default {DEFAULT_OUT.relative_to(REPO)})")
+    ap.add_argument("--note", help="a sentence on the conditions of this run, kept in the JSON's config")
     ap.add_argument("--profile", help="run the pipeline once under cProfile, save stats here, print the top functions")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_child-out", help=argparse.SUPPRESS)
@@ -995,7 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = round(wall / gsec, 2) if gsec > 0 else None
         last = runs[-1]
         got = {k: last[k] for k in ("category", "failure_mode", "first_failing_rank", "faulty_nodes", "confidence",
-                                    "summary", "evidence", "signature_hits")}
+                                    "summary", "evidence", "signature_hits", "diagnosis_sha256")}
         correct = None
         if expected:
             correct = {
@@ -1008,10 +1021,14 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": "bench_diagnose",
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "machine": machine,
-            "config": {"size_gb": a.size_gb, "ranks": spec.ranks, "nodes": spec.nodes, "gpus_per_node": spec.gpn,
+            # with --bundle, the size is the bundle's own and the generator's step numbers are unknown
+            "config": {"size_gb": a.size_gb if not a.bundle else round(gen["bytes"] / 1e9, 3), "ranks": spec.ranks,
+                       "nodes": spec.nodes, "gpus_per_node": spec.gpn,
                        "layout": a.layout if not a.bundle else None, "fail_rank": spec.fail_rank,
-                       "fail_step": spec.fail_step, "steps_per_rank": spec.steps, "seed": a.seed, "runs": a.runs,
-                       "grep_runs": a.grep_runs, "bundle": str(bundle) if (a.bundle or a.keep) else None},
+                       "fail_step": spec.fail_step if not a.bundle else None,
+                       "steps_per_rank": spec.steps if not a.bundle else None, "seed": a.seed, "runs": a.runs,
+                       "grep_runs": a.grep_runs, "bundle": str(bundle) if (a.bundle or a.keep) else None,
+                       "note": a.note},
             "bundle": {"files": gen["files"], "bytes": gen["bytes"], "lines_written": gen["lines"],
                        "lines_read_by_pipeline": lines, "bytes_read_by_pipeline": runs[0]["bytes_read"],
                        "generate_seconds": gen["seconds"]},

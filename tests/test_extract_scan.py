@@ -1,0 +1,138 @@
+"""The extractor's block scan over bytes finds the same lines as the scan over ``str`` it replaced (issue 21).
+
+The pre-filter runs google-re2 over a block's UTF-8 bytes; for a block with non-ASCII text the byte offset
+of each candidate line is mapped back to a character offset. These tests hold the fast paths to the
+plain definitions on generated text (ASCII and not, lines a match spans included) and on a realistic
+console log with progress bars drawn in Unicode blocks before the failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diag_service.contracts import ProgressLog, RawEvent
+from diag_service.domain import EventKind
+from diag_service.extract.events import (
+    _EXIT,
+    _KERNEL,
+    _NCCL,
+    EXCEPTION_LINE,
+    PREFILTER_FAST,
+    PY_WARNING,
+    RANK_PREFIX_ALL,
+    STACK_DUMP,
+    _candidate_lines,
+    _classify,
+    _line_ranks,
+    _utf8,
+    clean_key,
+    extract_events,
+    prefilter_with,
+)
+from diag_service.ingest.open import Bundle
+from diag_service.redact.secrets import redact, redact_events, redact_lines
+
+TOKENS = [
+    "\n", " ", "ok ", "step 12 ", "Error", "RuntimeError: boom", "Killed", "\n  process", "é", "日本語", "█▌",
+    "Σ", "[rank3]:", "3: ", "[rank12]:", "Traceback (most recent call last):", "frame #4: ", "NCCL WARN x",
+    "timeout", "loss=nan", "\t", "1",
+]
+texts = st.lists(st.sampled_from(TOKENS), max_size=40).map("".join)
+# one signature-style pattern that spans a line break ("Killed\n  process")
+SCAN = prefilter_with((r"Killed\s+process", r"RuntimeError: \w+"))
+
+
+def _lines_by_str(regex, text: str) -> list[int]:
+    """The definition: finditer over the str, the start of each match's line, a line once per run."""
+    out: list[int] = []
+    for m in regex.finditer(text):
+        ls = text.rfind("\n", 0, m.start()) + 1
+        if not out or out[-1] != ls:
+            out.append(ls)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_candidate_lines_over_bytes_equal_the_str_scan(text: str) -> None:
+    for regex in (PREFILTER_FAST, SCAN):
+        assert list(_candidate_lines(regex, text, _utf8(text))) == _lines_by_str(regex, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.integers(0, 400), st.integers(0, 400))
+def test_line_ranks_equal_the_multiline_findall(text: str, a: int, n: int) -> None:
+    a = min(a, len(text))
+    assert _line_ranks(text, a, a + n) == set(RANK_PREFIX_ALL.findall(text, a, a + n))
+
+
+def test_non_ascii_console_keys_the_traceback_at_its_own_line() -> None:
+    """tqdm bars (U+2588 blocks) and accented paths before the failure: byte and character offsets differ
+    by thousands, the OOM must still be read from its own line, with its line number."""
+    lines = [f"[rank0]:Epoch 0: {i:3d}%|{'█' * (i // 10)}{' ' * (10 - i // 10)}| {i}/100 [00:{i:02d}<00:30, 3.1it/s]"
+             for i in range(100)]
+    lines += ["[rank0]:Chargement des données depuis /données/été/shard-00017.bin"] * 50
+    lines += [
+        "[rank0]:Traceback (most recent call last):",
+        '[rank0]:  File "/workspace/entraîner.py", line 88, in <module>',
+        "[rank0]:    loss.backward()",
+        "[rank0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 79.15 GiB of which 1.02 GiB is free.",
+        "[rank0]:NCCL WARN Cuda failure 'out of memory'",
+    ]
+    text = "\n".join(lines) + "\n"
+    assert not text.isascii()
+    blocks = list(Bundle.from_text(text, "train-0.log").blocks())
+    events = list(extract_events(blocks, ProgressLog()))
+    tb = [e for e in events if e.kind is EventKind.TRACEBACK]
+    assert [(e.key, e.line, e.rank) for e in tb] == [(lines[153][len("[rank0]:"):], 154, 0)]
+    warn = [e for e in events if "NCCL WARN" in e.key]
+    assert [(e.line, e.rank) for e in warn] == [(155, 0)]
+
+
+SECRETISH = [
+    "ok", "token=abc123", "password: hunter2", "frame #1: c10::Error", "https://user:pw@host/x", "BEGIN",
+    "-----BEGIN RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA", "-----END RSA PRIVATE KEY-----", "ghp_" + "a" * 36,
+    "api_key = 'sk-123'", "Watchdog caught collective operation timeout", "KEY",
+]
+strings = st.lists(st.sampled_from(SECRETISH), min_size=1, max_size=4).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(strings, st.lists(strings, max_size=4), st.dictionaries(st.sampled_from(["traceback", "host"]), strings))
+def test_redact_events_equals_redacting_each_string(key: str, lines: list[str], fields: dict[str, str]) -> None:
+    ev = RawEvent(kind=EventKind.ERROR_LINE, key=key, lines=list(lines), path="x.log", line=1, fields=dict(fields))
+    (out,) = redact_events([dataclasses.replace(ev, lines=list(lines), fields=dict(fields))])
+    assert out.key == redact(key)
+    assert out.lines == redact_lines(lines)
+    assert out.fields == {k: redact(v) for k, v in fields.items()}
+
+
+def _classify_by_regex(s: str) -> EventKind:
+    """The definition: the regexes alone, in order, without the substring tests before them."""
+    body = clean_key(s)
+    for test, kind in (
+        (STACK_DUMP.match, EventKind.STACK_DUMP), (PY_WARNING.search, EventKind.WARNING),
+        (EXCEPTION_LINE.match, EventKind.EXCEPTION), (_KERNEL.search, EventKind.KERNEL),
+        (_NCCL.search, EventKind.NCCL), (_EXIT.search, EventKind.EXIT),
+    ):
+        if test(body):
+            return kind
+    return EventKind.ERROR_LINE
+
+
+LINE_WORDS = [
+    " ", ": ", "UserWarning: ", "warnings.warn(", "torch.", "RuntimeError: ", "NVRM: Xid (PCI:0000:3b:00): 79",
+    "ECC", "mce: [Hardware Error]", "kernel: ", "GPU has fallen off the bus", "NCCL WARN", "ncclSystemError",
+    "exitcode: -9", "Exited with", "Killed", "SIGKILL", "Signal 6", "core dumped", "Thread 12 (idle)", "E1114 ",
+    "[rank3]:", "x", "Xidx", "SIGx", "exit status 1", "killed",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(LINE_WORDS), max_size=8).map("".join))
+def test_classify_equals_the_regexes_alone(line: str) -> None:
+    assert _classify(line) == _classify_by_regex(line)
