@@ -162,7 +162,9 @@ class SlowConfig(BaseModel):
     )
     intermittent_p1: float = Field(default=0.1, gt=0, lt=1, description="Slow-step rate the recurrence test is set to find.")
     intermittent_p0_min: float = Field(default=0.01, gt=0, lt=1, description="Floor on the in-control slow-step rate.")
-    intermittent_arl0: float = Field(default=1e5, gt=1, description="In-control run length bound of the recurrence test (steps).")
+    intermittent_arl0: float = Field(
+        default=1e6, gt=10, description="In-control average run length (steps per rank and kind) of the recurrence test."
+    )
     mad_scale: float = Field(default=1.4826, gt=0)
     max_lag_steps: int = Field(default=4, ge=0, description="Streaming: how many steps a late record may lag.")
     max_alarms: int = Field(default=1000, ge=1, description="Alarms kept in the report (bounded state).")

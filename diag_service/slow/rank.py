@@ -34,6 +34,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -274,6 +275,47 @@ def _pooled_lag1(Q: np.ndarray, fin: np.ndarray, enough: np.ndarray) -> float:
         r = num / den
     r = r[enough & np.isfinite(r)]
     return float(np.median(r)) if r.size else 0.0
+
+
+_BERN_GRID = 4  # Markov-chain states per "not slow" decrement of the Bernoulli CUSUM (Brook & Evans 1972)
+
+
+@lru_cache(maxsize=256)
+def bernoulli_arl(p0: float, p1: float, h: float, p: float | None = None) -> float:
+    """Average run length (steps) of the Bernoulli CUSUM of :meth:`PeerTracker._bernoulli` from zero.
+
+    Increments ``log(p1 / p0)`` on a slow step (probability ``p``, default ``p0``: in control) and
+    ``log((1 - p1) / (1 - p0))`` otherwise, floored at 0, alarm at ``h``. Computed exactly on a Markov chain
+    whose states are the CUSUM in units of a quarter of the decrement (Brook & Evans, *Biometrika* 59, 1972;
+    the up-step rounded to that grid), by one linear solve over ``ceil(h / decrement) x 4`` states.
+    """
+    p = p0 if p is None else p
+    up, down = math.log(p1 / p0), -math.log((1 - p1) / (1 - p0))
+    n = max(1, math.ceil(h / down * _BERN_GRID))
+    m = max(1, round(up / down * _BERN_GRID))
+    q = np.zeros((n, n))
+    i = np.arange(n)
+    jump = i + m < n
+    q[i[jump], i[jump] + m] += p
+    q[i, np.maximum(i - _BERN_GRID, 0)] += 1 - p
+    return float(np.linalg.solve(np.eye(n) - q, np.ones(n))[0])
+
+
+@lru_cache(maxsize=256)
+def bernoulli_h_for_arl(p0: float, p1: float, arl0: float) -> float:
+    """The decision interval of the Bernoulli CUSUM whose in-control average run length is ``arl0`` steps
+    (:func:`bernoulli_arl`, by bisection), at most Wald's bound ``log(arl0)`` (which guarantees at least
+    ``arl0`` and is far above it: ``log(10^5)`` gives 3 x 10^6 steps at ``p0`` = 0.02, ``p1`` = 0.1)."""
+    lo, hi = 0.0, math.log(arl0)
+    if bernoulli_arl(p0, p1, hi) < arl0:
+        return hi
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if bernoulli_arl(p0, p1, mid) < arl0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 class PeerTracker:
@@ -528,8 +570,10 @@ class PeerTracker:
         cost that much). Under control every unit is slow with the pooled rate ``p0`` of the units that
         have not alarmed (Laplace-smoothed, at least ``intermittent_p0_min``); the CUSUM tests it against
         ``p1 = max(intermittent_p1, 3 p0)`` with log-likelihood-ratio increments (Reynolds & Stoumbos
-        1999, the Bernoulli CUSUM) and alarms at ``log(intermittent_arl0)`` (Wald's bound: the in-control
-        run length is at least ``exp(h)``). Returns the units that alarm here.
+        1999, the Bernoulli CUSUM) and alarms at the interval whose in-control average run length is
+        ``intermittent_arl0`` steps, computed exactly (:func:`bernoulli_h_for_arl`; Wald's ``log(arl0)``,
+        used before, guarantees it with a run length some 30 times longer, and detects later). Returns
+        the units that alarm here.
         """
         cfg = self.cfg
         thr = np.maximum(cfg.intermittent_effect, cfg.intermittent_sigmas * sig)
@@ -548,7 +592,10 @@ class PeerTracker:
         self.B[:, u], self.bstart[:, u] = b_new, bstart
         self.p_hit += (z & quiet).sum(axis=1)
         self.p_n += quiet.sum(axis=1)
-        fire = valid & (b_new >= math.log(cfg.intermittent_arl0)) & ~alarmed & ~structural
+        # the exact interval for the stated run length, per kind's p0 (rounded to 2 significant digits, cached)
+        h = np.array([bernoulli_h_for_arl(float(f"{a:.2g}"), float(f"{b:.2g}"), cfg.intermittent_arl0)
+                      for a, b in zip(p0, p1, strict=True)])
+        fire = valid & (b_new >= h[:, None]) & ~alarmed & ~structural
         if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
             start = self.start[:, u]
             start[...] = np.where(fire & (self.S[:, u] <= 0), bstart, start)
