@@ -210,11 +210,27 @@ def _sentences(summary: str) -> list[str]:
     return out
 
 
+def split_cited(summary: str) -> list[tuple[str, str, list[str]]]:
+    """``(sentence, body, ids)`` for each sentence of ``summary``: the body without its citation markers
+    and the ids it cites (``E#``, in order, without repeats; ids not checked against any pack)."""
+    out: list[tuple[str, str, list[str]]] = []
+    for sentence in _sentences(summary):
+        ids: list[str] = []
+        for m in _CITE.finditer(sentence):
+            for n in _ID.findall(m.group(1)):
+                if f"E{int(n)}" not in ids:
+                    ids.append(f"E{int(n)}")
+        body = _CITE.sub("", sentence).strip()
+        body = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", body)
+        out.append((sentence, re.sub(r"\s{2,}", " ", body).strip(), ids))
+    return out
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def _ungrounded(sentence: str, corpus: str) -> str | None:
+def ungrounded_token(sentence: str, corpus: str) -> str | None:
     """The first specific token or quoted span of ``sentence`` that the pack does not contain, else None."""
     stripped = _CITE.sub(" ", sentence)
     for m in _QUOTE.finditer(stripped):
@@ -283,14 +299,14 @@ def internal_identifiers(text: str, pack: EvidencePack | None = None) -> list[st
     Internal: a category or failure-mode token with an underscore (``user_code``, ``gpu_oom``,
     ``fail_stop``), a category after the word "category" ("category network"), ``rank unknown`` /
     ``rank None``, ``None`` or ``null``, an evidence id outside citation brackets (``E2``), and, with
-    ``pack``, the id of any signature the diagnosis matched. A token that this job's log lines (the
+    ``pack``, the snake_case id of any signature the diagnosis matched. A token that this job's log lines (the
     pack's non-background items) contain as such is not counted: it is a quote.
     """
     bare = _CITE.sub(" ", text)
     found = [m.group(0) for m in _INTERNAL.finditer(bare)]
     found += [m.group(0) for m in _BARE_ID.finditer(bare)]
     if pack is not None:
-        for sid in pack.signature_ids:
+        for sid in (x for x in pack.signature_ids if "_" in x):  # a one-word id ("segfault") is a plain word
             found += [m.group(0) for m in re.finditer(rf"(?i)\b{re.escape(sid)}\b", bare)]
     if not found:
         return []
@@ -388,16 +404,8 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     kept: list[str] = []
     cites: list[str] = []
     dropped: list[str] = []
-    for sentence in _sentences(answer.summary):
-        ids: list[str] = []
-        for m in _CITE.finditer(sentence):
-            for n in _ID.findall(m.group(1)):
-                i = f"E{int(n)}"
-                if i in valid and i not in ids:
-                    ids.append(i)
-        body = _CITE.sub("", sentence).strip()
-        body = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", body)
-        body = re.sub(r"\s{2,}", " ", body).strip()
+    for sentence, body, cited in split_cited(answer.summary):
+        ids = [i for i in cited if i in valid]
         if not ids:
             dropped.append(f"uncited: {sentence}")
             continue
@@ -421,7 +429,7 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         if internal:
             dropped.append(f"internal identifier ({internal[0]}): {sentence}")
             continue
-        bad = _ungrounded(body, corpus)
+        bad = ungrounded_token(body, corpus)
         if bad is not None:
             dropped.append(f"ungrounded ({bad}): {sentence}")
             continue
