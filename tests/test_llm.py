@@ -671,3 +671,25 @@ def test_the_prompt_separates_log_lines_from_background(example_diag: Diagnosis,
     for item in pack.items:
         assert item.render() in (background if item.kind in ("signature", "similar") else logs), item.id
     assert "loading weights" in background and "loading weights" not in logs
+
+
+def test_a_sentence_naming_another_first_failing_rank_is_dropped() -> None:
+    """Check 9: "rank 0 failed first" when the diagnosis names no first failing rank (or another one),
+    though rank 0 appears in the evidence (a corpus case: a Slurm cancel line of rank 0's task)."""
+    cancel = _ev(12, "slurmstepd: error: *** STEP 6053.0 ON gpu-node-001 CANCELLED AT 2024-04-23T12:18:08 ***", rank=0,
+                 node="gpu-node-001")
+    timeout = _ev(9, "[Rank 1] Watchdog caught collective operation timeout", rank=1, node="gpu-node-002")
+    for first_rank in (None, 1):
+        d = _diag([_event(1, EventRole.ROOT, cancel, [0]), _event(2, EventRole.SYMPTOM, timeout, [1])], [cancel],
+                  first_rank=first_rank)
+        pack = build_evidence_pack(d)
+        answer = parse_answer(json.dumps({"summary": (
+            "Rank 0 on gpu-node-001 failed first when Slurm cancelled the step [E1]. "
+            "Slurm cancelled step 6053.0 on gpu-node-001 [E1].")}))
+        out = check_answer(answer, pack)
+        assert out.text == "Slurm cancelled step 6053.0 on gpu-node-001 [E1].", first_rank
+        assert out.dropped[0].startswith("wrong first rank (0)")
+    ok = check_answer(parse_answer(json.dumps({"summary": "Rank 0 on gpu-node-001 failed first when the step was "
+                                                          "cancelled [E1]."})), build_evidence_pack(
+        _diag([_event(1, EventRole.ROOT, cancel, [0])], [cancel], first_rank=0)))
+    assert ok.text.startswith("Rank 0 on gpu-node-001 failed first")

@@ -39,7 +39,10 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
    clause about what the rank was doing ("while", "when", "during", "trying to", ...) or when the
    background has it (the sentence took it from general text). So "rank 3 failed while trying to load
    weights [E1, E2]" is dropped when only the signature's explanation (E2) mentions loading weights;
-   a paraphrase found nowhere ("two shapes disagree") is left to check 6.
+   a paraphrase found nowhere ("two shapes disagree") is left to check 6;
+9. a sentence that says which rank failed first (``rank N`` and "first" in one clause) names the
+   diagnosis' first failing rank; when the diagnosis names none, it names none (a sentence that
+   claims a resemblance is about the past incident and is not checked).
 
 At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
 cite none of the items that state the failure itself (first failure line, deciding signature, hang
@@ -368,6 +371,16 @@ def evidence_sources(pack: EvidencePack, ids: list[str], resemblance: bool, dete
     return "\n".join(parts), background
 
 
+_FIRST_RANK = re.compile(r"(?i)\brank\s+(\d+)\b(?=[^;]*\bfirst\b)|\bfirst\b[^;]*?\brank\s+(\d+)\b")
+
+
+def first_rank_claim(body: str) -> int | None:
+    """The rank ``body`` says failed first (``rank N`` and the word "first" in one clause: "rank 3 on
+    node1 failed first", "the first failure on rank 3"), else None (check 9)."""
+    m = _FIRST_RANK.search(body)
+    return int(m.group(1) or m.group(2)) if m else None
+
+
 def known_ranks(pack: EvidencePack) -> set[int]:
     """Ranks the pack names: the first failing rank, every item's ranks, and ``rank N`` in item texts."""
     ranks: set[int] = set()
@@ -445,7 +458,11 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         if claimed - ranks:
             dropped.append(f"unknown rank ({', '.join(map(str, sorted(claimed - ranks)))}): {sentence}")
             continue
-        if _RESEMBLE.search(body) and not any(kinds.get(i) == "similar" for i in ids):
+        wrong = first_rank_claim(body)
+        if wrong is not None and not resemblance and wrong != pack.facts.get("first_failing_rank"):
+            dropped.append(f"wrong first rank ({wrong}): {sentence}")
+            continue
+        if resemblance and not any(kinds.get(i) == "similar" for i in ids):
             dropped.append(f"resemblance without a past incident: {sentence}")
             continue
         if len(kept) >= max_sentences:
