@@ -57,8 +57,9 @@ TARGET_P50_S = 8.0
 TARGET_P95_S = 15.0
 
 
-def cases(n: int | None) -> list[Path]:
-    out = [EXAMPLE, *sorted(DEV.glob("*.log"))]
+def cases(n: int | None, dev: Path = DEV) -> list[Path]:
+    """The example bundle, then the development logs of ``dev`` in name order; the first ``n`` when given."""
+    out = [EXAMPLE, *sorted(dev.glob("*.log"))]
     return out[:n] if n else out
 
 
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="llamacpp,transformers")
     ap.add_argument("--model", default=None, help="model key of models/llm.yaml (default: the configured one)")
     ap.add_argument("--cases", type=int, default=None)
+    ap.add_argument("--dev", default=str(DEV), help="folder of the development logs (default: ../shared/data/incidents_dev/logs)")
     ap.add_argument("--cases-transformers", type=int, default=4, help="cases for transformers (slow); 0 = all")
     ap.add_argument("--threads", type=int, default=None, help="0 = auto from the load average")
     ap.add_argument("--decode-threads", type=int, default=None, help="0 = auto from the load average")
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args.threads = base.threads if args.threads is None else args.threads
     args.decode_threads = base.decode_threads if args.decode_threads is None else args.decode_threads
     load_start = os.getloadavg()
-    diagnoses = [(p.name, diagnose(DiagnoseRequest(path=str(p)))) for p in cases(args.cases)]
+    diagnoses = [(p.name, diagnose(DiagnoseRequest(path=str(p)))) for p in cases(args.cases, Path(args.dev))]
     tmp = tempfile.TemporaryDirectory(prefix="bench-llm-") if args.fresh_cache else None
     cache_dir = Path(tmp.name) if tmp else default_cache_dir()
     results = []
