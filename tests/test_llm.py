@@ -580,3 +580,116 @@ def test_automatic_thread_count_follows_the_load(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(os, "getloadavg", lambda: (6.5, 6.0, 5.0))
     assert LlmConfig.load().resolved_threads() == (1, 1)
     assert LlmConfig.load(threads=2, decode_threads=1).resolved_threads() == (2, 1)
+
+
+# --- internal identifiers and claims taken from background text (issue 21, item 3) -------------
+
+
+def _assertion_without_rank() -> Diagnosis:
+    """A user-code failure whose log names no rank (the user trial's "Rank unknown, user_code ..." case)."""
+    root = _ev(41, "AssertionError: batch size 24 is not divisible by micro batch 5")
+    return _diag([_event(1, EventRole.ROOT, root, [])], [root], first_rank=None)
+
+
+def test_the_prompt_words_facts_plainly_without_internal_tokens(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    from diag_service.llm.prompt import build_messages, load_prompts
+
+    for d in (_assertion_without_rank(), example_diag):
+        case = build_messages(build_evidence_pack(d), load_prompts(cfg))[-1]["content"]
+        for token in ("user_code", "fail_stop", "category ", "rank unknown", "None"):
+            assert token not in case, token
+        assert "a bug in the training script" in case
+    case = build_messages(build_evidence_pack(_assertion_without_rank()), load_prompts(cfg))[-1]["content"]
+    assert "the logs do not name the rank that failed first" in case
+
+
+def test_a_summary_naming_internal_identifiers_falls_back(cfg: LlmConfig) -> None:
+    """The user trial's answer: every sentence names internal tokens, so the deterministic summary is used."""
+    d = _assertion_without_rank()
+    bad = json.dumps({"summary": "Rank unknown, user_code failed first with AssertionError [E1]."})
+    also_bad = json.dumps({"summary": "The job failed in category user_code with AssertionError, see E1 [E1]."})
+    r = summarize_detailed(d, cfg, backend=ScriptedBackend(bad, also_bad))
+    assert r.narrative.source == "fallback"
+    assert "internal identifier" in r.errors[0] and "internal identifier" in r.errors[1]
+    assert "user_code" not in r.narrative.text and "unknown" not in r.narrative.text.lower()
+    assert r.narrative.text.startswith("The job failed with \"AssertionError: batch size 24")
+    # a sentence of the same answer without the tokens is kept
+    ok = check_answer(parse_answer(json.dumps({"summary": (
+        "The training script raised AssertionError because batch size 24 is not divisible by micro batch 5 [E1]. "
+        "Rank unknown hit it with user_code [E1].")})), build_evidence_pack(d))
+    assert ok.text.startswith("The training script raised AssertionError") and len(ok.dropped) == 1
+    assert ok.dropped[0].startswith("internal identifier (Rank unknown)")
+
+
+def test_internal_identifiers_found_and_quotes_of_the_log_allowed(example_diag: Diagnosis) -> None:
+    from diag_service.llm.fallback import fallback_summary
+    from diag_service.llm.output import internal_identifiers
+
+    pack = build_evidence_pack(example_diag)
+    assert internal_identifiers("Rank unknown, user_code failed [E1].", pack) == ["Rank unknown", "user_code"]
+    assert internal_identifiers("It is a fail_stop of category network, as E4 shows [E1, E4].") == [
+        "fail_stop", "category network", "E4"]
+    assert internal_identifiers("Rank 3 matched shape_mismatch [E2].", pack) == ["shape_mismatch"]
+    assert internal_identifiers("The network failed on rank 3, none of the ranks recovered [E1, E4].", pack) == []
+    quoted = _diag([], [_ev(7, "TypeError: expected Tensor but got None", rank=1)], first_rank=1)
+    assert internal_identifiers("Rank 1 got None instead of a tensor [E1].", build_evidence_pack(quoted)) == []
+    # the deterministic summary itself never names one, with or without a rank or evidence
+    for d in (example_diag, _assertion_without_rank(), _diag([], [], first_rank=None)):
+        p = build_evidence_pack(d)
+        text = fallback_summary(p)[0]
+        assert internal_identifiers(text, p) == [], text
+
+
+def test_a_claim_only_the_background_explanation_makes_is_dropped(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    """The demo's defect: "rank 3 failed while trying to load weights" for a forward-pass shape mismatch,
+    because the signature's general explanation (cited) mentions loading weights."""
+    pack = build_evidence_pack(example_diag)
+    sig = next(i for i in pack.items if i.kind == "signature")
+    assert "loading weights" in sig.text and "weights" not in pack.items[0].text
+    weights = f"Rank 3 on node node1 failed first with RuntimeError while trying to load weights [E1, {sig.id}]."
+    with pytest.raises(AnswerError, match=r"not in the cited log lines \(load, weights\)"):
+        check_answer(parse_answer(json.dumps({"summary": weights})), pack)
+    # also without an activity clause: the words come from the background only
+    arch = f"Rank 3 failed first on a checkpoint from another architecture [E1, {sig.id}]."
+    with pytest.raises(AnswerError, match=r"not in the cited log lines \(checkpoint, architecture\)"):
+        check_answer(parse_answer(json.dumps({"summary": arch})), pack)
+    # the model's actual sentence on this case, supported by the log line, is kept
+    matmul = ("Rank 3 on node node1 failed first with RuntimeError while trying to multiply 32x64 and 48x64 tensors "
+              f"[E1, {sig.id}].")
+    assert check_answer(parse_answer(json.dumps({"summary": matmul})), pack).text == matmul
+    r = summarize_detailed(example_diag, cfg, backend=ScriptedBackend(json.dumps({"summary": weights}),
+                                                                       json.dumps({"summary": weights})))
+    assert r.narrative.source == "fallback" and "weights" not in r.narrative.text
+
+
+def test_the_prompt_separates_log_lines_from_background(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    from diag_service.llm.prompt import build_messages, load_prompts
+
+    pack = build_evidence_pack(example_diag)
+    case = build_messages(pack, load_prompts(cfg))[-1]["content"]
+    logs, background = case.split("\nBACKGROUND (", 1)
+    for item in pack.items:
+        assert item.render() in (background if item.kind in ("signature", "similar") else logs), item.id
+    assert "loading weights" in background and "loading weights" not in logs
+
+
+def test_a_sentence_naming_another_first_failing_rank_is_dropped() -> None:
+    """Check 9: "rank 0 failed first" when the diagnosis names no first failing rank (or another one),
+    though rank 0 appears in the evidence (a corpus case: a Slurm cancel line of rank 0's task)."""
+    cancel = _ev(12, "slurmstepd: error: *** STEP 6053.0 ON gpu-node-001 CANCELLED AT 2024-04-23T12:18:08 ***", rank=0,
+                 node="gpu-node-001")
+    timeout = _ev(9, "[Rank 1] Watchdog caught collective operation timeout", rank=1, node="gpu-node-002")
+    for first_rank in (None, 1):
+        d = _diag([_event(1, EventRole.ROOT, cancel, [0]), _event(2, EventRole.SYMPTOM, timeout, [1])], [cancel],
+                  first_rank=first_rank)
+        pack = build_evidence_pack(d)
+        answer = parse_answer(json.dumps({"summary": (
+            "Rank 0 on gpu-node-001 failed first when Slurm cancelled the step [E1]. "
+            "Slurm cancelled step 6053.0 on gpu-node-001 [E1].")}))
+        out = check_answer(answer, pack)
+        assert out.text == "Slurm cancelled step 6053.0 on gpu-node-001 [E1].", first_rank
+        assert out.dropped[0].startswith("wrong first rank (0)")
+    ok = check_answer(parse_answer(json.dumps({"summary": "Rank 0 on gpu-node-001 failed first when the step was "
+                                                          "cancelled [E1]."})), build_evidence_pack(
+        _diag([_event(1, EventRole.ROOT, cancel, [0])], [cancel], first_rank=0)))
+    assert ok.text.startswith("Rank 0 on gpu-node-001 failed first")

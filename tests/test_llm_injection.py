@@ -5,7 +5,6 @@ writes is dropped before it reaches the report."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +76,15 @@ def test_the_log_text_is_only_ever_quoted_evidence(injected: Diagnosis) -> None:
     for token in ("<|im_start|>", "<|im_end|>", "[INST]", "[/INST]", "<<SYS>>", "</s>", "<s>"):
         assert token not in case, token
     # every evidence line of the case is one item: a log cannot add lines or invent an id
-    evidence_lines = case.split("EVIDENCE:\n", 1)[1].rsplit("\n", 1)[0].splitlines()
+    # (two groups: this job's log lines and findings, then the background; each ends at the next header)
+    body = case.split("\nEVIDENCE (", 1)[1].split("\n", 1)[1].rsplit("\n", 1)[0]
+    logs, background = body.split("\nBACKGROUND (", 1)
+    evidence_lines = [*logs.splitlines(), *background.split("\n", 1)[1].splitlines()]
+    evidence_lines = [line for line in evidence_lines if line != "(none)"]
     assert len(evidence_lines) == len(pack.items)
-    assert all(re.match(rf"^{item.id} \(", line) for item, line in zip(pack.items, evidence_lines, strict=True))
+    by_id = {line.split(" ", 1)[0]: line for line in evidence_lines}
+    assert sorted(by_id) == sorted(pack.ids())
+    assert all(by_id[item.id] == item.render() for item in pack.items)
     # the recovery plan (decided by the policy) never reaches the model
     assert injected.recovery is not None
     assert injected.recovery.action not in case and injected.recovery.rule_id not in case

@@ -10,7 +10,7 @@ Two or three sentences, each citing the pack items it rests on:
 
 from __future__ import annotations
 
-from diag_service.llm.pack import EvidencePack, PackItem
+from diag_service.llm.pack import CATEGORY_WORDS, MODE_WORDS, EvidencePack, PackItem
 
 _EXCERPT = 140
 
@@ -63,7 +63,9 @@ def fallback_summary(pack: EvidencePack) -> tuple[str, list[str]]:
         title = similar.text.split(":", 1)[0]
         sentences.append((f"It resembles {similar.label.split(',')[0]} ({_excerpt(title, 100)})", [similar.id]))
     if not sentences:
-        return f"No failure evidence was found ({f.get('failure_mode')}, category {f.get('category')}).", []
+        mode, cat = str(f.get("failure_mode")), str(f.get("category"))
+        return (f"No failure evidence was found ({MODE_WORDS.get(mode, mode.replace('_', ' '))}; cause: "
+                f"{CATEGORY_WORDS.get(cat, cat.replace('_', ' '))}).", [])
     text = " ".join(f"{s.rstrip('.')} [{', '.join(c)}]." for s, c in sentences[:3])
     cites: list[str] = []
     for _, c in sentences[:3]:

@@ -26,6 +26,24 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
    item (a sentence such as "the process asked the GPU for more memory" citing a SIGTERM line is
    dropped: it points at evidence that does not say it).
 
+7. it names no internal identifier (:func:`internal_identifiers`): a category or failure-mode token
+   (``user_code``, ``fail_stop``, "category network"), "rank unknown", ``None``/``null``, a matched
+   signature's id, or an evidence id outside the citation brackets ("as E2 shows"), unless this job's
+   log lines contain that very token;
+8. what it says happened is supported by *this job's* evidence, not by background text. Evidence: the
+   cited log lines and findings, the facts, the deterministic summary
+   (:func:`~diag_service.llm.fallback.fallback_summary`), and the cited past incident of a sentence
+   that claims a resemblance; background: a signature's general explanation, past incidents. A
+   content word (4+ letters, outside :data:`SUPPORT_STOPWORDS` and :data:`NARRATIVE_WORDS`) that
+   no evidence word shares the first five letters with drops the sentence when it stands in a
+   clause about what the rank was doing ("while", "when", "during", "trying to", ...) or when the
+   background has it (the sentence took it from general text). So "rank 3 failed while trying to load
+   weights [E1, E2]" is dropped when only the signature's explanation (E2) mentions loading weights;
+   a paraphrase found nowhere ("two shapes disagree") is left to check 6;
+9. a sentence that says which rank failed first (``rank N`` and "first" in one clause) names the
+   diagnosis' first failing rank; when the diagnosis names none, it names none (a sentence that
+   claims a resemblance is about the past incident and is not checked).
+
 At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
 cite none of the items that state the failure itself (first failure line, deciding signature, hang
 or slow finding: priority >= :data:`LEAD_PRIORITY`), raises
@@ -40,9 +58,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from diag_service.domain import Category
+from diag_service.domain import Category, FailureMode
 from diag_service.llm.config import SUGGESTABLE, LlmError
-from diag_service.llm.pack import EvidencePack
+from diag_service.llm.fallback import fallback_summary
+from diag_service.llm.pack import BACKGROUND_KINDS, EvidencePack
 
 MAX_SUMMARY_CHARS = 900
 #: Items at or above this priority state the failure itself (first failure line, deciding signature,
@@ -194,11 +213,27 @@ def _sentences(summary: str) -> list[str]:
     return out
 
 
+def split_cited(summary: str) -> list[tuple[str, str, list[str]]]:
+    """``(sentence, body, ids)`` for each sentence of ``summary``: the body without its citation markers
+    and the ids it cites (``E#``, in order, without repeats; ids not checked against any pack)."""
+    out: list[tuple[str, str, list[str]]] = []
+    for sentence in _sentences(summary):
+        ids: list[str] = []
+        for m in _CITE.finditer(sentence):
+            for n in _ID.findall(m.group(1)):
+                if f"E{int(n)}" not in ids:
+                    ids.append(f"E{int(n)}")
+        body = _CITE.sub("", sentence).strip()
+        body = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", body)
+        out.append((sentence, re.sub(r"\s{2,}", " ", body).strip(), ids))
+    return out
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def _ungrounded(sentence: str, corpus: str) -> str | None:
+def ungrounded_token(sentence: str, corpus: str) -> str | None:
     """The first specific token or quoted span of ``sentence`` that the pack does not contain, else None."""
     stripped = _CITE.sub(" ", sentence)
     for m in _QUOTE.finditer(stripped):
@@ -239,6 +274,113 @@ def _supported(body: str, cited_text: str) -> bool:
     return any(w[:5] in stems for w in words)
 
 
+#: Words that relate events to each other rather than say what a rank did (check 8 does not ask the
+#: evidence for them).
+NARRATIVE_WORDS = frozenset({
+    "trying", "tried", "attempting", "attempted", "caused", "causing", "cause", "causes", "consequence",
+    "consequences", "result", "results", "resulted", "followed", "following", "follow", "waited", "waiting",
+    "blocked", "resembles", "resemble", "resembling", "similar", "past", "incident", "earlier", "previous",
+    "reported", "reports", "report", "raised", "encountered", "occurred", "happened", "triggered", "leading",
+    "likely", "probably", "appears", "seems", "because", "therefore", "logs", "named", "name", "known",
+    "while", "whose", "both", "then", "next", "later", "shortly", "another", "many", "several",
+})
+
+_CATEGORY_VALUES = sorted((c.value for c in Category), key=len, reverse=True)
+_SNAKE_TOKENS = sorted({v for v in [*_CATEGORY_VALUES, *(m.value for m in FailureMode)] if "_" in v}, key=len, reverse=True)
+_INTERNAL = re.compile(
+    r"(?i:\b(?:" + "|".join(_SNAKE_TOKENS) + r")\b)"
+    r"|(?i:\bcategor(?:y|ies)\s*[:=]?\s*(?:" + "|".join(_CATEGORY_VALUES) + r")\b)"
+    r"|(?i:\b(?:rank|node)\s*[:=]?\s*(?:unknown|none|null|n/a)\b)"
+    r"|\bNone\b(?! of)|\bnull\b"
+)
+_BARE_ID = re.compile(r"\bE\d+\b")
+
+
+def internal_identifiers(text: str, pack: EvidencePack | None = None) -> list[str]:
+    """The internal identifiers ``text`` names, in order of appearance (empty when there are none).
+
+    Internal: a category or failure-mode token with an underscore (``user_code``, ``gpu_oom``,
+    ``fail_stop``), a category after the word "category" ("category network"), ``rank unknown`` /
+    ``rank None``, ``None`` or ``null``, an evidence id outside citation brackets (``E2``), and, with
+    ``pack``, the snake_case id of any signature the diagnosis matched. A token that this job's log lines (the
+    pack's non-background items) contain as such is not counted: it is a quote.
+    """
+    bare = _CITE.sub(" ", text)
+    found = [m.group(0) for m in _INTERNAL.finditer(bare)]
+    found += [m.group(0) for m in _BARE_ID.finditer(bare)]
+    if pack is not None:
+        for sid in (x for x in pack.signature_ids if "_" in x):  # a one-word id ("segfault") is a plain word
+            found += [m.group(0) for m in re.finditer(rf"(?i)\b{re.escape(sid)}\b", bare)]
+    if not found:
+        return []
+    logs = " ".join(i.text for i in pack.items if i.kind not in BACKGROUND_KINDS) if pack is not None else ""
+    out: list[str] = []
+    for tok in found:
+        quoted = re.search(rf"(?<!\w){re.escape(tok)}(?!\w)", logs) is not None
+        if not quoted and tok not in out:
+            out.append(tok)
+    return out
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in re.findall(r"[a-z]{4,}", text.lower())}
+
+
+def _stem_supported(word: str, stems: set[str]) -> bool:
+    w = word[:5]
+    if w in stems:
+        return True
+    if len(w) == 4:
+        return any(s.startswith(w) for s in stems)
+    return any(len(s) == 4 and word.startswith(s) for s in stems)
+
+
+#: A clause saying what a rank was doing when it failed ("while trying to load weights"): each of its
+#: content words must be found in this job's evidence (check 8).
+_ACTIVITY = re.compile(r"(?i)\b(?:while|when|during|trying to|attempting to|in the middle of)\b([^,;]*)")
+
+
+def unsupported_words(body: str, evidence: str, background: str) -> list[str]:
+    """Check 8: the content words of ``body`` (4+ letters, outside :data:`SUPPORT_STOPWORDS` and
+    :data:`NARRATIVE_WORDS`) that ``evidence`` does not support (no word of it shares the first five
+    letters; a four-letter word must be a prefix of one) and that either stand in a clause about what a
+    rank was doing (after "while", "when", "during", "trying to", ...) or are found in ``background``
+    (taken from general text, not from the log). In order, without repeats; empty when supported."""
+    ev, bg = _stems(evidence), _stems(background)
+    activity = {w for m in _ACTIVITY.finditer(body) for w in re.findall(r"[a-z]{4,}", m.group(1).lower())}
+    out: list[str] = []
+    for w in re.findall(r"[a-z]{4,}", body.lower()):
+        if w in SUPPORT_STOPWORDS or w in NARRATIVE_WORDS or w in out or _stem_supported(w, ev):
+            continue
+        if w in activity or _stem_supported(w, bg):
+            out.append(w)
+    return out
+
+
+def evidence_sources(pack: EvidencePack, ids: list[str], resemblance: bool, deterministic: str) -> tuple[str, str]:
+    """``(evidence, background)`` for check 8 of a sentence citing ``ids``. Evidence: the cited items
+    that are not background (label and text), the facts, the deterministic summary ``deterministic``,
+    and, for a sentence that claims a ``resemblance``, the cited past incidents. Background: the texts
+    of every background item of the pack (:data:`~diag_service.llm.pack.BACKGROUND_KINDS`)."""
+    parts = [pack.facts_text(), deterministic]
+    for i in ids:
+        item = pack.item(i)
+        if item is not None and (item.kind not in BACKGROUND_KINDS or (resemblance and item.kind == "similar")):
+            parts.append(f"{item.label} {item.text}")
+    background = " ".join(i.text for i in pack.items if i.kind in BACKGROUND_KINDS)
+    return "\n".join(parts), background
+
+
+_FIRST_RANK = re.compile(r"(?i)\brank\s+(\d+)\b(?=[^;]*\bfirst\b)|\bfirst\b[^;]*?\brank\s+(\d+)\b")
+
+
+def first_rank_claim(body: str) -> int | None:
+    """The rank ``body`` says failed first (``rank N`` and the word "first" in one clause: "rank 3 on
+    node1 failed first", "the first failure on rank 3"), else None (check 9)."""
+    m = _FIRST_RANK.search(body)
+    return int(m.group(1) or m.group(2)) if m else None
+
+
 def known_ranks(pack: EvidencePack) -> set[int]:
     """Ranks the pack names: the first failing rank, every item's ranks, and ``rank N`` in item texts."""
     ranks: set[int] = set()
@@ -267,6 +409,7 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     """
     valid = pack.ids()
     corpus = pack.corpus()
+    deterministic = fallback_summary(pack)[0]
     ranks = known_ranks(pack)
     kinds = {i.id: i.kind for i in pack.items}
     item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
@@ -274,16 +417,8 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     kept: list[str] = []
     cites: list[str] = []
     dropped: list[str] = []
-    for sentence in _sentences(answer.summary):
-        ids: list[str] = []
-        for m in _CITE.finditer(sentence):
-            for n in _ID.findall(m.group(1)):
-                i = f"E{int(n)}"
-                if i in valid and i not in ids:
-                    ids.append(i)
-        body = _CITE.sub("", sentence).strip()
-        body = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", body)
-        body = re.sub(r"\s{2,}", " ", body).strip()
+    for sentence, body, cited in split_cited(answer.summary):
+        ids = [i for i in cited if i in valid]
         if not ids:
             dropped.append(f"uncited: {sentence}")
             continue
@@ -303,18 +438,31 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         if _ACTION.search(body):
             dropped.append(f"action: {sentence}")
             continue
-        bad = _ungrounded(body, corpus)
+        internal = internal_identifiers(body, pack)
+        if internal:
+            dropped.append(f"internal identifier ({internal[0]}): {sentence}")
+            continue
+        bad = ungrounded_token(body, corpus)
         if bad is not None:
             dropped.append(f"ungrounded ({bad}): {sentence}")
             continue
         if not _supported(body, " ".join(item_text[i] for i in ids)):
             dropped.append(f"unsupported by {', '.join(ids)}: {sentence}")
             continue
+        resemblance = _RESEMBLE.search(body) is not None
+        missing = unsupported_words(body, *evidence_sources(pack, ids, resemblance, deterministic))
+        if missing:
+            dropped.append(f"not in the cited log lines ({', '.join(missing[:3])}): {sentence}")
+            continue
         claimed = {int(x) for m in _RANK_CLAIM.finditer(body) for x in re.findall(r"\d+", m.group(1))}
         if claimed - ranks:
             dropped.append(f"unknown rank ({', '.join(map(str, sorted(claimed - ranks)))}): {sentence}")
             continue
-        if _RESEMBLE.search(body) and not any(kinds.get(i) == "similar" for i in ids):
+        wrong = first_rank_claim(body)
+        if wrong is not None and not resemblance and wrong != pack.facts.get("first_failing_rank"):
+            dropped.append(f"wrong first rank ({wrong}): {sentence}")
+            continue
+        if resemblance and not any(kinds.get(i) == "similar" for i in ids):
             dropped.append(f"resemblance without a past incident: {sentence}")
             continue
         if len(kept) >= max_sentences:

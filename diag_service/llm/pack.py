@@ -3,7 +3,8 @@
 :func:`build_evidence_pack` turns a :class:`~diag_service.domain.Diagnosis` into
 
 - **facts**: what the analyzers decided (failure mode, category, the deciding signature's name, first
-  failing rank and node, how many other ranks failed after it). Computed by the pipeline, never taken from log text;
+  failing rank and node, how many other ranks failed after it). Computed by the pipeline, never taken
+  from log text; shown to the model in plain words (:data:`CATEGORY_WORDS`), never as internal tokens;
 - **items** ``E1``, ``E2``, ...: candidate evidence in priority order. Candidates, highest priority
   first: the first failure's log line (100), further root-cause lines (89 down), hang/slow findings
   (88, suspects 84), the deciding signature (85; its meaning only: the first sentence of its
@@ -20,6 +21,9 @@ that does not fit is skipped whole, and a smaller, lower-priority one may still 
 is cut to make room. One item longer than ``max_item_tokens`` (a single log line of kilobytes) is
 elided in its middle with an explicit ``[... N chars elided ...]`` marker; that is the only shortening.
 Ids are given after fitting, in priority order, so ``E1`` is always the highest-priority item kept.
+The prompt shows the items in two groups: this job's log lines and findings (evidence), and the
+*background* (:data:`BACKGROUND_KINDS`: a signature's general explanation, past incidents), which
+may name the kind of failure or a resemblance but is never stated as what happened.
 
 Every text is redacted again (:func:`diag_service.redact.redact`, defensively: the pipeline already
 did), stripped of control characters, collapsed to one line, and chat-template control sequences
@@ -41,7 +45,34 @@ from diag_service.domain import Diagnosis, EventRole, EventTemplate, Evidence
 from diag_service.llm.config import PackConfig
 from diag_service.redact import redact
 
-PACK_VERSION = "2"
+PACK_VERSION = "3"
+
+#: How the facts name each category to the model: plain words, never the internal token (``user_code``),
+#: which a small model copies into the summary. Written from the category definitions of
+#: ``eval/corpus/README.md`` ("Categories, in this project's vocabulary").
+CATEGORY_WORDS: dict[str, str] = {
+    "gpu_hardware": "a GPU hardware fault",
+    "network": "a network fault",
+    "gpu_oom": "the GPU ran out of memory",
+    "host_oom": "the host ran out of memory",
+    "user_code": "a bug in the training script",
+    "config": "a configuration problem",
+    "data": "a problem with the training data",
+    "storage": "a storage or file system problem",
+    "framework": "a bug in the framework (PyTorch, NCCL, DeepSpeed, ...)",
+    "infrastructure": "a cluster infrastructure problem (scheduler, container, driver, node)",
+    "unknown": "not determined from the logs",
+}
+#: How the facts name each failure mode to the model (plain words, as :data:`CATEGORY_WORDS`).
+MODE_WORDS: dict[str, str] = {
+    "fail_stop": "the job stopped with an error",
+    "fail_hang": "the job hung without progress",
+    "fail_slow": "the job ran slower than it should",
+}
+#: Item kinds that are background knowledge (a signature's general explanation, a past incident), not
+#: what this job's logs say: shown to the model apart from the evidence, and never enough to support a
+#: claim about what a rank was doing (:func:`diag_service.llm.output.check_answer`, check 8).
+BACKGROUND_KINDS = frozenset({"signature", "similar"})
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _SPECIAL = [
@@ -81,6 +112,8 @@ class EvidencePack(BaseModel):
     budget_tokens: int
     used_tokens: int
     category_unknown: bool
+    signature_ids: list[str] = Field(default_factory=list,
+                                     description="Ids of the diagnosis' matched signatures (never shown; never in a summary).")
 
     def ids(self) -> set[str]:
         return {i.id for i in self.items}
@@ -89,9 +122,15 @@ class EvidencePack(BaseModel):
         return next((i for i in self.items if i.id == item_id), None)
 
     def facts_text(self) -> str:
-        """The facts as one line, e.g. ``failure mode fail_stop; category user_code; first failing rank 3 on node node1``."""
+        """The facts as one line in plain words, e.g. ``the job stopped with an error; cause: a bug in the
+        training script; known failure: Tensor shape or size mismatch; first failing rank 3 on node node1``.
+
+        Internal tokens (``fail_stop``, ``user_code``, "rank unknown") are never written: the model copies
+        what it reads (:data:`CATEGORY_WORDS`, :data:`MODE_WORDS`).
+        """
         f = self.facts
-        parts = [f"failure mode {f['failure_mode']}", f"category {f['category']}"]
+        mode, cat = str(f["failure_mode"]), str(f["category"])
+        parts = [MODE_WORDS.get(mode, mode.replace("_", " ")), "cause: " + CATEGORY_WORDS.get(cat, cat.replace("_", " "))]
         if f.get("signature"):
             parts.append(f"known failure: {f['signature']}")
         if f.get("first_failing_rank") is not None:
@@ -101,7 +140,7 @@ class EvidencePack(BaseModel):
             parts.append(where)
         else:
             node = f.get("first_failing_node")
-            parts.append("first failing rank unknown" + (f", on node {node}" if node else ""))
+            parts.append("the logs do not name the rank that failed first" + (f"; it failed on node {node}" if node else ""))
         if f.get("faulty_nodes"):
             parts.append("faulty nodes " + ", ".join(f["faulty_nodes"]))  # type: ignore[arg-type]
         others = f.get("other_failed_ranks")
@@ -116,7 +155,16 @@ class EvidencePack(BaseModel):
         return "; ".join(parts)
 
     def evidence_text(self) -> str:
+        """Every item, one rendered line each (``E1 (label): text``), in id order."""
         return "\n".join(i.render() for i in self.items)
+
+    def log_text(self) -> str:
+        """The items that say what happened in this job (log lines, analyzer findings), one per line; ``(none)`` without any."""
+        return "\n".join(i.render() for i in self.items if i.kind not in BACKGROUND_KINDS) or "(none)"
+
+    def background_text(self) -> str:
+        """The background items (:data:`BACKGROUND_KINDS`), one per line; ``(none)`` without any."""
+        return "\n".join(i.render() for i in self.items if i.kind in BACKGROUND_KINDS) or "(none)"
 
     def corpus(self) -> str:
         """Everything the model was shown, lower-cased (for the grounding check of its answer)."""
@@ -241,7 +289,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
     for j, h in enumerate(roots[:3]):
         out.append(_Candidate(
             kind="signature",
-            label=_label(f'signature "{h.name}"', h.category.value, _ranks_label(h.ranks), _nodes_label(h.nodes)),
+            label=_label(f'known failure "{h.name}", general explanation', _ranks_label(h.ranks), _nodes_label(h.nodes)),
             text=_first_sentence(h.explanation), priority=85 if j == 0 else 45 - j, ranks=h.ranks[:64], nodes=h.nodes[:16],
             location=h.signature_id,
         ))
@@ -267,7 +315,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
     for j, s in enumerate(kept):
         out.append(_Candidate(
             kind="similar",
-            label=_label(f"past incident {s.incident_id}", f"similarity {s.score:.2f}", s.category.value),
+            label=_label(f"past incident {s.incident_id}", f"similarity {s.score:.2f}"),
             text=f"{s.title}: {s.root_cause}", priority=72 if j == 0 else 50 - j, location=s.incident_id,
         ))
     return out
@@ -337,6 +385,7 @@ def build_evidence_pack(diagnosis: Diagnosis, config: PackConfig | None = None) 
     return EvidencePack(
         facts=_facts(diagnosis), items=items, dropped=len(cands) - len(items), budget_tokens=cfg.budget_tokens,
         used_tokens=used, category_unknown=diagnosis.category.value == "unknown",
+        signature_ids=sorted({h.signature_id for h in diagnosis.signature_hits}),
     )
 
 

