@@ -92,7 +92,7 @@ def test_the_log_text_is_only_ever_quoted_evidence(injected: Diagnosis) -> None:
 
 def test_an_obedient_model_cannot_get_instructions_into_the_report(injected: Diagnosis, tmp_path: Path) -> None:
     backend = ObedientBackend()
-    r = summarize_detailed(injected, LlmConfig.load(cache_dir=str(tmp_path)), backend=backend)
+    r = summarize_detailed(injected, LlmConfig.load(cache_dir=str(tmp_path), generation={"attempts": 2}), backend=backend)
     n = r.narrative
     assert n.source == "fallback"  # every obeying sentence was dropped, twice
     assert len(backend.requests) == 2

@@ -78,6 +78,8 @@ class GenerationConfig(BaseModel):
     max_new_tokens: int = Field(default=160, ge=8, le=1024)
     temperature: float = Field(default=0.0, ge=0, le=2, description="0 = greedy decoding.")
     timeout_s: float = Field(default=120, gt=0, le=3600, description="Wall-time limit of one generation, seconds.")
+    attempts: int = Field(default=1, ge=1, le=3, description="Generations per summary: a rejected answer is retried "
+                          "with the rejection reason until this many were made, then the deterministic summary.")
 
 
 class PackConfig(BaseModel):

@@ -102,7 +102,7 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
     schema = answer_schema(ids, pack.category_unknown)
     messages = build_messages(pack, prompts)
     checked: CheckedAnswer | None = None
-    for attempt in range(2):
+    for attempt in range(gen.attempts):
         req = GenerationRequest(messages=messages, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
                                 timeout_s=gen.timeout_s, json_schema=schema)
         try:
@@ -116,10 +116,11 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
             break
         except AnswerError as exc:
             result.errors.append(str(exc))
-            if attempt == 0:
+            if attempt + 1 < gen.attempts:
                 messages = retry_messages(messages, str(exc), pack, prompts)
     if checked is None:
-        return _fallback(pack, t0, f"invalid answer twice: {'; '.join(result.errors)}", result)
+        return _fallback(pack, t0, f"invalid answer ({len(result.attempts)} attempt(s)): {'; '.join(result.errors)}",
+                         result)
     result.dropped = checked.dropped
     result.narrative = _with_cited(Narrative(
         text=checked.text, citations=checked.citations, source="model", model=backend.name,
