@@ -429,3 +429,70 @@ def test_watch_log_dir_without_pid_attaches_to_the_torchrun_that_writes_there(tm
             if p.stdin is not None and not p.stdin.closed:
                 p.stdin.close()
             p.wait(timeout=10)
+
+
+def test_a_checkpoint_line_naming_its_iteration_is_a_phase_not_progress(tmp_path: Path) -> None:
+    # Megatron: "saving checkpoint at iteration N to ..." names the step it follows; read as a step line it
+    # used to clear the phase at once, and a 5 s hang was declared during an 8 s save (lab clean_ckpt_eval)
+    clock = Clock()
+    agent = _agent(tmp_path, clock, hang_floor_s=5.0, hang_factor=1.0, hang_phase_factor=4.0)
+    log = tmp_path / "logs" / "train.log"
+    for step in range(1, 6):
+        _append(log, f" iteration {step}/ 100 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.0\n")
+        agent.step()
+        clock.t += 1.0
+    _append(log, " saving checkpoint at iteration       5 to /ckpt in torch_dist format\n")
+    agent.step()
+    assert agent.hang_timeout() == pytest.approx(20.0)
+    phases = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.PHASE]
+    assert len(phases) == 1 and phases[0].duration == pytest.approx(20.0) and "saving checkpoint" in phases[0].cause
+    clock.t += 8.0
+    _append(log, "  successfully saved checkpoint from iteration       5 to /ckpt\n")
+    agent.step()
+    assert "hang_detected" not in _kinds(agent)
+
+
+def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
+    # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
+    from diag_service.live.jobs import LiveJobs, LiveSettings
+
+    clock = Clock()
+    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0), clock=clock)
+
+    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ack, _ = jobs.apply("job-7", AgentBatch.model_validate(batch))
+        return 200, ack.model_dump(mode="json")
+
+    agents, logs = {}, {}
+    for node in ("node0", "node1"):
+        logs[node] = tmp_path / node / "logs"
+        logs[node].mkdir(parents=True)
+        cfg = WatchSettings(job_id="job-7", node=node, log_dir=logs[node], state_dir=tmp_path / node / "state",
+                            hang_floor_s=5.0, hang_factor=1.0, hang_phase_factor=4.0, heartbeat_s=2.0)
+        agents[node] = Agent(cfg, service, clock=clock, stack_dumper=lambda pid: ("py-spy-json", "[]"))
+
+    def tick(seconds: float) -> None:
+        for _ in range(int(seconds / 0.5)):
+            for a in agents.values():
+                a.step()
+                assert a.sender is not None
+                a.sender.send_pending()
+            clock.t += 0.5
+
+    for step in range(1, 6):
+        for node in agents:
+            _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
+        tick(1.0)
+    _append(logs["node0"] / "train.log", "[rank0] Saving model checkpoint to /ckpt/checkpoint-5\n")
+    tick(9.0)  # node1 sees no step for 9 s > its 5 s floor, without a phase line of its own
+    view = jobs.view("job-7")
+    assert view is not None and view.detected_time is None and view.status != "hung"
+    assert agents["node1"].hang_timeout() == pytest.approx(20.0)  # the job-wide phase reached node1
+    for node in agents:
+        _append(logs[node] / "train.log", "step 6 loss 2.0\n")
+    tick(2.0)
+    assert jobs.view("job-7").detected_time is None  # type: ignore[union-attr]
+    # a real hang after the phase is declared and accepted once the phase is over
+    tick(40.0)
+    assert jobs.view("job-7").detected_time is not None  # type: ignore[union-attr]
+    jobs.close()

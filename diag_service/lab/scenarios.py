@@ -223,6 +223,10 @@ class Scenario(BaseModel):
     nodes: Literal[1, 2] = 1
     num_workers: int = Field(default=0, ge=0, le=4, description="DataLoader workers per rank.")
     ckpt_every: int = Field(default=0, ge=0, description="Rank 0 checkpoints every N steps (0: never).")
+    ckpt_pause_s: float = Field(default=0.0, ge=0, le=120,
+                                description="Extra seconds each checkpoint save takes (a large save to a slow file system).")
+    eval_every: int = Field(default=0, ge=0, description="Every rank evaluates every N steps (0: never).")
+    eval_s: float = Field(default=0.0, ge=0, le=120, description="Seconds an evaluation takes (forward passes, no step).")
     max_restarts: int = Field(default=0, ge=0, le=3)
     fault_on_restart: bool = False
     jitter_s: float = Field(default=0.0, ge=0, description="Extra uniform 0..jitter_s sleep per step.")

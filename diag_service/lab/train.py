@@ -76,6 +76,9 @@ class TrainConfig:
     num_workers: int = 0
     collective_timeout_s: float = 30.0
     ckpt_every: int = 0
+    ckpt_pause_s: float = 0.0
+    eval_every: int = 0
+    eval_s: float = 0.0
     fault_ckpt_dir: str | None = None
     fault_on_restart: bool = False
     jitter_s: float = 0.0
@@ -528,8 +531,15 @@ def main(argv: list[str] | None = None) -> int:
             events.write({"event": "first_step", "time": t4, "step": step, "attempt": attempt})
 
         if cfg.ckpt_every and rank == 0 and (step + 1) % cfg.ckpt_every == 0 and step + 1 < cfg.steps:
+            # the lines of HF Trainer / Megatron: a log reader knows a pause without steps is a save
+            print(f"[lab] rank {rank} saving checkpoint at step {step} to {ckpt_dir}", flush=True)
             path = _save_checkpoint(model, opt, step, ckpt_dir)
+            if cfg.ckpt_pause_s > 0:
+                time.sleep(cfg.ckpt_pause_s)  # a large checkpoint written to a slow shared file system
+            print(f"[lab] rank {rank} successfully saved checkpoint at step {step}", flush=True)
             events.write({"event": "checkpoint_saved", "time": time.time(), "step": step, "path": str(path)})
+        if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:
+            _evaluate(model, loss_fn, x, y, cfg, rank, step)
         if at_onset and kind == "checkpoint_write":
             _note_fault(cfg, rank, step, {"dir": cfg.fault_ckpt_dir})
             assert cfg.fault_ckpt_dir is not None
@@ -548,6 +558,28 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _evaluate(model: nn.Module, loss_fn: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, rank: int,
+              step: int) -> None:
+    """An evaluation pass: forward passes without gradients for ``cfg.eval_s`` seconds, then the ranks average
+    the evaluation loss (one all-reduce), announced as HF Trainer does: by the main process only ("Running
+    Evaluation"), so an agent on another node sees its ranks stop without a phase line of their own."""
+    if rank == 0:
+        print(f"[lab] rank {rank} ***** Running Evaluation ***** at step {step}", flush=True)
+    t_end = time.time() + cfg.eval_s
+    total, n = 0.0, 0
+    with torch.no_grad():
+        while True:
+            total += float(loss_fn(model(x), y))
+            n += 1
+            if time.time() >= t_end:
+                break
+            time.sleep(min(0.05, max(0.0, t_end - time.time())))
+    avg = torch.tensor([total / max(n, 1)], dtype=torch.float64)
+    dist.all_reduce(avg)
+    if rank == 0:
+        print(f"[lab] rank {rank} eval_loss {float(avg.item()) / dist.get_world_size():.4f} at step {step}", flush=True)
 
 
 def _slow_now(cfg: TrainConfig, step: int) -> bool:

@@ -87,6 +87,9 @@ PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|check
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
+#: The longest job-wide phase (seconds) adopted from one acknowledgement: a checkpoint save or evaluation
+#: pass that another agent reported (the service's answer is bounded by its own settings too).
+MAX_PHASE_S = 3600.0
 #: The longest heartbeat interval adopted from the service (its own bound on ``live.heartbeat_s``).
 MAX_HEARTBEAT_S = 3600.0
 #: Seconds between two listings of the launcher's workers. A listing walks the launcher's process tree and
@@ -133,6 +136,7 @@ class _Progress:
     first_time: float | None = None
     intervals: deque[float] = field(default_factory=lambda: deque(maxlen=256))
     in_phase: bool = False
+    phase_time: float | None = None  # the poll in which the phase line was read
 
     def p99(self) -> float | None:
         if len(self.intervals) < 3:
@@ -166,6 +170,8 @@ class Agent:
         self.seq = 0
         self.spool = Spool(cfg.state_dir / "spool")
         self.heartbeat_s = cfg.heartbeat_s  # adopted from the service's acknowledgements (_on_ack)
+        self.job_phase_until = 0.0  # unix seconds: a phase another agent of the job reported (_on_ack)
+        self.withdraw_hang = False  # set by _on_ack: the hang declared was a wait for that phase
         self.sender = Sender(self.spool, send, on_ack=self._on_ack) if send is not None else None
         self.launcher = launcher
         self.pump = pump
@@ -261,6 +267,11 @@ class Agent:
         if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= MAX_HEARTBEAT_S and v != self.heartbeat_s:
             log.info("heartbeat every %g s, as the service expects (was %g s)", v, self.heartbeat_s)
             self.heartbeat_s = float(v)
+        ph = ack.get("job_phase_s")
+        if isinstance(ph, int | float) and not isinstance(ph, bool) and 0 < ph <= MAX_PHASE_S:
+            # another node's rank is saving a checkpoint or evaluating: a stall here is waiting for it
+            self.job_phase_until = max(self.job_phase_until, self.clock() + float(ph))
+            self.withdraw_hang = self.hung  # a hang declared meanwhile was this wait: the service held it
 
     # ------------------------------------------------------------------ input
     def _on_chunk(self, root: str, chunk: Chunk, now: float) -> None:
@@ -286,11 +297,16 @@ class Agent:
             self._on_line(line, now, rank, local_rank)
 
     def _on_line(self, line: str, now: float, rank: int | None, local_rank: int | None) -> None:
-        m = STEP_LINE.search(line)
+        # a phase line names the step it follows ("saving checkpoint at iteration 1000"): it is not progress
+        m = None if PHASE_LINE.search(line) or CHECKPOINT_SAVED.search(line) else STEP_LINE.search(line)
         if m:
             self._on_step(int(m.group(1) or m.group(2)), now)
         elif PHASE_LINE.search(line):
-            self.progress.in_phase = True
+            entering = not self.progress.in_phase
+            self.progress.in_phase, self.progress.phase_time = True, now
+            if entering:  # the other nodes' ranks will wait for this one: the service tells their agents
+                self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300])
+                self.urgent = True
         if CHECKPOINT_SAVED.search(line):
             self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=max(self.progress.max_step, 0) or None)
         if not self.failed and FATAL_LINE.search(line):
@@ -320,7 +336,10 @@ class Agent:
             self._event(LiveEventKind.FIRST_STEP, now, step=step)
         elif p.last_time is not None and not p.in_phase:
             p.intervals.append((now - p.last_time) / max(1, step - p.max_step))
-        p.max_step, p.last_time, p.in_phase = step, now, False
+        # a phase line read in this same poll stays in force: the files of one poll are not read in time order
+        # (the step's timing record can come after the "saving checkpoint" line that followed it)
+        p.max_step, p.last_time = step, now
+        p.in_phase = p.in_phase and p.phase_time == now
         if self.hung:
             self.hung = False
             log.info("progress again at step %d: the hang is over", step)
@@ -426,11 +445,15 @@ class Agent:
             return self.cfg.startup_timeout_s
         p99 = p.p99()
         base = max(self.cfg.hang_floor_s, self.cfg.hang_factor * p99) if p99 is not None else self.cfg.hang_floor_s
-        return base * (self.cfg.hang_phase_factor if p.in_phase else 1.0)
+        in_phase = p.in_phase or self.clock() < self.job_phase_until
+        return base * (self.cfg.hang_phase_factor if in_phase else 1.0)
 
     def _check_hang(self, now: float) -> None:
         if self.failed or self.finished:
             return
+        if self.withdraw_hang and self.hung:
+            self.withdraw_hang, self.hung = False, False
+            log.info("hang withdrawn: another node's rank is in a checkpoint or evaluation phase")
         timeout = self.hang_timeout()
         since = self.progress.last_time if self.progress.last_time is not None else self.started
         if not self.hung and timeout is not None and now - since > timeout:

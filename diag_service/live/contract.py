@@ -61,6 +61,9 @@ class LiveEventKind(StrEnum):
     FINISHED = "finished"
     HEARTBEAT = "heartbeat"
     WORKER = "worker"  # a worker process seen: its global ``rank``, ``local_rank`` and ``pid`` (not an ETPR event)
+    # a checkpoint or evaluation phase began on this node (``duration``: the agent's stretched hang timeout in
+    # seconds; ``cause``: the line); the service tells the job's other agents (not an ETPR event)
+    PHASE = "phase"
 
 
 class _Strict(BaseModel):
@@ -159,6 +162,9 @@ class BatchAck(_Strict):
     heartbeat_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
         "Seconds between heartbeats the service expects (its live.heartbeat_s; an agent silent for "
         "live.stale_after of them is stale): the agent adopts it."))
+    job_phase_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "Seconds left of a checkpoint or evaluation phase that an agent of the job reported: ranks without a step "
+        "meanwhile are waiting for it (rank 0 saving, the others in the next collective), not hung."))
 
 
 __all__ = [

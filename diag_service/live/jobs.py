@@ -149,6 +149,8 @@ class JobState(BaseModel):
     incident_time: float | None = None  # service clock: when the current incident opened
     incident_failure: bool = False  # the current incident includes a failure (announced when final)
     announced: int = 0  # the last incident announced while the job was still running
+    phase_until: float | None = None  # service clock: end of a checkpoint/evaluation phase an agent reported
+    held_hangs: int = 0  # hang detections held back because the job was in such a phase
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
 
 
@@ -449,16 +451,23 @@ class LiveJobs:
 
     def _ack(self, job_id: str, live: _Live, seq: int, applied: bool) -> BatchAck:
         done = [d for d in live.state.diagnoses if d.status == "done"]
+        left = (live.state.phase_until - self.clock()) if live.state.phase_until is not None else 0.0
         return BatchAck(job_id=job_id, seq=seq, applied=applied, status=self._status(live.state),
-                        diagnosis_id=done[-1].id if done else None, heartbeat_s=self.settings.heartbeat_s)
+                        diagnosis_id=done[-1].id if done else None, heartbeat_s=self.settings.heartbeat_s,
+                        job_phase_s=round(left, 3) if left > 0 else None)
+
+    def _in_phase(self, st: JobState, now: float) -> bool:
+        """Whether a checkpoint or evaluation phase an agent reported is still on (and no incident is open)."""
+        return st.phase_until is not None and now < st.phase_until and not st.incident_open
 
     def _apply(self, live: _Live, agent: AgentState, batch: AgentBatch, now: float) -> bool:
         trigger = False
+        held = self._in_phase(live.state, now)  # stack samples of a held hang are kept, not diagnosed
         for chunk in batch.logs:
             trigger |= self._append_log(live, batch.node, chunk)
         if batch.stacks:
             self._write_stacks(live, batch.node, batch.stacks)
-            trigger = True
+            trigger = trigger or not held
         if batch.fr:
             self._write_fr(live, batch)
             trigger = True
@@ -642,6 +651,18 @@ class LiveJobs:
         workers = False
         for ev in batch.events:
             if ev.event == LiveEventKind.HEARTBEAT:
+                continue
+            if ev.event == LiveEventKind.PHASE:  # a checkpoint or evaluation phase: the other agents are told
+                grace = min(ev.duration if ev.duration is not None else self.settings.phase_s, self.settings.phase_s)
+                now = self.clock()
+                st.phase_until = max(st.phase_until or 0.0, now + grace)
+                continue
+            if ev.event == LiveEventKind.HANG_DETECTED and self._in_phase(st, self.clock()):
+                # ranks of other nodes wait in the next collective while one saves or evaluates: the agent is
+                # told (BatchAck.job_phase_s), withdraws it and declares a hang again if the wait outlasts the phase
+                st.held_hangs += 1
+                log.info("live job %s: hang of %s held: the job is in a checkpoint or evaluation phase",
+                         st.job_id, batch.node)
                 continue
             if ev.event == LiveEventKind.WORKER:  # the rank map of the job's logs and dumps, not an ETPR event
                 if ev.rank is not None:

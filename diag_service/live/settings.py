@@ -16,6 +16,10 @@ class LiveSettings(BaseModel):
         default=15.0, ge=0, le=3600,
         description="A hang or slow incident of a job still running is announced with the first diagnosis this "
                     "long after it opened (a hung job stays allocated: its agents may never end).")
+    phase_s: float = Field(
+        default=600.0, gt=0, le=3600,
+        description="Longest checkpoint or evaluation phase (seconds) during which the job's other agents' hang "
+                    "detections are held (each phase lasts the reporting agent's stretched hang timeout, at most this).")
     heartbeat_s: float = Field(default=10.0, gt=0, le=3600,
                                description="The agents' heartbeat interval (in every acknowledgement; agents adopt it).")
     stale_after: float = Field(default=3.0, ge=1, description="An agent silent for this many heartbeat intervals is stale.")
