@@ -71,6 +71,18 @@ class Agent:
         return r.json()
 
 
+
+def send_hang_samples(agents: dict[str, Agent], src: Path, ranks: dict[str, Any], index: list[dict[str, Any]],
+                      hang_at: int) -> None:
+    """Each node's agent sends the fixture's stack snapshots of its ranks, and ``hang_detected`` with snapshot
+    ``hang_at``."""
+    for snap in index:
+        for n, a in agents.items():
+            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
+                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
+                      for r, v in ranks.items() if v["node"] == n]
+            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == hang_at else [])
+
 def live_job(client: TestClient, job: str) -> dict[str, Any]:
     r = client.get(f"/v1/live/jobs/{job}")
     assert r.status_code == 200, r.text
@@ -190,12 +202,7 @@ def test_stack_samples_of_a_hang_name_the_culprit_of_diag_hang(client: TestClien
     agents = {n: Agent(client, job, n) for n in ("node0", "node1")}
     for a in agents.values():
         a.send(events=[{"event": "started", "time": T0}])
-    for snap in index:
-        for n, a in agents.items():
-            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
-                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
-                      for r, v in ranks.items() if v["node"] == n]
-            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 3 else [])
+    send_hang_samples(agents, src, ranks, index, hang_at=3)
     view = wait_until(lambda: (v := live_job(client, job))["failure_mode"] == "fail_hang" and not v["diagnosis_pending"] and v,
                       timeout=120)
     assert view["status"] == "hung"
@@ -519,12 +526,7 @@ def test_a_hang_is_announced_when_final_not_per_provisional_diagnosis(alerting: 
     agents = {n: Agent(alerting, job, n) for n in ("node0", "node1")}
     for a in agents.values():
         a.send(events=[{"event": "started", "time": T0}])
-    for snap in index:
-        for n, a in agents.items():
-            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
-                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
-                      for r, v in ranks.items() if v["node"] == n]
-            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 0 else [])
+    send_hang_samples(agents, src, ranks, index, hang_at=0)
     wait_until(lambda: (v := live_job(alerting, job))["failure_mode"] == "fail_hang" and not v["diagnosis_pending"], timeout=120)
     store = alerting.app.state.ctx.store  # type: ignore[attr-defined]
     # provisional (the job still hangs): no alert was even claimed (claims happen before the outcome is recorded)
@@ -562,12 +564,7 @@ def test_a_hang_of_a_job_still_running_is_announced_once_without_waiting_for_its
     agents = {n: Agent(alerting_running, job, n) for n in ("node0", "node1")}
     for a in agents.values():
         a.send(events=[{"event": "started", "time": T0}])
-    for snap in index:
-        for n, a in agents.items():
-            stacks = [{"snapshot": snap["index"], "time": snap["time"], "rank": int(r), "local_rank": v["local_rank"],
-                       "pid": v["pid"], "fmt": "py-spy-json", "text": (src / snap["dir"] / f"rank-{r}.json").read_text()}
-                      for r, v in ranks.items() if v["node"] == n]
-            a.send(stacks=stacks, events=[{"event": "hang_detected", "time": snap["time"]}] if snap["index"] == 0 else [])
+    send_hang_samples(agents, src, ranks, index, hang_at=0)
     # no agent ends: the announcement comes from a diagnosis of the running job
     assert wait_until(lambda: posts_for(hooks, "slack", job), timeout=60)
     view = live_job(alerting_running, job)
