@@ -871,8 +871,8 @@ class LiveJobs:
                 log.exception("live job %s: final diagnosis %s not announced", job_id, diag_id)
         if again:
             self._scheduler.schedule(job_id, self.settings.debounce_s)
-        elif announce is not None:
-            self._scheduler.schedule(job_id, max(0.05, announce), keep_earlier=True)
+        elif announce is not None:  # (at least 1 s: a diagnosis that failed is not retried in a tight loop)
+            self._scheduler.schedule(job_id, max(1.0, announce), keep_earlier=True)
 
     # -- reading -----------------------------------------------------------------------------------
 
