@@ -7,6 +7,7 @@ any command is printed as one line on stderr and ends the process with its kind'
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -92,7 +93,9 @@ class LazyDiagGroup(DiagGroup):
             return typer.main.get_command(outer).commands[name]  # type: ignore[attr-defined]
         one = typer.Typer()
         # a function may carry click's context settings (diag watch takes the command after "--")
-        one.command(name, help=help_, cls=DiagCommand, context_settings=getattr(obj, "context_settings", None))(obj)
+        # its docstring is its full help (usage forms, examples); the registry's line is the listing's
+        one.command(name, help=inspect.getdoc(obj) or help_, cls=DiagCommand,
+                    context_settings=getattr(obj, "context_settings", None))(obj)
         return typer.main.get_command(one)
 
 

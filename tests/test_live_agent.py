@@ -496,3 +496,14 @@ def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_ph
     tick(40.0)
     assert jobs.view("job-7").detected_time is not None  # type: ignore[union-attr]
     jobs.close()
+
+
+def test_watch_help_shows_how_to_run_it_beside_torchrun() -> None:
+    # a new user's trial: the help showed only "Usage: diag watch [OPTIONS]" and one line
+    from typer.testing import CliRunner
+
+    from diag_service.cli.main import app
+
+    res = CliRunner().invoke(app, ["watch", "--help"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "-- torchrun" in res.output and "one agent per node" in res.output and "--log-dir DIR" in res.output

@@ -45,8 +45,13 @@ def watch(
     log_file: Annotated[Path | None, typer.Option(help="Write the agent's own log here instead of stderr.")] = None,
 ) -> None:
     """Watch one job's workers on this node: failures, hangs (with stack samples) and progress, sent to the
-    service as they happen. Wrap the launcher (`diag watch --job-id J --service URL -- torchrun ...`) or
-    attach to a running one (`--pid PID --log-dir DIR`)."""
+    service as they happen. Run one agent per node, beside that node's torchrun.
+
+    Wrap the launcher:  diag watch --job-id J --service URL -- torchrun --nnodes 2 ... train.py
+
+    Or attach to a running one:  diag watch --job-id J --service URL --log-dir DIR [--pid PID]
+
+    Token: $DIAG_AGENT_TOKEN. Deployment (Kubernetes sidecar, Slurm srun wrapper): docs/live.md."""
     from diag_service.live.agent import Agent, WatchSettings, launch
     from diag_service.live.spool import http_sender
 
