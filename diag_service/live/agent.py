@@ -297,17 +297,18 @@ class Agent:
             self._on_line(line, now, rank, local_rank)
 
     def _on_line(self, line: str, now: float, rank: int | None, local_rank: int | None) -> None:
+        phase, saved = PHASE_LINE.search(line), CHECKPOINT_SAVED.search(line)
         # a phase line names the step it follows ("saving checkpoint at iteration 1000"): it is not progress
-        m = None if PHASE_LINE.search(line) or CHECKPOINT_SAVED.search(line) else STEP_LINE.search(line)
+        m = None if phase or saved else STEP_LINE.search(line)
         if m:
             self._on_step(int(m.group(1) or m.group(2)), now)
-        elif PHASE_LINE.search(line):
+        elif phase:
             entering = not self.progress.in_phase
             self.progress.in_phase, self.progress.phase_time = True, now
             if entering:  # the other nodes' ranks will wait for this one: the service tells their agents
                 self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300])
                 self.urgent = True
-        if CHECKPOINT_SAVED.search(line):
+        if saved:
             self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=max(self.progress.max_step, 0) or None)
         if not self.failed and FATAL_LINE.search(line):
             self.failed = True
