@@ -473,8 +473,8 @@ class LiveJobs:
             trigger = True
         if batch.steps:
             self._append_steps(live, batch.node, batch.steps)
-            trigger |= self._detect_slow(live, batch.steps)
-        trigger |= self._record_events(live, agent, batch)
+            trigger |= self._detect_slow(live, batch.steps, now)
+        trigger |= self._record_events(live, agent, batch, now)
         if any(e.event in (*_TERMINAL, LiveEventKind.HANG_DETECTED) for e in batch.events):
             trigger |= self._flush_pending(live)
         return trigger
@@ -605,7 +605,7 @@ class LiveJobs:
                 continue  # NaN / Infinity: not JSON, not a step record
         self._append(live, "timing.jsonl", lines)
 
-    def _detect_slow(self, live: _Live, steps: list[dict[str, Any]]) -> bool:
+    def _detect_slow(self, live: _Live, steps: list[dict[str, Any]], now: float) -> bool:
         """Feed step records to the job's streaming fail-slow detector; on its first alarm the job is slow and a
         ``slow_detected`` event is written (once per job and process: the detector starts afresh after a
         restart of the service)."""
@@ -622,10 +622,10 @@ class LiveJobs:
         if not first_alarm:
             return True
         if st.slow_time is None:  # when the service knew (its clock)
-            st.slow_time = self.clock()
-        self._open_incident(st, self.clock())
+            st.slow_time = now
+        self._open_incident(st, now)
         first = alarms[0]
-        row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or self.clock(),
+        row: dict[str, Any] = {"job": st.job_id, "event": "slow_detected", "time": first.time or now,
                                "mode": "fail_slow", "cause": redact(first.message)[:2000]}
         if first.scope == "node":
             row["node"] = first.subject
@@ -644,7 +644,7 @@ class LiveJobs:
             live.state.events_size += len(data)
         live.state.bytes_written += len(data)
 
-    def _record_events(self, live: _Live, agent: AgentState, batch: AgentBatch) -> bool:
+    def _record_events(self, live: _Live, agent: AgentState, batch: AgentBatch, now: float) -> bool:
         st = live.state
         trigger = False
         lines = []
@@ -654,10 +654,9 @@ class LiveJobs:
                 continue
             if ev.event == LiveEventKind.PHASE:  # a checkpoint or evaluation phase: the other agents are told
                 grace = min(ev.duration if ev.duration is not None else self.settings.phase_s, self.settings.phase_s)
-                now = self.clock()
                 st.phase_until = max(st.phase_until or 0.0, now + grace)
                 continue
-            if ev.event == LiveEventKind.HANG_DETECTED and self._in_phase(st, self.clock()):
+            if ev.event == LiveEventKind.HANG_DETECTED and self._in_phase(st, now):
                 # ranks of other nodes wait in the next collective while one saves or evaluates: the agent is
                 # told (BatchAck.job_phase_s), withdraws it and declares a hang again if the wait outlasts the phase
                 st.held_hangs += 1
@@ -675,7 +674,7 @@ class LiveJobs:
                 st.started_time = ev.time
             if kind in (LiveEventKind.FAILURE, LiveEventKind.HANG_DETECTED):
                 trigger = True
-                self._open_incident(st, self.clock(), failure=kind == LiveEventKind.FAILURE)
+                self._open_incident(st, now, failure=kind == LiveEventKind.FAILURE)
                 if st.detected_time is None:
                     st.detected_time = ev.time
                     st.onset_time = ev.onset_time
