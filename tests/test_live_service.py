@@ -463,6 +463,34 @@ def test_only_final_diagnoses_of_an_incident_go_to_on_final(tmp_path: Path) -> N
     jobs.close()
 
 
+def test_an_outcome_recorded_twice_is_announced_once(tmp_path: Path) -> None:
+    # the service records an outcome from the diagnosis's done callback and from a view's sweep of pending
+    # diagnoses; when both see the same finished diagnosis, the incident is still announced once
+    finals: list[tuple[str, str, int]] = []
+    submitted: list[str] = []
+
+    def submit(job_id: str, folder: Path, provisional: bool) -> str:
+        submitted.append(f"d{len(submitted) + 1}")
+        return submitted[-1]
+
+    jobs = LiveJobs(tmp_path, LiveSettings(debounce_s=0.05, settle_s=0.05), submit=submit,
+                    on_final=lambda *a: finals.append(a))
+    text = "[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    jobs.apply("j9", batch("a0", "n0", 0, events=[{"event": "started", "time": T0}]))
+    jobs.apply("j9", batch("a0", "n0", 1, logs=[{"path": "c.log", "offset": 0, "text": text}],
+                           events=[{"event": "failure", "time": T0 + 10},
+                                   {"event": "finished", "time": T0 + 11, "status": "failed"}]))
+    wait_until(lambda: jobs.pending_diagnoses("j9"), timeout=10)
+    diag_id = jobs.pending_diagnoses("j9")[0]
+    for _ in range(2):
+        jobs.diagnosis_finished("j9", diag_id, status="done", finished_at=time.time(), category="user_code",
+                                failure_mode="fail_stop")
+    assert finals == [("j9", diag_id, 1)]
+    events = (tmp_path / "j9" / "events.jsonl").read_text().splitlines()
+    assert sum('"diagnosed"' in e for e in events) == 1
+    jobs.close()
+
+
 @pytest.fixture(scope="module")
 def hooks() -> Iterator[FakeSlack]:
     with FakeSlack("unused") as fake:

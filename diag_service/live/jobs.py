@@ -824,9 +824,9 @@ class LiveJobs:
                            category: str | None = None, failure_mode: str | None = None,
                            summary: str | None = None) -> None:
         """Record the outcome of a diagnosis this registry requested (``status``: ``done`` / ``failed``), and
-        request the next one if evidence arrived meanwhile. The first diagnosis after a failure or hang is
-        also written as a ``diagnosed`` event (ETPR's diagnosis time). A final one of a job with an incident
-        goes to ``on_final``."""
+        request the next one if evidence arrived meanwhile; an outcome already recorded is ignored. The first
+        diagnosis after a failure or hang is also written as a ``diagnosed`` event (ETPR's diagnosis time). A
+        final one of a job with an incident goes to ``on_final``."""
         live = self._get(job_id, create=False)
         if live is None:
             return
@@ -837,6 +837,8 @@ class LiveJobs:
             if ref is None:  # finished before _fire recorded it: applied when it does
                 self._early[diag_id] = {"status": status, "finished_at": finished_at, "category": category,
                                         "failure_mode": failure_mode, "summary": summary}
+                return
+            if ref.status in ("done", "failed"):  # recorded already (the done callback and a view's sweep race)
                 return
             ref.status, ref.finished_at = status, finished_at
             ref.category, ref.failure_mode = category, failure_mode
