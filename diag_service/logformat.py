@@ -11,6 +11,9 @@ Prefixes recognised (outermost first, several may nest, e.g. ``0: [default3]:``)
 - ``3: `` Slurm ``srun -l`` task label (the task id; the rank when srun starts one task per GPU,
   the node index when it starts one torchrun per node).
 - ``gpu-node-040: `` pdsh / DeepSpeed launcher host prefix.
+- ``(RayTrainWorker pid=2123, ip=10.0.0.2) `` Ray's driver echoing a worker's, actor's or daemon's
+  output (``(raylet)``, ``(pid=81331)``); SkyPilot's ``(head, rank=0, pid=4773)`` / ``(worker1, rank=1,
+  pid=…, ip=…)`` on multi-node tasks. The ``ip`` (or SkyPilot's node name) is the node.
 - ``2024-03-14T13:02:41.118123456Z `` a log collector's stamp in front of every line
   (``kubectl logs --timestamps``, ``docker logs -t``), outside all the others.
 
@@ -34,6 +37,37 @@ SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
 #: and Horovod's Gloo launcher (``[rank]<stderr>:``). The number after the comma is MPI_COMM_WORLD rank
 #: (https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html, ``--tag-output``).
 MPI_PREFIX = re.compile(r"\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:\s?")
+#: Ray's prefix on output it forwards to the driver: ``(<actor or task name> pid=<pid>[, ip=<ip>])``,
+#: ``(pid=<pid>)``, ``(raylet[, ip=<ip>])`` and its other daemons (Ray's worker.py print_worker_logs and
+#: the "Log deduplication" section of https://docs.ray.io/en/latest/ray-observability/user-guides/
+#: configure-logging.html); SkyPilot's ``(head, rank=0, pid=N[, ip=...])`` / ``(worker1, rank=1, ...)``
+#: (the rank there is the node's, SKYPILOT_NODE_RANK). A name alone needs ``pid=``/``ip=``/``rank=`` or a
+#: Ray daemon's name, so that a shell prompt's ``(venv) `` is not taken for one.
+RAY_PREFIX = re.compile(
+    r"\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,80})(?: pid=\d+)?(?P<kv>(?:, ?(?:rank|pid|ip|node)=[\w.:-]{1,64})*)"
+    r"|pid=\d+(?:, ?ip=[\w.:-]{1,64})?)\)(?: ?\[repeated \d+x across cluster\])? "
+)
+_RAY_DAEMONS = frozenset({"raylet", "gcs_server", "autoscaler", "monitor", "dashboard", "dashboard_agent",
+                          "log_monitor", "runtime_env_agent"})
+_RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\]$")  # Ray's log deduplication
+_RAY_IP = re.compile(r"\bip=([\w.:-]+)")
+
+
+def _ray_prefix(text: str) -> tuple[int, str | None] | None:
+    """(end of Ray's or SkyPilot's prefix, node it names) when ``text`` starts with one, else None."""
+    m = RAY_PREFIX.match(text)
+    if m is None:
+        return None
+    head = m.group(0)
+    name = m.group("name")
+    if name is not None and "pid=" not in head and "ip=" not in head and "rank=" not in head \
+            and name.split(",")[0] not in _RAY_DAEMONS:
+        return None
+    ip = _RAY_IP.search(head)
+    node = ip.group(1) if ip else (name if name and "rank=" in head else None)
+    return m.end(), node
+
+
 # A host name: letters, digits, dots, dashes; must contain a digit or a dash so that words such as
 # "RuntimeError: " or "INFO: " are never mistaken for hosts.
 #: A syslog line as /var/log/syslog, /var/log/messages and `journalctl -o short` write it: the time, the host,
@@ -57,12 +91,12 @@ SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
-PREFIX_KINDS = ("stamp", "syslog", "mpi", "rank", "role", "num", "srun", "host")
+PREFIX_KINDS = ("stamp", "syslog", "ray", "mpi", "rank", "role", "num", "srun", "host")
 #: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether
 #: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
 #: and often first after a long preamble; ``[defaultN]:`` only on the workers' lines, not the agent's.
-UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi"})
+UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi", "ray"})
 
 
 @dataclass(slots=True)
@@ -102,6 +136,11 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
             counts["syslog"] += 1
             line = line[m.end():]
         for _ in range(3):
+            r = _ray_prefix(line) if line.startswith("(") else None
+            if r is not None:
+                counts["ray"] += 1
+                line = line[r[0]:]
+                continue
             m = MPI_PREFIX.match(line)
             if m:
                 counts["mpi"] += 1
@@ -155,7 +194,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
     """
     att = Attribution(text=line)
-    if kinds - UNAMBIGUOUS_KINDS or line.startswith("["):
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")):
         kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
         if "stamp" in kinds:
@@ -170,6 +209,11 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
                 att.node = m.group(2)
                 text = text[m.end():]
         for _ in range(4):
+            r = _ray_prefix(text) if text.startswith("(") else None
+            if r is not None:
+                att.node = att.node or r[1]
+                text = _RAY_REPEATED.sub("", text[r[0]:])
+                continue
             m = MPI_PREFIX.match(text)
             if m:  # repeated when two writers interleave ("[1,0]<stderr>:[1,0]<stderr>:Traceback")
                 att.rank = int(m.group(1)) if att.rank is None else att.rank

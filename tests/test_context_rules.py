@@ -59,6 +59,37 @@ def test_innermost_frame_owner() -> None:
     assert innermost_frame_owner(["RuntimeError: x"]) is None
 
 
+def test_the_standard_library_does_not_own_a_frame_and_source_checkouts_of_frameworks_do() -> None:
+    # os.makedirs called from the job's own script: the job's code, whatever os.py is
+    user_then_os = ['  File "/workspace/train.py", line 88, in save', "    os.makedirs(ckpt_dir)",
+                    '  File "/usr/lib/python3.10/os.py", line 225, in makedirs', "    mkdir(name, mode)"]
+    assert innermost_frame_owner(user_then_os) == "user"
+    trainer_then_os = ['  File "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 3280, in _save',
+                       '  File "/opt/conda/lib/python3.10/os.py", line 270, in renames']
+    assert innermost_frame_owner(trainer_then_os) == "framework"
+    # Megatron-LM run from a clone, not from site-packages
+    assert innermost_frame_owner(['  File "/root/sky_workdir/Megatron-LM/megatron/core/datasets/indexed_dataset.py",'
+                                  ' line 293, in __init__']) == "framework"
+    assert innermost_frame_owner(['  File "<frozen runpy>", line 198, in _run_module_as_main']) == "framework"
+
+
+@pytest.mark.parametrize(
+    ("frames", "category"),
+    [
+        (['  File "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 3280, in _save_checkpoint',
+          "    os.renames(output_dir, checkpoint_dir)",
+          '  File "/opt/conda/lib/python3.10/os.py", line 270, in renames'], "framework"),
+        (['  File "/workspace/train.py", line 88, in save_checkpoint', "    os.makedirs(output_dir)",
+          '  File "/usr/lib/python3.10/os.py", line 225, in makedirs'], "user_code"),
+    ],
+)
+def test_a_checkpoint_race_is_the_code_that_saves(tmp_path: Path, frames: list[str], category: str) -> None:
+    text = "\n".join(["Traceback (most recent call last):", *frames,
+                      "FileExistsError: [Errno 17] File exists: '/output/checkpoint-50'"]) + "\n"
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+
+
 def test_rule_with_unknown_signature_or_failing_example_is_refused(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[1] / "knowledge_base" / "signatures"
     for f in src.glob("*.yaml"):

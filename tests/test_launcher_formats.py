@@ -249,3 +249,27 @@ def test_a_syslog_line_names_its_host_as_the_node(tmp_path: Path) -> None:
     assert d.category.value == "gpu_hardware"
     assert d.faulty_nodes == ["gpu-h100-042"]  # the node to cordon, not "NODE"
     assert d.recovery is not None and any("gpu-h100-042" in c for c in d.recovery.commands)
+
+
+def test_ray_and_skypilot_prefixes_are_stripped_and_name_the_node() -> None:
+    # Ray's driver echoes a worker's output behind "(<actor> pid=N, ip=IP)"; SkyPilot behind "(head, rank=0,
+    # pid=N)"; a shell prompt's "(venv) " is not a prefix
+    a = attribute("(RayTrainWorker pid=2123, ip=10.0.0.2) [rank1]: Traceback (most recent call last):", frozenset())
+    assert (a.text, a.rank, a.node) == ("Traceback (most recent call last):", 1, "10.0.0.2")
+    a = attribute("(head, rank=0, pid=4773) AssertionError", frozenset())
+    assert (a.text, a.node) == ("AssertionError", "head")
+    a = attribute("(WorkerDict pid=2862157) RuntimeError: boom [repeated 3x across cluster]", frozenset())
+    assert (a.text, a.node) == ("RuntimeError: boom", None)
+    assert attribute("(raylet) A worker died or was killed while executing a task", frozenset()).text.startswith("A worker")
+    assert attribute("(venv) user@gpu-node-001:~$ torchrun train.py", frozenset()).text.startswith("(venv)")
+    assert "ray" in detect_prefixes(["(pid=81331) F0101 check failed", "(pid=81331) *** SIGABRT received"])
+
+
+def test_a_traceback_behind_skypilot_prefixes_is_read_as_one(tmp_path: Path) -> None:
+    text = ("(head, rank=0, pid=4773)   File \"/root/sky_workdir/Megatron-LM/megatron/core/datasets/indexed_dataset.py\", "
+            "line 293, in __init__\n"
+            "(head, rank=0, pid=4773)     assert self.sequence_lengths.shape[0] == self.document_indices[-1]\n"
+            "(head, rank=0, pid=4773) AssertionError\n")
+    d = _diag(tmp_path, text)
+    assert d.category.value != "unknown" and d.signature_hits, d.root_cause.summary
+    assert d.faulty_nodes == ["head"] or d.signature_hits[0].nodes == ["head"]

@@ -152,19 +152,39 @@ class SignatureSpec(BaseModel):
         return _compiled_ok(v)
 
 
-_SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages|/lib/python\d[\d.]*/|<frozen )')
+_SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages)')
+#: The Python standard library (``/usr/lib/python3.10/os.py``, ``<frozen importlib._bootstrap>``): not an
+#: owner of its own; a call into ``os.makedirs`` belongs to whoever called it.
+_STDLIB_FRAME = re.compile(r'File "(?:<frozen |[^"]*/lib/python\d[\d.]*/(?!site-packages/|dist-packages/))')
+#: Training frameworks and libraries often run from a source checkout (``/workspace/Megatron-LM/megatron/``,
+#: ``pip install -e``) rather than from site-packages; a frame inside one of their package directories is
+#: the framework's code, not the job's. Import names of the frameworks the launchers in ``logformat`` serve.
+FRAMEWORK_PACKAGES = (
+    "torch", "deepspeed", "megatron", "transformers", "accelerate", "peft", "trl", "verl", "nemo", "nemo_rl",
+    "lightning", "pytorch_lightning", "lightning_fabric", "colossalai", "fairseq", "fairscale", "apex",
+    "torchtitan", "torchtune", "composer", "llmfoundry", "openrlhf", "vllm", "sglang", "ray", "horovod",
+    "llamafactory", "swift", "xtuner", "mmengine", "datasets", "flash_attn", "triton", "bitsandbytes",
+    "transformer_engine",
+)
+_PACKAGE_FRAME = re.compile(r'File "(?:[^"]*/)?(?:' + "|".join(FRAMEWORK_PACKAGES) + r')/[^"]*\.py"')
 
 
 def innermost_frame_owner(lines: list[str]) -> str | None:
-    """``user`` or ``framework`` for the last ``File "...", line N`` frame of a traceback's lines
-    (framework: under site-packages, dist-packages or the Python standard library); None without frames."""
+    """``user`` or ``framework`` for the innermost ``File "...", line N`` frame of a traceback's lines that
+    is not the Python standard library's (framework: under site-packages or dist-packages, or inside a
+    package directory of :data:`FRAMEWORK_PACKAGES`; a traceback of standard-library frames only is
+    ``framework``); None without frames."""
     last = None
+    stdlib = False
     for line in lines:
         if FRAME_LINE.match(line):
-            last = line
+            if _STDLIB_FRAME.search(line):
+                stdlib = True
+            else:
+                last = line
     if last is None:
-        return None
-    return "framework" if _SITE_FRAME.search(last) else "user"
+        return "framework" if stdlib else None
+    return "framework" if _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last) else "user"
 
 
 class ContextRule(BaseModel):
