@@ -119,3 +119,21 @@ def test_catalogue_line_outside_the_builtin_prefilter_is_seen(tmp_path: Path) ->
     d = _diag(tmp_path, "launcher.log", line)
     assert d.category.value == "infrastructure"
     assert any(h.signature_id == "name_resolution_failed" for h in d.signature_hits)
+
+
+@pytest.mark.parametrize(
+    ("frames", "category"),
+    [
+        # a paste cut before its exception line, inside Megatron-Core's checkpoint loader
+        (['  File "/workspace/nemo/collections/nlp/models/nlp_model.py", line 397, in load_from_checkpoint',
+          "    checkpoint = dist_checkpointing.load(sharded_state_dict=checkpoint, checkpoint_dir=checkpoint_dir)",
+          '  File "/workspace/Megatron-LM/megatron/core/dist_checkpointing/serialization.py", line 99, in load',
+          "    validate_sharding_integrity(nested_values(sharded_state_dict))"], "framework"),
+        # cut inside the job's own script: where, not what; no category
+        (['  File "/workspace/train.py", line 40, in main', "    trainer.train()"], "unknown"),
+    ],
+)
+def test_a_traceback_cut_short_is_placed_by_its_innermost_frame(tmp_path: Path, frames: list[str], category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", "\n".join(["Traceback (most recent call last):", *frames]) + "\n")
+    assert d.category.value == category, d.root_cause.summary
+    assert d.confidence < 0.5  # where it was raised, not what: never a confident answer
