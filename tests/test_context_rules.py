@@ -137,3 +137,21 @@ def test_a_traceback_cut_short_is_placed_by_its_innermost_frame(tmp_path: Path, 
     d = _diag(tmp_path, "rank0.log", "\n".join(["Traceback (most recent call last):", *frames]) + "\n")
     assert d.category.value == category, d.root_cause.summary
     assert d.confidence < 0.5  # where it was raised, not what: never a confident answer
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        # NCCL connects to a peer's IPv6 link-local address: an interface choice, not a broken network
+        ("gpu-node-001:1153:1190 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+         "gpu-node-001:1153:1190 [0] include/socket.h:409 NCCL WARN Connect to fe80::c4eb:49ff:fe04:e32d%6<57335> "
+         "failed : Network is unreachable\n", "config"),
+        ("gpu-node-001:1153:1190 [0] include/socket.h:409 NCCL WARN Connect to 10.0.20.106<57335> failed : "
+         "Network is unreachable\n", "network"),
+        # libibverbs missing alone: NCCL falls back to sockets; nothing failed because of it
+        ("gpu-node-001:1153:1153 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n", "unknown"),
+    ],
+)
+def test_nccl_socket_interfaces(tmp_path: Path, text: str, category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
