@@ -95,7 +95,7 @@ def _pack(p: Path) -> tuple[str, IO[bytes]]:
 
 def build_server(api: ServiceAPI) -> MCPServer:
     """The MCP server whose tools call ``api``; run it with ``.run("stdio")`` or connect a client in-process."""
-    mcp = MCPServer("diag", instructions=(
+    mcp = MCPServer("diag", log_level="WARNING", instructions=(
         "Diagnose failed, hung and slow large-model training jobs with a diag service: upload a job's logs "
         "(diagnose_bundle), stack dumps (hang_analysis) or a timing feed (slow_analysis); read a diagnosis or job "
         "by id (diagnosis_status), a live job watched by node agents (live_job_status, live_job_etpr), and past "
