@@ -11,8 +11,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
 #: Imported only by the commands that need them: the service, the lab, batch labelling, the knowledge base,
-#: the summary model, the ETPR tables.
-HEAVY = ("fastapi", "uvicorn", "starlette", "torch", "transformers", "sentence_transformers", "faiss", "ray",
+#: the summary model, the ETPR tables, the MCP server.
+HEAVY = ("fastapi", "uvicorn", "starlette", "torch", "transformers", "sentence_transformers", "faiss", "ray", "mcp",
          "xllamacpp", "llama_cpp", "slack_bolt", "polars", "sqlalchemy")
 
 

@@ -29,6 +29,7 @@ class _DiagApp(LazyDiagGroup):
                   "Batch-label an archive of failed jobs (resumable; local or Ray engine)."),
         "lab": ("diag_service.lab.cli", "app", "Fault-injection lab: real torch.distributed failures."),
         "watch": ("diag_service.live.cli", "watch", "Node agent: watch a running job, report failures and hangs live."),
+        "mcp": ("diag_service.mcp_server.cli", "mcp_cmd", "MCP server (stdio) for agent clients, over a running diag serve."),
     }
 
 

@@ -1,7 +1,8 @@
 """Recovery history in SQLite: restarts per job, faults per node across jobs, append-only audit log.
 
 The audit table is only ever inserted into (no UPDATE or DELETE statement exists in this module);
-a recommendation, an execution and an outcome are each a row. ``record_recommendation`` is
+a recommendation, an execution and an outcome are each a row. ``executions`` holds one claim per
+executed incident and plan (:meth:`History.claim_execution`), so none is executed twice. ``record_recommendation`` is
 idempotent on the plan's idempotency key: the same diagnosis twice is recorded once.
 """
 
@@ -30,6 +31,10 @@ CREATE TABLE IF NOT EXISTS audit (
     idempotency_key TEXT NOT NULL, payload TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_key ON audit(idempotency_key, kind);
+CREATE TABLE IF NOT EXISTS executions (
+    incident TEXT PRIMARY KEY, ts REAL NOT NULL, job_id TEXT, idempotency_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS executions_key ON executions(idempotency_key);
 """
 _NODE_FAULT_CATEGORIES = {
     Category.GPU_HARDWARE, Category.NETWORK, Category.INFRASTRUCTURE, Category.STORAGE, Category.FRAMEWORK, Category.UNKNOWN,
@@ -84,6 +89,10 @@ class History:
         ).fetchone()
         return RecoveryPlan.model_validate_json(row[0]) if row else None
 
+    def execution_claimed(self, incident: str) -> bool:
+        """Whether the execution of a plan for ``incident`` was claimed (:meth:`claim_execution`)."""
+        return self.db.execute("SELECT 1 FROM executions WHERE incident=?", (incident,)).fetchone() is not None
+
     def audit_rows(self) -> list[tuple[int, str, str, str]]:
         return [
             (int(r[0]), r[1], r[2], r[3])
@@ -124,6 +133,29 @@ class History:
                         "VALUES (?,?,?,?,?,?)",
                         (node, now, job, d.category.value, signature_id, plan.idempotency_key),
                     )
+        return True
+
+    def claim_execution(self, incident: str, job_id: str | None, plan: RecoveryPlan, detail: dict[str, object],
+                        now: float | None = None) -> bool:
+        """Claim the execution of ``plan`` for ``incident`` (a stable name of the fault, e.g. ``live:<job>#<n>``),
+        once: when neither this incident nor this plan (its idempotency key) was claimed before, an ``execution``
+        row is added to the audit log (``detail`` and the plan's level, rule and commands as its payload) and True
+        is returned; else nothing is written and False is returned. The claim survives a restart (the same file),
+        so a fault is executed at most once; the caller records the outcome with :meth:`record_outcome`."""
+        now = time.time() if now is None else now
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            if self.db.execute("SELECT 1 FROM executions WHERE incident=? OR idempotency_key=?",
+                               (incident, plan.idempotency_key)).fetchone():
+                return False
+            self.db.execute("INSERT INTO executions(incident, ts, job_id, idempotency_key) VALUES (?,?,?,?)",
+                            (incident, now, job_id, plan.idempotency_key))
+            payload = {"incident": incident, **detail, "level": plan.level.value, "rule_id": plan.rule_id,
+                       "platform": plan.platform, "commands": plan.commands}
+            self.db.execute(
+                "INSERT INTO audit(ts, kind, job_id, idempotency_key, payload) VALUES (?,?,?,?,?)",
+                (now, "execution", job_id, plan.idempotency_key, json.dumps(payload, default=str)),
+            )
         return True
 
     def record_outcome(self, key: str, outcome: str, detail: str = "", now: float | None = None) -> None:

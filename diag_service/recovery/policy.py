@@ -133,6 +133,17 @@ class NodeNameRule(NameRule):
 FALLBACK_NAME = NameRule(pattern=r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9])?", what="a plain host or object name")
 
 
+class Execution(BaseModel):
+    """Whether ``diag serve`` may execute a live job's plan without a person: ``live`` (off by default) allows it
+    for the final diagnosis of each incident, once, at the plan's ``levels`` only; the service's executor must be
+    configured too (``DIAG_EXECUTOR=shell``). ``diag recover --execute`` (a person asking) is not bound by it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    live: bool = False
+    levels: list[RecoveryLevel] = Field(default_factory=lambda: [RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLevel.L3])
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -149,6 +160,8 @@ class Policy(BaseModel):
     #: What each platform accepts as a namespace (the ``{namespace}`` of its commands).
     namespaces: dict[str, NameRule] = Field(default_factory=dict)
     max_nodes: int = Field(default=8, ge=1)
+    #: Automatic execution of live plans (:class:`Execution`); none by default.
+    execution: Execution = Field(default_factory=Execution)
     source: str = ""
     version_hash: str = ""
 

@@ -27,7 +27,7 @@ from diag_service.domain import (
     RecoveryPlan,
     SignatureHit,
 )
-from diag_service.errors import DiagError, ErrorKind, InputError
+from diag_service.errors import ConfigError, DiagError, ErrorKind, InputError
 from diag_service.recovery.history import History
 from diag_service.recovery.hostlist import HostlistError, count_hosts, expand_hosts, is_hostlist
 from diag_service.recovery.policy import FALLBACK_NAME, NodeNameRule, Policy, Rule, load_policy
@@ -355,3 +355,15 @@ class ShellExecutor:
             if code != 0:
                 break
         return out
+
+
+def executor_from_env(runner: Runner | None = None) -> Executor | None:
+    """The executor ``DIAG_EXECUTOR`` configures: ``shell`` gives a :class:`ShellExecutor` (``runner``: how it runs
+    one command, default :func:`run_subprocess`); unset or empty gives None (nothing is executed). Raises
+    :class:`~diag_service.errors.ConfigError` for any other value, so a misspelt setting is not silently off."""
+    value = os.environ.get("DIAG_EXECUTOR", "").strip()
+    if not value:
+        return None
+    if value != "shell":
+        raise ConfigError(f"DIAG_EXECUTOR={value[:40]!r} is not an executor; the one there is: shell")
+    return ShellExecutor(runner=runner)

@@ -18,7 +18,7 @@ from starlette.datastructures import UploadFile
 
 from diag_service.domain import JOB_ID_PATTERN, HangReport, is_job_id
 from diag_service.service.auth import Principal
-from diag_service.service.context import ServiceContext
+from diag_service.service.context import Conflict, ServiceContext
 from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
 from diag_service.service.schemas import (
     Accepted,
@@ -556,6 +556,27 @@ async def kb_search(body: KBSearchBody, request: Request, _: Read) -> dict[str, 
     ctx = ctx_of(request)
     try:
         res = await run_in_threadpool(lambda: ctx.kb().search(body.text, body.k))
+    except (KBError, ValueError) as exc:
+        raise Refused(422, f"cannot search: {exc}", "kb_input") from None
+    return res.model_dump(mode="json")
+
+
+@router.get("/v1/diagnoses/{diagnosis_id}/similar", tags=["knowledge base", "diagnoses"],
+            responses={404: {"description": "Unknown id"}, 409: {"description": "Diagnosis not finished"},
+                       503: {"description": "Knowledge base disabled or unavailable"}})
+async def similar_to_diagnosis(diagnosis_id: str, request: Request, _: Read,
+                               k: Annotated[int, Query(ge=1, le=50)] = 5) -> dict[str, Any]:
+    """Past incidents most similar to a finished diagnosis's masked root-cause events
+    (``diag_service.kb.SearchResult``: ``hits`` best first, ``is_novel``, ``threshold``, ``query_text``)."""
+    from diag_service.kb import KBError
+
+    ctx = ctx_of(request)
+    job, d = ctx.diagnosis(diagnosis_id)
+    if d is None:
+        raise Conflict(f"diagnosis {diagnosis_id} is {job.status}; similar incidents need a finished diagnosis")
+    kb = ctx.kb()  # 503 when the knowledge base is disabled
+    try:
+        res = await run_in_threadpool(kb.search_diagnosis, d, k)
     except (KBError, ValueError) as exc:
         raise Refused(422, f"cannot search: {exc}", "kb_input") from None
     return res.model_dump(mode="json")

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from diag_service import __version__
 from diag_service.errors import DiagError, http_status
+from diag_service.recovery.recommend import Executor
 from diag_service.service import api, live, ui
 from diag_service.service.context import Conflict, NotFound, ServiceContext
 from diag_service.service.faults import DiskFull, disk_full_message, is_disk_full
@@ -42,14 +43,16 @@ _HTTP_REASONS = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 405
                  429: "rate_limit"}
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, executor: Executor | None = None) -> FastAPI:
     """Build the application. Workers start (and unfinished jobs resume) when the app starts serving.
 
     ``settings``: default :func:`~diag_service.service.settings.load_settings` (``DIAG_*`` variables).
+    ``executor``: what executes live incidents' recovery plans (default: ``DIAG_EXECUTOR``'s; see
+    :class:`~diag_service.service.context.ServiceContext`).
     Raises :class:`~diag_service.service.store.StoreError` when the database cannot be opened.
     """
     settings = settings or load_settings()
-    ctx = ServiceContext(settings)
+    ctx = ServiceContext(settings, executor)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

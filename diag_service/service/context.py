@@ -17,6 +17,9 @@ from typing import Any
 from diag_service.bot.alerts import Alert, Notifier
 from diag_service.domain import Category, Diagnosis, HangReport, RecoveryLevel
 from diag_service.errors import DiagError, ErrorKind
+from diag_service.recovery import load_policy
+from diag_service.recovery.auto import IncidentRecovery
+from diag_service.recovery.recommend import Executor, executor_from_env
 from diag_service.redact import redact
 from diag_service.service.auth import Auth
 from diag_service.service.metrics import Metrics
@@ -92,7 +95,10 @@ class SlowStreams:
 class ServiceContext:
     """Everything the routes and the bot share. Create with settings; :meth:`start` / :meth:`stop` around use."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, executor: Executor | None = None) -> None:
+        """``executor``: what may execute a live incident's recovery plan (default: the one ``DIAG_EXECUTOR``
+        configures, :func:`~diag_service.recovery.recommend.executor_from_env`; none when it is unset). Plans are
+        executed only when the recovery policy's ``execution`` section allows it too (:attr:`recovery`)."""
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         settings.uploads_dir.mkdir(parents=True, exist_ok=True)
@@ -111,6 +117,13 @@ class ServiceContext:
         self._uploads = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.started_at = time.time()
         self.recovery_notes: list[str] = []
+        if executor is None:
+            executor = executor_from_env()
+        #: executes the plan of each live incident's final diagnosis (None: plans stay recommendations)
+        self.recovery: IncidentRecovery | None = None
+        policy = load_policy(settings.recovery_policy)  # a broken policy file stops the start, not each diagnosis
+        if executor is not None and settings.recovery:
+            self.recovery = IncidentRecovery(executor, policy, settings.data_dir / "recovery_history.sqlite")
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -128,6 +141,8 @@ class ServiceContext:
             log.warning("knowledge base not loaded at start: %s", exc)
 
     def stop(self) -> None:
+        if self.recovery is not None:
+            self.recovery.close()
         self.queue.stop()
         self.notifier.close()
         self.store.close()
@@ -154,6 +169,7 @@ class ServiceContext:
             "ingest": self._ingest_limits(),
             "recovery": s.recovery, "platform": s.platform,
             "history_path": str(s.data_dir / "recovery_history.sqlite") if s.recovery and s.recovery_history else None,
+            "policy_path": str(s.recovery_policy) if s.recovery_policy else None,
             "kb": self.kb_cfg,
             "llm": s.llm,
         }
@@ -297,15 +313,22 @@ class ServiceContext:
         """Announce the final diagnosis ``diagnosis_id`` of incident number ``incident`` of live job ``job_id``
         (whatever its failure mode), once per incident: the alert's key is ``incident:<job>#<n>``, claimed in
         the store (so a second final diagnosis of the same incident, a replica or a replay after a restart
-        sends nothing) and given back when no receiver took it. Nothing when the diagnosis is not done."""
+        sends nothing) and given back when no receiver took it. Nothing when the diagnosis is not done.
+
+        When the diagnosis is final (not a provisional one of a job still running) and an executor is configured,
+        its recovery plan is handed to :attr:`recovery` as incident ``live:<job>#<n>``: executed once per incident
+        when the policy allows it, with the audit trail (:mod:`diag_service.recovery.auto`)."""
         try:
-            _job, d = self.diagnosis(diagnosis_id)
+            job, d = self.diagnosis(diagnosis_id)
         except NotFound:
             return
         if d is None:
             return
         self.notifier.notify(Alert.from_diagnosis(d, diagnosis_id, job_id=job_id, link=self.link(diagnosis_id),
                                                   incident=str(incident)))
+        live = job.request.get("live") or {}
+        if self.recovery is not None and live.get("provisional") is False:
+            self.recovery.submit(d, f"live:{job_id}#{incident}", diagnosis_id)
 
     def _on_done(self, job: JobRecord, outcome: dict[str, Any]) -> None:
         m = self.metrics

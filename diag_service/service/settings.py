@@ -236,6 +236,9 @@ class Settings(BaseSettings):
     recovery: bool = True
     platform: Literal["kubernetes", "volcano", "slurm"] = "kubernetes"
     recovery_history: bool = Field(default=True, description="Record recommendations in <data_dir>/recovery_history.sqlite.")
+    recovery_policy: Path | None = Field(
+        default=None, description="Recovery policy file (default: the built-in knowledge_base/recovery_policy.yaml); "
+                                  "its execution section decides whether live plans are executed (with DIAG_EXECUTOR=shell).")
 
     slow_streams_max: int = Field(default=256, ge=1, description="Live step-record streams held in memory.")
     live: LiveSettings = Field(default_factory=LiveSettings, description="Live jobs fed by node agents (diag watch).")

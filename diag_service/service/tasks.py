@@ -2,7 +2,8 @@
 
 A task is a JSON-able dict (it is stored with the job, so a restarted service can run it again):
 
-- ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "kb", "llm"}``
+- ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "policy_path",
+  "kb", "llm"}``
   → :func:`diag_service.pipeline.diagnose` (with its knowledge-base step when ``kb`` is set; with the
   hashing embedder the retrieval is added after it through :func:`diag_service.localize.combine_retrieval`);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
@@ -71,7 +72,8 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
     d = diagnose(DiagnoseRequest(
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
-        history_path=task.get("history_path"), retriever=retriever, llm=bool(task.get("llm")),
+        history_path=task.get("history_path"), policy_path=task.get("policy_path"), retriever=retriever,
+        llm=bool(task.get("llm")),
     ))
     d.input.warnings.extend(warnings)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
