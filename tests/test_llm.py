@@ -580,6 +580,15 @@ def test_a_summary_must_state_the_first_failure(example_diag: Diagnosis, cfg: Ll
     assert r.narrative.text.startswith("Rank 3 on node node1 failed first")
 
 
+def test_when_the_sentence_stating_the_first_failure_is_dropped_the_reason_says_so(example_diag: Diagnosis) -> None:
+    pack = build_evidence_pack(example_diag)
+    lead = min((i for i in pack.items if i.priority >= max(j.priority for j in pack.items)), key=lambda i: int(i.id[1:]))
+    wrong_rank = json.dumps({"summary": f"Rank 77 failed first [{lead.id}]. "
+                                        "The connection errors on ranks 0, 1 and 2 followed from another failure [E4]."})
+    with pytest.raises(AnswerError, match=r"the sentence that states the first failure was dropped \(.*Rank 77 failed first"):
+        check_answer(parse_answer(wrong_rank), pack)
+
+
 def test_automatic_thread_count_follows_the_load(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

@@ -477,6 +477,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         raise AnswerError(f"no claim survived the checks ({reasons})")
     lead = {i.id for i in pack.items if i.priority >= LEAD_PRIORITY}
     if lead and not lead & set(cites):
+        cited_lead = [d for d in dropped if any(re.search(rf"\b{re.escape(i)}\b", d) for i in lead)]
+        if cited_lead:  # the model stated it, a check took the sentence out: say which and why
+            raise AnswerError("the sentence that states the first failure was dropped (" + cited_lead[0][:300] + ")")
         raise AnswerError("the summary does not state the first failure (no sentence cites " + ", ".join(sorted(lead)) + ")")
     text = " ".join(kept)
     if len(text) > MAX_SUMMARY_CHARS:
