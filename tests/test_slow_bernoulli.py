@@ -43,3 +43,14 @@ def test_the_exact_interval_is_below_walds_bound_for_the_same_guarantee() -> Non
     assert h < math.log(1e5) - 2
     assert bernoulli_arl(p0, p1, math.log(1e5)) > 10 * 1e5
     assert 0.9e5 < bernoulli_arl(p0, p1, h) < 1.3e5
+
+
+def test_the_interval_is_found_in_a_few_solves_and_never_below_the_stated_run_length() -> None:
+    for p0, p1 in ((0.01, 0.1), (0.03, 0.1), (0.2, 0.6)):
+        bernoulli_arl.cache_clear()
+        bernoulli_h_for_arl.cache_clear()
+        h = bernoulli_h_for_arl(p0, p1, 1e6)
+        solves = bernoulli_arl.cache_info().misses
+        assert solves <= 12, solves  # a bisection on the interval itself took 30
+        width = -math.log((1 - p1) / (1 - p0)) / 4  # one state of the chain
+        assert bernoulli_arl(p0, p1, h) >= 1e6 > bernoulli_arl(p0, p1, h - width)

@@ -304,18 +304,44 @@ def bernoulli_arl(p0: float, p1: float, h: float, p: float | None = None) -> flo
 @lru_cache(maxsize=256)
 def bernoulli_h_for_arl(p0: float, p1: float, arl0: float) -> float:
     """The decision interval of the Bernoulli CUSUM whose in-control average run length is ``arl0`` steps
-    (:func:`bernoulli_arl`, by bisection), at most Wald's bound ``log(arl0)`` (which guarantees at least
-    ``arl0`` and is far above it: ``log(10^5)`` gives 3 x 10^6 steps at ``p0`` = 0.02, ``p1`` = 0.1)."""
-    lo, hi = 0.0, math.log(arl0)
-    if bernoulli_arl(p0, p1, hi) < arl0:
-        return hi
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if bernoulli_arl(p0, p1, mid) < arl0:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    (:func:`bernoulli_arl`), at most Wald's bound ``log(arl0)`` (which guarantees at least ``arl0`` and is
+    far above it: ``log(10^5)`` gives 3 x 10^6 steps at ``p0`` = 0.02, ``p1`` = 0.1).
+
+    The chain's run length depends on the interval only through its number of states, so the search is a
+    bisection over that integer (about ten linear solves) and the interval returned lies in the middle of
+    the smallest state count that reaches ``arl0``. The solves run on one BLAS thread (threadpoolctl): a
+    small dense solve gains nothing from more, and a BLAS pool contending for a loaded machine's cores
+    made ``diag slow`` take minutes.
+    """
+    down = -math.log((1 - p1) / (1 - p0))
+    width = down / _BERN_GRID  # the interval's resolution: one state of the chain
+
+    def arl(n: int) -> float:
+        return bernoulli_arl(p0, p1, (n - 0.5) * width)
+
+    wald = math.log(arl0)
+    with _one_blas_thread():
+        lo, hi = 0, max(1, math.ceil(wald / width))  # arl(lo) < arl0 <= arl(hi), unless even Wald's is short
+        if arl(hi) < arl0:
+            return wald
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if arl(mid) < arl0:
+                lo = mid
+            else:
+                hi = mid
+    return min((hi - 0.5) * width, wald)
+
+
+def _one_blas_thread() -> Any:
+    """A context that keeps the BLAS library on one thread (a no-op without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a core dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 class PeerTracker:
