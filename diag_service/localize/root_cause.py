@@ -547,7 +547,12 @@ def localize(
         else:
             mode = FailureMode.FAIL_STOP
             confidence = 0.15 if groups else 0.05
-            summary = "No known failure signature matched with enough confidence."
+            if hits:  # the report must not deny what the diagnosis' signature_hits list
+                weak = ", ".join(dict.fromkeys(f"{h.name} ({h.role.value})" for h in hits[:4]))
+                more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
+                summary = f"No signature matched strongly enough to name the cause; matched weakly: {weak}{more}."
+            else:
+                summary = "No known failure signature matched with enough confidence."
         if primary is not None:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
