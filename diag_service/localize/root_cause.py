@@ -477,6 +477,9 @@ def localize(
         summary = f"{primary.name}{detail} on {where}{when}. {primary.explanation}"
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
+        # A hit on the root cause's own lines (a generic signature matching the same event) is not its cascade.
+        root_lines = set(primary.template_ids)
+        cascade = [h for h in cascade if not set(h.template_ids) <= root_lines]
         # A symptom stamped before the root cause is a precursor (e.g. fp16 overflows before the loss
         # scale hits its minimum), not its consequence: it is named as what came first.
         before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
