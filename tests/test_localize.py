@@ -222,3 +222,29 @@ def test_the_root_cause_line_is_not_also_its_own_cascade(tmp_path: Path) -> None
     for h in same_line:
         assert f"Cascade: {h.name}" not in d.root_cause.summary, d.root_cause.summary
         assert not any(h.name in f and "then reported" in f for f in d.findings), d.findings
+
+
+#: DeepSpeed-Chat's driver script after a rank was SIGKILLed (public corpus dev case n3hw-013,
+#: deepspeedai/DeepSpeed#3261): its own RuntimeError reports the step's exit status.
+SIGKILLED_STEP = """\
+exits with return code = -9
+Traceback (most recent call last):
+  File "/home/user/DeepSpeedExamples/applications/DeepSpeed-Chat/train.py", line 210, in <module>
+    main(args)
+  File "/home/user/DeepSpeedExamples/applications/DeepSpeed-Chat/train.py", line 175, in launch_cmd
+    raise RuntimeError('\\n\\n'.join((
+RuntimeError: Step 2 exited with non-zero status 247
+
+[2023-04-16 08:08:00,497] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 364004
+[2023-04-16 08:08:00,520] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 364005
+"""
+
+
+def test_a_catch_all_signature_in_a_cascade_is_named_by_its_line(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(SIGKILLED_STEP)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), recovery=False, kb=False, llm=False))
+    assert d.category is Category.HOST_OOM
+    assert any(h.signature_id == "python_runtime_error" for h in d.signature_hits)
+    cascade = d.root_cause.summary.split("Cascade: ", 1)[1]
+    assert "Unclassified RuntimeError" not in cascade
+    assert "'RuntimeError: Step 2 exited with non-zero status 247'" in cascade

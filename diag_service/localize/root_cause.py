@@ -26,6 +26,7 @@ Rules, in order (each documented where it acts):
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
@@ -193,6 +194,21 @@ def _cascade(h: SignatureHit, sigs: SignatureSet | None) -> str | None:
         return sigs.by_id(h.signature_id).cascade
     except KeyError:
         return None
+
+
+def _cascade_name(h: SignatureHit, sigs: SignatureSet | None, line: str | None) -> str:
+    """How ``h`` is named in another cause's cascade: its signature's ``cascade_name`` with ``{message}``
+    the first line it matched (``line``, shortened to 120 characters), else its name. A context rule's
+    refined name stands as it is."""
+    if sigs is None or line is None or "context_rule" in h.details:
+        return h.name
+    try:
+        form = sigs.by_id(h.signature_id).cascade_name
+    except KeyError:
+        return h.name
+    if form is None:
+        return h.name
+    return form.format(message=textwrap.shorten(line, 120, placeholder=" …"))
 
 
 def _demote_late_roots(
@@ -484,13 +500,17 @@ def localize(
         # scale hits its minimum), not its consequence: it is named as what came first.
         before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
         cascade = [h for h in cascade if h not in before]
+        def label(h: SignatureHit) -> str:
+            evs = primary_events(h)
+            return _cascade_name(h, sigs, evs[0].key if evs else None)
+
         if before:
-            names = ", ".join(dict.fromkeys(h.name for h in before[:4]))
+            names = ", ".join(dict.fromkeys(label(h) for h in before[:4]))
             findings.append(f"Before it, the logs reported: {names}.")
             summary += f" Preceded by: {names}."
         if cascade:
             other_ranks = sorted({r for h in cascade for r in h.ranks} - ({first_rank} if first_rank is not None else set()))
-            names = ", ".join(dict.fromkeys(h.name for h in cascade[:4]))
+            names = ", ".join(dict.fromkeys(label(h) for h in cascade[:4]))
             who = f"{len(other_ranks)} other rank(s)" if other_ranks else "The logs"
             findings.append(f"{who} then reported: {names}. These follow from the root cause above.")
             summary += f" Cascade: {names}" + (f" on {len(other_ranks)} other rank(s)" if other_ranks else "") + "."
