@@ -35,3 +35,18 @@ def test_a_weak_signature_hit_is_named_in_the_report_not_denied(tmp_path: Path) 
     assert "matched weakly" in text
     for h in d["signature_hits"]:
         assert h["name"] in text
+
+
+def test_diag_slow_on_a_clean_feed_reads_as_no_slowdown_without_a_category(tmp_path: Path) -> None:
+    # the lab's slow_rank_compute run before its fault's onset step (69): a clean feed of real timings
+    src = Path(__file__).parent / "fixtures" / "slow" / "lab_slow_rank_compute"
+    onset = json.loads((src / "truth.json").read_text())["onset_step"]
+    lines = [ln for ln in (src / "timing.jsonl").read_text().splitlines() if json.loads(ln)["step"] < onset - 4]
+    feed = tmp_path / "timing.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    rep = json.loads(CliRunner().invoke(app, ["slow", str(feed), "--json"]).stdout)
+    assert rep["failure_mode"] is None and rep["category"] == "unknown"
+    res = CliRunner().invoke(app, ["slow", str(feed)], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    head = res.stdout.splitlines()[0]
+    assert "no slowdown" in head.lower() and "category" not in head, head
