@@ -485,3 +485,28 @@ def test_a_restart_storm_stops_the_restarts(tmp_path: Path) -> None:
         levels.append((plan.level, plan.rule_id))
     assert [lv for lv, _ in levels[:3]] != [RecoveryLevel.L4] * 3
     assert levels[3] == (RecoveryLevel.L4, "restart_storm")
+
+
+def test_recover_execute_says_whether_anything_ran_never_dry_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _diag(tmp_path, _elastic_log("gpu-node-07"), "llama-run", name="console.log")
+    f = tmp_path / "diag.json"
+    f.write_text(d.model_dump_json())
+    runner = _FakeRunner()
+    monkeypatch.setattr(sys.modules["diag_service.recovery.recommend"], "run_subprocess", runner)
+    wide = {"COLUMNS": "400"}
+    # asked to execute with the executor off: the plan is shown as not executed, with the reason; exit 4
+    res = CliRunner().invoke(app, ["recover", str(f), "--execute"], env={**wide, "DIAG_EXECUTOR": ""})
+    assert res.exit_code == 4 and runner.calls == []
+    assert "dry-run" not in res.output and "not executed" in res.output
+    assert "execution is off" in res.stdout and "DIAG_EXECUTOR=shell" in res.stdout
+    # executed: the title and the JSON say so
+    monkeypatch.setenv("DIAG_EXECUTOR", "shell")
+    res = CliRunner().invoke(app, ["recover", str(f), "--execute"], env=wide)
+    assert res.exit_code == 0 and runner.calls
+    assert "dry-run" not in res.stdout and "executed)" in res.stdout
+    res = CliRunner().invoke(app, ["recover", str(f), "--execute", "--json"], env=wide)
+    assert json.loads(res.stdout)["executed"] is True
+    # without --execute it is a dry-run, as before
+    res = CliRunner().invoke(app, ["recover", str(f)], env=wide)
+    assert "dry-run)" in res.stdout and json.loads(
+        CliRunner().invoke(app, ["recover", str(f), "--json"]).stdout)["executed"] is False

@@ -97,8 +97,13 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     )
 
 
-def render_recovery(plan: RecoveryPlan, console: Console) -> None:
-    """Print a recovery plan: level, action, why, dry-run commands and each option's cost."""
+def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | None = None) -> None:
+    """Print a recovery plan: level, action, why, its commands and each option's cost.
+
+    The title says whether the commands were run: ``executed`` (``plan.executed``), ``not executed``
+    when execution was asked for and refused (``not_executed`` is the refusal, shown in the panel),
+    else ``dry-run``.
+    """
     when = " at the next checkpoint" if plan.timing == "next_checkpoint" else ""
     backoff = f" after a {plan.backoff_s:.0f} s back-off" if plan.backoff_s else ""
     lines = [
@@ -117,4 +122,9 @@ def render_recovery(plan: RecoveryPlan, console: Console) -> None:
         f"{o.level.value} {'owner-bound' if o.lost.unbounded else f'{o.lost.total_s / 60:.0f} min'}" for o in plan.options
     )
     lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
-    console.print(Panel(Group(*lines), title=f"recovery ({plan.platform}, dry-run)", expand=True))
+    if not_executed is not None:
+        lines.append(Text(f"execution asked for, nothing run: {not_executed}", style="bold red"))
+        mode = "not executed"
+    else:
+        mode = "executed" if plan.executed else "dry-run"
+    console.print(Panel(Group(*lines), title=f"recovery ({escape(plan.platform)}, {mode})", expand=True))
