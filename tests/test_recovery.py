@@ -353,7 +353,10 @@ class _FakeRunner:
 def test_hosts_from_a_torchelastic_report_never_become_cluster_commands(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
     d = _diag(tmp_path, _elastic_log(host), "llama-run", name="console.log")
-    assert d.category is Category.GPU_HARDWARE and d.faulty_nodes == [host]
+    # an option is no host name: the diagnosis keeps it out of faulty_nodes; a hostlist is one
+    assert d.category is Category.GPU_HARDWARE and d.faulty_nodes == ([] if host.startswith("-") else [host])
+    # a diagnosis JSON written by something else may still carry it: the recovery refuses it on its own
+    d = d.model_copy(update={"faulty_nodes": [host]})
     f = tmp_path / "diag.json"
     f.write_text(d.model_dump_json())
     for platform in ("kubernetes", "volcano", "slurm"):
@@ -510,3 +513,14 @@ def test_recover_execute_says_whether_anything_ran_never_dry_run(tmp_path: Path,
     res = CliRunner().invoke(app, ["recover", str(f)], env=wide)
     assert "dry-run)" in res.stdout and json.loads(
         CliRunner().invoke(app, ["recover", str(f), "--json"]).stdout)["executed"] is False
+
+
+@pytest.mark.parametrize("host", ["--all", "--selector=kubernetes.io/os=linux", "gpu-node-07;reboot", "$(hostname)"])
+def test_a_refused_node_name_stays_out_of_faulty_nodes_and_is_named_in_a_finding(tmp_path: Path, host: str) -> None:
+    d = _diag(tmp_path, _elastic_log(host), "llama-run", name="console.log")
+    assert d.category is Category.GPU_HARDWARE and d.first_failing_rank == 0
+    assert d.faulty_nodes == []
+    assert host not in json.loads(d.model_dump_json())["faulty_nodes"]
+    assert any("not host names" in f and repr(host) in f for f in d.findings), d.findings
+    good = _diag(tmp_path, _elastic_log("gpu-node-07"), "llama-run-2", name="console.log")
+    assert good.faulty_nodes == ["gpu-node-07"] and not any("not host names" in f for f in good.findings)

@@ -44,6 +44,8 @@ from diag_service.domain import (
     Responsible,
     SignatureHit,
     SimilarIncident,
+    node_names,
+    refused_nodes_finding,
 )
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
@@ -474,13 +476,16 @@ def localize(
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
             faulty_nodes = [elastic_root.node]
+        faulty_nodes, refused = node_names(faulty_nodes)
+        if refused:
+            findings.append(refused_nodes_finding(refused))
         # Failure mode adjustments.
         if progress.stack_dumps and not terminated:
             mode = FailureMode.FAIL_HANG
             findings.append("Stack dumps were taken and no process exited: the job was alive but stuck.")
         first_ev = pevs[0] if pevs else None
-        where = _where(first_rank, first_ev.local_rank if first_ev else None,
-                       faulty_nodes[0] if faulty_nodes else (first_ev.node if first_ev else None))
+        ev_node = first_ev.node if first_ev is not None and first_ev.node not in refused else None
+        where = _where(first_rank, first_ev.local_rank if first_ev else None, faulty_nodes[0] if faulty_nodes else ev_node)
         when = ""
         if first_ev and first_ev.ts is not None:
             # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound
@@ -658,7 +663,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.first_failing_rank = top.rank
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
-        d.faulty_nodes = [top.node]
+        _set_faulty_nodes(d, [top.node])
 
 
 def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
@@ -710,9 +715,16 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         d.confidence = max(d.confidence, round(min(0.8, top.confidence), 3))
     nodes = [g.name for g in slow.groups if g.group == "node"]
     if nodes:
-        d.faulty_nodes = nodes[:8]
+        _set_faulty_nodes(d, nodes[:8])
     elif top is not None and top.node and d.first_failing_rank == top.rank:
-        d.faulty_nodes = [top.node]
+        _set_faulty_nodes(d, [top.node])
+
+
+def _set_faulty_nodes(d: Diagnosis, names: list[str]) -> None:
+    """Set ``d.faulty_nodes`` to the accepted ``names``; refused ones are named in a finding instead."""
+    d.faulty_nodes, refused = node_names(names)
+    if refused:
+        d.findings.append(refused_nodes_finding(refused))
 
 
 #: Cosine score of the default (hybrid MiniLM + lexical) embedder above which the best past incident may name
