@@ -239,6 +239,8 @@ class RecoveryPlan(BaseModel):
     target_nodes: list[str] = Field(default_factory=list)
     target_ranks: list[int] = Field(default_factory=list)
     fix_hint: str | None = None
+    responsible: Responsible | None = Field(default=None, description="Who has to act under this plan: the rule's "
+                                            "own (e.g. 'user' for a hand-off to the job owner), else the diagnosis'.")
     platform: str
     commands: list[str] = Field(default_factory=list, description="Dry-run commands; never run unless configured.")
     options: list[RecoveryOption] = Field(default_factory=list, description="Every level's estimated cost.")

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from diag_service.cli import app
-from diag_service.domain import Category, Diagnosis, RecoveryLevel
+from diag_service.domain import Category, Diagnosis, RecoveryLevel, Responsible
 from diag_service.pipeline import DiagnoseRequest, diagnose
 from diag_service.recovery import ExecutionRefused, History, PolicyError, ShellExecutor, load_policy, recommend
 
@@ -35,7 +35,7 @@ def _diag(tmp_path: Path, text: str, job: str, name: str = "job.log", **kw) -> D
     d = tmp_path / f"{job}-{abs(hash(text)) % 10**8}"
     d.mkdir(exist_ok=True)
     (d / name).write_text(text)
-    return diagnose(DiagnoseRequest(path=str(d), job_id=job, recovery=False, **kw))
+    return diagnose(DiagnoseRequest(**{"path": str(d), "job_id": job, "recovery": False, **kw}))
 
 
 def test_user_code_is_never_restarted(tmp_path: Path) -> None:
@@ -524,3 +524,47 @@ def test_a_refused_node_name_stays_out_of_faulty_nodes_and_is_named_in_a_finding
     assert any("not host names" in f and repr(host) in f for f in d.findings), d.findings
     good = _diag(tmp_path, _elastic_log("gpu-node-07"), "llama-run-2", name="console.log")
     assert good.faulty_nodes == ["gpu-node-07"] and not any("not host names" in f for f in good.findings)
+
+
+#: torchelastic's failure table of a rank aborted before any training step (public corpus dev case hf-039,
+#: huggingface/diffusers): no category, and the policy hands a set-up failure to the job owner.
+ABORT_BEFORE_TRAINING = """\
+========================================================
+train_dreambooth_lora_lumina2_ghibli.py FAILED
+--------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+--------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-04-17_11:06:23
+  host      : gpu-node-001
+  rank      : 3 (local_rank: 3)
+  exitcode  : -6 (pid: 2219722)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 2219722
+========================================================
+"""
+
+
+def test_who_acts_is_the_same_in_the_diagnosis_and_its_hand_off(tmp_path: Path) -> None:
+    d = _diag(tmp_path, ABORT_BEFORE_TRAINING, "lumina", recovery=True, kb=False, llm=False)
+    plan = d.recovery
+    assert plan is not None and plan.level is RecoveryLevel.L4 and "job owner" in plan.action
+    assert d.category is Category.UNKNOWN  # its category alone would make it the platform's
+    assert plan.responsible is Responsible.USER and d.responsible is Responsible.USER
+    assert any(plan.rule_id in f for f in d.findings if f.startswith("Responsible:"))
+    res = CliRunner().invoke(app, ["diagnose", str(next(tmp_path.iterdir())), "--no-kb", "--no-llm"],
+                             env={"COLUMNS": "400"})
+    assert "responsible user" in res.stdout and "who acts: the job owner" in res.stdout
+    # a user-caused failure: the rule and the category agree, nothing is added
+    d = _diag(tmp_path, "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n    x()\n"
+                        "KeyError: 'learning_rate'\n", "job-k", recovery=True, kb=False, llm=False)
+    assert d.responsible is Responsible.USER and d.recovery is not None and d.recovery.responsible is Responsible.USER
+    assert not any(f.startswith("Responsible:") for f in d.findings)
+
+
+def test_every_policy_rule_that_hands_to_the_job_owner_says_who_acts() -> None:
+    for rule in load_policy().rules:
+        if "job owner" in rule.action and "on-call" not in rule.action:
+            assert rule.responsible is Responsible.USER, rule.id

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan
+from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan, Responsible
 
 _STYLE = {
     "fail_stop": "bold red",
@@ -110,6 +110,8 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
         Text.assemble(("recovery ", "bold"), (plan.level.value, "bold green"), f"{when}{backoff}: {plan.action}"),
         Text(f"why: {plan.reason}", style="dim"),
     ]
+    if plan.responsible is not None:
+        lines.append(Text("who acts: " + ("the job owner" if plan.responsible is Responsible.USER else "the platform")))
     if plan.fix_hint:
         lines.append(Text(f"fix hint: {plan.fix_hint}"))
     if plan.history_note:
