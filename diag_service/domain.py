@@ -23,6 +23,28 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "1.1"  # 1.1: Diagnosis.slow is a typed SlowReport (the same JSON as before, validated)
 
 
+#: What a diagnosis accepts as a faulty node's name: a host name (RFC 1123 labels, with '_' as some
+#: clusters use), an IPv4 address, or a Slurm hostlist ("gpu[001-004],login1"); 253 characters at most
+#: (RFC 1035's longest name). Names come from log text and timing feeds, which are untrusted: anything
+#: else ("--all", "--selector=...", spaces, quotes, '/' or '$') is kept out of ``faulty_nodes``.
+NODE_NAME = re.compile(r"(?=[^\n]{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9_.,\[\]-]*[A-Za-z0-9\]])?\Z")
+
+
+def node_names(names: list[str]) -> tuple[list[str], list[str]]:
+    """``names`` split into those :data:`NODE_NAME` accepts and those it refuses, each in order, once."""
+    ok: list[str] = []
+    refused: list[str] = []
+    for n in dict.fromkeys(names):
+        (ok if NODE_NAME.match(n) else refused).append(n)
+    return ok, refused
+
+
+def refused_nodes_finding(refused: list[str]) -> str:
+    """The finding that names node values kept out of ``faulty_nodes`` (each shown shortened, quoted)."""
+    shown = ", ".join(repr(n[:80]) for n in refused[:4]) + (f" and {len(refused) - 4} more" if len(refused) > 4 else "")
+    return f"Node name(s) {shown} in the logs are not host names: left out of faulty_nodes."
+
+
 class FailureMode(StrEnum):
     """How a job lost productivity: it stopped, it stayed alive without progress, or it ran slow."""
 
@@ -217,6 +239,8 @@ class RecoveryPlan(BaseModel):
     target_nodes: list[str] = Field(default_factory=list)
     target_ranks: list[int] = Field(default_factory=list)
     fix_hint: str | None = None
+    responsible: Responsible | None = Field(default=None, description="Who has to act under this plan: the rule's "
+                                            "own (e.g. 'user' for a hand-off to the job owner), else the diagnosis'.")
     platform: str
     commands: list[str] = Field(default_factory=list, description="Dry-run commands; never run unless configured.")
     options: list[RecoveryOption] = Field(default_factory=list, description="Every level's estimated cost.")

@@ -193,3 +193,58 @@ def test_symptoms_before_the_root_are_precursors_not_cascade(tmp_path: Path) -> 
     # the exception line has no stamp: it borrows the last overflow's, a lower bound of its time
     assert "at or after 2023-06-07T22:26:58" in s
 
+
+
+#: A checkpoint rotation race as FunASR printed it (public corpus dev case n4fw-006): one line that the
+#: checkpoint-race signature (root) and the generic file-not-found signature (symptom) both match.
+CHECKPOINT_RACE = """\
+  File "/workspace/FunASR/funasr/train_utils/trainer_ds.py", line 644, in train_epoch
+    self.save_checkpoint(
+  File "/workspace/FunASR/funasr/train_utils/trainer_ds.py", line 290, in save_checkpoint
+    misc_utils.smart_remove(filename)
+  File "/workspace/FunASR/funasr/utils/misc.py", line 118, in smart_remove
+    shutil.rmtree(path)
+  File "/usr/lib/python3.10/shutil.py", line 731, in rmtree
+    onerror(os.rmdir, path, sys.exc_info())
+  File "/usr/lib/python3.10/shutil.py", line 729, in rmtree
+    os.rmdir(path)
+FileNotFoundError: [Errno 2] No such file or directory: './train_outputs_full2/model.pt.ep0.5000'
+"""
+
+
+def test_the_root_cause_line_is_not_also_its_own_cascade(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(CHECKPOINT_RACE)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), recovery=False, kb=False, llm=False))
+    root = d.primary_hit()
+    assert root is not None
+    same_line = [h for h in d.signature_hits if h is not root and set(h.template_ids) <= set(root.template_ids)]
+    assert same_line, "the case needs a second signature on the root's own line"
+    for h in same_line:
+        assert f"Cascade: {h.name}" not in d.root_cause.summary, d.root_cause.summary
+        assert not any(h.name in f and "then reported" in f for f in d.findings), d.findings
+
+
+#: DeepSpeed-Chat's driver script after a rank was SIGKILLed (public corpus dev case n3hw-013,
+#: deepspeedai/DeepSpeed#3261): its own RuntimeError reports the step's exit status.
+SIGKILLED_STEP = """\
+exits with return code = -9
+Traceback (most recent call last):
+  File "/home/user/DeepSpeedExamples/applications/DeepSpeed-Chat/train.py", line 210, in <module>
+    main(args)
+  File "/home/user/DeepSpeedExamples/applications/DeepSpeed-Chat/train.py", line 175, in launch_cmd
+    raise RuntimeError('\\n\\n'.join((
+RuntimeError: Step 2 exited with non-zero status 247
+
+[2023-04-16 08:08:00,497] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 364004
+[2023-04-16 08:08:00,520] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 364005
+"""
+
+
+def test_a_catch_all_signature_in_a_cascade_is_named_by_its_line(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(SIGKILLED_STEP)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), recovery=False, kb=False, llm=False))
+    assert d.category is Category.HOST_OOM
+    assert any(h.signature_id == "python_runtime_error" for h in d.signature_hits)
+    cascade = d.root_cause.summary.split("Cascade: ", 1)[1]
+    assert "Unclassified RuntimeError" not in cascade
+    assert "'RuntimeError: Step 2 exited with non-zero status 247'" in cascade

@@ -80,6 +80,7 @@ def test_new_failure_kind_is_a_data_change(tmp_path: Path) -> None:
         ("patterns: ['(unclosed']", "does not compile"),
         ("patterns: ['nothing-like-it']", "example does not match"),
         ("patterns: ['LustreQuotaError']\n    colour: blue", "colour"),
+        ("patterns: ['LustreQuotaError']\n    cascade_name: '{message} on {node}'", "may only use {message}"),
     ],
 )
 def test_malformed_signature_is_refused_with_a_clear_error(tmp_path: Path, snippet: str, message: str) -> None:

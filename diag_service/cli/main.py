@@ -118,8 +118,9 @@ def recover_cmd(
     execute: Annotated[bool, typer.Option("--execute", help="Run the plan (needs DIAG_EXECUTOR=shell).")] = False,
 ) -> None:
     """Recommend the cheapest recovery likely to work for a diagnosis (dry-run by default)."""
+    from diag_service.cli.report import render_recovery
     from diag_service.domain import Diagnosis
-    from diag_service.recovery import History, ShellExecutor, load_policy, recommend
+    from diag_service.recovery import ExecutionRefused, History, ShellExecutor, load_policy, recommend
 
     try:
         text = sys.stdin.read() if str(diagnosis) == "-" else diagnosis.read_text(encoding="utf-8")
@@ -134,14 +135,18 @@ def recover_cmd(
     plan = recommend(d, pol, hist, platform=platform, gpus=gpus)
     ran: list[str] = []
     if execute:
-        ran = ShellExecutor().run(plan)
+        try:
+            ran = ShellExecutor().run(plan)
+        except ExecutionRefused as exc:
+            if not json_out:  # the plan as it stands, titled as not executed; the error says why (exit 4)
+                render_recovery(plan, Console(), not_executed=str(exc))
+            raise
+        plan.executed = True
         if hist is not None:
             hist.record_outcome(plan.idempotency_key, "executed", "; ".join(ran))
     if json_out:
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
         return
-    from diag_service.cli.report import render_recovery
-
     render_recovery(plan, Console())
     for line in ran:  # what --execute ran; the dry-run commands are in the panel above
         sys.stdout.write(line + "\n")

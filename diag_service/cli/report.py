@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan
+from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan, Responsible
 
 _STYLE = {
     "fail_stop": "bold red",
@@ -97,14 +97,21 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     )
 
 
-def render_recovery(plan: RecoveryPlan, console: Console) -> None:
-    """Print a recovery plan: level, action, why, dry-run commands and each option's cost."""
+def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | None = None) -> None:
+    """Print a recovery plan: level, action, why, its commands and each option's cost.
+
+    The title says whether the commands were run: ``executed`` (``plan.executed``), ``not executed``
+    when execution was asked for and refused (``not_executed`` is the refusal, shown in the panel),
+    else ``dry-run``.
+    """
     when = " at the next checkpoint" if plan.timing == "next_checkpoint" else ""
     backoff = f" after a {plan.backoff_s:.0f} s back-off" if plan.backoff_s else ""
     lines = [
         Text.assemble(("recovery ", "bold"), (plan.level.value, "bold green"), f"{when}{backoff}: {plan.action}"),
         Text(f"why: {plan.reason}", style="dim"),
     ]
+    if plan.responsible is not None:
+        lines.append(Text("who acts: " + ("the job owner" if plan.responsible is Responsible.USER else "the platform")))
     if plan.fix_hint:
         lines.append(Text(f"fix hint: {plan.fix_hint}"))
     if plan.history_note:
@@ -117,4 +124,9 @@ def render_recovery(plan: RecoveryPlan, console: Console) -> None:
         f"{o.level.value} {'owner-bound' if o.lost.unbounded else f'{o.lost.total_s / 60:.0f} min'}" for o in plan.options
     )
     lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
-    console.print(Panel(Group(*lines), title=f"recovery ({plan.platform}, dry-run)", expand=True))
+    if not_executed is not None:
+        lines.append(Text(f"execution asked for, nothing run: {not_executed}", style="bold red"))
+        mode = "not executed"
+    else:
+        mode = "executed" if plan.executed else "dry-run"
+    console.print(Panel(Group(*lines), title=f"recovery ({escape(plan.platform)}, {mode})", expand=True))

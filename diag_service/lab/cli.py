@@ -121,9 +121,23 @@ def suite_cmd(
 
 @app.command("list")
 def list_cmd(scenarios_dir: ScenarioDir = DEFAULT_SCENARIO_DIR) -> None:
-    """List the scenarios with their failure mode, category and fault kind."""
+    """List the scenarios under a header: the fault scenarios by failure mode, then the control runs.
+
+    A control run injects no fault: its failure mode names the detector it checks (nothing may be
+    raised), so it is listed apart and without a category.
+    """
+    rows = []
     for name, sc in load_scenarios(scenarios_dir).items():
-        typer.echo(f"{name:32s} {sc.failure_mode!s:10s} {sc.category!s:15s} {sc.fault.kind}")
+        control = sc.fault.kind == "none"
+        rows.append((control, str(sc.failure_mode), name, "-" if control else str(sc.category), sc.fault.kind))
+    typer.echo(f"  {'SCENARIO':32s} {'FAILURE MODE':13s} {'CATEGORY':15s} FAULT")
+    for control in (False, True):
+        group = sorted(r for r in rows if r[0] is control)
+        if group:
+            typer.echo("control runs (no fault injected; the failure mode's detector must raise nothing):"
+                       if control else "fault scenarios:")
+        for _, mode, name, category, kind in group:
+            typer.echo(f"  {name:32s} {mode:13s} {category:15s} {kind}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ Rules, in order (each documented where it acts):
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ from diag_service.domain import (
     Responsible,
     SignatureHit,
     SimilarIncident,
+    node_names,
+    refused_nodes_finding,
 )
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
@@ -193,6 +196,21 @@ def _cascade(h: SignatureHit, sigs: SignatureSet | None) -> str | None:
         return sigs.by_id(h.signature_id).cascade
     except KeyError:
         return None
+
+
+def _cascade_name(h: SignatureHit, sigs: SignatureSet | None, line: str | None) -> str:
+    """How ``h`` is named in another cause's cascade: its signature's ``cascade_name`` with ``{message}``
+    the first line it matched (``line``, shortened to 120 characters), else its name. A context rule's
+    refined name stands as it is."""
+    if sigs is None or line is None or "context_rule" in h.details:
+        return h.name
+    try:
+        form = sigs.by_id(h.signature_id).cascade_name
+    except KeyError:
+        return h.name
+    if form is None:
+        return h.name
+    return form.format(message=textwrap.shorten(line, 120, placeholder=" …"))
 
 
 def _demote_late_roots(
@@ -458,13 +476,16 @@ def localize(
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
             faulty_nodes = [elastic_root.node]
+        faulty_nodes, refused = node_names(faulty_nodes)
+        if refused:
+            findings.append(refused_nodes_finding(refused))
         # Failure mode adjustments.
         if progress.stack_dumps and not terminated:
             mode = FailureMode.FAIL_HANG
             findings.append("Stack dumps were taken and no process exited: the job was alive but stuck.")
         first_ev = pevs[0] if pevs else None
-        where = _where(first_rank, first_ev.local_rank if first_ev else None,
-                       faulty_nodes[0] if faulty_nodes else (first_ev.node if first_ev else None))
+        ev_node = first_ev.node if first_ev is not None and first_ev.node not in refused else None
+        where = _where(first_rank, first_ev.local_rank if first_ev else None, faulty_nodes[0] if faulty_nodes else ev_node)
         when = ""
         if first_ev and first_ev.ts is not None:
             # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound
@@ -477,17 +498,24 @@ def localize(
         summary = f"{primary.name}{detail} on {where}{when}. {primary.explanation}"
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
+        # A hit on the root cause's own lines (a generic signature matching the same event) is not its cascade.
+        root_lines = set(primary.template_ids)
+        cascade = [h for h in cascade if not set(h.template_ids) <= root_lines]
         # A symptom stamped before the root cause is a precursor (e.g. fp16 overflows before the loss
         # scale hits its minimum), not its consequence: it is named as what came first.
         before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
         cascade = [h for h in cascade if h not in before]
+        def label(h: SignatureHit) -> str:
+            evs = primary_events(h)
+            return _cascade_name(h, sigs, evs[0].key if evs else None)
+
         if before:
-            names = ", ".join(dict.fromkeys(h.name for h in before[:4]))
+            names = ", ".join(dict.fromkeys(label(h) for h in before[:4]))
             findings.append(f"Before it, the logs reported: {names}.")
             summary += f" Preceded by: {names}."
         if cascade:
             other_ranks = sorted({r for h in cascade for r in h.ranks} - ({first_rank} if first_rank is not None else set()))
-            names = ", ".join(dict.fromkeys(h.name for h in cascade[:4]))
+            names = ", ".join(dict.fromkeys(label(h) for h in cascade[:4]))
             who = f"{len(other_ranks)} other rank(s)" if other_ranks else "The logs"
             findings.append(f"{who} then reported: {names}. These follow from the root cause above.")
             summary += f" Cascade: {names}" + (f" on {len(other_ranks)} other rank(s)" if other_ranks else "") + "."
@@ -547,7 +575,12 @@ def localize(
         else:
             mode = FailureMode.FAIL_STOP
             confidence = 0.15 if groups else 0.05
-            summary = "No known failure signature matched with enough confidence."
+            if hits:  # the report must not deny what the diagnosis' signature_hits list
+                weak = ", ".join(dict.fromkeys(f"{h.name} ({h.role.value})" for h in hits[:4]))
+                more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
+                summary = f"No signature matched strongly enough to name the cause; matched weakly: {weak}{more}."
+            else:
+                summary = "No known failure signature matched with enough confidence."
         if primary is not None:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
@@ -630,7 +663,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.first_failing_rank = top.rank
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
-        d.faulty_nodes = [top.node]
+        _set_faulty_nodes(d, [top.node])
 
 
 def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
@@ -682,9 +715,16 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         d.confidence = max(d.confidence, round(min(0.8, top.confidence), 3))
     nodes = [g.name for g in slow.groups if g.group == "node"]
     if nodes:
-        d.faulty_nodes = nodes[:8]
+        _set_faulty_nodes(d, nodes[:8])
     elif top is not None and top.node and d.first_failing_rank == top.rank:
-        d.faulty_nodes = [top.node]
+        _set_faulty_nodes(d, [top.node])
+
+
+def _set_faulty_nodes(d: Diagnosis, names: list[str]) -> None:
+    """Set ``d.faulty_nodes`` to the accepted ``names``; refused ones are named in a finding instead."""
+    d.faulty_nodes, refused = node_names(names)
+    if refused:
+        d.findings.append(refused_nodes_finding(refused))
 
 
 #: Cosine score of the default (hybrid MiniLM + lexical) embedder above which the best past incident may name

@@ -214,6 +214,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         try:
             platform = req.platform or progress.platform() or "kubernetes"
             d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None)
+            # who acts is the plan's (its rule may hand over a failure its category gives the platform)
+            if d.recovery.responsible is not None and d.recovery.responsible is not d.responsible:
+                d.findings.append(f"Responsible: {d.recovery.responsible.value}, by recovery rule {d.recovery.rule_id} "
+                                  f"(the {d.category.value} category alone gives {d.responsible.value}).")
+                d.responsible = d.recovery.responsible
         finally:
             if history is not None:
                 history.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from diag_service.domain import Category, FailureMode, RecoveryLevel
+from diag_service.domain import Category, FailureMode, RecoveryLevel, Responsible
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.resources import builtin
 from diag_service.yamlio import load_yaml_model
@@ -79,6 +79,9 @@ class Rule(BaseModel):
     action: str
     timing: str = Field("now", pattern=r"^(now|next_checkpoint)$")
     backoff: bool = False
+    #: Who has to act under this rule's action (``user``: the job owner); None keeps the diagnosis' own.
+    #: The plan carries it and the diagnosis' ``responsible`` follows it, so the two never disagree.
+    responsible: Responsible | None = None
 
 
 def _regex(v: str) -> str:

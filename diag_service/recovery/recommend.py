@@ -246,8 +246,10 @@ def recommend(
     rule = next((r for r in pol.rules if _matches(r, d, hit, facts)), None)
     if rule is None:  # a policy without a catch-all: the safe answer is to hand over
         level, rule_id, action, timing, backoff = RecoveryLevel.L4, "no_rule_matched", "No rule matched; hand over.", "now", False
+        responsible = d.responsible
     else:
         level, rule_id, action, timing, backoff = rule.level, rule.id, rule.action, rule.timing, rule.backoff
+        responsible = rule.responsible or d.responsible
     backoff_s = 0.0
     if backoff:
         backoff_s = min(pol.history.backoff_max_s, pol.history.backoff_base_s * (2 ** facts.job_restarts))
@@ -260,7 +262,7 @@ def recommend(
         level=level, action=action, rule_id=rule_id, reason=reason, timing=timing, backoff_s=backoff_s,
         target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
         target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
-        fix_hint=hint, platform=platform, commands=commands, refused=refused,
+        fix_hint=hint, responsible=responsible, platform=platform, commands=commands, refused=refused,
         options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus)) for lv in _LEVEL_ORDER],
         history_note=note, idempotency_key=key,
     )

@@ -19,6 +19,7 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         source: https://...               # vendor doc or public thread
         lookup: {group: code, table: xid} # optional: per-value overrides from a table
         cascade: silent_death             # optional: silent_death | peer_loss (see SignatureSpec.cascade)
+        cascade_name: "'{message}'"       # optional: its name in another cause's cascade (see SignatureSpec)
         examples: ['RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB']
         counter_examples: []              # lines that must not match
     tables:
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -145,11 +147,24 @@ class SignatureSpec(BaseModel):
     #: vanished (closed by peer, broken pipe, collective timeouts, SIGTERM from the agent). A silent
     #: death is not teardown because peer-loss reports were stamped before it.
     cascade: str | None = Field(default=None, pattern=r"^(?:silent_death|peer_loss)$")
+    #: How a hit is named when it is listed in another cause's cascade (default: ``name``); ``{message}``
+    #: stands for the first line it matched, shortened. For catch-all signatures, whose name ("Unclassified
+    #: RuntimeError in the job") describes the catalog's ignorance, not the line.
+    cascade_name: str | None = None
 
     @field_validator("patterns", "context_patterns")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
         return _compiled_ok(v)
+
+    @field_validator("cascade_name")
+    @classmethod
+    def _only_message(cls, v: str | None) -> str | None:
+        if v is not None:
+            fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
+            if fields - {"message"}:
+                raise ValueError(f"cascade_name may only use {{message}}, not {sorted(fields - {'message'})}")
+        return v
 
 
 _SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages)')

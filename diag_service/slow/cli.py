@@ -49,8 +49,12 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
     """Render a :class:`SlowReport` for a terminal."""
     u = "s" if rep.units == "seconds" else f" ({rep.units})"
     lost = "lost (s)" if rep.units == "seconds" else f"lost ({rep.units})"
-    verdict = "[red]FAIL-SLOW[/red]" if rep.failure_mode else "[green]OK[/green]"
-    con.print(f"{verdict}  category: {rep.category}")
+    if rep.failure_mode:
+        con.print(f"[red]FAIL-SLOW[/red]  category: {rep.category}")
+    elif rep.baseline.step_time_s is None:  # a category is only given to a slowdown found
+        con.print("[yellow]NOT JUDGED[/yellow]  too few steps for a baseline pace")
+    else:
+        con.print("[green]OK[/green]  no slowdown and no straggler")
     con.print(escape(rep.summary))
     b = rep.baseline
     if b.step_time_s is not None:

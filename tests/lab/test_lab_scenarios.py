@@ -110,6 +110,18 @@ def test_cli_lists_scenarios() -> None:
     assert "slow_control_clean" in result.output
 
 
+def test_cli_list_has_a_header_and_lists_control_runs_apart_from_the_faults() -> None:
+    lines = CliRunner().invoke(app, ["list"]).output.splitlines()
+    assert lines[0].split() == ["SCENARIO", "FAILURE", "MODE", "CATEGORY", "FAULT"]
+    controls = {name for name, sc in load_scenarios().items() if sc.fault.kind == "none"}
+    assert controls, "the catalogue has control runs"
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("control runs"))
+    listed = [ln.split()[0] for ln in lines[start + 1:]]
+    assert set(listed) == controls  # every control in its own group, nothing else in it
+    before = {ln.split()[0] for ln in lines[1:start] if ln.startswith("  ")}
+    assert not before & controls and len(before) == len(load_scenarios()) - len(controls)
+
+
 def test_subgroup_hang_needs_tensor_parallel_groups() -> None:
     doc = yaml.safe_load((DEFAULT_SCENARIO_DIR / "hang_subgroup_sleep.yaml").read_text())
     assert Scenario(**doc).tp_size == 2

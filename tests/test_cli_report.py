@@ -1,0 +1,52 @@
+"""The human report of ``diag diagnose`` says what its ``--json`` says (new-user trials, 2026-12-03)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from diag_service.cli import app
+
+#: A Ray worker's death as Ray 0.8 printed it (public corpus dev case cl-005, ray-project/ray#7773).
+RAY_WORKER_DIED = (
+    "2020-03-28 18:22:59,901\tWARNING worker.py:1072 -- A worker died or was killed while executing task "
+    "ffffffffffffffffeb124b350200.\n"
+    "(pid=81331) E0328 18:23:00.165781 81395 core_worker.cc:382] Raylet failed. Shutting down.\n"
+    "(pid=81331) Traceback (most recent call last):\n"
+    '(pid=81331)   File "python/ray/_raylet.pyx", line 442, in ray._raylet.execute_task\n'
+)
+
+
+def _run(*args: str) -> str:
+    res = CliRunner().invoke(app, [*args, "--no-kb", "--no-llm"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_a_weak_signature_hit_is_named_in_the_report_not_denied(tmp_path: Path) -> None:
+    log = tmp_path / "ray.log"
+    log.write_text(RAY_WORKER_DIED)
+    d = json.loads(_run("diagnose", str(log), "--json"))
+    assert d["category"] == "unknown" and d["signature_hits"], d["root_cause"]["summary"]
+    text = _run("diagnose", str(log))
+    assert "No known failure signature matched" not in text
+    assert "matched weakly" in text
+    for h in d["signature_hits"]:
+        assert h["name"] in text
+
+
+def test_diag_slow_on_a_clean_feed_reads_as_no_slowdown_without_a_category(tmp_path: Path) -> None:
+    # the lab's slow_rank_compute run before its fault's onset step (69): a clean feed of real timings
+    src = Path(__file__).parent / "fixtures" / "slow" / "lab_slow_rank_compute"
+    onset = json.loads((src / "truth.json").read_text())["onset_step"]
+    lines = [ln for ln in (src / "timing.jsonl").read_text().splitlines() if json.loads(ln)["step"] < onset - 4]
+    feed = tmp_path / "timing.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    rep = json.loads(CliRunner().invoke(app, ["slow", str(feed), "--json"]).stdout)
+    assert rep["failure_mode"] is None and rep["category"] == "unknown"
+    res = CliRunner().invoke(app, ["slow", str(feed)], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    head = res.stdout.splitlines()[0]
+    assert "no slowdown" in head.lower() and "category" not in head, head
