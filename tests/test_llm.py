@@ -703,3 +703,21 @@ def test_a_sentence_naming_another_first_failing_rank_is_dropped() -> None:
                                                           "cancelled [E1]."})), build_evidence_pack(
         _diag([_event(1, EventRole.ROOT, cancel, [0])], [cancel], first_rank=0)))
     assert ok.text.startswith("Rank 0 on gpu-node-001 failed first")
+
+
+def test_loading_the_transformers_backend_leaves_the_environment_alone(tmp_path: Path) -> None:
+    """The transformers backend keeps off the hub by its arguments (a local folder, ``local_files_only``),
+    not by writing ``HF_HUB_OFFLINE`` and friends into the host process's environment: even a load that
+    fails (here: a site's model file that is not there) changes nothing in ``os.environ``."""
+    import os
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from diag_service.llm.backends import TransformersBackend
+
+    config = LlmConfig(backend="transformers", model_path=tmp_path / "site-model.gguf", model_sha256="ab" * 32,
+                       cache_dir=tmp_path / "cache")
+    before = dict(os.environ)
+    with pytest.raises(ModelUnavailable):
+        TransformersBackend(config)
+    assert dict(os.environ) == before
