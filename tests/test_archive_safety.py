@@ -183,3 +183,55 @@ def test_a_zip64_record_is_what_is_checked(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(Refused) as exc:
         inspect_bundle(up, LIMITS)
     assert exc.value.status == 413 and "(70000 in its directory)" in exc.value.message
+
+
+def test_the_diagignore_look_checks_a_zips_directory_before_parsing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look for a ``.diagignore`` before the walk is held to the walk's member limit too: the zip's
+    directory is not parsed, and the walk then refuses the zip as before."""
+    from diag_service.ingest.open import open_bundle
+
+    up = _many_folders_zip(tmp_path / "dirs.zip", 5_000)
+    monkeypatch.setattr(zipfile, "ZipFile", _no_zipfile)
+    b = open_bundle(up, IngestLimits(max_members=50))
+    assert not any(w.startswith(".diagignore") for w in b.report.warnings)
+    with pytest.raises(BundleError, match="more than 50 members"):
+        list(b.blocks())
+
+
+def test_the_diagignore_look_inflates_a_tar_no_further_than_the_ratio_floor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reaching a member of a streamed tar means inflating every member before it; the look for a
+    ``.diagignore`` stops at a member that ends past the ratio floor instead of reading through it (a
+    bomb placed first would be inflated whole): here it reads the archive's head, not its 8 MiB."""
+    import builtins
+    import random
+
+    from diag_service.ingest.archive import archive_member_text
+
+    big = random.Random(3).randbytes(8 << 20)  # incompressible: bytes read from disk = bytes inflated
+    tgz = _tar_gz(tmp_path / "job.tar.gz", {"job/big.log": big, "job/.diagignore": b"truth.json\n", "job/truth.json": b"{}"})
+    late = _tar_gz(tmp_path / "late.tar.gz", {"job/.diagignore": b"truth.json\n", "job/big.log": big})
+    read = {"bytes": 0}
+    real_open = builtins.open
+
+    class Counting(io.FileIO):
+        def readinto(self, buf) -> int:  # noqa: ANN001 - a writable buffer
+            n = super().readinto(buf)
+            read["bytes"] += n or 0
+            return n
+
+    def counting_open(file, mode="r", *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202 - open's signature
+        if str(file) == str(tgz) and "b" in mode:
+            return io.BufferedReader(Counting(str(file), "r"))
+        return real_open(file, mode, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(tarfile, "bltn_open", counting_open)
+    assert archive_member_text(tgz, ".diagignore", IngestLimits(ratio_floor_bytes=1 << 20)) is None
+    monkeypatch.undo()
+    assert tgz.stat().st_size > 8 << 20 and read["bytes"] < 1 << 20, read
+    # written first, as collectors do, it is found (and the default floor, 64 MiB, reaches past big.log too)
+    found = ("job/.diagignore", "truth.json\n")
+    assert archive_member_text(late, ".diagignore", IngestLimits(ratio_floor_bytes=1 << 20)) == found
+    assert archive_member_text(tgz, ".diagignore") == found

@@ -105,3 +105,78 @@ def test_one_rule_for_where_data_and_caches_live(tmp_path: Path, monkeypatch) ->
     monkeypatch.setenv("DIAG_CACHE_DIR", str(tmp_path / "cache"))
     assert default_home() == tmp_path / "site" and default_data_dir() == tmp_path / "site" / "service"
     assert default_cache_dir() == tmp_path / "cache"
+
+
+def test_the_default_retriever_keeps_the_home_it_was_built_with(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The retriever resolves ``$DIAG_HOME`` when it is built, not at every lookup through a process global:
+    a later change of the variable does not move the store it reads and writes."""
+    from diag_service.kb import DefaultRetriever, HashingEmbedder
+
+    monkeypatch.setenv("DIAG_HOME", str(tmp_path / "site"))
+    past = DefaultRetriever(embedder=HashingEmbedder())
+    monkeypatch.setenv("DIAG_HOME", str(tmp_path / "elsewhere"))
+    d = diagnose(DiagnoseRequest(path=str(EXAMPLE), retriever=past))
+    assert d.similar_incidents and not any("knowledge base" in w for w in d.input.warnings)
+    assert (tmp_path / "site" / "kb" / "kb.sqlite").is_file() and not (tmp_path / "elsewhere").exists()
+    assert past.home == tmp_path / "site"
+
+
+def _capture(monkeypatch, module) -> list[DiagnoseRequest]:  # noqa: ANN001
+    """Requests the interface in ``module`` hands the pipeline (diagnosed without the optional stages)."""
+    seen: list[DiagnoseRequest] = []
+
+    def record(req: DiagnoseRequest) -> Diagnosis:
+        seen.append(req)
+        return diagnose(req.model_copy(update={"retriever": None, "summarizer": None}))
+
+    monkeypatch.setattr(module, "diagnose", record)
+    return seen
+
+
+def test_diag_diagnose_builds_its_stages_from_its_options(monkeypatch) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    import diag_service.pipeline
+    from diag_service.cli import app
+    from diag_service.kb import DefaultRetriever
+    from diag_service.llm import LocalSummarizer
+    from diag_service.signatures import site_catalog
+
+    seen = _capture(monkeypatch, diag_service.pipeline)
+    runner = CliRunner()
+    assert runner.invoke(app, ["diagnose", str(EXAMPLE), "--json"]).exit_code == 0
+    assert runner.invoke(app, ["diagnose", str(EXAMPLE), "--json", "--no-kb", "--no-llm", "--no-recovery"]).exit_code == 0
+    full, bare = seen
+    assert isinstance(full.retriever, DefaultRetriever) and isinstance(full.summarizer, LocalSummarizer)
+    assert full.catalog is site_catalog() and full.policy is not None and full.policy.version_hash
+    assert bare.retriever is None and bare.summarizer is None and bare.policy is None and bare.catalog is not None
+
+
+def test_a_labeller_builds_its_stages_once_and_hands_them_to_every_job(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from diag_service.label import worker
+    from diag_service.label.models import Job, LabelOptions
+    from diag_service.recovery import default_policy_path
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(Path(default_policy_path()).read_text(encoding="utf-8"), encoding="utf-8")
+    seen = _capture(monkeypatch, worker)
+    lab = worker.Labeller(LabelOptions(kb="off", policy_path=str(policy)), similar=lambda d, k=5: ([], True))
+    rows = [lab.label(Job(job_id=f"job-{i}", path=str(EXAMPLE))) for i in range(2)]
+    assert [r.status for r in rows] == ["ok", "ok"] and rows[0].category == "user_code"
+    a, b = seen
+    assert a.catalog is b.catalog is lab.catalog and a.policy is b.policy is not None
+    assert a.retriever is b.retriever is not None and a.summarizer is None
+
+
+def test_a_service_worker_gives_every_diagnosis_its_one_summarizer(monkeypatch) -> None:  # noqa: ANN001
+    import diag_service.pipeline
+    from diag_service.llm import LocalSummarizer
+    from diag_service.service import tasks
+
+    seen = _capture(monkeypatch, diag_service.pipeline)
+    for llm in (True, True, False):
+        out = tasks._diagnose({"path": str(EXAMPLE), "job_id": "j", "recovery": False, "llm": llm})
+        assert out["ok"] and out["category"] == "user_code"
+    first, second, off = seen
+    assert isinstance(first.summarizer, LocalSummarizer) and second.summarizer is first.summarizer
+    assert off.summarizer is None and first.retriever is None

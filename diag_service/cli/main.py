@@ -54,12 +54,26 @@ def diagnose_cmd(
 ) -> None:
     """Diagnose a failed job from the logs of all its ranks."""
     from diag_service.pipeline import DiagnoseRequest, diagnose
+    from diag_service.recovery import load_policy
+    from diag_service.signatures import site_catalog
 
+    # The stages are built here, from the options, and handed to the pipeline (the optional ones are
+    # imported only when asked for: a cold `diag diagnose --no-kb --no-llm` loads no model package).
+    retriever = summarizer = None
+    if kb:
+        from diag_service.kb import DefaultRetriever
+
+        retriever = DefaultRetriever()
+    if llm:
+        from diag_service.llm import LocalSummarizer
+
+        summarizer = LocalSummarizer()
     d = diagnose(
         DiagnoseRequest(
             path=str(path), job_id=job_id, recovery=not no_recovery,
             history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
-            kb=kb, llm=llm,
+            catalog=site_catalog(), policy=None if no_recovery else load_policy(),
+            retriever=retriever, summarizer=summarizer,
         )
     )
     payload = d.model_dump_json(indent=2)

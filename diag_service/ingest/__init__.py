@@ -4,6 +4,7 @@ Entry point: :func:`read_bundle` (``IngestRequest`` in, iterator of :class:`Bloc
 problem recorded in an :class:`~diag_service.domain.InputReport`).
 """
 
-from diag_service.ingest.bundle import Block, BundleError, IngestLimits, Source, archive_member_text, read_bundle
+from diag_service.ingest.archive import archive_member_text
+from diag_service.ingest.bundle import Block, BundleError, IngestLimits, Source, read_bundle
 
 __all__ = ["Block", "BundleError", "IngestLimits", "Source", "archive_member_text", "read_bundle"]

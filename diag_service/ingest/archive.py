@@ -6,19 +6,22 @@ a truncated file yields, a prepend stream for sniffed heads, pieced reads that r
 a read error, member-name safety, container sniffing, a zip's central-directory check before it is
 parsed, and the decompression budget (bundle total; per-member ratio above a floor; the bundle's ratio of
 all decompressed bytes, nested archives' included, to the bytes actually read from the input: the
-decompression-bomb guard).
+decompression-bomb guard). Also the one reader that looks into an archive outside the walk:
+:func:`archive_member_text` (a bundle's ``.diagignore``, read before the walk), under the same limits.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
+import os
 import re
 import struct
 import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
@@ -354,3 +357,76 @@ def sniff_kind(head: bytes) -> str:
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "tar"
     return "log"
+
+
+# --- one small member, looked up before the walk ------------------------------------------------------
+
+#: Decompressed bytes :func:`archive_member_text` may always inflate to reach a member, whatever a
+#: bundle's ``ratio_floor_bytes`` (which may be 0): room for the folder entries and small files a
+#: collector writes before ``.diagignore``.
+MEMBER_SEARCH_FLOOR = 1 << 20
+
+
+def archive_member_text(
+    path: str | os.PathLike[str], basename: str, limits: BundleLimits | None = None, max_depth: int = 1,
+    max_bytes: int = 64 * 1024, max_archive_bytes: int = 256 * 2**20, max_tar_members: int = 8,
+) -> tuple[str, str] | None:
+    """``(member name, text)`` of the first regular member called ``basename`` in a tar or zip archive.
+
+    Only members at most ``max_depth`` folders deep count (``.diagignore`` at the top of a bundle, or of the
+    one folder it was archived from); at most ``max_bytes`` of it are read (UTF-8, bad bytes replaced). In
+    a tar only the first ``max_tar_members`` members are looked at (the folder entries and the
+    ``.diagignore`` a collector writes first), and only while they end within ``limits.ratio_floor_bytes``
+    (at least :data:`MEMBER_SEARCH_FLOOR`) of decompressed data: a streamed tar is inflated to reach a
+    member, and past that floor the walk's ratio check stops a decompression bomb, so this look never
+    inflates more of one than the walk does, nor the archive a second time. A zip's central directory is
+    checked against ``limits.max_members`` (:func:`zip_directory_problem`) before it is parsed.
+    ``limits``: default :class:`~diag_service.limits.BundleLimits`.
+
+    Returns None for a path that is not a ``.tar*``/``.zip`` file, an archive larger than
+    ``max_archive_bytes`` (a tar.gz must be inflated to list it), no such member within those bounds, a
+    zip over the member limit, or a tar that breaks before one (its truncation and limits are the walk's
+    to report). Raises ``OSError``, ``tarfile.TarError``, ``zipfile.BadZipFile`` or ``EOFError`` when the
+    archive cannot be opened or the member cannot be read.
+    """
+    from diag_service.limits import BundleLimits
+
+    limits = limits or BundleLimits()
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size > max_archive_bytes:
+        return None
+
+    def wanted(name: str) -> bool:
+        parts = (name[2:] if name.startswith("./") else name).split("/")
+        return parts[-1] == basename and len(parts) - 1 <= max_depth and safe_member_name(name)
+
+    if TAR_NAME.search(p.name):
+        # streamed, and only over the first members: a compressed tar has no index, and reading it to
+        # the end here would decompress it twice (collectors write .diagignore first; tarfile and `tar --sort=name` put it first)
+        with open(p, "rb") as raw, tarfile.open(fileobj=raw, mode="r|*") as tf:  # type: ignore[call-overload]
+            members = iter(tf)
+            for _ in range(max_tar_members):
+                try:
+                    m = next(members)
+                except StopIteration:
+                    return None
+                except (EOFError, tarfile.TarError, zlib.error, lzma.LZMAError):
+                    # the archive breaks before any such member: it has none that can be read, and the walk
+                    # reports the truncation itself (not as this member being unreadable)
+                    return None
+                if m.isfile() and wanted(m.name):
+                    f = tf.extractfile(m)
+                    return (m.name, f.read(max_bytes).decode("utf-8", errors="replace")) if f else None
+                if m.offset_data + m.size > max(limits.ratio_floor_bytes, MEMBER_SEARCH_FLOOR):
+                    return None  # the next header lies past what may be inflated to find it
+            return None
+    elif p.name.lower().endswith(".zip"):
+        with open(p, "rb") as fh:
+            if zip_directory_problem(fh, limits.max_members) is not None:
+                return None
+            with zipfile.ZipFile(fh) as zf:
+                for info in zf.infolist():
+                    if not info.is_dir() and wanted(info.filename):
+                        with zf.open(info) as f:
+                            return info.filename, f.read(max_bytes).decode("utf-8", errors="replace")
+    return None

@@ -43,7 +43,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from diag_service.domain import InputReport
@@ -55,7 +55,6 @@ from diag_service.ingest.archive import (
     Prepend,
     gzip_holds_tar,
     read_pieces,
-    safe_member_name,
     sniff_kind,
 )
 from diag_service.ingest.walk import BundleError, Policy, Walker
@@ -361,56 +360,6 @@ def _stream_blocks(walker: Walker[Block], src: Source, fobj: BinaryIO, compresse
 
 
 # --- containers -----------------------------------------------------------------------------------
-
-
-def archive_member_text(
-    path: str | os.PathLike[str], basename: str, max_depth: int = 1, max_bytes: int = 64 * 1024,
-    max_archive_bytes: int = 256 * 2**20, max_tar_members: int = 8,
-) -> tuple[str, str] | None:
-    """``(member name, text)`` of the first regular member called ``basename`` in a tar or zip archive.
-
-    Only members at most ``max_depth`` folders deep count (``.diagignore`` at the top of a bundle, or of the
-    one folder it was archived from); at most ``max_bytes`` of it are read (UTF-8, bad bytes replaced). In
-    a tar only the first ``max_tar_members`` members are looked at (the folder entries and the
-    ``.diagignore`` a collector writes first), so the archive is not decompressed a second time.
-    Returns None for a path that is not a ``.tar*``/``.zip`` file, an archive larger than
-    ``max_archive_bytes`` (a tar.gz must be inflated to list it), no such member, or a tar that breaks
-    before one (its truncation is the log pass's to report). Raises ``OSError``, ``tarfile.TarError``,
-    ``zipfile.BadZipFile`` or ``EOFError`` when the archive cannot be opened or the member cannot be read.
-    """
-    p = Path(path)
-    if not p.is_file() or p.stat().st_size > max_archive_bytes:
-        return None
-
-    def wanted(name: str) -> bool:
-        parts = (name[2:] if name.startswith("./") else name).split("/")
-        return parts[-1] == basename and len(parts) - 1 <= max_depth and safe_member_name(name)
-
-    if _is_tar(p.name):
-        # streamed, and only over the first members: a compressed tar has no index, and reading it to
-        # the end here would decompress it twice (collectors write .diagignore first; tarfile and `tar --sort=name` put it first)
-        with tarfile.open(p, "r|*") as tf:
-            members = iter(tf)
-            for _ in range(max_tar_members):
-                try:
-                    m = next(members)
-                except StopIteration:
-                    return None
-                except (EOFError, tarfile.TarError, zlib.error):
-                    # the archive breaks before any such member: it has none that can be read, and the log
-                    # pass reports the truncation itself (not as this member being unreadable)
-                    return None
-                if m.isfile() and wanted(m.name):
-                    f = tf.extractfile(m)
-                    return (m.name, f.read(max_bytes).decode("utf-8", errors="replace")) if f else None
-            return None
-    elif p.name.lower().endswith(".zip"):
-        with zipfile.ZipFile(p) as zf:
-            for info in zf.infolist():
-                if not info.is_dir() and wanted(info.filename):
-                    with zf.open(info) as f:
-                        return info.filename, f.read(max_bytes).decode("utf-8", errors="replace")
-    return None
 
 
 def _is_tar(name: str) -> bool:

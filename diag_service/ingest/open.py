@@ -29,7 +29,8 @@ from typing import Literal
 
 from diag_service.domain import InputReport
 from diag_service.fsutil import read_regular
-from diag_service.ingest.bundle import Block, IngestLimits, archive_member_text, attribute_path, read_bundle
+from diag_service.ingest.archive import archive_member_text
+from diag_service.ingest.bundle import Block, IngestLimits, attribute_path, read_bundle
 from diag_service.ingest.members import (
     MAX_DUMP_BYTES,
     DumpFile,
@@ -60,14 +61,14 @@ def _looks_like_dump(head: str) -> bool:
     return any(m in h for m in _DUMP_MARKERS)
 
 
-def read_diagignore(path: str, report: InputReport) -> list[str]:
+def read_diagignore(path: str, report: InputReport, limits: IngestLimits | None = None) -> list[str]:
     """Patterns of a bundle's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
 
     A collector (or the fault-injection lab, for its ground truth) lists there the files of the bundle
     that are not logs: at the top of a bundle directory, or in a tar/zip archive at its top or in the one
     folder it was archived from (patterns with a ``/`` are then taken relative to that folder; archives
-    over 256 MiB are not searched). At most 200 patterns from the first 64 KiB. An unreadable file is a
-    warning, not an error.
+    over 256 MiB are not searched; ``limits`` bound the look as :func:`~diag_service.ingest.archive.archive_member_text`
+    says). At most 200 patterns from the first 64 KiB. An unreadable file is a warning, not an error.
     """
     p = Path(path)
     folder = ""
@@ -79,7 +80,7 @@ def read_diagignore(path: str, report: InputReport) -> list[str]:
             # a link to a file outside the bundle is not the bundle's to apply
             text = read_regular(f, 64 * 1024, p).decode("utf-8", errors="replace")
         else:
-            found = archive_member_text(p, DIAGIGNORE)
+            found = archive_member_text(p, DIAGIGNORE, limits)
             if found is None:
                 return []
             member, text = found
@@ -331,7 +332,7 @@ def open_bundle(path: str | os.PathLike[str], limits: IngestLimits | None = None
     (see :meth:`Bundle.blocks`). ``dumps_only``: the bundle is known to hold stack dumps (``diag hang``)."""
     p = os.fspath(path)
     rep = report if report is not None else InputReport(path=p)
-    patterns = [*(exclude or []), *read_diagignore(p, rep)] if os.path.exists(p) else list(exclude or [])
+    patterns = [*(exclude or []), *read_diagignore(p, rep, limits)] if os.path.exists(p) else list(exclude or [])
     return Bundle(p, rep, limits, patterns, dumps_only=dumps_only)
 
 

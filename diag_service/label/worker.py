@@ -23,6 +23,8 @@ from diag_service.domain import Diagnosis, EventRole, EventTemplate, SimilarInci
 from diag_service.ingest import BundleError
 from diag_service.label.models import Job, LabelOptions, LabelRow
 from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.recovery import Policy, load_policy
+from diag_service.signatures import site_catalog
 
 #: Similar-incident lookup: ``(diagnosis, k) -> (incidents, is_novel)`` (the knowledge base's ``similar_incidents``).
 SimilarFn = Callable[[Diagnosis, int], tuple[list[SimilarIncident], bool]]
@@ -191,7 +193,11 @@ class Labeller:
     """Labels jobs in the calling process. Build one per worker; it is reused for every job of that worker.
 
     ``similar``: inject the similar-incident lookup (tests); by default it comes from :func:`load_kb`.
-    Raises ``RuntimeError`` at construction when ``options.kb == 'on'`` and the knowledge base is unusable.
+    The stages every job is given are built here, once, from ``options``: the signature catalogue
+    (built-ins plus ``signatures_dir``), the retriever over the lookup, and (on the first job, so a broken
+    policy file is an error row as before) the recovery policy of ``policy_path``.
+    Raises ``RuntimeError`` at construction when ``options.kb == 'on'`` and the knowledge base is unusable,
+    and :class:`~diag_service.signatures.SignatureError` for a broken catalogue.
     """
 
     def __init__(self, options: LabelOptions, similar: SimilarFn | None = None, kb_version: str | None = None) -> None:
@@ -200,6 +206,16 @@ class Labeller:
             self.similar, self.kb_version, self.kb_note = similar, kb_version or "injected", None
         else:
             self.similar, self.kb_version, self.kb_note = load_kb(options.kb)
+        self.catalog = site_catalog(options.signatures_dir)
+        self.retriever = _FnRetriever(self.similar) if self.similar is not None else None
+        self._policy: Policy | None = None
+
+    def policy(self) -> Policy | None:
+        """The recovery policy of ``options.policy_path`` (None when recovery is off), read once.
+        Raises :class:`~diag_service.recovery.PolicyError` for a broken file (a later call tries again)."""
+        if self._policy is None and self.options.recovery:
+            self._policy = load_policy(self.options.policy_path)
+        return self._policy
 
     def diagnose(self, job: Job) -> Diagnosis:
         """The job's diagnosis from the shared pipeline, with similar incidents when the knowledge base is used.
@@ -210,11 +226,11 @@ class Labeller:
         :class:`JobTimeout` past the job timeout.
         """
         o = self.options
-        retriever = _FnRetriever(self.similar) if self.similar is not None else None
+        policy = self.policy()
         with _deadline(o.job_timeout_s):
             d = diagnose(DiagnoseRequest(
-                path=job.path, job_id=job.job_id, signatures_dir=o.signatures_dir, recovery=o.recovery,
-                policy_path=o.policy_path, platform=o.platform, exclude=list(o.exclude), retriever=retriever,
+                path=job.path, job_id=job.job_id, recovery=o.recovery, platform=o.platform, exclude=list(o.exclude),
+                catalog=self.catalog, policy=policy, retriever=self.retriever,
             ))
         if self.similar is not None:
             d.versions.setdefault("kb", self.kb_version or "unknown")

@@ -52,7 +52,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -243,9 +242,10 @@ def redact_block(lines: list[str], in_key: bool) -> tuple[list[str], bool]:
     return out, in_key
 
 
-@lru_cache(maxsize=1)
 def _error_filter() -> Any:
-    """The extractor's candidate-line pre-filter with the built-in signature patterns (one RE2)."""
+    """The extractor's candidate-line pre-filter with the patterns of the catalogue the pipeline uses
+    (built-ins, then ``$DIAG_SIGNATURES_PATH``, then packs) as one RE2; both are cached by value
+    (:func:`~diag_service.signatures.site_catalog`, :func:`~diag_service.extract.events.prefilter_with`)."""
     from diag_service.extract.events import prefilter_with
     from diag_service.signatures import site_catalog
 

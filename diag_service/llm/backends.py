@@ -12,8 +12,9 @@
   429 and 5xx.
 
 Local backends are loaded once per process (:func:`get_backend` keeps them) and are never pointed at
-a hub: ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set before ``transformers`` is imported,
-and files are read only from the verified cache (:mod:`diag_service.llm.weights`).
+a hub: every ``from_pretrained`` names a local folder with ``local_files_only=True`` (transformers then
+makes no hub call; nothing is written to the host's environment), and files are read only from the
+verified cache (:mod:`diag_service.llm.weights`).
 """
 
 from __future__ import annotations
@@ -78,12 +79,6 @@ class Backend(Protocol):
 
 #: What to tell a user whose install lacks the summary runtimes (xllamacpp or transformers).
 LLM_EXTRA_HINT = "local summaries need the [llm] extra: pip install 'diag-service[llm]'"
-
-
-def _offline() -> None:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 
 def resolve_model_file(config: LlmConfig) -> tuple[Path, str, ModelSpec | None]:
@@ -195,7 +190,6 @@ class TransformersBackend:
     MARKER = "diag-source.json"
 
     def __init__(self, config: LlmConfig) -> None:
-        _offline()
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer

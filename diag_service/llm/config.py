@@ -205,10 +205,18 @@ class LlmConfig(BaseModel):
             raise LlmConfigError(f"invalid LLM configuration ({p}): {exc}") from exc
 
 
-@lru_cache(maxsize=1)
 def default_config() -> LlmConfig:
-    """The configuration of ``models/llm.yaml``, read once per process."""
-    return LlmConfig.load()
+    """The configuration of ``llm.yaml`` in :func:`default_models_dir`, with :func:`default_cache_dir`; read
+    once per process for each value of the two (so a changed ``$DIAG_LLM_MODELS_DIR`` or
+    ``$DIAG_CACHE_DIR`` is followed, never served from a copy read before). Raises :class:`LlmConfigError`
+    as :meth:`LlmConfig.load`."""
+    return _load_default(str(default_models_dir() / "llm.yaml"), str(default_cache_dir()))
+
+
+@lru_cache(maxsize=4)
+def _load_default(path: str, cache_dir: str) -> LlmConfig:
+    # ``cache_dir`` is part of the key only: LlmConfig's default cache folder is that same value
+    return LlmConfig.load(path)
 
 
 #: Categories a model may suggest for an ``unknown`` diagnosis (advisory only).

@@ -4,20 +4,21 @@ A task is a JSON-able dict (it is stored with the job, so a restarted service ca
 
 - ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "policy_path",
   "kb", "llm"}``
-  → :func:`diag_service.pipeline.diagnose` (with its knowledge-base step when ``kb`` is set; with the
-  hashing embedder the retrieval is added after it through :func:`diag_service.localize.combine_retrieval`);
+  → :func:`diag_service.pipeline.diagnose`, given this process's knowledge base (:func:`knowledge_base`,
+  when ``kb`` is set) as its retriever and its summarizer (:func:`summarizer`, when ``llm`` is set);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
 - ``{"kind": "slow", "path", "world_size"}`` → :func:`diag_service.slow.analyze_slow`;
 - ``{"kind": "etpr", "path", "by", "slow_tolerance"}`` → :mod:`diag_service.etpr` (load, ledger, report).
 
 :func:`run_task` never raises: it returns ``{"ok": True, "result": <JSON text>, ...}`` or
 ``{"ok": False, "status": <HTTP status>, "error": <message>}``. Models and catalogs load once per
-process (the pipeline caches its catalog and policy; the knowledge base is kept here).
+process (the pipeline caches its catalog and policy; the knowledge base and the summarizer are kept here).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -34,9 +35,6 @@ from diag_service.service.faults import disk_full_message, is_disk_full
 
 log = logging.getLogger("diag_service.service.worker")
 
-_kb_lock = threading.Lock()
-_kb_cache: dict[str, Any] = {}
-
 
 def knowledge_base(cfg: dict[str, Any]) -> Any:
     """The process's :class:`diag_service.kb.KnowledgeBase` for ``cfg`` (``home``, ``embedder``), opened once
@@ -46,6 +44,15 @@ def knowledge_base(cfg: dict[str, Any]) -> Any:
 
     embedder = HashingEmbedder() if cfg.get("embedder") == "hashing" else None
     return open_kb(cfg.get("home"), embedder)
+
+
+@functools.cache
+def summarizer() -> Any:
+    """The process's :class:`diag_service.llm.LocalSummarizer` (``models/llm.yaml``), built once: the summary
+    stage every diagnosis of this process with ``llm`` set is given (its model loads on first use)."""
+    from diag_service.llm import LocalSummarizer
+
+    return LocalSummarizer()
 
 
 def _ok(result: str, **extra: Any) -> dict[str, Any]:
@@ -73,7 +80,7 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
         history_path=task.get("history_path"), policy_path=task.get("policy_path"), retriever=retriever,
-        llm=bool(task.get("llm")),
+        summarizer=summarizer() if task.get("llm") else None,
     ))
     d.input.warnings.extend(warnings)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
