@@ -3,7 +3,8 @@
 A task is a JSON-able dict (it is stored with the job, so a restarted service can run it again):
 
 - ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "policy_path",
-  "kb", "llm"}``
+  "kb", "llm"}`` (a live job's also ``"restarts"``, a :class:`~diag_service.domain.JobRestarts`, and
+  ``"record_counts": false``)
   → :func:`diag_service.pipeline.diagnose` (with its knowledge-base step when ``kb`` is set; with the
   hashing embedder the retrieval is added after it through :func:`diag_service.localize.combine_retrieval`);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
@@ -57,6 +58,7 @@ def _err(status: int, message: str) -> dict[str, Any]:
 
 
 def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
+    from diag_service.domain import JobRestarts
     from diag_service.ingest import IngestLimits
     from diag_service.pipeline import DiagnoseRequest, diagnose
 
@@ -73,7 +75,8 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
         history_path=task.get("history_path"), policy_path=task.get("policy_path"), retriever=retriever,
-        llm=bool(task.get("llm")),
+        llm=bool(task.get("llm")), restarts=JobRestarts.model_validate(task["restarts"]) if task.get("restarts") else None,
+        record_counts=task.get("record_counts", True),
     ))
     d.input.warnings.extend(warnings)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
