@@ -133,7 +133,8 @@ class DiagnosisRef(BaseModel):
 
 class RestartMark(BaseModel):
     """One restart of the job: ``time`` of its first ``restart`` event (agent clock), ``step`` the highest training
-    step seen before it, ``progressed`` once a step beyond it came after it, ``agents`` that reported it."""
+    step seen before it, ``progressed`` once a step beyond it came after it, ``agents`` that reported it (the last
+    restart's only)."""
 
     time: float
     step: int | None = None
@@ -751,6 +752,8 @@ class LiveJobs:
             marks[-1].agents.append(agent_id)
             return
         st.restarts += 1
+        for m in marks:  # only the last relaunch's reporters decide (the state is written with every batch)
+            m.agents = []
         marks.append(RestartMark(time=at, step=st.max_step, agents=[agent_id]))
         del marks[:-MAX_RESTART_MARKS]
 
