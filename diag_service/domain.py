@@ -252,6 +252,50 @@ class RecoveryPlan(BaseModel):
                                 "nodes than the policy's max_nodes); its commands are then comments for a person.")
 
 
+#: The first words of the findings of the watchers (a restart storm, a repeat-offender node); an announcement
+#: shows the findings that begin with one of them (:meth:`Diagnosis.recurring_findings`).
+RESTART_STORM = "restart storm"
+REPEAT_OFFENDER = "repeat-offender node"
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``38 min``, ``3.2 h``: a span for a sentence."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class JobRestarts(BaseModel):
+    """The restarts of the job a diagnosis is of, from its lifecycle events (a live job's ``restart``,
+    ``first_step`` and ``progress`` events, kept by the service's live registry). Times: unix seconds (the agents'
+    clocks); steps: training steps."""
+
+    count: int = Field(ge=0, description="Restarts of the job so far (one per relaunch, however many agents saw it).")
+    without_progress: int = Field(default=0, ge=0, description=(
+        "The latest restarts in a row after each of which no training step beyond the highest step seen before it "
+        "came (a first_step or progress event without a step counts as progress)."))
+    first_time: float | None = Field(default=None, description="The first of those restarts.")
+    last_time: float | None = Field(default=None, description="The last of those restarts.")
+    highest_step: int | None = Field(default=None, description="The highest training step the job reported.")
+    source: str = Field(default="live", description="Where the restarts were counted: live (the agents' events).")
+
+    def storm(self, at_least: int) -> str | None:
+        """The restart-storm finding when ``without_progress`` is ``at_least`` or more (the recovery policy's
+        ``history.storm_restarts``), e.g. ``restart storm: 4 restarts in 38 min without a training step``; else
+        None."""
+        n = self.without_progress
+        if n < max(1, at_least):
+            return None
+        span = ""
+        if self.first_time is not None and self.last_time is not None and n > 1:
+            span = f" in {_duration(max(0.0, self.last_time - self.first_time))}"
+        what = ("without a training step" if self.highest_step is None
+                else f"without training progress (no step beyond {self.highest_step})")
+        return f"{RESTART_STORM}: {n} restarts{span} {what}"
+
+
 class StackGroup(BaseModel):
     """Ranks whose main threads are stuck at the same place."""
 
@@ -445,6 +489,9 @@ class Diagnosis(BaseModel):
     trained: bool | None = Field(default=None, description=(
         "True when some line reports a training step's loss (the job trained before it failed), False when "
         "none does (it failed in set-up, or the excerpt holds no such line), None when not known."))
+    restarts: JobRestarts | None = Field(default=None, description=(
+        "The job's restarts so far, when its lifecycle is known (a live job); the recovery policy's restart "
+        "conditions read them instead of the recovery history's count."))
     input: InputReport
     timings_ms: dict[str, float] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
@@ -458,6 +505,11 @@ class Diagnosis(BaseModel):
     def _slow_without_config(self, v: SlowReport | None) -> dict[str, Any] | None:
         # the detector's settings belong to `diag slow`'s own report, not to every diagnosis
         return None if v is None else v.model_dump(mode="json", exclude={"config"})
+
+    def recurring_findings(self) -> list[str]:
+        """The findings of the watchers: a restart storm, a repeat-offender node (:data:`RESTART_STORM`,
+        :data:`REPEAT_OFFENDER`), for announcements."""
+        return [f for f in self.findings if f.startswith((RESTART_STORM, REPEAT_OFFENDER))]
 
     def primary_hit(self) -> SignatureHit | None:
         """The root signature that decided the category (hits are sorted by priority), None without one."""

@@ -124,8 +124,8 @@ def test_levels_agree_with_labelled_recoveries() -> None:
     ("edit", "line_text"),
     [
         (lambda s: s.replace("level: L4\n    action: Stop; a restart", "level: L9\n    action: Stop; a restart"), "level: L9"),
-        (lambda s: s.replace("has_faulty_nodes: true, node_faults_at_least: 3", "has_faulty_nodes: true, node_faults: 3"),
-         "node_faults: 3"),
+        (lambda s: s.replace("has_faulty_nodes: true, repeat_offender: true", "has_faulty_nodes: true, repeat_offenders: true"),
+         "repeat_offenders: true"),
         (lambda s: s.replace("summary_matches: '(?i)collective mismatch'", "summary_matches: '(unclosed'"), "(unclosed"),
     ],
 )

@@ -69,12 +69,15 @@ class Alert(BaseModel):
                        incident: str | None = None, caller: str | None = None) -> Alert:
         """The alert announcing diagnosis ``d`` (stored as ``diagnosis_id``) of job ``job_id``: kind from its
         failure mode (``fail_hang`` -> hang, ``fail_slow`` -> slow, else failure), its root cause as the text,
-        and as fields who acts, the confidence, the first failing rank, the faulty nodes and the recovery plan."""
+        and as fields who acts, the confidence, the first failing rank, the faulty nodes, the watchers' findings (a
+        restart storm, a repeat-offender node: ``Recurring``) and the recovery plan."""
         fields = {"Category": d.category.value, "Who acts": d.responsible.value, "Confidence": f"{d.confidence:.0%}"}
         if d.first_failing_rank is not None:
             fields["First failing rank"] = str(d.first_failing_rank)
         if d.faulty_nodes:
             fields["Faulty nodes"] = ", ".join(d.faulty_nodes[:20])[:500]
+        if recurring := d.recurring_findings():
+            fields["Recurring"] = "; ".join(recurring)[:900]
         if d.recovery is not None:
             fields["Recommended action"] = f"{d.recovery.level.value}: {d.recovery.action}"[:900]
         return cls(kind=_KIND_OF_MODE.get(d.failure_mode, "failure"), job_id=job_id,

@@ -54,7 +54,8 @@ def evidence_lines(d: Diagnosis, n: int = 3) -> list[str]:
 
 
 def diagnosis_blocks(d: Diagnosis, diagnosis_id: str, link: str | None = None, buttons: bool = True) -> list[dict[str, Any]]:
-    """The diagnosis for a thread: category, root cause, evidence, similar incidents, action, buttons."""
+    """The diagnosis for a thread: category, root cause, evidence, similar incidents, recurring findings (a
+    restart storm, a repeat-offender node), action, buttons."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text",
                                     "text": clip(_e(f"{d.job_id}: {d.category.value} ({d.failure_mode.value})"), 150)}},
@@ -84,6 +85,9 @@ def diagnosis_blocks(d: Diagnosis, diagnosis_id: str, link: str | None = None, b
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     elif d.novel:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "No similar past incident: this looks new."}]})
+    if recurring := d.recurring_findings():  # a restart storm, a repeat-offender node: why the plan escalates
+        text = clip("*Recurring*\n" + "\n".join(f"• {_e(f)}" for f in recurring), 3000)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     if d.recovery is not None:
         r = d.recovery
         text = f"*Recommended action* ({r.level.value})\n{_e(r.action)}"

@@ -38,6 +38,13 @@ service announces it through its alert path, de-duplicated per incident). A hang
 failure is announced earlier: a hung job stays allocated and its agents may not end for hours, so the first
 diagnosis requested ``announce_running_s`` or more after the incident opened goes to ``on_final`` too
 (provisional: the job is still running); a diagnosis is requested then if no evidence asked for one.
+
+**Restarts.** A ``restart`` event is one more restart of the job when its agent reported the previous one
+already (the agents of one relaunch each send one); ``first_step`` and ``progress`` events with a step beyond
+the highest before a restart (or without a step) are training progress after it. The
+restarts in a row without progress after them, with the policy's ``storm_restarts`` or more, are a restart
+storm: a finding of the live view, and the ``restarts`` every diagnosis of the job is given
+(:class:`~diag_service.domain.JobRestarts`), which the recovery policy reads instead of its history.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from diag_service.domain import is_job_id
+from diag_service.domain import JobRestarts, is_job_id
 from diag_service.errors import Refused
 from diag_service.live.contract import MAX_BATCH_CHARS, AgentBatch, BatchAck, LiveEvent, LiveEventKind, LogChunk, StackSample
 from diag_service.live.settings import LiveSettings
@@ -123,6 +130,21 @@ class DiagnosisRef(BaseModel):
     summary: str | None = None
 
 
+class RestartMark(BaseModel):
+    """One restart of the job: ``time`` of its first ``restart`` event (agent clock), ``step`` the highest training
+    step seen before it, ``progressed`` once a step beyond it came after it, ``agents`` that reported it (the last
+    restart's only)."""
+
+    time: float
+    step: int | None = None
+    progressed: bool = False
+    agents: list[str] = Field(default_factory=list)
+
+
+#: Restarts kept in the state (the latest); a storm longer than this is reported as this long.
+MAX_RESTART_MARKS = 50
+
+
 class JobState(BaseModel):
     job_id: str
     created: float
@@ -150,6 +172,9 @@ class JobState(BaseModel):
     announced: int = 0  # the last incident announced while the job was still running
     phase_until: float | None = None  # service clock: end of a checkpoint/evaluation phase an agent reported
     held_hangs: int = 0  # hang detections held back because the job was in such a phase
+    restarts: int = 0  # restarts of the job (one per relaunch, however many agents reported it)
+    restart_marks: list[RestartMark] = Field(default_factory=list)  # the latest restarts
+    max_step: int | None = None  # the highest step of a first_step or progress event
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
 
 
@@ -188,6 +213,9 @@ class LiveJobView(BaseModel):
     provisional: bool | None = Field(default=None, description="True until the job ended and settled; None: no diagnosis yet.")
     diagnosis_pending: bool = False
     slow_alarms: list[str] = Field(default_factory=list, description="The streaming fail-slow detector's first alarms.")
+    restarts: JobRestarts | None = Field(default=None, description="The job's restarts, from its agents' events.")
+    findings: list[str] = Field(default_factory=list, description=(
+        "The watchers' findings of the job: a restart storm (restart storm: N restarts in M min without a training step)."))
     diagnoses: list[DiagnosisRef] = Field(default_factory=list)
     files: int = 0
     gaps: int = 0
@@ -304,15 +332,19 @@ class LiveJobs:
 
     ``submit``: how a diagnosis is queued (None: never diagnose). ``on_final``: told of each final diagnosis of a
     job that had an incident (:data:`FinalFn`). ``clock``: unix seconds (tests pass their own).
+    ``storm_restarts``: restarts in a row without training progress that are a restart storm (the recovery
+    policy's ``history.storm_restarts``).
     """
 
     def __init__(self, root: Path, settings: LiveSettings | None = None, submit: SubmitFn | None = None,
-                 clock: Callable[[], float] = time.time, on_final: FinalFn | None = None) -> None:
+                 clock: Callable[[], float] = time.time, on_final: FinalFn | None = None,
+                 storm_restarts: int = 3) -> None:
         self.root = Path(root)
         self.settings = settings or LiveSettings()
         self.submit = submit
         self.on_final = on_final
         self.clock = clock
+        self.storm_restarts = storm_restarts
         self._jobs: dict[str, _Live] = {}
         self._lock = threading.Lock()
         self._early: dict[str, dict[str, Any]] = {}  # outcomes reported before their request was recorded
@@ -670,6 +702,10 @@ class LiveJobs:
                 continue
             lines.append(json.dumps(self._etpr(st.job_id, batch, ev)) + "\n")
             kind = ev.event
+            if kind == LiveEventKind.RESTART:
+                self._count_restart(st, batch.agent_id, ev.time)
+            elif kind in (LiveEventKind.FIRST_STEP, LiveEventKind.PROGRESS):
+                self._count_progress(st, ev)
             if kind == LiveEventKind.STARTED and st.started_time is None:
                 st.started_time = ev.time
             if kind in (LiveEventKind.FAILURE, LiveEventKind.HANG_DETECTED):
@@ -705,6 +741,55 @@ class LiveJobs:
             dumps.mkdir(exist_ok=True)
             _write_ranks(dumps, st)
         return trigger
+
+    @staticmethod
+    def _count_restart(st: JobState, agent_id: str, at: float) -> None:
+        """A ``restart`` event of ``agent_id`` at ``at``: a new restart of the job when it is the first or when this
+        agent reported the last one already; else the same relaunch seen by another agent (each agent of a
+        relaunch reports it, in any order with the others' next events)."""
+        marks = st.restart_marks
+        if marks and agent_id not in marks[-1].agents:
+            marks[-1].agents.append(agent_id)
+            return
+        st.restarts += 1
+        for m in marks:  # only the last relaunch's reporters decide (the state is written with every batch)
+            m.agents = []
+        marks.append(RestartMark(time=at, step=st.max_step, agents=[agent_id]))
+        del marks[:-MAX_RESTART_MARKS]
+
+    @staticmethod
+    def _count_progress(st: JobState, ev: LiveEvent) -> None:
+        """A ``first_step`` or ``progress`` event: training progress after the latest restart that happened before it
+        (an event reported late belongs between the restarts it came between) when its step is beyond the highest
+        before that restart, or it has none."""
+        mark = next((m for m in reversed(st.restart_marks) if m.time <= ev.time), None)
+        if mark is not None and (ev.step is None or mark.step is None or ev.step > mark.step):
+            mark.progressed = True
+        for m in st.restart_marks:  # the restarts after it came after that step too
+            if ev.step is not None and m.time > ev.time and (m.step is None or m.step < ev.step):
+                m.step = ev.step
+        if ev.step is not None:
+            st.max_step = ev.step if st.max_step is None else max(st.max_step, ev.step)
+
+    @staticmethod
+    def _restarts(st: JobState) -> JobRestarts:
+        """The job's restarts as a diagnosis and the view take them."""
+        streak: list[RestartMark] = []
+        for m in reversed(st.restart_marks):
+            if m.progressed:
+                break
+            streak.append(m)
+        return JobRestarts(count=st.restarts, without_progress=len(streak),
+                           first_time=streak[-1].time if streak else None, last_time=streak[0].time if streak else None,
+                           highest_step=st.max_step)
+
+    def restarts(self, job_id: str) -> JobRestarts | None:
+        """The restarts of live job ``job_id`` so far (None when there is no such live job)."""
+        live = self._get(job_id, create=False)
+        if live is None:
+            return None
+        with live.lock:
+            return self._restarts(live.state)
 
     @staticmethod
     def _open_incident(st: JobState, now: float, failure: bool = False) -> None:
@@ -892,6 +977,8 @@ class LiveJobs:
             latest = done[-1] if done else None
             finals = [d for d in done if not d.provisional]
             final = finals[-1] if finals and finals[-1] is latest else None
+            restarts = self._restarts(st)
+            storm = restarts.storm(self.storm_restarts)
             return LiveJobView(
                 job_id=st.job_id, status=self._status(st), agents=agents, created=st.created,
                 started_time=st.started_time, detected_time=st.detected_time, slow_detected_time=st.slow_time,
@@ -902,7 +989,8 @@ class LiveJobs:
                 category=latest.category if latest else None, failure_mode=latest.failure_mode if latest else None,
                 provisional=latest.provisional if latest else None,
                 diagnosis_pending=live.in_flight is not None or st.dirty, slow_alarms=list(st.slow_alarms),
-                diagnoses=list(st.diagnoses), files=len(st.files), gaps=sum(f.gaps for f in st.files.values()),
+                restarts=restarts, findings=[storm] if storm else [], diagnoses=list(st.diagnoses),
+                files=len(st.files), gaps=sum(f.gaps for f in st.files.values()),
             )
 
     def snapshot(self, job_id: str, dest: Path) -> bool:
@@ -1002,7 +1090,8 @@ class _Scheduler:
 
 
 __all__ = [
-    "MAX_PENDING_CHARS", "RESERVED", "STATE_FILE", "AgentState", "DiagnosisRef", "FileState", "JobState", "LiveAgentView",
+    "MAX_PENDING_CHARS", "MAX_RESTART_MARKS", "RESERVED", "STATE_FILE", "AgentState", "DiagnosisRef", "FileState",
+    "JobState", "LiveAgentView",
     "FinalFn", "LiveJobView", "LiveJobs", "LiveRefused", "LiveSettings", "SeqGap", "SubmitFn", "folder_name", "has_error_line",
-    "inside", "redact_block",
+    "RestartMark", "inside", "redact_block",
 ]

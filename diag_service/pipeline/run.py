@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
 from diag_service.contracts import Retriever, Summarizer
-from diag_service.domain import Diagnosis, RootCause, job_id_from_name
+from diag_service.domain import Diagnosis, JobRestarts, RootCause, job_id_from_name
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
 from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
@@ -26,6 +26,7 @@ from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
+from diag_service.recovery.recommend import facts_of
 from diag_service.redact import redact_events
 from diag_service.signatures import SignatureSet, match_signatures, site_catalog
 from diag_service.slow.analyze import analyze_feeds
@@ -49,6 +50,12 @@ class DiagnoseRequest(BaseModel):
     recovery: bool = True
     policy_path: str | None = None
     history_path: str | None = None
+    #: the job's restarts as its lifecycle events tell them (a live job's, from the service's live registry):
+    #: ``Diagnosis.restarts``, read by the recovery policy instead of the history's count
+    restarts: JobRestarts | None = None
+    #: record this diagnosis' restart and node faults in the history with its plan (False for a live job's
+    #: diagnoses: the service records each incident's once, at its final diagnosis)
+    record_counts: bool = True
     #: kubernetes | volcano | slurm; None: the scheduler the logs show (srun/slurmstepd lines, kubelet ...),
     #: else kubernetes
     platform: str | None = None
@@ -153,6 +160,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         events=loc.events,
         findings=loc.findings,
         trained=progress.trained,
+        restarts=req.restarts,
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
@@ -213,7 +221,10 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         history = History(req.history_path) if req.history_path else None
         try:
             platform = req.platform or progress.platform() or "kubernetes"
-            d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None)
+            # the watchers' findings: a restart storm of this job, a node behind several jobs' failures
+            d.findings.extend(facts_of(d, pol, history).findings(d, pol))
+            d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None,
+                                   record_counts=req.record_counts)
             # who acts is the plan's (its rule may hand over a failure its category gives the platform)
             if d.recovery.responsible is not None and d.recovery.responsible is not d.responsible:
                 d.findings.append(f"Responsible: {d.recovery.responsible.value}, by recovery rule {d.recovery.rule_id} "

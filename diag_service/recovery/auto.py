@@ -63,7 +63,8 @@ class IncidentRecovery:
             return None, "the diagnosis has no recovery plan (recovery is off)"
         history = History(self.history_path)
         try:
-            plan = recommend(d, self.policy, history, platform=d.recovery.platform or "kubernetes")
+            # (the incident's restart and node faults are the service's to record, once: History.record_incident)
+            plan = recommend(d, self.policy, history, platform=d.recovery.platform or "kubernetes", record_counts=False)
         finally:
             history.close()
         ex = self.policy.execution

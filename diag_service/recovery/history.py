@@ -1,5 +1,9 @@
 """Recovery history in SQLite: restarts per job, faults per node across jobs, append-only audit log.
 
+Node faults are what the service's view across jobs reads: a node named in the failures of several distinct
+jobs within the policy's window is a repeat offender (:meth:`History.offenders`). A live job's diagnoses do not
+add their own rows; the final diagnosis of each of its incidents does, once (:meth:`History.record_incident`).
+
 The audit table is only ever inserted into (no UPDATE or DELETE statement exists in this module);
 a recommendation, an execution and an outcome are each a row. ``executions`` holds one claim per
 executed incident and plan (:meth:`History.claim_execution`), so none is executed twice. ``record_recommendation`` is
@@ -12,6 +16,8 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from diag_service.domain import Category, Diagnosis, RecoveryLevel, RecoveryPlan
 
@@ -39,6 +45,16 @@ CREATE INDEX IF NOT EXISTS executions_key ON executions(idempotency_key);
 _NODE_FAULT_CATEGORIES = {
     Category.GPU_HARDWARE, Category.NETWORK, Category.INFRASTRUCTURE, Category.STORAGE, Category.FRAMEWORK, Category.UNKNOWN,
 }
+
+
+class NodeOffender(BaseModel):
+    """A node named in the failures of several jobs (:meth:`History.offenders`). Times: unix seconds."""
+
+    node: str
+    jobs: int = Field(description="Distinct jobs whose failures named the node within the window.")
+    faults: int = Field(description="Faults recorded on the node within the window (a job may have several).")
+    last_time: float = Field(description="The latest of those faults.")
+    job_ids: list[str] = Field(default_factory=list, description="Those jobs, the most recent first (at most 10).")
 
 
 class History:
@@ -83,6 +99,28 @@ class History:
         ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
+    def node_jobs(self, node: str, window_s: float, now: float | None = None, exclude_job: str | None = None) -> list[str]:
+        """The distinct jobs (ids) with a fault recorded on ``node`` within the last ``window_s`` seconds, the most
+        recent first, without ``exclude_job``."""
+        now = time.time() if now is None else now
+        rows = self.db.execute(
+            "SELECT job_id, MAX(ts) t FROM node_faults WHERE node=? AND ts>=? AND COALESCE(job_id, '')<>'' "
+            "AND job_id IS NOT ? GROUP BY job_id ORDER BY t DESC, job_id", (node, now - window_s, exclude_job),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def offenders(self, threshold: int, window_s: float, now: float | None = None, limit: int = 100) -> list[NodeOffender]:
+        """Nodes named in the failures of at least ``threshold`` distinct jobs within the last ``window_s``
+        seconds (the policy's ``history.lemon_node_faults`` and ``window_days``), most jobs first, at most
+        ``limit``."""
+        now = time.time() if now is None else now
+        rows = self.db.execute(
+            "SELECT node, COUNT(DISTINCT NULLIF(job_id, '')) j, COUNT(*) c, MAX(ts) FROM node_faults WHERE ts>=? "
+            "GROUP BY node HAVING j>=? ORDER BY j DESC, c DESC, node LIMIT ?", (now - window_s, threshold, limit),
+        ).fetchall()
+        return [NodeOffender(node=r[0], jobs=int(r[1]), faults=int(r[2]), last_time=float(r[3]),
+                             job_ids=self.node_jobs(r[0], window_s, now)[:10]) for r in rows]
+
     def plan_for(self, key: str) -> RecoveryPlan | None:
         row = self.db.execute(
             "SELECT payload FROM audit WHERE idempotency_key=? AND kind='recommendation' ORDER BY seq LIMIT 1", (key,)
@@ -102,11 +140,12 @@ class History:
     # -- writes (inserts only) ---------------------------------------------------------------------
 
     def record_recommendation(
-        self, d: Diagnosis, plan: RecoveryPlan, signature_id: str | None, now: float | None = None
+        self, d: Diagnosis, plan: RecoveryPlan, signature_id: str | None, now: float | None = None, counts: bool = True,
     ) -> bool:
-        """Record a recommendation once. Returns False when this key was already recorded."""
+        """Record a recommendation once. Returns False when this key was already recorded. ``counts``: also record
+        the restart (a plan at L1-L3) and the faulty nodes' faults; False for the diagnoses of a live job, whose
+        incidents are recorded once each by :meth:`record_incident`."""
         now = time.time() if now is None else now
-        job = d.job_id or ""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             if self.db.execute(
@@ -115,25 +154,41 @@ class History:
                 return False
             self.db.execute(
                 "INSERT INTO audit(ts, kind, job_id, idempotency_key, payload) VALUES (?,?,?,?,?)",
-                (now, "recommendation", job, plan.idempotency_key, plan.model_dump_json()),
+                (now, "recommendation", d.job_id or "", plan.idempotency_key, plan.model_dump_json()),
             )
-            if plan.level in (RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLevel.L3):
-                self.db.execute(
-                    "INSERT OR IGNORE INTO restarts(job_id, ts, level, category, signature_id, nodes, idempotency_key) "
-                    "VALUES (?,?,?,?,?,?,?)",
-                    (
-                        job, now, plan.level.value, d.category.value, signature_id,
-                        json.dumps(d.faulty_nodes), plan.idempotency_key,
-                    ),
-                )
-            if d.category in _NODE_FAULT_CATEGORIES:
-                for node in d.faulty_nodes:
-                    self.db.execute(
-                        "INSERT OR IGNORE INTO node_faults(node, ts, job_id, category, signature_id, idempotency_key) "
-                        "VALUES (?,?,?,?,?,?)",
-                        (node, now, job, d.category.value, signature_id, plan.idempotency_key),
-                    )
+            if counts:
+                self._count(d, plan, signature_id, plan.idempotency_key, now)
         return True
+
+    def record_incident(self, d: Diagnosis, plan: RecoveryPlan, incident: str, signature_id: str | None,
+                        now: float | None = None) -> bool:
+        """Record the final diagnosis ``d`` of ``incident`` (a stable name of the fault, ``live:<job>#<n>``) with its
+        plan: the restart (a plan at L1-L3) and a fault on each faulty node, keyed by the incident, so a second
+        final diagnosis of it or an outcome replayed after a restart adds nothing. Returns whether anything was
+        new."""
+        now = time.time() if now is None else now
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self._count(d, plan, signature_id, incident, now) > 0
+
+    def _count(self, d: Diagnosis, plan: RecoveryPlan, signature_id: str | None, key: str, now: float) -> int:
+        """Insert the restart and node-fault rows of ``d`` under ``key`` (in the caller's transaction); rows added."""
+        job = d.job_id or ""
+        added = 0
+        if plan.level in (RecoveryLevel.L1, RecoveryLevel.L2, RecoveryLevel.L3):
+            added += self.db.execute(
+                "INSERT OR IGNORE INTO restarts(job_id, ts, level, category, signature_id, nodes, idempotency_key) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (job, now, plan.level.value, d.category.value, signature_id, json.dumps(d.faulty_nodes), key),
+            ).rowcount
+        if d.category in _NODE_FAULT_CATEGORIES:
+            for node in d.faulty_nodes:
+                added += self.db.execute(
+                    "INSERT OR IGNORE INTO node_faults(node, ts, job_id, category, signature_id, idempotency_key) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (node, now, job, d.category.value, signature_id, key),
+                ).rowcount
+        return added
 
     def claim_execution(self, incident: str, job_id: str | None, plan: RecoveryPlan, detail: dict[str, object],
                         now: float | None = None) -> bool:

@@ -34,7 +34,10 @@ class HistorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     window_days: float = Field(7, gt=0)
+    #: a node named in failures of this many distinct jobs within ``window_days`` is a repeat offender (a lemon node)
     lemon_node_faults: int = Field(3, ge=1)
+    #: this many restarts in a row, each without training progress after it, are a restart storm
+    storm_restarts: int = Field(3, ge=1)
     backoff_base_s: float = Field(60, ge=0)
     backoff_max_s: float = Field(1800, ge=0)
 
@@ -58,6 +61,11 @@ class When(BaseModel):
     job_restarts_at_least: int | None = Field(default=None, ge=0)
     same_cause_restarts_at_least: int | None = Field(default=None, ge=0)
     node_faults_at_least: int | None = Field(default=None, ge=1)
+    #: the job's last ``history.storm_restarts`` restarts came without training progress (a restart storm)
+    restart_storm: bool | None = None
+    #: a faulty node was named in failures of ``history.lemon_node_faults`` distinct jobs (this one included)
+    #: within ``history.window_days`` (a repeat offender)
+    repeat_offender: bool | None = None
 
     @field_validator("summary_matches")
     @classmethod

@@ -16,10 +16,12 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from diag_service.domain import (
+    REPEAT_OFFENDER,
+    RESTART_STORM,
     Diagnosis,
     LostTime,
     RecoveryLevel,
@@ -41,7 +43,9 @@ def primary_hit(d: Diagnosis) -> SignatureHit | None:
 
 
 def idempotency_key(d: Diagnosis) -> str:
-    """Same job and same failure evidence give the same key, so one diagnosis yields one action."""
+    """Same job and same failure evidence give the same key, so one diagnosis yields one action. When the job's
+    restarts are known (``d.restarts``, a live job), the same evidence after another restart is another failure
+    (a job that fails the same way on every attempt): the restart count is part of the key."""
     ev = d.root_cause.evidence[0] if d.root_cause.evidence else None
     hit = primary_hit(d)
     basis = [
@@ -49,17 +53,74 @@ def idempotency_key(d: Diagnosis) -> str:
         hit.signature_id if hit else None, hit.first_timestamp if hit else None,
         (ev.file, ev.line, ev.text) if ev else None,
     ]
+    if d.restarts is not None:
+        basis.append(["restarts", d.restarts.count])
     return hashlib.sha256(json.dumps(basis, default=str).encode()).hexdigest()[:24]
 
 
 @dataclass
-class _Facts:
+class Facts:
+    """What the policy's history conditions read about one diagnosis (:func:`facts_of`)."""
+
     job_restarts: int = 0
     same_cause_restarts: int = 0
     node_faults: int = 0
+    #: restarts in a row without training progress after them (the recovery history cannot tell progress: there,
+    #: every restart it recorded for the job)
+    restarts_without_progress: int = 0
+    restart_storm: bool = False
+    #: faulty node -> the distinct jobs (ids, this one first) whose failures named it within the window
+    node_jobs: dict[str, list[str]] = field(default_factory=dict)
+    repeat_offender: bool = False
+    note: str | None = None
+
+    def findings(self, d: Diagnosis, pol: Policy) -> list[str]:
+        """The watchers' findings for ``d``: a restart storm, each repeat-offender node (most jobs first)."""
+        out: list[str] = []
+        if self.restart_storm:
+            storm = d.restarts.storm(pol.history.storm_restarts) if d.restarts is not None else None
+            out.append(storm or f"{RESTART_STORM}: {self.restarts_without_progress} restarts of this job recorded in "
+                                "the recovery history before this failure")
+        for node, jobs in sorted(self.node_jobs.items(), key=lambda kv: -len(kv[1])):
+            if len(jobs) >= pol.history.lemon_node_faults:
+                others = ", ".join(jobs[1:6]) + (" ..." if len(jobs) > 6 else "")
+                out.append(f"{REPEAT_OFFENDER}: {node} was named in the failures of {len(jobs)} jobs in "
+                           f"{pol.history.window_days:g} days (this one and {others})")
+        return out
 
 
-def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) -> bool:
+def facts_of(d: Diagnosis, pol: Policy, history: History | None = None, now: float | None = None) -> Facts:
+    """The history facts of ``d``: restarts of its job (``d.restarts`` when its lifecycle is known, a live job's,
+    else the ``history``'s count), restarts for its category and faults on its faulty nodes (``history``), the
+    distinct jobs behind each faulty node within ``pol.history.window_days``, and whether they make a restart
+    storm (``pol.history.storm_restarts``) or a repeat offender (``pol.history.lemon_node_faults``)."""
+    facts = Facts()
+    job = d.job_id or ""
+    if history is not None:
+        window = pol.history.window_days * 86400
+        facts.job_restarts = facts.restarts_without_progress = history.job_restarts(job)
+        facts.same_cause_restarts = history.job_restarts(job, d.category)
+        # this diagnosis' own fault counts too: "repeats" means earlier faults plus this one
+        facts.node_faults = max((history.node_faults(n, window, now) + 1 for n in d.faulty_nodes), default=0)
+        facts.node_jobs = {n: [job, *history.node_jobs(n, window, now, exclude_job=job)] for n in d.faulty_nodes}
+    else:
+        facts.node_faults = 1 if d.faulty_nodes else 0
+        facts.node_jobs = {n: [job] for n in d.faulty_nodes}
+    if d.restarts is not None:  # the job's own events: the restarts that happened, not the plans recorded
+        facts.job_restarts, facts.restarts_without_progress = d.restarts.count, d.restarts.without_progress
+    facts.restart_storm = facts.restarts_without_progress >= pol.history.storm_restarts
+    facts.repeat_offender = any(len(j) >= pol.history.lemon_node_faults for j in facts.node_jobs.values())
+    if history is not None or d.restarts is not None:
+        facts.note = (
+            f"{facts.job_restarts} earlier restart(s) of this job"
+            + (f" ({facts.restarts_without_progress} in a row without training progress)" if d.restarts is not None else "")
+            + f" ({facts.same_cause_restarts} for {d.category.value}); faulty node(s) have {facts.node_faults} "
+            f"fault(s) in {pol.history.window_days:g} days including this one"
+        )
+    return facts
+
+
+def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -> bool:
     w = rule.when
     if w.failure_mode is not None and d.failure_mode not in w.failure_mode:
         return False
@@ -90,6 +151,10 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: _Facts) 
     if w.job_restarts_at_least is not None and facts.job_restarts < w.job_restarts_at_least:
         return False
     if w.same_cause_restarts_at_least is not None and facts.same_cause_restarts < w.same_cause_restarts_at_least:
+        return False
+    if w.restart_storm is not None and facts.restart_storm != w.restart_storm:
+        return False
+    if w.repeat_offender is not None and facts.repeat_offender != w.repeat_offender:
         return False
     return not (w.node_faults_at_least is not None and facts.node_faults < w.node_faults_at_least)
 
@@ -213,12 +278,15 @@ def recommend(
     gpus: int | None = None,
     namespace: str = "default",
     now: float | None = None,
+    record_counts: bool = True,
 ) -> RecoveryPlan:
     """The cheapest recovery that is likely to work, by the first matching policy rule.
 
     With a ``history``, the same diagnosis twice returns the first plan unchanged (idempotent) and
-    is recorded once; restarts and node faults feed the escalation conditions. ``gpus`` turns the
-    lost-time estimate into GPU-seconds. Raises ``ValueError`` for a platform the policy lacks.
+    is recorded once; restarts and node faults feed the escalation conditions (:func:`facts_of`; a live job's
+    restarts come from ``d.restarts``). ``record_counts`` False records the plan without counting its restart and
+    node faults (a live job's diagnoses: its incidents are counted once each, :meth:`History.record_incident`).
+    ``gpus`` turns the lost-time estimate into GPU-seconds. Raises ``ValueError`` for a platform the policy lacks.
     """
     pol = policy or load_policy()
     if pol.platforms and platform not in pol.platforms:
@@ -229,20 +297,8 @@ def recommend(
         if prior is not None:
             return prior
     hit = primary_hit(d)
-    facts = _Facts()
-    note = None
-    if history is not None:
-        window = pol.history.window_days * 86400
-        facts.job_restarts = history.job_restarts(d.job_id or "")
-        facts.same_cause_restarts = history.job_restarts(d.job_id or "", d.category)
-        # this diagnosis' own fault counts too: "repeats" means earlier faults plus this one
-        facts.node_faults = max((history.node_faults(n, window, now) + 1 for n in d.faulty_nodes), default=0)
-        note = (
-            f"{facts.job_restarts} earlier restart(s) of this job ({facts.same_cause_restarts} for {d.category.value}); "
-            f"faulty node(s) have {facts.node_faults} fault(s) in {pol.history.window_days:g} days including this one"
-        )
-    else:
-        facts.node_faults = 1 if d.faulty_nodes else 0
+    facts = facts_of(d, pol, history, now)
+    note = facts.note
     rule = next((r for r in pol.rules if _matches(r, d, hit, facts)), None)
     if rule is None:  # a policy without a catch-all: the safe answer is to hand over
         level, rule_id, action, timing, backoff = RecoveryLevel.L4, "no_rule_matched", "No rule matched; hand over.", "now", False
@@ -252,7 +308,7 @@ def recommend(
         responsible = rule.responsible or d.responsible
     backoff_s = 0.0
     if backoff:
-        backoff_s = min(pol.history.backoff_max_s, pol.history.backoff_base_s * (2 ** facts.job_restarts))
+        backoff_s = min(pol.history.backoff_max_s, pol.history.backoff_base_s * (2 ** min(facts.job_restarts, 40)))
     hint = None
     if level is RecoveryLevel.L4 and hit is not None:
         hint = hit.explanation
@@ -267,7 +323,7 @@ def recommend(
         history_note=note, idempotency_key=key,
     )
     if history is not None:
-        history.record_recommendation(d, plan, hit.signature_id if hit else None, now)
+        history.record_recommendation(d, plan, hit.signature_id if hit else None, now, counts=record_counts)
     return plan
 
 

@@ -38,6 +38,7 @@ from diag_service.service.schemas import (
     KBAddBody,
     KBSearchBody,
     Links,
+    OffenderList,
     SlowBody,
     SlowEnvelope,
     StepsBody,
@@ -515,6 +516,17 @@ async def get_stream_report(job_id: str, request: Request, _: Read) -> SlowRepor
     if rep is None:
         raise HTTPException(404, f"no live step stream for job {job_id!r}")
     return rep
+
+
+@router.get("/v1/nodes/offenders", response_model=OffenderList, tags=["recovery"])
+async def get_offenders(request: Request, _: Read) -> OffenderList:
+    """Repeat-offender nodes: each node named in the failures of the policy's ``history.lemon_node_faults`` distinct
+    jobs or more within its ``history.window_days`` (a live job's incidents are counted once each, at their final
+    diagnosis; an uploaded diagnosis once per plan), with those jobs. Read-only; empty without a recovery history."""
+    ctx = ctx_of(request)
+    items = await run_in_threadpool(ctx.offenders)
+    h = ctx.policy.history
+    return OffenderList(window_days=h.window_days, threshold=h.lemon_node_faults, items=items)
 
 
 @router.post("/v1/etpr", response_model=EtprEnvelope, tags=["analyzers"], responses={202: {"model": Accepted}, **_REFUSALS},

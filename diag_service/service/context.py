@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -17,8 +18,9 @@ from typing import Any
 from diag_service.bot.alerts import Alert, Notifier
 from diag_service.domain import Category, Diagnosis, HangReport, RecoveryLevel
 from diag_service.errors import DiagError, ErrorKind
-from diag_service.recovery import load_policy
+from diag_service.recovery import History, load_policy
 from diag_service.recovery.auto import IncidentRecovery
+from diag_service.recovery.history import NodeOffender
 from diag_service.recovery.recommend import Executor, executor_from_env
 from diag_service.redact import redact
 from diag_service.service.auth import Auth
@@ -121,9 +123,15 @@ class ServiceContext:
             executor = executor_from_env()
         #: executes the plan of each live incident's final diagnosis (None: plans stay recommendations)
         self.recovery: IncidentRecovery | None = None
-        policy = load_policy(settings.recovery_policy)  # a broken policy file stops the start, not each diagnosis
+        #: the recovery policy (a broken policy file stops the start, not each diagnosis)
+        self.policy = load_policy(settings.recovery_policy)
         if executor is not None and settings.recovery:
-            self.recovery = IncidentRecovery(executor, policy, settings.data_dir / "recovery_history.sqlite")
+            self.recovery = IncidentRecovery(executor, self.policy, self.history_path)
+
+    @property
+    def history_path(self) -> Path:
+        """The recovery history (SQLite) of this service: ``<data_dir>/recovery_history.sqlite``."""
+        return self.settings.data_dir / "recovery_history.sqlite"
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -168,7 +176,7 @@ class ServiceContext:
             "kind": "diagnose", "path": str(path), "job_id": job_id, "exclude": exclude or [],
             "ingest": self._ingest_limits(),
             "recovery": s.recovery, "platform": s.platform,
-            "history_path": str(s.data_dir / "recovery_history.sqlite") if s.recovery and s.recovery_history else None,
+            "history_path": str(self.history_path) if s.recovery and s.recovery_history else None,
             "policy_path": str(s.recovery_policy) if s.recovery_policy else None,
             "kb": self.kb_cfg,
             "llm": s.llm,
@@ -315,8 +323,11 @@ class ServiceContext:
         the store (so a second final diagnosis of the same incident, a replica or a replay after a restart
         sends nothing) and given back when no receiver took it. Nothing when the diagnosis is not done.
 
-        When the diagnosis is final (not a provisional one of a job still running) and an executor is configured,
-        its recovery plan is handed to :attr:`recovery` as incident ``live:<job>#<n>``: executed once per incident
+        When the diagnosis is final (not a provisional one of a job still running), its restart and faulty nodes
+        are recorded in the recovery history once per incident (:meth:`History.record_incident
+        <diag_service.recovery.history.History.record_incident>`, when ``recovery_history`` is on): the
+        service's view across jobs (repeat-offender nodes) sees them. When an executor is configured too, its
+        recovery plan is handed to :attr:`recovery` as incident ``live:<job>#<n>``: executed once per incident
         when the policy allows it, with the audit trail (:mod:`diag_service.recovery.auto`)."""
         try:
             job, d = self.diagnosis(diagnosis_id)
@@ -327,8 +338,37 @@ class ServiceContext:
         self.notifier.notify(Alert.from_diagnosis(d, diagnosis_id, job_id=job_id, link=self.link(diagnosis_id),
                                                   incident=str(incident)))
         live = job.request.get("live") or {}
-        if self.recovery is not None and live.get("provisional") is False:
+        if live.get("provisional") is not False:
+            return
+        if d.recovery is not None and job.request.get("history_path"):
+            self._record_incident(d, f"live:{job_id}#{incident}")
+        if self.recovery is not None:
             self.recovery.submit(d, f"live:{job_id}#{incident}", diagnosis_id)
+
+    def _record_incident(self, d: Diagnosis, incident: str) -> None:
+        """Record the final diagnosis ``d`` of ``incident`` in the recovery history (idempotent per incident)."""
+        assert d.recovery is not None
+        hit = d.primary_hit()
+        try:
+            history = History(self.history_path)
+            try:
+                history.record_incident(d, d.recovery, incident, hit.signature_id if hit else None)
+            finally:
+                history.close()
+        except (OSError, sqlite3.Error) as exc:  # a full disk or a locked file: the diagnosis stands, said in the log
+            log.error("incident %s not recorded in the recovery history: %s", incident, exc)
+
+    def offenders(self) -> list[NodeOffender]:
+        """The repeat-offender nodes of the recovery history: named in the failures of the policy's
+        ``history.lemon_node_faults`` distinct jobs or more within its ``window_days`` (none without a history)."""
+        if not self.history_path.is_file():
+            return []
+        h = self.policy.history
+        history = History(self.history_path)
+        try:
+            return history.offenders(h.lemon_node_faults, h.window_days * 86400)
+        finally:
+            history.close()
 
     def _on_done(self, job: JobRecord, outcome: dict[str, Any]) -> None:
         m = self.metrics

@@ -46,7 +46,7 @@ class LiveJobList(BaseModel):
 
 def install(app: FastAPI, ctx: ServiceContext) -> LiveJobs:
     """Create the live-job registry under ``<data_dir>/live`` (``app.state.live``) and add the routes."""
-    live = LiveJobs(ctx.settings.data_dir / "live", ctx.settings.live)
+    live = LiveJobs(ctx.settings.data_dir / "live", ctx.settings.live, storm_restarts=ctx.policy.history.storm_restarts)
     live.submit = lambda job_id, folder, provisional: _submit(ctx, live, job_id, folder, provisional)
     live.on_final = ctx.alert_live_diagnosis  # the job's final diagnosis, once per incident, to people
     app.state.live = live
@@ -56,8 +56,14 @@ def install(app: FastAPI, ctx: ServiceContext) -> LiveJobs:
 
 def _submit(ctx: ServiceContext, live: LiveJobs, job_id: str, folder: Path, provisional: bool) -> str | None:
     """Queue a diagnosis of a live job's folder; its id, or None when the queue is full (asked again later).
-    A provisional one skips the local model's narrative (seconds matter while the job is still allocated)."""
-    task = {**ctx.diagnose_task(folder, job_id), "live": {"provisional": provisional}}
+    A provisional one skips the local model's narrative (seconds matter while the job is still allocated).
+    The diagnosis is given the job's restarts from the registry (``Diagnosis.restarts``: the recovery policy's
+    restart facts) and does not count its own restart and node faults in the recovery history (the service
+    records each incident's once, :meth:`ServiceContext.alert_live_diagnosis`)."""
+    task = {**ctx.diagnose_task(folder, job_id), "live": {"provisional": provisional}, "record_counts": False}
+    restarts = live.restarts(job_id)
+    if restarts is not None:
+        task["restarts"] = restarts.model_dump(mode="json")
     if provisional:
         task["llm"] = False
     try:

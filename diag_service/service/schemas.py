@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diag_service.domain import JOB_ID_PATTERN, Category, Diagnosis, HangReport, RecoveryLevel
+from diag_service.recovery.history import NodeOffender
 from diag_service.slow import SlowAlarm, SlowReport
 
 _ID = JOB_ID_PATTERN
@@ -196,3 +197,13 @@ class KBAddBody(BaseModel):
 class Health(BaseModel):
     status: str
     checks: dict[str, Any] = Field(default_factory=dict)
+
+
+class OffenderList(BaseModel):
+    """``GET /v1/nodes/offenders``: nodes named in the failures of ``threshold`` or more distinct jobs within the
+    last ``window_days`` (the recovery policy's ``history.lemon_node_faults`` and ``history.window_days``), from the
+    service's recovery history, most jobs first."""
+
+    window_days: float
+    threshold: int
+    items: list[NodeOffender]

@@ -3,7 +3,8 @@
 A task is a JSON-able dict (it is stored with the job, so a restarted service can run it again):
 
 - ``{"kind": "diagnose", "path", "job_id", "exclude", "ingest", "recovery", "platform", "history_path", "policy_path",
-  "kb", "llm"}``
+  "kb", "llm"}`` (a live job's also ``"restarts"``, a :class:`~diag_service.domain.JobRestarts`, and
+  ``"record_counts": false``)
   → :func:`diag_service.pipeline.diagnose`, given this process's knowledge base (:func:`knowledge_base`,
   when ``kb`` is set) as its retriever and its summarizer (:func:`summarizer`, when ``llm`` is set);
 - ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
@@ -64,6 +65,7 @@ def _err(status: int, message: str) -> dict[str, Any]:
 
 
 def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
+    from diag_service.domain import JobRestarts
     from diag_service.ingest import IngestLimits
     from diag_service.pipeline import DiagnoseRequest, diagnose
 
@@ -81,6 +83,8 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
         recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
         history_path=task.get("history_path"), policy_path=task.get("policy_path"), retriever=retriever,
         summarizer=summarizer() if task.get("llm") else None,
+        restarts=JobRestarts.model_validate(task["restarts"]) if task.get("restarts") else None,
+        record_counts=task.get("record_counts", True),
     ))
     d.input.warnings.extend(warnings)
     return _ok(d.model_dump_json(), category=d.category.value, failure_mode=d.failure_mode.value,
