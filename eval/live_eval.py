@@ -9,7 +9,9 @@ alarm when the live job reported a failure or a hang.
     python eval/live_eval.py SUITE_DIR [--out eval/results/live_eval.json] [--load-log FILE]
 
 ``--live-data DIR`` (the suite's ``diag serve`` data folder): also the service's *last* diagnosis of each job from
-its store (``agree_last``), which can come after ``live.json`` was written when the service is behind.
+its store (``agree_last``), which can come after ``live.json`` was written when the service is behind, and the
+time and mode of the job's ``diagnosed`` event (the service's first diagnosis after the first failure or hang
+detection: ``diagnosed_delay_s`` from the onset, the "posted diagnosis" of a fail-stop or fail-hang).
 ``--load-log``: lines ``<unix seconds> <load 1 min> <5 min> <15 min> ...`` (``/proc/loadavg`` with a time stamp,
 sampled while the suite ran): the 1-minute load over the suite's span is summarised in the result (``machine``).
 """
@@ -86,6 +88,13 @@ def evaluate(suite: Path, live_data: Path | None = None) -> dict[str, Any]:
             row["live_last_delay_s"] = (round(got["finished_at"] - truth["onset_time"], 3)
                                         if got and truth.get("onset_time") is not None else None)
             row["agree_last"] = got is not None and got["diagnosis"] == row["post_hoc"]
+            # the service's `diagnosed` event: its first diagnosis after the job's first failure or hang detection
+            ev_path = live_data / "live" / str(live.get("job_id")) / "events.jsonl"
+            dg = next((e for e in (json.loads(x) for x in (ev_path.read_text().splitlines() if ev_path.is_file() else [])
+                                   if x.strip()) if e.get("event") == "diagnosed"), None)
+            row["diagnosed_mode"] = dg.get("mode") if dg else None
+            row["diagnosed_delay_s"] = (round(float(dg["time"]) - truth["onset_time"], 3)
+                                        if dg and truth.get("onset_time") is not None else None)
         row["false_alarm"] = clean and live.get("status") in ("failed", "hung")
         rows.append(row)
     by_mode: dict[str, Any] = {}
@@ -100,7 +109,12 @@ def evaluate(suite: Path, live_data: Path | None = None) -> dict[str, Any]:
                for k in ("detect_delay_s", "first_diagnosis_delay_s", "final_diagnosis_delay_s")
                for stat, f, q in (("median", _q, 0.5), ("p90", _q, 0.9))},
             "agree_with_post_hoc": round(sum(r["agree"] for r in rs) / len(rs), 3),
-            **({"agree_last_with_post_hoc": round(sum(r["agree_last"] for r in rs) / len(rs), 3)}
+            **({"agree_last_with_post_hoc": round(sum(r["agree_last"] for r in rs) / len(rs), 3),
+                "diagnosed_own_mode": sum(r["diagnosed_mode"] == mode for r in rs),
+                "diagnosed_delay_s_median": _q(sorted(r["diagnosed_delay_s"] for r in rs
+                                                      if r["diagnosed_delay_s"] is not None), 0.5),
+                "diagnosed_delay_s_p90": _q(sorted(r["diagnosed_delay_s"] for r in rs
+                                                   if r["diagnosed_delay_s"] is not None), 0.9)}
                if live_data is not None else {}),
         }
     clean = [r for r in rows if r["clean"]]
