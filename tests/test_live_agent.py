@@ -89,6 +89,24 @@ def test_a_traceback_is_one_failure_sent_at_once(tmp_path: Path) -> None:
     assert sent == "".join(lines)
 
 
+def test_torchruns_exit_barrier_error_after_its_workers_succeeded_is_not_a_failure(tmp_path: Path) -> None:
+    """Node 1's console of a successful 2-node lab run (seed 906): its workers finished, node 0 (which hosts the
+    c10d store) had already exited, so torchrun logs "Error waiting on exit barrier" with the store's traceback
+    and exits 0. The agent took it for a fail-stop and the live job ended `failed`."""
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=60.0)
+    text = (FIX / "lab_exit_barrier_success" / "console_node1.log").read_text()
+    assert "Error waiting on exit barrier" in text and "Traceback (most recent call last)" in text
+    _append(tmp_path / "logs" / "console.log", text)
+    agent.step()
+    assert "failure" not in _kinds(agent)
+    # only that record is excused: a worker's traceback after it is a failure
+    _append(tmp_path / "logs" / "console.log", "[default0]:Traceback (most recent call last):\n")
+    clock.t += 1
+    agent.step()
+    assert _kinds(agent).count("failure") == 1
+
+
 def test_no_progress_beyond_the_adaptive_timeout_is_a_hang_with_stack_samples(tmp_path: Path) -> None:
     clock = Clock()
     agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=10.0, stack_every_s=5.0, max_snapshots=3)
