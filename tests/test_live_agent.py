@@ -470,6 +470,31 @@ def test_a_checkpoint_line_naming_its_iteration_is_a_phase_not_progress(tmp_path
     assert "hang_detected" not in _kinds(agent)
 
 
+def test_a_checkpoint_saved_once_is_one_event_at_the_step_it_names(tmp_path: Path) -> None:
+    # torchrun --tee: the worker's line is in its attempt log and again, prefixed, in the launcher's console; the
+    # lab's clean_ckpt_eval (seed 906) got two checkpoint_saved per save, at steps 39 and 44 (the last step read)
+    clock = Clock()
+    agent = _agent(tmp_path, clock)
+    worker = tmp_path / "logs" / "run" / "attempt_0" / "0" / "stdout.log"
+    console = tmp_path / "logs" / "console.log"
+    for step in range(38, 40):
+        _append(worker, f"[lab] rank 0 step {step} loss 2.7\n")
+    _append(worker, "[lab] rank 0 successfully saved checkpoint at step 39\n")
+    agent.step()
+    clock.t += 0.5
+    for step in range(40, 45):
+        _append(worker, f"[lab] rank 0 step {step} loss 2.7\n")
+    _append(console, "[default0]:[lab] rank 0 successfully saved checkpoint at step 39\n")
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [e.step for e in saved] == [39]
+    clock.t += 20
+    _append(worker, "[lab] rank 0 successfully saved checkpoint at step 79\n")  # the next save is its own event
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [e.step for e in saved] == [39, 79]
+
+
 def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
     # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
     from diag_service.live.jobs import LiveJobs, LiveSettings

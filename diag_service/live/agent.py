@@ -217,6 +217,7 @@ class Agent:
         # the logger prefix of torchrun's last exit-barrier error record (its lines share it), and whether the
         # line read just before was that record's first (a log format without a prefix)
         self._barrier_prefix: str | None = None
+        self._saved_steps: deque[int] = deque(maxlen=16)  # steps of the latest checkpoints a line named
         self._after_barrier = False
         self._stop = threading.Event()
         self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
@@ -294,6 +295,7 @@ class Agent:
             self.attempt = where.attempt
             self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
             self.failed = self.hung = False
+            self._saved_steps.clear()  # a new attempt may save a step again
             self.snapshots = 0
             self.rescan_workers = True
         rank = self._rank_of_local(local_rank)
@@ -317,7 +319,14 @@ class Agent:
                 self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300])
                 self.urgent = True
         if saved:
-            self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=max(self.progress.max_step, 0) or None)
+            # the step the line names ("saved checkpoint at step 39", "from iteration 1000"), else the last step read;
+            # a named save already reported is the same line read again (the worker's log and the launcher's tee)
+            named = STEP_LINE.search(line)
+            step = int(named.group(1) or named.group(2)) if named else (max(self.progress.max_step, 0) or None)
+            if named is None or step not in self._saved_steps:
+                self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=step)
+            if named is not None:
+                self._saved_steps.append(step)
         barrier = EXIT_BARRIER_ERROR.search(line)
         in_barrier_record = barrier is not None or (
             self._barrier_prefix is not None
