@@ -89,6 +89,24 @@ def test_a_traceback_is_one_failure_sent_at_once(tmp_path: Path) -> None:
     assert sent == "".join(lines)
 
 
+def test_torchruns_exit_barrier_error_after_its_workers_succeeded_is_not_a_failure(tmp_path: Path) -> None:
+    """Node 1's console of a successful 2-node lab run (seed 906): its workers finished, node 0 (which hosts the
+    c10d store) had already exited, so torchrun logs "Error waiting on exit barrier" with the store's traceback
+    and exits 0. The agent took it for a fail-stop and the live job ended `failed`."""
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=60.0)
+    text = (FIX / "lab_exit_barrier_success" / "console_node1.log").read_text()
+    assert "Error waiting on exit barrier" in text and "Traceback (most recent call last)" in text
+    _append(tmp_path / "logs" / "console.log", text)
+    agent.step()
+    assert "failure" not in _kinds(agent)
+    # only that record is excused: a worker's traceback after it is a failure
+    _append(tmp_path / "logs" / "console.log", "[default0]:Traceback (most recent call last):\n")
+    clock.t += 1
+    agent.step()
+    assert _kinds(agent).count("failure") == 1
+
+
 def test_no_progress_beyond_the_adaptive_timeout_is_a_hang_with_stack_samples(tmp_path: Path) -> None:
     clock = Clock()
     agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=10.0, stack_every_s=5.0, max_snapshots=3)
@@ -450,6 +468,31 @@ def test_a_checkpoint_line_naming_its_iteration_is_a_phase_not_progress(tmp_path
     _append(log, "  successfully saved checkpoint from iteration       5 to /ckpt\n")
     agent.step()
     assert "hang_detected" not in _kinds(agent)
+
+
+def test_a_checkpoint_saved_once_is_one_event_at_the_step_it_names(tmp_path: Path) -> None:
+    # torchrun --tee: the worker's line is in its attempt log and again, prefixed, in the launcher's console; the
+    # lab's clean_ckpt_eval (seed 906) got two checkpoint_saved per save, at steps 39 and 44 (the last step read)
+    clock = Clock()
+    agent = _agent(tmp_path, clock)
+    worker = tmp_path / "logs" / "run" / "attempt_0" / "0" / "stdout.log"
+    console = tmp_path / "logs" / "console.log"
+    for step in range(38, 40):
+        _append(worker, f"[lab] rank 0 step {step} loss 2.7\n")
+    _append(worker, "[lab] rank 0 successfully saved checkpoint at step 39\n")
+    agent.step()
+    clock.t += 0.5
+    for step in range(40, 45):
+        _append(worker, f"[lab] rank 0 step {step} loss 2.7\n")
+    _append(console, "[default0]:[lab] rank 0 successfully saved checkpoint at step 39\n")
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [e.step for e in saved] == [39]
+    clock.t += 20
+    _append(worker, "[lab] rank 0 successfully saved checkpoint at step 79\n")  # the next save is its own event
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [e.step for e in saved] == [39, 79]
 
 
 def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:

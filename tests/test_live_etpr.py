@@ -89,8 +89,37 @@ def test_a_running_job_has_a_ledger_so_far_and_no_end_until_every_agent_ended(tm
     ev, _ = load_events(tmp_path / "job-r")
     assert "finished" not in ev.get_column("event").cast(pl.String).to_list()  # node n1's part still runs
     got = buckets(ev)
-    # one GPU (no rank reported); no checkpoint, so the steps before the onset (45) are lost; detected at 50
-    assert got == {"init": 10, "lost_work": 35, "detection": 5}
+    # one GPU (no rank reported); no checkpoint, so the steps before the onset (45) are lost; detected at 50;
+    # the ledger so far runs to the latest event (n0's finish at 52, held until n1 ends): recovery since detection
+    assert got == {"init": 10, "lost_work": 35, "detection": 5, "recovery": 2}
+
+
+def test_a_hung_job_whose_agent_never_ended_is_accounted_to_its_latest_event(tmp_path: Path) -> None:
+    """What the lab showed (issue 22, seed 906): both agents detect a hang, it is diagnosed; node n1's ranks die and
+    its agent ends, node n0's agent reports its ranks' failure at T0+370 and is then SIGKILLed with its job, so it
+    never sends `finished`. The job stayed allocated until its latest event, not until the diagnosis."""
+    jobs = LiveJobs(tmp_path, LiveSettings(), clock=lambda: T0)
+    for a, n, r in (("a0", "n0", 0), ("a1", "n1", 1)):
+        jobs.apply("job-k", batch(a, n, 0, events=[{"event": "started", "time": T0},
+                                                   {"event": "worker", "time": T0, "rank": r, "local_rank": 0, "pid": 40 + r},
+                                                   {"event": "first_step", "time": T0 + 20, "step": 0},
+                                                   {"event": "checkpoint_saved", "time": T0 + 100, "step": 50}]))
+        jobs.apply("job-k", batch(a, n, 1, events=[{"event": "hang_detected", "time": T0 + 300, "onset_time": T0 + 240}]))
+    live = jobs._get("job-k", create=False)
+    assert live is not None
+    live.state.diagnoses.append(DiagnosisRef(id="d1", requested_at=T0 + 302, provisional=True))
+    jobs.diagnosis_finished("job-k", "d1", status="done", finished_at=T0 + 310, failure_mode="fail_hang", category="network")
+    jobs.apply("job-k", batch("a1", "n1", 2, events=[{"event": "failure", "time": T0 + 330, "onset_time": T0 + 330},
+                                                     {"event": "finished", "time": T0 + 335, "status": "failed"}]))
+    jobs.apply("job-k", batch("a0", "n0", 2, events=[{"event": "failure", "time": T0 + 370, "onset_time": T0 + 370}]))
+    jobs.close()
+    ev, issues = load_events(tmp_path / "job-k")
+    got = buckets(ev)
+    # 2 GPUs: hang 240 -> 300, diagnosis 300 -> 310, then the hung job held its allocation until T0+370: recovery
+    assert got["hang"] == 2 * 60 and got["diagnosis"] == 2 * 10
+    assert got.get("recovery") == 2 * 60
+    assert sum(got.values()) == 2 * 370
+    assert "live_ledger_to_latest_event" in {i.code for i in issues}
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,13 @@ class LiveService:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> LiveService:
+        self.start()
+        return self
+
+    def start(self) -> None:
+        """Start ``diag serve`` on :attr:`port` over :attr:`data_dir` and wait (60 s at most) until it answers
+        ``/healthz``; also after :meth:`kill`, on the same port and data, as a restarted service. Raises
+        ``RuntimeError`` when it exits or does not answer in time."""
         import httpx
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -70,12 +77,19 @@ class LiveService:
                 raise RuntimeError(f"diag serve exited with {self.proc.returncode}; see {self.data_dir / 'serve.log'}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
-                    return self
+                    return
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
         self.__exit__(None, None, None)
         raise RuntimeError(f"diag serve did not answer on {self.url} within 60 s")
+
+    def kill(self) -> None:
+        """End the service at once (SIGKILL, no shutdown: what a crash or an OOM kill does) and wait for it;
+        :meth:`start` brings it back on the same port and data folder."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -77,6 +77,10 @@ FATAL_LINE = re.compile(
     r"|NCCL error|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage)Error|CUDA out of memory"
     r"|OutOfMemoryError|Segmentation fault|core dumped|Fatal Python error|CUDA error: |Bus error"
 )
+#: torchrun's elastic agent, once its own workers succeeded, waits at the exit barrier for the other nodes'
+#: agents (``_exit_barrier`` in ``torch/distributed/elastic/agent/server/api.py``); when the node hosting the c10d
+#: store has already exited it logs this error with the store's traceback and still exits 0: no failure.
+EXIT_BARRIER_ERROR = re.compile(r"Error waiting on exit barrier")
 #: Progress: a step/iteration number, or a tqdm bar's count ("450/1000 [01:30<01:50").
 STEP_LINE = re.compile(
     r"(?:\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b)"
@@ -210,6 +214,11 @@ class Agent:
         self.last_worker_scan = -float("inf")
         self.rescan_workers = True  # a new log file, a restart or a hang without workers: list them now
         self._feed_partial: dict[str, str] = {}
+        # the logger prefix of torchrun's last exit-barrier error record (its lines share it), and whether the
+        # line read just before was that record's first (a log format without a prefix)
+        self._barrier_prefix: str | None = None
+        self._saved_steps: deque[int] = deque(maxlen=16)  # steps of the latest checkpoints a line named
+        self._after_barrier = False
         self._stop = threading.Event()
         self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
 
@@ -286,6 +295,7 @@ class Agent:
             self.attempt = where.attempt
             self._event(LiveEventKind.RESTART, now, cause=f"torchrun attempt {self.attempt}")
             self.failed = self.hung = False
+            self._saved_steps.clear()  # a new attempt may save a step again
             self.snapshots = 0
             self.rescan_workers = True
         rank = self._rank_of_local(local_rank)
@@ -309,8 +319,22 @@ class Agent:
                 self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300])
                 self.urgent = True
         if saved:
-            self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=max(self.progress.max_step, 0) or None)
-        if not self.failed and FATAL_LINE.search(line):
+            # the step the line names ("saved checkpoint at step 39", "from iteration 1000"), else the last step read;
+            # a named save already reported is the same line read again (the worker's log and the launcher's tee)
+            named = STEP_LINE.search(line)
+            step = int(named.group(1) or named.group(2)) if named else (max(self.progress.max_step, 0) or None)
+            if named is None or step not in self._saved_steps:
+                self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=step)
+            if named is not None:
+                self._saved_steps.append(step)
+        barrier = EXIT_BARRIER_ERROR.search(line)
+        in_barrier_record = barrier is not None or (
+            self._barrier_prefix is not None
+            and (line.startswith(self._barrier_prefix) if self._barrier_prefix.strip() else self._after_barrier))
+        if barrier is not None:
+            self._barrier_prefix = line[:barrier.start()]
+        self._after_barrier = barrier is not None
+        if not self.failed and not in_barrier_record and FATAL_LINE.search(line):
             self.failed = True
             if rank is None:
                 r = RANK_IN_LINE.search(line)

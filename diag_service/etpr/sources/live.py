@@ -12,7 +12,10 @@ adds is the merge of several nodes' agents into one job, and the GPU count and t
   per step respectively.
 * ``finished``: one, once every agent that wrote an event has sent its own, at the last one's time, with
   status ``failed`` if any agent's was not a success; until then the job is running and the ledger ends at its
-  last event (the ledger *so far*).
+  last event (the ledger *so far*). With an incident open, that is the job's latest event even when it was one
+  of the rows dropped above (a later report of the incident, an ended agent's ``finished``): a report of the
+  incident at that time is added (assumption ``live_ledger_to_latest_event``), so a hung job whose agent was
+  killed with it (no ``finished`` ever) is allocated until the service last heard of it.
 * ``progress``: from the job's step records (``timing.jsonl``, the lab's per-rank format: one sample every
   :data:`~diag_service.etpr.sources.lab.LAB_PROGRESS_EVERY` steps with its throughput, as the ``lab`` source
   does); the agents' own ``progress`` events (a step number, no throughput) only when there are none.
@@ -97,13 +100,23 @@ def merge_agents(rows: list[dict[str, Any]], issues: list[Issue]) -> list[dict[s
             out.append(r)
         else:
             dropped += 1
-    if finished and (not agents or set(finished) >= agents):
+    ended = bool(finished) and (not agents or set(finished) >= agents)
+    if ended:
         last = max(finished.values(), key=_time)
         ok = all(str(f.get("status") or "").lower() in OK_STATUSES for f in finished.values())
         out.append({**last, "status": "succeeded" if ok else "failed"})
         dropped += len(finished) - 1
     elif finished:
         dropped += len(finished)
+    latest = max((_time(r) for r in rows if _time(r) != math.inf), default=None)
+    if not ended and incident is not None and out and latest is not None and latest > _time(out[-1]):
+        # the incident's later reports and the held finishes were dropped, but the job was still allocated then:
+        # the ledger so far runs to the job's latest event, in the incident (a report of it changes nothing else)
+        out.append({"job": out[-1].get("job"), "event": incident, "time": latest})
+        add_issue(issues, "assumption", "live_ledger_to_latest_event",
+                  "live job with an open incident and an agent that has not ended: its ledger so far runs to the "
+                  "job's latest event (the incident's later reports and the ended agents' finishes are not "
+                  "otherwise in it)", 1, [out[-1].get("job")])
     add_issue(issues, "assumption", "live_agents_merged",
               "live job: events of several agents merged into one job (first start, first detection of each "
               "incident, one restart per attempt, one finish once every agent ended); duplicates dropped",
