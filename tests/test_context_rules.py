@@ -155,3 +155,14 @@ def test_a_traceback_cut_short_is_placed_by_its_innermost_frame(tmp_path: Path, 
 def test_nccl_socket_interfaces(tmp_path: Path, text: str, category: str) -> None:
     d = _diag(tmp_path, "rank0.log", text)
     assert d.category.value == category, d.root_cause.summary
+
+
+def test_a_successful_multi_node_run_is_not_a_rendezvous_failure(tmp_path: Path) -> None:
+    # a real 2-node lab run that finished (lab seed 906, clean_ckpt_eval, exit codes 0): its node1 agent
+    # warns, after every rank printed "finished", that it could not close the rendezvous (node0's agent,
+    # the store host, had exited)
+    text = (Path(__file__).parent / "fixtures" / "lab_clean_two_node" / "console_node1.log").read_text()
+    assert "has failed to shutdown the rendezvous" in text
+    d = _diag(tmp_path, "console_node1.log", text)
+    assert not (d.failure_mode.value == "fail_stop" and d.category.value == "network"), d.root_cause.summary
+    assert d.confidence < 0.4, d.root_cause.summary
