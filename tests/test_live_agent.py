@@ -7,6 +7,7 @@ tests/fixtures); time is a fake clock, processes fake workers, so each decision 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,26 @@ def test_spooled_batches_survive_the_service_being_away_and_arrive_once_in_order
     assert sorted(service.applied) == list(range(n))
     text = "".join(c["text"] for s in sorted(service.applied) for c in service.applied[s]["logs"])
     assert text == log.read_text()
+
+
+def test_a_slow_service_that_keeps_accepting_gets_the_whole_backlog_after_the_job_ends(tmp_path: Path) -> None:
+    # the job has ended (stop) with a backlog; each batch takes 0.2 s to be accepted, the whole backlog far
+    # longer than the drain allowance: delivery goes on while the service keeps accepting
+    spool = Spool(tmp_path / "spool")
+    for seq in range(12):
+        spool.put("1", seq, {"seq": seq})
+    got: list[int] = []
+
+    def slow(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        time.sleep(0.2)
+        got.append(batch["seq"])
+        return 200, {"seq": batch["seq"], "applied": True}
+
+    sender = Sender(spool, slow, drain_s=1.0)
+    sender.start()
+    sender.stop()
+    sender.join(timeout=30)
+    assert got == list(range(12)) and spool.pending() == []
 
 
 def test_a_batch_the_service_refuses_is_kept_not_retried(tmp_path: Path) -> None:

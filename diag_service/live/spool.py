@@ -112,9 +112,12 @@ def http_sender(service: str, job_id: str, token: str | None, timeout_s: float =
 
 
 class Sender(threading.Thread):
-    """Sends the spool's batches in order, one at a time, until :meth:`stop` and an empty spool (or the
-    drain deadline). ``wake`` is set by the agent when a batch is spooled. ``on_ack(body)``: called with each
-    acknowledgement (the service's ``BatchAck`` as JSON) in the sender's thread."""
+    """Sends the spool's batches in order, one at a time, until :meth:`stop` and an empty spool. After
+    :meth:`stop` it gives up only when no batch was accepted for ``drain_s`` seconds (a service that is
+    away or refuses), not after ``drain_s`` in all: a slow service that keeps accepting a backlog gets all
+    of it. What is left stays in the spool for the next agent run with the same state folder. ``wake`` is
+    set by the agent when a batch is spooled. ``on_ack(body)``: called with each acknowledgement (the
+    service's ``BatchAck`` as JSON) in the sender's thread."""
 
     def __init__(self, spool: Spool, send: SendFn, drain_s: float = 30.0,
                  on_ack: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -148,10 +151,13 @@ class Sender(threading.Thread):
                 self.wake.clear()
                 continue
             if stop_at is not None and time.monotonic() > stop_at:
-                log.warning("%d batch(es) left in %s for the next agent run", len(pending), self.spool.root)
+                log.warning("%d batch(es) left in %s: the service accepted none for %.0f s; the next agent run "
+                            "with this state folder sends them", len(pending), self.spool.root, self.drain_s)
                 return
             if self._send_one(pending[0]):
                 delay = BACKOFF_S[0]
+                if stop_at is not None:  # still delivering: the drain deadline counts from the last acceptance
+                    stop_at = time.monotonic() + self.drain_s
             else:
                 self.failures += 1
                 self.wake.wait(delay)
