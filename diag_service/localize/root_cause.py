@@ -575,10 +575,13 @@ def localize(
         else:
             mode = FailureMode.FAIL_STOP
             confidence = 0.15 if groups else 0.05
-            if hits:  # the report must not deny what the diagnosis' signature_hits list
-                weak = ", ".join(dict.fromkeys(f"{h.name} ({h.role.value})" for h in hits[:4]))
-                more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
+            shown = [h for h in hits if primary is None or h.name != primary.name]  # the suspect is named below
+            if shown:  # the report must not deny what the diagnosis' signature_hits list
+                weak = ", ".join(dict.fromkeys(f"{h.name} ({h.role.value})" for h in shown[:4]))
+                more = f" and {len(shown) - 4} more" if len(shown) > 4 else ""
                 summary = f"No signature matched strongly enough to name the cause; matched weakly: {weak}{more}."
+            elif primary is not None:
+                summary = "No signature matched strongly enough to name the cause."
             else:
                 summary = "No known failure signature matched with enough confidence."
         if primary is not None:
