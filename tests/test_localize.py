@@ -248,3 +248,11 @@ def test_a_catch_all_signature_in_a_cascade_is_named_by_its_line(tmp_path: Path)
     cascade = d.root_cause.summary.split("Cascade: ", 1)[1]
     assert "Unclassified RuntimeError" not in cascade
     assert "'RuntimeError: Step 2 exited with non-zero status 247'" in cascade
+
+
+def test_a_weak_diagnosis_names_its_suspect_once(tmp_path: Path) -> None:
+    text = (Path(__file__).parent / "fixtures" / "lab_exit_barrier_success" / "console_node1.log").read_text()
+    (tmp_path / "console_node1.log").write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.confidence < 0.4 and "Suspected: c10d store connection closed" in d.root_cause.summary
+    assert d.root_cause.summary.count("c10d store connection closed") == 1, d.root_cause.summary
