@@ -9,25 +9,42 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
-from diag_service.errors import LABELS, DiagError, exit_code
+from diag_service.errors import LABELS, DiagError, exit_code, missing_extra
+
+try:  # typer >= 0.29 carries its own click and no longer depends on click: its classes are the ones it runs
+    from typer import _click as click  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - older typer runs on click itself
+    import click  # type: ignore[no-redef]
 
 err = Console(stderr=True)
+#: The extra a command's optional packages come with (pyproject.toml), named when one of them is missing.
+COMMAND_EXTRAS = {"serve": "service", "watch": "watch", "label": "label", "lab": "lab", "mcp": "mcp", "kb": "kb"}
 
 
 def _handled(invoke: Callable[[click.Context], Any], ctx: click.Context) -> Any:
     try:
-        return invoke(ctx)
+        try:
+            return invoke(ctx)
+        except ModuleNotFoundError as exc:  # a package of an optional extra, imported when the command ran
+            if (exc.name or "").startswith("diag_service"):
+                raise
+            name = ctx.info_name or ""
+            raise missing_extra(exc, f"diag {name}".strip(), COMMAND_EXTRAS.get(name)) from exc
     except DiagError as exc:
-        err.print(f"[red]{LABELS[exc.kind]}:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(exit_code(exc)) from exc
+        _fail(exc)
+
+
+def _fail(exc: DiagError) -> NoReturn:
+    """Print ``exc`` as one line on stderr and end with its kind's exit code."""
+    err.print(f"[red]{LABELS[exc.kind]}:[/red] {escape(str(exc))}", soft_wrap=True)
+    raise typer.Exit(exit_code(exc)) from exc
 
 
 class DiagGroup(TyperGroup):
@@ -56,13 +73,16 @@ class LazyDiagGroup(DiagGroup):
         cmd = super().get_command(ctx, cmd_name)
         if cmd is None and cmd_name in self.lazy:
             help_ = self.lazy[cmd_name][2]
-            return click.Command(cmd_name, help=help_, short_help=help_)  # for the listing only
+            return TyperCommand(cmd_name, help=help_, short_help=help_)  # for the listing only
         return cmd
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else None
         if name in self.lazy and name not in self.commands:
-            self.add_command(self._load(name), name)
+            try:
+                self.add_command(self._load(name), name)
+            except DiagError as exc:
+                _fail(exc)
         return super().resolve_command(ctx, args)
 
     def _load(self, name: str) -> click.Command:
@@ -71,11 +91,10 @@ class LazyDiagGroup(DiagGroup):
         module, attr, help_ = self.lazy[name]
         try:
             obj = getattr(importlib.import_module(module), attr)
-        except ImportError as exc:
-            raise click.UsageError(
-                f"`diag {name}` needs a package that is not installed ({exc.name or exc}); "
-                "install the extra it belongs to, e.g. pip install 'diag-service[all]'"
-            ) from exc
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").startswith("diag_service"):
+                raise
+            raise missing_extra(exc, f"diag {name}", COMMAND_EXTRAS.get(name)) from exc
         if isinstance(obj, typer.Typer):
             if obj.info.help is None:
                 obj.info.help = help_

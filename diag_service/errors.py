@@ -92,6 +92,46 @@ class Refused(DiagError):
         self.reason = reason
 
 
+class MissingExtra(DiagError):
+    """A command needs a package of an optional extra that is not installed (``pip install 'diag-service[x]'``)."""
+
+    kind = ErrorKind.UNAVAILABLE
+
+
+def extras_providing(module: str) -> list[str]:
+    """The package's extras whose requirements include the distribution of top-level module ``module``
+    (read from the installed package's metadata, so it follows ``pyproject.toml``); ``[]`` when none does
+    or the metadata is not there. ``faiss`` matches ``faiss-cpu``; ``_`` and ``-`` are the same."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
+
+    want = module.split(".")[0].lower().replace("_", "-")
+    try:
+        reqs = requires("diag-service") or []
+    except PackageNotFoundError:
+        return []
+    found: list[str] = []
+    for r in reqs:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*).*?extra\s*==\s*[\"']([\w-]+)[\"']", r)
+        if m is None:
+            continue
+        dist, extra = m.group(1).lower().replace("_", "-").replace(".", "-"), m.group(2)
+        if extra != "all" and (dist == want or dist.startswith(want + "-")) and extra not in found:
+            found.append(extra)
+    return found
+
+
+def missing_extra(exc: ModuleNotFoundError, what: str, prefer: str | None = None) -> MissingExtra:
+    """A :class:`MissingExtra` for ``exc`` that names the missing package and the extra to install.
+    ``what`` names who needs it (``"diag serve"``); ``prefer``: the extra to name when it is one of those
+    that provide the package (the command's own: ``service`` for ``diag serve``)."""
+    name = (exc.name or str(exc)).split(".")[0]
+    extras = extras_providing(name)
+    extra = prefer if prefer in extras else extras[0] if extras else prefer or "all"
+    return MissingExtra(f"{what} needs the package {name!r}, which is not installed: "
+                        f"pip install 'diag-service[{extra}]'")
+
+
 def exit_code(exc: DiagError) -> int:
     """The process exit code for ``exc`` (:data:`EXIT_CODES`)."""
     return EXIT_CODES[exc.kind]
@@ -103,5 +143,5 @@ def http_status(exc: DiagError) -> int:
     return int(own) if own else HTTP_STATUSES[exc.kind]
 
 
-__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "ConfigError", "DiagError", "ErrorKind", "InputError", "Refused", "exit_code",
-           "http_status"]
+__all__ = ["EXIT_CODES", "HTTP_STATUSES", "LABELS", "ConfigError", "DiagError", "ErrorKind", "InputError", "MissingExtra",
+           "Refused", "exit_code", "extras_providing", "http_status", "missing_extra"]

@@ -141,3 +141,25 @@ def test_no_command_picks_its_own_exit_code() -> None:
         if n:
             found[rel] = n
     assert found == allowed
+
+
+def test_a_missing_optional_package_names_the_extra_that_brings_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a core install has no uvicorn: `diag serve` says which extra to install instead of a traceback
+    import sys
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # an import of it now fails as for a missing package
+    r = CliRunner().invoke(app, ["serve", "--data-dir", str(tmp_path / "data")])
+    assert r.exit_code == EXIT_CODES[ErrorKind.UNAVAILABLE], r.output
+    assert "needs the package 'uvicorn'" in r.output and "diag-service[service]" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_the_cli_uses_the_click_that_typer_runs() -> None:
+    # typer >= 0.29 carries its own click and does not install click: a usage error raised with another
+    # click's class would not be handled by typer (and `import click` fails on a core install)
+    import typer
+
+    from diag_service import clitools
+
+    if hasattr(typer, "_click"):
+        assert clitools.click is typer._click

