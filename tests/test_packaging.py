@@ -14,6 +14,7 @@ import ast
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,18 +36,54 @@ EXTRAS = ("sentence_transformers", "faiss", "sklearn", "xllamacpp", "transformer
 
 
 
+def _core_closure() -> set[str]:
+    """Normalised names of the distributions a core install pulls in: the package's requirements without an
+    extra marker, and theirs, transitively (from the installed metadata; markers evaluated here)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    seen: set[str] = set()
+    todo = [r for r in (distribution("diag-service").requires or []) if "extra ==" not in r]
+    while todo:
+        req = Requirement(todo.pop())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        name = norm(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            todo.extend(distribution(req.name).requires or [])
+        except PackageNotFoundError:
+            continue
+    return seen
+
+
 def _deps_without_extras(dst: Path) -> Path:
-    """A folder of links to this interpreter's site-packages entries, leaving out :data:`EXTRAS` (so
-    that, for the core install, those packages are really absent, not merely failing)."""
+    """A folder of links to the site-packages entries of the core's dependency closure only (so that, for the
+    core install, what the core does not declare is really absent: the extras, and a package that only an
+    extra's dependency happens to install, as click came with uvicorn once typer stopped requiring it)."""
+    from importlib.metadata import distributions
+
     src = Path(sysconfig.get_paths()["purelib"])
+    keep = _core_closure()
     dst.mkdir()
+    wanted: set[str] = set()
+    for dist in distributions():
+        if re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower() not in keep:
+            continue
+        for f in dist.files or []:
+            top = f.parts[0]
+            if top not in ("..", "") and not top.endswith(".pth"):
+                wanted.add(top)
     for entry in src.iterdir():
-        root = entry.name.split(".")[0].split("-")[0].lower()
-        if root in EXTRAS or root.replace("_", "-") in {x.replace("_", "-") for x in EXTRAS} or root == "faiss_cpu":
-            continue
-        if entry.suffix == ".pth" or entry.name.startswith("__editable__"):
-            continue
-        (dst / entry.name).symlink_to(entry)
+        if entry.name in wanted and not entry.name.startswith("__editable__"):
+            (dst / entry.name).symlink_to(entry)
+    assert not any((dst / x).exists() for x in EXTRAS), "an extra's package is in the core's closure"
     return dst
 
 
