@@ -417,6 +417,9 @@ class Narrative(BaseModel):
     model: str | None = None
     suggested_category: Category | None = None
     latency_s: float | None = None
+    fallback_reason: str | None = Field(default=None, max_length=500, description=(
+        "Why the deterministic fallback wrote it (the model disabled or unavailable, its answer rejected by "
+        "the checks); None when the model's answer was used."))
 
 
 #: The job-id alphabet of every interface (API fields and paths, bot commands, uploads, file names):

@@ -750,3 +750,12 @@ def test_the_default_configuration_follows_the_models_folder(tmp_path: Path, mon
     site_config = default_config()
     assert site_config.backend == "none" and site_config.models_dir == site
     assert site_config.cache_dir == tmp_path / "cache"
+
+
+def test_a_fallback_says_why(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    side_only = json.dumps({"summary": "The connection errors on ranks 0, 1 and 2 followed from another failure [E4]."})
+    r = summarize_detailed(example_diag, cfg, backend=ScriptedBackend(side_only, GOOD))
+    assert r.narrative.source == "fallback"
+    assert r.narrative.fallback_reason == r.fallback_reason and "does not state the first failure" in r.narrative.fallback_reason
+    used = summarize_detailed(example_diag, cfg, backend=ScriptedBackend(GOOD))
+    assert used.narrative.source == "model" and used.narrative.fallback_reason is None

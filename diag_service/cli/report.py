@@ -39,7 +39,9 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     if d.narrative is not None and d.narrative.text:
         body.append(Text(""))
         body.append(Text(d.narrative.text, style="italic"))
-        who = f"model {d.narrative.model}" if d.narrative.source == "model" else "deterministic fallback (no model answer)"
+        why = d.narrative.fallback_reason or "no model answer"
+        who = (f"model {d.narrative.model}" if d.narrative.source == "model"
+               else f"deterministic fallback ({why[:200]}{'...' if len(why) > 200 else ''})")
         cites = f", cites {', '.join(d.narrative.citations)}" if d.narrative.citations else ""
         body.append(Text(f"summary: {who}{cites}", style="dim"))
         for c in d.narrative.cited:

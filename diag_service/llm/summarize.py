@@ -42,7 +42,8 @@ class SummaryResult:
 
 def _fallback(pack: EvidencePack, t0: float, reason: str, result: SummaryResult | None = None) -> SummaryResult:
     text, cites = fallback_summary(pack)
-    n = _with_cited(Narrative(text=text, citations=cites, source="fallback", latency_s=round(time.perf_counter() - t0, 3)), pack)
+    n = _with_cited(Narrative(text=text, citations=cites, source="fallback", latency_s=round(time.perf_counter() - t0, 3),
+                              fallback_reason=reason[:500]), pack)
     if result is None:
         result = SummaryResult(narrative=n, pack=pack)
     result.narrative = n
