@@ -123,6 +123,8 @@ def test_site_signatures_on_the_search_path_add_to_the_built_ins(tmp_path: Path,
     log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                    "    fs.open(path)\nLustreQuotaError: OST0003 is full for project 42\n")
     assert diagnose(DiagnoseRequest(path=str(log))).category is Category.STORAGE
+    monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(site / "lustre.yaml"))  # one file named directly
+    assert load_signatures().by_id("lustre_quota").category is Category.STORAGE
     monkeypatch.setenv("DIAG_SIGNATURES_PATH", str(tmp_path / "missing"))
     with pytest.raises(SignatureError, match="does not exist"):
         load_signatures()

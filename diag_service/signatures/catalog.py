@@ -347,7 +347,7 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
 
     ``directory``: one folder that is the whole catalogue (tests, ``diag signatures --directory``).
     Without it, every folder of :func:`signature_search_path` (built-ins, ``$DIAG_SIGNATURES_PATH``,
-    signature packs, ``extra``) is read in order and layered. Raises :class:`SignatureError` on the
+    signature packs, ``extra``; an entry may also name one ``.yaml`` file) is read in order and layered. Raises :class:`SignatureError` on the
     first problem, naming the file and the signature: a missing folder, YAML or schema errors, a
     duplicate id, an example its signature does not match or that the extractor's pre-filter would
     never pass to the signature stage.
@@ -358,8 +358,11 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
     builtin_dir = default_signature_dir() if directory is None else Path(directory)
     files: list[Path] = []
     for d in dirs:
+        if d.is_file() and d.suffix in (".yaml", ".yml"):  # one site file named directly
+            files.append(d)
+            continue
         if not d.is_dir():
-            raise SignatureError(f"signature folder {d} does not exist")
+            raise SignatureError(f"signature folder or .yaml file {d} does not exist")
         files += sorted(d.glob("*.yaml"))
     if not files:
         raise SignatureError(f"no signature files (*.yaml) in {', '.join(map(str, dirs))}")
