@@ -126,7 +126,7 @@ def recover_cmd(
     diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json` ('-' for stdin).")],
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite); records this recommendation.")] = None,
     platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm")] = "kubernetes",
-    policy: Annotated[Path | None, typer.Option(help="Policy file (default: knowledge_base/recovery_policy.yaml).")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Policy file (default: the package's own).")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs of the job, for GPU-second estimates.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Run the plan (needs DIAG_EXECUTOR=shell).")] = False,

@@ -347,10 +347,10 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
 
     ``directory``: one folder that is the whole catalogue (tests, ``diag signatures --directory``).
     Without it, every folder of :func:`signature_search_path` (built-ins, ``$DIAG_SIGNATURES_PATH``,
-    signature packs, ``extra``; an entry may also name one ``.yaml`` file) is read in order and layered. Raises :class:`SignatureError` on the
-    first problem, naming the file and the signature: a missing folder, YAML or schema errors, a
-    duplicate id, an example its signature does not match or that the extractor's pre-filter would
-    never pass to the signature stage.
+    signature packs, ``extra``; an entry may also name one ``.yaml`` file) is read in order and layered.
+    Raises :class:`SignatureError` on the first problem, naming the file and the signature: a missing
+    folder, YAML or schema errors, a duplicate id, an example its signature does not match or that the
+    extractor's pre-filter would never pass to the signature stage.
     """
     import hashlib
 
