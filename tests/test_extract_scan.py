@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from diag_service.contracts import ProgressLog, RawEvent
@@ -136,3 +136,27 @@ LINE_WORDS = [
 @given(st.lists(st.sampled_from(LINE_WORDS), max_size=8).map("".join))
 def test_classify_equals_the_regexes_alone(line: str) -> None:
     assert _classify(line) == _classify_by_regex(line)
+
+
+NCCL_TOKENS = [
+    "\n", " ", "x" * 300, "[rank3]:", "node-1:4242:4250 [3] NCCL INFO ", "node-2:77:78 [0] init.cc:42 NCCL INFO ",
+    "h:1:2 [1] NCCL WARN boom", "comm 0xab12 rank 5 nranks 16 cudaDev 3 ", "comm 0x1 rank 2 nranks 4 ",
+    "Channel 00/0 : 3[3] -> 4[4] via P2P", "Channel 01 : 7 -> 2 [receive] via NET", "Ring 02 : 1 -> 6 ",
+]
+nccl_blocks = st.lists(st.lists(st.sampled_from(NCCL_TOKENS), max_size=40).map("".join), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(nccl_blocks)
+# a line with more than 512 characters before its INFO words: its origin is searched from the text's start,
+# where another process's WARN line is
+@example(["h:1:2 [1] NCCL WARN boom\n" + "x" * 600 + "node-1:4242:4250 [3] NCCL INFO comm 0xab12 rank 5 nranks 16 \n"])
+def test_deferred_nccl_rank_learning_equals_learning_each_block(blocks: list[str]) -> None:
+    from diag_service.extract.events import Extractor
+
+    eager, lazy = Extractor(ProgressLog()), Extractor(ProgressLog())
+    for text in blocks:
+        eager._learn_nccl_ranks(text)
+        lazy._defer_nccl_ranks(text)
+    assert lazy._nccl_known() == bool(eager._nccl_comm or eager._nccl_conn)
+    assert (lazy._nccl_comm, lazy._nccl_conn) == (eager._nccl_comm, eager._nccl_conn)

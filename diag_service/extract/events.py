@@ -341,6 +341,10 @@ class Extractor:
         # a sub-communicator's rank is not the global one), and the ranks its connection lines state
         self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
         self._nccl_conn: dict[tuple[str, str], set[int]] = {}
+        # the NCCL INFO ranges of the blocks fed so far, not yet parsed: learning is an accumulation in block
+        # order, so it can wait until a line without a rank needs it (most bundles never ask); bounded in size
+        self._nccl_pending: list[tuple[str, tuple[str, str] | None]] = []
+        self._nccl_pending_chars = 0
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -398,7 +402,7 @@ class Extractor:
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
         if "NCCL INFO" in text:
-            self._learn_nccl_ranks(text)
+            self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
         windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}
         window_bytes = [_utf8(t) for t in windows]
@@ -465,21 +469,54 @@ class Extractor:
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
-    def _learn_nccl_ranks(self, text: str) -> None:
-        """Learn which global rank each NCCL process (host, pid) is, from its INFO lines (NCCL_SELF_RANK)."""
+    def _defer_nccl_ranks(self, text: str) -> None:
+        """Keep what :meth:`_learn_nccl_ranks` would read of ``text``, to learn from it when a rank is first
+        asked (:meth:`_nccl_known`): learning only accumulates, in block order, and most bundles never ask.
+        Past 64 Mi characters kept, learn from them now."""
+        first = text.find("] NCCL INFO ")
+        if first == -1:
+            return
+        # every match lies between the first and the last line holding the literal (NCCL's start-up,
+        # usually the head of the first block): that range, from its line start, is kept
+        start = text.rfind("\n", 0, first) + 1
+        end = text.find("\n", text.rfind("] NCCL INFO ")) + 1 or len(text)
+        head = None
+        if start and text.find("NCCL ", 0, start) != -1:
+            # a line with more than 512 characters before its INFO words is searched for its origin from the
+            # text's start: the first origin before the range is that answer (see _learn_nccl_ranks)
+            m = NCCL_ORIGIN.search(text, 0, start)
+            head = (m.group(1), m.group(2)) if m else None
+        self._nccl_pending.append((text[start:end], head))
+        self._nccl_pending_chars += end - start
+        if self._nccl_pending_chars > 64 << 20:
+            self._nccl_known()
+
+    def _nccl_known(self) -> bool:
+        """Learn from every deferred range (in block order); True when some NCCL process's rank is known."""
+        if self._nccl_pending:
+            pending, self._nccl_pending, self._nccl_pending_chars = self._nccl_pending, [], 0
+            for part, head in pending:
+                self._learn_nccl_ranks(part, head)
+        return bool(self._nccl_comm or self._nccl_conn)
+
+    def _learn_nccl_ranks(self, text: str, head: tuple[str, str] | None = None) -> None:
+        """Learn which global rank each NCCL process (host, pid) is, from its INFO lines (NCCL_SELF_RANK).
+        ``head``: for a range cut from a larger text at a line start, the (host, pid) of that text's first
+        NCCL origin before the range, if any (what the whole text's search from its start finds)."""
         # The literal "] NCCL INFO " leads the pattern (a fast scan); the origin is read from the line's start.
-        # A match lies within one line, between the first and the last line holding that literal (NCCL's
-        # start-up, usually the head of the first block): only that range is scanned.
         first = text.find("] NCCL INFO ")
         if first == -1:
             return
         end = text.find("\n", text.rfind("] NCCL INFO ")) + 1 or len(text)
         for m in NCCL_SELF_RANK.finditer(text, first, end):
             ls = text.rfind("\n", max(0, m.start() - 512), m.start())  # the newline before the line
-            origin = NCCL_ORIGIN.search(text, max(ls, 0), m.start() + 8)
-            if origin is None:
-                continue
-            key = (origin.group(1), origin.group(2))
+            if ls == -1 and head is not None and m.start() >= 512:
+                key = head
+            else:
+                origin = NCCL_ORIGIN.search(text, max(ls, 0), m.start() + 8)
+                if origin is None:
+                    continue
+                key = (origin.group(1), origin.group(2))
             if m.group(1) is not None:
                 cur = self._nccl_comm.get(key)
                 cand = (int(m.group(2)), int(m.group(1)))
@@ -522,7 +559,7 @@ class Extractor:
                 if who[1] is None:
                     who = (who[0], int(m_agent.group(2)), who[2])
         who = self._global(rd.src.path, who)
-        if who[0] is None and "NCCL" in body and (self._nccl_comm or self._nccl_conn):
+        if who[0] is None and "NCCL" in body and self._nccl_known():
             who = (self._nccl_rank(body), who[1], who[2])
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
             ev = self._traceback(rd, ls, line_no, who, consumed)
