@@ -26,6 +26,7 @@ from diag_service.extract.events import (
     STACK_DUMP,
     _candidate_lines,
     _classify,
+    _line_numbers,
     _line_ranks,
     _utf8,
     clean_key,
@@ -160,3 +161,12 @@ def test_deferred_nccl_rank_learning_equals_learning_each_block(blocks: list[str
         lazy._defer_nccl_ranks(text)
     assert lazy._nccl_known() == bool(eager._nccl_comm or eager._nccl_conn)
     assert (lazy._nccl_comm, lazy._nccl_conn) == (eager._nccl_comm, eager._nccl_conn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.data(), st.integers(1, 10_000), st.booleans())
+def test_line_numbers_equal_counting_from_the_block_start(text: str, data: st.DataObject, first: int, known: bool) -> None:
+    line_starts = sorted({0} | {i + 1 for i, c in enumerate(text) if c == "\n" and i + 1 < len(text)})
+    starts = sorted(data.draw(st.sets(st.sampled_from(line_starts), max_size=12))) if text else []
+    got = _line_numbers(text, starts, first, text.count("\n") if known else None)
+    assert got == [first + text.count("\n", 0, s) for s in starts]

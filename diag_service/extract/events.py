@@ -296,6 +296,39 @@ def _candidate_lines(regex: re2._Regexp, text: str, data: bytes) -> Iterator[int
             yield chars
 
 
+def _line_numbers(text: str, starts: list[int], first_line: int, newlines: int | None = None) -> list[int]:
+    """The line number of each line start in ``starts`` (ascending offsets in ``text``): ``first_line`` plus
+    ``text.count("\\n", 0, start)``.
+
+    With ``newlines`` (``text.count("\\n")``, which the reader counted) the newlines are counted forward up to
+    the widest stretch between neighbouring starts (or the block's ends) and backward from the end after it:
+    that stretch, often the whole middle of a console between its start-up warnings and its failure, is not
+    counted again.
+    """
+    n = len(starts)
+    split = n
+    if newlines is not None and n:
+        widest = len(text) - starts[-1]
+        if starts[0] > widest:
+            split, widest = 0, starts[0]
+        for i in range(1, n):
+            if starts[i] - starts[i - 1] > widest:
+                split, widest = i, starts[i] - starts[i - 1]
+    out = [0] * n
+    line, at = first_line, 0
+    for i in range(split):
+        line += text.count("\n", at, starts[i])
+        at = starts[i]
+        out[i] = line
+    if split < n and newlines is not None:
+        line, at = first_line + newlines, len(text)
+        for i in range(n - 1, split - 1, -1):
+            line -= text.count("\n", starts[i], at)
+            at = starts[i]
+            out[i] = line
+    return out
+
+
 def _line_ranks(text: str, pos: int, endpos: int) -> set[str]:
     """The rank numbers of ``RANK_PREFIX_ALL.findall(text, pos, endpos)``: the lines starting in
     ``[pos, endpos)`` (``^`` there follows a newline, or is the text's start) with a ``[rankN]:`` prefix."""
@@ -422,12 +455,9 @@ class Extractor:
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
-        line_no = block.first_line
-        counted_to = 0
         # One linear-time pass finds every candidate; lines are then handled in order.
-        for ls in _candidate_lines(self.prefilter, text, rd.data):
-            line_no += text.count("\n", counted_to, ls)
-            counted_to = ls
+        starts = list(_candidate_lines(self.prefilter, text, rd.data))
+        for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
             if ls in consumed:
                 continue
             line, _ = rd.line_at(ls)

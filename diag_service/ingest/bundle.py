@@ -88,11 +88,13 @@ class Source:
 
 @dataclass(slots=True)
 class Block:
-    """Complete, normalised lines of one source. ``text`` ends with ``\\n``; ``first_line`` is 1-based."""
+    """Complete, normalised lines of one source. ``text`` ends with ``\\n``; ``first_line`` is 1-based;
+    ``newlines`` is ``text.count("\\n")`` when the reader counted it (None: not counted)."""
 
     source: Source
     text: str
     first_line: int
+    newlines: int | None = None
 
 
 # --- path attribution -----------------------------------------------------------------------------
@@ -339,7 +341,7 @@ def _stream_blocks(walker: Walker[Block], src: Source, fobj: BinaryIO, compresse
                 text = _normalise(text)
                 sniffer.feed(text)
                 n_lines = text.count("\n")
-                yield Block(source=src, text=text, first_line=line_no)
+                yield Block(source=src, text=text, first_line=line_no, newlines=n_lines)
                 line_no += n_lines
         if error is not None:
             walker.read_error(src.path, fobj, error, member_bytes)
