@@ -170,3 +170,26 @@ def test_line_numbers_equal_counting_from_the_block_start(text: str, data: st.Da
     starts = sorted(data.draw(st.sets(st.sampled_from(line_starts), max_size=12))) if text else []
     got = _line_numbers(text, starts, first, text.count("\n") if known else None)
     assert got == [first + text.count("\n", 0, s) for s in starts]
+
+
+RAW_TOKENS = [b"\n", b"ok ", b"step 3 ", b"\r\n", b"\r", b"\x1b[31mred\x1b[0m", b"\xff\xfe", "é日本".encode(), b"Error x", b"  "]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(RAW_TOKENS), max_size=300).map(b"".join), st.integers(16, 600))
+def test_blocks_carry_their_text_as_utf8_or_nothing(raw: bytes, block_bytes: int) -> None:
+    """The bytes a block carries for the scan are its text's UTF-8; CR, ANSI and bad bytes leave none."""
+    import tempfile
+    from pathlib import Path
+
+    from diag_service.ingest.open import open_bundle
+    from diag_service.limits import BundleLimits
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "rank-0.log").write_bytes(b"ok start\n" + raw)
+        blocks = list(open_bundle(d, BundleLimits(block_bytes=block_bytes)).blocks())
+    for b in blocks:
+        assert b.data is None or b.data == _utf8(b.text)
+        assert b.newlines is None or b.newlines == b.text.count("\n")
+    clean = all(t not in raw for t in (b"\r", b"\x1b", b"\xff"))
+    assert all(b.data is not None for b in blocks[:-1]) or not clean

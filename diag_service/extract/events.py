@@ -230,7 +230,7 @@ class _BlockReader:
         self.src = block.source
         self.kinds = block.source.prefixes
         #: the block's UTF-8 bytes, for re2 (see _candidate_lines); equal offsets when ``text.isascii()``
-        self.data = _utf8(block.text)
+        self.data = block.data if block.data is not None else _utf8(block.text)
         self._attrs: dict[str, Attribution] = {}
         self._before: dict[int, tuple[Attribution, tuple[int | None, int | None, str | None]]] = {}
 
@@ -479,7 +479,8 @@ class Extractor:
             positions = []
             # re2 on a slice (its wrapper re-encodes a whole str on every call), of the bytes when they have
             # the same offsets; the slice overlaps the next window so a line cut at the boundary is still seen.
-            hay = rd.data if len(rd.data) == n else text
+            # (a memoryview of the bytes: slicing it copies nothing)
+            hay = memoryview(rd.data) if len(rd.data) == n else text
             for w in range(0, n, stride):
                 m = PROGRESS_FAST.search(hay[w : w + stride + 512])
                 if m is not None and m.start() < stride:

@@ -89,12 +89,14 @@ class Source:
 @dataclass(slots=True)
 class Block:
     """Complete, normalised lines of one source. ``text`` ends with ``\\n``; ``first_line`` is 1-based;
-    ``newlines`` is ``text.count("\\n")`` when the reader counted it (None: not counted)."""
+    ``newlines`` is ``text.count("\\n")`` when the reader counted it, ``data`` ``text`` as UTF-8 when the reader
+    read exactly those bytes (None: not known)."""
 
     source: Source
     text: str
     first_line: int
     newlines: int | None = None
+    data: bytes | None = None
 
 
 # --- path attribution -----------------------------------------------------------------------------
@@ -335,13 +337,16 @@ def _stream_blocks(walker: Walker[Block], src: Source, fobj: BinaryIO, compresse
                 buf = b""
                 skipping_long = True
             if complete:
-                text = complete.decode("utf-8", errors="replace")
-                if "\ufffd" in text:
-                    bad_chars += text.count("\ufffd")
-                text = _normalise(text)
+                decoded = complete.decode("utf-8", errors="replace")
+                # the bytes are the text's UTF-8 when nothing was replaced (valid UTF-8 round-trips) or normalised
+                exact = "\ufffd" not in decoded
+                if not exact:
+                    bad_chars += decoded.count("\ufffd")
+                text = _normalise(decoded)
                 sniffer.feed(text)
                 n_lines = text.count("\n")
-                yield Block(source=src, text=text, first_line=line_no, newlines=n_lines)
+                yield Block(source=src, text=text, first_line=line_no, newlines=n_lines,
+                            data=complete if exact and text is decoded else None)
                 line_no += n_lines
         if error is not None:
             walker.read_error(src.path, fobj, error, member_bytes)
