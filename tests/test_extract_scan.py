@@ -193,3 +193,20 @@ def test_blocks_carry_their_text_as_utf8_or_nothing(raw: bytes, block_bytes: int
         assert b.newlines is None or b.newlines == b.text.count("\n")
     clean = all(t not in raw for t in (b"\r", b"\x1b", b"\xff"))
     assert all(b.data is not None for b in blocks[:-1]) or not clean
+
+
+def test_large_blocks_count_their_newlines_like_the_text() -> None:
+    """Blocks over 64 KiB count newlines over their bytes (numpy); the count is the text's, UTF-8 or not."""
+    import tempfile
+    from pathlib import Path
+
+    from diag_service.ingest.open import open_bundle
+    from diag_service.limits import BundleLimits
+
+    lines = [f"[rank{i % 8}]:step {i} loss 2.{i % 97:02d} █▌ é\n" if i % 3 else f"[rank{i % 8}]:ok {i}\n" for i in range(20_000)]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "node-0.log").write_text("".join(lines), encoding="utf-8")
+        blocks = list(open_bundle(d, BundleLimits(block_bytes=200_000)).blocks())
+    assert len(blocks) > 3 and all(b.data is not None for b in blocks)
+    assert [b.newlines for b in blocks] == [b.text.count("\n") for b in blocks]
+    assert sum(b.newlines or 0 for b in blocks) == 20_000
