@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from diag_service.contracts import ProgressLog, RawEvent
@@ -26,6 +26,7 @@ from diag_service.extract.events import (
     STACK_DUMP,
     _candidate_lines,
     _classify,
+    _line_numbers,
     _line_ranks,
     _utf8,
     clean_key,
@@ -136,3 +137,84 @@ LINE_WORDS = [
 @given(st.lists(st.sampled_from(LINE_WORDS), max_size=8).map("".join))
 def test_classify_equals_the_regexes_alone(line: str) -> None:
     assert _classify(line) == _classify_by_regex(line)
+
+
+NCCL_TOKENS = [
+    "\n", " ", "x" * 300, "[rank3]:", "node-1:4242:4250 [3] NCCL INFO ", "node-2:77:78 [0] init.cc:42 NCCL INFO ",
+    "h:1:2 [1] NCCL WARN boom", "comm 0xab12 rank 5 nranks 16 cudaDev 3 ", "comm 0x1 rank 2 nranks 4 ",
+    "Channel 00/0 : 3[3] -> 4[4] via P2P", "Channel 01 : 7 -> 2 [receive] via NET", "Ring 02 : 1 -> 6 ",
+]
+nccl_blocks = st.lists(st.lists(st.sampled_from(NCCL_TOKENS), max_size=40).map("".join), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(nccl_blocks)
+# a line with more than 512 characters before its INFO words: its origin is searched from the text's start,
+# where another process's WARN line is
+@example(["h:1:2 [1] NCCL WARN boom\n" + "x" * 600 + "node-1:4242:4250 [3] NCCL INFO comm 0xab12 rank 5 nranks 16 \n"])
+def test_deferred_nccl_rank_learning_equals_learning_each_block(blocks: list[str]) -> None:
+    from diag_service.extract.events import Extractor
+
+    eager, lazy = Extractor(ProgressLog()), Extractor(ProgressLog())
+    for text in blocks:
+        eager._learn_nccl_ranks(text)
+        lazy._defer_nccl_ranks(text)
+    assert lazy._nccl_known() == bool(eager._nccl_comm or eager._nccl_conn)
+    assert (lazy._nccl_comm, lazy._nccl_conn) == (eager._nccl_comm, eager._nccl_conn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.data(), st.integers(1, 10_000), st.booleans())
+def test_line_numbers_equal_counting_from_the_block_start(text: str, data: st.DataObject, first: int, known: bool) -> None:
+    line_starts = sorted({0} | {i + 1 for i, c in enumerate(text) if c == "\n" and i + 1 < len(text)})
+    starts = sorted(data.draw(st.sets(st.sampled_from(line_starts), max_size=12))) if text else []
+    got = _line_numbers(text, starts, first, text.count("\n") if known else None)
+    assert got == [first + text.count("\n", 0, s) for s in starts]
+
+
+RAW_TOKENS = [b"\n", b"ok ", b"step 3 ", b"\r\n", b"\r", b"\x1b[31mred\x1b[0m", b"\xff\xfe", "é日本".encode(), b"Error x", b"  "]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(RAW_TOKENS), max_size=300).map(b"".join), st.integers(16, 600))
+def test_blocks_carry_their_text_as_utf8_or_nothing(raw: bytes, block_bytes: int) -> None:
+    """The bytes a block carries for the scan are its text's UTF-8; CR, ANSI and bad bytes leave none."""
+    import tempfile
+    from pathlib import Path
+
+    from diag_service.ingest.open import open_bundle
+    from diag_service.limits import BundleLimits
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "rank-0.log").write_bytes(b"ok start\n" + raw)
+        blocks = list(open_bundle(d, BundleLimits(block_bytes=block_bytes)).blocks())
+    for b in blocks:
+        assert b.data is None or b.data == _utf8(b.text)
+        assert b.newlines is None or b.newlines == b.text.count("\n")
+    clean = all(t not in raw for t in (b"\r", b"\x1b", b"\xff"))
+    assert all(b.data is not None for b in blocks[:-1]) or not clean
+
+
+def test_large_blocks_count_their_newlines_like_the_text() -> None:
+    """Blocks over 64 KiB count newlines over their bytes (numpy); the count is the text's, UTF-8 or not."""
+    import tempfile
+    from pathlib import Path
+
+    from diag_service.ingest.open import open_bundle
+    from diag_service.limits import BundleLimits
+
+    lines = [f"[rank{i % 8}]:step {i} loss 2.{i % 97:02d} █▌ é\n" if i % 3 else f"[rank{i % 8}]:ok {i}\n" for i in range(20_000)]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "node-0.log").write_text("".join(lines), encoding="utf-8")
+        blocks = list(open_bundle(d, BundleLimits(block_bytes=200_000)).blocks())
+    assert len(blocks) > 3 and all(b.data is not None for b in blocks)
+    assert [b.newlines for b in blocks] == [b.text.count("\n") for b in blocks]
+    assert sum(b.newlines or 0 for b in blocks) == 20_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*TOKENS, "NCCL INFO", "NCCL", " INFO", "NCCL IN", "ＮCCL INFO"]), max_size=30).map("".join))
+def test_nccl_info_bytes_search_equals_the_text_test(text: str) -> None:
+    from diag_service.extract.events import _NCCL_INFO
+
+    assert (_NCCL_INFO.search(_utf8(text)) is not None) == ("NCCL INFO" in text)
