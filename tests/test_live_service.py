@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from test_service_support import ADMIN, READER, FakeSlack, service_settings, wait_until
+from test_service_support import ADMIN, AGENT, READER, FakeSlack, live_client, service_settings, wait_until
 
 from diag_service.hang import HangRequest, analyze_hang
 from diag_service.live.contract import AgentBatch
@@ -26,18 +26,12 @@ from diag_service.pipeline import DiagnoseRequest, diagnose
 from diag_service.service import create_app
 
 FIX = Path(__file__).parent / "fixtures"
-AGENT = "agent-token-0123456789abcdef"
 T0 = 1_795_945_000.0
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    tmp = tmp_path_factory.mktemp("live")
-    settings = service_settings(tmp, live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5})
-    settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
-        c.headers["Authorization"] = f"Bearer {ADMIN}"
-        c.data_dir = settings.data_dir  # type: ignore[attr-defined]
+    with live_client(tmp_path_factory.mktemp("live"), live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5}) as c:
         yield c
 
 

@@ -3,6 +3,7 @@ receiver on 127.0.0.1, and bundles. Everything binds to loopback on a free port 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import socket
@@ -10,7 +11,7 @@ import tarfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,26 @@ def service_settings(tmp: Path, **kw: Any) -> Settings:
                                        {"name": "submitter", "token": SUBMITTER, "scopes": ["read", "diagnose"]}]}
     base.update(kw)
     return Settings.model_validate(base)
+
+
+#: The agent token of :func:`live_client` (a token with the ``agent`` scope).
+AGENT = "agent-token-0123456789abcdef"
+
+
+@contextlib.contextmanager
+def live_client(tmp: Path, **kw: Any) -> Iterator[Any]:
+    """An in-process service (a ``TestClient`` authorised as admin, ``data_dir`` set on it) whose settings
+    are :func:`service_settings` ``(tmp, **kw)`` plus a ``node-agents`` token :data:`AGENT` for the live API."""
+    from fastapi.testclient import TestClient
+
+    from diag_service.service import create_app
+
+    settings = service_settings(tmp, **kw)
+    settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+        c.headers["Authorization"] = f"Bearer {ADMIN}"
+        c.data_dir = settings.data_dir  # type: ignore[attr-defined]
+        yield c
 
 
 
