@@ -7,13 +7,7 @@ from typing import Annotated
 
 import typer
 
-from diag_service.errors import ConfigError, DiagError, ErrorKind
-
-
-class MissingExtra(DiagError):
-    """The ``mcp`` package is not installed."""
-
-    kind = ErrorKind.UNAVAILABLE
+from diag_service.errors import ConfigError, MissingExtra
 
 
 def mcp_cmd(
@@ -28,7 +22,7 @@ def mcp_cmd(
         raise ConfigError(f"--service must be an http:// or https:// URL, not {service[:100]!r}")
     try:
         from diag_service.mcp_server.server import ServiceAPI, build_server
-    except ImportError as exc:
+    except ImportError as exc:  # the [mcp] extra missing, or an mcp release without the API this server uses
         raise MissingExtra(f"diag mcp needs the mcp package: pip install 'diag-service[mcp]' ({exc})") from None
     token = os.environ.get("DIAG_TOKEN") or None
     build_server(ServiceAPI(service, token, timeout_s=timeout)).run("stdio")
