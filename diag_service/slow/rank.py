@@ -319,8 +319,10 @@ def bernoulli_h_for_arl(p0: float, p1: float, arl0: float) -> float:
     def arl(n: int) -> float:
         return bernoulli_arl(p0, p1, (n - 0.5) * width)
 
+    from threadpoolctl import threadpool_limits
+
     wald = math.log(arl0)
-    with _one_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
         lo, hi = 0, max(1, math.ceil(wald / width))  # arl(lo) < arl0 <= arl(hi), unless even Wald's is short
         if arl(hi) < arl0:
             return wald
@@ -331,17 +333,6 @@ def bernoulli_h_for_arl(p0: float, p1: float, arl0: float) -> float:
             else:
                 hi = mid
     return min((hi - 0.5) * width, wald)
-
-
-def _one_blas_thread() -> Any:
-    """A context that keeps the BLAS library on one thread (a no-op without threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is a core dependency
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 class PeerTracker:
