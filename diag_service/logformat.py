@@ -44,7 +44,7 @@ MPI_PREFIX = re.compile(r"\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:\s?")
 #: (the rank there is the node's, SKYPILOT_NODE_RANK). A name alone needs ``pid=``/``ip=``/``rank=`` or a
 #: Ray daemon's name, so that a shell prompt's ``(venv) `` is not taken for one.
 RAY_PREFIX = re.compile(
-    r"\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,80})(?: pid=\d+)?(?P<kv>(?:, ?(?:rank|pid|ip|node)=[\w.:-]{1,64})*)"
+    r"\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,80})(?: pid=\d+)?(?:, ?(?:rank|pid|ip|node)=[\w.:-]{1,64})*"
     r"|pid=\d+(?:, ?ip=[\w.:-]{1,64})?)\)(?: ?\[repeated \d+x across cluster\])? "
 )
 _RAY_DAEMONS = frozenset({"raylet", "gcs_server", "autoscaler", "monitor", "dashboard", "dashboard_agent",
@@ -61,7 +61,7 @@ def _ray_prefix(text: str) -> tuple[int, str | None] | None:
     head = m.group(0)
     name = m.group("name")
     if name is not None and "pid=" not in head and "ip=" not in head and "rank=" not in head \
-            and name.split(",")[0] not in _RAY_DAEMONS:
+            and name not in _RAY_DAEMONS:
         return None
     ip = _RAY_IP.search(head)
     node = ip.group(1) if ip else (name if name and "rank=" in head else None)
