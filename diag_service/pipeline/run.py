@@ -222,9 +222,10 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         try:
             platform = req.platform or progress.platform() or "kubernetes"
             # the watchers' findings: a restart storm of this job, a node behind several jobs' failures
-            d.findings.extend(facts_of(d, pol, history).findings(d, pol))
+            facts = facts_of(d, pol, history)
+            d.findings.extend(facts.findings(d, pol))
             d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None,
-                                   record_counts=req.record_counts)
+                                   record_counts=req.record_counts, facts=facts)
             # who acts is the plan's (its rule may hand over a failure its category gives the platform)
             if d.recovery.responsible is not None and d.recovery.responsible is not d.responsible:
                 d.findings.append(f"Responsible: {d.recovery.responsible.value}, by recovery rule {d.recovery.rule_id} "

@@ -279,6 +279,7 @@ def recommend(
     namespace: str = "default",
     now: float | None = None,
     record_counts: bool = True,
+    facts: Facts | None = None,
 ) -> RecoveryPlan:
     """The cheapest recovery that is likely to work, by the first matching policy rule.
 
@@ -286,7 +287,8 @@ def recommend(
     is recorded once; restarts and node faults feed the escalation conditions (:func:`facts_of`; a live job's
     restarts come from ``d.restarts``). ``record_counts`` False records the plan without counting its restart and
     node faults (a live job's diagnoses: its incidents are counted once each, :meth:`History.record_incident`).
-    ``gpus`` turns the lost-time estimate into GPU-seconds. Raises ``ValueError`` for a platform the policy lacks.
+    ``gpus`` turns the lost-time estimate into GPU-seconds. ``facts``: :func:`facts_of` ``(d, policy, history)``
+    when the caller has them already (else read here). Raises ``ValueError`` for a platform the policy lacks.
     """
     pol = policy or load_policy()
     if pol.platforms and platform not in pol.platforms:
@@ -297,7 +299,8 @@ def recommend(
         if prior is not None:
             return prior
     hit = primary_hit(d)
-    facts = facts_of(d, pol, history, now)
+    if facts is None:
+        facts = facts_of(d, pol, history, now)
     note = facts.note
     rule = next((r for r in pol.rules if _matches(r, d, hit, facts)), None)
     if rule is None:  # a policy without a catch-all: the safe answer is to hand over
