@@ -752,8 +752,8 @@ class LiveJobs:
             marks[-1].agents.append(agent_id)
             return
         st.restarts += 1
-        for m in marks:  # only the last relaunch's reporters decide (the state is written with every batch)
-            m.agents = []
+        if marks:  # only the last relaunch keeps its reporters (the state is written with every batch)
+            marks[-1].agents = []
         marks.append(RestartMark(time=at, step=st.max_step, agents=[agent_id]))
         del marks[:-MAX_RESTART_MARKS]
 
