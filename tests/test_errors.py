@@ -163,3 +163,19 @@ def test_the_cli_uses_the_click_that_typer_runs() -> None:
 
     if hasattr(typer, "_click"):
         assert clitools.click is typer._click
+
+
+def test_watch_without_its_extra_starts_no_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a core install has no psutil: `diag watch -- CMD` must say so before it starts CMD, not leave it running
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    marker = tmp_path / "started"
+    r = CliRunner().invoke(app, ["watch", "--job-id", "j1", "--state-dir", str(tmp_path / "state"), "--",
+                                 sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"])
+    assert r.exit_code == EXIT_CODES[ErrorKind.UNAVAILABLE], r.output
+    assert "needs the package 'psutil'" in r.output
+    import time
+
+    time.sleep(1.0)  # a started child would have written the marker by now
+    assert not marker.exists()

@@ -52,6 +52,11 @@ def watch(
     Or attach to a running one:  diag watch --job-id J --service URL --log-dir DIR [--pid PID]
 
     Token: $DIAG_AGENT_TOKEN. Deployment (Kubernetes sidecar, Slurm srun wrapper): docs/live.md."""
+    # the [watch] extra's packages, which the agent imports only where it uses them: imported here, so that a
+    # missing one stops `diag watch` before it starts the job, not after (leaving the job running unwatched)
+    import psutil  # noqa: F401
+    import watchfiles  # noqa: F401
+
     from diag_service.live.agent import Agent, WatchSettings, launch
     from diag_service.live.spool import http_sender
 
