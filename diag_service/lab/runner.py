@@ -460,7 +460,7 @@ class _Monitor:
                 want = (dumper.count + 1) * self.plan.onset_step // (PRE_HANG_SNAPSHOTS + 1)
                 if min_step >= want:
                     dumper.snapshot(procs, "before_hang")
-        if self.hang_time is None and stepping and now - self.progress_ref > sc.timeouts.hang_detect_s:
+        if self.hang_time is None and stepping and now - self.progress_ref > sc.timeouts.hang_detect_s + sc.planned_pause_s:
             self.hang_time = now
             self.events.append(
                 {

@@ -270,6 +270,13 @@ class Scenario(BaseModel):
         return self.dumps == "always"
 
     @property
+    def planned_pause_s(self) -> float:
+        """Seconds without a step that the scenario itself schedules, at most, at one point: a checkpoint save's
+        ``ckpt_pause_s`` plus an evaluation's ``eval_s`` (they can fall on the same step). The runner's own hang
+        check waits this much longer than ``timeouts.hang_detect_s``: a planned pause is not a hang."""
+        return (self.ckpt_pause_s if self.ckpt_every else 0.0) + (self.eval_s if self.eval_every else 0.0)
+
+    @property
     def nominal_slowdown(self) -> float | None:
         """Nominal compute slowdown factor of a slow-compute fault (1 + extra_pct/100), else None."""
         if isinstance(self.fault, SlowComputeFault):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -108,3 +109,30 @@ def test_a_run_that_breaks_while_watching_leaves_no_process_and_no_truth(
     assert len(agents) == 2 and all(a.poll() == -signal.SIGTERM for a in agents)
     assert not (out / ".lab").exists()  # the work folder holds the ground truth: removed on errors too
     assert (out / "console_node0.log").is_file() and not (out / "run.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "silent_s", "hang"),
+    [
+        ("clean_ckpt_eval", 12.0, False),  # inside the run's own 8 s save + 10 s evaluation: not a hang
+        ("clean_ckpt_eval", 22.0, True),  # longer than 3 s plus every pause the scenario plans
+        ("hang_lock_deadlock", 3.5, True),  # plans no pause: the plain 3 s
+    ],
+)
+def test_the_runner_hang_check_waits_out_the_pauses_its_scenario_plans(name: str, silent_s: float, hang: bool) -> None:
+    from diag_service.lab.runner import _Monitor, _plan
+
+    sc = load_scenarios()[name]
+    mon = _Monitor.__new__(_Monitor)
+    mon.plan = _plan(sc, None, None, 0, None, None)
+    mon.sc = sc
+    mon.hang_time = None
+    mon.events = []
+    mon.say = lambda _m: None
+    snaps: list[str] = []
+    mon.dumper = SimpleNamespace(count=9, snapshot=lambda _procs, why: snaps.append(why))  # type: ignore[assignment]
+    mon.progress_ref = 1000.0
+    mon.next_dump = 0.0
+    mon.parts = Path("/nonexistent")
+    mon._hang_and_dumps(1000.0 + silent_s, {}, stepping=True, all_up=False)
+    assert [e["event"] for e in mon.events] == (["hang_detected"] if hang else [])
