@@ -571,3 +571,20 @@ def test_watch_help_shows_how_to_run_it_beside_torchrun() -> None:
     res = CliRunner().invoke(app, ["watch", "--help"], terminal_width=200)
     assert res.exit_code == 0, res.output
     assert "-- torchrun" in res.output and "one agent per node" in res.output and "--log-dir DIR" in res.output
+
+
+@pytest.mark.parametrize(("end_ago_s", "dated_by_record"), [(0.4, True), (7200.0, False)])
+def test_first_step_is_dated_by_the_feed_record_when_its_time_is_plausible(
+        tmp_path: Path, end_ago_s: float, dated_by_record: bool) -> None:
+    clock = Clock()
+    feeds = tmp_path / "parts"
+    end = clock.t - end_ago_s  # the poll reads the record after the step ended (another clock when hours away)
+    rec = {"rank": 0, "node": "node0", "step": 0, "start": end - 0.1, "end": end, "compute_s": 0.07, "comm_s": 0.01}
+    _append(feeds / "timing-rank-0.jsonl", json.dumps(rec) + "\n")
+    (tmp_path / "logs").mkdir()
+    cfg = WatchSettings(job_id="job-7", node="node0", log_dir=tmp_path / "logs", feed_dir=feeds,
+                        state_dir=tmp_path / "state", batch_s=0.0)
+    agent = Agent(cfg, None, clock=clock)
+    agent.step()
+    (first,) = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.FIRST_STEP]
+    assert first.time == pytest.approx(end if dated_by_record else clock.t, abs=1e-3)

@@ -350,15 +350,17 @@ class Agent:
             self.steps.append(rec)
             step = rec.get("step")
             if isinstance(step, int) and rec.get("kind", "train") == "train":
-                self._on_step(step, now)
+                self._on_step(step, now, _record_end(rec, now))
 
-    def _on_step(self, step: int, now: float) -> None:
+    def _on_step(self, step: int, now: float, done: float | None = None) -> None:
+        """A step read at ``now``; ``done``: when the step itself ended, where its record says (a timing feed's
+        ``end``), which dates ``first_step`` (a poll sees it up to a poll interval later)."""
         p = self.progress
         if step <= p.max_step:
             return
         if p.max_step < 0:
             p.first_time = now
-            self._event(LiveEventKind.FIRST_STEP, now, step=step)
+            self._event(LiveEventKind.FIRST_STEP, now if done is None else done, step=step)
         elif p.last_time is not None and not p.in_phase:
             p.intervals.append((now - p.last_time) / max(1, step - p.max_step))
         # a phase line read in this same poll stays in force: the files of one poll are not read in time order
@@ -556,6 +558,20 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+#: How far back a step record's own ``end`` time may lie and still date the step (seconds): a feed's records are
+#: read within a poll of being written, so an older or future time is another clock or another run.
+RECORD_TIME_WINDOW_S = 600.0
+
+
+def _record_end(rec: dict[str, Any], now: float) -> float | None:
+    """The unix time a timing-feed record says its step ended (``end``), if it lies within
+    :data:`RECORD_TIME_WINDOW_S` before ``now`` (and not after it by more than a second); else None."""
+    end = rec.get("end")
+    if isinstance(end, bool) or not isinstance(end, int | float):
+        return None
+    return float(end) if now - RECORD_TIME_WINDOW_S <= end <= now + 1.0 else None
 
 
 def _split_text(text: str, limit: int) -> list[str]:
