@@ -322,6 +322,7 @@ class _Plan:
     faulty_rank: int | None
     onset_step: int
     seed: int
+    job_cpus: tuple[int, ...] | None = None  # CPUs the job's torchrun and ranks are pinned to (None: not pinned)
 
 
 def _plan(
@@ -505,7 +506,9 @@ def _node_cmd(plan: _Plan, i: int, port: int, run_id: str, log_dir: Path, cfg_pa
     """The torchrun command line of simulated node ``i``."""
     sc = plan.scenario
     rdzv_read_s = max(10, int(sc.timeouts.collective_s))
+    pin = ["taskset", "--cpu-list", ",".join(map(str, plan.job_cpus))] if plan.job_cpus else []
     return [
+        *pin,
         *_torchrun_cmd(),
         f"--nnodes={plan.nodes}",
         f"--nproc-per-node={plan.ranks // plan.nodes}",
@@ -659,10 +662,13 @@ def run_scenario(
     keep_work: bool = False,
     echo: Callable[[str], None] | None = None,
     live: LiveService | None = None,
+    job_cpus: tuple[int, ...] | None = None,
 ) -> RunResult:
     """Run ``scenario`` once into ``out_dir`` (which must be empty or absent) and capture it.
 
-    ``ranks``, ``faulty_rank``, ``nodes`` and ``onset_step`` override the scenario's defaults.
+    ``ranks``, ``faulty_rank``, ``nodes`` and ``onset_step`` override the scenario's defaults. ``job_cpus``: pin
+    every node's torchrun and its ranks to these CPUs (``taskset``, Linux), leaving the others to the runner, the
+    service and the agents, as on a cluster node where the job has its cores to itself.
     ``force_dump_fallback`` uses faulthandler instead of py-spy; ``keep_work`` keeps ``.lab/`` (which
     is otherwise removed on every exit path, an error included: it holds the ground truth). Raises
     :class:`~diag_service.lab.LabUnavailable` if torch is not installed, ``ValueError`` for a plan out
@@ -671,6 +677,10 @@ def run_scenario(
     require_lab()
     say = echo or (lambda _m: None)
     plan = _plan(scenario, ranks, faulty_rank, seed, nodes, onset_step)
+    if job_cpus:
+        if shutil.which("taskset") is None:
+            raise ValueError("job_cpus needs the taskset command (util-linux)")
+        plan.job_cpus = tuple(job_cpus)
     out_dir = out_dir.resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty")

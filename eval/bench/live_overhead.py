@@ -15,7 +15,11 @@ mean step time.
 This machine is shared (2 cores, other workers' jobs): a pair's two runs do not see the same background load,
 which is the spread's main part; the interval, not the point, says whether 1 % is met.
 
-    python eval/bench/live_overhead.py [--pairs 8] [--scenario slow_control_clean] [--seed 906]
+    python eval/bench/live_overhead.py [--pairs 8] [--scenario slow_control_clean] [--seed 906] [--job-cpus 0]
+
+``--job-cpus``: the job's torchrun and ranks run pinned to these CPUs in both arms, this script, the service and the
+agents on the others (a cluster node gives the job its cores and the agent one of the spare ones): the ratio then
+shows what the agent costs the job besides CPU time (file reads, the page cache, memory bandwidth).
 
 Writes ``eval/bench/results/live_overhead.json`` (``--out``).
 """
@@ -102,7 +106,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=906, help="seed of pair i is seed + i (both arms)")
     ap.add_argument("--work", type=Path, default=None, help="folder for the runs (default: a new temporary one)")
     ap.add_argument("--out", type=Path, default=ROOT / "eval" / "bench" / "results" / "live_overhead.json")
+    ap.add_argument("--job-cpus", default=None,
+                    help="pin the job (every node's torchrun and ranks) to these CPUs, e.g. 0; this script, the service "
+                         "and the agents go to the others: a node where the job has its cores to itself")
     a = ap.parse_args()
+    job_cpus = tuple(int(c) for c in a.job_cpus.split(",")) if a.job_cpus else None
+    side_cpus = sorted(os.sched_getaffinity(0) - set(job_cpus)) if job_cpus else None
+    if job_cpus:
+        if not side_cpus:
+            ap.error("--job-cpus leaves no CPU for the service and the agents")
+        os.sched_setaffinity(0, side_cpus)  # inherited by the service and the agents started below
 
     from diag_service.lab.live import LiveService
     from diag_service.lab.runner import run_scenario
@@ -124,7 +137,8 @@ def main() -> None:
                 if arm == "watched" and live.proc is not None:
                     cpu = CpuSampler(out, live.proc.pid)
                     cpu.start()
-                run_scenario(sc, out, seed=a.seed + i, nodes=a.nodes, live=live if arm == "watched" else None)
+                run_scenario(sc, out, seed=a.seed + i, nodes=a.nodes, live=live if arm == "watched" else None,
+                             job_cpus=job_cpus)
                 st = step_times(out)
                 got[arm] = {"median_step_s": statistics.median(st), "mean_step_s": statistics.fmean(st),
                             "steps": len(st), "wall_s": round(time.time() - t0, 2),
@@ -150,6 +164,7 @@ def main() -> None:
             "service_cpu_s_per_training_s": spread([p["watched"]["service_cpu_s"] / p["watched"]["training_wall_s"]
                                                     for p in pairs], a.seed)}
            if pairs and "agents_cpu_s" in pairs[0]["watched"] else {}),
+        "job_cpus": list(job_cpus) if job_cpus else None, "side_cpus": side_cpus,
         "env": {k: os.environ[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ},
         "target": 1.01,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),

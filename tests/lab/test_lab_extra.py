@@ -136,3 +136,13 @@ def test_the_runner_hang_check_waits_out_the_pauses_its_scenario_plans(name: str
     mon.parts = Path("/nonexistent")
     mon._hang_and_dumps(1000.0 + silent_s, {}, stepping=True, all_up=False)
     assert [e["event"] for e in mon.events] == (["hang_detected"] if hang else [])
+
+
+def test_a_pinned_plan_starts_each_node_torchrun_under_taskset(tmp_path: Path) -> None:
+    from diag_service.lab.runner import _node_cmd, _plan
+
+    plan = _plan(load_scenarios()["slow_control_clean"], None, None, 0, None, None)
+    bare = _node_cmd(plan, 0, 29500, "r", tmp_path, tmp_path / "c.json")
+    plan.job_cpus = (0, 2)
+    pinned = _node_cmd(plan, 0, 29500, "r", tmp_path, tmp_path / "c.json")
+    assert pinned == ["taskset", "--cpu-list", "0,2", *bare]
