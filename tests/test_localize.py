@@ -256,3 +256,23 @@ def test_a_weak_diagnosis_names_its_suspect_once(tmp_path: Path) -> None:
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.confidence < 0.4 and "Suspected: c10d store connection closed" in d.root_cause.summary
     assert d.root_cause.summary.count("c10d store connection closed") == 1, d.root_cause.summary
+
+
+def test_one_lost_peer_reported_at_several_layers_is_one_observation(tmp_path: Path) -> None:
+    # NCCL's socket error, its remote-error class and the watchdog's exception all report the same lost
+    # connection (a peer that died or a network that dropped): they do not corroborate each other
+    text = (
+        "gpu-node-001:4288:4521 [1] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]\n"
+        "[rank5]:[E207 19:37:09.983600771 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 5] Process "
+        "group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network "
+        "error, NCCL version 2.21.5\n"
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+        "Last error:\n"
+        "socketProgressOpt: Call to recv from 10.0.0.1<49901> failed : Broken pipe\n"
+    )
+    p = tmp_path / "rank5.log"
+    p.write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(p)))
+    assert d.category.value == "network", d.root_cause.summary
+    assert len([h for h in d.signature_hits if h.category.value == "network"]) >= 2
+    assert d.confidence < 0.5, d.confidence

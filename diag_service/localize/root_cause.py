@@ -440,7 +440,11 @@ def localize(
         spec = sigs.by_id(primary.signature_id)
         responsible = spec.responsible or DEFAULT_RESPONSIBLE[category]
         confidence = primary.confidence
-        corroborating = [h for h in roots[1:] if h.category == category and h.signature_id != primary.signature_id]
+        # A lost peer reported at several layers (the socket's error, NCCL's remote error, Python's
+        # connection reset) is one observation, and one that every cause of a vanished peer produces:
+        # peer-loss reports never corroborate a root.
+        corroborating = [h for h in roots[1:] if h.category == category and h.signature_id != primary.signature_id
+                         and _cascade(h, sigs) != "peer_loss"]
         if corroborating:
             confidence = min(0.97, confidence + 0.05 * len(corroborating))
         pevs = primary_events(primary)
