@@ -16,7 +16,8 @@ Rules, in order (each documented where it acts):
    split: of the 14 such logs without NCCL warnings, 8 are hangs, 4 slowdowns, 2 stops; of the 5 with
    them, 4 hangs).
 4. **First failing rank** only when the evidence names one: the winning event on a single rank,
-   the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)", or, for
+   the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)" (or mpirun's and
+   horovodrun's "The first process to do so was"), or, for
    hangs, the minority rank of a collective mismatch / the ranks behind in SeqNum / the one rank
    that is not waiting.
 5. **Faulty nodes** only for node-level categories (GPU hardware, network, host OOM, storage,
