@@ -312,3 +312,19 @@ def test_mpirun_and_horovodrun_name_the_first_process_that_exited(tmp_path: Path
     # an elastic Horovod worker is named by host and slot, not by rank: no rank is read from it
     named = HOROVOD_NON_ZERO_EXIT.replace("Process name: 2", "Process name: gpu-node-001[1]")
     assert _diag(tmp_path, named).first_failing_rank is None
+
+
+def test_open_mpi_timestamped_tags_give_the_rank(tmp_path: Path) -> None:
+    # mpirun --tag-output --timestamp-output: ctime() text, then the tag (iof_base_output.c)
+    lines = [
+        "Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 hl_cuda_device.cc:565] Check failed: "
+        "cudaSuccess == cudaStat (0 vs. 35) Cuda Error: CUDA driver version is insufficient for CUDA runtime version",
+        "Tue Nov  7 13:49:06 2018[1,3]<stderr>:*** Check failure stack trace: ***",
+    ]
+    kinds = detect_prefixes(lines)
+    att = attribute(lines[1], kinds)
+    assert att.rank == 3 and att.text == "*** Check failure stack trace: ***"
+    assert att.stamp == "Tue Nov  7 13:49:06 2018"
+    d = _diag(tmp_path, lines[0] + "\n")
+    assert d.category.value == "config"
+    assert d.first_failing_rank == 10
