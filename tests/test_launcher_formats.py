@@ -328,3 +328,19 @@ def test_open_mpi_timestamped_tags_give_the_rank(tmp_path: Path) -> None:
     d = _diag(tmp_path, lines[0] + "\n")
     assert d.category.value == "config"
     assert d.first_failing_rank == 10
+
+
+def test_an_agent_console_pasted_on_one_line_still_names_the_failed_worker(tmp_path: Path) -> None:
+    # an issue paste whose newlines were lost: the agent's SIGTERMs, its "failed (exitcode: -9) local_rank: 4"
+    # and torchrun's traceback run together on one line
+    line = (
+        "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]"
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 899505 closing signal SIGTERM    "
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 899506 closing signal SIGTERM    "
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 899509) of "
+        "binary: /home/user/miniconda3/envs/ft/bin/python    Traceback (most recent call last):    "
+        'File "/home/user/miniconda3/envs/ft/bin/torchrun", line 33, in <module>\n'
+    )
+    d = _diag(tmp_path, line)
+    assert d.category.value == "host_oom", d.root_cause.summary
+    assert d.first_failing_rank == 4

@@ -612,6 +612,9 @@ class Extractor:
             self._first_in_traceback = None
             ev = self._traceback(rd, ls, line_no, who, consumed)
             if ev is not None:
+                # a paste whose newlines were lost runs the agent's "failed (exitcode: N) local_rank: R" and
+                # the traceback together on one line: the agent's report stays with the event
+                ev.fields.update(fields)
                 yield ev
             if self._first_in_traceback is not None:
                 first = self._first_process(rd, *self._first_in_traceback, who)

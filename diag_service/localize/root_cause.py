@@ -266,10 +266,11 @@ _OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKin
 def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
     """The one local rank that a torchelastic agent reports as failed (``failed (exitcode: N) local_rank: R
     (pid: P)``, logged by ``torch.distributed.elastic.multiprocessing.api`` for the first worker it finds
-    exited; the extractor puts N in the event's ``agent_exitcode``) with an exit of its own, or None. Workers
-    the agent then stops (``closing signal SIGTERM``, exit -15) do not count. Callers use it only for one
-    node without global ranks, where local ranks are global."""
-    found = {ev.local_rank for g in groups if g.kind is EventKind.EXIT for ev in g.examples
+    exited; the extractor puts N in the event's ``agent_exitcode``, on the agent's own line or on the
+    traceback it was pasted into) with an exit of its own, or None. Workers the agent then stops
+    (``closing signal SIGTERM``, exit -15) do not count. Callers use it only for one node without global
+    ranks, where local ranks are global."""
+    found = {ev.local_rank for g in groups for ev in g.examples
              if ev.local_rank is not None and ev.fields.get("agent_exitcode", "-15") != "-15"}
     return next(iter(found)) if len(found) == 1 else None
 
