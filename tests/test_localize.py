@@ -276,3 +276,33 @@ def test_one_lost_peer_reported_at_several_layers_is_one_observation(tmp_path: P
     assert d.category.value == "network", d.root_cause.summary
     assert len([h for h in d.signature_hits if h.category.value == "network"]) >= 2
     assert d.confidence < 0.5, d.confidence
+
+
+def test_an_unspecified_launch_failure_alone_is_a_suspect_on_its_rank(tmp_path: Path) -> None:
+    # cudaErrorLaunchFailure is most often a kernel bug (invalid pointer, out-of-bounds shared memory) and
+    # less often a GPU fault: alone it names no category, but the rank it hit failed first. (With an Xid in
+    # the logs the Xid decides: test_xid79_outranks_the_cuda_and_nccl_errors_it_causes.)
+    text = (
+        "[rank3]:[I113 11:40:10.000000000 ProcessGroupNCCL.cpp:2100] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+        "ProcessGroupNCCL created ncclComm_ 0x55d0 on CUDA device: 3\n"
+        "[rank9]:[E113 11:43:02.241131296 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 9] "
+        "Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure\n"
+        "[rank9]:CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.\n"
+        "[rank9]:For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    )
+    # the watchdog then aborts the communicator on that rank: its teardown, not a peer's failure
+    teardown = (
+        "[rank9]:[E113 11:43:02.241200000 ProcessGroupNCCL.cpp:681] [Rank 9] Some NCCL operations have failed or "
+        "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+        "corrupted/incomplete data.\n"
+        "[rank9]:[E113 11:43:02.241300000 ProcessGroupNCCL.cpp:695] [Rank 9] To avoid data inconsistency, we are "
+        "taking the entire process down.\n"
+    )
+    for name, log in (("console.log", text), ("teardown.log", text + teardown)):
+        p = tmp_path / name
+        p.write_text(log)
+        d = diagnose(DiagnoseRequest(path=str(p)))
+        assert d.category is Category.UNKNOWN, d.root_cause.summary
+        assert "unspecified launch failure" in d.root_cause.summary.lower()
+        assert d.first_failing_rank == 9, name

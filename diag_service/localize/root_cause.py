@@ -17,7 +17,8 @@ Rules, in order (each documented where it acts):
    them, 4 hangs).
 4. **First failing rank** only when the evidence names one: the winning event on a single rank,
    the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)" (or mpirun's and
-   horovodrun's "The first process to do so was"), or, for
+   horovodrun's "The first process to do so was"), the one rank of a suspect too weak to name the
+   category (its own error, not a lost peer), or, for
    hangs, the minority rank of a collective mismatch / the ranks behind in SeqNum / the one rank
    that is not waiting.
 5. **Faulty nodes** only for node-level categories (GPU hardware, network, host OOM, storage,
@@ -611,6 +612,10 @@ def localize(
         if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
+        if first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1:
+            # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
+            # own error, not a report of a lost peer: the rank it happened on failed first
+            first_rank = primary.ranks[0]
         if first_rank is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             first_rank = _sole_erring_rank(events)
         if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
