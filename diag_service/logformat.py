@@ -35,8 +35,13 @@ NUM_PREFIX = re.compile(r"\[(\d{1,6})\]:\s?")
 SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
 #: Open MPI's ``mpirun --tag-output`` (``[jobid,rank]<stdout>:``; also horovodrun, which passes it on),
 #: and Horovod's Gloo launcher (``[rank]<stderr>:``). The number after the comma is MPI_COMM_WORLD rank
-#: (https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html, ``--tag-output``).
-MPI_PREFIX = re.compile(r"\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:\s?")
+#: (https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html, ``--tag-output``). With
+#: ``--timestamp-output`` as well, the tag starts with the C library's ``ctime()`` text, its newline removed
+#: (``Tue Nov 27 13:49:06 2018[1,10]<stdout>:``; Open MPI's orte/mca/iof/base/iof_base_output.c).
+MPI_PREFIX = re.compile(
+    r"(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} "
+    r"\d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<rank>\d{1,6})\]<std(?:out|err|diag)>:\s?"
+)
 #: Ray's prefix on output it forwards to the driver: ``(<actor or task name> pid=<pid>[, ip=<ip>])``,
 #: ``(pid=<pid>)``, ``(raylet[, ip=<ip>])`` and its other daemons (Ray's worker.py print_worker_logs and
 #: the "Log deduplication" section of https://docs.ray.io/en/latest/ray-observability/user-guides/
@@ -194,7 +199,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
     """
     att = Attribution(text=line)
-    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")):
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds:
         kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
         if "stamp" in kinds:
@@ -216,7 +221,8 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
                 continue
             m = MPI_PREFIX.match(text)
             if m:  # repeated when two writers interleave ("[1,0]<stderr>:[1,0]<stderr>:Traceback")
-                att.rank = int(m.group(1)) if att.rank is None else att.rank
+                att.rank = int(m.group("rank")) if att.rank is None else att.rank
+                att.stamp = att.stamp or m.group("ts")
                 text = text[m.end():]
                 continue
             if "srun" in kinds and att.task is None:

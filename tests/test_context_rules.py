@@ -166,3 +166,51 @@ def test_a_successful_multi_node_run_is_not_a_rendezvous_failure(tmp_path: Path)
     d = _diag(tmp_path, "console_node1.log", text)
     assert not (d.failure_mode.value == "fail_stop" and d.category.value == "network"), d.root_cause.summary
     assert d.confidence < 0.4, d.root_cause.summary
+
+
+def test_a_checkpoint_that_does_not_fit_the_model_is_the_configuration(tmp_path: Path) -> None:
+    # load_state_dict's size mismatch "from checkpoint": the checkpoint and the model definition disagree
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 52, in <module>\n'
+        "    model.load_state_dict(torch.load(args.resume))\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 2152, in load_state_dict\n'
+        "    raise RuntimeError('Error(s) in loading state_dict for {}:\\n\\t{}'.format(\n"
+        "RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:\n"
+        "\tsize mismatch for model.norm.weight: copying a param with shape torch.Size([1024]) from checkpoint, "
+        "the shape in current model is torch.Size([4096]).\n"
+        "\tsize mismatch for lm_head.weight: copying a param with shape torch.Size([151936, 1024]) from checkpoint, "
+        "the shape in current model is torch.Size([151936, 4096]).\n"
+    )
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == "config", d.root_cause.summary
+    assert any(h.details.get("context_rule") == "checkpoint_model_mismatch" for h in d.signature_hits)
+    assert d.confidence < 0.5  # a checkpoint saved still partitioned (ZeRO-3) prints the same
+    # a shape clash inside the computation stays the job's code
+    d = _diag(tmp_path, "rank1.log", "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x512 and 256x10)\n")
+    assert d.category.value == "user_code"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the debug check names what diverged, not who made the ranks diverge (job, library, settings)
+        "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], "
+        "TensorDtypes=BFloat16), but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3104, "
+        "OpType=ALLREDUCE, TensorShape=[51123456], TensorDtypes=BFloat16).\n",
+        # a checkpoint race whose innermost frame is outside site-packages: the job's script, or a toolkit's clone
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/FunASR/funasr/train_utils/trainer_ds.py", line 290, in save_checkpoint\n'
+        "    misc_utils.smart_remove(filename)\n"
+        '  File "/workspace/FunASR/funasr/utils/misc.py", line 118, in smart_remove\n'
+        "    shutil.rmtree(path)\n"
+        '  File "/usr/lib/python3.10/shutil.py", line 729, in rmtree\n'
+        "    os.rmdir(path)\n"
+        "FileNotFoundError: [Errno 2] No such file or directory: './train_outputs/model.pt.ep0.5000'\n",
+    ],
+)
+def test_messages_whose_cause_spans_categories_are_not_confident(tmp_path: Path, text: str) -> None:
+    d = _diag(tmp_path, "rank1.log", text)
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert d.confidence < 0.5, d.confidence

@@ -273,3 +273,74 @@ def test_a_traceback_behind_skypilot_prefixes_is_read_as_one(tmp_path: Path) -> 
     d = _diag(tmp_path, text)
     assert d.category.value != "unknown" and d.signature_hits, d.root_cause.summary
     assert d.faulty_nodes == ["head"] or d.signature_hits[0].nodes == ["head"]
+
+
+# Open MPI's report when a process exits non-zero (help-orterun.txt "orterun:non-zero-exit"): the vpid of
+# "[[jobfamily,job],vpid]" is the MPI_COMM_WORLD rank. Rank 3's own error line carries no rank of its own.
+OPEN_MPI_NON_ZERO_EXIT = """\
+[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20
+gpu-node-002: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details)'
+-------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+-------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[58461,1],3]
+  Exit code:    2
+--------------------------------------------------------------------------
+"""
+# horovodrun's Gloo launcher raises the same report with the rank as the process name (gloo_run.py).
+HOROVOD_NON_ZERO_EXIT = """\
+Traceback (most recent call last):
+  File "/usr/local/bin/horovodrun", line 8, in <module>
+    sys.exit(run_commandline())
+  File "/usr/local/lib/python3.8/dist-packages/horovod/runner/gloo_run.py", line 300, in launch_gloo
+    raise RuntimeError('Horovod detected that one or more processes exited with non-zero '
+RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job \
+to be terminated. The first process to do so was:
+Process name: 2
+Exit code: 1
+"""
+
+
+def test_mpirun_and_horovodrun_name_the_first_process_that_exited(tmp_path: Path) -> None:
+    assert _diag(tmp_path, OPEN_MPI_NON_ZERO_EXIT).first_failing_rank == 3
+    assert _diag(tmp_path, HOROVOD_NON_ZERO_EXIT).first_failing_rank == 2
+    # an elastic Horovod worker is named by host and slot, not by rank: no rank is read from it
+    named = HOROVOD_NON_ZERO_EXIT.replace("Process name: 2", "Process name: gpu-node-001[1]")
+    assert _diag(tmp_path, named).first_failing_rank is None
+
+
+def test_open_mpi_timestamped_tags_give_the_rank(tmp_path: Path) -> None:
+    # mpirun --tag-output --timestamp-output: ctime() text, then the tag (iof_base_output.c)
+    lines = [
+        "Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 hl_cuda_device.cc:565] Check failed: "
+        "cudaSuccess == cudaStat (0 vs. 35) Cuda Error: CUDA driver version is insufficient for CUDA runtime version",
+        "Tue Nov  7 13:49:06 2018[1,3]<stderr>:*** Check failure stack trace: ***",
+    ]
+    kinds = detect_prefixes(lines)
+    att = attribute(lines[1], kinds)
+    assert att.rank == 3 and att.text == "*** Check failure stack trace: ***"
+    assert att.stamp == "Tue Nov  7 13:49:06 2018"
+    d = _diag(tmp_path, lines[0] + "\n")
+    assert d.category.value == "config"
+    assert d.first_failing_rank == 10
+
+
+def test_an_agent_console_pasted_on_one_line_still_names_the_failed_worker(tmp_path: Path) -> None:
+    # an issue paste whose newlines were lost: the agent's SIGTERMs, its "failed (exitcode: -9) local_rank: 4"
+    # and torchrun's traceback run together on one line
+    line = (
+        "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]"
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 899505 closing signal SIGTERM    "
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 899506 closing signal SIGTERM    "
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 899509) of "
+        "binary: /home/user/miniconda3/envs/ft/bin/python    Traceback (most recent call last):    "
+        'File "/home/user/miniconda3/envs/ft/bin/torchrun", line 33, in <module>\n'
+    )
+    d = _diag(tmp_path, line)
+    assert d.category.value == "host_oom", d.root_cause.summary
+    assert d.first_failing_rank == 4

@@ -256,3 +256,53 @@ def test_a_weak_diagnosis_names_its_suspect_once(tmp_path: Path) -> None:
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.confidence < 0.4 and "Suspected: c10d store connection closed" in d.root_cause.summary
     assert d.root_cause.summary.count("c10d store connection closed") == 1, d.root_cause.summary
+
+
+def test_one_lost_peer_reported_at_several_layers_is_one_observation(tmp_path: Path) -> None:
+    # NCCL's socket error, its remote-error class and the watchdog's exception all report the same lost
+    # connection (a peer that died or a network that dropped): they do not corroborate each other
+    text = (
+        "gpu-node-001:4288:4521 [1] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]\n"
+        "[rank5]:[E207 19:37:09.983600771 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 5] Process "
+        "group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network "
+        "error, NCCL version 2.21.5\n"
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+        "Last error:\n"
+        "socketProgressOpt: Call to recv from 10.0.0.1<49901> failed : Broken pipe\n"
+    )
+    p = tmp_path / "rank5.log"
+    p.write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(p)))
+    assert d.category.value == "network", d.root_cause.summary
+    assert len([h for h in d.signature_hits if h.category.value == "network"]) >= 2
+    assert d.confidence < 0.5, d.confidence
+
+
+def test_an_unspecified_launch_failure_alone_is_a_suspect_on_its_rank(tmp_path: Path) -> None:
+    # cudaErrorLaunchFailure is most often a kernel bug (invalid pointer, out-of-bounds shared memory) and
+    # less often a GPU fault: alone it names no category, but the rank it hit failed first. (With an Xid in
+    # the logs the Xid decides: test_xid79_outranks_the_cuda_and_nccl_errors_it_causes.)
+    text = (
+        "[rank3]:[I113 11:40:10.000000000 ProcessGroupNCCL.cpp:2100] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+        "ProcessGroupNCCL created ncclComm_ 0x55d0 on CUDA device: 3\n"
+        "[rank9]:[E113 11:43:02.241131296 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 9] "
+        "Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure\n"
+        "[rank9]:CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.\n"
+        "[rank9]:For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    )
+    # the watchdog then aborts the communicator on that rank: its teardown, not a peer's failure
+    teardown = (
+        "[rank9]:[E113 11:43:02.241200000 ProcessGroupNCCL.cpp:681] [Rank 9] Some NCCL operations have failed or "
+        "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+        "corrupted/incomplete data.\n"
+        "[rank9]:[E113 11:43:02.241300000 ProcessGroupNCCL.cpp:695] [Rank 9] To avoid data inconsistency, we are "
+        "taking the entire process down.\n"
+    )
+    for name, log in (("console.log", text), ("teardown.log", text + teardown)):
+        p = tmp_path / name
+        p.write_text(log)
+        d = diagnose(DiagnoseRequest(path=str(p)))
+        assert d.category is Category.UNKNOWN, d.root_cause.summary
+        assert "unspecified launch failure" in d.root_cause.summary.lower()
+        assert d.first_failing_rank == 9, name

@@ -170,7 +170,20 @@ HALF_OVERFLOW = (
     "RuntimeError: value cannot be converted to type at::Half without overflow\n"
 )
 
+# a trainer reads a field the dataset's rows do not have (datasets' LazyDict __getitem__ raises the KeyError)
+ROW_MISSING_KEY = (
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "/workspace/sft.py", line 60, in <module>\n'
+    "[rank0]:     trainer = SFTTrainer(model, train_dataset=dataset, args=config)\n"
+    '[rank0]:   File "/usr/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 401, in tokenize\n'
+    "[rank0]:     element[dataset_text_field] if not is_conversational(element) else None,\n"
+    '[rank0]:   File "/usr/lib/python3.11/site-packages/datasets/formatting/formatting.py", line 277, in __getitem__\n'
+    "[rank0]:     value = self.data[key]\n"
+    "[rank0]: KeyError: 'text'\n"
+)
+
 CASES = [
+    pytest.param(ROW_MISSING_KEY, "d_datasets_row_missing_key", Category.DATA, id="row-missing-key"),
     pytest.param(TAR_SHARD_IN_WORKER, "d_tar_shard_read_error", Category.DATA, id="tar-shard-in-worker"),
     pytest.param(DECORD_VIDEO, "d_decord_decode_error", Category.DATA, id="decord"),
     pytest.param(SOUNDFILE_AUDIO, "d_libsndfile_open_error", Category.DATA, id="libsndfile"),
@@ -218,3 +231,15 @@ def test_loss_scale_floor_after_overflows_is_divergence() -> None:
     d = analyze_text(log)
     assert d.category == Category.DATA
     assert d.confidence <= 0.7
+
+
+def test_a_key_error_of_the_jobs_own_dict_is_not_a_dataset_field() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 40, in main\n'
+        "    lr = cfg['learning_rate']\n"
+        "KeyError: 'learning_rate'\n"
+    )
+    d = analyze_text(log)
+    assert "d_datasets_row_missing_key" not in [h.signature_id for h in d.signature_hits]
+    assert d.category != Category.DATA

@@ -130,10 +130,27 @@ RAY_RUNTIME_ENV = (
     "ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.\n"
 )
 
+# ZeRO-3's fetch_sub_module found a parameter its module needs still partitioned (partitioned_param_coordinator.py)
+DS_ZERO3_NOT_AVAILABLE = (
+    "[2024-05-02 10:30:00,001] [INFO] [logging.py:96:log_dist] [Rank 0] step=1, skipped=0, lr=[1e-05]\n"
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/finetune.py", line 300, in <module>\n'
+    "    outputs = model(**batch)\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/zero/parameter_offload.py", line 392, '
+    "in _pre_forward_module_hook\n"
+    "    self.pre_sub_module_forward_function(module)\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/zero/partitioned_param_coordinator.py", '
+    "line 353, in fetch_sub_module\n"
+    "    assert param.ds_status == ZeroParamStatus.AVAILABLE, param.ds_summary()\n"
+    "AssertionError: {'id': 853, 'status': 'NOT_AVAILABLE', 'numel': 0, 'ds_numel': 0, 'shape': (0,), "
+    "'ds_shape': (0,), 'requires_grad': True, 'grad_shape': None, 'persist': True, 'active_sub_modules': {7}}\n"
+)
+
 
 @pytest.mark.parametrize(
     ("log", "signature", "category"),
     [
+        (DS_ZERO3_NOT_AVAILABLE, "zero3_inflight_params", Category.FRAMEWORK),
         (DS_OFFLOAD, "f_ds_zero_offload_client_optimizer", Category.CONFIG),
         (DS_DP_RESUME, "f_ds_ckpt_dp_world_size", Category.CONFIG),
         (MCORE_SHAPE, "f_mcore_ckpt_shape_mismatch", Category.CONFIG),
@@ -147,7 +164,7 @@ RAY_RUNTIME_ENV = (
         (FLASH_HEAD_DIM, "f_flash_attn_bwd_head_dim", Category.CONFIG),
         (RAY_RUNTIME_ENV, "f_ray_runtime_env_setup", Category.CONFIG),
     ],
-    ids=lambda v: v if isinstance(v, str) and v.startswith("f_") else None,
+    ids=lambda v: v if isinstance(v, str) and v.startswith(("f_", "zero3")) else None,
 )
 def test_vendor_framework_message(log: str, signature: str, category: Category) -> None:
     assert_signature_decides(log, signature, category)

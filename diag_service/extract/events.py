@@ -14,7 +14,8 @@ Events:
   into one event;
 - NCCL's ``Last error:`` is joined with the line that follows it;
 - torchelastic's failure report (``Root Cause (first observed failure):`` and ``Failures:``)
-  becomes structured events naming rank, host, exit code and signal;
+  becomes structured events naming rank, host, exit code and signal; Open MPI's and horovodrun's
+  "The first process to do so was:" report becomes the same kind of first-observed-failure event;
 - torchelastic ``error.json`` files become traceback events with their exact failure time;
 - every other pre-filter hit is a single-line event.
 """
@@ -70,6 +71,7 @@ PREFILTER = re.compile(
             r"frame #\d+:",
             r"Last error:",
             r"Root Cause \(first observed failure\)|^Failures:",
+            r"The first process to do so was",
             r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
             r"[Aa]ssert",
             r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
@@ -187,6 +189,14 @@ NCCL_SELF_RANK = re.compile(
 )
 #: torchelastic's agent line for a worker that exited (torch/distributed/elastic/multiprocessing/api.py).
 AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+#: Open MPI's mpirun/mpiexec (help-orterun.txt ``orterun:non-zero-exit``: "... detected that one or more processes
+#: exited with non-zero status, thus causing the job to be terminated. The first process to do so was:" then
+#: "Process name: [[jobfamily,job],vpid]" and "Exit code: N", vpid being the MPI_COMM_WORLD rank) and horovodrun's
+#: Gloo launcher (horovod/runner/gloo_run.py, the same words with "Process name: <rank>").
+FIRST_PROCESS = "The first process to do so was"
+FIRST_PROCESS_NAME = re.compile(r"Process name:\s*(?:\[\[\d+,\d+\],(\d{1,6})\]|(\d{1,6}))\s*$")
+FIRST_PROCESS_EXIT = re.compile(r"Exit code:\s*(-?\d+)\s*$")
+FIRST_PROCESS_LINES = 6
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
 
 
@@ -373,6 +383,9 @@ class Extractor:
         # per file (one node's console or one worker's log): global rank minus local rank, learnt from
         # lines that carry both ("[default1]:[rank5]:"); torchrun gives a node's workers contiguous ranks
         self._rank_offset: dict[str, int] = {}
+        #: where the last traceback's exception line was (start, line, line number), when it is a launcher's
+        #: "The first process to do so was:" (horovodrun raises it as a RuntimeError)
+        self._first_in_traceback: tuple[int, str, int] | None = None
         # per NCCL process (host, pid): the (nranks, rank) of its largest communicator (the world's;
         # a sub-communicator's rank is not the global one), and the ranks its connection lines state
         self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
@@ -596,9 +609,17 @@ class Extractor:
         if who[0] is None and "NCCL" in body and self._nccl_known():
             who = (self._nccl_rank(body), who[1], who[2])
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
+            self._first_in_traceback = None
             ev = self._traceback(rd, ls, line_no, who, consumed)
             if ev is not None:
+                # a paste whose newlines were lost runs the agent's "failed (exitcode: N) local_rank: R" and
+                # the traceback together on one line: the agent's report stays with the event
+                ev.fields.update(fields)
                 yield ev
+            if self._first_in_traceback is not None:
+                first = self._first_process(rd, *self._first_in_traceback, who)
+                if first is not None:
+                    yield first
             return
         if "Root Cause (first observed failure)" in body or stripped == "Failures:":
             yield from self._elastic(rd, ls, line_no, who, consumed, root=stripped != "Failures:")
@@ -606,6 +627,10 @@ class Extractor:
         if CPP_FRAME.match(stripped) or "(most recent call first)" in body:
             yield self._cpp_frames(rd, ls, line_no, who, consumed, body)
             return
+        if FIRST_PROCESS in body:
+            first = self._first_process(rd, ls, line, line_no, who)
+            if first is not None:
+                yield first  # the line itself is still an event of its own (the launcher's summary)
         kind = _classify(stripped)
         key = clean_key(body)
         if stripped == "Last error:":
@@ -631,6 +656,41 @@ class Extractor:
         yield RawEvent(
             kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,
+        )
+
+    def _first_process(self, rd: _BlockReader, ls: int, line: str, line_no: int, who: tuple) -> RawEvent | None:
+        """The launcher's "The first process to do so was:" report (:data:`FIRST_PROCESS`) as a first observed
+        failure (an ``elastic_summary`` event with ``root`` set, as torchelastic's), when one of the next
+        :data:`FIRST_PROCESS_LINES` lines names the process by its rank; None otherwise (e.g. an elastic
+        Horovod worker named by host and slot)."""
+        rank = exitcode = None
+        pos = ls + len(line) + 1
+        for _ in range(FIRST_PROCESS_LINES):
+            if pos >= len(rd.text):
+                break
+            nxt_line, pos = rd.line_at(pos)
+            s = rd.attr(nxt_line).text.rstrip()
+            m = FIRST_PROCESS_NAME.search(s)
+            if m and rank is None:
+                rank = int(m.group(1) or m.group(2))
+            m = FIRST_PROCESS_EXIT.search(s)
+            if m and exitcode is None:
+                exitcode = m.group(1)
+            if rank is not None and exitcode is not None:
+                break
+        if rank is None:
+            return None
+        body = rd.attr(line).text
+        ts = self._ts(body)
+        approx = False
+        if ts is None:
+            ts = self._ts_before(rd, ls, who)
+            approx = ts is not None
+        key = f"launcher first observed failure: rank {rank} exitcode: {exitcode or ''}".strip()
+        return RawEvent(
+            kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=rd.src.path, line=line_no,
+            rank=rank, local_rank=None, node=None, ts=ts, ts_approx=approx,
+            fields={"root": "1", "exitcode": exitcode or "", "signal": ""},
         )
 
     def _collective(self, key: str, who: tuple, ts: float | None) -> None:
@@ -689,6 +749,8 @@ class Extractor:
             elif exc_line is None and s and lines:
                 exc_line = clean_key(body)
                 exc_line_no = n
+                if FIRST_PROCESS in body:
+                    self._first_in_traceback = (pos, line, n)
                 lines.append(exc_line)
                 consumed.add(pos)
             elif exc_line is not None and CHAINED.match(s):

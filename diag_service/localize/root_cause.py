@@ -16,7 +16,9 @@ Rules, in order (each documented where it acts):
    split: of the 14 such logs without NCCL warnings, 8 are hangs, 4 slowdowns, 2 stops; of the 5 with
    them, 4 hangs).
 4. **First failing rank** only when the evidence names one: the winning event on a single rank,
-   the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)", or, for
+   the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)" (or mpirun's and
+   horovodrun's "The first process to do so was"), the one rank of a suspect too weak to name the
+   category (its own error, not a lost peer), or, for
    hangs, the minority rank of a collective mismatch / the ranks behind in SeqNum / the one rank
    that is not waiting.
 5. **Faulty nodes** only for node-level categories (GPU hardware, network, host OOM, storage,
@@ -265,10 +267,11 @@ _OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKin
 def _agent_failed_rank(groups: list[TemplateGroup]) -> int | None:
     """The one local rank that a torchelastic agent reports as failed (``failed (exitcode: N) local_rank: R
     (pid: P)``, logged by ``torch.distributed.elastic.multiprocessing.api`` for the first worker it finds
-    exited; the extractor puts N in the event's ``agent_exitcode``) with an exit of its own, or None. Workers
-    the agent then stops (``closing signal SIGTERM``, exit -15) do not count. Callers use it only for one
-    node without global ranks, where local ranks are global."""
-    found = {ev.local_rank for g in groups if g.kind is EventKind.EXIT for ev in g.examples
+    exited; the extractor puts N in the event's ``agent_exitcode``, on the agent's own line or on the
+    traceback it was pasted into) with an exit of its own, or None. Workers the agent then stops
+    (``closing signal SIGTERM``, exit -15) do not count. Callers use it only for one node without global
+    ranks, where local ranks are global."""
+    found = {ev.local_rank for g in groups for ev in g.examples
              if ev.local_rank is not None and ev.fields.get("agent_exitcode", "-15") != "-15"}
     return next(iter(found)) if len(found) == 1 else None
 
@@ -440,7 +443,11 @@ def localize(
         spec = sigs.by_id(primary.signature_id)
         responsible = spec.responsible or DEFAULT_RESPONSIBLE[category]
         confidence = primary.confidence
-        corroborating = [h for h in roots[1:] if h.category == category and h.signature_id != primary.signature_id]
+        # A lost peer reported at several layers (the socket's error, NCCL's remote error, Python's
+        # connection reset) is one observation, and one that every cause of a vanished peer produces:
+        # peer-loss reports never corroborate a root.
+        corroborating = [h for h in roots[1:] if h.category == category and h.signature_id != primary.signature_id
+                         and _cascade(h, sigs) != "peer_loss"]
         if corroborating:
             confidence = min(0.97, confidence + 0.05 * len(corroborating))
         pevs = primary_events(primary)
@@ -605,6 +612,10 @@ def localize(
         if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
+        if first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1:
+            # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
+            # own error, not a report of a lost peer: the rank it happened on failed first
+            first_rank = primary.ranks[0]
         if first_rank is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             first_rank = _sole_erring_rank(events)
         if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
