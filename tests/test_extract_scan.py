@@ -218,3 +218,78 @@ def test_nccl_info_bytes_search_equals_the_text_test(text: str) -> None:
     from diag_service.extract.events import _NCCL_INFO
 
     assert (_NCCL_INFO.search(_utf8(text)) is not None) == ("NCCL INFO" in text)
+
+
+# --- ASCII blocks read as bytes (Block.ascii) ---------------------------------------------------------------
+
+ASCII_TOKENS = [
+    "\n", " ", "ok ", "step", " 12 ", "Iteration", "global_step=", "[2024-11-14 09:13:07,555] ", "\x1c", "\x1f", "\t",
+    "[rank3]:", "[rank12]:", "3: ", "Error", "RuntimeError: boom", "Traceback (most recent call last):",
+    '  File "/w/train.py", line 8, in main', "frame #4: ", "gpu-node-007:41003:41003 [3] NCCL INFO ",
+    "comm 0x5ab rank 5 nranks 16 cudaDev 3", "NCCL WARN x", "timeout", "loss=nan", "loss: 2.31", "Killed",
+]
+ascii_texts = st.lists(st.sampled_from(ASCII_TOKENS), max_size=60).map("".join)
+
+
+def _run(block: object) -> tuple[list[RawEvent], ProgressLog]:
+    progress = ProgressLog()
+    events = list(extract_events([block], progress, (r"Killed\s+process",)))  # type: ignore[list-item]
+    return events, progress
+
+
+@settings(max_examples=300, deadline=None)
+@given(ascii_texts, st.booleans())
+@example("[2024-11-14 09:13:07,555] step\x1c 12 loss: 2.31\n[rank3]:Iteration\x1f7 Error", True)
+def test_an_ascii_block_read_as_bytes_gives_what_its_text_gives(body: str, ranked: bool) -> None:
+    """The extractor reads an ASCII block by byte offset with byte patterns (``\\s`` spelled out to keep the
+    text patterns' U+001C..U+001F): events, line numbers, ranks, progress and NCCL learning are the text's."""
+    from diag_service.ingest.bundle import Block, Source
+
+    text = body + "\n"
+    kinds = frozenset({"rank"}) if ranked else frozenset()
+    by_text = _run(Block(source=Source(path="node-1.log", prefixes=kinds), text=text, first_line=3))
+    data = text.encode("ascii")
+    by_bytes = _run(Block(source=Source(path="node-1.log", prefixes=kinds), data=data, first_line=3,
+                          newlines=data.count(b"\n"), ascii=True))
+    assert by_bytes[0] == by_text[0]
+    assert dataclasses.asdict(by_bytes[1]) == dataclasses.asdict(by_text[1])
+
+
+def test_a_progress_line_with_a_unit_separator_is_sampled_from_bytes_too() -> None:
+    """``step\\x1c12``: ``\\s`` of a text pattern takes U+001C, a plain bytes pattern's would not."""
+    from diag_service.extract.events import PROGRESS_BYTES, PROGRESS_RE, ascii_bytes_pattern
+
+    line = "[2024-11-14 09:13:07,555] step\x1c12 loss 1.1"
+    assert PROGRESS_RE.search(line) is not None
+    assert PROGRESS_BYTES.search(line.encode()).group(1) == b"12"
+    assert ascii_bytes_pattern(r"a\sb\S").search(b"a\x1fbc") is not None
+    assert ascii_bytes_pattern(r"\[\s[]x]").search(b"[\x1c]") is not None  # an escaped '[' opens no class
+    for bad in (r"[\s]", r"x[^a\S]", r"[]\s]"):
+        try:
+            ascii_bytes_pattern(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r}: \\s inside a class must be refused")
+
+
+def test_ascii_files_become_byte_blocks_and_others_text_blocks(tmp_path) -> None:
+    """Read through a 4 KiB block buffer with lines cut across reads: an ASCII file without CR or ESC gives
+    byte blocks whose text is the file's; a CRLF file and a UTF-8 file give text blocks as before."""
+    from diag_service.ingest.open import open_bundle
+    from diag_service.limits import BundleLimits
+
+    ascii_lines = [f"[rank{i % 8}]:[2024-11-14 09:13:{i % 60:02d},555] step {i} loss 2.{i % 97:02d}\n" for i in range(900)]
+    (tmp_path / "node-0.log").write_text("".join(ascii_lines), encoding="ascii")
+    (tmp_path / "node-1.log").write_bytes(b"ok\r\nError: x\r\n" * 400)
+    (tmp_path / "node-2.log").write_text("donn\u00e9es\nRuntimeError: \u00e9t\u00e9\n" * 300, encoding="utf-8")
+    blocks = list(open_bundle(str(tmp_path), BundleLimits(block_bytes=4096)).blocks())
+    by_file: dict[str, list] = {}
+    for b in blocks:
+        by_file.setdefault(b.source.path, []).append(b)
+    plain = by_file["node-0.log"]
+    assert len(plain) > 5 and all(b.ascii and b.data is not None for b in plain)
+    assert "".join(b.text for b in plain) == "".join(ascii_lines)
+    assert [b.first_line for b in plain] == [1 + sum(p.newlines for p in plain[:i]) for i in range(len(plain))]
+    assert not any(b.ascii for b in by_file["node-1.log"] + by_file["node-2.log"])
+    assert "".join(b.text for b in by_file["node-1.log"]) == "ok\nError: x\n" * 400
+    assert "".join(b.text for b in by_file["node-2.log"]) == "donn\u00e9es\nRuntimeError: \u00e9t\u00e9\n" * 300

@@ -88,6 +88,44 @@ PROGRESS_PATTERN = (
     r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
 PROGRESS_RE = re.compile(PROGRESS_PATTERN)
+
+
+def ascii_bytes_pattern(pattern: str, flags: int = 0) -> re.Pattern[bytes]:
+    """``pattern`` compiled for ASCII bytes, matching where the text pattern matches the same ASCII text.
+
+    ``\\d``, ``\\w`` and ``\\b`` already agree on ASCII; ``\\s`` and ``\\S`` are spelled out, because a
+    text pattern's ``\\s`` also takes the separators U+001C..U+001F (``str.isspace``) and a bytes pattern's
+    does not. Only for patterns without ``\\s``/``\\S`` inside a ``[...]`` class (checked: ValueError)."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            esc = pattern[i : i + 2]
+            if esc in ("\\s", "\\S"):
+                if in_class:
+                    raise ValueError(f"\\s or \\S inside a class: {pattern!r}")
+                esc = "[\\t-\\r\\x1c-\\x1f ]" if esc == "\\s" else "[^\\t-\\r\\x1c-\\x1f ]"
+            out.append(esc)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            j = i + 1
+            j += pattern[j : j + 1] == "^"
+            j += pattern[j : j + 1] == "]"  # a ']' first in a class is a member
+            out.append(pattern[i:j])
+            i = j
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return re.compile("".join(out).encode("ascii"), flags)
+
+
+PROGRESS_BYTES = ascii_bytes_pattern(PROGRESS_PATTERN)  # over an ASCII block's bytes (Block.ascii)
 #: Lines only a distributed training job writes: NCCL's INFO lines, rank / world-size banners (torchrun's
 #: environment, Lightning's "GLOBAL_RANK: 0, MEMBER: 1/8"), tqdm progress bars ("12/1752 [00:57<1:22:40,
 #: 2.86s/it]"), loss and step lines, launcher and framework names. Used only to tell a training log that
@@ -120,7 +158,13 @@ ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MAR
 JOB_WINDOW = 64 << 10
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
-PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _RE2_OPTIONS)
+#: The pre-filter's options: only where a match starts is read, so no group is captured. With the catalogue's
+#: ~750 patterns the union holds hundreds of groups, and RE2 ran its submatch engine over every match to fill
+#: them: about 10 us per match, 0.7 s for the ~70,000 matches of the bench bundle's failure cascade.
+_SCAN_OPTIONS = re2.Options()
+_SCAN_OPTIONS.max_mem = 64 << 20
+_SCAN_OPTIONS.never_capture = True
+PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _SCAN_OPTIONS)
 
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")
@@ -144,7 +188,7 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
         except re2.error:
             continue
         parts.append(p)
-    return re2.compile("(?m)" + "|".join(parts), _RE2_OPTIONS)
+    return re2.compile("(?m)" + "|".join(parts), _SCAN_OPTIONS)
 
 
 PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
@@ -172,8 +216,14 @@ RANK_PREFIX_ALL = re.compile(r"^(?:\d+: )?\[rank(\d{1,6})\]:", re.MULTILINE)
 #: RANK_PREFIX_ALL after a newline: led by a literal, so ``re`` jumps between line starts (about 4x faster
 #: than trying ``^`` at every offset)
 RANK_PREFIX_NL = re.compile(r"\n(?:\d+: )?\[rank(\d{1,6})\]:")
+#: Byte versions of patterns run over an ASCII block's bytes (Block.ascii): on ASCII, ``\\d``, ``\\s`` and ``\\b``
+#: mean the same for bytes and text, so the matches are the text patterns' matches
+RANK_PREFIX_ALL_BYTES = ascii_bytes_pattern(RANK_PREFIX_ALL.pattern, re.MULTILINE)
+RANK_PREFIX_NL_BYTES = ascii_bytes_pattern(RANK_PREFIX_NL.pattern)
 RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
+NRANKS_BYTES = ascii_bytes_pattern(NRANKS_RE.pattern)
+NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
 ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
@@ -232,26 +282,41 @@ def clean_key(text: str) -> str:
 
 
 class _BlockReader:
-    """Line access inside one block by character offset; attribution cached per line text (the cascade's
-    tracebacks, frame dumps and backward timestamp searches attribute the same lines many times)."""
+    """Line access inside one block by offset; attribution cached per line text (the cascade's
+    tracebacks, frame dumps and backward timestamp searches attribute the same lines many times).
 
-    __slots__ = ("block", "text", "src", "kinds", "data", "_attrs", "_before")
+    ``hay`` is what offsets index: an ASCII block's bytes (:attr:`Block.ascii`: the block is never decoded
+    whole, only the lines read are), else its text; ``nl`` is the newline of that type."""
+
+    __slots__ = ("block", "hay", "nl", "size", "ascii", "src", "kinds", "data", "_attrs", "_before")
 
     def __init__(self, block: Block) -> None:
         self.block = block
-        self.text = block.text
         self.src = block.source
         self.kinds = block.source.prefixes
-        #: the block's UTF-8 bytes, for re2 (see _candidate_lines); equal offsets when ``text.isascii()``
-        self.data = block.data if block.data is not None else _utf8(block.text)
+        self.ascii = block.ascii
+        self.hay: str | bytes
+        if block.ascii:
+            assert block.data is not None
+            self.hay, self.nl, self.data = block.data, b"\n", block.data
+        else:
+            self.hay, self.nl = block.text, "\n"
+            #: the block's UTF-8 bytes, for re2 (see _candidate_lines); equal offsets when ``text.isascii()``
+            self.data = block.data if block.data is not None else _utf8(block.text)
+        self.size = len(self.hay)
         self._attrs: dict[str, Attribution] = {}
         self._before: dict[int, tuple[Attribution, tuple[int | None, int | None, str | None]]] = {}
 
+    def slice(self, start: int, end: int) -> str:
+        """The text at offsets ``[start, end)``."""
+        part = self.hay[start:end]
+        return part.decode("ascii") if isinstance(part, bytes) else part
+
     def line_at(self, start: int) -> tuple[str, int]:
-        end = self.text.find("\n", start)
+        end = self.hay.find(self.nl, start)  # type: ignore[arg-type]
         if end == -1:
-            end = len(self.text)
-        return self.text[start:end], end + 1
+            end = self.size
+        return self.slice(start, end), end + 1
 
     def attr(self, line: str) -> Attribution:
         """``attribute()`` of the line (first MAX_LINE_CHARS characters); callers do not modify the result."""
@@ -265,14 +330,19 @@ class _BlockReader:
     def line_before(self, pos: int) -> tuple[int, Attribution, tuple[int | None, int | None, str | None]]:
         """``(start, attribution, writer)`` of the line that ends just before line start ``pos`` (> 0),
         cached by its start: neighbouring events search back over the same lines."""
-        prev = self.text.rfind("\n", 0, pos - 1) + 1
+        prev = self.hay.rfind(self.nl, 0, pos - 1) + 1  # type: ignore[arg-type]
         got = self._before.get(prev)
         if got is None:
             if len(self._before) >= 1 << 16:
                 self._before.clear()
-            att = self.attr(self.text[prev : pos - 1])
+            att = self.attr(self.slice(prev, pos - 1))
             got = self._before[prev] = (att, _who(self.src, att))
         return prev, got[0], got[1]
+
+
+def _as_str(part: str | bytes) -> str:
+    """A piece of a block's text, or of an ASCII block's bytes, as text."""
+    return part.decode("ascii") if isinstance(part, bytes) else part
 
 
 def _utf8(text: str) -> bytes:
@@ -280,7 +350,7 @@ def _utf8(text: str) -> bytes:
     return text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
 
 
-def _candidate_lines(regex: re2._Regexp, text: str, data: bytes) -> Iterator[int]:
+def _candidate_lines(regex: re2._Regexp, text: str | bytes, data: bytes) -> Iterator[int]:
     """Character offset in ``text`` of the line start of each ``regex`` match, in order, a line once per run
     of matches on it. ``data`` is ``_utf8(text)``.
 
@@ -309,7 +379,7 @@ def _candidate_lines(regex: re2._Regexp, text: str, data: bytes) -> Iterator[int
             yield chars
 
 
-def _line_numbers(text: str, starts: list[int], first_line: int, newlines: int | None = None) -> list[int]:
+def _line_numbers(text: str | bytes, starts: list[int], first_line: int, newlines: int | None = None) -> list[int]:
     """The line number of each line start in ``starts`` (ascending offsets in ``text``): ``first_line`` plus
     ``text.count("\\n", 0, start)``.
 
@@ -328,26 +398,32 @@ def _line_numbers(text: str, starts: list[int], first_line: int, newlines: int |
             if starts[i] - starts[i - 1] > widest:
                 split, widest = i, starts[i] - starts[i - 1]
     out = [0] * n
+    nl = b"\n" if isinstance(text, bytes) else "\n"
     line, at = first_line, 0
     for i in range(split):
-        line += text.count("\n", at, starts[i])
+        line += text.count(nl, at, starts[i])  # type: ignore[arg-type]
         at = starts[i]
         out[i] = line
     if split < n and newlines is not None:
         line, at = first_line + newlines, len(text)
         for i in range(n - 1, split - 1, -1):
-            line -= text.count("\n", starts[i], at)
+            line -= text.count(nl, starts[i], at)  # type: ignore[arg-type]
             at = starts[i]
             out[i] = line
     return out
 
 
-def _line_ranks(text: str, pos: int, endpos: int) -> set[str]:
+def _line_ranks(text: str | bytes, pos: int, endpos: int) -> set[str] | set[bytes]:
     """The rank numbers of ``RANK_PREFIX_ALL.findall(text, pos, endpos)``: the lines starting in
-    ``[pos, endpos)`` (``^`` there follows a newline, or is the text's start) with a ``[rankN]:`` prefix."""
-    found = set(RANK_PREFIX_NL.findall(text, pos - 1 if pos > 0 else 0, endpos))
+    ``[pos, endpos)`` (``^`` there follows a newline, or is the text's start) with a ``[rankN]:`` prefix.
+    Over ASCII bytes the numbers are bytes (``int()`` reads both)."""
+    if isinstance(text, bytes):
+        nl_re, all_re = RANK_PREFIX_NL_BYTES, RANK_PREFIX_ALL_BYTES
+    else:
+        nl_re, all_re = RANK_PREFIX_NL, RANK_PREFIX_ALL  # type: ignore[assignment]
+    found = set(nl_re.findall(text, pos - 1 if pos > 0 else 0, endpos))  # type: ignore[arg-type]
     if pos == 0:
-        m = RANK_PREFIX_ALL.match(text, 0, endpos)
+        m = all_re.match(text, 0, endpos)  # type: ignore[arg-type]
         if m:
             found.add(m.group(1))
     return found
@@ -440,7 +516,8 @@ class Extractor:
                 buf.append(block.text)
             return
         rd = _BlockReader(block)
-        text = rd.text
+        text = rd.hay  # the block's text, or its bytes when ASCII (the same offsets, lines decoded when read)
+        asc = rd.ascii
         self._progress(rd)
         obs = self.progress
         if src.rank is not None:
@@ -453,8 +530,12 @@ class Extractor:
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
-        windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}
-        window_bytes = [_utf8(t) for t in windows]
+        if asc:
+            window_bytes = list({text[:JOB_WINDOW], text[-JOB_WINDOW:]})
+            windows = {t.decode("ascii") for t in window_bytes}  # type: ignore[union-attr]
+        else:
+            windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}  # type: ignore[misc]
+            window_bytes = [_utf8(t) for t in windows]  # type: ignore[arg-type]
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
         name = src.path.rsplit("/", 1)[-1]
@@ -464,10 +545,10 @@ class Extractor:
             for platform, marks in PLATFORM_MARKS.items():
                 if any(mark in t for mark in marks for t in windows):
                     obs.platforms[platform] += 1
-        if not obs.trained and ("oss" in text or "skipped=" in text):
+        if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
-        if obs.world_size is None and "nranks" in text:
-            m_world = NRANKS_RE.search(text)
+        if obs.world_size is None and ((b"nranks" in text) if asc else ("nranks" in text)):  # type: ignore[operator]
+            m_world = (NRANKS_BYTES if asc else NRANKS_RE).search(text)  # type: ignore[arg-type]
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
@@ -483,10 +564,10 @@ class Extractor:
         """Sample progress lines, at most about 64 per block (evenly spread, the last one kept), so that
         per-step logging on every rank does not dominate the cost; the series stays long enough to
         see a throughput collapse before the end."""
-        text = rd.text
+        text = rd.hay
         n = len(text)
         if n <= 256 << 10:
-            positions = [m.start() for m in PROGRESS_RE.finditer(text)]
+            positions = [m.start() for m in (PROGRESS_BYTES if rd.ascii else PROGRESS_RE).finditer(text)]  # type: ignore[arg-type]
             if len(positions) > PROGRESS_SAMPLES:
                 step = len(positions) / PROGRESS_SAMPLES
                 positions = [positions[int(i * step)] for i in range(PROGRESS_SAMPLES)] + [positions[-1]]
@@ -503,7 +584,7 @@ class Extractor:
                     positions.append(w + m.start())
         last_ls = -1
         for pos in positions:
-            ls = text.rfind("\n", 0, pos) + 1
+            ls = text.rfind(rd.nl, 0, pos) + 1  # type: ignore[arg-type]
             if ls == last_ls:
                 continue
             last_ls = ls
@@ -516,24 +597,28 @@ class Extractor:
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
-    def _defer_nccl_ranks(self, text: str) -> None:
-        """Keep what :meth:`_learn_nccl_ranks` would read of ``text``, to learn from it when a rank is first
-        asked (:meth:`_nccl_known`): learning only accumulates, in block order, and most bundles never ask.
-        Past 64 Mi characters kept, learn from them now."""
-        first = text.find("] NCCL INFO ")
+    def _defer_nccl_ranks(self, text: str | bytes) -> None:
+        """Keep what :meth:`_learn_nccl_ranks` would read of ``text`` (a block's text, or its bytes when ASCII),
+        to learn from it when a rank is first asked (:meth:`_nccl_known`): learning only accumulates, in block
+        order, and most bundles never ask. Past 64 Mi characters kept, learn from them now."""
+        if isinstance(text, bytes):
+            info, nl, nccl, origin_re = b"] NCCL INFO ", b"\n", b"NCCL ", NCCL_ORIGIN_BYTES
+        else:
+            info, nl, nccl, origin_re = "] NCCL INFO ", "\n", "NCCL ", NCCL_ORIGIN  # type: ignore[assignment]
+        first = text.find(info)  # type: ignore[arg-type]
         if first == -1:
             return
         # every match lies between the first and the last line holding the literal (NCCL's start-up,
         # usually the head of the first block): that range, from its line start, is kept
-        start = text.rfind("\n", 0, first) + 1
-        end = text.find("\n", text.rfind("] NCCL INFO ")) + 1 or len(text)
+        start = text.rfind(nl, 0, first) + 1  # type: ignore[arg-type]
+        end = text.find(nl, text.rfind(info)) + 1 or len(text)  # type: ignore[arg-type]
         head = None
-        if start and text.find("NCCL ", 0, start) != -1:
+        if start and text.find(nccl, 0, start) != -1:  # type: ignore[arg-type]
             # a line with more than 512 characters before its INFO words is searched for its origin from the
             # text's start: the first origin before the range is that answer (see _learn_nccl_ranks)
-            m = NCCL_ORIGIN.search(text, 0, start)
-            head = (m.group(1), m.group(2)) if m else None
-        self._nccl_pending.append((text[start:end], head))
+            m = origin_re.search(text, 0, start)  # type: ignore[arg-type]
+            head = (_as_str(m.group(1)), _as_str(m.group(2))) if m else None
+        self._nccl_pending.append((_as_str(text[start:end]), head))
         self._nccl_pending_chars += end - start
         if self._nccl_pending_chars > 64 << 20:
             self._nccl_known()
@@ -712,7 +797,7 @@ class Extractor:
         self, rd: _BlockReader, ls: int, line_no: int, who: tuple, consumed: set[int]
     ) -> RawEvent | None:
         """Collect one Python traceback of one writer, skipping interleaved lines of other writers."""
-        text = rd.text
+        size = rd.size
         lines: list[str] = []
         header_ts: float | None = None
         exc_line: str | None = None
@@ -723,7 +808,7 @@ class Extractor:
         n = line_no
         scanned = 0
         frames = 0
-        while pos < len(text) and scanned < MAX_TRACEBACK_SCAN:
+        while pos < size and scanned < MAX_TRACEBACK_SCAN:
             line, nxt = rd.line_at(pos)
             scanned += 1
             att = rd.attr(line)
@@ -801,8 +886,8 @@ class Extractor:
     ) -> RawEvent:
         pos = ls
         lines: list[str] = []
-        text = rd.text
-        while pos < len(text) and len(lines) < 200:
+        size = rd.size
+        while pos < size and len(lines) < 200:
             line, nxt = rd.line_at(pos)
             att = rd.attr(line)
             s = att.text.strip()
@@ -824,14 +909,14 @@ class Extractor:
     ) -> Iterator[RawEvent]:
         """Parse torchelastic's ChildFailedError report (``_FAILURE_FORMAT_TEMPLATE`` in
         torch.distributed.elastic.multiprocessing.errors)."""
-        text = rd.text
+        size = rd.size
         _, pos = rd.line_at(ls)
         n = line_no + 1
         consumed.add(ls)
         entry: dict[str, str] = {}
         entry_line = n
         for _ in range(200):
-            if pos >= len(text):
+            if pos >= size:
                 break
             line, nxt = rd.line_at(pos)
             s = rd.attr(line).text.strip()

@@ -139,9 +139,16 @@ class Counting(io.RawIOBase):
         return data
 
     def readinto(self, b) -> int:  # type: ignore[override]
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
+        into = getattr(self.raw, "readinto", None)
+        if into is None:
+            data = self.read(len(b))
+            b[: len(data)] = data
+            return len(data)
+        n = into(b) or 0  # straight into the caller's buffer: no intermediate bytes object
+        self.n += n
+        if self.budget is not None:
+            self.budget.read_bytes += n
+        return n
 
 
 class Gunzip(io.RawIOBase):
@@ -225,6 +232,9 @@ class Prepend(io.RawIOBase):
             b[:n] = self.head[:n]
             self.head = self.head[n:]
             return n
+        into = getattr(self.tail, "readinto", None)
+        if into is not None:
+            return into(b) or 0
         data = self.tail.read(len(b))
         n = len(data)
         b[:n] = data
@@ -245,6 +255,23 @@ def read_pieces(fobj: BinaryIO, size: int) -> tuple[bytes, Exception | None]:
         parts.append(piece)
         got += len(piece)
     return b"".join(parts), None
+
+
+def read_pieces_into(fobj: BinaryIO, buf: memoryview) -> tuple[int, Exception | None]:
+    """:func:`read_pieces` into ``buf`` (a writable byte view; up to ``len(buf)`` bytes, ``READ_PIECE`` at a
+    time): the number of bytes read, and the read error that stopped it (None at the end of the stream or a
+    full ``buf``). The bytes read before an error are in ``buf`` as :func:`read_pieces` returns them."""
+    got = 0
+    size = len(buf)
+    while got < size:
+        try:
+            n = fobj.readinto(buf[got : min(got + READ_PIECE, size)])  # type: ignore[attr-defined]
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, tarfile.TarError) as exc:
+            return got, exc
+        if not n:
+            break
+        got += n
+    return got, None
 
 
 def safe_member_name(name: str) -> bool:
