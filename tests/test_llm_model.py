@@ -24,6 +24,7 @@ from diag_service.llm import (
     LlmConfig,
     ModelUnavailable,
     TransformersBackend,
+    backend_name,
     build_evidence_pack,
     get_backend,
     parse_answer,
@@ -69,6 +70,12 @@ def test_real_model_summarises_a_short_case(default_model: tuple[LlmConfig, obje
     assert n.citations and set(n.citations) <= r.pack.ids()
     assert "rank 3" in n.text.lower()
     assert n.latency_s is not None and n.latency_s > 0
+
+
+def test_backend_name_is_known_before_the_load(default_model: tuple[LlmConfig, object]) -> None:
+    # the caches are read under this name before any model is loaded: it must be the loaded backend's
+    cfg, backend = default_model
+    assert backend_name(cfg) == backend.name  # type: ignore[attr-defined]
 
 
 def test_real_model_does_not_obey_a_log(default_model: tuple[LlmConfig, object], tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.llm.config import LlmConfig, LlmError, ModelSpec, OpenAIConfig
-from diag_service.llm.weights import ModelUnavailable, model_file, verify_file
+from diag_service.llm.weights import ModelUnavailable, locate_part, model_file, verify_file
 
 
 class GenerationError(LlmError):
@@ -452,6 +452,41 @@ def resolve_kind(config: LlmConfig) -> str:
     return "llamacpp" if importlib.util.find_spec("xllamacpp") is not None else "transformers"
 
 
+#: The local backends and the package each needs at run time.
+_RUNTIME = {"llamacpp": "xllamacpp", "transformers": "transformers"}
+LOCAL_KINDS = tuple(_RUNTIME)
+
+
+def backend_name(config: LlmConfig) -> str | None:
+    """The :attr:`Backend.name` that :func:`get_backend` would give for ``config``, without loading a model.
+
+    Lets the summary and generation caches be read before a model load (1-2 s plus the sha256 of the
+    file). For llama.cpp and transformers the name is the pinned sha256's label, given only while the
+    runtime package is installed and the model's files are where the pin says (a removed model is not
+    served from the cache); the file is not hashed here (the load does that). ``None`` when the name
+    cannot be told this way (no ``model_sha256`` for a ``model_path``, a missing package or file, an
+    unknown model, backend ``none``): the caller then loads the backend to learn it. Never raises.
+    """
+    import importlib.util
+
+    try:
+        kind = resolve_kind(config)
+        if kind == "openai":
+            return f"openai:{config.openai.model}@{config.openai.base_url}"
+        if kind not in _RUNTIME or importlib.util.find_spec(_RUNTIME[kind]) is None:
+            return None
+        if config.model_path is not None:
+            if not config.model_sha256 or not Path(config.model_path).is_file():
+                return None
+            return f"{kind}:{_model_label(config, config.model_sha256)}"
+        spec = config.spec()
+        for part in spec.parts:
+            locate_part(part)
+        return f"{kind}:{_model_label(config, spec.sha256)}"
+    except (LlmError, ImportError, ValueError):
+        return None
+
+
 def get_backend(config: LlmConfig) -> Backend:
     """The process-wide backend for ``config`` (loaded on first use, then reused).
 
@@ -466,7 +501,7 @@ def get_backend(config: LlmConfig) -> Backend:
     with _backends_lock:
         b = _backends.get(key)
         if b is None:
-            needs = {"llamacpp": "xllamacpp", "transformers": "transformers"}.get(kind)
+            needs = _RUNTIME.get(kind)
             if needs is not None:  # checked once, when the backend is created
                 import importlib.util
 
