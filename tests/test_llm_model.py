@@ -110,6 +110,13 @@ def test_prompt_state_is_kept_across_processes(default_model: tuple[LlmConfig, o
     third = third_process.generate(GenerationRequest(messages=build_messages(other, prompts), max_new_tokens=8))
     assert third_process.state_restored is True
     assert 200 < third.cached_prompt_tokens < third.prompt_tokens
+    # the loopback HTTP server xllamacpp runs for the process answers only with the process's key
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(f"{third_process._server.listening_address}/slots", timeout=10)  # noqa: S310
+    assert denied.value.code == 401
 
 
 def test_real_model_does_not_obey_a_log(default_model: tuple[LlmConfig, object], tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -111,7 +112,8 @@ class LlamaCppBackend:
     (llama.cpp then reuses the tokens the new prompt shares with it: at least the system prompt and the
     few-shot example, about 60 % of a prompt), and the first generation that finds no such file writes
     it (through a temporary name, renamed). Restore and save go through the slot endpoints of the
-    server ``xllamacpp`` runs on a loopback port for this process; any failure is logged and ignored.
+    server ``xllamacpp`` runs on a loopback port for this process (closed to other local users by a
+    per-process API key); any failure is logged and ignored.
 
     Raises :class:`ModelUnavailable` when ``xllamacpp`` or the model is missing, :class:`GenerationError`
     when llama.cpp cannot load the file.
@@ -138,6 +140,10 @@ class LlamaCppBackend:
         p.warmup = False
         p.verbosity = -1
         p.offline = True
+        # xllamacpp also serves the model over HTTP on a loopback port; a per-process key keeps other
+        # local users off it (the in-process calls below do not go through HTTP)
+        self._api_key = secrets.token_hex(16)
+        p.api_keys = [self._api_key]
         self._state_dir: Path | None = config.llm_cache_dir / "kv" / sha[:16] if config.cache else None
         self._state_file = f"prompt-{getattr(xlc, '__version__', 'unknown')}.bin"
         if self._state_dir is not None:
@@ -161,7 +167,8 @@ class LlamaCppBackend:
 
         req = urllib.request.Request(f"{self._server.listening_address}/slots/0?action={action}",
                                      data=json.dumps({"filename": filename}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self._api_key}"}, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback URL of our own server
                 return 200 <= resp.status < 300
