@@ -162,6 +162,16 @@ def score(cases: list[dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[s
     }
 
 
+def record_test_look(why: str, commit: str | None = None) -> None:
+    """Append one line (date, commit, ``why``) to ``test_looks.jsonl``: a run that computed test results.
+
+    ``commit``: the code that computed them (default: ``HEAD`` now; a long run passes the one it started at).
+    """
+    with LOOKS_FILE.open("a") as fh:
+        fh.write(json.dumps({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit or _commit(),
+                             "why": why or "unspecified"}) + "\n")
+
+
 def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
     """Score dev (and test when asked, appending a line to ``test_looks.jsonl``)."""
     labels = load_labels(CORPUS)
@@ -187,9 +197,7 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
                     fh.write(json.dumps({"truth": {k: c[k] for k in ("category", "failure_mode", "faulty_rank",
                                                                        "recovery_level")}, **got[c["id"]]}) + "\n")
     if test:
-        with LOOKS_FILE.open("a") as fh:
-            fh.write(json.dumps({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": _commit(),
-                                 "why": why or "unspecified"}) + "\n")
+        record_test_look(why)
     out["test_looks"] = sum(1 for line in LOOKS_FILE.read_text().splitlines() if line.strip()) if LOOKS_FILE.exists() else 0
     return out
 

@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""Score narrative summaries with the fixed rubric of ``docs/summary_rubric.md`` on the corpus's dev split.
+"""Score narrative summaries with the fixed rubric of ``docs/summary_rubric.md`` on a split of the corpus.
 
-For each dev case of ``eval/corpus`` (split by :func:`corpus_eval.assign`; test cases are never
-touched), the log is diagnosed (signatures, knowledge base, no summary), summarised by
-:func:`diag_service.llm.summarize_detailed` (summary cache off), and four summaries are scored:
-``pipeline`` (what a user sees), ``model_written`` (the cases where the model's summary was kept),
-``deterministic`` (:func:`~diag_service.llm.fallback_summary` of the same pack) and ``raw_model`` (the
-model's first answer before any check). Criteria (each a share of the scored cases): ``key_term``,
+For each case of the chosen split of ``eval/corpus`` (split by :func:`corpus_eval.assign`; ``dev`` by
+default; ``test`` only with ``--split test --why ...``, which appends a line to
+``eval/corpus/test_looks.jsonl`` like ``corpus_eval.py --test``), the log is diagnosed (signatures,
+knowledge base, no summary), summarised by :func:`diag_service.llm.summarize_detailed` (summary cache
+off), and four summaries are scored: ``pipeline`` (what a user sees), ``model_written`` (the cases where
+the model's summary was kept), ``deterministic`` (:func:`~diag_service.llm.fallback_summary` of the same
+pack) and ``raw_model`` (the model's first answer before any check). Criteria (each a share of the scored cases): ``key_term``,
 ``rank_right``, ``no_unsupported_claim``, ``no_internal_identifier`` and ``all_four``.
 
 Per-case rows go to ``eval/results/summary_rubric_dev_cases.jsonl`` as they are computed (``--resume``
-skips the cases already there); the aggregate to ``eval/results/summary_rubric_dev.json``.
+skips the cases already there); the aggregate to ``eval/results/summary_rubric_dev.json``. On the test
+split only the aggregate is kept in the repository (``eval/results/summary_rubric_test.json``); its
+per-case rows go to the system's temporary folder (for ``--resume``), since test results are
+aggregates (``eval/corpus_eval.py``). The key-term rule's document frequencies come from the dev
+cases on either split (the rubric's rule as written).
 
     .venv/bin/python eval/summary_rubric.py                      # dev, configured model
     .venv/bin/python eval/summary_rubric.py --backend none       # deterministic summaries only
     .venv/bin/python eval/summary_rubric.py --limit 20 --resume
     .venv/bin/python eval/summary_rubric.py --every 3            # every third dev case (a fixed sample)
+    .venv/bin/python eval/summary_rubric.py --split test --every 4 --why "..."   # counted as a look at test
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,7 +43,7 @@ sys.path.insert(0, str(REPO / "eval"))
 sys.path.insert(0, str(REPO / "eval" / "corpus"))
 
 from check import load_labels  # noqa: E402
-from corpus_eval import CORPUS, RESULTS, assign  # noqa: E402
+from corpus_eval import CORPUS, RESULTS, _commit, assign, record_test_look  # noqa: E402
 from llm_eval import pct  # noqa: E402
 
 #: A word must be in the labelled evidence of at most this share of dev cases to count as distinctive
@@ -74,11 +81,16 @@ def sentences(text: str) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def dev_cases() -> list[dict[str, Any]]:
-    """The labelled cases of the dev split, in label order (never a test case)."""
+def split_cases(which: str) -> list[dict[str, Any]]:
+    """The labelled cases of split ``which`` (``dev`` or ``test``), in label order."""
     labels = load_labels(CORPUS)
     split = assign(labels)
-    return [c for c in labels if split[c["id"]] == "dev"]
+    return [c for c in labels if split[c["id"]] == which]
+
+
+def dev_cases() -> list[dict[str, Any]]:
+    """The labelled cases of the dev split, in label order (never a test case)."""
+    return split_cases("dev")
 
 
 def _words(text: str) -> list[str]:
@@ -232,13 +244,14 @@ def case_row(case: dict[str, Any], cfg: Any, df: Counter[str], n_cases: int) -> 
     return row
 
 
-def summarise(rows: list[dict[str, Any]], cfg: Any, wall_s: float, load: tuple[float, ...]) -> dict[str, Any]:
-    """The aggregate document written to ``summary_rubric_dev.json``."""
+def summarise(rows: list[dict[str, Any]], cfg: Any, wall_s: float, load: tuple[float, ...],
+              split: str = "dev") -> dict[str, Any]:
+    """The aggregate document written to ``summary_rubric_<split>.json``."""
     ok = [r for r in rows if "error" not in r]
     lat = [r["latency_s"] for r in ok if r.get("model_called") and r.get("latency_s") is not None]
     label_rows = [r["names_label_rank"] for r in ok if "names_label_rank" in r]
     return {
-        "split": "dev",
+        "split": split,
         "rubric": "docs/summary_rubric.md",
         "cases": len(rows),
         "errors": len(rows) - len(ok),
@@ -258,19 +271,31 @@ def summarise(rows: list[dict[str, Any]], cfg: Any, wall_s: float, load: tuple[f
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default=None, help="auto, llamacpp, transformers, openai, none")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N dev cases")
+    ap.add_argument("--split", choices=("dev", "test"), default="dev",
+                    help="test only with --why: each run is recorded in eval/corpus/test_looks.jsonl")
+    ap.add_argument("--why", default="", help="why the test split is looked at (required with --split test)")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N cases of the split")
     ap.add_argument("--every", type=int, default=1,
-                    help="only every N-th dev case in label order (a fixed sample across all shards, when time is short)")
+                    help="only every N-th case in label order (a fixed sample across all shards, when time is short)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --cases-out, score the rest")
-    ap.add_argument("--cases-out", default=str(RESULTS / "summary_rubric_dev_cases.jsonl"))
-    ap.add_argument("--out", default=str(RESULTS / "summary_rubric_dev.json"))
+    ap.add_argument("--cases-out", default=None,
+                    help="per-case rows (default eval/results/summary_rubric_dev_cases.jsonl; for test, the temporary folder)")
+    ap.add_argument("--out", default=None, help="aggregate (default eval/results/summary_rubric_<split>.json)")
     args = ap.parse_args(argv)
+    if args.split == "test" and not args.why.strip():
+        ap.error("--split test needs --why: every look at the test split is recorded with its reason")
+    if args.cases_out is None:
+        args.cases_out = str(RESULTS / "summary_rubric_dev_cases.jsonl") if args.split == "dev" else \
+            str(Path(tempfile.gettempdir()) / "summary_rubric_test_cases.jsonl")
+    if args.out is None:
+        args.out = str(RESULTS / f"summary_rubric_{args.split}.json")
     from diag_service.llm import LlmConfig
 
     cfg = LlmConfig.load(cache=False, **({"backend": args.backend} if args.backend else {}))
     cases = dev_cases()
-    df = evidence_df(cases)
-    todo = cases[:: max(1, args.every)]
+    df = evidence_df(cases)  # the key-term rule is defined on the dev cases' evidence, for either split
+    scored = cases if args.split == "dev" else split_cases("test")
+    todo = scored[:: max(1, args.every)]
     todo = todo[: args.limit] if args.limit else todo
     cases_out = Path(args.cases_out)
     done: dict[str, dict[str, Any]] = {}
@@ -281,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 done[row["id"]] = row
     else:
         cases_out.write_text("")
+    commit = _commit()
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -294,9 +320,12 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"[{i}/{len(todo)}] {case['id']} {row.get('source', 'error')} {row.get('latency_s')}", file=sys.stderr)
-    res = summarise(rows, cfg, time.perf_counter() - t0, (load0, os.getloadavg()[0]))
-    res["sample"] = {"dev_cases": len(cases), "every": max(1, args.every), "limit": args.limit}
+    res = summarise(rows, cfg, time.perf_counter() - t0, (load0, os.getloadavg()[0]), split=args.split)
+    res["sample"] = {f"{args.split}_cases": len(scored), "every": max(1, args.every), "limit": args.limit,
+                     "rule": "every N-th case of the split in label order (load_labels), from the first"}
     Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    if args.split == "test":
+        record_test_look(args.why, commit)
     print(json.dumps({k: v for k, v in res.items() if k != "config"}, indent=2))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import httpx
@@ -37,6 +38,7 @@ from diag_service.llm import (
     ModelUnavailable,
     OpenAIBackend,
     SummaryCache,
+    backend_name,
     build_evidence_pack,
     check_answer,
     parse_answer,
@@ -44,6 +46,7 @@ from diag_service.llm import (
     summarize_detailed,
 )
 from diag_service.llm import weights as W
+from diag_service.llm.cache import generation_key, repeatable
 from diag_service.llm.config import ModelSpec, PackConfig, PartSpec
 from diag_service.llm.pack import estimate_tokens, sanitize
 from diag_service.pipeline import DiagnoseRequest, diagnose
@@ -417,6 +420,108 @@ def test_identical_packs_are_summarised_once(example_diag: Diagnosis, cfg: LlmCo
     nocache = cfg.model_copy(update={"cache": False})
     b2 = ScriptedBackend(GOOD)
     assert not summarize_detailed(example_diag, nocache, backend=b2).cache_hit and len(b2.requests) == 1
+
+
+def _openai_cfg(cfg: LlmConfig) -> LlmConfig:
+    """``cfg`` with the OpenAI-compatible backend, whose name is known without any load or request."""
+    return cfg.model_copy(update={"backend": "openai"})
+
+
+#: What backend_name gives for a local model (the packaged model need not be installed for these tests).
+LOCAL_NAME = "llamacpp:qwen2.5-coder-0.5b-instruct-q4_k_m@1d9614638d18"
+
+
+def test_a_rejected_answer_is_replayed_without_the_model(example_diag: Diagnosis, cfg: LlmConfig,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The demo's case: greedy decoding gives the same rejected answer on every run; the second run
+    # must not load the model or ask it again, and must give the same fallback for the same reason.
+    c, name = cfg, LOCAL_NAME
+    monkeypatch.setattr(sys.modules["diag_service.llm.summarize"], "backend_name", lambda config: name)
+    rejected = json.dumps({"summary": "Rank 7 failed first while loading weights [E1]."})
+    first = summarize_detailed(example_diag, c, backend=ScriptedBackend(rejected, name=name))
+    assert first.narrative.source == "fallback" and first.replayed == 0
+
+    def no_load(config: LlmConfig) -> None:
+        raise AssertionError("the backend was loaded although the answer is cached")
+
+    monkeypatch.setattr(sys.modules["diag_service.llm.summarize"], "get_backend", no_load)
+    again = summarize_detailed(example_diag, c)
+    assert again.narrative.source == "fallback" and again.replayed == 1 and again.load_s is None
+    assert again.fallback_reason == first.fallback_reason and again.narrative.text == first.narrative.text
+    assert [a.text for a in again.attempts] == [rejected]
+    assert len(SummaryCache(c.llm_cache_dir / "summaries.sqlite")) == 0  # still no fallback in the summaries
+
+
+def test_a_served_model_is_asked_again(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    # an OpenAI-compatible server can change the model behind its name: its rejected answers are not kept
+    c = _openai_cfg(cfg)
+    b = ScriptedBackend("garbage", "garbage", name=backend_name(c) or "?")
+    r1, r2 = (summarize_detailed(example_diag, c, backend=b) for _ in range(2))
+    assert len(b.requests) == 2 and r1.replayed == r2.replayed == 0
+
+
+def test_a_cached_summary_loads_no_model(example_diag: Diagnosis, cfg: LlmConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = _openai_cfg(cfg)
+    first = summarize_detailed(example_diag, c, backend=ScriptedBackend(GOOD, name=backend_name(c) or "?"))
+    assert first.narrative.source == "model"
+
+    def no_load(config: LlmConfig) -> None:
+        raise AssertionError("the backend was loaded for a cached summary")
+
+    monkeypatch.setattr(sys.modules["diag_service.llm.summarize"], "get_backend", no_load)
+    again = summarize_detailed(example_diag, c)
+    assert again.cache_hit and again.load_s is None
+    assert again.narrative.source == "model" and again.narrative.text == first.narrative.text
+
+
+def test_with_the_cache_off_nothing_is_replayed(example_diag: Diagnosis, cfg: LlmConfig) -> None:
+    nocache = cfg.model_copy(update={"cache": False})
+    b = ScriptedBackend("garbage", "garbage")
+    r1, r2 = (summarize_detailed(example_diag, nocache, backend=b) for _ in range(2))
+    assert len(b.requests) == 2 and r1.replayed == r2.replayed == 0
+    assert not (cfg.llm_cache_dir / "summaries.sqlite").exists()
+
+
+@pytest.mark.parametrize(("temperature", "finish", "tokens", "total_s", "kept"), [
+    (0.0, "stop", 90, 5.0, True),
+    (0.0, "length", 160, 5.0, True),     # the token limit: the same cut every time
+    (0.0, "length", 40, 5.0, False),     # stopped by llama.cpp's time limit short of the token limit
+    (0.0, "stop", 40, 115.0, False),     # transformers' max_time stop is reported as "stop"
+    (0.7, "stop", 90, 5.0, False),       # sampling: another run gives another answer
+])
+def test_only_repeatable_answers_are_stored(temperature: float, finish: str, tokens: int, total_s: float,
+                                            kept: bool) -> None:
+    req = GenerationRequest(messages=[{"role": "user", "content": "x"}], max_new_tokens=160, temperature=temperature,
+                            timeout_s=120.0)
+    out = Generation(text="{}", completion_tokens=tokens, finish_reason=finish, total_s=total_s)
+    assert repeatable(LOCAL_NAME, req, out) is kept
+    assert not repeatable("openai:default@http://127.0.0.1:8000/v1", req, out)
+
+
+def test_generation_key_covers_the_request_and_the_backend() -> None:
+    req = GenerationRequest(messages=[{"role": "user", "content": "rank 3 failed"}], json_schema={"type": "object"})
+    base = generation_key("llamacpp:m@1", req)
+    assert base == generation_key("llamacpp:m@1", GenerationRequest(messages=[{"role": "user", "content": "rank 3 failed"}],
+                                                                     json_schema={"type": "object"}, timeout_s=5.0))
+    assert base != generation_key("llamacpp:m@2", req)
+    for change in ({"messages": [{"role": "user", "content": "rank 4 failed"}]}, {"max_new_tokens": 80},
+                   {"json_schema": None}, {"prefill": None}):
+        other = GenerationRequest(**{**req.__dict__, **change})
+        assert generation_key("llamacpp:m@1", other) != base, change
+
+
+def test_backend_name_is_none_when_it_cannot_be_told_without_a_load(tmp_path: Path) -> None:
+    spec = ModelSpec(display_name="absent", upstream="none", licence="none", file_name="absent.gguf", size=10,
+                     sha256="0" * 64, parts=[PartSpec(dist="diag-no-such-model-package", version="1.0", file="x/absent.gguf")])
+    fake = tmp_path / "site-model.gguf"
+    fake.write_bytes(b"GGUF" + b"\0" * 100)
+    for c in (LlmConfig.load(cache_dir=str(tmp_path), backend="llamacpp", model="absent", models={"absent": spec.model_dump()}),
+              LlmConfig.load(cache_dir=str(tmp_path), backend="llamacpp", model_path=str(fake)),  # no pinned hash
+              LlmConfig.load(cache_dir=str(tmp_path), backend="llamacpp", model_path=str(tmp_path / "gone.gguf"),
+                             model_sha256="a" * 64),
+              LlmConfig.load(cache_dir=str(tmp_path), model="no-such-model"),
+              LlmConfig.load(cache_dir=str(tmp_path), backend="none")):
+        assert backend_name(c) is None
 
 
 def test_a_corrupt_cache_never_breaks_a_summary(example_diag: Diagnosis, cfg: LlmConfig) -> None:

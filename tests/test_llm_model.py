@@ -24,6 +24,7 @@ from diag_service.llm import (
     LlmConfig,
     ModelUnavailable,
     TransformersBackend,
+    backend_name,
     build_evidence_pack,
     get_backend,
     parse_answer,
@@ -69,6 +70,53 @@ def test_real_model_summarises_a_short_case(default_model: tuple[LlmConfig, obje
     assert n.citations and set(n.citations) <= r.pack.ids()
     assert "rank 3" in n.text.lower()
     assert n.latency_s is not None and n.latency_s > 0
+
+
+def test_backend_name_is_known_before_the_load(default_model: tuple[LlmConfig, object]) -> None:
+    # the caches are read under this name before any model is loaded: it must be the loaded backend's
+    cfg, backend = default_model
+    assert backend_name(cfg) == backend.name  # type: ignore[attr-defined]
+
+
+def test_prompt_state_is_kept_across_processes(default_model: tuple[LlmConfig, object], shape_case: Diagnosis,
+                                               tmp_path: Path) -> None:
+    # A new backend instance stands for a new `diag` process: before, it evaluated the whole prompt
+    # again (system prompt and few-shot example included); now it restores the kept state first.
+    from diag_service.llm import LlamaCppBackend
+    from diag_service.llm.backends import resolve_model_file
+    from diag_service.llm.output import answer_schema
+
+    cfg, _ = default_model
+    path, sha, _ = resolve_model_file(cfg)
+    site = cfg.model_copy(update={"cache": True, "cache_dir": tmp_path, "model_path": path, "model_sha256": sha,
+                                  "threads": 1, "decode_threads": 1})
+    prompts = load_prompts(site)
+    pack = build_evidence_pack(shape_case, site.pack)
+    schema = answer_schema(sorted(pack.ids(), key=lambda i: int(i[1:])), pack.category_unknown)
+    req = GenerationRequest(messages=build_messages(pack, prompts), max_new_tokens=48, json_schema=schema)
+    first_process = LlamaCppBackend(site)
+    first = first_process.generate(req)
+    assert first_process.state_restored is False and first.cached_prompt_tokens == 0
+    assert list((tmp_path / "llm" / "kv").rglob("prompt-*.bin"))
+    del first_process
+    second_process = LlamaCppBackend(site)
+    again = second_process.generate(req)
+    assert second_process.state_restored is True
+    assert again.cached_prompt_tokens >= first.prompt_tokens - 1 and again.text == first.text
+    # another job's prompt shares the system prompt and the few-shot example with the kept state
+    other = build_evidence_pack(diagnose(DiagnoseRequest(path=str(ROOT / "examples" / "torchrun_shape_mismatch_2x2"
+                                                                  / "console_node0.log"))), site.pack)
+    third_process = LlamaCppBackend(site)
+    third = third_process.generate(GenerationRequest(messages=build_messages(other, prompts), max_new_tokens=8))
+    assert third_process.state_restored is True
+    assert 200 < third.cached_prompt_tokens < third.prompt_tokens
+    # the loopback HTTP server xllamacpp runs for the process answers only with the process's key
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(f"{third_process._server.listening_address}/slots", timeout=10)  # noqa: S310
+    assert denied.value.code == 401
 
 
 def test_real_model_does_not_obey_a_log(default_model: tuple[LlmConfig, object], tmp_path: Path) -> None:

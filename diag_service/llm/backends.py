@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -32,7 +34,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.llm.config import LlmConfig, LlmError, ModelSpec, OpenAIConfig
-from diag_service.llm.weights import ModelUnavailable, model_file, verify_file
+from diag_service.llm.weights import ModelUnavailable, locate_part, model_file, verify_file
+
+_log = logging.getLogger("diag_service.llm")
 
 
 class GenerationError(LlmError):
@@ -103,6 +107,14 @@ def _model_label(config: LlmConfig, sha: str) -> str:
 class LlamaCppBackend:
     """llama.cpp through ``xllamacpp``. ``threads``: prompt-processing threads; ``decode_threads``: generation.
 
+    With ``config.cache`` on, the prompt's KV state is kept across processes: the first generation of a
+    process first restores ``<cache>/llm/kv/<sha256[:16]>/prompt-<xllamacpp version>.bin`` into the slot
+    (llama.cpp then reuses the tokens the new prompt shares with it: at least the system prompt and the
+    few-shot example, about 60 % of a prompt), and the first generation that finds no such file writes
+    it (through a temporary name, renamed). Restore and save go through the slot endpoints of the
+    server ``xllamacpp`` runs on a loopback port for this process (closed to other local users by a
+    per-process API key); any failure is logged and ignored.
+
     Raises :class:`ModelUnavailable` when ``xllamacpp`` or the model is missing, :class:`GenerationError`
     when llama.cpp cannot load the file.
     """
@@ -128,6 +140,15 @@ class LlamaCppBackend:
         p.warmup = False
         p.verbosity = -1
         p.offline = True
+        # xllamacpp also serves the model over HTTP on a loopback port; a per-process key keeps other
+        # local users off it (the in-process calls below do not go through HTTP)
+        self._api_key = secrets.token_hex(16)
+        p.api_keys = [self._api_key]
+        self._state_dir: Path | None = config.llm_cache_dir / "kv" / sha[:16] if config.cache else None
+        self._state_file = f"prompt-{getattr(xlc, '__version__', 'unknown')}.bin"
+        if self._state_dir is not None:
+            p.slot_save_path = str(self._state_dir) + os.sep  # llama.cpp appends the file name as is
+            p.endpoint_slots = True
         try:
             self._server = xlc.Server(p)
         except Exception as exc:  # noqa: BLE001 - native loader errors have no common type
@@ -136,6 +157,44 @@ class LlamaCppBackend:
         self._name = f"llamacpp:{_model_label(config, sha)}"
         self.threads = (threads, decode_threads)
         self._lock = threading.Lock()
+        self._state_tried = False
+        #: whether this process restored the kept prompt state (``None``: not tried)
+        self.state_restored: bool | None = None
+
+    def _slot(self, action: str, filename: str) -> bool:
+        """POST ``/slots/0?action=<action>`` (``save`` or ``restore``) to this process's llama.cpp server."""
+        import urllib.request
+
+        req = urllib.request.Request(f"{self._server.listening_address}/slots/0?action={action}",
+                                     data=json.dumps({"filename": filename}).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self._api_key}"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback URL of our own server
+                return 200 <= resp.status < 300
+        except (OSError, ValueError) as exc:
+            _log.info("llama.cpp prompt state %s failed: %s", action, exc)
+            return False
+
+    def _restore_state(self) -> None:
+        if self._state_dir is None or self._state_tried:
+            return
+        self._state_tried = True
+        self.state_restored = (self._state_dir / self._state_file).is_file() and self._slot("restore", self._state_file)
+
+    def _save_state(self) -> None:
+        if self._state_dir is None or (self._state_dir / self._state_file).is_file():
+            return
+        tmp = f"tmp-{os.getpid()}-{threading.get_ident()}-{self._state_file}"
+        try:
+            self._state_dir.mkdir(parents=True, exist_ok=True)
+            if self._slot("save", tmp):
+                os.replace(self._state_dir / tmp, self._state_dir / self._state_file)
+        except OSError as exc:
+            _log.info("llama.cpp prompt state not kept: %s", exc)
+        finally:
+            with contextlib.suppress(OSError):
+                (self._state_dir / tmp).unlink(missing_ok=True)
 
     @property
     def name(self) -> str:
@@ -153,10 +212,13 @@ class LlamaCppBackend:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": request.json_schema}}
         t0 = time.perf_counter()
         with self._lock:
+            self._restore_state()
             try:
                 res = self._server.handle_chat_completions(body)
             except Exception as exc:  # noqa: BLE001
                 raise GenerationError(f"llama.cpp failed: {exc}") from exc
+            if isinstance(res, dict) and "choices" in res:
+                self._save_state()
         total = time.perf_counter() - t0
         if not isinstance(res, dict) or "choices" not in res:
             msg = res.get("error") if isinstance(res, dict) else res
@@ -440,7 +502,7 @@ _backends_lock = threading.Lock()
 
 def _key(config: LlmConfig, kind: str) -> tuple:
     return (kind, config.model, str(config.model_path), config.model_sha256, config.threads, config.decode_threads,
-            config.n_ctx, str(config.cache_dir), config.openai.model_dump_json() if kind == "openai" else "")
+            config.n_ctx, str(config.cache_dir), config.cache, config.openai.model_dump_json() if kind == "openai" else "")
 
 
 def resolve_kind(config: LlmConfig) -> str:
@@ -450,6 +512,41 @@ def resolve_kind(config: LlmConfig) -> str:
     import importlib.util
 
     return "llamacpp" if importlib.util.find_spec("xllamacpp") is not None else "transformers"
+
+
+#: The local backends and the package each needs at run time.
+_RUNTIME = {"llamacpp": "xllamacpp", "transformers": "transformers"}
+LOCAL_KINDS = tuple(_RUNTIME)
+
+
+def backend_name(config: LlmConfig) -> str | None:
+    """The :attr:`Backend.name` that :func:`get_backend` would give for ``config``, without loading a model.
+
+    Lets the summary and generation caches be read before a model load (1-2 s plus the sha256 of the
+    file). For llama.cpp and transformers the name is the pinned sha256's label, given only while the
+    runtime package is installed and the model's files are where the pin says (a removed model is not
+    served from the cache); the file is not hashed here (the load does that). ``None`` when the name
+    cannot be told this way (no ``model_sha256`` for a ``model_path``, a missing package or file, an
+    unknown model, backend ``none``): the caller then loads the backend to learn it. Never raises.
+    """
+    import importlib.util
+
+    try:
+        kind = resolve_kind(config)
+        if kind == "openai":
+            return f"openai:{config.openai.model}@{config.openai.base_url}"
+        if kind not in _RUNTIME or importlib.util.find_spec(_RUNTIME[kind]) is None:
+            return None
+        if config.model_path is not None:
+            if not config.model_sha256 or not Path(config.model_path).is_file():
+                return None
+            return f"{kind}:{_model_label(config, config.model_sha256)}"
+        spec = config.spec()
+        for part in spec.parts:
+            locate_part(part)
+        return f"{kind}:{_model_label(config, spec.sha256)}"
+    except (LlmError, ImportError, ValueError):
+        return None
 
 
 def get_backend(config: LlmConfig) -> Backend:
@@ -466,7 +563,7 @@ def get_backend(config: LlmConfig) -> Backend:
     with _backends_lock:
         b = _backends.get(key)
         if b is None:
-            needs = {"llamacpp": "xllamacpp", "transformers": "transformers"}.get(kind)
+            needs = _RUNTIME.get(kind)
             if needs is not None:  # checked once, when the backend is created
                 import importlib.util
 

@@ -1,7 +1,8 @@
 """The entry point: :func:`summarize` a :class:`~diag_service.domain.Diagnosis` into a :class:`Narrative`.
 
-Flow: evidence pack -> summary cache -> backend (loaded once per process) -> JSON answer -> checks
-(:mod:`diag_service.llm.output`) -> on failure one retry with a stricter prompt -> on failure the
+Flow: evidence pack -> summary cache -> generation cache, else the backend (loaded once per process,
+and only when a generation is not cached) -> JSON answer -> checks (:mod:`diag_service.llm.output`) ->
+on failure a retry with a stricter prompt when ``generation.attempts`` allows -> on failure the
 deterministic summary (:mod:`diag_service.llm.fallback`). Model problems of any kind (package
 missing, hash mismatch, load error, timeout, invalid JSON, uncited claims) end in the fallback,
 never in an exception; the reason is logged on ``diag_service.llm`` and returned by
@@ -15,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 from diag_service.domain import CitedItem, Diagnosis, Narrative
-from diag_service.llm.backends import Backend, Generation, GenerationRequest, get_backend
-from diag_service.llm.cache import SummaryCache, cache_key
+from diag_service.llm.backends import Backend, Generation, GenerationRequest, backend_name, get_backend
+from diag_service.llm.cache import SummaryCache, cache_key, generation_key, repeatable, replayable_backend
 from diag_service.llm.config import LlmConfig, LlmError, PackConfig, default_config
 from diag_service.llm.fallback import fallback_summary
 from diag_service.llm.output import AnswerError, CheckedAnswer, answer_schema, check_answer, parse_answer
@@ -28,7 +29,11 @@ log = logging.getLogger("diag_service.llm")
 
 @dataclass
 class SummaryResult:
-    """What :func:`summarize_detailed` did: the narrative plus the pack, attempts and reasons."""
+    """What :func:`summarize_detailed` did: the narrative plus the pack, attempts and reasons.
+
+    ``load_s``: seconds spent loading the backend in this call (None when it was not loaded here);
+    ``replayed``: how many of ``attempts`` came from the generation cache instead of the model.
+    """
 
     narrative: Narrative
     pack: EvidencePack
@@ -38,6 +43,7 @@ class SummaryResult:
     errors: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     load_s: float | None = None
+    replayed: int = 0
 
 
 def _fallback(pack: EvidencePack, t0: float, reason: str, result: SummaryResult | None = None) -> SummaryResult:
@@ -83,15 +89,16 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
     except LlmError as exc:
         return _fallback(pack, t0, f"prompts: {exc}")
     result = SummaryResult(narrative=Narrative(text="", source="fallback"), pack=pack)
-    try:
-        if backend is None:
-            t_load = time.perf_counter()
-            backend = get_backend(config)
-            result.load_s = time.perf_counter() - t_load
-    except Exception as exc:  # noqa: BLE001 - any model problem ends in the fallback
-        return _fallback(pack, t0, f"backend unavailable: {type(exc).__name__}: {exc}", result)
+    # The caches are read under the name the backend will have, so a cached job loads no model.
+    name = backend.name if backend is not None else (backend_name(config) if config.cache else None)
+    if name is None:
+        try:
+            backend = _load(config, result)
+        except Exception as exc:  # noqa: BLE001 - any model problem ends in the fallback
+            return _fallback(pack, t0, f"backend unavailable: {type(exc).__name__}: {exc}", result)
+        name = backend.name
     gen = config.generation
-    key = cache_key(pack.digest(), backend.name, prompts.digest(), gen.model_dump())
+    key = cache_key(pack.digest(), name, prompts.digest(), gen.model_dump())
     cache = SummaryCache(config.llm_cache_dir / "summaries.sqlite") if config.cache else None
     if cache is not None:
         hit = cache.get(key)
@@ -106,11 +113,23 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
     for attempt in range(gen.attempts):
         req = GenerationRequest(messages=messages, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
                                 timeout_s=gen.timeout_s, json_schema=schema)
-        try:
-            out = backend.generate(req)
-        except Exception as exc:  # noqa: BLE001
-            result.errors.append(f"generation: {type(exc).__name__}: {exc}")
-            return _fallback(pack, t0, result.errors[-1], result)
+        gkey = generation_key(name, req) if cache is not None and replayable_backend(name) else None
+        out = cache.get_generation(gkey) if cache is not None and gkey is not None else None
+        if out is not None:
+            result.replayed += 1
+        else:
+            try:
+                if backend is None:
+                    backend = _load(config, result)
+            except Exception as exc:  # noqa: BLE001 - any model problem ends in the fallback
+                return _fallback(pack, t0, f"backend unavailable: {type(exc).__name__}: {exc}", result)
+            try:
+                out = backend.generate(req)
+            except Exception as exc:  # noqa: BLE001
+                result.errors.append(f"generation: {type(exc).__name__}: {exc}")
+                return _fallback(pack, t0, result.errors[-1], result)
+            if cache is not None and gkey is not None and repeatable(name, req, out):
+                cache.put_generation(gkey, out)
         result.attempts.append(out)
         try:
             checked = check_answer(parse_answer(out.text), pack, prompt_ngrams=prompts.instruction_ngrams())
@@ -124,12 +143,20 @@ def summarize_detailed(diagnosis: Diagnosis, config: LlmConfig | None = None, ba
                          result)
     result.dropped = checked.dropped
     result.narrative = _with_cited(Narrative(
-        text=checked.text, citations=checked.citations, source="model", model=backend.name,
+        text=checked.text, citations=checked.citations, source="model", model=name,
         suggested_category=checked.suggested_category, latency_s=round(time.perf_counter() - t0, 3),
     ), pack)
     if cache is not None:
         cache.put(key, result.narrative)
     return result
+
+
+def _load(config: LlmConfig, result: SummaryResult) -> Backend:
+    """:func:`get_backend` for ``config``, noting the load time in ``result`` (raises what it raises)."""
+    t_load = time.perf_counter()
+    backend = get_backend(config)
+    result.load_s = time.perf_counter() - t_load
+    return backend
 
 
 def summarize(diagnosis: Diagnosis, config: LlmConfig | None = None) -> Narrative:
