@@ -751,7 +751,7 @@ class Extractor:
         rank = exitcode = None
         pos = ls + len(line) + 1
         for _ in range(FIRST_PROCESS_LINES):
-            if pos >= len(rd.text):
+            if pos >= rd.size:
                 break
             nxt_line, pos = rd.line_at(pos)
             s = rd.attr(nxt_line).text.rstrip()
