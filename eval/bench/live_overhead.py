@@ -21,6 +21,16 @@ which is the spread's main part; the interval, not the point, says whether 1 % i
 agents on the others (a cluster node gives the job its cores and the agent one of the spare ones): the ratio then
 shows what the agent costs the job besides CPU time (file reads, the page cache, memory bandwidth).
 
+``--interleave B``: instead of pairs of runs, ONE long watched run (``--steps``) in which the agents are stopped
+(SIGSTOP) and continued (SIGCONT) in alternating blocks of ``B`` seconds; each train step is assigned to the block
+its record starts in (steps that cross a block boundary are left out) and each adjacent (on, off) pair of blocks
+gives a ratio of median step times. The same run, the same seconds of the machine's drift: the ratio's spread is
+then the step noise within a few seconds, not the background load of two different minutes. While stopped an agent
+reads nothing; once continued it catches up on the block it missed, so an "on" block carries up to twice the
+agent's steady work: the ratio overstates the overhead, never understates it. ``B`` must stay below the agents'
+hang floor (5 s in the lab) so that the pause is not taken for a hang. Torchrun's console goes through the
+agent's pipe: the lab's console is ~2 KB per run, far below a pipe's 64 KiB, so a stopped agent never blocks it.
+
 Writes ``eval/bench/results/live_overhead.json`` (``--out``).
 """
 
@@ -87,6 +97,101 @@ def _records(run: Path) -> list[dict[str, Any]]:
             if r.get("start") is not None and r.get("end") is not None]
 
 
+class Toggler(threading.Thread):
+    """Stop and continue the agents of one watched run (``diag watch`` processes whose command line names ``run``)
+    in alternating blocks of ``block_s`` seconds, from the moment the agents exist (blocks before the first step hold
+no step and are dropped). ``blocks``: ``(start,
+    end, on)`` in wall-clock seconds. The agents are always continued when it stops."""
+
+    def __init__(self, run: Path, block_s: float) -> None:
+        super().__init__(daemon=True)
+        self.run_dir, self.block_s, self.stop = run, block_s, threading.Event()
+        self.blocks: list[tuple[float, float, bool]] = []
+
+    def _agents(self) -> list[psutil.Process]:
+        out = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmd = proc.info.get("cmdline") or []
+            if "watch" in cmd and "--state-dir" in cmd and any(str(self.run_dir) in c for c in cmd):
+                out.append(proc)
+        return out
+
+    def _signal(self, procs: list[psutil.Process], on: bool) -> None:
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.resume() if on else p.suspend()
+
+    def run(self) -> None:
+        procs: list[psutil.Process] = []
+        while not procs and not self.stop.wait(0.2):
+            procs = self._agents()
+        on = True
+        try:
+            while not self.stop.is_set():
+                procs = self._agents() or procs
+                self._signal(procs, on)
+                t0 = time.time()
+                self.stop.wait(self.block_s)
+                self.blocks.append((t0, time.time(), on))
+                on = not on
+        finally:
+            self._signal(self._agents() or procs, True)
+
+
+def block_ratios(blocks: list[tuple[float, float, bool]], records: list[dict[str, Any]], min_steps: int = 5,
+                 ) -> tuple[list[dict[str, Any]], list[float], list[float]]:
+    """Per adjacent pair of blocks ``(2k, 2k+1)`` (one on, one off), the ratio on / off of the median and of the mean
+    step time (seconds, ``end - start``) of the train records that start and end inside each block; pairs with fewer
+    than ``min_steps`` steps in either block are left out. Returns ``(rows, on_steps, off_steps)``, the last two
+    every step time of the on and the off blocks."""
+    per_block: list[list[float]] = [[] for _ in blocks]
+    for r in records:
+        if r.get("kind", "train") != "train":
+            continue
+        for i, (b0, b1, _) in enumerate(blocks):
+            if b0 <= r["start"] and r["end"] <= b1:
+                per_block[i].append(float(r["end"]) - float(r["start"]))
+                break
+    rows = []
+    for i in range(0, len(blocks) - 1, 2):
+        pair = {blocks[j][2]: per_block[j] for j in (i, i + 1)}
+        if len(pair.get(True, [])) >= min_steps and len(pair.get(False, [])) >= min_steps:
+            rows.append({"block": i, "on_steps": len(pair[True]), "off_steps": len(pair[False]),
+                         "ratio_median": statistics.median(pair[True]) / statistics.median(pair[False]),
+                         "ratio_mean": statistics.fmean(pair[True]) / statistics.fmean(pair[False])})
+    on_all = [x for j, b in enumerate(blocks) if b[2] for x in per_block[j]]
+    off_all = [x for j, b in enumerate(blocks) if not b[2] for x in per_block[j]]
+    return rows, on_all, off_all
+
+
+def interleaved(a: argparse.Namespace, sc: Any, work: Path, job_cpus: tuple[int, ...] | None) -> dict[str, Any]:
+    """One long watched run with the agents stopped in every other block (see the module docstring)."""
+    from diag_service.lab.live import LiveService
+    from diag_service.lab.runner import run_scenario
+
+    run_s = max(sc.timeouts.run_s, int(a.steps * 0.5) + 120)
+    sc = sc.model_copy(update={"steps": a.steps, "timeouts": sc.timeouts.model_copy(update={"run_s": run_s})})
+    out = work / "interleaved"
+    with LiveService(work / "service") as live:
+        tog = Toggler(out, a.interleave)
+        tog.start()
+        try:
+            run_scenario(sc, out, seed=a.seed, nodes=a.nodes, live=live, job_cpus=job_cpus)
+        finally:
+            tog.stop.set()
+            tog.join()
+    rows, on_all, off_all = block_ratios(tog.blocks, _records(out))
+    return {
+        "design": "interleaved", "block_s": a.interleave, "steps": a.steps, "blocks": len(tog.blocks),
+        "block_pairs": len(rows), "steps_on": len(on_all), "steps_off": len(off_all),
+        "ratio_of_median_step": spread([r["ratio_median"] for r in rows], a.seed) if rows else None,
+        "ratio_of_mean_step": spread([r["ratio_mean"] for r in rows], a.seed) if rows else None,
+        "pooled_ratio_of_median_step": round(statistics.median(on_all) / statistics.median(off_all), 4)
+        if on_all and off_all else None,
+        "rows": rows,
+    }
+
+
 def spread(ratios: list[float], seed: int) -> dict[str, Any]:
     """Median, min, max, quartiles and the bootstrap 95 % interval of the median of ``ratios``."""
     rs = sorted(ratios)
@@ -109,7 +214,12 @@ def main() -> None:
     ap.add_argument("--job-cpus", default=None,
                     help="pin the job (every node's torchrun and ranks) to these CPUs, e.g. 0; this script, the service "
                          "and the agents go to the others: a node where the job has its cores to itself")
+    ap.add_argument("--interleave", type=float, default=None, metavar="BLOCK_S",
+                    help="one long watched run, the agents stopped in every other block of BLOCK_S seconds (< 5)")
+    ap.add_argument("--steps", type=int, default=1500, help="steps of the --interleave run; default 1500")
     a = ap.parse_args()
+    if a.interleave is not None and not 0.5 <= a.interleave < 5:
+        ap.error("--interleave must be at least 0.5 s and below the agents' 5 s hang floor")
     job_cpus = tuple(int(c) for c in a.job_cpus.split(",")) if a.job_cpus else None
     side_cpus = sorted(os.sched_getaffinity(0) - set(job_cpus)) if job_cpus else None
     if job_cpus:
@@ -124,6 +234,17 @@ def main() -> None:
     sc = resolve_scenario(a.scenario)
     work = a.work or Path(tempfile.mkdtemp(prefix="live-overhead-"))
     work.mkdir(parents=True, exist_ok=True)
+    if a.interleave is not None:
+        res = interleaved(a, sc, work, job_cpus)
+        res.update({"scenario": a.scenario, "nodes": a.nodes, "seed": a.seed,
+                    "job_cpus": list(job_cpus) if job_cpus else None, "side_cpus": side_cpus, "target": 1.01,
+                    "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                "load_avg_1m_end": round(os.getloadavg()[0], 2)},
+                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(res, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=2))
+        return
     pairs: list[dict[str, Any]] = []
     with LiveService(work / "service") as live:
         for i in range(a.pairs):
