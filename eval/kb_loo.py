@@ -96,11 +96,17 @@ def _result(d: Diagnosis) -> dict[str, Any]:
 
 
 def simulate(rows: list[dict[str, Any]], cases: list[dict[str, Any]], variant: str, thresholds=THRESHOLDS,
-             overrule: float | None = None, dev_unknown: bool = True) -> dict[str, Any]:
-    """Leave-one-thread-out retrieval over seeds + dev incidents (``variant`` text), per threshold."""
+             overrule: float | None = None, dev_unknown: bool = True, agree: float | None = None,
+             weak_root: bool = False) -> dict[str, Any]:
+    """Leave-one-thread-out retrieval over seeds + dev incidents (``variant`` text), per threshold.
+
+    ``agree``: name the category only when the top-1's category also holds at least this share of the
+    score-weighted top-5 vote (:func:`~diag_service.kb.vote_category`) among incidents above the threshold.
+    ``weak_root``: also let retrieval name the category when a root signature matched but was too weak.
+    """
     import diag_service.localize.root_cause as rc
     from diag_service.calibrate import load_calibration
-    from diag_service.kb import default_kb, load_records
+    from diag_service.kb import default_kb, load_records, vote_category
     from diag_service.kb.text import diagnosis_text, texts_for_logs
 
     kb = default_kb()
@@ -139,7 +145,7 @@ def simulate(rows: list[dict[str, Any]], cases: list[dict[str, Any]], variant: s
                                 action="-", recovery_level="L2") for s, cat, rid in sc[:5]]
 
     out: dict[str, Any] = {"variant": variant, "novelty_threshold": thr_novel, "dev_incidents": len(inc_ids),
-                           "overrule": overrule, "curve": [], "metrics": {}}
+                           "overrule": overrule, "agree": agree, "weak_root": weak_root, "curve": [], "metrics": {}}
     saved = rc.RETRIEVAL_MIN_SCORE
     try:
         for with_dev in (False, True):
@@ -158,9 +164,15 @@ def simulate(rows: list[dict[str, Any]], cases: list[dict[str, Any]], variant: s
                     d = pre[i].model_copy(deep=True)
                     hits = top(i, with_dev)
                     novel = not hits or hits[0].score < thr_novel
-                    weak_root = any(h.role is EventRole.ROOT for h in d.signature_hits)
-                    if d.category is Category.UNKNOWN and not weak_root:
+                    weak = any(h.role is EventRole.ROOT for h in d.signature_hits)
+                    if d.category is Category.UNKNOWN and (weak_root or not weak):
                         eligible += 1
+                    if agree is not None and hits:
+                        cat, share = vote_category(hits, t)
+                        if cat is not hits[0].category or share < agree:
+                            hits = [h.model_copy(update={"score": -1.0}) for h in hits]
+                    if weak_root and d.category is Category.UNKNOWN and weak:
+                        d.signature_hits = [h for h in d.signature_hits if h.role is not EventRole.ROOT]
                     before = d.category
                     if (overrule is not None and before is not Category.UNKNOWN and d.confidence < overrule
                             and hits and not novel and hits[0].score >= t and hits[0].category not in (before, Category.UNKNOWN)):
@@ -196,6 +208,9 @@ def main() -> None:
     ap.add_argument("--overrule", type=float, default=None, help="also let retrieval overrule signature answers whose "
                     "raw confidence is below this")
     ap.add_argument("--no-unknown-incidents", action="store_true", help="dev cases labelled unknown are not incidents")
+    ap.add_argument("--agree", type=float, default=None, help="name only when the top-1 category holds this share "
+                    "of the top-5 vote above the threshold")
+    ap.add_argument("--weak-root", action="store_true", help="let retrieval name the category behind a weak root signature")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     cases = dev_cases()
@@ -208,7 +223,8 @@ def main() -> None:
                                                   "unknown_rate")})
     res = []
     for v in (("evidence", "diagnosis") if a.variant == "both" else (a.variant,)):
-        r = simulate(rows, cases, v, overrule=a.overrule, dev_unknown=not a.no_unknown_incidents)
+        r = simulate(rows, cases, v, overrule=a.overrule, dev_unknown=not a.no_unknown_incidents, agree=a.agree,
+                     weak_root=a.weak_root)
         res.append(r)
         print(f"\n== variant {v}: {r['dev_incidents']} dev incidents, novelty threshold {r['novelty_threshold']:.3f}")
         print("incidents thr eligible named right acc_named | acc  macroF1 conf_wrong unknown | overruled right sig_right")
