@@ -217,7 +217,19 @@ def main() -> None:
     ap.add_argument("--interleave", type=float, default=None, metavar="BLOCK_S",
                     help="one long watched run, the agents stopped in every other block of BLOCK_S seconds (< 5)")
     ap.add_argument("--steps", type=int, default=1500, help="steps of the --interleave run; default 1500")
+    ap.add_argument("--combine", type=Path, nargs="+", default=None, metavar="RESULT",
+                    help="pool the block pairs of earlier --interleave results into one spread (written to --out)")
     a = ap.parse_args()
+    if a.combine:
+        docs = [json.loads(f.read_text()) for f in a.combine]
+        rows = [r for d in docs for r in d["rows"]]
+        res = {"design": "interleaved, combined", "sources": [str(f) for f in a.combine],
+               "block_pairs": len(rows), "seeds": [d["seed"] for d in docs],
+               "ratio_of_median_step": spread([r["ratio_median"] for r in rows], a.seed),
+               "ratio_of_mean_step": spread([r["ratio_mean"] for r in rows], a.seed), "target": 1.01}
+        a.out.write_text(json.dumps(res, indent=2) + "\n")
+        print(json.dumps(res, indent=2))
+        return
     if a.interleave is not None and not 0.5 <= a.interleave < 5:
         ap.error("--interleave must be at least 0.5 s and below the agents' 5 s hang floor")
     job_cpus = tuple(int(c) for c in a.job_cpus.split(",")) if a.job_cpus else None
