@@ -89,19 +89,24 @@ class SummaryCache:
         con.execute(_SCHEMA_GEN)
         return con
 
-    def get(self, key: str) -> Narrative | None:
-        """The cached narrative, or None (also on any cache error or an entry that no longer validates)."""
+    def _row(self, query: str, key: str) -> tuple[Any, ...] | None:
+        """The first row of ``query`` with ``key``, or None (no cache file, no row, or a cache error, logged)."""
         if not self.path.is_file():
             return None
         try:
             con = self._connect()
             try:
-                row = con.execute("SELECT narrative FROM summaries WHERE key = ?", (key,)).fetchone()
+                row: tuple[Any, ...] | None = con.execute(query, (key,)).fetchone()
             finally:
                 con.close()
         except sqlite3.Error as exc:
             log.warning("summary cache %s unreadable: %s", self.path, exc)
             return None
+        return row
+
+    def get(self, key: str) -> Narrative | None:
+        """The cached narrative, or None (also on any cache error or an entry that no longer validates)."""
+        row = self._row("SELECT narrative FROM summaries WHERE key = ?", key)
         if row is None:
             return None
         try:
@@ -136,17 +141,7 @@ class SummaryCache:
 
     def get_generation(self, key: str) -> Generation | None:
         """The stored raw answer under ``key`` (:func:`generation_key`), or None (also on any cache error)."""
-        if not self.path.is_file():
-            return None
-        try:
-            con = self._connect()
-            try:
-                row = con.execute("SELECT generation FROM generations WHERE key = ?", (key,)).fetchone()
-            finally:
-                con.close()
-        except sqlite3.Error as exc:
-            log.warning("summary cache %s unreadable: %s", self.path, exc)
-            return None
+        row = self._row("SELECT generation FROM generations WHERE key = ?", key)
         if row is None:
             return None
         try:
