@@ -214,3 +214,41 @@ def test_messages_whose_cause_spans_categories_are_not_confident(tmp_path: Path,
     d = _diag(tmp_path, "rank1.log", text)
     assert d.category.value == "user_code", d.root_cause.summary
     assert d.confidence < 0.5, d.confidence
+
+
+# A missing module attribute of an installed library is a version mismatch (dev n3fw-002); the same
+# AttributeError on the job's own module or on an object stays the job's code.
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("[rank0]: Traceback (most recent call last):\n"
+         '[rank0]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 14, in <module>\n'
+         "[rank0]:     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec\n"
+         '[rank0]:   File "/workspace/Megatron-LM/megatron/core/extensions/transformer_engine.py", line 52, in <module>\n'
+         "[rank0]:     class TENorm:\n"
+         "[rank0]: AttributeError: module 'transformer_engine' has no attribute 'pytorch'\n", "config"),
+        ("Traceback (most recent call last):\n"
+         '  File "/workspace/train.py", line 31, in <module>\n'
+         "    model = utils.build_model(cfg)\n"
+         "AttributeError: module 'utils' has no attribute 'build_model'\n", "user_code"),
+    ],
+)
+def test_a_library_module_without_an_attribute_is_a_version_mismatch(tmp_path: Path, text: str,
+                                                                      category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+
+
+# NCCL's "Duplicate GPU detected" is a rank-to-device mapping error: on the public dev threads mostly
+# the launch (n2net-026, net-013: more processes than visible GPUs), not an NCCL fault.
+def test_two_ranks_on_one_gpu_is_the_launch_configuration(tmp_path: Path) -> None:
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+        "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+        "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+        "Last error:\n"
+        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n"
+    )
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == "config", d.root_cause.summary
+    assert d.confidence < 0.5
