@@ -252,3 +252,28 @@ def test_two_ranks_on_one_gpu_is_the_launch_configuration(tmp_path: Path) -> Non
     d = _diag(tmp_path, "rank0.log", text)
     assert d.category.value == "config", d.root_cause.summary
     assert d.confidence < 0.5
+
+
+# Lightning's MisconfigurationException about the LightningModule's own self.log use is the job's code
+# (dev n6-023); about the devices it asked for, the configuration (dev cl-047).
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("[rank0]: Traceback (most recent call last):\n"
+         '[rank0]:   File "/workspace/boltz/src/model/module.py", line 812, in on_validation_epoch_end\n'
+         "[rank0]:     self.log(f\"val/{name}\", value, sync_dist=True)\n"
+         '[rank0]:   File "/opt/conda/lib/python3.11/site-packages/lightning/pytorch/core/module.py", line 537, in log\n'
+         "[rank0]:     raise MisconfigurationException(\n"
+         "[rank0]: lightning_fabric.utilities.exceptions.MisconfigurationException: You called `self.log(val/lddt, ...)` "
+         "twice in `on_validation_epoch_end` with different arguments. This is not allowed\n", "user_code"),
+        ("Traceback (most recent call last):\n"
+         '  File "/opt/conda/lib/python3.11/site-packages/lightning/fabric/accelerators/cuda.py", line 160, in _check\n'
+         "    raise MisconfigurationException(\n"
+         "lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1, 2, 3]\n"
+         " But your machine only has: [0]\n", "config"),
+    ],
+)
+def test_lightning_refusing_the_modules_own_logging_is_the_jobs_code(tmp_path: Path, text: str,
+                                                                      category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
