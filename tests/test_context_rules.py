@@ -277,3 +277,31 @@ def test_lightning_refusing_the_modules_own_logging_is_the_jobs_code(tmp_path: P
                                                                       category: str) -> None:
     d = _diag(tmp_path, "rank0.log", text)
     assert d.category.value == category, d.root_cause.summary
+
+
+NCCL_VETH = (
+    "gpu-node-001:101542:101542 [0] NCCL INFO Bootstrap : Using [0]eno1:10.0.40.41<0> {iface}\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/IB : No device found.\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/Socket : Using [0]eno1:10.0.40.41<0> {iface}\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO Using network Socket\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Channel 00 : 1[18000] -> 0[18000] [send] via NET/Socket/1\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n"
+)
+
+
+# NCCL listing a container bridge (or lo) among its socket interfaces, then failing to connect: the
+# interface choice (NCCL_SOCKET_IFNAME), dev n5-036 / n3net-010; the same log on two cluster NICs is not.
+@pytest.mark.parametrize(
+    ("iface", "category"),
+    [
+        ("[1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>", "config"),
+        ("[1]docker0:172.17.0.1<0>", "config"),
+        ("[1]eno2:10.0.41.41<0>", "unknown"),
+    ],
+)
+def test_nccl_on_a_container_bridge_is_the_interface_choice(tmp_path: Path, iface: str, category: str) -> None:
+    d = _diag(tmp_path, "rank1.log", NCCL_VETH.format(iface=iface))
+    assert d.category.value == category, d.root_cause.summary
+    assert d.confidence < 0.5
