@@ -305,3 +305,23 @@ def test_nccl_on_a_container_bridge_is_the_interface_choice(tmp_path: Path, ifac
     d = _diag(tmp_path, "rank1.log", NCCL_VETH.format(iface=iface))
     assert d.category.value == category, d.root_cause.summary
     assert d.confidence < 0.5
+
+
+# c10d could not resolve the master address: a file path there is the launch's value (dev hf-031,
+# config), a real host name is DNS (infrastructure).
+@pytest.mark.parametrize(
+    ("host", "category"),
+    [("/root/cuda11.8.bashrc", "config"), ("gpu-node-001", "infrastructure")],
+)
+def test_a_master_address_that_is_a_path_is_the_launch_value(tmp_path: Path, host: str, category: str) -> None:
+    text = (
+        f"10.0.0.1: [W socket.cpp:601] [c10d] The IPv6 network addresses of ({host}, 45458) cannot be retrieved "
+        "(gai error: -3 - Temporary failure in name resolution).\n"
+        "10.0.0.1: Traceback (most recent call last):\n"
+        '10.0.0.1:   File "/usr/local/bin/accelerate", line 8, in <module>\n'
+        "10.0.0.1:     sys.exit(main())\n"
+        f"10.0.0.1: torch.distributed.DistNetworkError: The client socket has failed to connect to any network "
+        f"address of ({host}, 45458).\n"
+    )
+    d = _diag(tmp_path, "launcher.log", text)
+    assert d.category.value == category, d.root_cause.summary
