@@ -325,3 +325,31 @@ def test_a_master_address_that_is_a_path_is_the_launch_value(tmp_path: Path, hos
     )
     d = _diag(tmp_path, "launcher.log", text)
     assert d.category.value == category, d.root_cause.summary
+
+
+# DDP's "mark a variable ready only once" is a parameter's gradient seen twice (reentrant activation
+# checkpointing under DDP, dev n4fw-007), not the unused-parameter case, and not confidently the code's.
+@pytest.mark.parametrize(
+    ("error", "category", "confident"),
+    [
+        ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+         "reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters "
+         "are not shared across multiple concurrent forward-backward passes. 2) Reused parameters in multiple "
+         "reentrant backward passes.", "config", False),
+        ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This "
+         "error indicates that your module has parameters that were not used in producing loss.", "user_code", True),
+    ],
+)
+def test_ddp_variable_ready_twice_is_not_the_unused_parameter_case(tmp_path: Path, error: str, category: str,
+                                                                   confident: bool) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/FocalNet/main.py", line 239, in train_one_epoch\n'
+        "    loss.backward()\n"
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/autograd/__init__.py", line 147, in backward\n'
+        "    Variable._execution_engine.run_backward(\n"
+        f"{error}\n"
+    )
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+    assert (d.confidence >= 0.5) is confident
