@@ -353,3 +353,26 @@ def test_ddp_variable_ready_twice_is_not_the_unused_parameter_case(tmp_path: Pat
     d = _diag(tmp_path, "rank0.log", text)
     assert d.category.value == category, d.root_cause.summary
     assert (d.confidence >= 0.5) is confident
+
+
+# A pod evicted for node memory pressure may have been evicted for its neighbours' use (no requests:
+# evicted first), so host_oom is not a confident answer there (dev n2fw-005); OOMKilled is its own limit.
+@pytest.mark.parametrize(
+    ("text", "confident"),
+    [
+        ("Name:           agents-ppo-ant-feedforward-93168c9e-master-x1\n"
+         "Namespace:      kubeflow\n"
+         "Status:         Failed\n"
+         "Reason:         Evicted\n"
+         "Message:        The node was low on resource: memory.\n", False),
+        ("    State:          Terminated\n"
+         "      Reason:       OOMKilled\n"
+         "      Exit Code:    137\n"
+         "    Last State: Terminated Reason: OOMKilled Exit Code: 137\n", True),
+    ],
+)
+def test_a_node_pressure_eviction_is_not_confidently_the_jobs_memory(tmp_path: Path, text: str,
+                                                                      confident: bool) -> None:
+    d = _diag(tmp_path, "describe_pod.txt", text)
+    assert d.category.value == "host_oom", d.root_cause.summary
+    assert (d.confidence >= 0.5) is confident
