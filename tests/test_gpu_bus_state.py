@@ -52,3 +52,18 @@ def test_a_gpu_that_needs_a_reset_is_the_hardware_not_the_device_setting(tmp_pat
     )
     d = _diag(tmp_path, text)
     assert d.category.value == "gpu_hardware", d.root_cause.summary
+
+
+def test_rev_ff_after_a_cut_traceback_is_still_read(tmp_path: Path) -> None:
+    # dev gpu-036 as pasted: the watchdog timeouts, a traceback cut after its frames, then lspci
+    text = (
+        "".join(WATCHDOG.format(r=r) for r in (1, 2, 3))
+        + "Traceback (most recent call last):\n"
+        '  File "/home/user/models/detr.py", line 637, in forward\n'
+        "    torch.distributed.all_reduce(num_boxes)\n"
+        '  File "/opt/conda/lib/python3.9/site-packages/torch/distributed/distributed_c10d.py", line 1320, in all_reduce\n'
+        "    work = default_pg.allreduce([tensor], opts)\n"
+        + LSPCI.format(rev="ff")
+    )
+    d = _diag(tmp_path, text)
+    assert d.category.value == "gpu_hardware", d.root_cause.summary
