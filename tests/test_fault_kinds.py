@@ -94,7 +94,7 @@ CASES = {
         "fail_stop", "data",
     ),
     "rendezvous_timeout": (
-        "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n", "fail_stop", "infrastructure",
+        "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n", "fail_stop", "framework",
     ),
 }
 
