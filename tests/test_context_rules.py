@@ -239,21 +239,6 @@ def test_a_library_module_without_an_attribute_is_a_version_mismatch(tmp_path: P
     assert d.category.value == category, d.root_cause.summary
 
 
-# NCCL's "Duplicate GPU detected" is a rank-to-device mapping error: on the public dev threads mostly
-# the launch (n2net-026, net-013: more processes than visible GPUs), not an NCCL fault.
-def test_two_ranks_on_one_gpu_is_the_launch_configuration(tmp_path: Path) -> None:
-    text = (
-        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
-        "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
-        "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
-        "Last error:\n"
-        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n"
-    )
-    d = _diag(tmp_path, "rank0.log", text)
-    assert d.category.value == "config", d.root_cause.summary
-    assert d.confidence < 0.5
-
-
 # Lightning's MisconfigurationException about the LightningModule's own self.log use is the job's code
 # (dev n6-023); about the devices it asked for, the configuration (dev cl-047).
 @pytest.mark.parametrize(
