@@ -214,3 +214,150 @@ def test_messages_whose_cause_spans_categories_are_not_confident(tmp_path: Path,
     d = _diag(tmp_path, "rank1.log", text)
     assert d.category.value == "user_code", d.root_cause.summary
     assert d.confidence < 0.5, d.confidence
+
+
+# A missing module attribute of an installed library is a version mismatch (dev n3fw-002); the same
+# AttributeError on the job's own module or on an object stays the job's code.
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("[rank0]: Traceback (most recent call last):\n"
+         '[rank0]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 14, in <module>\n'
+         "[rank0]:     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec\n"
+         '[rank0]:   File "/workspace/Megatron-LM/megatron/core/extensions/transformer_engine.py", line 52, in <module>\n'
+         "[rank0]:     class TENorm:\n"
+         "[rank0]: AttributeError: module 'transformer_engine' has no attribute 'pytorch'\n", "config"),
+        ("Traceback (most recent call last):\n"
+         '  File "/workspace/train.py", line 31, in <module>\n'
+         "    model = utils.build_model(cfg)\n"
+         "AttributeError: module 'utils' has no attribute 'build_model'\n", "user_code"),
+    ],
+)
+def test_a_library_module_without_an_attribute_is_a_version_mismatch(tmp_path: Path, text: str,
+                                                                      category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+
+
+# Lightning's MisconfigurationException about the LightningModule's own self.log use is the job's code
+# (dev n6-023); about the devices it asked for, the configuration (dev cl-047).
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("[rank0]: Traceback (most recent call last):\n"
+         '[rank0]:   File "/workspace/boltz/src/model/module.py", line 812, in on_validation_epoch_end\n'
+         "[rank0]:     self.log(f\"val/{name}\", value, sync_dist=True)\n"
+         '[rank0]:   File "/opt/conda/lib/python3.11/site-packages/lightning/pytorch/core/module.py", line 537, in log\n'
+         "[rank0]:     raise MisconfigurationException(\n"
+         "[rank0]: lightning_fabric.utilities.exceptions.MisconfigurationException: You called `self.log(val/lddt, ...)` "
+         "twice in `on_validation_epoch_end` with different arguments. This is not allowed\n", "user_code"),
+        ("Traceback (most recent call last):\n"
+         '  File "/opt/conda/lib/python3.11/site-packages/lightning/fabric/accelerators/cuda.py", line 160, in _check\n'
+         "    raise MisconfigurationException(\n"
+         "lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1, 2, 3]\n"
+         " But your machine only has: [0]\n", "config"),
+    ],
+)
+def test_lightning_refusing_the_modules_own_logging_is_the_jobs_code(tmp_path: Path, text: str,
+                                                                      category: str) -> None:
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+
+
+NCCL_VETH = (
+    "gpu-node-001:101542:101542 [0] NCCL INFO Bootstrap : Using [0]eno1:10.0.40.41<0> {iface}\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/IB : No device found.\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO NET/Socket : Using [0]eno1:10.0.40.41<0> {iface}\n"
+    "gpu-node-001:101542:101542 [0] NCCL INFO Using network Socket\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Channel 00 : 1[18000] -> 0[18000] [send] via NET/Socket/1\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n"
+    "gpu-node-001:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n"
+)
+
+
+# NCCL listing a container bridge (or lo) among its socket interfaces, then failing to connect: the
+# interface choice (NCCL_SOCKET_IFNAME), dev n5-036 / n3net-010; the same log on two cluster NICs is not.
+@pytest.mark.parametrize(
+    ("iface", "category"),
+    [
+        ("[1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>", "config"),
+        ("[1]docker0:172.17.0.1<0>", "config"),
+        ("[1]eno2:10.0.41.41<0>", "unknown"),
+    ],
+)
+def test_nccl_on_a_container_bridge_is_the_interface_choice(tmp_path: Path, iface: str, category: str) -> None:
+    d = _diag(tmp_path, "rank1.log", NCCL_VETH.format(iface=iface))
+    assert d.category.value == category, d.root_cause.summary
+    assert d.confidence < 0.5
+
+
+# c10d could not resolve the master address: a file path there is the launch's value (dev hf-031,
+# config), a real host name is DNS (infrastructure).
+@pytest.mark.parametrize(
+    ("host", "category"),
+    [("/root/cuda11.8.bashrc", "config"), ("gpu-node-001", "infrastructure")],
+)
+def test_a_master_address_that_is_a_path_is_the_launch_value(tmp_path: Path, host: str, category: str) -> None:
+    text = (
+        f"10.0.0.1: [W socket.cpp:601] [c10d] The IPv6 network addresses of ({host}, 45458) cannot be retrieved "
+        "(gai error: -3 - Temporary failure in name resolution).\n"
+        "10.0.0.1: Traceback (most recent call last):\n"
+        '10.0.0.1:   File "/usr/local/bin/accelerate", line 8, in <module>\n'
+        "10.0.0.1:     sys.exit(main())\n"
+        f"10.0.0.1: torch.distributed.DistNetworkError: The client socket has failed to connect to any network "
+        f"address of ({host}, 45458).\n"
+    )
+    d = _diag(tmp_path, "launcher.log", text)
+    assert d.category.value == category, d.root_cause.summary
+
+
+# DDP's "mark a variable ready only once" is a parameter's gradient seen twice (reentrant activation
+# checkpointing under DDP, dev n4fw-007), not the unused-parameter case, and not confidently the code's.
+@pytest.mark.parametrize(
+    ("error", "category", "confident"),
+    [
+        ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+         "reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters "
+         "are not shared across multiple concurrent forward-backward passes. 2) Reused parameters in multiple "
+         "reentrant backward passes.", "config", False),
+        ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This "
+         "error indicates that your module has parameters that were not used in producing loss.", "user_code", True),
+    ],
+)
+def test_ddp_variable_ready_twice_is_not_the_unused_parameter_case(tmp_path: Path, error: str, category: str,
+                                                                   confident: bool) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/FocalNet/main.py", line 239, in train_one_epoch\n'
+        "    loss.backward()\n"
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/autograd/__init__.py", line 147, in backward\n'
+        "    Variable._execution_engine.run_backward(\n"
+        f"{error}\n"
+    )
+    d = _diag(tmp_path, "rank0.log", text)
+    assert d.category.value == category, d.root_cause.summary
+    assert (d.confidence >= 0.5) is confident
+
+
+# A pod evicted for node memory pressure may have been evicted for its neighbours' use (no requests:
+# evicted first), so host_oom is not a confident answer there (dev n2fw-005); OOMKilled is its own limit.
+@pytest.mark.parametrize(
+    ("text", "confident"),
+    [
+        ("Name:           agents-ppo-ant-feedforward-93168c9e-master-x1\n"
+         "Namespace:      kubeflow\n"
+         "Status:         Failed\n"
+         "Reason:         Evicted\n"
+         "Message:        The node was low on resource: memory.\n", False),
+        ("    State:          Terminated\n"
+         "      Reason:       OOMKilled\n"
+         "      Exit Code:    137\n"
+         "    Last State: Terminated Reason: OOMKilled Exit Code: 137\n", True),
+    ],
+)
+def test_a_node_pressure_eviction_is_not_confidently_the_jobs_memory(tmp_path: Path, text: str,
+                                                                      confident: bool) -> None:
+    d = _diag(tmp_path, "describe_pod.txt", text)
+    assert d.category.value == "host_oom", d.root_cause.summary
+    assert (d.confidence >= 0.5) is confident

@@ -293,3 +293,30 @@ def test_ascii_files_become_byte_blocks_and_others_text_blocks(tmp_path) -> None
     assert not any(b.ascii for b in by_file["node-1.log"] + by_file["node-2.log"])
     assert "".join(b.text for b in by_file["node-1.log"]) == "ok\nError: x\n" * 400
     assert "".join(b.text for b in by_file["node-2.log"]) == "donn\u00e9es\nRuntimeError: \u00e9t\u00e9\n" * 300
+
+
+def test_output_pasted_after_a_cut_traceback_is_not_its_exception_line() -> None:
+    """A traceback cut after its frames, then lspci output (dev gpu-036): the first lspci line is no
+    exception line (an exception line starts with the type's name), so the traceback stays incomplete
+    and the lspci lines are lines of their own; a timestamped exception line is still the exception."""
+    frames = [
+        "Traceback (most recent call last):",
+        '  File "/home/user/models/detr.py", line 637, in forward',
+        "    torch.distributed.all_reduce(num_boxes)",
+        '  File "/opt/conda/lib/python3.9/site-packages/torch/distributed/distributed_c10d.py", line 1320, in all_reduce',
+        "    work = default_pg.allreduce([tensor], opts)",
+    ]
+    lspci = [
+        "1a:00.0 VGA compatible controller: NVIDIA Corporation TU102GL [Quadro RTX 6000/8000] (rev a1)",
+        "1c:00.0 VGA compatible controller: NVIDIA Corporation TU102GL [Quadro RTX 6000/8000] (rev ff)",
+    ]
+    blocks = list(Bundle.from_text("\n".join(frames + lspci) + "\n", "node.log").blocks())
+    events = list(extract_events(blocks, ProgressLog()))
+    tb = [e for e in events if e.kind is EventKind.TRACEBACK]
+    assert [e.key.startswith("Traceback (incomplete): ") for e in tb] == [True]
+    assert not any("VGA" in line for line in tb[0].lines)
+
+    stamped = frames + ["2024-01-16 18:04:01 RuntimeError: NCCL communicator was aborted on rank 3."]
+    blocks = list(Bundle.from_text("\n".join(stamped) + "\n", "node.log").blocks())
+    tb = [e for e in extract_events(blocks, ProgressLog()) if e.kind is EventKind.TRACEBACK]
+    assert [e.line for e in tb] == [6] and "RuntimeError" in tb[0].key

@@ -71,6 +71,8 @@ CASES = [
     ("remote", "socketProgress: Connection closed by remote peer gpu-node-002<57426>",
      "network", "nle_socket_peer_closed"),
     ("internal", "NET/Socket : no interface found", "config", "nle_socket_no_interface"),
+    # the proxy failed the transport's Connect step (dev cl-025, n2net-028): the nodes' connection, no NCCL bug
+    ("internal", "Proxy Call to rank 7 failed (Connect)", "network", "nle_proxy_connect_failed"),
     ("internal", "Bootstrap Root : mismatch in rank count from procs 16 : 8", "config", "nle_bootstrap_rank_mismatch"),
     ("usage", "Mismatched NCCL version detected : rank 8 version 21805 rank 0 version 21903",
      "config", "nle_version_mismatch"),

@@ -202,6 +202,10 @@ EXCEPTION_LINE = re.compile(
 #: An exception line with an empty message (``RuntimeError:``), whose text follows on the next line.
 BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\s*:\s*$")
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+#: A line after a traceback's frames that cannot be its exception line: it starts with a digit (an exception
+#: line starts with the exception's type name, an identifier) and names no exception, e.g. lspci or
+#: nvidia-smi output pasted after a cut traceback. The traceback ends there, incomplete.
+NOT_AN_EXCEPTION_LINE = re.compile(r"^\d(?!.*(?:Error|Exception|Exit|Interrupt|Killed)\b)")
 CPP_FRAME = re.compile(r"^frame #\d+:")
 GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
@@ -831,6 +835,8 @@ class Extractor:
             elif exc_line is None and (body.startswith((" ", "\t")) or s.startswith(("^", "~"))) and s:
                 lines.append(body.rstrip()[:MAX_LINE_CHARS])  # source line under a frame
                 consumed.add(pos)
+            elif exc_line is None and s and lines and NOT_AN_EXCEPTION_LINE.match(s):
+                break
             elif exc_line is None and s and lines:
                 exc_line = clean_key(body)
                 exc_line_no = n
