@@ -7,8 +7,8 @@
 
 Inputs: the bundled example (``examples/``), the log fixtures of ``tests/fixtures`` (lab consoles, hang,
 Flight Recorder, debug-server, slow and ETPR lab runs), every layout of ``tests/bundles.py`` (written to a
-temporary folder), the corpus's logs outside its test split (``eval/corpus/split.json``; the test split's
-logs are not read), the shared ``incidents_dev`` logs and the Loghub 2k samples when present, and any
+temporary folder), the corpus's dev logs (the dev ids of every frozen batch of ``eval/corpus/split.json``; no other
+corpus log is read), the shared ``incidents_dev`` logs and the Loghub 2k samples when present, and any
 ``--bundle`` (e.g. a kept ``bench_diagnose.py`` bundle).
 
 Per input one JSON line: the whole :class:`~diag_service.domain.Diagnosis` (``diagnose(..., kb=False,
@@ -41,6 +41,13 @@ def _shared() -> Path | None:
     return None
 
 
+def _dev_ids() -> set[str]:
+    """The corpus cases frozen in the dev split (``split.json``: the first freeze and every addition). A case in
+    no frozen batch is left out, like the test split: only dev logs are read."""
+    split = json.loads((REPO / "eval" / "corpus" / "split.json").read_text())
+    return {cid for part in [split, *split.get("additions", [])] for cid in part.get("dev", [])}
+
+
 def inputs(tmp: Path, extra: list[str]) -> Iterator[tuple[str, Path]]:
     """``(name, path)`` of every input, in a fixed order."""
     for p in sorted((REPO / "examples").iterdir()):
@@ -70,10 +77,9 @@ def inputs(tmp: Path, extra: list[str]) -> Iterator[tuple[str, Path]]:
         d = tmp / name
         d.mkdir()
         yield f"bundles/{name}", build(d).path
-    split = json.loads((REPO / "eval" / "corpus" / "split.json").read_text())
-    test = set(split.get("test", []))
+    dev = _dev_ids()
     for p in sorted((REPO / "eval" / "corpus" / "logs").glob("*.log")):
-        if p.stem not in test:
+        if p.stem in dev:
             yield f"corpus/{p.name}", p
     shared = _shared()
     if shared is not None:
