@@ -320,3 +320,26 @@ def test_output_pasted_after_a_cut_traceback_is_not_its_exception_line() -> None
     blocks = list(Bundle.from_text("\n".join(stamped) + "\n", "node.log").blocks())
     tb = [e for e in extract_events(blocks, ProgressLog()) if e.kind is EventKind.TRACEBACK]
     assert [e.line for e in tb] == [6] and "RuntimeError" in tb[0].key
+
+
+def test_a_prefixed_traceback_takes_its_workers_own_earlier_timestamp() -> None:
+    """torchrun --tee 3 console: the worker's own lines carry ``[default1]:`` only, its traceback
+    ``[default1]:[rank1]:`` (torch's rank prefix); the exception's time is the worker's latest stamped line,
+    not the launcher's start-up warning above (seen in a real 2-rank gloo run, 2026-12-04)."""
+    lines = [
+        "W1204 12:59:25.309000 22260 torch/distributed/run.py:874] *****************************************",
+        "[default0]:2026-12-04T12:59:30.230Z rank 0 step 40 loss 1.5846",
+        "[default1]:2026-12-04T12:59:30.601Z rank 1 step 45 loss 1.2090",
+        "[default1]:[rank1]: Traceback (most recent call last):",
+        '[default1]:[rank1]:   File "/work/train.py", line 29, in main',
+        "[default1]:[rank1]:     loss = nn.functional.mse_loss(model(x), y)",
+    ]
+    for _ in range(6):
+        lines += ['[default1]:[rank1]:   File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", '
+                  'line 1789, in _call_impl', "[default1]:[rank1]:     return forward_call(*args, **kwargs)"]
+    lines += ["[default1]:[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x33 and 32x4)"]
+    blocks = Bundle.from_text("\n".join(lines) + "\n", "console.log").blocks()
+    events = [e for e in extract_events(blocks, ProgressLog()) if "shapes cannot be multiplied" in e.key]
+    assert events and events[0].rank == 1
+    assert events[0].ts is not None
+    assert abs(events[0].ts - 1796389170.601) < 1e-3  # 2026-12-04T12:59:30.601Z

@@ -436,6 +436,12 @@ def _line_ranks(text: str | bytes, pos: int, endpos: int) -> set[str] | set[byte
 _NOBODY = (None, None, None)
 
 
+def _compatible(a: tuple, b: tuple) -> bool:
+    """Two writers ``(rank, local_rank, node)`` that no field tells apart: each field is unknown on one side
+    or equal (``_NOBODY`` is compatible with every writer)."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
 def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | None]:
     """Combine path and line attribution. A Slurm task id is a rank unless a finer prefix exists."""
     rank = att.rank if att.rank is not None else src.rank
@@ -500,8 +506,10 @@ class Extractor:
             if pos <= 0:
                 return None
             pos, att, w = rd.line_before(pos)
-            # skip lines that name another writer; unattributed lines do not contradict this one
-            if not single_writer and w != who and w != _NOBODY:
+            # skip lines that name another writer; unattributed lines, and lines naming the same writer by fewer
+            # fields (torchrun's "[default1]:" worker line beside the same worker's "[default1]:[rank1]:" traceback),
+            # do not contradict this one
+            if not single_writer and w != who and not _compatible(w, who):
                 continue
             ts = self._ts(att.text)
             if ts is None and att.stamp:
