@@ -588,3 +588,43 @@ def test_first_step_is_dated_by_the_feed_record_when_its_time_is_plausible(
     agent.step()
     (first,) = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.FIRST_STEP]
     assert first.time == pytest.approx(end if dated_by_record else clock.t, abs=1e-3)
+
+
+def test_launcher_log_dir_is_read_from_the_wrapped_torchrun_command() -> None:
+    from diag_service.live.agent import launcher_log_dir
+
+    assert launcher_log_dir(["torchrun", "--nproc-per-node", "2", "--log-dir", "/logs", "train.py"], {}) == Path("/logs")
+    assert launcher_log_dir(["python", "-m", "torch.distributed.run", "--log_dir=out", "t.py"], {}) == Path("out")
+    assert launcher_log_dir(["torchrun", "train.py"], {"PET_LOG_DIR": "/pet"}) == Path("/pet")
+    assert launcher_log_dir(["torchrun", "train.py"], {}) is None
+    assert launcher_log_dir(["python", "train.py", "--log-dir", "/x"], {}) is None  # not a launcher: its own option
+
+
+def test_watch_wrapping_torchrun_tails_the_workers_logs_under_its_log_dir(tmp_path: Path) -> None:
+    """``diag watch -- torchrun --log-dir D ...`` without ``--log-dir`` of its own reads the workers' files under
+    D (a new user's trial: only the launcher's console was read, the per-rank stderr.log with the traceback not)."""
+    import os
+    import stat
+
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+
+    logs = tmp_path / "logs"
+    fake = tmp_path / "torchrun"  # stands in for torchrun: writes a worker's stderr.log under --log-dir, fails
+    fake.write_text(
+        "#!/bin/sh\n"
+        'd="$2/run_1/attempt_0/1"; mkdir -p "$d"\n'
+        "printf '[rank1]: Traceback (most recent call last):\\n"
+        '[rank1]:   File \"/w/train.py\", line 29, in main\\n'
+        "[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x33 and 32x4)\\n' > \"$d/stderr.log\"\n"
+        "sleep 1.5\nexit 1\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    state = tmp_path / "state"
+    r = CliRunner().invoke(app, ["watch", "--job-id", "j1", "--state-dir", str(state), "--quiet", "--",
+                                 str(fake), "--log-dir", str(logs), "train.py"], env={**os.environ})
+    assert r.exit_code == 1, r.output
+    assert f"--log-dir {logs}" in r.output
+    spooled = "".join(p.read_text() for p in (state / "spool").rglob("*") if p.is_file())
+    assert "shapes cannot be multiplied" in spooled

@@ -43,7 +43,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -670,6 +670,19 @@ def _log_dir_args(cmd: list[str]) -> list[str]:
         elif a in LOG_DIR_OPTIONS and i + 1 < len(cmd):
             vals.append(cmd[i + 1])
     return vals
+
+
+def launcher_log_dir(cmd: list[str], env: Mapping[str, str]) -> Path | None:
+    """The log folder a launcher command will write to: the first :data:`LOG_DIR_OPTIONS` value of ``cmd`` when
+    ``cmd`` is a torchrun / torchelastic launcher (:func:`is_launcher`), else its :data:`LOG_DIR_ENV` in ``env``;
+    ``None`` for another command or a launcher without one. Relative paths stay relative (to the working
+    directory the command is started in, which is the agent's)."""
+    if not is_launcher(cmd):
+        return None
+    for val in [*_log_dir_args(cmd), *(env.get(k, "") for k in LOG_DIR_ENV)]:
+        if val and "\x00" not in val:
+            return Path(val)
+    return None
 
 
 def find_launchers(log_dir: Path) -> list[LauncherMatch]:

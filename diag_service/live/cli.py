@@ -57,7 +57,7 @@ def watch(
     import psutil  # noqa: F401
     import watchfiles  # noqa: F401
 
-    from diag_service.live.agent import Agent, WatchSettings, launch
+    from diag_service.live.agent import Agent, WatchSettings, launch, launcher_log_dir
     from diag_service.live.spool import http_sender
 
     cmd = list(ctx.args)
@@ -69,6 +69,10 @@ def watch(
         raise WatchError(f"not a job id: {job_id!r}")
     if not cmd and pid is None and log_dir is None:
         raise WatchError("nothing to watch: give a command after --, or --pid and/or --log-dir")
+    if cmd and log_dir is None:
+        log_dir = launcher_log_dir(cmd, os.environ)  # the wrapped torchrun's own --log-dir / PET_LOG_DIR
+        if log_dir is not None:
+            typer.echo(f"[diag watch] watching the workers' logs under the launcher's --log-dir {log_dir}", err=True)
     if log_dir is not None and not log_dir.is_dir():
         log_dir.mkdir(parents=True, exist_ok=True)  # torchrun creates its tree inside it later
     fmt = "%(asctime)s [diag watch] %(message)s" if log_file else "[diag watch] %(message)s"
@@ -78,6 +82,7 @@ def watch(
     else:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format=fmt, stream=sys.stderr)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change otherwise
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one "HTTP Request: POST ..." line per batch otherwise
     cfg = WatchSettings(job_id=job_id, log_dir=log_dir, feed_dir=feed_dir, fr_dir=fr_dir, pid=pid,
                         state_dir=state_dir or Path(".diag-watch") / job_id.replace("/", "_"),
                         hang_floor_s=hang_floor, hang_factor=hang_factor, stack_every_s=stack_every, heartbeat_s=heartbeat)
