@@ -312,6 +312,11 @@ class HangSuspect(BaseModel):
     score: float = Field(ge=0, le=1)
     reason: str
     top_frames: list[str] = Field(default_factory=list)
+    kind: str | None = Field(default=None, description=(
+        "Why it is suspected. From stacks: 'outside_collective' (stuck in no collective while others wait), "
+        "'collective_mismatch' (stuck in another collective than the majority), 'call_site_mismatch' (the same "
+        "collective from another place), 'same_collective', 'moving' (still running), 'no_stack'. From Flight "
+        "Recorder: its culprit kinds ('not_joined', 'mismatch', 'no_dump', 'p2p', 'cycle')."))
 
 
 class CollectiveStall(BaseModel):

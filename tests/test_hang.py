@@ -138,3 +138,39 @@ def test_cli_and_diagnose_bundle(tmp_path: Path) -> None:
     assert d.hang is not None and d.hang.hung
     assert d.first_failing_rank == 0
     assert all(not e.file.startswith("dumps/") for e in d.root_cause.evidence)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_culprit_stuck_in_the_jobs_own_code_or_a_mismatched_collective_is_user_code(tmp_path: Path, case: str) -> None:
+    """The lab's real dumps (py-spy): a rank asleep or deadlocked in the training script, or in a barrier while the
+    others all-reduce, is the job's code (each scenario's truth is user_code); the category is not left unknown."""
+    from diag_service.domain import Category
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(FIX / case, bundle / "dumps")
+    (bundle / "job.log").write_text("step 30 loss 0.91\n")
+    d = diagnose(DiagnoseRequest(path=str(bundle)))
+    assert d.failure_mode is FailureMode.FAIL_HANG
+    assert d.first_failing_rank == CASES[case]
+    assert d.category is Category.USER_CODE and d.category_source == "analyzers"
+    assert d.confidence < 0.5  # the stacks say where, not why: never a confident answer
+
+
+def test_a_culprit_stuck_inside_a_library_names_no_category() -> None:
+    from diag_service.domain import Category, HangSuspect
+    from diag_service.localize.root_cause import hang_culprit_category
+
+    loader = HangSuspect(rank=2, score=0.9, kind="outside_collective", reason="stuck outside any collective", top_frames=[
+        "_recv (multiprocessing/connection.py:395)", "_next_data (torch/utils/data/dataloader.py:1447)",
+        "__next__ (torch/utils/data/dataloader.py:733)", "train (recipes/train.py:88)"])
+    assert hang_culprit_category(loader) is None
+    ckpt = loader.model_copy(update={"top_frames": [
+        "write (torch/serialization.py:652)", "save (deepspeed/runtime/engine.py:3190)", "train (recipes/train.py:97)"]})
+    assert hang_culprit_category(ckpt) is None
+    own = loader.model_copy(update={"top_frames": ["wait (threading.py:327)", "flush_now (/work/job/train.py:301)"]})
+    assert hang_culprit_category(own) == (Category.USER_CODE, hang_culprit_category(own)[1])  # type: ignore[index]
+    same = loader.model_copy(update={"kind": "same_collective", "top_frames": ["train (recipes/train.py:88)"]})
+    assert hang_culprit_category(same) is None
+    fr = HangSuspect(rank=1, score=0.9, kind="mismatch", reason="joined seq 12 with barrier, others all_reduce")
+    assert hang_culprit_category(fr) is not None and hang_culprit_category(fr)[0] is Category.USER_CODE  # type: ignore[index]

@@ -115,11 +115,11 @@ def test_the_slow_report_in_a_diagnosis_is_typed_and_reads_back_from_stored_json
     assert back.slow is not None and back.slow.stragglers == d.slow.stragglers and back.slow.summary == d.slow.summary
 
 
-@pytest.mark.parametrize(("after_s", "category"), [(60.0, "unknown"), (-60.0, "infrastructure")])
+@pytest.mark.parametrize(("after_s", "category"), [(60.0, "user_code"), (-60.0, "infrastructure")])
 def test_a_kill_after_the_ranks_were_stuck_is_teardown_not_cause(tmp_path: Path, after_s: float, category: str) -> None:
     # Real py-spy dumps of a hung lab run (rank 2 slept before an all-reduce) and torchrun's agent told to stop
     # from outside. Stamped after the first stuck snapshot, the signal is someone killing the hung job; stamped
-    # before the hang, it is what stopped the job.
+    # before the hang, it is what stopped the job. After it, the stacks decide: rank 2 asleep in the script.
     import datetime as dt
 
     src = Path(__file__).parent / "fixtures" / "hang" / "sleep_before_allreduce"
@@ -132,6 +132,6 @@ def test_a_kill_after_the_ranks_were_stuck_is_teardown_not_cause(tmp_path: Path,
     d = diagnose(DiagnoseRequest(path=str(bundle)))
     assert d.failure_mode.value == "fail_hang"
     assert d.category.value == category
-    if category == "unknown":
+    if after_s > 0:
         assert d.first_failing_rank == 2
         assert any("teardown" in f for f in d.findings)

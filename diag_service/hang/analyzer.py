@@ -269,29 +269,31 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
                 continue
             if not g.in_collective:
                 reason = f"stuck outside any collective in {g.top_frames[0] if g.top_frames else '?'}"
-                score = 0.9
+                score, why = 0.9, "outside_collective"
             elif majority is not None and (
                 len(g.ranks) < len(majority.ranks) or routine[g.signature] < routine[majority.signature]
             ):
                 where = majority.top_frames[1] if len(majority.top_frames) > 1 else "?"
                 kind = "collective mismatch" if g.collective != majority.collective else "call-site mismatch"
+                why = "collective_mismatch" if g.collective != majority.collective else "call_site_mismatch"
                 reason = f"{kind}: stuck in {g.collective} while the majority waits in {majority.collective} at {where}"
                 score = 0.7
             else:
                 reason = f"stuck in {g.collective}, as many ranks as the group in {majority.collective if majority else '?'}"
-                score = 0.5
+                score, why = 0.5, "same_collective"
             for r in g.ranks:
-                suspects.append(HangSuspect(rank=r, node=nodes.get(r), score=score, reason=reason, top_frames=g.top_frames))
+                suspects.append(HangSuspect(rank=r, node=nodes.get(r), score=score, reason=reason,
+                                            top_frames=g.top_frames, kind=why))
         for r in moving:
             frames = sigs[r][max(sigs[r])][1]
             suspects.append(HangSuspect(
-                rank=r, node=nodes.get(r), score=0.85, top_frames=[f.short() for f in frames[:6]],
+                rank=r, node=nodes.get(r), score=0.85, top_frames=[f.short() for f in frames[:6]], kind="moving",
                 reason="still running (its stack changes between dumps) while the others wait" +
                        (f" in {majority.collective}" if majority and majority.in_collective else ""),
             ))
         for r in silent:
             suspects.append(HangSuspect(
-                rank=r, node=nodes.get(r), score=0.6,
+                rank=r, node=nodes.get(r), score=0.6, kind="no_stack",
                 reason="no readable stack in the last dumps: the process exited, or could not be dumped",
             ))
     suspects.sort(key=lambda s: (-s.score, s.rank))

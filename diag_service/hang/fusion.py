@@ -52,7 +52,7 @@ def explain_collectives(fr: CollectiveReport) -> str:
 
 
 def _report_from_fr(fr: CollectiveReport) -> HangReport:
-    suspects = [HangSuspect(rank=c.rank, score=_fr_score(c), reason=c.reason) for c in fr.culprits]
+    suspects = [HangSuspect(rank=c.rank, score=_fr_score(c), reason=c.reason, kind=c.kind) for c in fr.culprits]
     suspects.sort(key=lambda s: (-s.score, s.rank))
     hung = bool(fr.stalls or fr.p2p)
     explanation = explain_collectives(fr)
@@ -101,7 +101,10 @@ def fuse(stacks: HangReport | None, fr: CollectiveReport | None) -> HangReport:
         elif frames:
             reason += f"; stacks: stuck at {frames[0]}"
         score = 0.97 if st is not None and st.score >= 0.5 else _fr_score(c)
-        merged.append(HangSuspect(rank=c.rank, node=st.node if st else None, score=score, reason=reason, top_frames=frames))
+        # the Flight Recorder's kind, unless it only says "not joined" and the stacks say where the rank is instead
+        kind = st.kind if c.kind == "not_joined" and st is not None and st.kind == "outside_collective" else c.kind
+        merged.append(HangSuspect(rank=c.rank, node=st.node if st else None, score=score, reason=reason,
+                                  top_frames=frames, kind=kind))
     named = {c.rank for c in fr.culprits}
     for s in stacks.suspects:
         if s.rank in named:

@@ -27,7 +27,9 @@ Rules, in order (each documented where it acts):
 
 from __future__ import annotations
 
+import re
 import statistics
+import sys
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ from diag_service.domain import (
     Evidence,
     FailureMode,
     HangReport,
+    HangSuspect,
     Responsible,
     SignatureHit,
     SimilarIncident,
@@ -51,6 +54,7 @@ from diag_service.domain import (
 )
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
+from diag_service.signatures.catalog import innermost_frame_owner
 from diag_service.slow.models import SlowReport
 
 MIN_CONFIDENCE = 0.4
@@ -648,6 +652,47 @@ def _hang_source(hang: HangReport) -> str:
     return names.get(tuple(hang.evidence), "Stack dumps")
 
 
+#: Hang culprit kinds (:class:`~diag_service.domain.HangSuspect`) that are the job's own code whatever the frames:
+#: ranks that issued different collectives at the same point. Every rank of a process group must call the same
+#: collectives in the same order (PyTorch distributed docs, "Collective functions"; TORCH_DISTRIBUTED_DEBUG=DETAIL
+#: reports such a mismatch as the program's error).
+MISMATCH_KINDS = ("collective_mismatch", "mismatch")
+_SHORT_FRAME = re.compile(r"^(?P<name>.*) \((?P<file>.+?)(?::(?P<line>\d+))?\)$")
+
+
+def _stdlib_file(path: str) -> bool:
+    """A frame file of the Python standard library, as a traceback (``/usr/lib/python3.11/threading.py``,
+    ``<frozen ...>``) or py-spy, which shortens paths to the module's (``threading.py``,
+    ``multiprocessing/connection.py``: the first component is a module of :data:`sys.stdlib_module_names`)."""
+    if path.startswith("<"):
+        return True
+    if path.startswith("/"):
+        return "/lib/python" in path and "-packages/" not in path
+    head = path.split("/", 1)[0].removesuffix(".py")
+    return head in sys.stdlib_module_names
+
+
+def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
+    """``(category, why)`` that a hang's single culprit implies, or None: ``user_code`` when it issued another
+    collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective and the
+    innermost of its ``top_frames`` ('function (file:line)', innermost first) that is not the standard
+    library's is the job's own file (not site-packages, not a framework package:
+    :func:`~diag_service.signatures.catalog.innermost_frame_owner`). A rank stuck inside a library (a data
+    loader, a checkpoint write, a framework's own wait) names no category: the stacks do not say why."""
+    if top.kind in MISMATCH_KINDS:
+        return Category.USER_CODE, "it called another collective than its peers at the same point"
+    if top.kind not in ("outside_collective", "not_joined") or not top.top_frames:
+        return None
+    for f in top.top_frames:  # innermost first
+        m = _SHORT_FRAME.match(f)
+        if m is None or _stdlib_file(m.group("file")):
+            continue  # a wait in threading / multiprocessing belongs to whoever called it
+        if innermost_frame_owner([f'  File "{m.group("file")}", line {m.group("line") or 0}']) != "user":
+            return None
+        return Category.USER_CODE, f"stuck outside any collective in the job's own code ({f})"
+    return None
+
+
 def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     """Fold a hang analysis (stack dumps, Flight Recorder dumps or both) into a diagnosis (in place).
 
@@ -671,6 +716,12 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         if unique and top is not None:
             d.first_failing_rank = top.rank
             d.confidence = max(d.confidence, round(min(0.45, top.score / 2), 3))
+            cause = hang_culprit_category(top)
+            if cause is not None:
+                d.category, why = cause
+                d.responsible = DEFAULT_RESPONSIBLE[d.category]
+                d.category_source = "analyzers"
+                d.findings.append(f"Category {d.category.value} from the hang's culprit, rank {top.rank}: {why}.")
     elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
         # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
         # does not outrank a culprit the hang evidence singles out
