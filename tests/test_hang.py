@@ -174,3 +174,18 @@ def test_a_culprit_stuck_inside_a_library_names_no_category() -> None:
     assert hang_culprit_category(same) is None
     fr = HangSuspect(rank=1, score=0.9, kind="mismatch", reason="joined seq 12 with barrier, others all_reduce")
     assert hang_culprit_category(fr) is not None and hang_culprit_category(fr)[0] is Category.USER_CODE  # type: ignore[index]
+
+
+def test_the_advice_to_take_stack_dumps_is_dropped_once_they_were_taken(tmp_path: Path) -> None:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(FIX / "lock_deadlock", bundle / "dumps")
+    (bundle / "job.log").write_text("".join(
+        f"[rank{r}]:[E726 13:23:24.941166255 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=30000) ran for 30066 "
+        "milliseconds before timing out.\n" for r in (1, 2)))
+    d = diagnose(DiagnoseRequest(path=str(bundle)))
+    assert d.first_failing_rank == 0
+    assert any("the logs do not show which rank never joined" in f for f in d.findings)
+    assert not any("take stack dumps" in f for f in [d.root_cause.summary, *d.findings])

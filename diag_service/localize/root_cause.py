@@ -178,7 +178,7 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
         seq, op, numel = next(iter(per_rank.values()))
         findings.append(
             f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; the logs do not show which rank "
-            "never joined (take stack dumps of every rank, or enable the Flight Recorder)."
+            f"never joined ({DUMPS_ADVICE})."
         )
     return findings, suspects
 
@@ -579,8 +579,8 @@ def localize(
             else:
                 summary = (
                     "The logs end without an error, an exit code or a launcher's failure report: the job was still "
-                    "running when they were taken, so it stopped making progress (a hang; take stack dumps of every "
-                    "rank, or enable the Flight Recorder) or ran slowly, unless the excerpt stops short."
+                    f"running when they were taken, so it stopped making progress (a hang; {DUMPS_ADVICE}) or ran "
+                    "slowly, unless the excerpt stops short."
                 )
                 findings.append("No rank reports an error or an exit, and no launcher reports a failure: the job was alive.")
         else:
@@ -642,6 +642,9 @@ def localize(
 #: Confidence of a hang inferred only from a training log that ends without any error, exit or launcher report.
 #: Below every other hang's (0.25 stack dumps, 0.3 collective timeouts): a timing feed's slowdown overrides it.
 ALIVE_NO_ERROR_CONFIDENCE = 0.15
+
+#: What the log stage advises when the logs cannot say who hung; dropped once a hang analysis is folded in.
+DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
 
 #: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
 CONFIDENT_LOGS = 0.5
@@ -707,6 +710,9 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
         return
     d.failure_mode = FailureMode.FAIL_HANG
+    for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):  # they were taken: the advice is moot
+        d.root_cause.summary = d.root_cause.summary.replace(advice, "")
+        d.findings = [f.replace(advice, "") for f in d.findings]
     d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
     _teardown_is_not_the_cause(d, hang)
     top = hang.suspects[0] if hang.suspects else None
