@@ -344,3 +344,41 @@ def test_an_agent_console_pasted_on_one_line_still_names_the_failed_worker(tmp_p
     d = _diag(tmp_path, line)
     assert d.category.value == "host_oom", d.root_cause.summary
     assert d.first_failing_rank == 4
+
+
+# torch.multiprocessing.spawn (detectron2, fairseq and many research repos launch with it): join() raises for the
+# process it saw fail first, by its spawn index (PyTorch torch/multiprocessing/spawn.py; dev n6-025's shape).
+SPAWN_RAISED = """\
+Traceback (most recent call last):
+  File "tools/train_net.py", line 161, in <module>
+    args=(args,),
+  File "/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 158, in join
+    raise ProcessRaisedException(msg, error_index, failed_process.pid)
+torch.multiprocessing.spawn.ProcessRaisedException:
+
+-- Process 2 terminated with the following error:
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 69, in _wrap
+    fn(i, *args)
+  File "/work/detectron2/tools/train_net.py", line 149, in main
+    return trainer.train()
+  File "/work/detectron2/detectron2/engine/train_loop.py", line 274, in run_step
+    loss_dict = self.model(data)
+RuntimeError: CUDA error: an illegal memory access was encountered
+"""
+
+SPAWN_EXITED = """\
+Traceback (most recent call last):
+  File "/work/fairseq/fairseq_cli/train.py", line 557, in cli_main
+    distributed_utils.call_main(cfg, main)
+  File "/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 140, in join
+    raise ProcessExitedException(
+torch.multiprocessing.spawn.ProcessExitedException: process 5 terminated with signal SIGKILL
+"""
+
+
+def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Path) -> None:
+    assert _diag(tmp_path, SPAWN_RAISED).first_failing_rank == 2
+    d = _diag(tmp_path, SPAWN_EXITED)
+    assert d.first_failing_rank == 5
+    assert d.category.value == "host_oom", d.root_cause.summary  # SIGKILL of one worker: the OOM killer's signal

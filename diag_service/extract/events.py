@@ -251,6 +251,14 @@ FIRST_PROCESS = "The first process to do so was"
 FIRST_PROCESS_NAME = re.compile(r"Process name:\s*(?:\[\[\d+,\d+\],(\d{1,6})\]|(\d{1,6}))\s*$")
 FIRST_PROCESS_EXIT = re.compile(r"Exit code:\s*(-?\d+)\s*$")
 FIRST_PROCESS_LINES = 6
+#: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
+#: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
+#: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
+#: exit code C" / "with signal S". N is the spawn index, the function's first argument: the local rank.
+SPAWN_PROCESS = re.compile(
+    r"(?:^-- Process (\d{1,6}) terminated with the following error:|"
+    r"\bprocess (\d{1,6}) terminated with (?:exit code (-?\d+)|signal (SIG[A-Z]+)))"
+)
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
 
 
@@ -472,6 +480,7 @@ class Extractor:
         #: where the last traceback's exception line was (start, line, line number), when it is a launcher's
         #: "The first process to do so was:" (horovodrun raises it as a RuntimeError)
         self._first_in_traceback: tuple[int, str, int] | None = None
+        self._spawn_in_traceback: tuple[int, str, str, int] | None = None
         # per NCCL process (host, pid): the (nranks, rank) of its largest communicator (the world's;
         # a sub-communicator's rank is not the global one), and the ranks its connection lines state
         self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
@@ -706,13 +715,15 @@ class Extractor:
         if who[0] is None and "NCCL" in body and self._nccl_known():
             who = (self._nccl_rank(body), who[1], who[2])
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
-            self._first_in_traceback = None
+            self._first_in_traceback = self._spawn_in_traceback = None
             ev = self._traceback(rd, ls, line_no, who, consumed)
             if ev is not None:
                 # a paste whose newlines were lost runs the agent's "failed (exitcode: N) local_rank: R" and
                 # the traceback together on one line: the agent's report stays with the event
                 ev.fields.update(fields)
                 yield ev
+            if self._spawn_in_traceback is not None and ev is not None:
+                yield self._spawn_first(ev.path, ev.node, ev.ts, ev.ts_approx, *self._spawn_in_traceback)
             if self._first_in_traceback is not None:
                 first = self._first_process(rd, *self._first_in_traceback, who)
                 if first is not None:
@@ -728,6 +739,16 @@ class Extractor:
             first = self._first_process(rd, ls, line, line_no, who)
             if first is not None:
                 yield first  # the line itself is still an event of its own (the launcher's summary)
+        if "rocess" in body:
+            self._spawn_in_traceback = None
+            self._spawn_report(stripped, line_no)
+            if self._spawn_in_traceback is not None:  # the line itself stays an event of its own
+                ts = self._ts(body)
+                approx = ts is None
+                if ts is None:
+                    ts = self._ts_before(rd, ls, who)
+                yield self._spawn_first(rd.src.path, who[2], ts, approx and ts is not None, *self._spawn_in_traceback)
+                self._spawn_in_traceback = None
         kind = _classify(stripped)
         key = clean_key(body)
         if stripped == "Last error:":
@@ -790,6 +811,28 @@ class Extractor:
             fields={"root": "1", "exitcode": exitcode or "", "signal": ""},
         )
 
+    def _spawn_report(self, s: str, line_no: int) -> None:
+        """Remember torch.multiprocessing.spawn's report of the failed process (:data:`SPAWN_PROCESS`) in a
+        traceback's exception line or message, the first one only."""
+        m = SPAWN_PROCESS.search(s) if self._spawn_in_traceback is None and "rocess" in s else None
+        if m:
+            idx = int(m.group(1) or m.group(2))
+            self._spawn_in_traceback = (idx, m.group(3) or "", m.group(4) or "", line_no)
+
+    def _spawn_first(self, path: str, node: str | None, ts: float | None, approx: bool, idx: int, exitcode: str,
+                     signal: str, line_no: int) -> RawEvent:
+        """An ``elastic_summary`` root event (as torchelastic's "first observed failure") for the process that
+        torch.multiprocessing.spawn reports failed (at ``line_no`` of ``path``). The spawn index is the local
+        rank; on one node (spawn's usual use) it is the rank too."""
+        key = f"launcher first observed failure: rank {idx} exitcode: {exitcode}".strip()
+        if signal:
+            key += f" signal: {signal}"
+        return RawEvent(
+            kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=path, line=line_no,
+            rank=idx, local_rank=idx, node=node, ts=ts, ts_approx=approx,
+            fields={"root": "1", "exitcode": exitcode, "signal": signal},
+        )
+
     def _collective(self, key: str, who: tuple, ts: float | None) -> None:
         obs = self.progress
         if "Watchdog caught collective operation timeout" in key and len(obs.collectives) < 100_000:
@@ -850,6 +893,7 @@ class Extractor:
                 exc_line_no = n
                 if FIRST_PROCESS in body:
                     self._first_in_traceback = (pos, line, n)
+                self._spawn_report(s, n)
                 lines.append(exc_line)
                 consumed.add(pos)
             elif exc_line is not None and CHAINED.match(s):
@@ -860,6 +904,7 @@ class Extractor:
             elif exc_line is not None and s and not PREFILTER.search(body) and len(lines) < MAX_EVENT_LINES:
                 lines.append(s[:MAX_LINE_CHARS])  # multi-line exception message
                 consumed.add(pos)
+                self._spawn_report(s, n)
                 if BARE_EXCEPTION.match(exc_line):
                     # raise X("""\n  message"""): the message starts on the next line; key on it
                     exc_line = clean_key(f"{exc_line.rstrip()} {s}")
