@@ -259,6 +259,14 @@ SPAWN_PROCESS = re.compile(
     r"(?:^-- Process (\d{1,6}) terminated with the following error:|"
     r"\bprocess (\d{1,6}) terminated with (?:exit code (-?\d+)|signal (SIG[A-Z]+)))"
 )
+
+
+def _spawn_match(s: str) -> tuple[int, str, str] | None:
+    """``(spawn index, exit code, signal)`` of a :data:`SPAWN_PROCESS` report in ``s`` ("" when not given), or None."""
+    m = SPAWN_PROCESS.search(s) if "rocess" in s else None
+    return (int(m.group(1) or m.group(2)), m.group(3) or "", m.group(4) or "") if m else None
+
+
 ELASTIC_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_ ](\d{2}):(\d{2}):(\d{2})")
 
 
@@ -739,16 +747,10 @@ class Extractor:
             first = self._first_process(rd, ls, line, line_no, who)
             if first is not None:
                 yield first  # the line itself is still an event of its own (the launcher's summary)
-        if "rocess" in body:
-            self._spawn_in_traceback = None
-            self._spawn_report(stripped, line_no)
-            if self._spawn_in_traceback is not None:  # the line itself stays an event of its own
-                ts = self._ts(body)
-                approx = ts is None
-                if ts is None:
-                    ts = self._ts_before(rd, ls, who)
-                yield self._spawn_first(rd.src.path, who[2], ts, approx and ts is not None, *self._spawn_in_traceback)
-                self._spawn_in_traceback = None
+        spawned = _spawn_match(stripped)
+        if spawned is not None:  # the line itself stays an event of its own
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, *spawned, line_no)
         kind = _classify(stripped)
         key = clean_key(body)
         if stripped == "Last error:":
@@ -764,9 +766,8 @@ class Extractor:
         if ts is None and att.stamp:
             ts = self._ts(att.stamp)
         approx = False
-        if ts is None and kind is not EventKind.STACK_DUMP:
-            ts = self._ts_before(rd, ls, who)
-            approx = ts is not None
+        if kind is not EventKind.STACK_DUMP:
+            ts, approx = self._time_or_before(rd, ls, who, ts)
         if kind is EventKind.STACK_DUMP:
             self.progress.stack_dumps += 1
         if "NCCL work" in key or "WorkNCCL" in key:
@@ -798,12 +799,7 @@ class Extractor:
                 break
         if rank is None:
             return None
-        body = rd.attr(line).text
-        ts = self._ts(body)
-        approx = False
-        if ts is None:
-            ts = self._ts_before(rd, ls, who)
-            approx = ts is not None
+        ts, approx = self._time_or_before(rd, ls, who, self._ts(rd.attr(line).text))
         key = f"launcher first observed failure: rank {rank} exitcode: {exitcode or ''}".strip()
         return RawEvent(
             kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=rd.src.path, line=line_no,
@@ -811,13 +807,19 @@ class Extractor:
             fields={"root": "1", "exitcode": exitcode or "", "signal": ""},
         )
 
+    def _time_or_before(self, rd: _BlockReader, ls: int, who: tuple, ts: float | None) -> tuple[float | None, bool]:
+        """``(ts, False)`` when the line gave a time, else the writer's earlier stamped line's (:meth:`_ts_before`)
+        and whether there was one (the event's time is then approximate)."""
+        if ts is not None:
+            return ts, False
+        ts = self._ts_before(rd, ls, who)
+        return ts, ts is not None
+
     def _spawn_report(self, s: str, line_no: int) -> None:
-        """Remember torch.multiprocessing.spawn's report of the failed process (:data:`SPAWN_PROCESS`) in a
+        """Remember torch.multiprocessing.spawn's report of the failed process (:func:`_spawn_match`) in a
         traceback's exception line or message, the first one only."""
-        m = SPAWN_PROCESS.search(s) if self._spawn_in_traceback is None and "rocess" in s else None
-        if m:
-            idx = int(m.group(1) or m.group(2))
-            self._spawn_in_traceback = (idx, m.group(3) or "", m.group(4) or "", line_no)
+        if self._spawn_in_traceback is None and (got := _spawn_match(s)) is not None:
+            self._spawn_in_traceback = (*got, line_no)
 
     def _spawn_first(self, path: str, node: str | None, ts: float | None, approx: bool, idx: int, exitcode: str,
                      signal: str, line_no: int) -> RawEvent:
@@ -930,10 +932,7 @@ class Extractor:
         ts = header_ts
         if ts is None and exc_line is not None:
             ts = self._ts(exc_line)
-        approx = False
-        if ts is None:
-            ts = self._ts_before(rd, ls, who)
-            approx = ts is not None
+        ts, approx = self._time_or_before(rd, ls, who, ts)
         return RawEvent(
             kind=kind, key=key, lines=lines, path=rd.src.path, line=exc_line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx,
