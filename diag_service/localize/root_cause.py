@@ -54,7 +54,7 @@ from diag_service.domain import (
 )
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
-from diag_service.signatures.catalog import innermost_frame_owner
+from diag_service.signatures.catalog import frame_file_owner
 from diag_service.slow.models import SlowReport
 
 MIN_CONFIDENCE = 0.4
@@ -660,19 +660,16 @@ def _hang_source(hang: HangReport) -> str:
 #: collectives in the same order (PyTorch distributed docs, "Collective functions"; TORCH_DISTRIBUTED_DEBUG=DETAIL
 #: reports such a mismatch as the program's error).
 MISMATCH_KINDS = ("collective_mismatch", "mismatch")
-_SHORT_FRAME = re.compile(r"^(?P<name>.*) \((?P<file>.+?)(?::(?P<line>\d+))?\)$")
+_SHORT_FRAME = re.compile(r"^(?P<name>.*) \((?P<file>.+?)(?::\d+)?\)$")
 
 
-def _stdlib_file(path: str) -> bool:
-    """A frame file of the Python standard library, as a traceback (``/usr/lib/python3.11/threading.py``,
-    ``<frozen ...>``) or py-spy, which shortens paths to the module's (``threading.py``,
-    ``multiprocessing/connection.py``: the first component is a module of :data:`sys.stdlib_module_names`)."""
-    if path.startswith("<"):
-        return True
-    if path.startswith("/"):
-        return "/lib/python" in path and "-packages/" not in path
-    head = path.split("/", 1)[0].removesuffix(".py")
-    return head in sys.stdlib_module_names
+def _stack_file_owner(path: str) -> str:
+    """:func:`~diag_service.signatures.catalog.frame_file_owner` of a stack dump's frame file, where py-spy
+    shortens the standard library's paths to the module's (``threading.py``, ``multiprocessing/connection.py``:
+    a relative path whose first component is a module of :data:`sys.stdlib_module_names`)."""
+    if not path.startswith(("/", "<")) and path.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names:
+        return "stdlib"
+    return frame_file_owner(path)
 
 
 def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
@@ -680,7 +677,7 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective and the
     innermost of its ``top_frames`` ('function (file:line)', innermost first) that is not the standard
     library's is the job's own file (not site-packages, not a framework package:
-    :func:`~diag_service.signatures.catalog.innermost_frame_owner`). A rank stuck inside a library (a data
+    :func:`~diag_service.signatures.catalog.frame_file_owner`). A rank stuck inside a library (a data
     loader, a checkpoint write, a framework's own wait) names no category: the stacks do not say why."""
     if top.kind in MISMATCH_KINDS:
         return Category.USER_CODE, "it called another collective than its peers at the same point"
@@ -688,9 +685,10 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
         return None
     for f in top.top_frames:  # innermost first
         m = _SHORT_FRAME.match(f)
-        if m is None or _stdlib_file(m.group("file")):
+        owner = _stack_file_owner(m.group("file")) if m else "stdlib"
+        if owner == "stdlib":
             continue  # a wait in threading / multiprocessing belongs to whoever called it
-        if innermost_frame_owner([f'  File "{m.group("file")}", line {m.group("line") or 0}']) != "user":
+        if owner != "user":
             return None
         return Category.USER_CODE, f"stuck outside any collective in the job's own code ({f})"
     return None

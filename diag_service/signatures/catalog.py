@@ -184,6 +184,16 @@ FRAMEWORK_PACKAGES = (
 _PACKAGE_FRAME = re.compile(r'File "(?:[^"]*/)?(?:' + "|".join(FRAMEWORK_PACKAGES) + r')/[^"]*\.py"')
 
 
+def frame_file_owner(path: str) -> str:
+    """``stdlib``, ``framework`` or ``user`` for the file of one traceback frame, by the rules of
+    :func:`innermost_frame_owner` (standard library: ``<frozen ...>`` or under ``lib/pythonX.Y/`` outside
+    site-packages; framework: site-packages, dist-packages or a :data:`FRAMEWORK_PACKAGES` directory)."""
+    line = f'File "{path}"'
+    if _STDLIB_FRAME.search(line):
+        return "stdlib"
+    return "framework" if _SITE_FRAME.search(line) or _PACKAGE_FRAME.search(line) else "user"
+
+
 def innermost_frame_owner(lines: list[str]) -> str | None:
     """``user`` or ``framework`` for the innermost ``File "...", line N`` frame of a traceback's lines that
     is not the Python standard library's (framework: under site-packages or dist-packages, or inside a
