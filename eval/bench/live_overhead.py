@@ -59,6 +59,17 @@ sys.path.insert(0, str(ROOT))
 BOOTSTRAP = 10_000
 
 
+def agent_procs(run_dir: str) -> list[psutil.Process]:
+    """The ``diag watch`` processes of one run: their command line has ``watch``, ``--state-dir`` and names
+    ``run_dir``."""
+    out = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        if "watch" in cmd and "--state-dir" in cmd and any(run_dir in c for c in cmd):
+            out.append(proc)
+    return out
+
+
 class CpuSampler(threading.Thread):
     """CPU seconds (user + system) of one watched run's agents (the ``diag watch`` processes whose state folder is
     under ``run``) and of the service process, sampled every 0.5 s (an agent's last sample is taken at most that long
@@ -74,11 +85,9 @@ class CpuSampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            for proc in psutil.process_iter(["pid", "cmdline"]):
-                cmd = proc.info.get("cmdline") or []
-                if "watch" in cmd and "--state-dir" in cmd and any(self.run_dir in c for c in cmd):
-                    with contextlib.suppress(psutil.Error):
-                        self.agents[proc.info["pid"]] = sum(proc.cpu_times()[:2])
+            for proc in agent_procs(self.run_dir):
+                with contextlib.suppress(psutil.Error):
+                    self.agents[proc.pid] = sum(proc.cpu_times()[:2])
         self.service_cpu_s = sum(self.service.cpu_times()[:2]) - self.service_start
 
 
@@ -109,12 +118,7 @@ no step and are dropped). ``blocks``: ``(start,
         self.blocks: list[tuple[float, float, bool]] = []
 
     def _agents(self) -> list[psutil.Process]:
-        out = []
-        for proc in psutil.process_iter(["pid", "cmdline"]):
-            cmd = proc.info.get("cmdline") or []
-            if "watch" in cmd and "--state-dir" in cmd and any(str(self.run_dir) in c for c in cmd):
-                out.append(proc)
-        return out
+        return agent_procs(str(self.run_dir))
 
     def _signal(self, procs: list[psutil.Process], on: bool) -> None:
         for p in procs:
