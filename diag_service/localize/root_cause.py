@@ -205,15 +205,19 @@ def _cascade(h: SignatureHit, sigs: SignatureSet | None) -> str | None:
 
 
 def _cascade_name(h: SignatureHit, sigs: SignatureSet | None, line: str | None) -> str:
-    """How ``h`` is named in another cause's cascade: its signature's ``cascade_name`` with ``{message}``
-    the first line it matched (``line``, shortened to 120 characters), else its name. A context rule's
-    refined name stands as it is."""
-    if sigs is None or line is None or "context_rule" in h.details:
+    """How ``h`` is named in another cause's cascade: its signature's ``cascade_name`` (its context rule's,
+    when one refined it) with ``{message}`` the first line it matched (``line``, shortened to 120
+    characters), else its name."""
+    if sigs is None or line is None:
         return h.name
-    try:
-        form = sigs.by_id(h.signature_id).cascade_name
-    except KeyError:
-        return h.name
+    if "context_rule" in h.details:
+        rule = sigs.rule_by_id(h.signature_id, h.details["context_rule"])
+        form = rule.cascade_name if rule is not None else None
+    else:
+        try:
+            form = sigs.by_id(h.signature_id).cascade_name
+        except KeyError:
+            return h.name
     if form is None:
         return h.name
     return form.format(message=textwrap.shorten(line, 120, placeholder=" …"))
@@ -261,6 +265,39 @@ def _demote_late_roots(
             continue
         kept.append(h)
     return kept
+
+
+def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: SignatureSet | None) -> list[SignatureHit]:
+    """A rank's report of a lost peer (``cascade: peer_loss``: a closed or reset connection, NCCL's remote
+    error, a store timeout) is what every cause of a vanished peer produces, so it yields to a failure of
+    the peer's own: such a report moves behind every other root on a rank it does not name, unless that
+    root was first stamped more than :data:`LATE_ROOT_S` after it (then it may be the loss's
+    consequence) or names no category (a traceback cut before its exception says nothing of a failure).
+    Needs ranks on both hits; the order among the rest is kept.
+
+    PyTorch's gloo transport words it itself: "Connection closed by peer ... This is typically caused by a
+    remote worker crashing. Check the logs of the remote worker" (``gloo/transport/tcp/pair.cc``)."""
+
+    def yields(h: SignatureHit) -> bool:
+        if _cascade(h, sigs) != "peer_loss" or not h.ranks:
+            return False
+        t = _ts_of(h)
+        for o in roots:
+            if (o is h or _cascade(o, sigs) == "peer_loss" or o.category is Category.UNKNOWN or not o.ranks
+                    or set(o.ranks) <= set(h.ranks)):
+                continue
+            to = _ts_of(o)
+            if t is None or to is None or to <= t + LATE_ROOT_S:
+                return True
+        return False
+
+    moved = [h for h in roots if yields(h)]
+    if not moved:
+        return roots
+    rest = [h for h in roots if h not in moved]
+    names = ", ".join(dict.fromkeys(h.name for h in moved))
+    findings.append(f"{names}: a lost peer, reported while another rank failed of its own: treated as its consequence.")
+    return rest + moved
 
 
 #: Event kinds a rank writes about a failure of its own (a launcher's exit report or summary is not one).
@@ -419,6 +456,7 @@ def localize(
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs)
+    roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE

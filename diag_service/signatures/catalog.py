@@ -36,6 +36,7 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         explanation: ...
         examples: ["RuntimeError: unable to write to file </torch_1_2>: No space left on device (28)"]
         counter_examples: []              # event texts (lines joined by newlines) that must not fire it
+        cascade_name: null                # optional: as a signature's (default: the rule's name)
 
 A context rule fires when its signature matched the event and its conditions hold; the first rule
 (in file order) that fires replaces the fields it sets, and its id is reported in the hit's
@@ -121,6 +122,15 @@ class Lookup(BaseModel):
     table: str
 
 
+def _message_only(form: str | None) -> str | None:
+    """``form`` when its only format field is ``{message}`` (a ``cascade_name``); raises ValueError otherwise."""
+    if form is not None:
+        fields = {f for _, f, _, _ in string.Formatter().parse(form) if f is not None}
+        if fields - {"message"}:
+            raise ValueError(f"cascade_name may only use {{message}}, not {sorted(fields - {'message'})}")
+    return form
+
+
 class SignatureSpec(BaseModel):
     """One known failure signature (see the module docstring for the YAML form)."""
 
@@ -160,11 +170,7 @@ class SignatureSpec(BaseModel):
     @field_validator("cascade_name")
     @classmethod
     def _only_message(cls, v: str | None) -> str | None:
-        if v is not None:
-            fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
-            if fields - {"message"}:
-                raise ValueError(f"cascade_name may only use {{message}}, not {sorted(fields - {'message'})}")
-        return v
+        return _message_only(v)
 
 
 _SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages)')
@@ -232,11 +238,18 @@ class ContextRule(BaseModel):
     source: str | None = None
     examples: list[str] = Field(min_length=1)
     counter_examples: list[str] = Field(default_factory=list)
+    #: As :attr:`SignatureSpec.cascade_name`; without it a refined hit is named by the rule's ``name``.
+    cascade_name: str | None = None
 
     @field_validator("any_line", "none_line")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
         return _compiled_ok(v)
+
+    @field_validator("cascade_name")
+    @classmethod
+    def _only_message(cls, v: str | None) -> str | None:
+        return _message_only(v)
 
 
 @dataclass
@@ -297,6 +310,10 @@ class SignatureSet:
     def prefilter_patterns(self) -> tuple[str, ...]:
         """Every signature pattern with named groups unnamed and flags made local (for the extractor)."""
         return self._prefilter
+
+    def rule_by_id(self, sid: str, rule_id: str) -> ContextRule | None:
+        """The context rule ``rule_id`` that refines signature ``sid``, or None."""
+        return next((r.spec for r in self.rules.get(sid, []) if r.spec.id == rule_id), None)
 
     def by_id(self, sid: str) -> SignatureSpec:
         for c in self.signatures:
