@@ -193,7 +193,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("hang_wait_for_file", "train.py", f"{TR} 2 --tee 3 --master-port {{port}} train.py"),
     Scenario("hang_thread_deadlock_spawn", "train.py", "python train.py"),
     Scenario("hang_collective_mismatch", "train.py", f"{TR} 3 --master-port {{port}} train.py"),
-    Scenario("hang_allreduce_size_mismatch", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+    Scenario("uc_allreduce_size_mismatch", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
     Scenario("hang_monitored_barrier", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py"),
     Scenario("hang_uneven_shards", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py"),
 ]
