@@ -1,0 +1,122 @@
+"""Diagnosis on the zoo (``eval/zoo/``): real failing gloo/CPU training runs written and recorded blind to the rules.
+
+Each run directory goes through the same call as ``diag diagnose --json --no-llm`` (signatures, context rules,
+knowledge-base retrieval, no summary), from a neutral copy named ``job`` so that the scenario's id (which names
+the injected fault) never reaches the diagnosis. Per split (``eval/zoo/split.json``): category accuracy,
+failure-mode accuracy, first-failing-rank accuracy over the cases whose label names a faulty rank, confidently
+wrong (confidence >= 0.5 and the category wrong, over all cases) and the unknown rate.
+
+Writes ``eval/results/zoo.json`` (aggregates of both splits) and ``eval/results/zoo_dev_cases.jsonl``
+(per case, dev only).
+
+    .venv/bin/python eval/zoo_eval.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+ZOO = REPO / "eval" / "zoo"
+RESULTS = REPO / "eval" / "results"
+CONFIDENT = 0.5  # same threshold as eval/corpus_eval.py
+
+
+def load_labels() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (ZOO / "labels.jsonl").read_text().splitlines() if line.strip()]
+
+
+def load_split() -> dict[str, str]:
+    s = json.loads((ZOO / "split.json").read_text())
+    return {i: name for name in ("dev", "test") for i in s[name]}
+
+
+def run_case(case: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    job = tmp / "job"
+    if job.exists():
+        shutil.rmtree(job)
+    shutil.copytree(ZOO / "runs" / case["id"], job)
+    try:
+        d = diagnose(DiagnoseRequest(path=str(job), kb=True, llm=False))
+    except Exception as e:  # a crash is a result too: scored as unknown
+        return {"category": "unknown", "failure_mode": None, "confidence": 0.0, "first_failing_rank": None,
+                "summary": f"error: {type(e).__name__}: {e}"}
+    return {"category": d.category.value, "failure_mode": d.failure_mode.value, "confidence": d.confidence,
+            "first_failing_rank": d.first_failing_rank, "summary": d.root_cause.summary}
+
+
+def score(cases: list[dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    n = len(cases)
+    cat = sum(got[c["id"]]["category"] == c["category"] for c in cases)
+    mode = sum(got[c["id"]]["failure_mode"] == c["failure_mode"] for c in cases)
+    ranked = [c for c in cases if c["faulty_rank"] is not None]
+    rank = sum(got[c["id"]]["first_failing_rank"] == c["faulty_rank"] for c in ranked)
+    conf_wrong = sum(got[c["id"]]["confidence"] >= CONFIDENT and got[c["id"]]["category"] != c["category"] for c in cases)
+    unknown = sum(got[c["id"]]["category"] == "unknown" for c in cases)
+    return {
+        "cases": n,
+        "category_accuracy": round(cat / n, 4) if n else None,
+        "category_right": cat,
+        "failure_mode_accuracy": round(mode / n, 4) if n else None,
+        "first_rank_accuracy": round(rank / len(ranked), 4) if ranked else None,
+        "first_rank_right": rank,
+        "first_rank_cases": len(ranked),
+        "confidently_wrong": conf_wrong,
+        "confidently_wrong_rate": round(conf_wrong / n, 4) if n else None,
+        "unknown_rate": round(unknown / n, 4) if n else None,
+    }
+
+
+def _commit() -> str:
+    r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return r.stdout.strip()
+
+
+def main() -> None:
+    labels = load_labels()
+    split = load_split()
+    t0 = time.time()
+    got: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="zoo_eval_") as tmp:
+        for c in labels:
+            got[c["id"]] = run_case(c, Path(tmp))
+    elapsed = time.time() - t0
+    out: dict[str, Any] = {"commit": _commit(), "date": time.strftime("%Y-%m-%d"), "seconds": round(elapsed, 1),
+                           "labels_commit": json.loads((ZOO / "split.json").read_text())["labels_commit"]}
+    for name in ("dev", "test"):
+        out[name] = score([c for c in labels if split[c["id"]] == name], got)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "zoo.json").write_text(json.dumps(out, indent=1) + "\n")
+    with open(RESULTS / "zoo_dev_cases.jsonl", "w") as fh:
+        for c in labels:
+            if split[c["id"]] != "dev":
+                continue
+            g = got[c["id"]]
+            fh.write(json.dumps({
+                "id": c["id"],
+                "truth": {k: c[k] for k in ("category", "failure_mode", "faulty_rank")},
+                "category": g["category"], "failure_mode": g["failure_mode"], "confidence": g["confidence"],
+                "first_failing_rank": g["first_failing_rank"], "summary": (g["summary"] or "")[:300],
+            }) + "\n")
+    print(f"{'split':6} {'n':>3} {'category':>9} {'mode':>6} {'1st rank':>9} {'conf.wrong':>10} {'unknown':>8}")
+    for name in ("dev", "test"):
+        s = out[name]
+        fr = f"{s['first_rank_right']}/{s['first_rank_cases']}"
+        print(f"{name:6} {s['cases']:>3} {s['category_accuracy']:>9} {s['failure_mode_accuracy']:>6} {fr:>9} "
+              f"{s['confidently_wrong']:>10} {s['unknown_rate']:>8}")
+    print(f"({elapsed:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
