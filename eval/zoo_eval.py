@@ -6,14 +6,18 @@ the injected fault) never reaches the diagnosis. Per split (``eval/zoo/split.jso
 failure-mode accuracy, first-failing-rank accuracy over the cases whose label names a faulty rank, confidently
 wrong (confidence >= 0.5 and the category wrong, over all cases) and the unknown rate.
 
-Writes ``eval/results/zoo.json`` (aggregates of both splits) and ``eval/results/zoo_dev_cases.jsonl``
-(per case, dev only).
+Writes ``eval/results/zoo.json`` (aggregates) and ``eval/results/zoo_dev_cases.jsonl`` (per case, dev only).
+The test split is scored only when asked, and every such run appends one line to ``eval/zoo/test_looks.jsonl``
+(date, commit, why); a dev-only run keeps the last test aggregates in ``zoo.json`` with the commit they were
+scored at (``test_scored_at``).
 
-    .venv/bin/python eval/zoo_eval.py
+    .venv/bin/python eval/zoo_eval.py                       # dev only
+    .venv/bin/python eval/zoo_eval.py --test --why "..."    # dev and test (counted as a look)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -83,19 +87,41 @@ def _commit() -> str:
     return r.stdout.strip()
 
 
+LOOKS = ZOO / "test_looks.jsonl"
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--test", action="store_true", help="also score the frozen test split (recorded as a look)")
+    ap.add_argument("--why", default="", help="why test is looked at (required with --test)")
+    args = ap.parse_args()
+    if args.test and not args.why.strip():
+        ap.error("--test needs --why")
     labels = load_labels()
     split = load_split()
+    splits = ("dev", "test") if args.test else ("dev",)
     t0 = time.time()
     got: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="zoo_eval_") as tmp:
         for c in labels:
-            got[c["id"]] = run_case(c, Path(tmp))
+            if split[c["id"]] in splits:
+                got[c["id"]] = run_case(c, Path(tmp))
     elapsed = time.time() - t0
-    out: dict[str, Any] = {"commit": _commit(), "date": time.strftime("%Y-%m-%d"), "seconds": round(elapsed, 1),
+    commit = _commit()
+    out: dict[str, Any] = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "seconds": round(elapsed, 1),
                            "labels_commit": json.loads((ZOO / "split.json").read_text())["labels_commit"]}
-    for name in ("dev", "test"):
+    for name in splits:
         out[name] = score([c for c in labels if split[c["id"]] == name], got)
+    previous = json.loads((RESULTS / "zoo.json").read_text()) if (RESULTS / "zoo.json").exists() else {}
+    if args.test:
+        out["test_scored_at"] = commit
+        with LOOKS.open("a") as fh:
+            fh.write(json.dumps({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
+                                 "why": args.why}) + "\n")
+    elif "test" in previous:
+        out["test"] = previous["test"]
+        out["test_scored_at"] = previous.get("test_scored_at", previous.get("commit"))
+    out["test_looks"] = sum(1 for ln in LOOKS.read_text().splitlines() if ln.strip()) if LOOKS.exists() else 0
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "zoo.json").write_text(json.dumps(out, indent=1) + "\n")
     with open(RESULTS / "zoo_dev_cases.jsonl", "w") as fh:
@@ -111,11 +137,14 @@ def main() -> None:
             }) + "\n")
     print(f"{'split':6} {'n':>3} {'category':>9} {'mode':>6} {'1st rank':>9} {'conf.wrong':>10} {'unknown':>8}")
     for name in ("dev", "test"):
+        if name not in out:
+            continue
         s = out[name]
         fr = f"{s['first_rank_right']}/{s['first_rank_cases']}"
         print(f"{name:6} {s['cases']:>3} {s['category_accuracy']:>9} {s['failure_mode_accuracy']:>6} {fr:>9} "
-              f"{s['confidently_wrong']:>10} {s['unknown_rate']:>8}")
-    print(f"({elapsed:.0f} s)")
+              f"{s['confidently_wrong']:>10} {s['unknown_rate']:>8}"
+              + ("" if name in splits else f"  (scored at {str(out.get('test_scored_at'))[:7]})"))
+    print(f"({elapsed:.0f} s; test looked at {out['test_looks']} time(s))")
 
 
 if __name__ == "__main__":
