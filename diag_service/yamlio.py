@@ -20,7 +20,28 @@ M = TypeVar("M", bound=BaseModel)
 
 #: libyaml's C parser when PyYAML was built with it (the wheels are): the catalogue's 16 files parse in
 #: about 0.1 s instead of 0.7 s with the pure-Python one, which every cold `diag diagnose` paid.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a key repeated in one mapping (YAML 1.2 requires keys to be unique; PyYAML
+    keeps the last value silently, so a block pasted over another's id line merged two entries)."""
+
+
+def _unique_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                    f"found duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+_LOADER: Any = _Loader
 
 
 class LazyNode:

@@ -67,3 +67,13 @@ def test_a_bad_calibration_names_its_line_and_bad_yaml_too(tmp_path: Path) -> No
     (tmp_path / "cal.yaml").write_text(src + "extra: [unclosed\n")
     with pytest.raises(CalibrationError, match=r"cal\.yaml:\d+: invalid YAML"):
         load_calibration(tmp_path / "cal.yaml")
+
+
+def test_a_key_repeated_in_one_mapping_is_refused_with_its_line(tmp_path) -> None:
+    # PyYAML keeps the last value silently: a rule pasted over another's id line merged the two entries
+    from diag_service.errors import DiagError
+    from diag_service.yamlio import parse_yaml
+
+    text = "context_rules:\n  - id: a\n    refines: [x]\n    name: A\n    refines: [y]\n"
+    with pytest.raises(DiagError, match=r"t\.yaml:5: invalid YAML \(found duplicate key 'refines'\)"):
+        parse_yaml(text, "t.yaml", DiagError)
