@@ -39,6 +39,8 @@ from diag_service.domain import (
 
 #: Distinct example events kept per template group.
 _EXAMPLES = 8
+#: Ranks whose first occurrence a template group keeps (:attr:`TemplateGroup.rank_first`).
+_RANK_EXAMPLES = 64
 
 
 @dataclass(slots=True)
@@ -114,7 +116,10 @@ class ProgressLog:
 
 @dataclass(slots=True)
 class TemplateGroup:
-    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order)."""
+    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order).
+
+    ``examples``: up to 8 events with distinct keys; ``rank_first``: each rank's first event, for the first
+    64 ranks met (the same message on several ranks keeps each rank's own traceback frames)."""
 
     template_id: int
     template: str
@@ -127,11 +132,14 @@ class TemplateGroup:
     examples: list[RawEvent] = field(default_factory=list)
     _example_keys: set[str] = field(default_factory=set)
     rank_first_ts: dict[int, float] = field(default_factory=dict)
+    rank_first: dict[int, RawEvent] = field(default_factory=dict)
 
     def add(self, ev: RawEvent, order: int) -> None:
         self.count += 1
         if ev.rank is not None:
             self.ranks.add(ev.rank)
+            if ev.rank not in self.rank_first and len(self.rank_first) < _RANK_EXAMPLES:
+                self.rank_first[ev.rank] = ev
             if ev.ts is not None and (ev.rank not in self.rank_first_ts or ev.ts < self.rank_first_ts[ev.rank]):
                 self.rank_first_ts[ev.rank] = ev.ts
         if ev.node is not None:

@@ -45,3 +45,29 @@ def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: 
     assert d.primary_hit() is not None and d.primary_hit().signature_id == signature
     if rank is not None:
         assert d.first_failing_rank == rank
+
+
+def test_a_dataloader_workers_original_traceback_is_the_cause(tmp_path: Path) -> None:
+    # "IndexError: Caught IndexError in DataLoader worker process 0." carries the worker's "Original Traceback",
+    # which ends in the script's own __getitem__: one event keyed by the original exception (torch/_utils.py)
+    d = _diagnose("uc_dataset_indexerror_worker", tmp_path)
+    assert d.category.value == "user_code" and d.first_failing_rank == 1
+    ev = d.root_cause.evidence[0]
+    assert ev.text.startswith("IndexError: index 101 is out of bounds"), ev.text
+
+
+@pytest.mark.parametrize(("run", "rank", "category", "finding"), [
+    # monitored_barrier's rank 0 names the rank that never arrived
+    ("hang_monitored_barrier", 2, "unknown", "monitored_barrier reports that rank(s) [2] never reached it"),
+    # two ranks, only rank 0 times out: rank 1 never entered the collective
+    ("hang_wait_for_file", 1, "unknown", "only rank 0 timed out waiting in a collective: rank 1 never entered it"),
+    # ranks 1 and 2 time out in barrier, rank 0 in DDP's backward all-reduce (it ran one more step)
+    ("hang_uneven_shards", 0, "user_code", "rank 0 in _engine_run_backward"),
+])
+def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, rank: int, category: str,
+                                                   finding: str) -> None:
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_hang"
+    assert d.first_failing_rank == rank
+    assert d.category.value == category
+    assert any(finding in f for f in d.findings), d.findings

@@ -201,6 +201,9 @@ EXCEPTION_LINE = re.compile(
 )
 #: An exception line with an empty message (``RuntimeError:``), whose text follows on the next line.
 BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\s*:\s*$")
+#: The header PyTorch's ExceptionWrapper (torch/_utils.py) puts inside a re-raised DataLoader worker exception's
+#: message: "Caught X in DataLoader worker process N.\nOriginal Traceback (most recent call last): ...".
+WRAPPED_TRACEBACK = "Original Traceback (most recent call last)"
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 #: A line after a traceback's frames that cannot be its exception line: it starts with a digit (an exception
 #: line starts with the exception's type name, an identifier) and names no exception, e.g. lspci or
@@ -879,7 +882,14 @@ class Extractor:
                 if header_ts is None and att.stamp:
                     header_ts = self._ts(att.stamp)
             is_header = "Traceback (most recent call last)" in body
-            if is_header or FRAME_LINE.match(body):
+            if is_header and exc_line is not None and s.startswith(WRAPPED_TRACEBACK):
+                # a DataLoader worker's exception re-raised in the rank: its message carries the worker's
+                # original traceback, whose last exception is the cause (kept as the key, as for a chain)
+                lines.append(s)
+                consumed.add(pos)
+                chained_exc, chained_no = exc_line, exc_line_no
+                exc_line = None
+            elif is_header or FRAME_LINE.match(body):
                 if is_header and exc_line is not None:
                     break  # a new traceback starts
                 frames += 0 if is_header else 1

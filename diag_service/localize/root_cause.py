@@ -577,6 +577,20 @@ def localize(
         if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None:
             mode = FailureMode.FAIL_HANG
             confidence = 0.3
+            mismatch = bool(hang_suspects) and any(f.startswith("Collective mismatch") for f in hang_findings)
+            if not hang_suspects:
+                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
+                if not hang_suspects:
+                    hang_suspects, why = _odd_wait_site(symptoms, by_tid, sigs)
+                    mismatch = bool(hang_suspects)
+                if why:
+                    hang_findings.append(why)
+            if mismatch:
+                # ranks that issued different collectives at the same point: the job's own code (the rule of
+                # MISMATCH_KINDS for stack dumps; PyTorch distributed docs, "Collective functions")
+                category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.45
+                hang_findings.append("Ranks in different collectives at the same point: the job's code takes a "
+                                     "rank-dependent path (uneven data, a rank-only branch) around a collective.")
             findings.extend(hang_findings)
             if hang_suspects:
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
@@ -686,6 +700,70 @@ DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
 
 #: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
 CONFIDENT_LOGS = 0.5
+
+
+def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
+                        sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+    """Ranks that hang reports name as never having arrived, and why; ``([], None)`` when none do.
+
+    - ``monitored_barrier``: rank 0 names the ranks that did not pass it ("Ranks 1, 2 failed to pass
+      monitoredBarrier", captured as the hit's ``missing`` detail; PyTorch docs, ``monitored_barrier``);
+    - two ranks: when the logs show ranks 0 and 1 and no other (or NCCL's world size is 2) and only one
+      reports a collective timeout (a ``peer_loss`` hang symptom naming one rank), the other one never
+      entered that collective; a collective of two has no third party to wait for. A paste of one rank's
+      log shows one rank only, and names nobody.
+    """
+    for h in symptoms:
+        missing = h.details.get("missing")
+        if missing:
+            named = sorted({int(x) for x in missing.replace(" ", "").split(",") if x.isdigit()})
+            if named:
+                return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
+    if ranks == {0, 1}:
+        waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
+                   for r in h.ranks}
+        if len(waiting) == 1:
+            other = next(iter({0, 1} - waiting))
+            return [other], (f"Of the job's two ranks only rank {next(iter(waiting))} timed out waiting in a "
+                             f"collective: rank {other} never entered it.")
+    return [], None
+
+
+_FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line \d+, in (?P<func>[\w.<>]+)')
+
+
+def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                   sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+    """The ranks that time out in another place than their peers, from the tracebacks of their collective
+    timeouts (a ``peer_loss`` hang symptom such as gloo's "Timed out waiting ...ms for recv operation"), and
+    why; ``([], None)`` when the sites agree or too few ranks report.
+
+    A rank's site is its traceback's innermost frame (file name and function: ``barrier`` in
+    distributed_c10d.py, ``_engine_run_backward`` for DDP's gradient all-reduce). Every rank of a process
+    group must call the same collectives in the same order (PyTorch distributed docs, "Collective
+    functions"), so with at least three reporting ranks, the ranks outside a site held by at least twice
+    as many ranks are in another collective: they are the ones the others wait for (the rule of
+    :func:`_hang_analysis` for NCCL's SeqNum/OpType, read here from the frames)."""
+    sites: dict[int, tuple[str, str]] = {}
+    for h in symptoms:
+        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
+            continue
+        for tid in h.template_ids:
+            for g in by_tid.get(tid, []):
+                for rank, ev in g.rank_first.items():
+                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
+                    if frames and rank not in sites:
+                        sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"))
+    if len(sites) < 3:
+        return [], None
+    counts = Counter(sites.values())
+    (top, n_top), *_ = counts.most_common()
+    odd = sorted(r for r, s in sites.items() if s != top)
+    if not odd or n_top < 2 or n_top < 2 * len(odd):
+        return [], None
+    where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
+    return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
+                 "than their peers are the ones the others wait for.")
 
 
 def _hang_source(hang: HangReport) -> str:
