@@ -647,7 +647,10 @@ def localize(
                 summary = "No signature matched strongly enough to name the cause."
             else:
                 summary = "No known failure signature matched with enough confidence."
-        if primary is not None:
+        # a lost peer in a hang whose absentee is named is that hang's doing, not a suspect of its own
+        explained = (primary is not None and mode is FailureMode.FAIL_HANG and bool(hang_suspects)
+                     and _cascade(primary, sigs) == "peer_loss")
+        if primary is not None and not explained:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
             for ev in primary_events(primary)[:2]:
