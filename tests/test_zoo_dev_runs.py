@@ -71,3 +71,5 @@ def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, ran
     assert d.first_failing_rank == rank
     assert d.category.value == category
     assert any(finding in f for f in d.findings), d.findings
+    first = d.root_cause.evidence[0]  # the culprit's own report, or the report that names it
+    assert first.rank == rank or f"Rank {rank} failed to pass monitoredBarrier" in first.text, first

@@ -598,6 +598,14 @@ def localize(
                 hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
                 findings.extend(hang_findings)
             summary = "The job hung in a collective: " + " ".join(hang_findings)
+            for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
+                if len(evidence) >= 2:
+                    break
+                if h.details.get("missing"):
+                    evidence += [_evidence(ev) for ev in primary_events(h)[:1]]
+                elif first_rank is not None and h.failure_mode is FailureMode.FAIL_HANG:
+                    evidence += [_evidence(g.rank_first[first_rank]) for tid in h.template_ids
+                                 for g in by_tid.get(tid, []) if first_rank in g.rank_first][:1]
             for h in symptoms[:2]:
                 for ev in primary_events(h)[:2]:
                     evidence.append(_evidence(ev))
