@@ -56,20 +56,22 @@ def test_a_dataloader_workers_original_traceback_is_the_cause(tmp_path: Path) ->
     assert ev.text.startswith("IndexError: index 101 is out of bounds"), ev.text
 
 
-@pytest.mark.parametrize(("run", "rank", "category", "finding"), [
-    # monitored_barrier's rank 0 names the rank that never arrived
-    ("hang_monitored_barrier", 2, "unknown", "monitored_barrier reports that rank(s) [2] never reached it"),
-    # two ranks, only rank 0 times out: rank 1 never entered the collective
-    ("hang_wait_for_file", 1, "unknown", "only rank 0 timed out waiting in a collective: rank 1 never entered it"),
+@pytest.mark.parametrize(("run", "rank", "category", "finding", "evidence"), [
+    # monitored_barrier's rank 0 names the rank that never arrived (the evidence: that report)
+    ("hang_monitored_barrier", 2, "unknown", "monitored_barrier reports that rank(s) [2] never reached it",
+     "Rank 2 failed to pass monitoredBarrier"),
+    # two ranks, only rank 0 times out: rank 1 never entered the collective (the evidence: rank 0's timeout)
+    ("hang_wait_for_file", 1, "unknown", "only rank 0 timed out waiting in a collective: rank 1 never entered it",
+     "Timed out waiting 15000ms"),
     # ranks 1 and 2 time out in barrier, rank 0 in DDP's backward all-reduce (it ran one more step)
-    ("hang_uneven_shards", 0, "user_code", "rank 0 in _engine_run_backward"),
+    ("hang_uneven_shards", 0, "user_code", "rank 0 in _engine_run_backward", "Timed out waiting 15000ms"),
 ])
 def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, rank: int, category: str,
-                                                   finding: str) -> None:
+                                                   finding: str, evidence: str) -> None:
     d = _diagnose(run, tmp_path)
     assert d.failure_mode.value == "fail_hang"
     assert d.first_failing_rank == rank
     assert d.category.value == category
     assert any(finding in f for f in d.findings), d.findings
-    first = d.root_cause.evidence[0]  # the culprit's own report, or the report that names it
-    assert first.rank == rank or f"Rank {rank} failed to pass monitoredBarrier" in first.text, first
+    first = d.root_cause.evidence[0]  # the report that names the culprit, or the culprit's own
+    assert evidence in first.text and first.rank == (rank if run == "hang_uneven_shards" else 0), first
