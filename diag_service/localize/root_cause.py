@@ -235,10 +235,13 @@ def _demote_late_roots(
       peer-loss reports (``cascade: peer_loss``): the dead rank prints nothing, and its launcher
       reports it on its next poll, after the survivors noticed the closed connections;
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
-      :data:`LATER_FAILURE_S` after an earlier root is a consequence of it (a restarted job that then
-      fails to re-rendezvous). An approximate (borrowed, earlier) time is a lower bound, so it may
-      only make a root later, never earlier. Hardware reports keep their rank: the kernel log often
-      stamps them after the application error they caused.
+      :data:`LATER_FAILURE_S` after an earlier root, or after a lost peer reported at an exact time
+      (a ``cascade: peer_loss`` symptom, not a scheduler's summary: a failure had happened by then), is a
+      consequence of it (a restarted job
+      that then fails to re-rendezvous). A silent death is measured against earlier roots only. An
+      approximate (borrowed, earlier) time is a lower bound, so it may only make a root later, never
+      earlier. Hardware reports keep their rank: the kernel log often stamps them after the application
+      error they caused.
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
@@ -250,18 +253,25 @@ def _demote_late_roots(
                               default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
     first_root = min(root_times) if root_times else None
+    # a lost peer reported at an exact time means a failure had happened by then (a rank's SIGTERM from its
+    # agent, a closed connection): a root seen long after it is that failure's consequence too
+    loss_times = [t for h in hits if h.role is EventRole.SYMPTOM and _cascade(h, sigs) == "peer_loss"
+                  and not h.first_timestamp_approx for t in [_ts_of(h)] if t is not None]
+    first_failure = min(root_times + loss_times) if root_times or loss_times else None
     kept: list[SignatureHit] = []
     for h in roots:
         t = _ts_of(h)
         start = first_any
+        earlier = first_failure
         if _cascade(h, sigs) == "silent_death":
             start = first_not_peer_loss if first_not_peer_loss is not None else t
+            earlier = first_root  # its peers notice a killed rank before its launcher reports it
         if t is not None and start is not None and h.priority < LATE_ROOT_PRIORITY and t > start + LATE_ROOT_S:
             findings.append(f"{h.name} came {t - start:.0f} s after the first failure evidence: treated as teardown.")
             continue
-        if (t is not None and first_root is not None and h.priority < HARDWARE_PRIORITY
-                and t > first_root + LATER_FAILURE_S):
-            findings.append(f"{h.name} came {t - first_root:.0f} s after an earlier failure: treated as its consequence.")
+        if (t is not None and earlier is not None and h.priority < HARDWARE_PRIORITY
+                and t > earlier + LATER_FAILURE_S):
+            findings.append(f"{h.name} came {t - earlier:.0f} s after an earlier failure: treated as its consequence.")
             continue
         kept.append(h)
     return kept
@@ -574,7 +584,8 @@ def localize(
         category = Category.UNKNOWN
         responsible = Responsible.PLATFORM
         nccl_waiting = False  # the one rank whose NCCL warned is named, as for a failed one
-        if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None:
+        if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None \
+                and not _stopped_before_hang(hits, sigs):
             mode = FailureMode.FAIL_HANG
             confidence = 0.3
             mismatch = bool(hang_suspects) and any(f.startswith("Collective mismatch") for f in hang_findings)
@@ -711,6 +722,20 @@ DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
 
 #: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
 CONFIDENT_LOGS = 0.5
+
+
+def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) -> bool:
+    """True when several ranks reported a lost peer of the stopping kind (a closed or reset connection, a
+    ``peer_loss`` hit whose mode is ``fail_stop``) more than :data:`LATE_ROOT_S` before the first collective
+    timeout: a rank had died, and the timeouts came later (a restarted group waiting for it), so the job
+    stopped rather than hung."""
+    hang = [t for h in hits if h.failure_mode is FailureMode.FAIL_HANG for t in [_ts_of(h)] if t is not None]
+    if not hang:
+        return False
+    first_hang = min(hang)
+    return any(_cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP and len(h.ranks) >= 2
+               and h.role is not EventRole.SUMMARY and (t := _ts_of(h)) is not None and t < first_hang - LATE_ROOT_S
+               for h in hits)
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
