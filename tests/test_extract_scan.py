@@ -398,3 +398,20 @@ def test_required_literals() -> None:
     lits = required_literals(r"\bloss\b[^\n]{0,40}\b(?:nan|inf)\b")
     assert "nan " in lits and "inf\n" in lits and "info" not in lits
     assert required_literals(r"\d+") is None
+
+
+def test_literal_scan_cache_round_trip(tmp_path) -> None:
+    pytest.importorskip("hyperscan")
+    from diag_service.extract.events import _UNION_PARTS
+    from diag_service.extract.literal_scan import LiteralScan
+
+    parts = list(_UNION_PARTS[SCAN.pattern])
+    data = b"ok\nKilled process 1\nx\nRuntimeError: boom\n"
+    built = LiteralScan.cached(parts, tmp_path)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".hsdb", ".json"]
+    loaded = LiteralScan.cached(parts, tmp_path)
+    assert loaded.candidate_lines(SCAN, data) == built.candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
+    assert loaded.candidate_lines(SCAN, b"Killed\n process") is None
+    for p in tmp_path.glob("*.hsdb"):
+        p.write_bytes(b"not a database")  # a damaged cache is rebuilt
+    assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())

@@ -27,6 +27,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from pathlib import Path
 
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
 
@@ -168,6 +169,16 @@ _UNION_PARTS: dict[str, tuple[str, ...]] = {PREFILTER_FAST.pattern: PREFILTER_PA
 _LITERAL_SCANS: dict[str, LiteralScan | None] = {}
 
 
+def _literal_cache_dir() -> Path | None:
+    """Where built literal scans are kept (``<cache>/literal_scan``, :func:`diag_service.resources.cache_home`)."""
+    try:
+        from diag_service.resources import cache_home
+
+        return cache_home() / "literal_scan"
+    except Exception:  # noqa: BLE001 - no cache folder: build each time
+        return None
+
+
 def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
     """The :class:`~diag_service.extract.literal_scan.LiteralScan` of a pre-filter union built here (once per
     process), or None: ``hyperscan`` is not installed, the union is not one of this module's, or one of its
@@ -178,7 +189,7 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
         scan = None
         if parts is not None and literal_scan_available():
             try:
-                scan = LiteralScan(list(parts))
+                scan = LiteralScan.cached(list(parts), _literal_cache_dir())
             except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
                 scan = None
         _LITERAL_SCANS[key] = scan

@@ -30,8 +30,13 @@ Hyperscan refuses it), no :class:`LiteralScan` is built and the RE2 scan stays.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
 from re import _parser as _P  # type: ignore[attr-defined]
 
@@ -57,9 +62,11 @@ _ROUTINE = "loss Loss step Step iter Iter epoch Epoch NCCL INFO"
 _ROUTINE_WORD = re.compile("|".join(w for w in _ROUTINE.split() if w.islower()), re.IGNORECASE)
 _FOLD_EXTRA = {"k": "\u212a", "s": "\u017f"}
 _RE2_ONLY = re.compile(r"\[:\^?[a-z]+:\]|\\[pPCzQE]|\(\?[a-zA-Z]*U")
-#: Blocks of fewer bytes than this in a whole run do not pay for compiling the literal database (~0.1-0.2 s for the
-#: catalogue's ~2,500 literals on the bench machine; RE2's DFA reads ~64 MiB in that time)
-BUILD_AFTER_BYTES = 64 << 20
+#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (a few ms from the cache,
+#: :meth:`LiteralScan.cached`; building it, once per catalogue, ~0.16 s on the bench machine; RE2's DFA reads
+#: 16 MiB in ~30 ms)
+BUILD_AFTER_BYTES = 16 << 20
+_CACHE_KEEP = 8
 #: Candidate lines this close (bytes) are searched by one RE2 call over the lines between them: RE2 reads 2 KiB in
 #: about the time one more call from Python takes (~4 us, bench machine)
 _MERGE_GAP = 2048
@@ -434,6 +441,49 @@ class LiteralScan:
         #: what the scan holds
         self.counts = {"alternatives": len(parts), "literals": len(lits), "newline_alternatives": len(self._crossing),
                        "crossing_patterns": sum(map(len, self._crossing))}
+
+    @classmethod
+    def cached(cls, parts: list[str], cache_dir: Path | None) -> LiteralScan:
+        """The scan of ``parts``, loaded from ``cache_dir`` when it was built before (the serialised Hyperscan
+        database and its tables, keyed by the SHA-256 of the alternatives, this module's source and Hyperscan's
+        version), else built and saved there. A cache that cannot be read or written is passed over."""
+        key = hashlib.sha256(json.dumps([Path(__file__).read_bytes().decode("utf-8", "replace"),
+                                         getattr(_hs, "__version__", ""), parts]).encode()).hexdigest()[:32]
+        if cache_dir is not None:
+            try:
+                meta = json.loads((cache_dir / f"{key}.json").read_text())
+                blob = (cache_dir / f"{key}.hsdb").read_bytes()
+                if hashlib.sha256(blob).hexdigest() == meta["db_sha256"]:
+                    self = cls.__new__(cls)
+                    self._owners = [tuple(o) for o in meta["owners"]]
+                    self._crossing = meta["crossing"]
+                    self.counts = meta["counts"]
+                    self._crossing_dbs = {}
+                    db = _hs.loadb(blob, _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
+                    db.scratch = _hs.Scratch(db)  # type: ignore[union-attr]  # a loaded database has none
+                    self._db = db
+                    return self
+            except (OSError, ValueError, KeyError, TypeError, _hs.error):  # type: ignore[union-attr]
+                pass
+        self = cls(parts)
+        if cache_dir is not None:
+            try:
+                blob = _hs.dumpb(self._db)  # type: ignore[union-attr]
+                meta = {"owners": self._owners, "crossing": self._crossing, "counts": self.counts,
+                        "db_sha256": hashlib.sha256(blob).hexdigest()}
+                cache_dir.mkdir(parents=True, exist_ok=True)
+                for name, data in ((f"{key}.hsdb", blob), (f"{key}.json", json.dumps(meta).encode())):
+                    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-")
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, cache_dir / name)
+                # keep the last few catalogues' scans (each ~0.5 MB)
+                for old in sorted(cache_dir.glob("*.hsdb"), key=lambda q: q.stat().st_mtime)[:-_CACHE_KEEP]:
+                    old.unlink(missing_ok=True)
+                    old.with_suffix(".json").unlink(missing_ok=True)
+            except (OSError, _hs.error):  # type: ignore[union-attr]
+                pass
+        return self
 
     def _crossing_db(self, ks: tuple[int, ...]) -> object | None:
         if ks not in self._crossing_dbs:
