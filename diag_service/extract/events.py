@@ -486,7 +486,10 @@ _NOBODY = (None, None, None)
 def _compatible(a: tuple, b: tuple) -> bool:
     """Two writers ``(rank, local_rank, node)`` that no field tells apart: each field is unknown on one side
     or equal (``_NOBODY`` is compatible with every writer)."""
-    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+    a0, a1, a2 = a  # written out: the backward timestamp search asks this ~200,000 times on the bench's cascade
+    b0, b1, b2 = b
+    return (a0 is None or b0 is None or a0 == b0) and (a1 is None or b1 is None or a1 == b1) and (
+        a2 is None or b2 is None or a2 == b2)
 
 
 def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | None]:

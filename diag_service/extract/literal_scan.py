@@ -553,10 +553,21 @@ def _compile(exprs: list[str], flags: list[int]) -> object:
 
 def _match_starts(regex: object, data: bytes, pos: int, endpos: int, out: list[int], last: int) -> int:
     """Append the line start of each match of ``regex.finditer(data, pos, endpos)`` to ``out`` (once per line;
-    ``last``: the line start appended last); return the new ``last``."""
-    for m in regex.finditer(data, pos, endpos):  # type: ignore[attr-defined]
-        ls = data.rfind(b"\n", 0, m.start()) + 1
+    ``last``: the line start appended last); return the new ``last``.
+
+    After a match the search goes on from the next line: no match crosses a line here, so the first match
+    ``finditer`` would find starting on a later line is the leftmost one from that line's start."""
+    search = regex.search  # type: ignore[attr-defined]
+    while pos < endpos:
+        m = search(data, pos, endpos)
+        if m is None:
+            break
+        s = m.start()
+        ls = data.rfind(b"\n", 0, s) + 1
         if ls != last:
             last = ls
             out.append(ls)
+        pos = data.find(b"\n", s) + 1
+        if pos == 0:
+            break
     return last
