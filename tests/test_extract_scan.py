@@ -412,6 +412,8 @@ def test_literal_scan_cache_round_trip(tmp_path) -> None:
     loaded = LiteralScan.cached(parts, tmp_path)
     assert loaded.candidate_lines(SCAN, data) == built.candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
     assert loaded.candidate_lines(SCAN, b"Killed\n process") is None
+    assert len(list(tmp_path.glob("*.x*.hsdb"))) == 1  # the crossing check's database, kept too
+    assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, b"Killed\n process") is None
     for p in tmp_path.glob("*.hsdb"):
         p.write_bytes(b"not a database")  # a damaged cache is rebuilt
     assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
