@@ -417,3 +417,28 @@ def test_literal_scan_cache_round_trip(tmp_path) -> None:
     for p in tmp_path.glob("*.hsdb"):
         p.write_bytes(b"not a database")  # a damaged cache is rebuilt
     assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
+
+
+def test_literal_scan_serves_several_threads_at_once() -> None:
+    import threading
+
+    scan = _literal_scan(SCAN)
+    data = b"ok\nKilled process 1\n" * 20_000 + b"RuntimeError: boom\n" * 20_000
+    want = _lines_by_str(SCAN, data.decode())
+    crossing = b"x\nKilled\n  process\n" + data
+    errors: list[str] = []
+
+    def work() -> None:
+        try:
+            for _ in range(10):
+                if scan.candidate_lines(SCAN, data) != want or scan.candidate_lines(SCAN, crossing) is not None:
+                    errors.append("differs")
+        except Exception as e:  # noqa: BLE001 - Hyperscan's ScratchInUseError when a scratch space is shared
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
@@ -485,6 +486,16 @@ class LiteralScan:
                 pass
         return self
 
+    def _scratch(self, db: object) -> object:
+        """This thread's scratch space for ``db``: Hyperscan refuses a scratch in use by another scan (the service
+        diagnoses in several threads, with one scan per catalogue)."""
+        local = self.__dict__.setdefault("_local", threading.local())
+        spaces = local.__dict__.setdefault("spaces", {})
+        sc = spaces.get(id(db))
+        if sc is None:
+            sc = spaces[id(db)] = _hs.Scratch(db)  # type: ignore[union-attr]
+        return sc
+
     def _crossing_db(self, ks: tuple[int, ...]) -> object | None:
         """The crossing patterns of the alternatives ``ks`` in one database: from the cache when this set was
         compiled before (~35 ms each, a few sets per bundle), else compiled and saved."""
@@ -519,7 +530,7 @@ class LiteralScan:
             ids.append(i)
             ends.append(to)
 
-        self._db.scan(data, match_event_handler=on_hit)  # type: ignore[attr-defined]
+        self._db.scan(data, match_event_handler=on_hit, scratch=self._scratch(self._db))  # type: ignore[attr-defined]
         owners = self._owners
         nl = {k for i in set(ids) for k in owners[i]}
         if nl:
@@ -527,7 +538,7 @@ class LiteralScan:
             if db is None:
                 return None
             crossed: list[int] = []
-            db.scan(data, match_event_handler=lambda *_a: crossed.append(1))  # type: ignore[attr-defined]
+            db.scan(data, match_event_handler=lambda *_a: crossed.append(1), scratch=self._scratch(db))  # type: ignore[attr-defined]
             if crossed:
                 return None
         n = len(data)
