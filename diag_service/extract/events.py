@@ -184,16 +184,19 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
     process), or None: ``hyperscan`` is not installed, the union is not one of this module's, or one of its
     alternatives cannot be scanned so (the RE2 scan then stays)."""
     key = prefilter.pattern
-    if key not in _LITERAL_SCANS:
-        parts = _UNION_PARTS.get(key)
-        scan = None
-        if parts is not None and literal_scan_available():
-            try:
-                scan = LiteralScan.cached(list(parts), _literal_cache_dir())
-            except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
-                scan = None
-        _LITERAL_SCANS[key] = scan
-    return _LITERAL_SCANS[key]
+    if key in _LITERAL_SCANS:
+        return _LITERAL_SCANS[key]
+    parts = _UNION_PARTS.get(key)
+    scan = None
+    if parts is not None and literal_scan_available():
+        try:
+            scan = LiteralScan.cached(list(parts), _literal_cache_dir())
+        except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
+            scan = None
+    for old in list(_LITERAL_SCANS)[:-7]:  # as many as prefilter_with keeps unions
+        _LITERAL_SCANS.pop(old, None)
+    _LITERAL_SCANS[key] = scan
+    return scan
 
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")

@@ -530,7 +530,10 @@ class LiteralScan:
             ids.append(i)
             ends.append(to)
 
-        self._db.scan(data, match_event_handler=on_hit, scratch=self._scratch(self._db))  # type: ignore[attr-defined]
+        try:
+            self._db.scan(data, match_event_handler=on_hit, scratch=self._scratch(self._db))  # type: ignore[attr-defined]
+        except _hs.error:  # type: ignore[union-attr]  # (not expected) the caller scans the block with RE2
+            return None
         owners = self._owners
         nl = {k for i in set(ids) for k in owners[i]}
         if nl:
@@ -538,7 +541,10 @@ class LiteralScan:
             if db is None:
                 return None
             crossed: list[int] = []
-            db.scan(data, match_event_handler=lambda *_a: crossed.append(1), scratch=self._scratch(db))  # type: ignore[attr-defined]
+            try:
+                db.scan(data, match_event_handler=lambda *_a: crossed.append(1), scratch=self._scratch(db))  # type: ignore[attr-defined]
+            except _hs.error:  # type: ignore[union-attr]
+                return None
             if crossed:
                 return None
         n = len(data)
