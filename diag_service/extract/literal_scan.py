@@ -2,30 +2,27 @@
 
 The extractor's pre-filter is one RE2 union of ~800 alternatives (:func:`diag_service.extract.events.prefilter_with`)
 run with ``finditer`` over each block; a candidate line is a line where one of its matches starts. RE2's DFA reads
-the bytes one at a time (0.5-0.7 GB/s on the bench machine whatever the pattern); Hyperscan's SIMD literal matchers
-find a few thousand literals at 2.5-3 GB/s. :class:`LiteralScan` yields the same line starts as the RE2 scan over an
-ASCII block, by running RE2 only on the lines where a match can be:
+the bytes one at a time (0.4-0.7 GB/s on the bench machine whatever the pattern); Hyperscan's SIMD literal matcher
+finds the ~3,000 literals below at ~3 GB/s. :class:`LiteralScan` gives the same line starts as the RE2 scan over an
+ASCII block, running RE2 only on the lines where a match can be:
 
-- every alternative that cannot match a newline (``can_match_newline``) has a set of literals one of which every
-  match of it contains (``required_literals``, read from its parse tree): a match of it lies on a line holding
-  one of them. An alternative without such a set is given to Hyperscan as a regex; the line of each of its
-  matches is a candidate;
-- an alternative that can match a newline (``\\s*$``, ``[^`]*``; 23 of the catalogue's) may cross lines: where
-  one of its literals occurs in a block, Hyperscan runs it (its bounded repeats widened to unbounded ones, a
-  superset) with the leftmost start of each match, and the lines from that start to the match's end are a zone
-  no region boundary may cut;
-- the lines found are merged into regions; ``finditer`` of the whole union runs over each region, with the
-  whole block as context (``^``, ``$`` and ``\\b`` see the neighbouring bytes). No match of the union crosses a
-  region boundary (only an alternative that can match a newline could, and its zones are inside regions) and
-  every match lies in a region, so the matches, and the line starts, are those of the scan over the whole block.
+- every alternative has a set of literals one of which each of its matches contains (:func:`required_literals`,
+  read from Python's parse of it). Hyperscan finds them all; a match of an alternative that cannot take a newline
+  (:func:`can_match_newline`) lies on the line of one of its literals;
+- RE2 (the same union) searches those lines, with the whole block as context (``^``, ``$`` and ``\\b`` see the
+  neighbouring bytes), nearby lines in one call; after a match it goes on from the next line. When no match crosses
+  a line, a line holds a match start exactly when the union matches inside it, so the lines are the RE2 scan's;
+- an alternative that can take a newline (``\\s*$``, ``[^`]*``, ``exitcode\\s*[:=]\\s*-6``; 23 of the catalogue's)
+  could cross a line: in a block holding one of its literals, Hyperscan runs its crossing patterns
+  (:func:`crossing_patterns`: each way it can take a newline, made to take one). If one matches, :meth:`LiteralScan.
+  candidate_lines` returns None and the caller scans that block with RE2.
 
-Only for ASCII blocks: Hyperscan runs without its UTF-8 mode there, and on ASCII text its classes and case folding
-take at least what RE2's do (``\\s`` also takes ``\\v``). A pattern Python's parser cannot read (RE2-only syntax such
-as POSIX classes inside brackets) is handled as one that can match a newline and has no required literal: its
-zones are searched in every block. If an alternative cannot be handled at all (it can match the empty string, or
-Hyperscan refuses it), no :class:`LiteralScan` is built and the RE2 scan stays.
+Only for ASCII blocks: Hyperscan runs without its UTF-8 mode, and on ASCII text its classes and case folding take at
+least what RE2's do (``\\s`` also takes ``\\v``). If an alternative cannot be read by Python's parser (RE2-only
+syntax), can match the empty string or has no required literal, or Hyperscan refuses a pattern, no
+:class:`LiteralScan` is built and the RE2 scan stays.
 
-``hyperscan`` is an optional dependency (``pip install diag-service[fastscan]``): without it the RE2 scan runs.
+``hyperscan`` is a dependency on Linux x86_64 (its wheels); elsewhere the RE2 scan runs.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
 from re import _parser as _P  # type: ignore[attr-defined]
 
-try:  # optional: the RE2 scan is the fallback
+try:  # no wheel off Linux x86_64: the RE2 scan is the fallback
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - depends on the environment
     _hs = None
@@ -50,23 +47,23 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: The largest set of exact strings a sub-pattern is expanded to (``[Ee]rror`` -> Error, error) before only a
 #: required literal of it is kept
 _EXACT_LIMIT = 64
-#: Words that routine training output prints on every line of a kind (the per-step loss / step / iter line that
-#: PROGRESS_PATTERN and TRAINING_LINE read, NCCL's INFO lines): a literal inside this text would make the scan stop
-#: on most lines of a healthy log, so another required literal of the same alternative is preferred. Only speed
-#: depends on this choice, never the lines found.
 #: ASCII characters that are not word characters (``\\W`` on ASCII text), and the most literals a ``\\b`` after a
 #: required literal may be spelled out into
 _NON_WORD = "".join(chr(c) for c in range(128) if not (chr(c).isalnum() or chr(c) == "_"))
 _BOUNDARY_LIMIT = 2048
+#: Words that routine training output prints on every line of a kind (the per-step loss / step / iter line that
+#: PROGRESS_PATTERN and TRAINING_LINE read, NCCL's INFO lines): a literal inside this text would make the scan stop
+#: on most lines of a healthy log, so another required literal of the same alternative is preferred. Only speed
+#: depends on this choice, never the lines found.
 _ROUTINE = "loss Loss step Step iter Iter epoch Epoch NCCL INFO"
+_ROUTINE_WORD = re.compile("|".join(w for w in _ROUTINE.split() if w.islower()), re.IGNORECASE)
 #: RE2's case folding beyond ASCII that reaches an ASCII letter (Unicode simple case folding orbits):
 #: k ~ KELVIN SIGN, s ~ LATIN SMALL LETTER LONG S. Required literals of a ``(?i)`` pattern include them.
-_ROUTINE_WORD = re.compile("|".join(w for w in _ROUTINE.split() if w.islower()), re.IGNORECASE)
 _FOLD_EXTRA = {"k": "\u212a", "s": "\u017f"}
 _RE2_ONLY = re.compile(r"\[:\^?[a-z]+:\]|\\[pPCzQE]|\(\?[a-zA-Z]*U")
-#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (a few ms from the cache,
-#: :meth:`LiteralScan.cached`; building it, once per catalogue, ~0.16 s on the bench machine; RE2's DFA reads
-#: 16 MiB in ~30 ms)
+#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (~5 ms from the cache,
+#: :meth:`LiteralScan.cached`; building it, once per catalogue and machine, ~0.25 s on the bench machine; RE2's DFA
+#: reads 16 MiB in ~30 ms)
 BUILD_AFTER_BYTES = 16 << 20
 _CACHE_KEEP = 8
 #: Candidate lines this close (bytes) are searched by one RE2 call over the lines between them: RE2 reads 2 KiB in
