@@ -38,11 +38,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
 from re import _parser as _P  # type: ignore[attr-defined]
+from typing import Any
 
-try:  # no wheel off Linux x86_64: the RE2 scan is the fallback
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - depends on the environment
-    _hs = None
+_hs: Any = None  # the hyperscan module, imported on first use (literal_scan_available)
+_hs_tried = False
 
 #: The largest set of exact strings a sub-pattern is expanded to (``[Ee]rror`` -> Error, error) before only a
 #: required literal of it is kept
@@ -401,7 +400,15 @@ def _forced(items: list, flags: int) -> list[str]:
 
 
 def literal_scan_available() -> bool:
-    """Whether ``hyperscan`` is installed."""
+    """Whether ``hyperscan`` is installed (imported here, on first use: a small input never loads it)."""
+    global _hs, _hs_tried
+    if not _hs_tried:
+        _hs_tried = True
+        try:
+            import hyperscan
+        except ImportError:  # pragma: no cover - no wheel off Linux x86_64: the RE2 scan is the fallback
+            hyperscan = None
+        _hs = hyperscan
     return _hs is not None
 
 
@@ -409,7 +416,8 @@ class LiteralScan:
     """Candidate line starts of a union of ``parts`` over ASCII bytes (see the module's docstring)."""
 
     def __init__(self, parts: list[str]) -> None:
-        assert _hs is not None
+        if not literal_scan_available():
+            raise RuntimeError("hyperscan is not installed")
         literals: dict[str, set[int]] = {}  # literal -> the alternatives that can take a newline it belongs to
         self._crossing: list[list[str]] = []  # per alternative that can take a newline: its crossing patterns
         for p in parts:
@@ -447,6 +455,8 @@ class LiteralScan:
         """The scan of ``parts``, loaded from ``cache_dir`` when it was built before (the serialised Hyperscan
         database and its tables, keyed by the SHA-256 of the alternatives, this module's source and Hyperscan's
         version), else built and saved there. A cache that cannot be read or written is passed over."""
+        if not literal_scan_available():
+            raise RuntimeError("hyperscan is not installed")
         key = hashlib.sha256(json.dumps([Path(__file__).read_bytes().decode("utf-8", "replace"),
                                          getattr(_hs, "__version__", ""), parts]).encode()).hexdigest()[:32]
         if cache_dir is not None:
