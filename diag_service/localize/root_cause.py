@@ -4,7 +4,8 @@ Rules, in order (each documented where it acts):
 
 1. **Root signatures compete by priority, then time.** A hardware report (Xid, ECC) outranks the
    CUDA and NCCL errors it causes on the same rank; among equals the earliest wins. Symptoms
-   (watchdog timeouts, broken pipes, SIGTERM from the agent) and launcher summaries never win.
+   (watchdog timeouts, broken pipes, SIGTERM from the agent) and launcher summaries never win, and a
+   rank's report of a lost peer yields to another rank's own failure (:func:`_peer_loss_yields`).
 2. **Confidence gate.** A root whose signature confidence is below :data:`MIN_CONFIDENCE` is
    reported as a suspicion with category ``unknown``: a confident wrong answer is worse.
 3. **Failure mode.** The winning signature's mode, except: stack dumps in the logs and no process
@@ -237,11 +238,10 @@ def _demote_late_roots(
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
       :data:`LATER_FAILURE_S` after an earlier root, or after a lost peer reported at an exact time
       (a ``cascade: peer_loss`` symptom, not a scheduler's summary: a failure had happened by then), is a
-      consequence of it (a restarted job
-      that then fails to re-rendezvous). A silent death is measured against earlier roots only. An
-      approximate (borrowed, earlier) time is a lower bound, so it may only make a root later, never
-      earlier. Hardware reports keep their rank: the kernel log often stamps them after the application
-      error they caused.
+      consequence of it (a restarted job that then fails to re-rendezvous). A silent death is measured
+      against earlier roots only. An approximate (borrowed, earlier) time is a lower bound, so it may only
+      make a root later, never earlier. Hardware reports keep their rank: the kernel log often stamps them
+      after the application error they caused.
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
