@@ -66,7 +66,7 @@ class Scenario:
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
     cmd2: str = ""
-    cmd2_delay_s: float = 3.0
+    cmd2_delay_s: float = 1.0
     #: batch 2: the node's open-files limit (RLIMIT_NOFILE) for the job, 0 = this host's
     nofile: int = 0
 

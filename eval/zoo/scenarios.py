@@ -340,12 +340,12 @@ SCENARIOS += [
     Scenario("net_ss_kill_rank1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py", action=("ss_kill", 1, 15)),
     Scenario("net_ss_kill_spawn", "train.py", "python train.py", action=("ss_kill", 0, "iter   300")),
     Scenario("net_ss_kill_twonode", "train.py", _c10d("job31", "train.py"), cmd2=_c10d("job31", "train.py"),
-             action=("ss_kill", 2, 22)),
+             action=("ss_kill", 2, 16)),
     # infrastructure: a node lost, a node preempted
     Scenario("inf_node0_lost_twonode", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py"),
-             action=("kill_node", 0, signal.SIGKILL, 22)),
+             action=("kill_node", 0, signal.SIGKILL, 16)),
     Scenario("inf_node1_preempted_twonode", "train.py", _c10d("run-77", "train.py"), cmd2=_c10d("run-77", "train.py"),
-             action=("kill_node_launcher", 1, signal.SIGTERM, "node1 step 100 ")),
+             action=("kill_node_launcher", 1, signal.SIGTERM, "node1 step 100 "), cmd2_delay_s=3.0),
     # host_oom
     Scenario("oom_dataloader_workers_accel", "train.py",
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
