@@ -6,6 +6,10 @@ the injected fault) never reaches the diagnosis. Per split (``eval/zoo/split.jso
 failure-mode accuracy, first-failing-rank accuracy over the cases whose label names a faulty rank, confidently
 wrong (confidence >= 0.5 and the category wrong, over all cases) and the unknown rate.
 
+Later batches of runs are listed in ``split.json`` under ``additions`` (each with the labels commit it was frozen
+at); their cases are also in the ``dev``/``test`` unions, and are reported once more on their own: ``dev_new`` and,
+with ``--test``, ``test_new`` (aggregates only), the cases of the latest addition.
+
 Writes ``eval/results/zoo.json`` (aggregates) and ``eval/results/zoo_dev_cases.jsonl`` (per case, dev only).
 The test split is scored only when asked, and every such run appends one line to ``eval/zoo/test_looks.jsonl``
 (date, commit, why); a dev-only run keeps the last test aggregates in ``zoo.json`` with the commit they were
@@ -42,6 +46,10 @@ def load_labels() -> list[dict[str, Any]]:
 def load_split() -> dict[str, str]:
     s = json.loads((ZOO / "split.json").read_text())
     return {i: name for name in ("dev", "test") for i in s[name]}
+
+
+def load_additions() -> list[dict[str, Any]]:
+    return json.loads((ZOO / "split.json").read_text()).get("additions", [])
 
 
 def run_case(case: dict[str, Any], tmp: Path) -> dict[str, Any]:
@@ -112,6 +120,12 @@ def main() -> None:
                            "labels_commit": json.loads((ZOO / "split.json").read_text())["labels_commit"]}
     for name in splits:
         out[name] = score([c for c in labels if split[c["id"]] == name], got)
+    additions = load_additions()
+    newest = additions[-1] if additions else None
+    if newest:  # the latest batch on its own (its cases are in the dev/test unions above too)
+        out["new_batch"] = {"labels_commit": newest["labels_commit"], "date": newest["date"]}
+        for name in splits:
+            out[f"{name}_new"] = score([c for c in labels if c["id"] in set(newest[name])], got)
     previous = json.loads((RESULTS / "zoo.json").read_text()) if (RESULTS / "zoo.json").exists() else {}
     if args.test:
         out["test_scored_at"] = commit
@@ -120,6 +134,8 @@ def main() -> None:
                                  "why": args.why}) + "\n")
     elif "test" in previous:
         out["test"] = previous["test"]
+        if "test_new" in previous and newest and previous.get("new_batch") == out.get("new_batch"):
+            out["test_new"] = previous["test_new"]
         out["test_scored_at"] = previous.get("test_scored_at", previous.get("commit"))
     out["test_looks"] = sum(1 for ln in LOOKS.read_text().splitlines() if ln.strip()) if LOOKS.exists() else 0
     RESULTS.mkdir(exist_ok=True)
@@ -130,20 +146,20 @@ def main() -> None:
                 continue
             g = got[c["id"]]
             fh.write(json.dumps({
-                "id": c["id"],
+                "id": c["id"], "new_batch": bool(newest and c["id"] in newest["dev"]),
                 "truth": {k: c[k] for k in ("category", "failure_mode", "faulty_rank")},
                 "category": g["category"], "failure_mode": g["failure_mode"], "confidence": g["confidence"],
                 "first_failing_rank": g["first_failing_rank"], "summary": (g["summary"] or "")[:300],
             }) + "\n")
-    print(f"{'split':6} {'n':>3} {'category':>9} {'mode':>6} {'1st rank':>9} {'conf.wrong':>10} {'unknown':>8}")
-    for name in ("dev", "test"):
+    print(f"{'split':8} {'n':>3} {'category':>9} {'mode':>6} {'1st rank':>9} {'conf.wrong':>10} {'unknown':>8}")
+    for name in ("dev", "test", "dev_new", "test_new"):
         if name not in out:
             continue
         s = out[name]
         fr = f"{s['first_rank_right']}/{s['first_rank_cases']}"
-        print(f"{name:6} {s['cases']:>3} {s['category_accuracy']:>9} {s['failure_mode_accuracy']:>6} {fr:>9} "
+        print(f"{name:8} {s['cases']:>3} {s['category_accuracy']:>9} {s['failure_mode_accuracy']:>6} {fr:>9} "
               f"{s['confidently_wrong']:>10} {s['unknown_rate']:>8}"
-              + ("" if name in splits else f"  (scored at {str(out.get('test_scored_at'))[:7]})"))
+              + ("" if name.split("_")[0] in splits else f"  (scored at {str(out.get('test_scored_at'))[:7]})"))
     print(f"({elapsed:.0f} s; test looked at {out['test_looks']} time(s))")
 
 

@@ -41,8 +41,11 @@ def test_every_label_has_its_script_and_run():
     for c in _labels():
         assert (root / c["script"]).is_file(), c["id"]
         run = ZOO / "runs" / c["id"]
-        assert (run / "console.log").is_file(), c["id"]
-        assert (run / "console.log").read_text(errors="replace").startswith("$ "), c["id"]
+        # one terminal, or one per node when two launcher agents ran as two nodes (batch 2)
+        consoles = [run / "console.log"] if (run / "console.log").is_file() else sorted(run.glob("console_node*.log"))
+        assert consoles, c["id"]
+        for con in consoles:
+            assert con.read_text(errors="replace").startswith("$ "), c["id"]
     assert {p.name for p in (ZOO / "runs").iterdir()} == {c["id"] for c in _labels()}
 
 
@@ -55,3 +58,14 @@ def test_split_follows_its_rule_and_covers_every_label():
     for i in ids:
         h = int(hashlib.sha256(i.encode()).hexdigest()[:8], 16) / 2**32
         assert (i in split["test"]) == (h < split["test_share"]), i
+
+
+def test_additions_are_frozen_by_the_same_rule_and_in_the_unions():
+    split = json.loads((ZOO / "split.json").read_text())
+    seen = set()
+    for add in split.get("additions", []):
+        assert len(add["labels_commit"]) == 40 and add["date"]
+        ids = set(add["dev"]) | set(add["test"])
+        assert not ids & seen and not set(add["dev"]) & set(add["test"])
+        assert set(add["dev"]) <= set(split["dev"]) and set(add["test"]) <= set(split["test"])
+        seen |= ids

@@ -197,3 +197,210 @@ SCENARIOS: list[Scenario] = [
     Scenario("hang_monitored_barrier", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py"),
     Scenario("hang_uneven_shards", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py"),
 ]
+
+# ---------------------------------------------------------------------------------------------------------
+# Batch 2 (2026-12-04): network-like faults made on one host (a rank's TCP connections destroyed with
+# `ss -K`), two torchrun agents as two nodes (c10d or static rendezvous on 127.0.0.1, console_node0/1.log),
+# fail_slow runs with per-step timing lines, and more storage / data / config / hang kinds.
+
+C10D2 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+         "--rdzv-id {rid} --rdzv-conf join_timeout=20")
+STATIC2 = "torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port}"
+
+
+def _c10d(rid: str, script: str, extra: str = "") -> str:
+    return C10D2.replace("{rid}", rid) + f"{extra} {script}"
+
+
+def _static(node: int, script: str) -> str:
+    return STATIC2.replace("{node}", str(node)) + f" {script}"
+
+
+TOKENS_NPY = r"""python - <<'EOF'
+import os, numpy as np
+os.makedirs("tokens", exist_ok=True)
+for k in range(2):
+    np.save(f"tokens/shard_{k:03d}.npy", np.random.randint(0, 4096, 2_000_000).astype(np.uint16))
+EOF"""
+
+FEATURES_BIN = r"""python - <<'EOF'
+import os, numpy as np
+os.makedirs("features", exist_ok=True)
+for k in range(300):
+    np.random.rand(100, 32).astype(np.float32).tofile(f"features/chunk_{k:04d}.bin")
+EOF"""
+
+TOKENIZED_JSON = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data/tokenized", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    vocab = 8000 if r != 2 else 32000  # part-02 was tokenized with the 32k tokenizer of the previous run
+    json.dump([[rng.randrange(vocab) for _ in range(33)] for _ in range(400)], open(f"data/tokenized/part-{r:02d}.json", "w"))
+EOF"""
+
+PARQUET = r"""python - <<'EOF'
+import os, random
+import pyarrow as pa, pyarrow.parquet as pq
+os.makedirs("data/train", exist_ok=True)
+for k in range(4):
+    rng = random.Random(k)
+    feats = [[rng.random() for _ in range(12)] for _ in range(500)]
+    pq.write_table(pa.table({"features": feats, "label": [rng.randrange(4) for _ in range(500)]}),
+                   f"data/train/part-{k:05d}.parquet")
+p = "data/train/part-00003.parquet"
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[: len(raw) - 300])  # upload cut short: footer missing
+EOF"""
+
+ARROW = r"""python - <<'EOF'
+import os, random
+import pyarrow as pa
+os.makedirs("cache", exist_ok=True)
+t = pa.table({"embedding": [[random.random() for _ in range(16)] for _ in range(3000)],
+              "score": [random.random() for _ in range(3000)]})
+with pa.OSFile("cache/train.arrow", "wb") as sink:
+    with pa.ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+raw = open("cache/train.arrow", "rb").read()
+open("cache/train.arrow", "wb").write(raw[: len(raw) * 7 // 10])  # cache written by a job that was killed
+EOF"""
+
+REVIEWS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+for r in range(4):
+    rng = random.Random(r)
+    with open(f"data/reviews_{r}.jsonl", "w") as f:
+        for i in range(400):
+            rec = {"bow": [rng.random() for _ in range(50)], "rating": rng.randint(1, 5)}
+            if r == 2 and i >= 250:  # rows appended from the new export, which renamed the field
+                rec["stars"] = rec.pop("rating")
+            f.write(json.dumps(rec) + "\n")
+EOF"""
+
+NUMPY_CKPT = r"""python - <<'EOF'
+import os, numpy as np, torch, torch.nn as nn
+os.makedirs("checkpoints", exist_ok=True)
+m = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 2))
+o = torch.optim.Adam(m.parameters())
+m(torch.randn(4, 20)).sum().backward(); o.step()
+torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "epoch": 9,
+            "best_acc": np.float64(0.913), "val_history": np.array([0.71, 0.85, 0.913])}, "checkpoints/last.pt")
+EOF"""
+
+OPT_CKPT = r"""python - <<'EOF'
+import os, torch, torch.nn as nn
+os.makedirs("checkpoints", exist_ok=True)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64); self.norm = nn.LayerNorm(64); self.fc2 = nn.Linear(64, 4)
+    def forward(self, x):
+        return self.fc2(torch.relu(self.norm(self.fc1(x))))
+m = Net()
+o = torch.optim.AdamW(m.parameters(), weight_decay=0.01)  # the run was started before param groups were split
+m(torch.randn(2, 32)).sum().backward(); o.step()
+torch.save({"model": m.state_dict(), "optim": o.state_dict(), "epoch": 4}, "checkpoints/epoch_4.pt")
+EOF"""
+
+SHARD_META = r"""python - <<'EOF'
+import json, os
+os.makedirs("shards", exist_ok=True)
+for r in range(3):
+    for k in range(3):
+        with open(f"shards/meta_{r}_{k}.json", "w") as f:
+            text = json.dumps({"num_samples": 640, "batch": 16, "files": [f"s{r}{k}.bin"]})
+            if r == 2 and k == 1:
+                text = text[:0]  # metadata file left empty by the preprocessing job
+            f.write(text)
+EOF"""
+
+SKEW_JSONL = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = [f"Word{i}," for i in range(3000)]
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/shard_{r}.jsonl", "w") as f:
+        for i in range(1600):
+            n = 60 if not (r == 2 and i >= 480) else 4000  # rank 2's shard turns into whole-book documents
+            f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(n))}) + "\n")
+EOF"""
+
+MOUNT_SCRATCH = ("mkdir -p /mnt/scratch && (mountpoint -q /mnt/scratch && umount /mnt/scratch || true) && "
+                 "mount -t tmpfs -o size=40m tmpfs /mnt/scratch")
+REMOUNT_RO_AFTER_STEP100 = ("for i in $(seq 600); do [ -e /mnt/shared/ckpt/exp12/step_000100.pt ] && break; "
+                            "sleep 0.1; done; mount -o remount,ro /mnt/shared")
+MOUNT_SHARED = ("mkdir -p /mnt/shared && (mountpoint -q /mnt/shared && umount /mnt/shared || true) && "
+                "mount -t tmpfs -o size=64m tmpfs /mnt/shared")
+
+SCENARIOS += [
+    # network: a rank's TCP connections destroyed from outside (`ss -K`) while it trains
+    Scenario("net_ss_kill_rank1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py", action=("ss_kill", 1, 15)),
+    Scenario("net_ss_kill_spawn", "train.py", "python train.py", action=("ss_kill", 0, "iter   300")),
+    Scenario("net_ss_kill_twonode", "train.py", _c10d("job31", "train.py"), cmd2=_c10d("job31", "train.py"),
+             action=("ss_kill", 2, 16)),
+    # infrastructure: a node lost, a node preempted
+    Scenario("inf_node0_lost_twonode", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py"),
+             action=("kill_node", 0, signal.SIGKILL, 16)),
+    Scenario("inf_node1_preempted_twonode", "train.py", _c10d("run-77", "train.py"), cmd2=_c10d("run-77", "train.py"),
+             action=("kill_node_launcher", 1, signal.SIGTERM, "node1 step 100 "), cmd2_delay_s=3.0),
+    # host_oom
+    Scenario("oom_dataloader_workers_accel", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
+             action=("cgroup", 0, 900)),
+    Scenario("oom_graph_leak_spawn", "train.py", "python train.py", action=("cgroup", 1, 700)),
+    Scenario("oom_twonode_cgroup", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py"),
+             action=("cgroup", 3, 800)),
+    # storage
+    Scenario("st_safetensors_disk_full", "train.py", "python train.py", setup=MOUNT_SCRATCH,
+             teardown="umount /mnt/scratch"),
+    Scenario("st_remount_ro_midrun", "train.py", f"{TR} 2 --master-port {{port}} train.py", setup=MOUNT_SHARED,
+             teardown="umount /mnt/shared", action=("shell", 0, REMOUNT_RO_AFTER_STEP100)),
+    Scenario("st_mmap_truncated_sigbus", "train.py", f"{TR} 2 --tee 3 --master-port {{port}} train.py", setup=TOKENS_NPY,
+             action=("shell", 8, "truncate -s 65536 tokens/shard_001.npy")),
+    Scenario("st_too_many_open_files", "train.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} train.py", setup=FEATURES_BIN,
+             nofile=256),
+    # data
+    Scenario("data_token_id_oob_shard", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=TOKENIZED_JSON),
+    Scenario("data_parquet_corrupt", "train.py", f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             setup=PARQUET),
+    Scenario("data_arrow_truncated_spawn", "train.py", "python train.py", setup=ARROW),
+    Scenario("data_schema_missing_key", "train.py", "python train.py", setup=REVIEWS),
+    # config
+    Scenario("cfg_nproc_assert_tp", "train.py", f"{TR} 3 --master-port {{port}} train.py --tensor-parallel-size 2"),
+    Scenario("cfg_dist_debug_typo", "train.py", f"TORCH_DISTRIBUTED_DEBUG=DEBUG {TR} 2 --master-port {{port}} train.py"),
+    Scenario("cfg_weights_only_resume", "train.py",
+             f"{TR} 2 --master-port {{port}} train.py --resume checkpoints/last.pt", setup=NUMPY_CKPT),
+    Scenario("cfg_rdzv_id_mismatch_twonode", "train.py", _c10d("llm-sft-01", "train.py"),
+             cmd2=_c10d("llm-sft-1", "train.py")),
+    Scenario("cfg_nproc_mismatch_twonode", "train.py", _static(0, "train.py"),
+             cmd2=_static(1, "train.py").replace("--nproc-per-node 2", "--nproc-per-node 1")),
+    # user_code
+    Scenario("uc_inplace_mask_accel", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py"),
+    Scenario("uc_inference_mode_backward_spawn", "train.py", "python train.py"),
+    Scenario("uc_target_shape", "train.py", f"{TR} 4 --master-port {{port}} train.py"),
+    Scenario("uc_checkpoint_recompute", "train.py", f"{TR} 2 --tee 3 --master-port {{port}} train.py"),
+    Scenario("uc_rank0_save_no_barrier", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+    Scenario("uc_twonode_typeerror", "train.py", _c10d("exp3", "train.py"), cmd2=_c10d("exp3", "train.py")),
+    Scenario("uc_optimizer_groups_resume", "train.py", f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} train.py",
+             setup=OPT_CKPT),
+    # hangs
+    Scenario("hang_loader_thread_died", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py", setup=SHARD_META),
+    Scenario("hang_cpu_loop_rank1", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+    Scenario("hang_two_group_order", "train.py", f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train.py"),
+    Scenario("hang_fork_lock_worker", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+    Scenario("hang_twonode_rank0_broadcast", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py")),
+    # fail_slow
+    Scenario("slow_cpu_hog_all", "train.py", f"{TR} 2 --master-port {{port}} train.py", action=("hog", "step 100 ", "0,1")),
+    Scenario("slow_stopcont_rank1", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             action=("stopcont", 1, 10, 100, 150)),
+    Scenario("slow_data_skew_rank2", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=SKEW_JSONL),
+    Scenario("slow_pin_hog_accel", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
+             action=("pin_hog", 1, "[00:05<")),
+    Scenario("slow_cpu_quota_spawn", "train.py", "python train.py", action=("cpu_quota", "it 30 ", 40)),
+]
