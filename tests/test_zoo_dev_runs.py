@@ -37,6 +37,14 @@ def _diagnose(run: str, tmp_path: Path):
     ("st_corrupt_resume", "storage", None, "checkpoint_reader_failed"),
     # torchrun's first observed failure is a SIGTERM: it came from outside the job
     ("inf_peer_sigterm", "infrastructure", 1, "sigterm_first_failure"),
+    # ECONNABORTED on the rank whose sockets were killed (ss -K), its peers' resets are the consequence; on two
+    # nodes the peers' resets borrow an earlier time than the abort, which may not make the abort "later"
+    ("net_ss_kill_rank1", "network", 1, "connection_aborted_locally"),
+    ("net_ss_kill_twonode", "network", 2, "connection_aborted_locally"),
+    # a DataLoader worker's KeyError on a record field: the data lacks it
+    ("data_schema_missing_key", "data", 2, "python_user_exception"),
+    # nll_loss's own target-shape check
+    ("uc_target_shape", "user_code", None, "shape_mismatch"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:

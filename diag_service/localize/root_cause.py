@@ -245,12 +245,13 @@ def _demote_late_roots(
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
-    times = [t for h in evidence for t in [_ts_of(h)] if t is not None]
+    # the reference of "later" must be an exact time: a borrowed one is only a lower bound of its event's
+    times = [t for h in evidence if not h.first_timestamp_approx for t in [_ts_of(h)] if t is not None]
     if not times:
         return roots
     first_any = min(times)
-    first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" for t in [_ts_of(h)] if t is not None),
-                              default=None)
+    first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" and not h.first_timestamp_approx
+                               for t in [_ts_of(h)] if t is not None), default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
     first_root = min(root_times) if root_times else None
     # a lost peer reported at an exact time means a failure had happened by then (a rank's SIGTERM from its
