@@ -81,6 +81,8 @@ class ProgressLog:
     ``collectives``: every collective-timeout report (first 100,000).
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
     ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
+    ``source_nodes``: the nodes that files are attributed to by their names or folders (``console_node0.log``,
+    ``node1/``), whether or not they hold an event (first 4,096).
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
@@ -94,6 +96,7 @@ class ProgressLog:
     collectives: list[CollectiveTimeout] = field(default_factory=list)
     last_completed: dict[int, int] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
+    source_nodes: set[str] = field(default_factory=set)
     world_size: int | None = None
     job_output: bool = False
     trained: bool = False

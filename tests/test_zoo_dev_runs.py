@@ -83,3 +83,12 @@ def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, ran
     assert any(finding in f for f in d.findings), d.findings
     first = d.root_cause.evidence[0]  # the report that names the culprit, or the culprit's own
     assert evidence in first.text and first.rank == (rank if run == "hang_uneven_shards" else 0), first
+
+
+def test_a_node_whose_logs_just_stop_while_its_peers_lose_connections_was_lost(tmp_path: Path) -> None:
+    # node 0 (its agent, the store and ranks 0-1) SIGKILLed at once: console_node0.log just stops; node 1's
+    # ranks report "Connection closed by peer" and node 1's agent names its own rank 2 as first failure
+    d = _diagnose("inf_node0_lost_twonode", tmp_path)
+    assert d.category.value == "infrastructure"
+    assert d.faulty_nodes == ["node0"]
+    assert d.first_failing_rank is None  # a node, not node 1's rank 2 that its agent saw fail

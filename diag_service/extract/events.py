@@ -595,6 +595,8 @@ class Extractor:
         obs = self.progress
         if src.rank is not None:
             obs.ranks.add(src.rank)
+        if src.node is not None and len(obs.source_nodes) < 4096:
+            obs.source_nodes.add(src.node)
         if "rank" in src.prefixes:
             # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
             mid = len(text) // 2

@@ -688,7 +688,19 @@ def localize(
                 "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
                 "killer; check the node's dmesg)."
             )
-        if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
+        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
+                if mode is FailureMode.FAIL_STOP and first_rank is None else None)
+        if lost is not None:
+            category, responsible, confidence = Category.INFRASTRUCTURE, DEFAULT_RESPONSIBLE[Category.INFRASTRUCTURE], 0.45
+            faulty_nodes = [lost]
+            summary = (f"Node {lost} was lost: its logs end without an error, an exit or its launcher's report, while "
+                       "the ranks of the other nodes lost their connections to their peers (the machine, its container "
+                       "or its launcher went away at once). Check the node's state and kernel log; replace it if it "
+                       "does not come back. " + summary)
+            findings.append(f"The logs of node {lost} stop without a failure of their own; the other nodes' ranks report "
+                            "closed connections: the node was lost.")
+        if (elastic_root is not None and elastic_root.rank is not None and first_rank is None and lost is None
+                and mode is FailureMode.FAIL_STOP):
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
         if first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1:
@@ -737,6 +749,25 @@ def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) ->
     return any(_cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP and len(h.ranks) >= 2
                and h.role is not EventRole.SUMMARY and (t := _ts_of(h)) is not None and t < first_hang - LATE_ROOT_S
                for h in hits)
+
+
+def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set[str],
+               sigs: SignatureSet | None) -> str | None:
+    """The one node whose log files hold no event at all while ranks on other nodes report closed connections
+    (``peer_loss`` hits of mode ``fail_stop``) and nobody reports a failure of their own (a root of a known
+    category that is not a lost peer), or None. A live launcher reports its workers' exits; a node's console
+    that just stops while its peers lose their connections went away whole (machine, container or agent).
+    Needs files of at least two nodes."""
+    quiet = source_nodes - nodes_seen
+    if len(source_nodes) < 2 or len(quiet) != 1:
+        return None
+    if any(h.role is EventRole.ROOT and h.category is not Category.UNKNOWN and _cascade(h, sigs) != "peer_loss"
+           for h in hits):
+        return None
+    node = next(iter(quiet))
+    closed = [h for h in hits if _cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP
+              and h.role is not EventRole.SUMMARY and h.nodes and node not in h.nodes]
+    return node if closed else None
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
