@@ -196,21 +196,15 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             return
         sec = 1.0 / rate if unit == "it/s" else rate
         if epoch is not None:
-            st.formats.add("lightning")
             st.epoch_len[path] = max(st.epoch_len.get(path, 0), total)
             step = epoch * st.epoch_len[path] + n
             if step > LIMITS.max_step:
                 st.bad += 1
                 return
         else:
-            st.formats.add("hf_trainer")
             step = n
-        prev = st.prev.get(key)
-        if prev is not None and step <= prev:
-            return  # a redraw of the same position
-        w = float(step - prev) if prev is not None else 1.0
-        st.prev[key] = step
-        st.points.append(_Point(step, sec, w, r, ts, evidence=_ev(path, lineno, raw, rank, node, ts)))
+        _add_step(st, "lightning" if epoch is not None else "hf_trainer", key, step, sec, r, ts,
+                  _ev(path, lineno, raw, rank, node, ts))
         return
     m = GENERIC_STEP.search(text)
     if m:
