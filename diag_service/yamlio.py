@@ -29,14 +29,16 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
 
 
 def _unique_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: set[Any] = set()
+    """The mapping, after checking that no scalar key is written twice in it (same resolved tag and text). Keys
+    a ``<<`` merge brings in may be overridden, as YAML allows; an unhashable key is the safe loader's error."""
+    seen: set[tuple[str, str]] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                    f"found duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+            ident = (key_node.tag, key_node.value)
+            if ident in seen:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        f"found duplicate key {key_node.value!r}", key_node.start_mark)
+            seen.add(ident)
     return loader.construct_mapping(node, deep=True)
 
 
