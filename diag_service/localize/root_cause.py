@@ -132,13 +132,14 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     return best
 
 
-def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int]]:
-    """Findings and suspect ranks from collective-timeout reports (SeqNum / OpType per rank)."""
+def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int], bool]:
+    """Findings, suspect ranks, and whether the ranks at the most common SeqNum issued different collectives
+    (OpType / numel), from collective-timeout reports."""
     findings: list[str] = []
     suspects: list[int] = []
     recs = [c for c in progress.collectives if c.rank is not None]
     if not recs:
-        return findings, suspects
+        return findings, suspects, False
     per_rank: dict[int, tuple[int, str, int | None]] = {}
     for c in recs:
         cur = per_rank.get(c.rank)  # type: ignore[arg-type]
@@ -181,7 +182,7 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
             f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; the logs do not show which rank "
             f"never joined ({DUMPS_ADVICE})."
         )
-    return findings, suspects
+    return findings, suspects, len(ops) > 1
 
 
 def _ts_of(h: SignatureHit) -> float | None:
@@ -475,7 +476,7 @@ def localize(
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
     world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
-    hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen | world)
+    hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure": the job's is the earliest of them.
     elastic_roots = [
         ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples if ev.fields.get("root") == "1"
@@ -589,7 +590,7 @@ def localize(
                 and not _stopped_before_hang(hits, sigs):
             mode = FailureMode.FAIL_HANG
             confidence = 0.3
-            mismatch = bool(hang_suspects) and any(f.startswith("Collective mismatch") for f in hang_findings)
+            mismatch = bool(hang_suspects) and mismatched
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
                 if not hang_suspects:
