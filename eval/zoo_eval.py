@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "eval"))
+
+from corpus_eval import _commit, record_test_look  # noqa: E402
 
 ZOO = REPO / "eval" / "zoo"
 RESULTS = REPO / "eval" / "results"
@@ -43,13 +45,9 @@ def load_labels() -> list[dict[str, Any]]:
     return [json.loads(line) for line in (ZOO / "labels.jsonl").read_text().splitlines() if line.strip()]
 
 
-def load_split() -> dict[str, str]:
-    s = json.loads((ZOO / "split.json").read_text())
-    return {i: name for name in ("dev", "test") for i in s[name]}
-
-
-def load_additions() -> list[dict[str, Any]]:
-    return json.loads((ZOO / "split.json").read_text()).get("additions", [])
+def load_split() -> dict[str, Any]:
+    """``split.json``: ``dev`` and ``test`` id lists (every batch), ``labels_commit``, ``additions`` (later batches)."""
+    return json.loads((ZOO / "split.json").read_text())
 
 
 def run_case(case: dict[str, Any], tmp: Path) -> dict[str, Any]:
@@ -90,11 +88,6 @@ def score(cases: list[dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[s
     }
 
 
-def _commit() -> str:
-    r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return r.stdout.strip()
-
-
 LOOKS = ZOO / "test_looks.jsonl"
 
 
@@ -106,7 +99,8 @@ def main() -> None:
     if args.test and not args.why.strip():
         ap.error("--test needs --why")
     labels = load_labels()
-    split = load_split()
+    frozen = load_split()
+    split = {i: name for name in ("dev", "test") for i in frozen[name]}
     splits = ("dev", "test") if args.test else ("dev",)
     t0 = time.time()
     got: dict[str, dict[str, Any]] = {}
@@ -117,10 +111,10 @@ def main() -> None:
     elapsed = time.time() - t0
     commit = _commit()
     out: dict[str, Any] = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "seconds": round(elapsed, 1),
-                           "labels_commit": json.loads((ZOO / "split.json").read_text())["labels_commit"]}
+                           "labels_commit": frozen["labels_commit"]}
     for name in splits:
         out[name] = score([c for c in labels if split[c["id"]] == name], got)
-    additions = load_additions()
+    additions = frozen.get("additions", [])
     newest = additions[-1] if additions else None
     if newest:  # the latest batch on its own (its cases are in the dev/test unions above too)
         out["new_batch"] = {"labels_commit": newest["labels_commit"], "date": newest["date"]}
@@ -129,9 +123,7 @@ def main() -> None:
     previous = json.loads((RESULTS / "zoo.json").read_text()) if (RESULTS / "zoo.json").exists() else {}
     if args.test:
         out["test_scored_at"] = commit
-        with LOOKS.open("a") as fh:
-            fh.write(json.dumps({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
-                                 "why": args.why}) + "\n")
+        record_test_look(args.why, commit, LOOKS)
     elif "test" in previous:
         out["test"] = previous["test"]
         if "test_new" in previous and newest and previous.get("new_batch") == out.get("new_batch"):
