@@ -30,15 +30,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
 from re import _parser as _P  # type: ignore[attr-defined]
 from typing import Any
+
+from diag_service.fsutil import atomic_write
 
 _hs: Any = None  # the hyperscan module, imported on first use (literal_scan_available)
 _hs_tried = False
@@ -481,8 +481,8 @@ class LiteralScan:
                 meta = {"owners": self._owners, "crossing": self._crossing, "counts": self.counts,
                         "db_sha256": hashlib.sha256(blob).hexdigest()}
                 cache_dir.mkdir(parents=True, exist_ok=True)
-                _write(cache_dir / f"{key}.hsdb", blob)
-                _write(cache_dir / f"{key}.json", json.dumps(meta).encode())
+                atomic_write(cache_dir / f"{key}.hsdb", blob)
+                atomic_write(cache_dir / f"{key}.json", json.dumps(meta).encode())
                 self._cache = (cache_dir, key)
                 # keep the last few catalogues' scans (each ~0.5 MB, with their crossing databases)
                 mains = [q for q in cache_dir.glob("*.json") if "." not in q.stem]
@@ -522,7 +522,7 @@ class LiteralScan:
                 db = None
             if db is not None and path is not None:
                 with contextlib.suppress(OSError, _hs.error):  # type: ignore[union-attr]
-                    _write(path, _hs.dumpb(db))  # type: ignore[union-attr]
+                    atomic_write(path, _hs.dumpb(db))  # type: ignore[union-attr]
             self._crossing_dbs[ks] = db
         return self._crossing_dbs[ks]
 
@@ -608,18 +608,6 @@ def _load_db(blob: bytes) -> object:
     db = _hs.loadb(blob, _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
     db.scratch = _hs.Scratch(db)  # type: ignore[union-attr]
     return db
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _compile(exprs: list[str], flags: list[int]) -> object:
