@@ -238,6 +238,36 @@ def test_glog_lines_take_the_year_of_the_logs(tmp_path: Path) -> None:
     assert w.first_timestamp == f"{year}-12-31T23:59:58.118+00:00"
 
 
+def test_glog_lines_above_the_first_dated_line_take_its_year(tmp_path: Path) -> None:
+    """A watchdog line printed before any dated line, and dates behind writer prefixes (``[rank0]:[2023-...]``,
+    as DeepSpeed's and accelerate's loggers print them): the glog line is read in the logs' year, not today's
+    (which put it years after every dated event of the job)."""
+    year = B.YEAR - 2
+    lines = [
+        "[rank3]:[E1231 23:59:58.118000000 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600012 milliseconds before timing out.",
+        f"[rank0]:[{year}-12-31 23:59:59,120] [INFO] [engine.py:88:step] step 880 | loss 2.0114",
+    ]
+    (tmp_path / "out.log").write_text("\n".join(lines) + "\n")
+    d = run_diagnose(tmp_path / "out.log")
+    (w,) = _watchdog_event(d)
+    assert w.first_timestamp == f"{year}-12-31T23:59:58.118+00:00"
+    assert not any("events span" in x for x in d.input.warnings)
+
+
+def test_a_date_inside_a_message_does_not_set_the_year(tmp_path: Path) -> None:
+    lines = [
+        "[rank3]:[E1231 23:59:58.118000000 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600012 milliseconds before timing out.",
+        "loading checkpoint /ckpt/run-2019-01-01 00:00:00/model.pt",
+    ]
+    (tmp_path / "out.log").write_text("\n".join(lines) + "\n")
+    (w,) = _watchdog_event(run_diagnose(tmp_path / "out.log"))
+    assert w.first_timestamp == f"{B.YEAR}-12-31T23:59:58.118+00:00"
+
+
 def test_builder_matches_torchelastic_format(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The ChildFailedError report in the bundles is what torch itself prints (same failures)."""
     errors = pytest.importorskip("torch.distributed.elastic.multiprocessing.errors")

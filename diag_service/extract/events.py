@@ -229,6 +229,13 @@ PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
 #: A literal searched in a block's UTF-8 bytes: an ASCII literal is in the bytes exactly when it is in the text,
 #: and re2 finds it at about 20 GB/s where ``str.__contains__`` ran at 2.8 (4 MiB console block without it)
 _NCCL_INFO = re2.compile(b"NCCL INFO")
+#: a line that opens with a full date, after any bracketed writer prefixes (``2024-11-14 09:00:08``,
+#: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
+#: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
+LEAD_DATE = re.compile(r"(?:\[[^\[\]\n]{0,32}\]:?\s?)*\[?((?:19|20)\d\d)[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")
+LEAD_DATE_BLOCK = re2.compile(rb"(?m)^(?:\[[^\[\]\n]{0,32}\]:?\s?)*\[?((?:19|20)\d\d)[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")
+#: how far into a file's first block the year is looked for before its lines are read
+YEAR_SCAN_BYTES = 1 << 16
 
 EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Warning|Timeout)\b(?::|$)"
@@ -245,6 +252,9 @@ CHAINED = re.compile(r"^(?:During handling of the above exception|The above exce
 NOT_AN_EXCEPTION_LINE = re.compile(r"^\d(?!.*(?:Error|Exception|Exit|Interrupt|Killed)\b)")
 CPP_FRAME = re.compile(r"^frame #\d+:")
 GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
+#: a glog header at warning severity (``W1114 09:00:08.013196468 socket.cpp:752]``, optionally bracketed) or c10's
+#: older ``[W socket.cpp:601]``: PyTorch's C++ code logs retried operations this way
+GLOG_WARNING = re.compile(r"^\[?W\d{4} \d\d:\d\d:\d\d|^\[W [\w.]+:\d+\]")
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
@@ -265,7 +275,6 @@ RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 NRANKS_BYTES = ascii_bytes_pattern(NRANKS_RE.pattern)
 NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
-ISO_DATE = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}")
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
@@ -521,7 +530,11 @@ class Extractor:
         #: input does not pay for compiling it
         self._literal: LiteralScan | None = None
         self._fed = 0
+        #: the year of glog lines, which print none: this year until a line opening with a full date says
+        #: otherwise (each file's first block is searched for one before its lines are read, so the glog lines
+        #: above a job's first dated line are read in the job's year, not today's)
         self.year = time.gmtime().tm_year
+        self._year_learned = False
         # parse_timestamp(text, year) per (first 120 characters, year): a pure function of those, asked again for
         # the same lines by the backward timestamp search of neighbouring events
         self._ts_cache: dict[tuple[str, int], float | None] = {}
@@ -553,8 +566,9 @@ class Extractor:
             if len(self._ts_cache) >= 1 << 16:
                 self._ts_cache.clear()
             ts = self._ts_cache[key] = parse_timestamp(text, self.year)
-        if ts is not None and text[:1].isdigit() and ISO_DATE.match(text):
+        if ts is not None and (text[:1].isdigit() or text[:1] == "[") and LEAD_DATE.match(text):
             self.year = time.gmtime(ts).tm_year
+            self._year_learned = True
         return ts
 
     def _ts_before(self, rd: _BlockReader, start: int, who: tuple) -> float | None:
@@ -591,6 +605,11 @@ class Extractor:
         rd = _BlockReader(block)
         text = rd.hay  # the block's text, or its bytes when ASCII (the same offsets, lines decoded when read)
         asc = rd.ascii
+        if not self._year_learned and block.first_line <= 1:
+            m_year = LEAD_DATE_BLOCK.search(rd.data[:YEAR_SCAN_BYTES])
+            if m_year is not None:
+                self.year = int(m_year.group(1))
+                self._year_learned = True
         self._progress(rd)
         obs = self.progress
         if src.rank is not None:
@@ -829,6 +848,8 @@ class Extractor:
             self.progress.stack_dumps += 1
         if "NCCL work" in key or "WorkNCCL" in key:
             self._collective(key, who, ts)
+        if stripped[:1] in "[W" and GLOG_WARNING.match(stripped):
+            fields = {**fields, "severity": "warning"}
         yield RawEvent(
             kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,

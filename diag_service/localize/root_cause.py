@@ -63,6 +63,8 @@ LATE_ROOT_PRIORITY = 50
 LATE_ROOT_S = 1.0
 HARDWARE_PRIORITY = 80
 LATER_FAILURE_S = 5.0
+#: Training progress after a warning that shows the job went on: distinct steps logged afterwards by one stream.
+PROGRESS_AFTER_STEPS = 2
 SLOWDOWN_FACTOR = 3.0
 SEVERE_SLOWDOWN = 2.0
 NODE_LEVEL = {Category.GPU_HARDWARE, Category.NETWORK, Category.HOST_OOM, Category.STORAGE, Category.INFRASTRUCTURE}
@@ -223,6 +225,36 @@ def _cascade_name(h: SignatureHit, sigs: SignatureSet | None, line: str | None) 
     if form is None:
         return h.name
     return form.format(message=textwrap.shorten(line, 120, placeholder=" …"))
+
+
+def _progressed_after(progress: ProgressLog, t: float) -> bool:
+    """Some stream logged :data:`PROGRESS_AFTER_STEPS` or more training steps, each beyond the last step it
+    had logged by time ``t`` (unix s), stamped after ``t``."""
+    for series in progress.series.values():
+        before = max((step for ts, step in series if ts <= t), default=None)
+        later = {step for ts, step in series if ts > t and (before is None or step > before)}
+        if len(later) >= PROGRESS_AFTER_STEPS:
+            return True
+    return False
+
+
+def _retried_warnings(roots: list[SignatureHit], events: dict[str, list[RawEvent]], progress: ProgressLog,
+                      findings: list[str]) -> set[str]:
+    """Roots whose every event is a line of C++ logging at warning severity (``fields['severity']``, set by the
+    extractor from the glog header: PyTorch's c10d ``socket.cpp`` logs each failed connection attempt as a
+    warning and raises only when its timeout expires) stamped at an exact time after which the job still made
+    training progress (:func:`_progressed_after`): an operation that was retried and then succeeded (a store
+    connection refused while rank 0's store was starting), not a failure. Returns their signature ids."""
+    out: set[str] = set()
+    for h in roots:
+        evs = events.get(h.signature_id) or []
+        if not evs or not all(ev.fields.get("severity") == "warning" for ev in evs):
+            continue
+        if all(ev.ts is not None and not ev.ts_approx and _progressed_after(progress, ev.ts) for ev in evs):
+            out.add(h.signature_id)
+            findings.append(f"{h.name}: logged as a warning, and training went on after it: a retried operation, "
+                            "not the failure.")
+    return out
 
 
 def _demote_late_roots(
@@ -467,6 +499,11 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
+    root_events = {h.signature_id: [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
+                   for h in hits if h.role is EventRole.ROOT}
+    retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
+    if retried:
+        hits = [h for h in hits if h.signature_id not in retried]
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs)
     roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
