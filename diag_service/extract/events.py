@@ -83,8 +83,10 @@ PREFILTER_PARTS = (
     r"Unable to determine the device handle|fallen off the bus",
 )
 PREFILTER = re.compile("|".join(PREFILTER_PARTS), re.MULTILINE)
+#: a training-progress mark: a step or iteration counter and its number. The word must start a word, so that
+#: configuration dumps (``warmup_steps = 2000``, ``max_steps=10000``, ``save_steps: 500``) are not read as steps.
 PROGRESS_PATTERN = (
-    r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
+    r"\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
 PROGRESS_RE = re.compile(PROGRESS_PATTERN)
 
