@@ -370,10 +370,13 @@ def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
     return a is not None and b is not None and not hit.first_timestamp_approx and a < b
 
 
-def _own_errors(groups: list[TemplateGroup], nccl: bool = True) -> bool:
+def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozenset[int] = frozenset()) -> bool:
     """True when some rank wrote an error of its own: an exception, an error line, a kernel report, C++ frames or
-    (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors."""
+    (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors, nor are the templates in ``benign`` (template
+    ids that only context-role signatures matched: lines the catalogue knows to be harmless)."""
     for g in groups:
+        if g.template_id in benign:
+            continue
         if g.kind is EventKind.NCCL:
             if nccl and g.first is not None and any(" NCCL WARN " in ln for ln in (g.first.key, *g.first.lines)):
                 return True
@@ -499,6 +502,9 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
+    # templates that only context-role signatures matched (lines known to be harmless): not a rank's own error
+    benign = frozenset({tid for h in hits if h.role is EventRole.CONTEXT for tid in h.template_ids}
+                       - {tid for h in hits if h.role is not EventRole.CONTEXT for tid in h.template_ids})
     root_events = {h.signature_id: [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
                    for h in hits if h.role is EventRole.ROOT}
     retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
@@ -674,11 +680,11 @@ def localize(
             mode = FailureMode.FAIL_HANG
             confidence = 0.25
             summary = "Stack dumps were taken and no process exited: the job hung; no known cause in the logs."
-        elif not terminated and not _own_errors(groups, nccl=False) and _training_output(
+        elif not terminated and not _own_errors(groups, nccl=False, benign=benign) and _training_output(
                 groups, progress, ranks_seen, nodes_seen):
             mode = FailureMode.FAIL_HANG
             confidence = ALIVE_NO_ERROR_CONFIDENCE
-            nccl_waiting = _own_errors(groups)
+            nccl_waiting = _own_errors(groups, benign=benign)
             if nccl_waiting:
                 summary = (
                     "The logs end without an error, an exit code or a launcher's failure report, after NCCL "
