@@ -25,7 +25,7 @@ NODE_RE = re.compile(r"^gpu-node-\d{3}$")
 RAW_HOSTS = (
     "zkti", "VM-0-14", "MLVM", "testpc", "ds-ml-01", "ip-172-", "algo-1", "ravg10", "nid0", "como:",
     "qh100", "myles-", "kolyoz", "tj5-sc", "task272", "73e9f9f45158", "x08j01357", "tbsite",
-    "gokdeniz", "andgu", "bobos", "036260b61d3a", "cluster_name", "h100clust", "sh9-machine",
+    "gokdeniz", "andgu", "bobos", "036260b61d3a", "cluster_name", "h100clust", "sh9-machine", "patient-giraffe",
 )
 
 
