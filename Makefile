@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-zoo eval-slow-power
+.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-zoo eval-noise eval-slow-power
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ eval-corpus: $(STAMP)
 # The zoo of real failing gloo/CPU runs (eval/zoo/), dev split only (~10 s); --test counts a look at test.
 eval-zoo: $(STAMP)
 	$(BIN)/python eval/zoo_eval.py
+
+# Harmless lines of working jobs (eval/noise/) injected into real failing runs: do they change an answer? (dev, ~1 min)
+eval-noise: $(STAMP)
+	$(BIN)/python eval/noise_eval.py
 
 # Fail-slow power curves on the real clean feeds of eval/slow_feeds (~5 min on 2 cores).
 eval-slow-power: $(STAMP)

@@ -25,6 +25,12 @@ BENIGN = [
     # NCCL_DEBUG=INFO without the optional net plugin (NCCL >= 2.19 wording); NCCL docs, NCCL_NET_PLUGIN
     "gpu-node-000:41000:41000 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
     "cannot open shared object file: No such file or directory : when loading libnccl-net.so",
+    # DDP reducer's performance advice, once per run: github.com/cszn/KAIR/issues/103
+    "[W reducer.cpp:1303] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find "
+    "any unused parameters in the forward pass. This flag results in an extra traversal of the autograd graph every "
+    "iteration,  which can adversely affect performance. (function operator())",
+    # DeepSpeed fp16 dynamic loss scaling skipping a step (routine): deepspeed/runtime/fp16/loss_scaler.py
+    "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
 ]
 
 

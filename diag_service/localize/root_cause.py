@@ -607,7 +607,11 @@ def localize(
         cascade = [h for h in cascade if not set(h.template_ids) <= root_lines]
         # A symptom stamped before the root cause is a precursor (e.g. fp16 overflows before the loss
         # scale hits its minimum), not its consequence: it is named as what came first.
+        # So is a routine message the catalogue marks as a precursor (``cascade: precursor``, e.g. fp16 loss-scale
+        # overflows before the scale's minimum): no failure evidence of its own, but the story when one follows.
         before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
+        before += [h for h in hits if h.role is EventRole.CONTEXT and _cascade(h, sigs) == "precursor"
+                   and _earlier(h, primary) and not set(h.template_ids) <= root_lines]
         cascade = [h for h in cascade if h not in before]
         def label(h: SignatureHit) -> str:
             evs = primary_events(h)
