@@ -6,8 +6,8 @@
 Runs: the zoo's dev runs (``eval/zoo/runs``, ids of ``split.json``'s ``dev``; never its test runs), the lab
 fixtures (``tests/fixtures/lab_*``) and the bundled example. Lines: ``eval/noise/benign_lines.jsonl`` (real
 lines from public threads, collected blind to the rules; ``eval/noise/README.md``), each with a ``context``:
-``start-up`` lines go after a console's command line, ``training`` lines before the first traceback of the
-largest log file (its middle when it has none), ``shutdown`` lines at its end. Lines are split by thread
+``start-up`` lines go after a console's command line, ``training`` lines before the first traceback or frame
+line of the largest log file (at its start when it has none), ``shutdown`` lines at its end. Lines are split by thread
 (``source_url``) with the corpus's rule (sha256 of the URL, first 8 hex digits / 2**32 < 0.42 -> test): tune on
 dev; a run with ``--test`` is recorded as a look. A line's ISO dates take the year of the file's first date (a line from another
 year would reorder the run's events).
@@ -77,7 +77,9 @@ def inject(src: Path, dst: Path, lines: list[str], context: str) -> Path:
     if context == "start-up":
         at = 1 if text and text[0].startswith("$ ") else 0
     elif context == "training":
-        at = next((i for i, ln in enumerate(text) if "Traceback (most recent call last)" in ln), len(text) // 2)
+        # before the first traceback or frame line (a paste may start inside a traceback), else at the start
+        at = next((i for i, ln in enumerate(text) if "Traceback (most recent call last)" in ln
+                   or ln.lstrip().startswith('File "')), 1 if text and text[0].startswith("$ ") else 0)
     else:
         at = len(text) - 1 if text and text[-1] == "" else len(text)
     target.write_text("\n".join([*text[:at], *_aligned(_rank0(lines), text, at), *text[at:]]))
@@ -108,12 +110,19 @@ def _rank0(lines: list[str]) -> list[str]:
     return [_RANK_PREFIX.sub("[rank0]:", ln) for ln in lines]
 
 
-def runs() -> list[Path]:
+def runs(corpus_dev: bool = False) -> list[Path]:
+    """The zoo's dev runs, the lab fixtures and the example; with ``corpus_dev`` also the public corpus's dev
+    logs (``eval/corpus``, dev ids of its frozen split; never a test log), which get start-up and training lines
+    only (a paste may end inside a traceback)."""
     zoo = REPO / "eval" / "zoo"
     dev = json.loads((zoo / "split.json").read_text())["dev"]
     out = [zoo / "runs" / i for i in sorted(dev)]
     out += sorted(p for p in (REPO / "tests" / "fixtures").glob("lab_*") if p.is_dir())
     out += sorted(p for p in (REPO / "examples").iterdir() if p.is_dir())
+    if corpus_dev:
+        from corpus_eval import CORPUS, frozen_split
+
+        out += [CORPUS / "logs" / f"{i}.log" for i, sp in sorted(frozen_split().items()) if sp == "dev"]
     return out
 
 
@@ -127,7 +136,8 @@ def evaluate(lines: list[dict], bundles: list[Path]) -> dict:
             name = str(b.relative_to(REPO))
             base = answer(b)
             per_run[name] = 0
-            for ctx in CONTEXTS:
+            # a paste may end inside a traceback: a shutdown line after it would read as its exception line
+            for ctx in CONTEXTS if "corpus" not in b.parts else CONTEXTS[:2]:
                 group = [rec for rec in lines if rec.get("context", "start-up") == ctx]
                 if not group:
                     continue
@@ -161,12 +171,13 @@ def main() -> int:
     ap.add_argument("--test", action="store_true", help="score the test lines instead (recorded as a look)")
     ap.add_argument("--why", default="", help="with --test: why test is looked at (recorded)")
     ap.add_argument("--out", type=Path, default=None, help="default eval/results/noise_{dev,test}.json")
+    ap.add_argument("--corpus-dev", action="store_true", help="also inject into the public corpus's dev logs")
     args = ap.parse_args()
     split = "test" if args.test else "dev"
     lines = [json.loads(x) for x in args.lines.read_text().splitlines() if x.strip()]
     lines = [r for r in lines if split_of(r) == split and not _JOB_FACT.search(r["line"])]
     commit = _commit()
-    res = {"split": split, **evaluate(lines, runs()), "commit": commit,
+    res = {"split": split, **evaluate(lines, runs(args.corpus_dev)), "corpus_dev": args.corpus_dev, "commit": commit,
            "lines_file": str(args.lines.relative_to(REPO)) if args.lines.is_relative_to(REPO) else str(args.lines)}
     if args.test:
         record_test_look(args.why, commit, LOOKS)
