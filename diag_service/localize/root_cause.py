@@ -271,10 +271,11 @@ def _demote_late_roots(
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
       :data:`LATER_FAILURE_S` after an earlier root, or after a lost peer reported at an exact time
       (a ``cascade: peer_loss`` symptom, not a scheduler's summary: a failure had happened by then), is a
-      consequence of it (a restarted job that then fails to re-rendezvous). A silent death is measured
-      against earlier roots only. An approximate (borrowed, earlier) time is a lower bound, so it may only
+      consequence of it (a restarted job that then fails to re-rendezvous). An approximate (borrowed, earlier) time is a lower bound, so it may only
       make a root later, never earlier. Hardware reports keep their rank: the kernel log often stamps them
-      after the application error they caused.
+      after the application error they caused. A silent death is measured against roots that are not
+      peer-loss reports (its peers' reset connections come before its launcher's report of it; with a log
+      collector's stamp on every line, those reports carry exact times).
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
@@ -286,7 +287,10 @@ def _demote_late_roots(
     first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" and not h.first_timestamp_approx
                                for t in [_ts_of(h)] if t is not None), default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
-    first_root = min(root_times) if root_times else None
+    # a killed rank's peers report the loss (peer-loss roots such as a reset connection) before its launcher
+    # reports the death on its next poll: a silent death is measured against the other roots only
+    first_own_root = min((t for h in roots if _cascade(h, sigs) != "peer_loss" and not h.first_timestamp_approx
+                          for t in [_ts_of(h)] if t is not None), default=None)
     # a lost peer reported at an exact time means a failure had happened by then (a rank's SIGTERM from its
     # agent, a closed connection): a root seen long after it is that failure's consequence too
     loss_times = [t for h in hits if h.role is EventRole.SYMPTOM and _cascade(h, sigs) == "peer_loss"
@@ -297,9 +301,13 @@ def _demote_late_roots(
         t = _ts_of(h)
         start = first_any
         earlier = first_failure
-        if _cascade(h, sigs) == "silent_death":
+        if _cascade(h, sigs) != "peer_loss":
+            # a failure of the rank's own is not measured against its peers' reports of losing it: they may be
+            # stamped first (a killed rank is reported on its launcher's next poll; a rank whose socket its own
+            # host aborted finds out on its next send, after the peers read the reset)
             start = first_not_peer_loss if first_not_peer_loss is not None else t
-            earlier = first_root  # its peers notice a killed rank before its launcher reports it
+        if _cascade(h, sigs) == "silent_death":
+            earlier = first_own_root  # its peers notice a killed rank before its launcher reports it
         if t is not None and start is not None and h.priority < LATE_ROOT_PRIORITY and t > start + LATE_ROOT_S:
             findings.append(f"{h.name} came {t - start:.0f} s after the first failure evidence: treated as teardown.")
             continue
