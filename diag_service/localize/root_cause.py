@@ -264,18 +264,20 @@ def _demote_late_roots(
 
     - teardown: a low-priority root (below :data:`LATE_ROOT_PRIORITY`: store, connection and
       launcher errors) first seen more than :data:`LATE_ROOT_S` after the job's first failure
-      evidence (any root or symptom) is part of the cascade. A silent death (a rank killed by a
-      signal, ``cascade: silent_death`` in the catalog) is not measured against its peers'
-      peer-loss reports (``cascade: peer_loss``): the dead rank prints nothing, and its launcher
-      reports it on its next poll, after the survivors noticed the closed connections;
+      evidence (any root or symptom) is part of the cascade. A root that is no peer-loss report
+      (``cascade: peer_loss`` in the catalog) is measured against the first evidence that is not one
+      either: its peers' reports of losing it may be stamped first (a rank killed by a signal prints
+      nothing and its launcher reports it on its next poll; a rank whose own host aborted its socket
+      finds out on its next send, after its peers read the reset; with a log collector's stamp on
+      every line those reports carry exact times);
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
       :data:`LATER_FAILURE_S` after an earlier root, or after a lost peer reported at an exact time
       (a ``cascade: peer_loss`` symptom, not a scheduler's summary: a failure had happened by then), is a
-      consequence of it (a restarted job that then fails to re-rendezvous). An approximate (borrowed, earlier) time is a lower bound, so it may only
-      make a root later, never earlier. Hardware reports keep their rank: the kernel log often stamps them
-      after the application error they caused. A silent death is measured against roots that are not
-      peer-loss reports (its peers' reset connections come before its launcher's report of it; with a log
-      collector's stamp on every line, those reports carry exact times).
+      consequence of it (a restarted job that then fails to re-rendezvous). A silent death
+      (``cascade: silent_death``) is measured against roots that are not peer-loss reports. An
+      approximate (borrowed, earlier) time is a lower bound, so it may only make a root later, never
+      earlier. Hardware reports keep their rank: the kernel log often stamps them after the
+      application error they caused.
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
