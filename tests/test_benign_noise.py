@@ -62,3 +62,16 @@ def test_a_run_with_only_benign_lines_reads_as_alive(tmp_path: Path) -> None:
     p.write_text("\n".join([*BENIGN, *(f"step {i} loss {2.0 - i / 100:.3f} time_ms 101.{i}" for i in range(1, 30))]) + "\n")
     d = run_diagnose(p)
     assert (d.category.value, d.failure_mode.value) == ("unknown", "fail_hang")
+
+
+def test_a_run_that_only_trained_reads_as_alive(tmp_path: Path) -> None:
+    """Loss lines of a script's own format (no step word the progress series knows, no error, no exit) and an
+    INFO line that mentions running out of memory (vLLM's CUDA-graph notice): a job still running."""
+    p = tmp_path / "console.log"
+    p.write_text(
+        "INFO 07-17 23:41:30 model_runner.py:851] CUDA graphs can take additional 1~3 GiB memory per GPU. If you "
+        "are running out of memory, consider decreasing `gpu_memory_utilization` or enforcing eager mode.\n"
+        + "".join(f"17:05:{i:02d} it {i * 10} loss {0.9 - i / 100:.4f} time_ms 330.{i}\n" for i in range(1, 12))
+    )
+    d = run_diagnose(p)
+    assert (d.category.value, d.failure_mode.value) == ("unknown", "fail_hang")

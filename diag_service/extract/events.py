@@ -257,6 +257,13 @@ GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w.
 #: a glog header at warning severity (``W1114 09:00:08.013196468 socket.cpp:752]``, optionally bracketed) or c10's
 #: older ``[W socket.cpp:601]``: PyTorch's C++ code logs retried operations this way
 GLOG_WARNING = re.compile(r"^\[?W\d{4} \d\d:\d\d:\d\d|^\[W [\w.]+:\d+\]")
+#: a line whose logger says it is informational: glog ``I1204 16:54:11``, vLLM's ``INFO 07-17 23:41:30``, Python
+#: logging's ``2024-11-14 09:00:08,907 - name - INFO - `` / ``[2024-11-14 09:00:08,907] [INFO]`` / ``INFO:name:``,
+#: loguru's ``| INFO |``
+INFO_LINE = re.compile(
+    r"^(?:\[?I\d{4} \d\d:\d\d:\d\d|INFO[: ]|\[INFO\]"
+    r"|\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:-\s*\S+\s*-\s*INFO\b|\[INFO\]|\|\s*INFO\s*\||INFO\b))"
+)
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
@@ -852,6 +859,8 @@ class Extractor:
             self._collective(key, who, ts)
         if stripped[:1] in "[W" and GLOG_WARNING.match(stripped):
             fields = {**fields, "severity": "warning"}
+        elif INFO_LINE.match(stripped):
+            fields = {**fields, "severity": "info"}
         yield RawEvent(
             kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,

@@ -399,10 +399,10 @@ def _training_output(groups: list[TemplateGroup], progress: ProgressLog, ranks_s
                      nodes_seen: set[str]) -> bool:
     """True when the text is recognisably a distributed job's output: a line only such a job writes
     (:data:`~diag_service.extract.events.JOB_OUTPUT`), ranks or nodes attributed, training progress lines,
-    NCCL's own lines, or an NCCL communicator's world size. A text with none of these (not a
-    training log) is not called hung for lacking an error."""
+    a training step's loss (``progress.trained``), NCCL's own lines, or an NCCL communicator's world size. A
+    text with none of these (not a training log) is not called hung for lacking an error."""
     return bool(progress.job_output or ranks_seen or nodes_seen or progress.ranks or progress.series
-                or progress.world_size or any(g.kind is EventKind.NCCL for g in groups))
+                or progress.trained or progress.world_size or any(g.kind is EventKind.NCCL for g in groups))
 
 
 def _sole_erring_rank(events: list[EventTemplate]) -> int | None:
@@ -512,9 +512,12 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
-    # templates that only context-role signatures matched (lines known to be harmless): not a rank's own error
-    benign = frozenset({tid for h in hits if h.role is EventRole.CONTEXT for tid in h.template_ids}
-                       - {tid for h in hits if h.role is not EventRole.CONTEXT for tid in h.template_ids})
+    # templates that only context-role signatures matched (lines known to be harmless), and lines their logger
+    # marked informational that no signature matched: not a rank's own error
+    matched = {tid for h in hits if h.role is not EventRole.CONTEXT for tid in h.template_ids}
+    benign = frozenset(({tid for h in hits if h.role is EventRole.CONTEXT for tid in h.template_ids}
+                        | {g.template_id for g in groups if g.kind is EventKind.ERROR_LINE and g.first is not None
+                           and g.first.fields.get("severity") == "info"}) - matched)
     root_events = {h.signature_id: [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
                    for h in hits if h.role is EventRole.ROOT}
     retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
