@@ -526,3 +526,35 @@ SCENARIOS += [
     Scenario("slow_quota_midrun", "train.py", f"{TR} 2 --master-port {{port}} train.py", action=("cpu_quota", "step  100 ", 30)),
     Scenario("slow_uc_auc_history", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
 ]
+
+MOUNT_NFS_SMALL = ("mkdir -p /mnt/nfs && (mountpoint -q /mnt/nfs && umount /mnt/nfs || true) && "
+                   "mount -t tmpfs -o size=16m tmpfs /mnt/nfs")
+
+SCENARIOS += [
+    Scenario("long_st_ckpt_fills_disk", "train.py", f"{NOISY} {TR} 2 --tee 3 --master-port {{port}} train.py",
+             setup=MOUNT_NFS_SMALL, teardown="umount /mnt/nfs"),
+    Scenario("hf_hang_rank0_callback", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("kill_launcher", signal.SIGINT, 75)),  # the user gives up and presses Ctrl-C
+]
+
+PT_SHARDS_ONE_BAD = r"""python - <<'EOF'
+import os, torch
+os.makedirs("data", exist_ok=True)
+for r in range(2):
+    x = torch.randn(2000, 16)
+    torch.save({"x": x, "y": x.sum(1, keepdim=True)}, f"data/shard{r}.pt")
+raw = open("data/shard0.pt", "rb").read()
+open("data/shard0.pt", "wb").write(raw[: len(raw) * 3 // 4])  # the upload of shard 0 was cut off
+EOF"""
+
+
+def _c10d_restarts(n: int) -> str:
+    return (f"{TR} 2 --nnodes 1 --max-restarts {n} --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+            "--rdzv-id job-17 train.py")
+
+
+SCENARIOS += [
+    Scenario("restart_c10d_shard_recurs", "train.py", _c10d_restarts(2), setup=PT_SHARDS_ONE_BAD),
+    Scenario("hf_slow_stopcont_rank0", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("stopcont", 0, "'epoch': '0.2", 100, 150)),
+]
