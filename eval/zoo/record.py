@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +45,8 @@ REWRITES = [
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
     ("/work/wt/h1", "/home/user/proj"),
     ("/work/wt/h4", "/home/user/proj"),
+    ("/work/wt/h7", "/home/user/proj"),
+    ("/root/", "/home/user/"),  # batch 3: Ray's default results directory (~/ray_results)
 ]
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_job")
 
@@ -62,6 +65,8 @@ class Scenario:
     #: batch 2: ("ss_kill", rank, after_s) | ("kill_node", node, signal, after_s) |
     #: ("kill_node_launcher", node, signal, after_s) | ("shell", after_s, bash) | ("hog", after_s, cores) |
     #: ("pin_hog", rank, after_s) | ("stopcont", rank, after_s, run_ms, stop_ms) | ("cpu_quota", after_s, percent)
+    #: batch 3 (Ray Train workers, found by the world_rank/pid line Ray prints): ("ray_kill", rank, signal, after_s) |
+    #: ("ray_cgroup", rank, MiB) | ("ray_stopcont", rank, after_s, run_ms, stop_ms)
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -281,15 +286,69 @@ def _act_batch2(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
                 stop.ev.wait(run_ms / 1000)
 
 
+def _ray_rank_pid(wd: Path, rank: int, deadline: float) -> int | None:
+    """The Ray Train worker of world rank ``rank``: Ray's controller prints ``- (ip=..., pid=N) world_rank=R, ...``
+    once the worker group has started (the first group when it is restarted later)."""
+    pat = re.compile(rf"pid=(\d+)\) world_rank={rank},")
+    while time.time() < deadline:
+        m = pat.search((wd / "console.log").read_text(errors="replace"))
+        if m:
+            return int(m.group(1))
+        time.sleep(0.1)
+    return None
+
+
+def _act_ray(sc: Scenario, stop: threading.Event, wd: Path) -> None:
+    kind, rank = sc.action[0], sc.action[1]
+    stop = _StopAfter(stop, wd)
+    pid = _ray_rank_pid(wd, rank, time.time() + 80)
+    if pid is None:
+        print(f"  !! ray worker {rank} not found", file=sys.stderr)
+        return
+    if kind == "ray_kill":
+        _, _, sig, after = sc.action
+        if not stop.wait(after):
+            os.kill(pid, sig)
+    elif kind == "ray_cgroup":
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "memory.limit_in_bytes").write_text(str(sc.action[2] * 1024 * 1024))
+        (CGROUP / "cgroup.procs").write_text(str(pid))
+    elif kind == "ray_stopcont":
+        _, _, after, run_ms, stop_ms = sc.action
+        if stop.wait(after):
+            return
+        while not stop.is_set():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(stop_ms / 1000)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+            stop.ev.wait(run_ms / 1000)
+
+
+def _leftovers(run_id: str) -> None:
+    """Kill what the job left running (Ray's raylet, GCS and idle workers outlive a killed driver): every process
+    that inherited this run's ZOO_RUN variable."""
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid() and _env_of(int(p.name)).get("ZOO_RUN") == run_id:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(p.name), signal.SIGKILL)
+
+
 def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: list | None = None,
          wd: Path | None = None) -> None:
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind.startswith("ray_"):
+        _act_ray(sc, stop, wd)
+        return
     deadline = time.time() + 30
     if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):
         _act_batch2(sc, procs or [proc], stop, wd)
         return
+    stop = _StopAfter(stop, wd)  # batch 3: "kill" and "kill_launcher" also take a console line fragment
     if kind == "kill_launcher":
         _, sig, after = sc.action
         if not stop.wait(after):
@@ -321,7 +380,7 @@ def record(sc: Scenario, i: int) -> None:
     shutil.copy(SCRIPTS / f"{sc.id}.py", wd / sc.file)
     port = _port(i)
     env = {k: v for k, v in os.environ.items() if k not in sc.unset and not k.startswith(("MASTER_", "TORCH", "RANK"))}
-    env.update(PATH=f"{VENV}/bin:{env['PATH']}", PYTHONUNBUFFERED="1", ZOO_PORT=str(port))
+    env.update(PATH=f"{VENV}/bin:{env['PATH']}", PYTHONUNBUFFERED="1", ZOO_PORT=str(port), ZOO_RUN=sc.id)
     env.update({k: v.replace("{port}", str(port)) for k, v in sc.env.items()})
     env.pop("VIRTUAL_ENV", None)
     if sc.setup:
@@ -352,6 +411,7 @@ def record(sc: Scenario, i: int) -> None:
                 print(f"  !! {sc.id}: hard timeout", file=sys.stderr)
             stop.set()
             th.join(5)
+    _leftovers(sc.id)
     if holder:
         holder.close()
     if sc.teardown:

@@ -404,3 +404,157 @@ SCENARIOS += [
              action=("pin_hog", 1, "[00:05<")),
     Scenario("slow_cpu_quota_spawn", "train.py", "python train.py", action=("cpu_quota", "it 30 ", 40)),
 ]
+
+# ---- batch 3: Ray Train, transformers.Trainer, torchrun restarts, long noisy runs, more fail_slow ----
+
+HOUSING_CSV = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+for k in range(3):
+    rng = random.Random(k)
+    with open(f"data/housing_{k:02d}.csv", "w") as f:
+        f.write("f0,f1,f2,f3,f4,f5,price\n")
+        for i in range(2000):
+            xs = [rng.random() for _ in range(6)]
+            price = f"{100 + 50 * xs[0] - 20 * xs[3]:.2f}"
+            if k == 1 and i == 1377:
+                price = '"1,204.50"'  # a row exported with a thousands separator
+            f.write(",".join(f"{x:.4f}" for x in xs) + "," + price + "\n")
+EOF"""
+
+RAY = "python train.py"
+
+SCENARIOS += [
+    # Ray Train (TorchTrainer, gloo, CPU workers): the driver's console as the user sees it
+    Scenario("ray_uc_ddp_attr", "train.py", RAY),
+    Scenario("ray_kill_worker", "train.py", RAY, action=("ray_kill", 1, signal.SIGKILL, "epoch 3 ")),
+    Scenario("ray_oom_worker_cache", "train.py", RAY, action=("ray_cgroup", 1, 800)),
+    Scenario("ray_data_bad_row", "train.py", RAY, setup=HOUSING_CSV),
+    Scenario("ray_hang_rank0_eval", "train.py", RAY),
+    Scenario("ray_cfg_resources", "train.py", RAY, action=("kill_launcher", signal.SIGINT, "[FailurePolicy] RETRY")),
+    Scenario("ray_slow_throttle_rank1", "train.py", "RAY_DEDUP_LOGS=0 python train.py",
+             action=("ray_stopcont", 1, "rank=1 step 80 ", 100, 150)),
+    Scenario("ray_kill_worker_restart", "train.py", RAY, action=("ray_kill", 1, signal.SIGKILL, "epoch 4 ")),
+]
+
+REVIEWS_VARLEN = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+good = "great good fine loved excellent works perfect".split()
+bad = "bad broken awful hated poor returned slow".split()
+filler = "the it this product was and very after a week of use i".split()
+with open("data/reviews_train.jsonl", "w") as f:
+    for i in range(800):
+        y = rng.randrange(2)
+        words = [rng.choice(filler) for _ in range(rng.randint(4, 30))] + [rng.choice(good if y else bad)]
+        rng.shuffle(words)
+        f.write(json.dumps({"text": " ".join(words), "label": y}) + "\n")
+EOF"""
+
+TOKENIZED_MIXED = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data/tokenized", exist_ok=True)
+for k in range(4):
+    rng = random.Random(k)
+    hi = 8000 if k != 2 else 32000  # part 2 was tokenized with the 32k tokenizer of an older run
+    with open(f"data/tokenized/part-{k}.jsonl", "w") as f:
+        for _ in range(200):
+            f.write(json.dumps({"input_ids": [rng.randrange(hi) for _ in range(64)]}) + "\n")
+EOF"""
+
+HF_CKPT_TRUNC = ("python train.py --max-steps 40 > /dev/null 2>&1 && "
+                 "f=out/gpt2-tiny/checkpoint-40/model.safetensors && "
+                 "head -c $(( $(stat -c %s $f) / 2 )) $f > $f.part && mv $f.part $f")  # the save was cut off
+MOUNT_CKPT8 = ("mkdir -p /mnt/ckpt && (mountpoint -q /mnt/ckpt && umount /mnt/ckpt || true) && "
+               "mount -t tmpfs -o size=8m tmpfs /mnt/ckpt")
+
+SCENARIOS += [
+    # transformers.Trainer (tiny models from a config, DDP over gloo on CPU)
+    Scenario("hf_cfg_load_best", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+    Scenario("hf_uc_collator_pad", "train.py", f"{TR} 2 --master-port {{port}} train.py", setup=REVIEWS_VARLEN),
+    Scenario("hf_st_disk_full", "train.py", f"{TR} 2 --tee 3 --master-port {{port}} train.py", setup=MOUNT_CKPT8,
+             teardown="umount /mnt/ckpt"),
+    Scenario("hf_st_resume_corrupt", "train.py",
+             f"{TR} 2 --master-port {{port}} train.py --resume out/gpt2-tiny/checkpoint-40", setup=HF_CKPT_TRUNC),
+    Scenario("hf_cfg_lr_typo_nan", "train.py",
+             f"{TR} 2 --master-port {{port}} train.py --output_dir out/gpt2 --per_device_train_batch_size 16 "
+             "--learning_rate 5e4 --warmup_steps 10 --max_steps 300 --logging_steps 10 --save_strategy no "
+             "--report_to none --use_cpu"),
+    Scenario("hf_data_token_oob", "train.py", f"{TR} 2 --master-port {{port}} train.py", setup=TOKENIZED_MIXED),
+    Scenario("hf_inf_launcher_sigterm", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("kill_launcher", signal.SIGTERM, "'epoch': '0.5")),
+]
+
+UTF8_SHARDS = r"""python - <<'EOF'
+import os, random
+os.makedirs("corpus", exist_ok=True)
+words = "model data train loss token layer the of and to in is for on with as by".split()
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"corpus/shard_{r:03d}.txt", "wb") as f:
+        for i in range(4000):
+            line = " ".join(rng.choice(words) for _ in range(rng.randint(8, 30)))
+            if r == 2 and i == 2100:
+                line = line[:20] + "\xe9t\xe9 caf\xe9"  # a latin-1 document in a utf-8 corpus
+                f.write(line.encode("latin-1") + b"\n")
+                continue
+            f.write(line.encode() + b"\n")
+EOF"""
+
+NOISY = "TORCH_CPP_LOG_LEVEL=INFO TORCH_DISTRIBUTED_DEBUG=INFO"
+
+SCENARIOS += [
+    # torchrun --max-restarts: the failure recurs after the restart, or the restarted group completes
+    Scenario("restart_uc_view_recurs", "train.py", f"{TR} 2 --max-restarts 2 --master-port {{port}} train.py"),
+    Scenario("restart_kill_then_completes", "train.py", f"{TR} 2 --max-restarts 1 --master-port {{port}} train.py",
+             action=("kill", 1, signal.SIGKILL, "[rank 1] step 120 ")),
+    Scenario("restart_hang_eval_recurs", "train.py", f"{TR} 2 --max-restarts 1 --tee 3 --master-port {{port}} train.py"),
+    Scenario("restart_cfg_batch_recurs", "train.py",
+             f"{TR} 2 --max-restarts 2 --master-port {{port}} train.py --global-batch-size 100 --micro-batch-size 16"),
+    # long runs: hundreds of logged steps, asctime logging, C++/distributed debug logging, start-up warnings
+    Scenario("long_uc_sched_index", "pretrain.py", f"{NOISY} {TR} 2 --log-dir logs --tee 3 --master-port {{port}} pretrain.py"),
+    Scenario("long_data_utf8_rank2", "train.py",
+             f"TORCH_CPP_LOG_LEVEL=INFO {TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py", setup=UTF8_SHARDS),
+    Scenario("long_oom_outputs_rank1", "train.py", f"{NOISY} {TR} 2 --master-port {{port}} train.py",
+             action=("cgroup", 1, 700)),
+    Scenario("long_net_ss_kill_rank0", "train.py", f"TORCH_CPP_LOG_LEVEL=INFO {TR} 2 --tee 3 --master-port {{port}} train.py",
+             action=("ss_kill", 0, "rank 0 step 400 ")),
+    # fail_slow with a baseline: >= 150 logged steps per rank
+    Scenario("slow_stopcont_rank1_step80", "train.py", f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             action=("stopcont", 1, "[rank1] step 80 ", 100, 150)),
+    Scenario("slow_quota_midrun", "train.py", f"{TR} 2 --master-port {{port}} train.py", action=("cpu_quota", "step  100 ", 30)),
+    Scenario("slow_uc_auc_history", "train.py", f"{TR} 2 --master-port {{port}} train.py"),
+]
+
+MOUNT_NFS_SMALL = ("mkdir -p /mnt/nfs && (mountpoint -q /mnt/nfs && umount /mnt/nfs || true) && "
+                   "mount -t tmpfs -o size=16m tmpfs /mnt/nfs")
+
+SCENARIOS += [
+    Scenario("long_st_ckpt_fills_disk", "train.py", f"{NOISY} {TR} 2 --tee 3 --master-port {{port}} train.py",
+             setup=MOUNT_NFS_SMALL, teardown="umount /mnt/nfs"),
+    Scenario("hf_hang_rank0_callback", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("kill_launcher", signal.SIGINT, 75)),  # the user gives up and presses Ctrl-C
+]
+
+PT_SHARDS_ONE_BAD = r"""python - <<'EOF'
+import os, torch
+os.makedirs("data", exist_ok=True)
+for r in range(2):
+    x = torch.randn(2000, 16)
+    torch.save({"x": x, "y": x.sum(1, keepdim=True)}, f"data/shard{r}.pt")
+raw = open("data/shard0.pt", "rb").read()
+open("data/shard0.pt", "wb").write(raw[: len(raw) * 3 // 4])  # the upload of shard 0 was cut off
+EOF"""
+
+
+def _c10d_restarts(n: int) -> str:
+    return (f"{TR} 2 --nnodes 1 --max-restarts {n} --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+            "--rdzv-id job-17 train.py")
+
+
+SCENARIOS += [
+    Scenario("restart_c10d_shard_recurs", "train.py", _c10d_restarts(2), setup=PT_SHARDS_ONE_BAD),
+    Scenario("hf_slow_stopcont_rank0", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("stopcont", 0, "'epoch': '0.2", 100, 150)),
+]
