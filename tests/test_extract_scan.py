@@ -442,3 +442,41 @@ def test_literal_scan_serves_several_threads_at_once() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+TS_LINES = [
+    "[rank3]:[2024-11-14 09:13:07,555] step 12 loss: 2.31", "[rank4]:E1114 09:33:24.941166 ProcessGroupNCCL.cpp:1",
+    "gpu-node-001:123:456 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4]", "[rank3]:NCCL INFO x", "plain line",
+    "Nov 14 09:13:07 node-1 kernel: NVRM: Xid", "[rank3]:no clock 12:34", "[rank4]:12:34:5 near", "",
+    "2024-11-14T09:13:07.123Z [rank3]:collector stamp", "[rank3]:٠٩:٣٣:٢٤ arabic digits", "[rank3]:é 09:13:07 accent",
+    "Nov 14 25:13:07 out of range", "[default3]:E1114 09:33:24.5 worker line",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(TS_LINES), min_size=1, max_size=60), st.data(), st.sampled_from(["rank", "role"]))
+def test_backward_timestamp_search_equals_the_line_walk(lines: list[str], data: st.DataObject, kind: str) -> None:
+    """_ts_before visits only the lines with a clock; the walk over every one of the 40 lines is its definition."""
+    from diag_service.extract.events import Extractor, _BlockReader, _who
+    from diag_service.ingest import Block, Source
+    from diag_service.logformat import attribute
+
+    text = "\n".join(lines) + "\n"
+    src = Source(path="node-1.log", prefixes=frozenset({kind}))
+    blocks = [Block(source=src, text=text, first_line=1)]
+    if text.isascii():
+        blocks.append(Block(source=src, data=text.encode(), first_line=1, ascii=True))
+    starts = [0]
+    for ln in lines[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+    for block in blocks:
+        rd = _BlockReader(block)
+        ex = Extractor(ProgressLog())
+        for i in data.draw(st.lists(st.integers(0, len(lines) - 1), max_size=6)):
+            who = _who(src, attribute(lines[i], src.prefixes))
+            ex.year = 2024
+            got = ex._ts_before(rd, starts[i], who)
+            year = ex.year
+            ex.year = 2024
+            assert got == ex._ts_before_walk(rd, starts[i], who)
+            assert year == ex.year
