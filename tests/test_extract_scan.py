@@ -480,3 +480,28 @@ def test_backward_timestamp_search_equals_the_line_walk(lines: list[str], data: 
             ex.year = 2024
             assert got == ex._ts_before_walk(rd, starts[i], who)
             assert year == ex.year
+
+
+CLOCK_TOKENS = [
+    "2024-11-14", " ", "T", "_", "09", ":", "13", "07", ",555", ".941166", "E1114", "E726", "W", "Nov", "14", "Z",
+    "+02:00", "[", "]", "gpu-node-1", "123", "456", "[3]", "NCCL ", "INFO ", "٠٩", "x", "\t", "ProcessGroupNCCL.cpp",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(CLOCK_TOKENS), max_size=30).map("".join))
+@example("2024-11-14 09:13:07,555 x")
+@example("E1114 09:33:24.941166 x")
+@example("Nov 14 09:13:07 node-1 kernel: x")
+@example("gpu-node-1:123:456 [3] NCCL INFO x")
+@example("gpu-node-1:123:456 [3] x NCCL INFO")
+def test_the_literal_led_prechecks_hold_every_match(text: str) -> None:
+    """parse_timestamp answers None at once without a clock, attribute() skips NCCL_ORIGIN without its hint: each
+    regex they guard matches only where the precheck does."""
+    from diag_service import logformat as lf
+
+    head = text[:120]
+    if any(r.search(head) for r in (lf.ISO_TS, lf.GLOG_TS, lf.SYSLOG_TS)):
+        assert lf._CLOCK.search(head)
+    if lf.NCCL_ORIGIN.search(text):
+        assert "NCCL " in text and lf._NCCL_ORIGIN_HINT.search(text)

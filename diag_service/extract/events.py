@@ -300,7 +300,7 @@ SPAWN_PROCESS = re.compile(
 
 def _spawn_match(s: str) -> tuple[int, str, str] | None:
     """``(spawn index, exit code, signal)`` of a :data:`SPAWN_PROCESS` report in ``s`` ("" when not given), or None."""
-    m = SPAWN_PROCESS.search(s) if "rocess" in s else None
+    m = SPAWN_PROCESS.search(s) if "rocess " in s else None  # in both forms ("ProcessGroupNCCL" is not)
     return (int(m.group(1) or m.group(2)), m.group(3) or "", m.group(4) or "") if m else None
 
 
@@ -843,8 +843,8 @@ class Extractor:
         if spawned is not None:  # the line itself stays an event of its own
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, *spawned, line_no)
-        kind = _classify(stripped)
         key = clean_key(body)
+        kind = _classify(stripped, key)
         if stripped == "Last error:":
             nxt_line, _ = rd.line_at(ls + len(line) + 1)
             nxt_att = rd.attr(nxt_line)
@@ -1169,8 +1169,10 @@ _KERNEL_LITERALS = ("Xid", "NVRM", "ECC", "mce:", "kernel:", "Hardware Error", "
 _EXIT_LITERALS = ("xit", "illed", "SIG", "ignal ", "core dumped")
 
 
-def _classify(s: str) -> EventKind:
-    body = clean_key(s)
+def _classify(s: str, key: str | None = None) -> EventKind:
+    """The kind of the line ``s``; ``key``: ``clean_key(s)`` when the caller has it (it strips ``s`` first, so
+    ``clean_key(line)`` of an unstripped line is the same)."""
+    body = clean_key(s) if key is None else key
     if STACK_DUMP.match(body):
         return EventKind.STACK_DUMP
     if ("Warning: " in body or body.startswith("warnings.warn(")) and PY_WARNING.search(body):
