@@ -505,3 +505,23 @@ def test_the_literal_led_prechecks_hold_every_match(text: str) -> None:
         assert lf._CLOCK.search(head)
     if lf.NCCL_ORIGIN.search(text):
         assert "NCCL " in text and lf._NCCL_ORIGIN_HINT.search(text)
+
+
+def test_a_block_the_literal_scan_leaves_to_re2_is_scanned_by_re2(monkeypatch) -> None:
+    """LiteralScan.candidate_lines answers None for a block where a match may cross a line: the extractor then
+    scans that block with RE2 (it passed None on and failed with a TypeError)."""
+    from diag_service.extract import events as ev
+    from diag_service.ingest import Block, Source
+
+    pytest.importorskip("hyperscan")
+    text = "hello\nKilled\n  process 12\nok\n" * 10
+    src = Source(path="a.log", prefixes=frozenset())
+
+    def run() -> list[RawEvent]:
+        block = Block(source=src, data=text.encode(), first_line=1, ascii=True, newlines=text.count("\n"))
+        return list(extract_events([block], ProgressLog(), (r"Killed\s+process",)))
+
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1)
+    got = run()
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
+    assert got == run() and len(got) == 10

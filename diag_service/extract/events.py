@@ -678,7 +678,9 @@ class Extractor:
             if self._fed >= BUILD_AFTER_BYTES:
                 self._literal = literal_scan_for(self.prefilter)
         if self._literal is not None and rd.ascii:
-            return self._literal.candidate_lines(self.prefilter, rd.data)
+            got = self._literal.candidate_lines(self.prefilter, rd.data)
+            if got is not None:  # None: a match may cross a line in this block, which RE2 then scans
+                return got
         return list(_candidate_lines(self.prefilter, rd.hay, rd.data))
 
     def _progress(self, rd: _BlockReader) -> None:
