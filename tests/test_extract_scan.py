@@ -22,6 +22,7 @@ from diag_service.extract.events import (
     _NCCL,
     EXCEPTION_LINE,
     PREFILTER_FAST,
+    PREFILTER_PARTS,
     PY_WARNING,
     RANK_PREFIX_ALL,
     STACK_DUMP,
@@ -525,3 +526,14 @@ def test_a_block_the_literal_scan_leaves_to_re2_is_scanned_by_re2(monkeypatch) -
     got = run()
     monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
     assert got == run() and len(got) == 10
+
+
+def test_prefilter_with_keeps_the_patterns_re2_compiles_alone() -> None:
+    """The union is compiled at once; when re2 refuses it, each pattern is tried alone and only those kept."""
+    from diag_service.extract.events import _UNION_PARTS
+
+    extra = ("a++b", r"foo\d", "(?<=x)y", r"bar\Z", "^Failures:", "(?>at)om", r"ok\w")
+    union = prefilter_with(extra)
+    assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:", r"ok\w")
+    union = prefilter_with((r"foo\d", "^Failures:"))
+    assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:")
