@@ -537,3 +537,13 @@ def test_prefilter_with_keeps_the_patterns_re2_compiles_alone() -> None:
     assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:", r"ok\w")
     union = prefilter_with((r"foo\d", "^Failures:"))
     assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:")
+
+
+def test_sure_literals() -> None:
+    """A literal is sure when an alternative without assertions matches it whole: its line then needs no RE2."""
+    from diag_service.extract.literal_scan import sure_literals
+
+    parts = [r"[Ee]rror", r"Error\b", r"^Failures:", r"frame #\d+:", r"(?i:kill)", r"Out of (?:memory|mem)"]
+    lits = ["Error", "error", "Failures:", "frame #", "kill", "KILL", "Out of memory", "Out of mem", "Out of "]
+    assert sure_literals(parts, lits) == {0, 1, 4, 5, 6, 7}
+    assert sure_literals([*parts, "(?-i:x)"], lits) == frozenset()  # a flag turned off could narrow others
