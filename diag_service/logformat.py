@@ -26,6 +26,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
+from datetime import date as _date
 
 # --- prefixes -------------------------------------------------------------------------------------
 
@@ -302,6 +303,22 @@ LEADING_TS = re.compile(
 )
 
 
+_MONTH_START: dict[tuple[int, int], int] = {}
+_EPOCH_ORDINAL = _date(1970, 1, 1).toordinal()
+
+
+def _timegm(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
+    """``calendar.timegm((year, month, day, hour, minute, second, ...))`` (the same arithmetic, out-of-range days and
+    hours included, and the same ValueError for a month or year ``datetime.date`` refuses), with the day number of
+    each month's first day kept: ``date(...).toordinal()`` was a third of a parse"""
+    first = _MONTH_START.get((year, month))
+    if first is None:
+        first = _date(year, month, 1).toordinal() - _EPOCH_ORDINAL
+        if len(_MONTH_START) < 4096:
+            _MONTH_START[(year, month)] = first
+    return ((first + day - 1) * 24 + hour) * 3600 + minute * 60 + second
+
+
 def _frac(s: str | None) -> float:
     return float("0." + s) if s else 0.0
 
@@ -322,7 +339,7 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
         m = ISO_TS.search(head)
         if m:
             y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
-            ts = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(7))
+            ts = _timegm(y, mo, d, h, mi, s) + _frac(m.group(7))
             zone = m.group(8)
             if zone and zone != "Z":
                 sign = 1 if zone[0] == "+" else -1
@@ -334,13 +351,13 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
             mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
             if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24):
                 return None
-            return calendar.timegm((default_year, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(6))
+            return _timegm(default_year, mo, d, h, mi, s) + _frac(m.group(6))
         m = SYSLOG_TS.search(head)
         if m:
             mo = _MONTHS[m.group(1)]
             d, h, mi, s = (int(g) for g in m.groups()[1:5])
             year = int(m.group(6)) if m.group(6) else default_year  # ``dmesg -T`` prints the year
-            return calendar.timegm((year, mo, d, h, mi, s, 0, 0, 0))
+            return _timegm(year, mo, d, h, mi, s)
     except (ValueError, OverflowError):
         return None
     return None

@@ -547,3 +547,23 @@ def test_sure_literals() -> None:
     lits = ["Error", "error", "Failures:", "frame #", "kill", "KILL", "Out of memory", "Out of mem", "Out of "]
     assert sure_literals(parts, lits) == {0, 1, 4, 5, 6, 7}
     assert sure_literals([*parts, "(?-i:x)"], lits) == frozenset()  # a flag turned off could narrow others
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(-1, 10_001), st.integers(-1, 14), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+       st.integers(0, 99))
+@example(2024, 2, 30, 23, 59, 60)
+def test_timegm_equals_the_calendar_one(y: int, mo: int, d: int, h: int, mi: int, s: int) -> None:
+    import calendar
+
+    from diag_service.logformat import _timegm
+
+    try:
+        want: object = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+    except ValueError:
+        want = ValueError
+    try:
+        got: object = _timegm(y, mo, d, h, mi, s)
+    except ValueError:
+        got = ValueError
+    assert got == want
