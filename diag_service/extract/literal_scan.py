@@ -60,10 +60,12 @@ _ROUTINE_WORD = re.compile("|".join(w for w in _ROUTINE.split() if w.islower()),
 #: k ~ KELVIN SIGN, s ~ LATIN SMALL LETTER LONG S. Required literals of a ``(?i)`` pattern include them.
 _FOLD_EXTRA = {"k": "\u212a", "s": "\u017f"}
 _RE2_ONLY = re.compile(r"\[:\^?[a-z]+:\]|\\[pPCzQE]|\(\?[a-zA-Z]*U")
-#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (~5 ms from the cache,
-#: :meth:`LiteralScan.cached`; building it, once per catalogue and machine, ~0.25 s on the bench machine; RE2's DFA
-#: reads 16 MiB in ~30 ms)
-BUILD_AFTER_BYTES = 16 << 20
+#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (importing hyperscan and
+#: loading the scan from the cache, :meth:`LiteralScan.cached`: ~6 ms; building it, once per catalogue and machine,
+#: ~0.25 s on the bench machine). RE2's DFA is built lazily, state by state, and the union's is large: a fresh
+#: process's first MiB of the bench bundle's console took 49 ms through RE2 and 27 ms through the lookup and the
+#: literal scan (4 MiB: 61 vs 37 ms; its first 15 MiB: 101 vs 14 ms after the lookup), so 1 MiB, not 16 as before
+BUILD_AFTER_BYTES = 1 << 20
 _CACHE_KEEP = 8
 #: Candidate lines this close (bytes) are searched by one RE2 call over the lines between them: RE2 reads 2 KiB in
 #: about the time one more call from Python takes (~4 us, bench machine)
