@@ -567,3 +567,22 @@ def test_timegm_equals_the_calendar_one(y: int, mo: int, d: int, h: int, mi: int
     except ValueError:
         got = ValueError
     assert got == want
+
+
+PROGRESS_TOKENS = ["Iteration", "iteration", "Iter", "iter", "Step", "step", "global_step", "s", " at", " ", ":", "=",
+                   "#", "[", "12", "3", "x", "\x1c", "\t", "ITER", "iterations", "_", "|"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PROGRESS_TOKENS), max_size=20).map("".join))
+@example("iterations 5 step 7")
+def test_progress_pattern_matches_as_the_class_form(text: str) -> None:
+    """PROGRESS_PATTERN spells out its case variants; the definition is the class form it replaced."""
+    import re
+
+    from diag_service.extract.events import PROGRESS_RE
+
+    old = re.compile(r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b")
+    a, b = old.search(text), PROGRESS_RE.search(text)
+    assert (a.span(), a.groups()) == (b.span(), b.groups()) if a else b is None
+    assert [m.span() for m in old.finditer(text)] == [m.span() for m in PROGRESS_RE.finditer(text)]
