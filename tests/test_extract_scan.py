@@ -586,3 +586,68 @@ def test_progress_pattern_matches_as_the_class_form(text: str) -> None:
     a, b = old.search(text), PROGRESS_RE.search(text)
     assert (a.span(), a.groups()) == (b.span(), b.groups()) if a else b is None
     assert [m.span() for m in old.finditer(text)] == [m.span() for m in PROGRESS_RE.finditer(text)]
+
+
+def _detect_prefixes_in_turn(sample_lines: list[str]) -> frozenset[str]:
+    """detect_prefixes as it was: each prefix regex tried in turn (the definition of its one-alternation match)."""
+    from diag_service import logformat as lf
+
+    counts = dict.fromkeys(lf.PREFIX_KINDS, 0)
+    hosts: dict[str, int] = {}
+    n = 0
+    for raw in sample_lines:
+        if not raw.strip():
+            continue
+        n += 1
+        line = raw
+        m = lf.COLLECTOR_TS.match(line)
+        if m:
+            counts["stamp"] += 1
+            line = line[m.end():]
+        m = lf.SYSLOG_PREFIX.match(line)
+        if m:
+            counts["syslog"] += 1
+            line = line[m.end():]
+        for _ in range(3):
+            r = lf._ray_prefix(line) if line.startswith("(") else None
+            if r is not None:
+                counts["ray"] += 1
+                line = line[r[0]:]
+                continue
+            for kind, rx in (("mpi", lf.MPI_PREFIX), ("srun", lf.SRUN_PREFIX), ("rank", lf.RANK_PREFIX),
+                             ("role", lf.ROLE_PREFIX), ("num", lf.NUM_PREFIX)):
+                m = rx.match(line)
+                if m:
+                    counts[kind] += 1
+                    line = line[m.end():]
+                    break
+            else:
+                m = lf.HOST_PREFIX.match(line)
+                if m and not lf._NOT_HOSTS.match(m.group(1)):
+                    hosts[m.group(1)] = hosts.get(m.group(1), 0) + 1
+                    line = line[m.end():]
+                    continue
+                break
+    host_lines = sum(hosts.values())
+    if hosts and host_lines >= 2 * len(hosts):
+        counts["host"] = host_lines
+    if n == 0:
+        return frozenset()
+    return frozenset(k for k, c in counts.items()
+                     if c >= (1 if k in lf.UNAMBIGUOUS_KINDS else max(1, (0.8 if k == "stamp" else 0.2) * n)))
+
+
+PREFIX_TOKENS = [
+    "[rank3]:", "[rank12]:", "[1,3]<stdout>:", "[3]<stderr>:", "  3: ", "3: ", "gpu-node-1: ", "node-2: ", "[default3]:",
+    "[5]: ", "INFO: ", "error: ", "(pid=12) ", "(RayTrainWorker pid=7, ip=10.0.0.1) ", "2024-11-14T09:13:07.1Z ",
+    "Nov 14 09:13:07 node-1 kernel: ", "Tue Nov 27 13:49:06 2018[1,10]<stdout>:", "x", " ", "RuntimeError: ",
+    "nccl: ", "[", "]:", "12",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PREFIX_TOKENS), max_size=6).map("".join), max_size=12))
+def test_detect_prefixes_equals_trying_each_prefix_in_turn(lines: list[str]) -> None:
+    from diag_service.logformat import detect_prefixes
+
+    assert detect_prefixes(lines) == _detect_prefixes_in_turn(lines)
