@@ -256,6 +256,7 @@ CPP_FRAME = re.compile(r"^frame #\d+:")
 GLOG_HEADER = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?(?: [\w./-]+:\d+)?\]\s*")
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil)")
+_ELASTIC_ENTRY = re.compile(r"^\[\d+\]:$")  # an entry's "[1]:" in the failure report's list
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 ELASTIC_RANK = re.compile(r"(\d+)\s*\(local[_ ]rank:?\s*(\d+)\)")
 ELASTIC_EXIT = re.compile(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*((?:SIG|Signal)\w*)?")
@@ -1088,7 +1089,7 @@ class Extractor:
                 break
             line, nxt = rd.line_at(pos)
             s = rd.attr(line).text.strip()
-            if re.match(r"^\[\d+\]:$", s) or s.startswith(("----", "====")) or not s:
+            if _ELASTIC_ENTRY.match(s) or s.startswith(("----", "====")) or not s:
                 if entry:
                     yield self._elastic_event(rd, entry, entry_line, who, root)
                     entry = {}
