@@ -679,9 +679,10 @@ class Extractor:
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
+        windows: set[str] | None
         if asc:
             window_bytes = list({text[:JOB_WINDOW], text[-JOB_WINDOW:]})
-            windows = {t.decode("ascii") for t in window_bytes}  # type: ignore[union-attr]
+            windows = None  # decoded below, when a platform mark is in them (most blocks have none)
         else:
             windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}  # type: ignore[misc]
             window_bytes = [_utf8(t) for t in windows]  # type: ignore[arg-type]
@@ -691,6 +692,8 @@ class Extractor:
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1
         if any(ANY_PLATFORM_MARK.search(t) is not None for t in window_bytes):  # most blocks have none
+            if windows is None:
+                windows = {t.decode("ascii") for t in window_bytes}  # type: ignore[union-attr]
             for platform, marks in PLATFORM_MARKS.items():
                 if any(mark in t for mark in marks for t in windows):
                     obs.platforms[platform] += 1
