@@ -331,7 +331,7 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
     if not _CLOCK.search(head):  # every format has one (a line without is answered at once)
         return None
     try:
-        m = ISO_TS.search(head)
+        m = ISO_TS.search(head) if "-" in head or "/" in head else None  # its date has one of them
         if m:
             y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
             ts = _timegm(y, mo, d, h, mi, s) + _frac(m.group(7))

@@ -504,6 +504,8 @@ def test_the_literal_led_prechecks_hold_every_match(text: str) -> None:
     head = text[:120]
     if any(r.search(head) for r in (lf.ISO_TS, lf.GLOG_TS, lf.SYSLOG_TS)):
         assert lf._CLOCK.search(head)
+    if lf.ISO_TS.search(head):
+        assert "-" in head or "/" in head
     if lf.NCCL_ORIGIN.search(text):
         assert "NCCL " in text and lf._NCCL_ORIGIN_HINT.search(text)
 

@@ -571,7 +571,7 @@ class Extractor:
         self._nccl_conn: dict[tuple[str, str], set[int]] = {}
         # the NCCL INFO ranges of the blocks fed so far, not yet parsed: learning is an accumulation in block
         # order, so it can wait until a line without a rank needs it (most bundles never ask); bounded in size
-        self._nccl_pending: list[tuple[str, tuple[str, str] | None]] = []
+        self._nccl_pending: list[tuple[str | bytes, tuple[str, str] | None]] = []  # bytes: decoded when learnt
         self._nccl_pending_chars = 0
         #: per file, the ranks its ``[rankN]:`` windows gave so far (all in progress.ranks): a window that holds no
         #: other rank adds nothing, which _new_rank_in answers faster than reading every rank
@@ -783,7 +783,7 @@ class Extractor:
             # text's start: the first origin before the range is that answer (see _learn_nccl_ranks)
             m = origin_re.search(text, 0, start)  # type: ignore[arg-type]
             head = (_as_str(m.group(1)), _as_str(m.group(2))) if m else None
-        self._nccl_pending.append((_as_str(text[start:end]), head))
+        self._nccl_pending.append((text[start:end], head))
         self._nccl_pending_chars += end - start
         if self._nccl_pending_chars > 64 << 20:
             self._nccl_known()
@@ -793,7 +793,7 @@ class Extractor:
         if self._nccl_pending:
             pending, self._nccl_pending, self._nccl_pending_chars = self._nccl_pending, [], 0
             for part, head in pending:
-                self._learn_nccl_ranks(part, head)
+                self._learn_nccl_ranks(_as_str(part), head)
         return bool(self._nccl_comm or self._nccl_conn)
 
     def _learn_nccl_ranks(self, text: str, head: tuple[str, str] | None = None) -> None:
