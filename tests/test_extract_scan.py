@@ -653,21 +653,3 @@ def test_detect_prefixes_equals_trying_each_prefix_in_turn(lines: list[str]) -> 
     from diag_service.logformat import detect_prefixes
 
     assert detect_prefixes(lines) == _detect_prefixes_in_turn(lines)
-
-
-RANK_LINE_TOKENS = ["[rank3]:", "[rank03]:", "[rank30]:", "[rank0]:", "[rank12]:", "1: [rank4]:", "x", "\n", "[rank3]", "3: "]
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(RANK_LINE_TOKENS), max_size=40).map("".join), st.frozensets(st.sampled_from([0, 3, 4, 12, 30])),
-       st.integers(0, 60), st.integers(0, 80))
-@example("[rank03]:x\n[rank3]:y\n", frozenset({3}), 0, 40)
-def test_a_window_without_a_new_rank_adds_none(text: str, known: frozenset[int], a: int, n: int) -> None:
-    """_new_rank_in answers False only when every rank _line_ranks reads in the window is known."""
-    from diag_service.extract.events import _new_rank_in
-
-    data = text.encode()
-    a = min(a, len(data))
-    ranks = {int(r) for r in _line_ranks(data, a, a + n)}
-    if not _new_rank_in(data, a, a + n, known):
-        assert ranks <= known

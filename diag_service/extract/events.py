@@ -496,24 +496,6 @@ def _line_ranks(text: str | bytes, pos: int, endpos: int) -> set[str] | set[byte
     return found
 
 
-@lru_cache(maxsize=256)
-def _other_rank_re(known: frozenset[int]) -> re.Pattern[bytes]:
-    """RANK_PREFIX_NL_BYTES for the ranks not in ``known`` (written without leading zeros; a rank written with one,
-    ``[rank07]:``, is "other" too: the caller then reads the window whole, which is only slower)."""
-    alt = "|".join(str(r) for r in sorted(known))
-    return re.compile(rb"\n(?:\d+: )?\[rank(?!(?:" + alt.encode() + rb")\]:)\d{1,6}\]:")
-
-
-def _new_rank_in(text: bytes, pos: int, endpos: int, known: frozenset[int]) -> bool:
-    """Whether ``_line_ranks(text, pos, endpos)`` (ASCII bytes) may hold a rank not in ``known``: False when every
-    ``[rankN]:`` line starting in ``[pos, endpos)`` names one of them."""
-    if pos == 0:
-        m = RANK_PREFIX_ALL_BYTES.match(text, 0, endpos)
-        if m and (int(m.group(1)) not in known or m.group(1) != str(int(m.group(1))).encode()):
-            return True
-    return _other_rank_re(known).search(text, pos - 1 if pos > 0 else 0, endpos) is not None
-
-
 _NOBODY = (None, None, None)
 #: What every timestamp parse_timestamp reads holds (ISO_TS, GLOG_TS and SYSLOG_TS all have ``\d\d:\d\d:\d\d``), led
 #: by its colon so that ``re`` jumps between colons; the bytes form for an ASCII block's bytes
@@ -573,9 +555,6 @@ class Extractor:
         # order, so it can wait until a line without a rank needs it (most bundles never ask); bounded in size
         self._nccl_pending: list[tuple[str | bytes, tuple[str, str] | None]] = []  # bytes: decoded when learnt
         self._nccl_pending_chars = 0
-        #: per file, the ranks its ``[rankN]:`` windows gave so far (all in progress.ranks): a window that holds no
-        #: other rank adds nothing, which _new_rank_in answers faster than reading every rank
-        self._file_ranks: dict[str, frozenset[int]] = {}
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -666,16 +645,8 @@ class Extractor:
         if "rank" in src.prefixes:
             # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
             mid = len(text) // 2
-            known = self._file_ranks.get(src.path, frozenset())
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
-                if asc and known and not _new_rank_in(text, a, a + RANK_WINDOW, known):  # type: ignore[arg-type]
-                    continue  # every rank of the window is among this file's known ones (already in obs.ranks)
-                found = {int(r) for r in _line_ranks(text, a, a + RANK_WINDOW)}
-                obs.ranks.update(found)
-                if not found <= known:
-                    known = known | found
-            if known and len(self._file_ranks) < 4096:
-                self._file_ranks[src.path] = known
+                obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
