@@ -451,6 +451,7 @@ TS_LINES = [
     "Nov 14 09:13:07 node-1 kernel: NVRM: Xid", "[rank3]:no clock 12:34", "[rank4]:12:34:5 near", "",
     "2024-11-14T09:13:07.123Z [rank3]:collector stamp", "[rank3]:٠٩:٣٣:٢٤ arabic digits", "[rank3]:é 09:13:07 accent",
     "Nov 14 25:13:07 out of range", "[default3]:E1114 09:33:24.5 worker line",
+    "[rank3]:" + "y" * 700, "[rank4]:" + "z" * 900 + " 09:13:07",  # long lines: windows past the 8 KiB precheck
 ]
 
 
