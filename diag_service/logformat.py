@@ -26,6 +26,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
+from datetime import date as _date
 
 # --- prefixes -------------------------------------------------------------------------------------
 
@@ -85,6 +86,9 @@ HOST_PREFIX = re.compile(r"((?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,6
 _NOT_HOSTS = re.compile(r"(?i)^(?:.*(?:error|exception|warning)|info|warn|debug|fatal|note|error|nccl)$")
 
 NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+ )?NCCL ")
+#: What every NCCL_ORIGIN match holds, led by a literal: ``re`` jumps between colons, where NCCL_ORIGIN tries a host
+#: name after every space (~15 us on a 150-character ``ProcessGroupNCCL.cpp`` line without an origin)
+_NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]"
@@ -97,6 +101,20 @@ SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
 PREFIX_KINDS = ("stamp", "syslog", "ray", "mpi", "rank", "role", "num", "srun", "host")
+
+
+def _unnamed(pattern: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+#: MPI_PREFIX, SRUN_PREFIX, RANK_PREFIX, ROLE_PREFIX, NUM_PREFIX and HOST_PREFIX in one alternation, in the order
+#: detect_prefixes tries them: a match at a line's start is the first of them that matches there (the group named
+#: after its kind; ``hostname``: HOST_PREFIX's group 1), in one call instead of up to six
+_ANY_PREFIX = re.compile(
+    f"(?P<mpi>{_unnamed(MPI_PREFIX.pattern)})|(?P<srun>{SRUN_PREFIX.pattern})|(?P<rank>{RANK_PREFIX.pattern})"
+    f"|(?P<role>{ROLE_PREFIX.pattern})|(?P<num>{NUM_PREFIX.pattern})"
+    f"|(?P<host>{HOST_PREFIX.pattern.replace('(', '(?P<hostname>', 1)})"
+)
 #: Prefix kinds that cannot be mistaken for message text: they are stripped from every line, whether
 #: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
@@ -146,37 +164,18 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
                 counts["ray"] += 1
                 line = line[r[0]:]
                 continue
-            m = MPI_PREFIX.match(line)
-            if m:
-                counts["mpi"] += 1
-                line = line[m.end():]
-                continue
-            m = SRUN_PREFIX.match(line)
-            if m:
-                counts["srun"] += 1
-                line = line[m.end():]
-                continue
-            m = RANK_PREFIX.match(line)
-            if m:
-                counts["rank"] += 1
-                line = line[m.end():]
-                continue
-            m = ROLE_PREFIX.match(line)
-            if m:
-                counts["role"] += 1
-                line = line[m.end():]
-                continue
-            m = NUM_PREFIX.match(line)
-            if m:
-                counts["num"] += 1
-                line = line[m.end():]
-                continue
-            m = HOST_PREFIX.match(line)
-            if m and not _NOT_HOSTS.match(m.group(1)):
-                hosts[m.group(1)] = hosts.get(m.group(1), 0) + 1
-                line = line[m.end():]
-                continue
-            break
+            m = _ANY_PREFIX.match(line)  # MPI, srun, rank, role, num, host: the first that matches, as in turn
+            if m is None:
+                break
+            kind = m.lastgroup
+            if kind == "host":
+                host = m.group("hostname")
+                if _NOT_HOSTS.match(host):
+                    break
+                hosts[host] = hosts.get(host, 0) + 1
+            else:
+                counts[kind] += 1  # type: ignore[index]
+            line = line[m.end():]
     # A host prefix is only believed when few distinct hosts explain many lines.
     host_lines = sum(hosts.values())
     if hosts and host_lines >= 2 * len(hosts):
@@ -266,7 +265,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         m = SRUN_TASK.match(body)
         if m:
             att.task = int(m.group(1))
-    if "NCCL" in body:
+    if "NCCL " in body and _NCCL_ORIGIN_HINT.search(body):  # both are in every NCCL_ORIGIN match
         m = NCCL_ORIGIN.search(body)
         if m:
             if att.node is None:
@@ -287,6 +286,9 @@ GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?
 SYSLOG_TS = re.compile(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?: (\d{4})\b)?"
 )
+#: What a match of each of ISO_TS, GLOG_TS and SYSLOG_TS holds (``\d\d:\d\d:\d\d``), led by its colon so that ``re``
+#: jumps between colons
+_CLOCK = re.compile(r":\d\d:\d\d")
 # Leading timestamp (plus optional level) to strip before template mining.
 #: A Python traceback frame line (``  File "path", line N, in f``).
 FRAME_LINE = re.compile(r'^\s*File "[^"\n]*", line \d+')
@@ -294,6 +296,22 @@ LEADING_TS = re.compile(
     r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d{2}:\d{2}:\d{2})\]?[\s|:-]*"
 )
+
+
+_MONTH_START: dict[tuple[int, int], int] = {}
+_EPOCH_ORDINAL = _date(1970, 1, 1).toordinal()
+
+
+def _timegm(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
+    """``calendar.timegm((year, month, day, hour, minute, second, ...))`` (the same arithmetic, out-of-range days and
+    hours included, and the same ValueError for a month or year ``datetime.date`` refuses), with the day number of
+    each month's first day kept: ``date(...).toordinal()`` was a third of a parse"""
+    first = _MONTH_START.get((year, month))
+    if first is None:
+        first = _date(year, month, 1).toordinal() - _EPOCH_ORDINAL
+        if len(_MONTH_START) < 4096:
+            _MONTH_START[(year, month)] = first
+    return ((first + day - 1) * 24 + hour) * 3600 + minute * 60 + second
 
 
 def _frac(s: str | None) -> float:
@@ -310,11 +328,13 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
     the line has no timestamp or the fields are out of range.
     """
     head = text[:120]
+    if not _CLOCK.search(head):  # every format has one (a line without is answered at once)
+        return None
     try:
-        m = ISO_TS.search(head)
+        m = ISO_TS.search(head) if "-" in head or "/" in head else None  # its date has one of them
         if m:
             y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
-            ts = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(7))
+            ts = _timegm(y, mo, d, h, mi, s) + _frac(m.group(7))
             zone = m.group(8)
             if zone and zone != "Z":
                 sign = 1 if zone[0] == "+" else -1
@@ -326,13 +346,13 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
             mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
             if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24):
                 return None
-            return calendar.timegm((default_year, mo, d, h, mi, s, 0, 0, 0)) + _frac(m.group(6))
+            return _timegm(default_year, mo, d, h, mi, s) + _frac(m.group(6))
         m = SYSLOG_TS.search(head)
         if m:
             mo = _MONTHS[m.group(1)]
             d, h, mi, s = (int(g) for g in m.groups()[1:5])
             year = int(m.group(6)) if m.group(6) else default_year  # ``dmesg -T`` prints the year
-            return calendar.timegm((year, mo, d, h, mi, s, 0, 0, 0))
+            return _timegm(year, mo, d, h, mi, s)
     except (ValueError, OverflowError):
         return None
     return None

@@ -22,6 +22,7 @@ from diag_service.extract.events import (
     _NCCL,
     EXCEPTION_LINE,
     PREFILTER_FAST,
+    PREFILTER_PARTS,
     PY_WARNING,
     RANK_PREFIX_ALL,
     STACK_DUMP,
@@ -442,3 +443,214 @@ def test_literal_scan_serves_several_threads_at_once() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+TS_LINES = [
+    "[rank3]:[2024-11-14 09:13:07,555] step 12 loss: 2.31", "[rank4]:E1114 09:33:24.941166 ProcessGroupNCCL.cpp:1",
+    "gpu-node-001:123:456 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4]", "[rank3]:NCCL INFO x", "plain line",
+    "Nov 14 09:13:07 node-1 kernel: NVRM: Xid", "[rank3]:no clock 12:34", "[rank4]:12:34:5 near", "",
+    "2024-11-14T09:13:07.123Z [rank3]:collector stamp", "[rank3]:٠٩:٣٣:٢٤ arabic digits", "[rank3]:é 09:13:07 accent",
+    "Nov 14 25:13:07 out of range", "[default3]:E1114 09:33:24.5 worker line",
+    "[rank3]:" + "y" * 700, "[rank4]:" + "z" * 900 + " 09:13:07",  # long lines: windows past the 8 KiB precheck
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(TS_LINES), min_size=1, max_size=60), st.data(), st.sampled_from(["rank", "role"]))
+def test_backward_timestamp_search_equals_the_line_walk(lines: list[str], data: st.DataObject, kind: str) -> None:
+    """_ts_before visits only the lines with a clock; the walk over every one of the 40 lines is its definition."""
+    from diag_service.extract.events import Extractor, _BlockReader, _who
+    from diag_service.ingest import Block, Source
+    from diag_service.logformat import attribute
+
+    text = "\n".join(lines) + "\n"
+    src = Source(path="node-1.log", prefixes=frozenset({kind}))
+    blocks = [Block(source=src, text=text, first_line=1)]
+    if text.isascii():
+        blocks.append(Block(source=src, data=text.encode(), first_line=1, ascii=True))
+    starts = [0]
+    for ln in lines[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+    for block in blocks:
+        rd = _BlockReader(block)
+        ex = Extractor(ProgressLog())
+        for i in data.draw(st.lists(st.integers(0, len(lines) - 1), max_size=6)):
+            who = _who(src, attribute(lines[i], src.prefixes))
+            ex.year = 2024
+            got = ex._ts_before(rd, starts[i], who)
+            year = ex.year
+            ex.year = 2024
+            assert got == ex._ts_before_walk(rd, starts[i], who)
+            assert year == ex.year
+
+
+CLOCK_TOKENS = [
+    "2024-11-14", " ", "T", "_", "09", ":", "13", "07", ",555", ".941166", "E1114", "E726", "W", "Nov", "14", "Z",
+    "+02:00", "[", "]", "gpu-node-1", "123", "456", "[3]", "NCCL ", "INFO ", "٠٩", "x", "\t", "ProcessGroupNCCL.cpp",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(CLOCK_TOKENS), max_size=30).map("".join))
+@example("2024-11-14 09:13:07,555 x")
+@example("E1114 09:33:24.941166 x")
+@example("Nov 14 09:13:07 node-1 kernel: x")
+@example("gpu-node-1:123:456 [3] NCCL INFO x")
+@example("gpu-node-1:123:456 [3] x NCCL INFO")
+def test_the_literal_led_prechecks_hold_every_match(text: str) -> None:
+    """parse_timestamp answers None at once without a clock, attribute() skips NCCL_ORIGIN without its hint: each
+    regex they guard matches only where the precheck does."""
+    from diag_service import logformat as lf
+
+    head = text[:120]
+    if any(r.search(head) for r in (lf.ISO_TS, lf.GLOG_TS, lf.SYSLOG_TS)):
+        assert lf._CLOCK.search(head)
+    if lf.ISO_TS.search(head):
+        assert "-" in head or "/" in head
+    if lf.NCCL_ORIGIN.search(text):
+        assert "NCCL " in text and lf._NCCL_ORIGIN_HINT.search(text)
+
+
+def test_a_block_the_literal_scan_leaves_to_re2_is_scanned_by_re2(monkeypatch) -> None:
+    """LiteralScan.candidate_lines answers None for a block where a match may cross a line: the extractor then
+    scans that block with RE2 (it passed None on and failed with a TypeError)."""
+    from diag_service.extract import events as ev
+    from diag_service.ingest import Block, Source
+
+    pytest.importorskip("hyperscan")
+    text = "hello\nKilled\n  process 12\nok\n" * 10
+    src = Source(path="a.log", prefixes=frozenset())
+
+    def run() -> list[RawEvent]:
+        block = Block(source=src, data=text.encode(), first_line=1, ascii=True, newlines=text.count("\n"))
+        return list(extract_events([block], ProgressLog(), (r"Killed\s+process",)))
+
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1)
+    got = run()
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
+    assert got == run() and len(got) == 10
+
+
+def test_prefilter_with_keeps_the_patterns_re2_compiles_alone() -> None:
+    """The union is compiled at once; when re2 refuses it, each pattern is tried alone and only those kept."""
+    from diag_service.extract.events import _UNION_PARTS
+
+    extra = ("a++b", r"foo\d", "(?<=x)y", r"bar\Z", "^Failures:", "(?>at)om", r"ok\w")
+    union = prefilter_with(extra)
+    assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:", r"ok\w")
+    union = prefilter_with((r"foo\d", "^Failures:"))
+    assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:")
+
+
+def test_sure_literals() -> None:
+    """A literal is sure when an alternative without assertions matches it whole: its line then needs no RE2."""
+    from diag_service.extract.literal_scan import sure_literals
+
+    parts = [r"[Ee]rror", r"Error\b", r"^Failures:", r"frame #\d+:", r"(?i:kill)", r"Out of (?:memory|mem)"]
+    lits = ["Error", "error", "Failures:", "frame #", "kill", "KILL", "Out of memory", "Out of mem", "Out of "]
+    assert sure_literals(parts, lits) == {0, 1, 4, 5, 6, 7}
+    assert sure_literals([*parts, "(?-i:x)"], lits) == frozenset()  # a flag turned off could narrow others
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(-1, 10_001), st.integers(-1, 14), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+       st.integers(0, 99))
+@example(2024, 2, 30, 23, 59, 60)
+def test_timegm_equals_the_calendar_one(y: int, mo: int, d: int, h: int, mi: int, s: int) -> None:
+    import calendar
+
+    from diag_service.logformat import _timegm
+
+    try:
+        want: object = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+    except ValueError:
+        want = ValueError
+    try:
+        got: object = _timegm(y, mo, d, h, mi, s)
+    except ValueError:
+        got = ValueError
+    assert got == want
+
+
+PROGRESS_TOKENS = ["Iteration", "iteration", "Iter", "iter", "Step", "step", "global_step", "s", " at", " ", ":", "=",
+                   "#", "[", "12", "3", "x", "\x1c", "\t", "ITER", "iterations", "_", "|"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PROGRESS_TOKENS), max_size=20).map("".join))
+@example("iterations 5 step 7")
+def test_progress_pattern_matches_as_the_class_form(text: str) -> None:
+    """PROGRESS_PATTERN spells out its case variants; the definition is the class form it replaced."""
+    import re
+
+    from diag_service.extract.events import PROGRESS_RE
+
+    old = re.compile(r"\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b")
+    a, b = old.search(text), PROGRESS_RE.search(text)
+    assert (a.span(), a.groups()) == (b.span(), b.groups()) if a else b is None
+    assert [m.span() for m in old.finditer(text)] == [m.span() for m in PROGRESS_RE.finditer(text)]
+
+
+def _detect_prefixes_in_turn(sample_lines: list[str]) -> frozenset[str]:
+    """detect_prefixes as it was: each prefix regex tried in turn (the definition of its one-alternation match)."""
+    from diag_service import logformat as lf
+
+    counts = dict.fromkeys(lf.PREFIX_KINDS, 0)
+    hosts: dict[str, int] = {}
+    n = 0
+    for raw in sample_lines:
+        if not raw.strip():
+            continue
+        n += 1
+        line = raw
+        m = lf.COLLECTOR_TS.match(line)
+        if m:
+            counts["stamp"] += 1
+            line = line[m.end():]
+        m = lf.SYSLOG_PREFIX.match(line)
+        if m:
+            counts["syslog"] += 1
+            line = line[m.end():]
+        for _ in range(3):
+            r = lf._ray_prefix(line) if line.startswith("(") else None
+            if r is not None:
+                counts["ray"] += 1
+                line = line[r[0]:]
+                continue
+            for kind, rx in (("mpi", lf.MPI_PREFIX), ("srun", lf.SRUN_PREFIX), ("rank", lf.RANK_PREFIX),
+                             ("role", lf.ROLE_PREFIX), ("num", lf.NUM_PREFIX)):
+                m = rx.match(line)
+                if m:
+                    counts[kind] += 1
+                    line = line[m.end():]
+                    break
+            else:
+                m = lf.HOST_PREFIX.match(line)
+                if m and not lf._NOT_HOSTS.match(m.group(1)):
+                    hosts[m.group(1)] = hosts.get(m.group(1), 0) + 1
+                    line = line[m.end():]
+                    continue
+                break
+    host_lines = sum(hosts.values())
+    if hosts and host_lines >= 2 * len(hosts):
+        counts["host"] = host_lines
+    if n == 0:
+        return frozenset()
+    return frozenset(k for k, c in counts.items()
+                     if c >= (1 if k in lf.UNAMBIGUOUS_KINDS else max(1, (0.8 if k == "stamp" else 0.2) * n)))
+
+
+PREFIX_TOKENS = [
+    "[rank3]:", "[rank12]:", "[1,3]<stdout>:", "[3]<stderr>:", "  3: ", "3: ", "gpu-node-1: ", "node-2: ", "[default3]:",
+    "[5]: ", "INFO: ", "error: ", "(pid=12) ", "(RayTrainWorker pid=7, ip=10.0.0.1) ", "2024-11-14T09:13:07.1Z ",
+    "Nov 14 09:13:07 node-1 kernel: ", "Tue Nov 27 13:49:06 2018[1,10]<stdout>:", "x", " ", "RuntimeError: ",
+    "nccl: ", "[", "]:", "12",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PREFIX_TOKENS), max_size=6).map("".join), max_size=12))
+def test_detect_prefixes_equals_trying_each_prefix_in_turn(lines: list[str]) -> None:
+    from diag_service.logformat import detect_prefixes
+
+    assert detect_prefixes(lines) == _detect_prefixes_in_turn(lines)

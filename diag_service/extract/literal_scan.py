@@ -60,10 +60,12 @@ _ROUTINE_WORD = re.compile("|".join(w for w in _ROUTINE.split() if w.islower()),
 #: k ~ KELVIN SIGN, s ~ LATIN SMALL LETTER LONG S. Required literals of a ``(?i)`` pattern include them.
 _FOLD_EXTRA = {"k": "\u212a", "s": "\u017f"}
 _RE2_ONLY = re.compile(r"\[:\^?[a-z]+:\]|\\[pPCzQE]|\(\?[a-zA-Z]*U")
-#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (~5 ms from the cache,
-#: :meth:`LiteralScan.cached`; building it, once per catalogue and machine, ~0.25 s on the bench machine; RE2's DFA
-#: reads 16 MiB in ~30 ms)
-BUILD_AFTER_BYTES = 16 << 20
+#: Blocks of fewer bytes than this in a whole run do not pay for looking up the literal scan (importing hyperscan and
+#: loading the scan from the cache, :meth:`LiteralScan.cached`: ~6 ms; building it, once per catalogue and machine,
+#: ~0.25 s on the bench machine). RE2's DFA is built lazily, state by state, and the union's is large: a fresh
+#: process's first MiB of the bench bundle's console took 49 ms through RE2 and 27 ms through the lookup and the
+#: literal scan (4 MiB: 61 vs 37 ms; its first 15 MiB: 101 vs 14 ms after the lookup), so 1 MiB, not 16 as before
+BUILD_AFTER_BYTES = 1 << 20
 _CACHE_KEEP = 8
 #: Candidate lines this close (bytes) are searched by one RE2 call over the lines between them: RE2 reads 2 KiB in
 #: about the time one more call from Python takes (~4 us, bench machine)
@@ -441,6 +443,7 @@ class LiteralScan:
                     owners.add(nl)
         lits = _drop_containing(literals)
         self._owners = [tuple(sorted(literals[a])) for a in lits]
+        self._sure = sure_literals(parts, lits)
         self._db = _compile([_literal(a) for a in lits], [0] * len(lits))
         #: per set of alternatives that can take a newline: their crossing patterns compiled (on first use), or
         #: None when Hyperscan refused them (those blocks are scanned with RE2)
@@ -448,7 +451,7 @@ class LiteralScan:
         self._cache: tuple[Path, str] | None = None  # (folder, key) when kept in the cache (LiteralScan.cached)
         #: what the scan holds
         self.counts = {"alternatives": len(parts), "literals": len(lits), "newline_alternatives": len(self._crossing),
-                       "crossing_patterns": sum(map(len, self._crossing))}
+                       "crossing_patterns": sum(map(len, self._crossing)), "sure_literals": len(self._sure)}
 
     @classmethod
     def cached(cls, parts: list[str], cache_dir: Path | None) -> LiteralScan:
@@ -466,6 +469,7 @@ class LiteralScan:
                 if hashlib.sha256(blob).hexdigest() == meta["db_sha256"]:
                     self = cls.__new__(cls)
                     self._owners = [tuple(o) for o in meta["owners"]]
+                    self._sure = frozenset(meta["sure"])
                     self._crossing = meta["crossing"]
                     self.counts = meta["counts"]
                     self._crossing_dbs = {}
@@ -478,7 +482,7 @@ class LiteralScan:
         if cache_dir is not None:
             try:
                 blob = _hs.dumpb(self._db)  # type: ignore[union-attr]
-                meta = {"owners": self._owners, "crossing": self._crossing, "counts": self.counts,
+                meta = {"owners": self._owners, "sure": sorted(self._sure), "crossing": self._crossing, "counts": self.counts,
                         "db_sha256": hashlib.sha256(blob).hexdigest()}
                 cache_dir.mkdir(parents=True, exist_ok=True)
                 atomic_write(cache_dir / f"{key}.hsdb", blob)
@@ -555,16 +559,29 @@ class LiteralScan:
             if crossed:
                 return None
         n = len(data)
+        rfind, find = data.rfind, data.find
+        # a line holding a sure literal holds a match of the union (sure_literals): RE2 is not asked about it
+        sure_lines: set[int] = set()
+        sure = self._sure
+        if sure:
+            unsure: list[int] = []
+            for i, to in zip(ids, ends, strict=True):
+                if i in sure:
+                    sure_lines.add(rfind(b"\n", 0, to - 1) + 1)
+                else:
+                    unsure.append(to)
+            ends = unsure
         ends.append(n)  # the block's last line: a literal spelled out with the character after a \b ends there
         ends.sort()
         out: list[int] = []
-        rfind, find = data.rfind, data.find
         last = -1
         rs = re_ = -1
         for to in ends:
             b = to - 1
             if b <= re_:  # on the region's lines (its end is a newline or the block's end)
                 continue
+            if sure_lines and rfind(b"\n", 0, b) + 1 in sure_lines:
+                continue  # a sure line (RE2 may still pass over it when it lies inside a region)
             if rs >= 0 and b - re_ <= _MERGE_GAP:  # a line near the region: it grows over the lines between
                 re_ = find(b"\n", b)
                 if re_ == -1:
@@ -577,7 +594,56 @@ class LiteralScan:
             if re_ == -1:
                 re_ = n
         _match_starts(regex, data, rs, re_, out, last)
+        if sure_lines:
+            return sorted(sure_lines.union(out))
         return out
+
+
+_CONTEXT_OPS = frozenset({_C.AT, _C.ASSERT, _C.ASSERT_NOT, _C.GROUPREF, _C.GROUPREF_EXISTS})
+#: An inline flag group that turns a flag off (``(?-i)``, ``(?s-i:``): in the union it could narrow the alternatives
+#: after it, where re2 lets a group-less flag run on
+_FLAG_OFF = re.compile(r"\(\?[a-zA-Z]*-")
+
+
+def _context_free(items: Iterable) -> bool:
+    """Whether the parsed sequence ``items`` has no assertion (``^ $ \b``, look-arounds) nor back-reference: a
+    match of it is one wherever the text it matches stands."""
+    for op, av in items:
+        if op in _CONTEXT_OPS:
+            return False
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT):
+            if not _context_free(av[2]):
+                return False
+        elif op is _C.SUBPATTERN:
+            if not _context_free(av[3]):
+                return False
+        elif op is _C.BRANCH:
+            if not all(_context_free(b) for b in av[1]):
+                return False
+        elif op is _C.ATOMIC_GROUP and not _context_free(av):
+            return False
+    return True
+
+
+def sure_literals(parts: list[str], lits: list[str]) -> frozenset[int]:
+    """The indices of the literals in ``lits`` that an alternative of ``parts`` without assertions matches as a
+    whole (RE2's own match of that alternative alone, over the literal's bytes): wherever such a literal stands,
+    that alternative matches there, so the union of ``parts`` matches on its line and RE2 need not be asked.
+    (In the union a flag of an earlier alternative may run on into this one, which only widens it, unless a part
+    turns a flag off: then no literal is sure.)"""
+    import re2
+
+    if any(_FLAG_OFF.search(p) for p in parts):
+        return frozenset()
+    free = []
+    for p in parts:
+        if _context_free(_P.parse(p, re.MULTILINE).data):
+            try:
+                free.append(re2.compile(p))
+            except re2.error:
+                continue
+    return frozenset(i for i, a in enumerate(lits)
+                     if "\n" not in a and any(r.fullmatch(a.encode("ascii")) is not None for r in free))
 
 
 def _literal(a: str) -> str:
