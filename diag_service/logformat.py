@@ -59,6 +59,9 @@ _RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\]$")  # Ray's log 
 _RAY_IP = re.compile(r"\bip=([\w.:-]+)")
 
 
+_RAY_PID = re.compile(r"\bpid=(\d+)")
+
+
 def _ray_prefix(text: str) -> tuple[int, str | None] | None:
     """(end of Ray's or SkyPilot's prefix, node it names) when ``text`` starts with one, else None."""
     m = RAY_PREFIX.match(text)
@@ -132,6 +135,7 @@ class Attribution:
     node: str | None = None
     task: int | None = None
     stamp: str | None = None  # a log collector's timestamp removed from the front of the line
+    pid: int | None = None  # the writing process's pid in Ray's ``(name pid=N)`` prefix
 
 
 def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
@@ -216,6 +220,9 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             r = _ray_prefix(text) if text.startswith("(") else None
             if r is not None:
                 att.node = att.node or r[1]
+                if att.pid is None and "pid=" in text[:r[0]]:
+                    m_pid = _RAY_PID.search(text, 0, r[0])
+                    att.pid = int(m_pid.group(1)) if m_pid else None
                 text = _RAY_REPEATED.sub("", text[r[0]:])
                 continue
             m = MPI_PREFIX.match(text)

@@ -241,6 +241,15 @@ PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
 #: A literal searched in a block's UTF-8 bytes: an ASCII literal is in the bytes exactly when it is in the text,
 #: and re2 finds it at about 20 GB/s where ``str.__contains__`` ran at 2.8 (4 MiB console block without it)
 _NCCL_INFO = re2.compile(b"NCCL INFO")
+#: Ray Train's statements of which worker process holds which rank: a worker's ``Setting up process group for:
+#: env:// [rank=R, world_size=W]`` (ray/train/torch/config.py) and the train controller's worker table
+#: ``- (ip=A, pid=P) world_rank=R, local_rank=L, node_rank=N`` (Ray Train v2).
+_RAYLET_DEAD_PID = re.compile(r"Worker PID: (\d+)")
+RAY_WORKER_RANK = re.compile(
+    r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ?ip=[\w.:-]+)?\)[^\n]{0,200}?"
+    r"Setting up process group for: \S+ \[rank=(\d+), world_size=\d+\]"
+    r"|\(ip=[\w.:-]+, pid=(\d+)\) world_rank=(\d+)"
+)
 #: a line that opens with a full date, after any bracketed writer prefixes (``2024-11-14 09:00:08``,
 #: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
@@ -577,6 +586,8 @@ class Extractor:
         # the NCCL INFO ranges of the blocks fed so far, not yet parsed: learning is an accumulation in block
         # order, so it can wait until a line without a rank needs it (most bundles never ask); bounded in size
         self._nccl_pending: list[tuple[str | bytes, tuple[str, str] | None]] = []  # bytes: decoded when learnt
+        #: Ray Train worker pid -> global rank (:data:`RAY_WORKER_RANK`), for lines behind Ray's ``(name pid=N)``
+        self._ray_rank: dict[int, int] = {}
         self._nccl_pending_chars = 0
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -676,6 +687,10 @@ class Extractor:
             mid = len(text) // 2
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
+        if len(self._ray_rank) < 65536 and (b"process group for: " in rd.data or b") world_rank=" in rd.data):
+            for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
+                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
+                self._ray_rank.setdefault(int(pid), int(rank_s))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
@@ -856,6 +871,16 @@ class Extractor:
                 if who[1] is None:
                     who = (who[0], int(m_agent.group(2)), who[2])
         who = self._global(rd.src.path, who)
+        if who[0] is None and self._ray_rank:
+            if att.pid is not None and att.pid in self._ray_rank:
+                who = (self._ray_rank[att.pid], who[1], who[2])
+            elif "Worker PID: " in body:
+                # the raylet's report of a dead worker is about that worker, and like torchelastic's "first observed
+                # failure" it is the node agent's report of the process that failed (fields['root'])
+                m_pid = _RAYLET_DEAD_PID.search(body)
+                if m_pid is not None and int(m_pid.group(1)) in self._ray_rank:
+                    who = (self._ray_rank[int(m_pid.group(1))], who[1], who[2])
+                    fields = {**fields, "root": "1"}
         if who[0] is None and "NCCL" in body and self._nccl_known():
             who = (self._nccl_rank(body), who[1], who[2])
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):

@@ -533,9 +533,11 @@ def localize(
     slow = _slowdown(progress)
     world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
-    # Each node's agent reports its own "first observed failure": the job's is the earliest of them.
+    # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
+    # worker's pid): the job's is the earliest of them.
     elastic_roots = [
-        ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples if ev.fields.get("root") == "1"
+        ev for g in groups if g.kind in (EventKind.ELASTIC_SUMMARY, EventKind.ERROR_LINE, EventKind.EXIT)
+        for ev in g.examples if ev.fields.get("root") == "1"
     ]
     elastic_root = min(elastic_roots, key=lambda e: (e.ts is None, e.ts or 0.0), default=None)
 
@@ -764,9 +766,10 @@ def localize(
                 and mode is FailureMode.FAIL_STOP):
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
-        if first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1:
+        if (first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1
+                and _cascade(primary, sigs) != "peer_loss"):
             # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
-            # own error, not a report of a lost peer: the rank it happened on failed first
+            # own error: the rank it happened on failed first. A lost peer's report names the rank that noticed.
             first_rank = primary.ranks[0]
         if first_rank is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             first_rank = _sole_erring_rank(events)
