@@ -92,3 +92,13 @@ def test_a_node_whose_logs_just_stop_while_its_peers_lose_connections_was_lost(t
     assert d.category.value == "infrastructure"
     assert d.faulty_nodes == ["node0"]
     assert d.first_failing_rank is None  # a node, not node 1's rank 2 that its agent saw fail
+
+
+def test_two_ranks_in_different_collectives_are_a_mismatch(tmp_path: Path) -> None:
+    """Batch 3's restart_hang_eval_recurs: rank 0 alone runs an evaluation all_reduce while rank 1 waits in
+    barrier; both gloo timeouts' tracebacks end in different collectives. With two ranks no site has a majority,
+    so no rank is named, but the mismatch is the job's own code (PyTorch distributed docs: every rank calls the
+    same collectives in the same order)."""
+    d = _diagnose("restart_hang_eval_recurs", tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("user_code", "fail_hang", None)
+    assert "different collectives" in d.root_cause.summary

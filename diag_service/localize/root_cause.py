@@ -657,7 +657,7 @@ def localize(
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
                 if not hang_suspects:
                     hang_suspects, why = _odd_wait_site(symptoms, by_tid, sigs)
-                    mismatch = bool(hang_suspects)
+                    mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
             if mismatch:
@@ -875,7 +875,9 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
     group must call the same collectives in the same order (PyTorch distributed docs, "Collective
     functions"), so with at least three reporting ranks, the ranks outside a site held by at least twice
     as many ranks are in another collective: they are the ones the others wait for (the rule of
-    :func:`_hang_analysis` for NCCL's SeqNum/OpType, read here from the frames)."""
+    :func:`_hang_analysis` for NCCL's SeqNum/OpType, read here from the frames). Ranks at different sites
+    without such a majority (two ranks, one in ``all_reduce`` and one in ``barrier``) are a mismatch too, with
+    no rank named: ``([], why)``."""
     sites: dict[int, tuple[str, str]] = {}
     for h in symptoms:
         if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
@@ -886,13 +888,15 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
                     frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
                     if frames and rank not in sites:
                         sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"))
-    if len(sites) < 3:
+    if len(sites) < 2 or len(set(sites.values())) < 2:
         return [], None
     counts = Counter(sites.values())
     (top, n_top), *_ = counts.most_common()
     odd = sorted(r for r, s in sites.items() if s != top)
-    if not odd or n_top < 2 or n_top < 2 * len(odd):
-        return [], None
+    if len(sites) < 3 or n_top < 2 or n_top < 2 * len(odd):
+        # the ranks wait in different collectives, and no site is held by enough of them to name the others
+        where = "; ".join(f"rank {r} in {f} ({fl})" for r, (fl, f) in sorted(sites.items())[:4])
+        return [], f"The ranks time out in different collectives ({where}): no rank is named."
     where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
     return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
                  "than their peers are the ones the others wait for.")
