@@ -672,7 +672,12 @@ class PeerTracker:
         last_slow[...] = np.where(slow, step, last_slow)
         self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u] = n_arr, nslow, slr, exc
         self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
-        self._relearn(u, valid & ~alarmed & ~structural & (s_new < 0.5 * h), Q, base, b_pos, clip)
+        quiet = valid & ~alarmed & ~structural & (s_new < 0.5 * h)
+        learn = quiet
+        if cost is not None:  # a step whose evidence the cost cap held back says nothing about the unit's baseline
+            with np.errstate(invalid="ignore"):
+                learn = quiet & ~(r > cost)
+        self._relearn(u, quiet, learn, Q, base, b_pos, clip)
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
@@ -699,23 +704,25 @@ class PeerTracker:
                 self.n_ev[jj, uu] += 1
         return new
 
-    def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, Q: np.ndarray, base: np.ndarray, b_pos: np.ndarray,
-                 clip: np.ndarray) -> None:
+    def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, learn: np.ndarray, Q: np.ndarray, base: np.ndarray,
+                 b_pos: np.ndarray, clip: np.ndarray) -> None:
         """Update each quiet unit's baseline and the pooled scale with this step (shape (3, units) masks).
 
         A unit is quiet when it has not alarmed, is not slow from the start and its CUSUM is below half its
-        interval. Its baseline ``b`` is a running Huber mean of its excess (``b += clip(q - b) / n``, ``n``
-        the steps learned, at most ``rank_base_steps``): the 20-step window's median is off by 0.28 sigma
-        (sd), which is half the reference ``k`` (a rank whose window ran low drifts towards ``h`` at
-        clean noise). The pooled scale takes this step's median over quiet units of |q - max(b, 0)|, unless
-        a third of the units are not quiet.
+        interval; its baseline learns (``learn``) only when the cost cap also did not hold its evidence back
+        (a group of two slower than the other while the step is not longer: learning from it would fold a
+        slow node into its baseline). The baseline ``b`` is a running Huber mean of the excess
+        (``b += clip(q - b) / n``, ``n`` the steps learned, at most ``rank_base_steps``): the 20-step
+        window's median is off by 0.28 sigma (sd), half the reference ``k`` (a rank whose window ran low
+        drifts towards ``h`` at clean noise). The pooled scale takes this step's median over quiet units of
+        |q - max(b, 0)|, unless a third of the units are not quiet.
         """
         cfg = self.cfg
         nb = self.nb[:, u]
-        nb = np.where(quiet, np.minimum(nb + 1, cfg.rank_base_steps), nb)
+        nb = np.where(learn, np.minimum(nb + 1, cfg.rank_base_steps), nb)
         with np.errstate(invalid="ignore"):
             step_ = np.clip(np.nan_to_num(Q - base), -clip, clip) / np.maximum(nb, 1)
-        self.base[:, u] = np.where(quiet, base + step_, base)
+        self.base[:, u] = np.where(learn, base + step_, base)
         self.nb[:, u] = nb
         with np.errstate(invalid="ignore"):
             r = np.clip(Q - b_pos, -clip, clip)
