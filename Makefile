@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-slow-power
+.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-zoo eval-slow-power
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -38,6 +38,10 @@ eval: $(STAMP)
 # The public corpus only: dev and frozen test side by side (~2 min; each run counts as a look at test).
 eval-corpus: $(STAMP)
 	$(BIN)/python eval/scorecard.py --only corpus
+
+# The zoo of real failing gloo/CPU runs (eval/zoo/), dev split only (~10 s); --test counts a look at test.
+eval-zoo: $(STAMP)
+	$(BIN)/python eval/zoo_eval.py
 
 # Fail-slow power curves on the real clean feeds of eval/slow_feeds (~5 min on 2 cores).
 eval-slow-power: $(STAMP)

@@ -39,6 +39,8 @@ from diag_service.domain import (
 
 #: Distinct example events kept per template group.
 _EXAMPLES = 8
+#: Ranks whose first occurrence a template group keeps (:attr:`TemplateGroup.rank_first`).
+_RANK_EXAMPLES = 64
 
 
 @dataclass(slots=True)
@@ -79,6 +81,8 @@ class ProgressLog:
     ``collectives``: every collective-timeout report (first 100,000).
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
     ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
+    ``source_nodes``: the nodes that files are attributed to by their names or folders (``console_node0.log``,
+    ``node1/``), whether or not they hold an event (first 4,096).
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
@@ -92,6 +96,7 @@ class ProgressLog:
     collectives: list[CollectiveTimeout] = field(default_factory=list)
     last_completed: dict[int, int] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
+    source_nodes: set[str] = field(default_factory=set)
     world_size: int | None = None
     job_output: bool = False
     trained: bool = False
@@ -114,7 +119,10 @@ class ProgressLog:
 
 @dataclass(slots=True)
 class TemplateGroup:
-    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order)."""
+    """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order).
+
+    ``examples``: up to 8 events with distinct keys; ``rank_first``: each rank's first event, for the first
+    64 ranks met (the same message on several ranks keeps each rank's own traceback frames)."""
 
     template_id: int
     template: str
@@ -127,11 +135,14 @@ class TemplateGroup:
     examples: list[RawEvent] = field(default_factory=list)
     _example_keys: set[str] = field(default_factory=set)
     rank_first_ts: dict[int, float] = field(default_factory=dict)
+    rank_first: dict[int, RawEvent] = field(default_factory=dict)
 
     def add(self, ev: RawEvent, order: int) -> None:
         self.count += 1
         if ev.rank is not None:
             self.ranks.add(ev.rank)
+            if ev.rank not in self.rank_first and len(self.rank_first) < _RANK_EXAMPLES:
+                self.rank_first[ev.rank] = ev
             if ev.ts is not None and (ev.rank not in self.rank_first_ts or ev.ts < self.rank_first_ts[ev.rank]):
                 self.rank_first_ts[ev.rank] = ev.ts
         if ev.node is not None:

@@ -1,5 +1,6 @@
-"""Small file-system helpers: directory flushes for the stores that write atomically (knowledge base, label
-ledger), and the checked open of an untrusted bundle's files (:func:`open_regular`)."""
+"""Small file-system helpers: whole-or-nothing writes (:func:`atomic_write`) and directory flushes for the stores
+that write atomically (knowledge base, label ledger, the extractor's scan cache), and the checked open of an
+untrusted bundle's files (:func:`open_regular`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,6 +28,23 @@ def fsync_dir(d: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a fsynced temporary file ``.<name>.*.tmp`` beside it (mode 0644),
+    renamed over it, then the directory flushed. Raises OSError; the temporary file is removed on failure."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
 
 
 class UnsafePathError(DiagError, OSError):

@@ -20,7 +20,30 @@ M = TypeVar("M", bound=BaseModel)
 
 #: libyaml's C parser when PyYAML was built with it (the wheels are): the catalogue's 16 files parse in
 #: about 0.1 s instead of 0.7 s with the pure-Python one, which every cold `diag diagnose` paid.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a key repeated in one mapping (YAML 1.2 requires keys to be unique; PyYAML
+    keeps the last value silently, so a block pasted over another's id line merged two entries)."""
+
+
+def _unique_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+    """The mapping, after checking that no scalar key is written twice in it (same resolved tag and text). Keys
+    a ``<<`` merge brings in may be overridden, as YAML allows; an unhashable key is the safe loader's error."""
+    seen: set[tuple[str, str]] = set()
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+            ident = (key_node.tag, key_node.value)
+            if ident in seen:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        f"found duplicate key {key_node.value!r}", key_node.start_mark)
+            seen.add(ident)
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+_LOADER: Any = _Loader
 
 
 class LazyNode:

@@ -162,12 +162,13 @@ def score(cases: list[dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[s
     }
 
 
-def record_test_look(why: str, commit: str | None = None) -> None:
-    """Append one line (date, commit, ``why``) to ``test_looks.jsonl``: a run that computed test results.
+def record_test_look(why: str, commit: str | None = None, looks: Path = LOOKS_FILE) -> None:
+    """Append one line (date, commit, ``why``) to ``test_looks.jsonl`` (``looks``; another corpus passes its own):
+    a run that computed test results.
 
     ``commit``: the code that computed them (default: ``HEAD`` now; a long run passes the one it started at).
     """
-    with LOOKS_FILE.open("a") as fh:
+    with looks.open("a") as fh:
         fh.write(json.dumps({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit or _commit(),
                              "why": why or "unspecified"}) + "\n")
 

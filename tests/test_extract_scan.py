@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -343,3 +344,101 @@ def test_a_prefixed_traceback_takes_its_workers_own_earlier_timestamp() -> None:
     assert events and events[0].rank == 1
     assert events[0].ts is not None
     assert abs(events[0].ts - 1796389170.601) < 1e-3  # 2026-12-04T12:59:30.601Z
+
+
+# -- the literal scan (diag_service/extract/literal_scan.py): the same candidate lines as the RE2 scan -------------
+
+SCAN_TOKENS = [
+    "\n", " ", "ok ", "step 12 ", "[INFO] ", "NCCL INFO ", "Error", "error", "Killed", "\n  process", "exitcode",
+    ": -6", "\n: -6 ", "loss: ", "nan", "INF", " inf\n", "frame #4: ", "Assertion `x", "` failed.", "\n\n",
+    "CUDA error: operation not supported", "   \n", "Traceback (most recent call last):", "\t", "1", "_", "%",
+    "Gradient overflow. Skipping step", "corrupt\n image", "reason:", " Evicted", "ECC", "Xid", "SIGKILL",
+]
+scan_texts = st.lists(st.sampled_from(SCAN_TOKENS), max_size=50).map("".join)
+
+
+def _literal_scan(union):
+    pytest.importorskip("hyperscan")
+    from diag_service.extract.events import literal_scan_for
+
+    scan = literal_scan_for(union)
+    assert scan is not None
+    return scan
+
+
+@settings(max_examples=400, deadline=None)
+@given(scan_texts)
+@example("Killed\n  process")  # a match across lines: the block goes to RE2
+@example("loss: \n\n nan\n")
+@example("x exitcode\n: -6\nError")
+@example("[INFO] x\n")
+def test_literal_scan_finds_the_lines_of_the_re2_scan(text: str) -> None:
+    from diag_service.signatures import site_catalog
+
+    data = text.encode("ascii")
+    for union in (SCAN, prefilter_with(site_catalog().prefilter_patterns())):
+        got = _literal_scan(union).candidate_lines(union, data)
+        if got is not None:  # None: a match may cross a line, the caller scans with RE2
+            assert got == _lines_by_str(union, text)
+
+
+def test_literal_scan_leaves_a_block_with_a_match_across_lines_to_re2() -> None:
+    assert _literal_scan(SCAN).candidate_lines(SCAN, b"ok\nKilled\n  process 12\n") is None
+    assert _literal_scan(SCAN).candidate_lines(SCAN, b"ok\nKilled process 12\n") == [3]
+
+
+def test_required_literals() -> None:
+    from diag_service.extract.literal_scan import required_literals
+
+    assert required_literals(r"[Ee]rror") == {"Error", "error"}
+    assert required_literals(r"Root Cause|^Failures:") == {"Root Cause", "Failures:"}
+    # RE2's (?i) folds k with KELVIN SIGN
+    assert "\u212aill" in required_literals(r"(?i:kill)")
+    # a \b after the literal: it is followed by a non-word character ("INF" in "[INFO]" is not a hit)
+    lits = required_literals(r"\bloss\b[^\n]{0,40}\b(?:nan|inf)\b")
+    assert "nan " in lits and "inf\n" in lits and "info" not in lits
+    assert required_literals(r"\d+") is None
+
+
+def test_literal_scan_cache_round_trip(tmp_path) -> None:
+    pytest.importorskip("hyperscan")
+    from diag_service.extract.events import _UNION_PARTS
+    from diag_service.extract.literal_scan import LiteralScan
+
+    parts = list(_UNION_PARTS[SCAN.pattern])
+    data = b"ok\nKilled process 1\nx\nRuntimeError: boom\n"
+    built = LiteralScan.cached(parts, tmp_path)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".hsdb", ".json"]
+    loaded = LiteralScan.cached(parts, tmp_path)
+    assert loaded.candidate_lines(SCAN, data) == built.candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
+    assert loaded.candidate_lines(SCAN, b"Killed\n process") is None
+    assert len(list(tmp_path.glob("*.x*.hsdb"))) == 1  # the crossing check's database, kept too
+    assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, b"Killed\n process") is None
+    for p in tmp_path.glob("*.hsdb"):
+        p.write_bytes(b"not a database")  # a damaged cache is rebuilt
+    assert LiteralScan.cached(parts, tmp_path).candidate_lines(SCAN, data) == _lines_by_str(SCAN, data.decode())
+
+
+def test_literal_scan_serves_several_threads_at_once() -> None:
+    import threading
+
+    scan = _literal_scan(SCAN)
+    data = b"ok\nKilled process 1\n" * 20_000 + b"RuntimeError: boom\n" * 20_000
+    want = _lines_by_str(SCAN, data.decode())
+    crossing = b"x\nKilled\n  process\n" + data
+    errors: list[str] = []
+
+    def work() -> None:
+        try:
+            for _ in range(10):
+                if scan.candidate_lines(SCAN, data) != want or scan.candidate_lines(SCAN, crossing) is not None:
+                    errors.append("differs")
+        except Exception as e:  # noqa: BLE001 - Hyperscan's ScratchInUseError when a scratch space is shared
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -28,3 +28,14 @@ def test_silent_rank_is_the_one_its_peers_lost() -> None:
     d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_silent_rank")))
     assert d.first_failing_rank == 2
     assert any("reports nothing of its own" in f for f in d.findings)
+
+
+def test_a_restarted_groups_rendezvous_timeout_is_the_kills_consequence() -> None:
+    # stop_sigkill_restart on a loaded machine (load 9-12): rank 3 SIGKILLed, torchrun restarted the group,
+    # whose rendezvous then timed out ~56 s after the agent's SIGTERMs; ranks 0-2 had reported "Connection
+    # closed by peer" before the restarted group's gloo timeouts. No agent printed the kill.
+    d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_restart_rdzv_timeout"), kb=False, llm=False))
+    assert any(h.signature_id == "rendezvous_timeout" for h in d.signature_hits)
+    assert any("Rendezvous timeout" in f and "treated as its consequence" in f for f in d.findings)
+    assert d.failure_mode.value == "fail_stop"  # a rank died: the later timeouts are not a hang
+    assert d.first_failing_rank == 3

@@ -283,3 +283,22 @@ def test_rich_markup_in_a_node_name_is_printed_as_text(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [str(feed)])
     assert res.exit_code == 0, res.output
     assert "[/]" in res.output
+
+
+def test_a_scripts_own_step_lines_and_mmengine_lines_make_a_series(tmp_path) -> None:
+    from diag_service.slow.logs import load_log_bundle
+
+    lines = [f"17:05:{i:02d} it {10 * i} loss 1.0 time_ms {150 + i} samples/s 900 elapsed {i}s" for i in range(1, 6)]
+    lines += ["Epoch 1 step 7 time: 2024-01-01 12:00:00"]  # a date is not a step time
+    (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert feed.stats.format == "logs:step_lines"
+    assert list(feed.batch.step) == [10, 20, 30, 40, 50]
+    assert abs(float(feed.batch.step_time[0]) - 0.151) < 1e-9  # time_ms is milliseconds
+    assert list(feed.batch.weight) == [1.0, 10.0, 10.0, 10.0, 10.0]  # a line covers the steps since the last
+    mm = ["Iter(train) [  100/10000]  lr: 1.0e-02  eta: 2:05:08  time: 0.7522  data_time: 0.0112  memory: 3000",
+          "Iter(train) [  150/10000]  lr: 1.0e-02  eta: 2:05:00  time: 0.7511  data_time: 0.0110  memory: 3000"]
+    (tmp_path / "a.log").write_text("\n".join(mm) + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert feed.stats.format == "logs:mmengine" and list(feed.batch.step) == [100, 150]
+    assert abs(float(feed.batch.step_time[1]) - 0.7511) < 1e-9

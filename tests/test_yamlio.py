@@ -67,3 +67,23 @@ def test_a_bad_calibration_names_its_line_and_bad_yaml_too(tmp_path: Path) -> No
     (tmp_path / "cal.yaml").write_text(src + "extra: [unclosed\n")
     with pytest.raises(CalibrationError, match=r"cal\.yaml:\d+: invalid YAML"):
         load_calibration(tmp_path / "cal.yaml")
+
+
+def test_a_key_repeated_in_one_mapping_is_refused_with_its_line(tmp_path) -> None:
+    # PyYAML keeps the last value silently: a rule pasted over another's id line merged the two entries
+    from diag_service.errors import DiagError
+    from diag_service.yamlio import parse_yaml
+
+    text = "context_rules:\n  - id: a\n    refines: [x]\n    name: A\n    refines: [y]\n"
+    with pytest.raises(DiagError, match=r"t\.yaml:5: invalid YAML \(found duplicate key 'refines'\)"):
+        parse_yaml(text, "t.yaml", DiagError)
+
+
+def test_a_merged_key_may_be_overridden_and_an_unhashable_key_is_a_clear_error() -> None:
+    from diag_service.errors import DiagError
+    from diag_service.yamlio import parse_yaml
+
+    doc, _ = parse_yaml("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  x: 3\n", "t.yaml", DiagError)
+    assert doc["d"] == {"x": 3, "y": 2}  # YAML's merge: the mapping's own key wins, not a duplicate
+    with pytest.raises(DiagError, match=r"t\.yaml:1: invalid YAML \(found unhashable key\)"):
+        parse_yaml("? [1, 2]\n: x\n", "t.yaml", DiagError)

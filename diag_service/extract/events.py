@@ -27,11 +27,13 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from pathlib import Path
 
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
 
 from diag_service.contracts import CollectiveTimeout, ProgressLog, RawEvent
 from diag_service.domain import EventKind
+from diag_service.extract.literal_scan import BUILD_AFTER_BYTES, LiteralScan, literal_scan_available
 from diag_service.ingest import Block, Source
 from diag_service.logformat import (
     FRAME_LINE,
@@ -47,43 +49,40 @@ MAX_LINE_CHARS = 4000
 MAX_TRACEBACK_SCAN = 400
 PROGRESS_SAMPLES = 64
 
-# Case variants are spelled out: Python's re is much faster on literals than with (?i).
-PREFILTER = re.compile(
-    "|".join(
-        [
-            r"Traceback \(most recent call last\)",
-            r'File "[^"\n]*", line \d',
-            r"Error\b",
-            r"Exception\b",
-            r"[Ee]rror",
-            r"ERROR",
-            r"[Ff]ail",
-            r"FAIL",
-            r"NCCL WARN",
-            r"\bXid\b",
-            r"\bECC\b",
-            r"[Oo]ut of memory|\bOOM\b|oom[-_]kill",
-            r"[Kk]illed",
-            r"\bSIG[A-Z]{2,5}\b|[Ss]ignal \d",
-            r"[Ss]egmentation fault|core dumped|[Aa]borted|[Bb]us error",
-            r"[Tt]imed out|[Tt]imeout\b|TIMEOUT|[Tt]imeoutError",
-            r"[Ee]xit ?code|exit status|[Ee]xited with|returned non-zero",
-            r"frame #\d+:",
-            r"Last error:",
-            r"Root Cause \(first observed failure\)|^Failures:",
-            r"The first process to do so was",
-            r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
-            r"[Aa]ssert",
-            r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
-            r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
-            r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
-            r"Thread \d+ \((?:idle|active|gil)",
-            r"<defunct>",
-            r"Unable to determine the device handle|fallen off the bus",
-        ]
-    ),
-    re.MULTILINE,
+#: The pre-filter's own alternatives (the catalogue's patterns are added to them by prefilter_with). Case variants are
+#: spelled out: Python's re is much faster on literals than with (?i).
+PREFILTER_PARTS = (
+    r"Traceback \(most recent call last\)",
+    r'File "[^"\n]*", line \d',
+    r"Error\b",
+    r"Exception\b",
+    r"[Ee]rror",
+    r"ERROR",
+    r"[Ff]ail",
+    r"FAIL",
+    r"NCCL WARN",
+    r"\bXid\b",
+    r"\bECC\b",
+    r"[Oo]ut of memory|\bOOM\b|oom[-_]kill",
+    r"[Kk]illed",
+    r"\bSIG[A-Z]{2,5}\b|[Ss]ignal \d",
+    r"[Ss]egmentation fault|core dumped|[Aa]borted|[Bb]us error",
+    r"[Tt]imed out|[Tt]imeout\b|TIMEOUT|[Tt]imeoutError",
+    r"[Ee]xit ?code|exit status|[Ee]xited with|returned non-zero",
+    r"frame #\d+:",
+    r"Last error:",
+    r"Root Cause \(first observed failure\)|^Failures:",
+    r"The first process to do so was",
+    r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
+    r"[Aa]ssert",
+    r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
+    r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
+    r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
+    r"Thread \d+ \((?:idle|active|gil)",
+    r"<defunct>",
+    r"Unable to determine the device handle|fallen off the bus",
 )
+PREFILTER = re.compile("|".join(PREFILTER_PARTS), re.MULTILINE)
 PROGRESS_PATTERN = (
     r"(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
@@ -165,6 +164,39 @@ _SCAN_OPTIONS = re2.Options()
 _SCAN_OPTIONS.max_mem = 64 << 20
 _SCAN_OPTIONS.never_capture = True
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _SCAN_OPTIONS)
+#: the alternatives of each pre-filter union built here, by its pattern (for literal_scan.LiteralScan)
+_UNION_PARTS: dict[str, tuple[str, ...]] = {PREFILTER_FAST.pattern: PREFILTER_PARTS}
+_LITERAL_SCANS: dict[str, LiteralScan | None] = {}
+
+
+def _literal_cache_dir() -> Path | None:
+    """Where built literal scans are kept (``<cache>/literal_scan``, :func:`diag_service.resources.cache_home`)."""
+    try:
+        from diag_service.resources import cache_home
+
+        return cache_home() / "literal_scan"
+    except Exception:  # noqa: BLE001 - no cache folder: build each time
+        return None
+
+
+def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
+    """The :class:`~diag_service.extract.literal_scan.LiteralScan` of a pre-filter union built here (once per
+    process), or None: ``hyperscan`` is not installed, the union is not one of this module's, or one of its
+    alternatives cannot be scanned so (the RE2 scan then stays)."""
+    key = prefilter.pattern
+    if key in _LITERAL_SCANS:
+        return _LITERAL_SCANS[key]
+    parts = _UNION_PARTS.get(key)
+    scan = None
+    if parts is not None and literal_scan_available():
+        try:
+            scan = LiteralScan.cached(list(parts), _literal_cache_dir())
+        except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
+            scan = None
+    for old in list(_LITERAL_SCANS)[:-7]:  # as many as prefilter_with keeps unions
+        _LITERAL_SCANS.pop(old, None)
+    _LITERAL_SCANS[key] = scan
+    return scan
 
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")
@@ -178,7 +210,7 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
     skipped or unanchored: the pre-filter may find more candidates than the signatures match, never
     fewer, so every catalogue entry reaches the signature stage.
     """
-    parts = [PREFILTER.pattern]
+    parts = list(PREFILTER_PARTS)
     for p in extra:
         p = p[1:] if p.startswith("^") else p
         if _LOOKAROUND.search(p):
@@ -188,7 +220,9 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
         except re2.error:
             continue
         parts.append(p)
-    return re2.compile("(?m)" + "|".join(parts), _SCAN_OPTIONS)
+    union = re2.compile("(?m)" + "|".join(parts), _SCAN_OPTIONS)
+    _UNION_PARTS[union.pattern] = tuple(parts)
+    return union
 
 
 PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
@@ -201,6 +235,9 @@ EXCEPTION_LINE = re.compile(
 )
 #: An exception line with an empty message (``RuntimeError:``), whose text follows on the next line.
 BARE_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\s*:\s*$")
+#: The header PyTorch's ExceptionWrapper (torch/_utils.py) puts inside a re-raised DataLoader worker exception's
+#: message: "Caught X in DataLoader worker process N.\nOriginal Traceback (most recent call last): ...".
+WRAPPED_TRACEBACK = "Original Traceback (most recent call last)"
 CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 #: A line after a traceback's frames that cannot be its exception line: it starts with a digit (an exception
 #: line starts with the exception's type name, an identifier) and names no exception, e.g. lspci or
@@ -455,7 +492,10 @@ _NOBODY = (None, None, None)
 def _compatible(a: tuple, b: tuple) -> bool:
     """Two writers ``(rank, local_rank, node)`` that no field tells apart: each field is unknown on one side
     or equal (``_NOBODY`` is compatible with every writer)."""
-    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+    a0, a1, a2 = a  # written out: the backward timestamp search asks this ~200,000 times on the bench's cascade
+    b0, b1, b2 = b
+    return (a0 is None or b0 is None or a0 == b0) and (a1 is None or b1 is None or a1 == b1) and (
+        a2 is None or b2 is None or a2 == b2)
 
 
 def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | None]:
@@ -477,6 +517,10 @@ class Extractor:
     def __init__(self, progress: ProgressLog, prefilter: re2._Regexp | None = None) -> None:
         self.progress = progress
         self.prefilter = prefilter if prefilter is not None else PREFILTER_FAST
+        #: the pre-filter's literal scan (ASCII blocks), looked up once BUILD_AFTER_BYTES have been fed: a small
+        #: input does not pay for compiling it
+        self._literal: LiteralScan | None = None
+        self._fed = 0
         self.year = time.gmtime().tm_year
         # parse_timestamp(text, year) per (first 120 characters, year): a pure function of those, asked again for
         # the same lines by the backward timestamp search of neighbouring events
@@ -551,6 +595,8 @@ class Extractor:
         obs = self.progress
         if src.rank is not None:
             obs.ranks.add(src.rank)
+        if src.node is not None and len(obs.source_nodes) < 4096:
+            obs.source_nodes.add(src.node)
         if "rank" in src.prefixes:
             # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
             mid = len(text) // 2
@@ -582,12 +628,23 @@ class Extractor:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
         # One linear-time pass finds every candidate; lines are then handled in order.
-        starts = list(_candidate_lines(self.prefilter, text, rd.data))
+        starts = self._candidate_starts(rd)
         for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
             if ls in consumed:
                 continue
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
+
+    def _candidate_starts(self, rd: _BlockReader) -> list[int]:
+        """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the
+        literal scan when the block is ASCII and the scan is available."""
+        if self._fed < BUILD_AFTER_BYTES:
+            self._fed += rd.size
+            if self._fed >= BUILD_AFTER_BYTES:
+                self._literal = literal_scan_for(self.prefilter)
+        if self._literal is not None and rd.ascii:
+            return self._literal.candidate_lines(self.prefilter, rd.data)
+        return list(_candidate_lines(self.prefilter, rd.hay, rd.data))
 
     def _progress(self, rd: _BlockReader) -> None:
         """Sample progress lines, at most about 64 per block (evenly spread, the last one kept), so that
@@ -879,7 +936,14 @@ class Extractor:
                 if header_ts is None and att.stamp:
                     header_ts = self._ts(att.stamp)
             is_header = "Traceback (most recent call last)" in body
-            if is_header or FRAME_LINE.match(body):
+            if is_header and exc_line is not None and s.startswith(WRAPPED_TRACEBACK):
+                # a DataLoader worker's exception re-raised in the rank: its message carries the worker's
+                # original traceback, whose last exception is the cause (kept as the key, as for a chain)
+                lines.append(s)
+                consumed.add(pos)
+                chained_exc, chained_no = exc_line, exc_line_no
+                exc_line = None
+            elif is_header or FRAME_LINE.match(body):
                 if is_header and exc_line is not None:
                     break  # a new traceback starts
                 frames += 0 if is_header else 1

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from diag_service.fsutil import fsync_dir
+from diag_service.fsutil import atomic_write
 from diag_service.kb.records import KB_EXTRA_HINT, KBError
 
 MANIFEST = "index.json"
@@ -141,21 +141,6 @@ def build_index(
     return LoadedIndex(index, kind, model, dim, int(ids.max()) if n else 0, epoch, n)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -196,7 +181,7 @@ def save_index(directory: Path, li: LoadedIndex) -> Manifest:
     nlist = _faiss().extract_index_ivf(li.index).nlist if li.kind == "ivf" else None
     man = Manifest(file=name, kind=li.kind, model=li.model, dim=li.dim, count=li.count, max_rowid=li.max_rowid,
                    epoch=li.epoch, sha256=digest, nlist=nlist)
-    _atomic_write(directory / MANIFEST, (man.model_dump_json(indent=2) + "\n").encode())
+    atomic_write(directory / MANIFEST, (man.model_dump_json(indent=2) + "\n").encode())
     # Keep the previous file too: a reader that read the old manifest a moment ago can still open it.
     keep = {name, old.file if old is not None else name}
     for p in directory.glob("index-*.faiss"):

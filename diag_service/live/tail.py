@@ -67,7 +67,7 @@ class LogTailer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _watching: bool = False
     _rescan_now: bool = False
-    _last_scan: float = 0.0
+    _last_scan: float = float("-inf")  # never walked: the first poll walks (monotonic time may be < rescan_s)
 
     def watch(self, stop: threading.Event) -> bool:
         """Follow changes with ``watchfiles`` in a background thread until ``stop`` is set. Returns False

@@ -4,7 +4,8 @@ Rules, in order (each documented where it acts):
 
 1. **Root signatures compete by priority, then time.** A hardware report (Xid, ECC) outranks the
    CUDA and NCCL errors it causes on the same rank; among equals the earliest wins. Symptoms
-   (watchdog timeouts, broken pipes, SIGTERM from the agent) and launcher summaries never win.
+   (watchdog timeouts, broken pipes, SIGTERM from the agent) and launcher summaries never win, and a
+   rank's report of a lost peer yields to another rank's own failure (:func:`_peer_loss_yields`).
 2. **Confidence gate.** A root whose signature confidence is below :data:`MIN_CONFIDENCE` is
    reported as a suspicion with category ``unknown``: a confident wrong answer is worse.
 3. **Failure mode.** The winning signature's mode, except: stack dumps in the logs and no process
@@ -131,13 +132,14 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     return best
 
 
-def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int]]:
-    """Findings and suspect ranks from collective-timeout reports (SeqNum / OpType per rank)."""
+def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int], bool]:
+    """Findings, suspect ranks, and whether the ranks at the most common SeqNum issued different collectives
+    (OpType / numel), from collective-timeout reports."""
     findings: list[str] = []
     suspects: list[int] = []
     recs = [c for c in progress.collectives if c.rank is not None]
     if not recs:
-        return findings, suspects
+        return findings, suspects, False
     per_rank: dict[int, tuple[int, str, int | None]] = {}
     for c in recs:
         cur = per_rank.get(c.rank)  # type: ignore[arg-type]
@@ -180,7 +182,7 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
             f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; the logs do not show which rank "
             f"never joined ({DUMPS_ADVICE})."
         )
-    return findings, suspects
+    return findings, suspects, len(ops) > 1
 
 
 def _ts_of(h: SignatureHit) -> float | None:
@@ -235,33 +237,43 @@ def _demote_late_roots(
       peer-loss reports (``cascade: peer_loss``): the dead rank prints nothing, and its launcher
       reports it on its next poll, after the survivors noticed the closed connections;
     - later failure: any root below :data:`HARDWARE_PRIORITY` first seen more than
-      :data:`LATER_FAILURE_S` after an earlier root is a consequence of it (a restarted job that then
-      fails to re-rendezvous). An approximate (borrowed, earlier) time is a lower bound, so it may
-      only make a root later, never earlier. Hardware reports keep their rank: the kernel log often
-      stamps them after the application error they caused.
+      :data:`LATER_FAILURE_S` after an earlier root, or after a lost peer reported at an exact time
+      (a ``cascade: peer_loss`` symptom, not a scheduler's summary: a failure had happened by then), is a
+      consequence of it (a restarted job that then fails to re-rendezvous). A silent death is measured
+      against earlier roots only. An approximate (borrowed, earlier) time is a lower bound, so it may only
+      make a root later, never earlier. Hardware reports keep their rank: the kernel log often stamps them
+      after the application error they caused.
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
-    times = [t for h in evidence for t in [_ts_of(h)] if t is not None]
+    # the reference of "later" must be an exact time: a borrowed one is only a lower bound of its event's
+    times = [t for h in evidence if not h.first_timestamp_approx for t in [_ts_of(h)] if t is not None]
     if not times:
         return roots
     first_any = min(times)
-    first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" for t in [_ts_of(h)] if t is not None),
-                              default=None)
+    first_not_peer_loss = min((t for h in evidence if _cascade(h, sigs) != "peer_loss" and not h.first_timestamp_approx
+                               for t in [_ts_of(h)] if t is not None), default=None)
     root_times = [t for h in roots for t in [_ts_of(h)] if t is not None and not h.first_timestamp_approx]
     first_root = min(root_times) if root_times else None
+    # a lost peer reported at an exact time means a failure had happened by then (a rank's SIGTERM from its
+    # agent, a closed connection): a root seen long after it is that failure's consequence too
+    loss_times = [t for h in hits if h.role is EventRole.SYMPTOM and _cascade(h, sigs) == "peer_loss"
+                  and not h.first_timestamp_approx for t in [_ts_of(h)] if t is not None]
+    first_failure = min(root_times + loss_times) if root_times or loss_times else None
     kept: list[SignatureHit] = []
     for h in roots:
         t = _ts_of(h)
         start = first_any
+        earlier = first_failure
         if _cascade(h, sigs) == "silent_death":
             start = first_not_peer_loss if first_not_peer_loss is not None else t
+            earlier = first_root  # its peers notice a killed rank before its launcher reports it
         if t is not None and start is not None and h.priority < LATE_ROOT_PRIORITY and t > start + LATE_ROOT_S:
             findings.append(f"{h.name} came {t - start:.0f} s after the first failure evidence: treated as teardown.")
             continue
-        if (t is not None and first_root is not None and h.priority < HARDWARE_PRIORITY
-                and t > first_root + LATER_FAILURE_S):
-            findings.append(f"{h.name} came {t - first_root:.0f} s after an earlier failure: treated as its consequence.")
+        if (t is not None and earlier is not None and h.priority < HARDWARE_PRIORITY
+                and t > earlier + LATER_FAILURE_S):
+            findings.append(f"{h.name} came {t - earlier:.0f} s after an earlier failure: treated as its consequence.")
             continue
         kept.append(h)
     return kept
@@ -464,7 +476,7 @@ def localize(
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
     world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
-    hang_findings, hang_suspects = _hang_analysis(progress, ranks_seen | world)
+    hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure": the job's is the earliest of them.
     elastic_roots = [
         ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples if ev.fields.get("root") == "1"
@@ -574,9 +586,24 @@ def localize(
         category = Category.UNKNOWN
         responsible = Responsible.PLATFORM
         nccl_waiting = False  # the one rank whose NCCL warned is named, as for a failed one
-        if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None:
+        if symptoms and any(h.failure_mode is FailureMode.FAIL_HANG for h in symptoms) and slow is None \
+                and not _stopped_before_hang(hits, sigs):
             mode = FailureMode.FAIL_HANG
             confidence = 0.3
+            mismatch = bool(hang_suspects) and mismatched
+            if not hang_suspects:
+                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
+                if not hang_suspects:
+                    hang_suspects, why = _odd_wait_site(symptoms, by_tid, sigs)
+                    mismatch = bool(hang_suspects)
+                if why:
+                    hang_findings.append(why)
+            if mismatch:
+                # ranks that issued different collectives at the same point: the job's own code (the rule of
+                # MISMATCH_KINDS for stack dumps; PyTorch distributed docs, "Collective functions")
+                category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.45
+                hang_findings.append("Ranks in different collectives at the same point: the job's code takes a "
+                                     "rank-dependent path (uneven data, a rank-only branch) around a collective.")
             findings.extend(hang_findings)
             if hang_suspects:
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
@@ -584,6 +611,14 @@ def localize(
                 hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
                 findings.extend(hang_findings)
             summary = "The job hung in a collective: " + " ".join(hang_findings)
+            for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
+                if len(evidence) >= 2:
+                    break
+                if h.details.get("missing"):
+                    evidence += [_evidence(ev) for ev in primary_events(h)[:1]]
+                elif first_rank is not None and h.failure_mode is FailureMode.FAIL_HANG:
+                    evidence += [_evidence(g.rank_first[first_rank]) for tid in h.template_ids
+                                 for g in by_tid.get(tid, []) if first_rank in g.rank_first][:1]
             for h in symptoms[:2]:
                 for ev in primary_events(h)[:2]:
                     evidence.append(_evidence(ev))
@@ -633,7 +668,10 @@ def localize(
                 summary = "No signature matched strongly enough to name the cause."
             else:
                 summary = "No known failure signature matched with enough confidence."
-        if primary is not None:
+        # a lost peer in a hang whose absentee is named is that hang's doing, not a suspect of its own
+        explained = (primary is not None and mode is FailureMode.FAIL_HANG and bool(hang_suspects)
+                     and _cascade(primary, sigs) == "peer_loss")
+        if primary is not None and not explained:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
             for ev in primary_events(primary)[:2]:
@@ -651,7 +689,19 @@ def localize(
                 "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
                 "killer; check the node's dmesg)."
             )
-        if elastic_root is not None and elastic_root.rank is not None and first_rank is None and mode is FailureMode.FAIL_STOP:
+        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
+                if mode is FailureMode.FAIL_STOP and first_rank is None else None)
+        if lost is not None:
+            category, responsible, confidence = Category.INFRASTRUCTURE, DEFAULT_RESPONSIBLE[Category.INFRASTRUCTURE], 0.45
+            faulty_nodes = [lost]
+            summary = (f"Node {lost} was lost: its logs end without an error, an exit or its launcher's report, while "
+                       "the ranks of the other nodes lost their connections to their peers (the machine, its container "
+                       "or its launcher went away at once). Check the node's state and kernel log; replace it if it "
+                       "does not come back. " + summary)
+            findings.append(f"The logs of node {lost} stop without a failure of their own; the other nodes' ranks report "
+                            "closed connections: the node was lost.")
+        if (elastic_root is not None and elastic_root.rank is not None and first_rank is None and lost is None
+                and mode is FailureMode.FAIL_STOP):
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
         if first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1:
@@ -686,6 +736,103 @@ DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
 
 #: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
 CONFIDENT_LOGS = 0.5
+
+
+def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) -> bool:
+    """True when several ranks reported a lost peer of the stopping kind (a closed or reset connection, a
+    ``peer_loss`` hit whose mode is ``fail_stop``) more than :data:`LATE_ROOT_S` before the first collective
+    timeout: a rank had died, and the timeouts came later (a restarted group waiting for it), so the job
+    stopped rather than hung."""
+    hang = [t for h in hits if h.failure_mode is FailureMode.FAIL_HANG for t in [_ts_of(h)] if t is not None]
+    if not hang:
+        return False
+    first_hang = min(hang)
+    return any(_cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP and len(h.ranks) >= 2
+               and h.role is not EventRole.SUMMARY and (t := _ts_of(h)) is not None and t < first_hang - LATE_ROOT_S
+               for h in hits)
+
+
+def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set[str],
+               sigs: SignatureSet | None) -> str | None:
+    """The one node whose log files hold no event at all while ranks on other nodes report closed connections
+    (``peer_loss`` hits of mode ``fail_stop``) and nobody reports a failure of their own (a root of a known
+    category that is not a lost peer), or None. A live launcher reports its workers' exits; a node's console
+    that just stops while its peers lose their connections went away whole (machine, container or agent).
+    Needs files of at least two nodes."""
+    quiet = source_nodes - nodes_seen
+    if len(source_nodes) < 2 or len(quiet) != 1:
+        return None
+    if any(h.role is EventRole.ROOT and h.category is not Category.UNKNOWN and _cascade(h, sigs) != "peer_loss"
+           for h in hits):
+        return None
+    node = next(iter(quiet))
+    closed = [h for h in hits if _cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP
+              and h.role is not EventRole.SUMMARY and h.nodes and node not in h.nodes]
+    return node if closed else None
+
+
+def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
+                        sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+    """Ranks that hang reports name as never having arrived, and why; ``([], None)`` when none do.
+
+    - ``monitored_barrier``: rank 0 names the ranks that did not pass it ("Ranks 1, 2 failed to pass
+      monitoredBarrier", captured as the hit's ``missing`` detail; PyTorch docs, ``monitored_barrier``);
+    - two ranks: when the logs show ranks 0 and 1 and no other (or NCCL's world size is 2) and only one
+      reports a collective timeout (a ``peer_loss`` hang symptom naming one rank), the other one never
+      entered that collective; a collective of two has no third party to wait for. A paste of one rank's
+      log shows one rank only, and names nobody.
+    """
+    for h in symptoms:
+        missing = h.details.get("missing")
+        if missing:
+            named = sorted({int(x) for x in missing.replace(" ", "").split(",") if x.isdigit()})
+            if named:
+                return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
+    if ranks == {0, 1}:
+        waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
+                   for r in h.ranks}
+        if len(waiting) == 1:
+            other = next(iter({0, 1} - waiting))
+            return [other], (f"Of the job's two ranks only rank {next(iter(waiting))} timed out waiting in a "
+                             f"collective: rank {other} never entered it.")
+    return [], None
+
+
+_FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line \d+, in (?P<func>[\w.<>]+)')
+
+
+def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                   sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+    """The ranks that time out in another place than their peers, from the tracebacks of their collective
+    timeouts (a ``peer_loss`` hang symptom such as gloo's "Timed out waiting ...ms for recv operation"), and
+    why; ``([], None)`` when the sites agree or too few ranks report.
+
+    A rank's site is its traceback's innermost frame (file name and function: ``barrier`` in
+    distributed_c10d.py, ``_engine_run_backward`` for DDP's gradient all-reduce). Every rank of a process
+    group must call the same collectives in the same order (PyTorch distributed docs, "Collective
+    functions"), so with at least three reporting ranks, the ranks outside a site held by at least twice
+    as many ranks are in another collective: they are the ones the others wait for (the rule of
+    :func:`_hang_analysis` for NCCL's SeqNum/OpType, read here from the frames)."""
+    sites: dict[int, tuple[str, str]] = {}
+    for h in symptoms:
+        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
+            continue
+        for tid in h.template_ids:
+            for g in by_tid.get(tid, []):
+                for rank, ev in g.rank_first.items():
+                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
+                    if frames and rank not in sites:
+                        sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"))
+    if len(sites) < 3:
+        return [], None
+    counts = Counter(sites.values())
+    (top, n_top), *_ = counts.most_common()
+    odd = sorted(r for r, s in sites.items() if s != top)
+    if not odd or n_top < 2 or n_top < 2 * len(odd):
+        return [], None
+    where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
+    return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
+                 "than their peers are the ones the others wait for.")
 
 
 def _hang_source(hang: HangReport) -> str:

@@ -14,6 +14,10 @@ Formats (each documented by the line its framework prints):
 * **Hugging Face Trainer** and **PyTorch Lightning**: their tqdm progress bars ``  45%|####  | 450/1000
   [01:30<01:50,  4.98it/s]`` (Lightning prefixes ``Epoch N:`` and restarts the count each epoch; tqdm's
   rate is an exponential moving average, so the series is smoothed).
+* **MMEngine** (OpenMMLab): ``Iter(train) [ 100/1000] ... time: 0.4234`` / ``Epoch(train) [1][ 50/1251] ... time:``
+  (:data:`MMENGINE`).
+* **A script's own step lines**: a step counter, then a per-step time under a key that names it
+  (``step 120 loss 2.31 time_ms 148.2``; :data:`GENERIC_STEP`).
 
 Lines are attributed to ranks and nodes with :mod:`diag_service.logformat`; when several ranks print the
 same iteration, the median of their values is used. Unparseable numbers are skipped and counted. A bundle
@@ -47,6 +51,19 @@ DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[
 DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
 DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
 DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
+#: A training script's own step line: a step counter, then a per-step time by a key that says what it is
+#: (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``); ``_ms`` keys and an ``ms`` unit are
+#: milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are not step times.
+GENERIC_STEP = re.compile(
+    r"\b(?:step|iter|iteration|it)\b\s*[:=#]?\s*(\d+)\b(?!\s*[/%]).{0,200}?"
+    r"\b(time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time)\b\s*[:=]?\s*"
+    r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+)
+#: MMEngine's LogProcessor line (mmengine/runner/log_processor.py): ``Iter(train) [ 100/1000] ... time: 0.4234``
+#: or ``Epoch(train) [1][ 50/1251] ... time: 0.4234`` (seconds per iteration, averaged over the log interval).
+MMENGINE = re.compile(
+    r"(?:Iter|Epoch)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)\s*/\s*(\d+)\].{0,400}?\btime:\s*([0-9]+(?:\.[0-9]+)?)"
+)
 TQDM = re.compile(
     r"(?:Epoch (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -101,7 +118,7 @@ def _count(s: str | None) -> int | None:
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if not ("iteration" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time (ms)" in raw):
+            or "time" in raw):
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -160,6 +177,15 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         st.points.append(_Point(step, total, 1.0, r, ts, compute=total - comm / 1000.0, comm=comm / 1000.0,
                                 evidence=_ev(path, lineno, raw, rank, node, ts)))
         return
+    m = MMENGINE.search(text)
+    if m:
+        epoch, n, total, sec = _count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4))
+        if n is None or total is None or sec is None or sec <= 0 or (m.group(1) is not None and epoch is None):
+            st.bad += 1
+            return
+        step = n if epoch is None else (epoch - 1) * total + n  # MMEngine counts epochs from 1
+        _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
+        return
     m = TQDM.search(text)
     if m:
         epoch, n, total, rate, unit = _count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)), m.group(5)
@@ -170,21 +196,36 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             return
         sec = 1.0 / rate if unit == "it/s" else rate
         if epoch is not None:
-            st.formats.add("lightning")
             st.epoch_len[path] = max(st.epoch_len.get(path, 0), total)
             step = epoch * st.epoch_len[path] + n
             if step > LIMITS.max_step:
                 st.bad += 1
                 return
         else:
-            st.formats.add("hf_trainer")
             step = n
-        prev = st.prev.get(key)
-        if prev is not None and step <= prev:
-            return  # a redraw of the same position
-        w = float(step - prev) if prev is not None else 1.0
-        st.prev[key] = step
-        st.points.append(_Point(step, sec, w, r, ts, evidence=_ev(path, lineno, raw, rank, node, ts)))
+        _add_step(st, "lightning" if epoch is not None else "hf_trainer", key, step, sec, r, ts,
+                  _ev(path, lineno, raw, rank, node, ts))
+        return
+    m = GENERIC_STEP.search(text)
+    if m:
+        step, x = _count(m.group(1)), _num(m.group(3))
+        if step is None or x is None or x <= 0:
+            st.bad += 1
+            return
+        ms = m.group(2).endswith("_ms") or m.group(4) == "ms"
+        _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
+
+
+def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
+              ev: Evidence) -> None:
+    """One logged step of ``sec`` seconds per iteration; a line covers the iterations since the same writer's
+    previous one (a log interval), a repeated or earlier step is a redraw and is skipped."""
+    prev = st.prev.get(key)
+    if prev is not None and step <= prev:
+        return
+    st.prev[key] = step
+    st.formats.add(fmt)
+    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, evidence=ev))
 
 
 def load_log_bundle(path: str | Path) -> Feed:

@@ -1,0 +1,456 @@
+"""Record the zoo: run each scenario's training script for real (gloo, CPU) and keep what the user would hand over.
+
+Every scenario is a launcher command line run by ``bash`` in a fresh working directory
+(``/tmp/zoo/<id>/``) holding the script under the name a user would give it (``train.py``, ``main.py``, ...)
+and whatever files the scenario prepares (data shards, a checkpoint). stdout and stderr go to one pipe,
+so ``console.log`` holds them interleaved as a terminal shows them (``PYTHONUNBUFFERED=1`` gives the line
+buffering a terminal would); its first line is the command as typed. A launcher's ``--log-dir`` tree is
+copied next to it. Faults that come from outside the script are applied here, while the job runs, the way
+the outside world applies them: a memory-limited cgroup (v1) for a rank so that the kernel OOM killer ends
+it, an address-space limit set with ``prlimit`` on a rank, a signal sent to a rank or to the launcher, a
+port held by another process, an unroutable rendezvous address. The scripts themselves hold no
+injection code but the bug they are about.
+
+Absolute paths of this machine are rewritten to neutral ones (working dir -> /home/user/proj, venv ->
+/opt/venv, the interpreter's prefix -> /usr/local). Timestamps and PIDs stay.
+
+    .venv/bin/python eval/zoo/record.py                 # all scenarios (one at a time)
+    .venv/bin/python eval/zoo/record.py ID [ID ...]     # some
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ZOO = Path(__file__).resolve().parent
+SCRIPTS = ZOO / "scripts"
+RUNS = ZOO / "runs"
+WORK = Path("/tmp/zoo")
+VENV = Path("/work/main/.venv")
+CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
+HARD_TIMEOUT_S = 90
+REWRITES = [
+    (str(VENV), "/opt/venv"),
+    ("/root/.pyenv/versions/3.11.7", "/usr/local"),
+    ("/work/wt/h1", "/home/user/proj"),
+    ("/work/wt/h4", "/home/user/proj"),
+]
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_job")
+
+
+@dataclass
+class Scenario:
+    id: str
+    file: str  # the name the user gave the script
+    cmd: str  # as typed; {port} is replaced by the scenario's port
+    setup: str = ""  # bash run in the work dir before the job
+    teardown: str = ""  # bash run after it (e.g. unmount what setup mounted)
+    env: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    #: outside action while the job runs: ("cgroup", rank, MiB) | ("prlimit_as", rank, extra MiB) |
+    #: ("kill", rank, signal, after_s) | ("kill_launcher", signal, after_s) | ("hold_port",)
+    #: batch 2: ("ss_kill", rank, after_s) | ("kill_node", node, signal, after_s) |
+    #: ("kill_node_launcher", node, signal, after_s) | ("shell", after_s, bash) | ("hog", after_s, cores) |
+    #: ("pin_hog", rank, after_s) | ("stopcont", rank, after_s, run_ms, stop_ms) | ("cpu_quota", after_s, percent)
+    action: tuple = ()
+    #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
+    #: terminal is then recorded as console_node0.log / console_node1.log
+    cmd2: str = ""
+    cmd2_delay_s: float = 1.0
+    #: batch 2: the node's open-files limit (RLIMIT_NOFILE) for the job, 0 = this host's
+    nofile: int = 0
+
+
+def _port(i: int) -> int:
+    return 31100 + 7 * i
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            out.append(int(p.name))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    todo, seen = [pid], []
+    while todo:
+        for c in _children(todo.pop()):
+            seen.append(c)
+            todo.append(c)
+    return seen
+
+
+def _env_of(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(kv.split("=", 1) for kv in raw.decode(errors="replace").split("\0") if "=" in kv)
+
+
+def _rank_pid(root: int | list[int], rank: int, script: str, deadline: float) -> int | None:
+    """The process of global rank ``rank`` running ``script`` (not one of its DataLoader workers)."""
+    roots = root if isinstance(root, list) else [root]
+    while time.time() < deadline:
+        for pid in [d for r in roots for d in _descendants(r)]:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if script not in cmd or _env_of(pid).get("RANK") != str(rank):
+                continue
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if _env_of(parent).get("RANK") == str(rank):
+                continue
+            return pid
+        spawned = _spawned(roots, script)
+        if len(spawned) > rank:
+            return spawned[rank]
+        time.sleep(0.05)
+    return None
+
+
+def _spawned(roots: list[int], script: str) -> list[int]:
+    """``torch.multiprocessing.spawn`` children of the script's process, in start order (rank order): they carry
+    no RANK variable and their command line is multiprocessing's, not the script's."""
+    out = []
+    for pid in [d for r in roots for d in _descendants(r)]:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            pcmd = Path(f"/proc/{parent}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "spawn_main" in cmd and "resource_tracker" not in cmd and script in pcmd:
+            out.append(pid)
+    return sorted(out)
+
+
+def _vmsize(pid: int) -> int:
+    return next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if x.startswith("VmSize:"))
+
+
+def _settled_vmsize(pid: int, still_s: float = 1.0, max_s: float = 30.0) -> int:
+    """The process's virtual size (KiB) once it has not changed for ``still_s``."""
+    t0 = last_change = time.time()
+    vm = _vmsize(pid)
+    while time.time() - t0 < max_s:
+        time.sleep(0.1)
+        now = _vmsize(pid)
+        if now != vm:
+            vm, last_change = now, time.time()
+        elif time.time() - last_change >= still_s:
+            break
+    return vm
+
+
+def _sockets_of(pid: int) -> list[tuple[str, str]]:
+    """(local, peer) address pairs of the established TCP connections the process holds."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
+    pairs = []
+    for line in out.splitlines():
+        if f"pid={pid}," in line:
+            f = line.split()
+            pairs.append((f[2], f[3]))
+    return pairs
+
+
+def _hog(cores: str) -> subprocess.Popen:
+    """Busy processes pinned to ``cores`` (another tenant's job on the node)."""
+    n = 2 * len(cores.split(","))  # two busy processes per core: the job keeps about a third of it
+    code = "import multiprocessing as m\ndef f():\n    while True: pass\n" \
+           f"ps=[m.Process(target=f) for _ in range({n})]\n[p.start() for p in ps]\n[p.join() for p in ps]\n"
+    return subprocess.Popen(["taskset", "-c", cores, sys.executable, "-c", code], start_new_session=True)
+
+
+class _StopAfter:
+    def __init__(self, ev: threading.Event, wd: Path):
+        self.ev, self.wd = ev, wd
+
+    def wait(self, after: float | str | None = None) -> bool:
+        if after is None:
+            return self.ev.wait()
+        return _waited(self.ev, after, self.wd)
+
+    def is_set(self) -> bool:
+        return self.ev.is_set()
+
+
+def _waited(stop: threading.Event, after: float | str, wd: Path) -> bool:
+    """Wait ``after`` seconds, or until the job's console shows the line fragment ``after``; True if the job ended."""
+    if not isinstance(after, str):
+        return stop.wait(after)
+    while not stop.wait(0.1):
+        for con in wd.glob("console*.log"):
+            if after in con.read_text(errors="replace"):
+                return False
+    return True
+
+
+def _act_batch2(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    stop = _StopAfter(stop, wd)  # stop.wait(after) also takes a line fragment of the job's console
+    roots = [p.pid for p in procs]
+    if kind == "kill_node":
+        _, node, sig, after = sc.action
+        if not stop.wait(after):
+            root = procs[node].pid  # the whole node: agent and workers (torchrun starts them in their own sessions)
+            for pid in [root, *_descendants(root)]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+    elif kind == "kill_node_launcher":
+        _, node, sig, after = sc.action
+        if not stop.wait(after):
+            os.kill(procs[node].pid, sig)
+    elif kind == "shell":
+        _, after, cmd = sc.action
+        if not stop.wait(after):
+            subprocess.run(["bash", "-c", cmd], cwd=wd)
+    elif kind == "hog":
+        _, after, cores = sc.action
+        if not stop.wait(after):
+            hog = _hog(cores)
+            stop.wait()
+            os.killpg(hog.pid, signal.SIGKILL)
+    elif kind == "cpu_quota":
+        _, after, percent = sc.action
+        if stop.wait(after):
+            return
+        CPU_CGROUP.mkdir(exist_ok=True)
+        (CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
+        (CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
+        for pid in [d for r in roots for d in [r, *_descendants(r)]]:
+            with contextlib.suppress(OSError):
+                (CPU_CGROUP / "cgroup.procs").write_text(str(pid))
+    else:
+        pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 30)
+        if pid is None:
+            print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
+            return
+        if kind == "ss_kill":
+            if stop.wait(sc.action[2]):
+                return
+            for local, peer in _sockets_of(pid):
+                lh, lp = local.rsplit(":", 1)
+                ph, pp = peer.rsplit(":", 1)
+                subprocess.run(["ss", "-K", "dst", ph, "dport", "=", pp, "src", lh, "sport", "=", lp],
+                               capture_output=True)
+        elif kind == "pin_hog":
+            # each rank on its own core, as a launcher with CPU binding places them; another tenant's
+            # process lands on the faulty rank's core
+            for r in range(8):
+                p = _rank_pid(roots, r, sc.file, time.time() + 0.5)
+                if p is not None:
+                    subprocess.run(["taskset", "-a", "-p", "-c", str(r % 2), str(p)], capture_output=True)
+            if stop.wait(sc.action[2]):
+                return
+            hog = _hog(str(sc.action[1] % 2))
+            stop.wait()
+            os.killpg(hog.pid, signal.SIGKILL)
+        elif kind == "stopcont":
+            _, _, after, run_ms, stop_ms = sc.action
+            if stop.wait(after):
+                return
+            while not stop.is_set():
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    time.sleep(stop_ms / 1000)
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    return
+                stop.ev.wait(run_ms / 1000)
+
+
+def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: list | None = None,
+         wd: Path | None = None) -> None:
+    if not sc.action or sc.action[0] == "hold_port":
+        return
+    kind = sc.action[0]
+    deadline = time.time() + 30
+    if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):
+        _act_batch2(sc, procs or [proc], stop, wd)
+        return
+    if kind == "kill_launcher":
+        _, sig, after = sc.action
+        if not stop.wait(after):
+            os.kill(proc.pid, sig)  # bash execs the launcher
+        return
+    pid = _rank_pid(procs and [p.pid for p in procs] or proc.pid, sc.action[1], sc.file, deadline)
+    if pid is None:
+        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
+        return
+    if kind == "cgroup":
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "memory.limit_in_bytes").write_text(str(sc.action[2] * 1024 * 1024))
+        (CGROUP / "cgroup.procs").write_text(str(pid))
+    elif kind == "prlimit_as":
+        vm = _settled_vmsize(pid)  # after the imports and the process group: the job's own allocations
+        limit = vm * 1024 + sc.action[2] * 1024 * 1024
+        subprocess.run(["prlimit", f"--pid={pid}", f"--as={limit}:{limit}"], check=True)
+    elif kind == "kill":
+        _, _, sig, after = sc.action
+        if not stop.wait(after):
+            os.kill(pid, sig)
+
+
+def record(sc: Scenario, i: int) -> None:
+    wd = WORK / sc.id
+    if wd.exists():
+        shutil.rmtree(wd)
+    wd.mkdir(parents=True)
+    shutil.copy(SCRIPTS / f"{sc.id}.py", wd / sc.file)
+    port = _port(i)
+    env = {k: v for k, v in os.environ.items() if k not in sc.unset and not k.startswith(("MASTER_", "TORCH", "RANK"))}
+    env.update(PATH=f"{VENV}/bin:{env['PATH']}", PYTHONUNBUFFERED="1", ZOO_PORT=str(port))
+    env.update({k: v.replace("{port}", str(port)) for k, v in sc.env.items()})
+    env.pop("VIRTUAL_ENV", None)
+    if sc.setup:
+        subprocess.run(["bash", "-c", sc.setup.replace("{port}", str(port))], cwd=wd, env=env, check=True)
+    cmd = sc.cmd.replace("{port}", str(port))
+    holder = None
+    if sc.action and sc.action[0] == "hold_port":
+        holder = socket.socket()
+        holder.bind(("0.0.0.0", port))
+        holder.listen()
+    t0 = time.time()
+    if sc.cmd2:
+        rc = _run_two_nodes(sc, cmd, wd, env, port)
+    else:
+        with open(wd / "console.log", "wb") as out:
+            out.write(f"$ {cmd}\n".encode())
+            out.flush()
+            proc = subprocess.Popen(["bash", "-c", cmd], cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_limits(sc))
+            stop = threading.Event()
+            th = threading.Thread(target=_act, args=(sc, proc, stop, None, wd), daemon=True)
+            th.start()
+            try:
+                rc = proc.wait(HARD_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                rc = proc.wait()
+                print(f"  !! {sc.id}: hard timeout", file=sys.stderr)
+            stop.set()
+            th.join(5)
+    if holder:
+        holder.close()
+    if sc.teardown:
+        subprocess.run(["bash", "-c", sc.teardown], cwd=wd)
+    if CGROUP.exists():
+        _rmcgroup()
+    if CPU_CGROUP.exists():
+        _rmcgroup(CPU_CGROUP)
+    dt = time.time() - t0
+    dest = RUNS / sc.id
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for con in sorted(wd.glob("console*.log")):
+        _copy_rewritten(con, dest / con.name, wd)
+    if (wd / "logs").is_dir():
+        for f in sorted((wd / "logs").rglob("*")):
+            if f.is_file():
+                target = dest / "logs" / f.relative_to(wd / "logs")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _copy_rewritten(f, target, wd)
+    print(f"{sc.id}: rc={rc} {dt:.1f}s")
+
+
+def _limits(sc: Scenario):
+    if not sc.nofile:
+        return None
+
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (sc.nofile, sc.nofile))
+
+    return apply
+
+
+def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: int) -> int:
+    """Two launcher agents on this host, each as a node with its own terminal (console_node<k>.log)."""
+    cmds = [cmd, sc.cmd2.replace("{port}", str(port))]
+    procs, outs = [], []
+    for k, c in enumerate(cmds):
+        if k:
+            time.sleep(sc.cmd2_delay_s)
+        out = open(wd / f"console_node{k}.log", "wb")  # noqa: SIM115 (closed below, after both agents end)
+        out.write(f"$ {c}\n".encode())
+        out.flush()
+        outs.append(out)
+        procs.append(subprocess.Popen(["bash", "-c", c], cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    stop = threading.Event()
+    th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)
+    th.start()
+    end = time.time() + HARD_TIMEOUT_S
+    rcs = []
+    for p in procs:
+        try:
+            rcs.append(p.wait(max(1.0, end - time.time())))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            rcs.append(p.wait())
+            print(f"  !! {sc.id}: hard timeout", file=sys.stderr)
+    stop.set()
+    th.join(5)
+    for out in outs:
+        out.close()
+    return max(rcs, key=abs)
+
+
+def _rmcgroup(path: Path = CGROUP) -> None:
+    if path == CPU_CGROUP:  # move what is left back to the root before removing
+        for pid in (path / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (path.parent / "cgroup.procs").write_text(pid)
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _copy_rewritten(src: Path, dst: Path, wd: Path) -> None:
+    text = src.read_bytes().decode(errors="surrogateescape")
+    for a, b in [(str(wd), "/home/user/proj"), *REWRITES]:
+        text = text.replace(a, b)
+    dst.write_bytes(text.encode(errors="surrogateescape"))
+
+
+def main(argv: list[str]) -> None:
+    sys.path.insert(0, str(ZOO))
+    from scenarios import SCENARIOS
+
+    ids = [s.id for s in SCENARIOS]
+    assert len(ids) == len(set(ids)), "duplicate scenario id"
+    for i, sc in enumerate(SCENARIOS):
+        if argv and sc.id not in argv:
+            continue
+        record(sc, i)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

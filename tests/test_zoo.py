@@ -1,0 +1,71 @@
+"""The zoo's labels (eval/zoo/labels.jsonl): schema, a recorded run for every label, the frozen split's rule.
+
+No diagnosis is asserted here: eval/zoo_eval.py measures it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from diag_service.domain import Category, FailureMode
+
+ZOO = Path(__file__).resolve().parents[1] / "eval" / "zoo"
+KEYS = {"id", "script", "launcher", "ranks", "failure_mode", "category", "faulty_rank", "basis"}
+
+
+def _labels() -> list[dict]:
+    return [json.loads(line) for line in (ZOO / "labels.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_labels_schema():
+    labels = _labels()
+    assert len(labels) >= 30
+    ids = [c["id"] for c in labels]
+    assert len(ids) == len(set(ids))
+    categories = {c.value for c in Category}
+    modes = {m.value for m in FailureMode}
+    for c in labels:
+        assert set(c) == KEYS, c["id"]
+        assert c["category"] in categories, c["id"]
+        assert c["failure_mode"] in modes, c["id"]
+        assert isinstance(c["ranks"], int) and c["ranks"] >= 1, c["id"]
+        assert c["faulty_rank"] is None or (isinstance(c["faulty_rank"], int) and 0 <= c["faulty_rank"] < c["ranks"]), c["id"]
+        assert c["launcher"] and len(c["basis"]) > 40, c["id"]
+        assert c["script"] == f"eval/zoo/scripts/{c['id']}.py"
+
+
+def test_every_label_has_its_script_and_run():
+    root = ZOO.parents[1]
+    for c in _labels():
+        assert (root / c["script"]).is_file(), c["id"]
+        run = ZOO / "runs" / c["id"]
+        # one terminal, or one per node when two launcher agents ran as two nodes (batch 2)
+        consoles = [run / "console.log"] if (run / "console.log").is_file() else sorted(run.glob("console_node*.log"))
+        assert consoles, c["id"]
+        for con in consoles:
+            assert con.read_text(errors="replace").startswith("$ "), c["id"]
+    assert {p.name for p in (ZOO / "runs").iterdir()} == {c["id"] for c in _labels()}
+
+
+def test_split_follows_its_rule_and_covers_every_label():
+    split = json.loads((ZOO / "split.json").read_text())
+    ids = {c["id"] for c in _labels()}
+    assert set(split["dev"]) | set(split["test"]) == ids
+    assert not set(split["dev"]) & set(split["test"])
+    assert len(split["labels_commit"]) == 40
+    for i in ids:
+        h = int(hashlib.sha256(i.encode()).hexdigest()[:8], 16) / 2**32
+        assert (i in split["test"]) == (h < split["test_share"]), i
+
+
+def test_additions_are_frozen_by_the_same_rule_and_in_the_unions():
+    split = json.loads((ZOO / "split.json").read_text())
+    seen = set()
+    for add in split.get("additions", []):
+        assert len(add["labels_commit"]) == 40 and add["date"]
+        ids = set(add["dev"]) | set(add["test"])
+        assert not ids & seen and not set(add["dev"]) & set(add["test"])
+        assert set(add["dev"]) <= set(split["dev"]) and set(add["test"]) <= set(split["test"])
+        seen |= ids

@@ -1,0 +1,94 @@
+"""Diagnoses of real failing runs of the zoo's dev split (eval/zoo/runs/<id>, recorded on this machine type by
+someone who had not read the rules). Only dev runs are asserted: the test split is measured by eval/zoo_eval.py.
+Each run is copied to a folder named ``job`` first, as the evaluator does, so its id cannot reach the diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+ZOO = Path(__file__).resolve().parents[1] / "eval" / "zoo"
+DEV = set(json.loads((ZOO / "split.json").read_text())["dev"])
+
+
+def _diagnose(run: str, tmp_path: Path):
+    assert run in DEV, f"{run} is not a dev run"
+    job = tmp_path / "job"
+    shutil.copytree(ZOO / "runs" / run, job)
+    return diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+
+
+@pytest.mark.parametrize(("run", "category", "rank", "signature"), [
+    # DDP's construction check per parameter (verify_params_across_processes), not only the count check
+    ("uc_ddp_vocab_mismatch", "user_code", 3, "ddp_model_mismatch"),
+    # gloo's EnforceNotMet abort: "Received data size doesn't match expected size. Is there a distributed
+    # collective mismatch in your code?" (one rank sent more bytes than the other's collective posted)
+    ("uc_pipeline_recv_shape", "user_code", 1, "gloo_collective_size_mismatch"),
+    ("uc_allreduce_size_mismatch", "user_code", 0, "gloo_collective_size_mismatch"),
+    # RandomSampler refuses an empty dataset: the rank found no data (not a library refusing a setting)
+    ("data_empty_shard", "data", 3, "d_empty_dataset_sampler"),
+    # torch.load's zip reader fails on a truncated checkpoint with a bare OSError
+    ("st_corrupt_resume", "storage", None, "checkpoint_reader_failed"),
+    # torchrun's first observed failure is a SIGTERM: it came from outside the job
+    ("inf_peer_sigterm", "infrastructure", 1, "sigterm_first_failure"),
+    # ECONNABORTED on the rank whose sockets were killed (ss -K), its peers' resets are the consequence; on two
+    # nodes the peers' resets borrow an earlier time than the abort, which may not make the abort "later"
+    ("net_ss_kill_rank1", "network", 1, "connection_aborted_locally"),
+    ("net_ss_kill_twonode", "network", 2, "connection_aborted_locally"),
+    # a DataLoader worker's KeyError on a record field: the data lacks it
+    ("data_schema_missing_key", "data", 2, "python_user_exception"),
+    # nll_loss's own target-shape check
+    ("uc_target_shape", "user_code", None, "shape_mismatch"),
+])
+def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
+                                            signature: str) -> None:
+    d = _diagnose(run, tmp_path)
+    assert d.category.value == category, d.root_cause.summary
+    assert d.primary_hit() is not None and d.primary_hit().signature_id == signature
+    if rank is not None:
+        assert d.first_failing_rank == rank
+
+
+def test_a_dataloader_workers_original_traceback_is_the_cause(tmp_path: Path) -> None:
+    # "IndexError: Caught IndexError in DataLoader worker process 0." carries the worker's "Original Traceback",
+    # which ends in the script's own __getitem__: one event keyed by the original exception (torch/_utils.py)
+    d = _diagnose("uc_dataset_indexerror_worker", tmp_path)
+    assert d.category.value == "user_code" and d.first_failing_rank == 1
+    ev = d.root_cause.evidence[0]
+    assert ev.text.startswith("IndexError: index 101 is out of bounds"), ev.text
+
+
+@pytest.mark.parametrize(("run", "rank", "category", "finding", "evidence"), [
+    # monitored_barrier's rank 0 names the rank that never arrived (the evidence: that report)
+    ("hang_monitored_barrier", 2, "unknown", "monitored_barrier reports that rank(s) [2] never reached it",
+     "Rank 2 failed to pass monitoredBarrier"),
+    # two ranks, only rank 0 times out: rank 1 never entered the collective (the evidence: rank 0's timeout)
+    ("hang_wait_for_file", 1, "unknown", "only rank 0 timed out waiting in a collective: rank 1 never entered it",
+     "Timed out waiting 15000ms"),
+    # ranks 1 and 2 time out in barrier, rank 0 in DDP's backward all-reduce (it ran one more step)
+    ("hang_uneven_shards", 0, "user_code", "rank 0 in _engine_run_backward", "Timed out waiting 15000ms"),
+])
+def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, rank: int, category: str,
+                                                   finding: str, evidence: str) -> None:
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_hang"
+    assert d.first_failing_rank == rank
+    assert d.category.value == category
+    assert any(finding in f for f in d.findings), d.findings
+    first = d.root_cause.evidence[0]  # the report that names the culprit, or the culprit's own
+    assert evidence in first.text and first.rank == (rank if run == "hang_uneven_shards" else 0), first
+
+
+def test_a_node_whose_logs_just_stop_while_its_peers_lose_connections_was_lost(tmp_path: Path) -> None:
+    # node 0 (its agent, the store and ranks 0-1) SIGKILLed at once: console_node0.log just stops; node 1's
+    # ranks report "Connection closed by peer" and node 1's agent names its own rank 2 as first failure
+    d = _diagnose("inf_node0_lost_twonode", tmp_path)
+    assert d.category.value == "infrastructure"
+    assert d.faulty_nodes == ["node0"]
+    assert d.first_failing_rank is None  # a node, not node 1's rank 2 that its agent saw fail
