@@ -441,7 +441,7 @@ class PeerTracker:
         self.n_units = 0
         # the units' current spread: 1.4826 x MAD of their excesses per step, the last noise_window steps
         self._disp = np.full((3, cfg.noise_window), np.nan)
-        self._disp_n = 0
+        self._disp_n = np.zeros(3, np.int64)
         # the pooled rate of "slow steps" (see _bernoulli) among units that have not alarmed, per kind
         self.p_hit = np.zeros(3)
         self.p_n = np.zeros(3)
@@ -619,9 +619,21 @@ class PeerTracker:
         u = slice(0, n) if contiguous else units
         valid = np.isfinite(Q)
         base, structural = self.base[:, u], self.structural[:, u]
-        # the ranks' recent spread, over the units that were quiet at the last step: with four ranks a straggler
-        # among them raises a MAD of four values by half (and with it the interval, just when it is needed)
-        recent, now = self._current_spread(Q, valid & ~self.alarmed[:, u] & (self.S[:, u] < 0.5 * self.h_now[:, None]))
+        # In-control estimates (each unit's baseline, the kind's pooled scale and autocorrelation) learn only
+        # from units whose CUSUM was at zero before this step (nothing suggests they have shifted; the
+        # selection is on past steps, not on this step's value), and not at all in a kind where at least half
+        # the units' CUSUMs are above zero: from there the peers' median can be carried by the shifted units
+        # (its breakdown point), so every other unit's excess mirrors theirs (a slow node of two among four
+        # ranks; the other node of a pair). Standard practice for a CUSUM: the in-control estimates do not
+        # adapt on data that may be out of control.
+        s_prev = self.S[:, u]
+        in_ctl = valid & ~self.alarmed[:, u] & ~structural & (s_prev <= 0)
+        in_ctl &= (2 * (valid & (s_prev > 0)).sum(axis=1) < valid.sum(axis=1))[:, None]
+        # the ranks' recent spread, over the units below half their interval at the last step: it measures the
+        # current conditions (ranks drifting apart while other work takes CPU from some), not an in-control
+        # estimate, so it is not frozen (freezing it on the rule above lowered it just in such spells: the
+        # largest clean CUSUM on the dev feeds rose from 0.79 to 0.89 of its interval)
+        recent, now = self._current_spread(Q, valid & ~self.alarmed[:, u] & (s_prev < 0.5 * self.h_now[:, None]))
         now[1] = 0.0  # communication: a victim's waits widen the spread whenever anyone is late
         # one sigma per kind: the pooled scale of the units' excess, at least the ranks' recent spread
         sig3 = np.maximum(self.scale, np.maximum(recent, now * cfg.spread_now))
@@ -641,6 +653,17 @@ class PeerTracker:
             slow_all = valid & ((EX - b_slow) >= cfg.min_effect) & ((Q - b_slow) > 0)
         s_old = self.S[:, u]
         s_new = np.where(valid, np.maximum(0.0, s_old + np.nan_to_num(s) - k), s_old)
+        # A group shift: at least half the units past half their interval at once. The peers' median then no
+        # longer tells any of them from the others (its breakdown point): a slow node is the node test's to
+        # name, and two ranks sharing a core with two others (one pair slower, the other faster) nobody's.
+        # Their CUSUMs restart from zero, as after a signal. "Half their interval" is the interval at the pooled
+        # scale alone: the ranks' recent spread, which such a shift itself raises, would hide the group.
+        h_in = np.array([self._interval(j, float(self.scale[j]))[2] for j in range(3)])[:, None]
+        high = valid & (s_new >= 0.5 * h_in) & ~self.alarmed[:, u]
+        grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
+        if grp.any():
+            s_new = np.where(high & grp[:, None], 0.0, s_new)
+            self.B[:, u] = np.where(high & grp[:, None], 0.0, self.B[:, u])
         started = valid & (s_old <= 0) & (s_new > 0) & ~structural
         ended = valid & (s_old > 0) & (s_new <= 0) & ~structural
         alarmed = self.alarmed[:, u]
@@ -672,12 +695,11 @@ class PeerTracker:
         last_slow[...] = np.where(slow, step, last_slow)
         self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u] = n_arr, nslow, slr, exc
         self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
-        quiet = valid & ~alarmed & ~structural & (s_new < 0.5 * h)
-        learn = quiet
+        learn = in_ctl
         if cost is not None:  # a step whose evidence the cost cap held back says nothing about the unit's baseline
             with np.errstate(invalid="ignore"):
-                learn = quiet & ~(r > cost)
-        self._relearn(u, quiet, learn, Q, base, b_pos, clip)
+                learn = in_ctl & ~(r > cost)
+        self._relearn(u, in_ctl, learn, Q, base, b_pos, clip)
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
@@ -706,16 +728,17 @@ class PeerTracker:
 
     def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, learn: np.ndarray, Q: np.ndarray, base: np.ndarray,
                  b_pos: np.ndarray, clip: np.ndarray) -> None:
-        """Update each quiet unit's baseline and the pooled scale with this step (shape (3, units) masks).
+        """Update each in-control unit's baseline and the pooled scale with this step (shape (3, units) masks).
 
-        A unit is quiet when it has not alarmed, is not slow from the start and its CUSUM is below half its
-        interval; its baseline learns (``learn``) only when the cost cap also did not hold its evidence back
-        (a group of two slower than the other while the step is not longer: learning from it would fold a
-        slow node into its baseline). The baseline ``b`` is a running Huber mean of the excess
-        (``b += clip(q - b) / n``, ``n`` the steps learned, at most ``rank_base_steps``): the 20-step
-        window's median is off by 0.28 sigma (sd), half the reference ``k`` (a rank whose window ran low
-        drifts towards ``h`` at clean noise). The pooled scale takes this step's median over quiet units of
-        |q - max(b, 0)|, unless a third of the units are not quiet.
+        ``quiet``: the units in control (see :meth:`_cusum`: not alarmed, not slow from the start, CUSUM at zero
+        before this step, and fewer than half the kind's units with a positive CUSUM); a baseline learns
+        (``learn``) only when the cost cap also did not hold its evidence back (a group of two slower than
+        the other while the step is not longer: learning from it would fold a slow node into its
+        baseline). The baseline ``b`` is a running Huber mean of the excess (``b += clip(q - b) / n``, ``n``
+        the steps learned, at most ``rank_base_steps``): the 20-step window's median is off by 0.28 sigma
+        (sd), half the reference ``k`` (a rank whose window ran low drifts towards ``h`` at clean noise).
+        The pooled scale takes this step's median over the in-control units of |q - max(b, 0)|, and the
+        lag-1 autocorrelation their lag products over consecutive in-control steps.
         """
         cfg = self.cfg
         nb = self.nb[:, u]
@@ -727,15 +750,11 @@ class PeerTracker:
         with np.errstate(invalid="ignore"):
             r = np.clip(Q - b_pos, -clip, clip)
         prev = self.prev[:, u]
-        valid = np.isfinite(Q)
         # the pooled statistics from at most ~2,048 evenly spaced units (at 10,000 ranks a median of a
         # fifth of them per step, itself a median over 100 steps, is as good and five times cheaper)
         sub = slice(None, None, max(1, Q.shape[1] // 2048))
         for j in range(3):
-            nq = int(quiet[j].sum())
-            if not nq or 3 * nq < 2 * int(valid[j].sum()):
-                # a third of the units are not quiet: in a group of two the other unit mirrors a straggler's
-                # excess (its reference is the straggler), so its |q| would carry the straggler into the scale
+            if not quiet[j].any():  # no unit in control (or half of the kind's CUSUMs above zero, see _cusum)
                 continue
             qj, rj, pj = quiet[j, sub], r[j, sub], prev[j, sub]
             row = np.abs(rj[qj])
@@ -780,12 +799,17 @@ class PeerTracker:
         b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up[:, None], down[:, None])), b_old)
         bstart = self.bstart[:, u]
         bstart[...] = np.where(valid & (b_old <= 0) & (b_new > 0), step, bstart)
-        self.B[:, u], self.bstart[:, u] = b_new, bstart
         self.p_hit += (z & quiet).sum(axis=1)
         self.p_n += quiet.sum(axis=1)
         # the exact interval for the stated run length, per kind's p0 (rounded to 2 significant digits, cached)
         h = np.array([bernoulli_h_for_arl(float(f"{a:.2g}"), float(f"{b:.2g}"), cfg.intermittent_arl0)
                       for a, b in zip(p0, p1, strict=True)])
+        # a group shift (see _cusum): half the units past half the interval at once restart from zero
+        high = valid & (b_new >= 0.5 * h[:, None]) & ~alarmed & ~structural
+        grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
+        if grp.any():
+            b_new = np.where(high & grp[:, None], 0.0, b_new)
+        self.B[:, u], self.bstart[:, u] = b_new, bstart
         fire = valid & (b_new >= h[:, None]) & ~alarmed & ~structural
         if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
             start = self.start[:, u]
@@ -809,8 +833,9 @@ class PeerTracker:
             if row.size >= 3:
                 m = median(row)
                 d[j] = cfg.mad_scale * median(np.abs(row - m))
-        self._disp[:, self._disp_n % cfg.noise_window] = d
-        self._disp_n += 1
+        for j in np.flatnonzero(np.isfinite(d)):  # a step without three units in control leaves the ring as it is
+            self._disp[j, self._disp_n[j] % cfg.noise_window] = d[j]
+            self._disp_n[j] += 1
         out = np.zeros(3)
         for j in range(3):
             col = self._disp[j][np.isfinite(self._disp[j])]
