@@ -70,10 +70,11 @@ class SlowConfig(BaseModel):
       hid a rank computing 2x longer than its peers (lab runs, ``docs/slow.md``).
     * Rank CUSUM (``docs/slow.md``, "Rank level"; issue 18): per rank and kind, on the excess over the peers'
       median standardised by one pooled sigma per kind (the median over ``rank_scale_steps`` = 100 steps of
-      the quiet ranks' median absolute excess, at least their recent spread over ``noise_window`` steps;
+      the in-control ranks' median absolute excess (CUSUM at zero before the step; none while half the ranks' CUSUMs
+      are positive), at least the recent spread of the ranks below half their interval over ``noise_window`` steps;
       ``spread_now`` = 0 adds no floor from this step's spread, which jumped the interval from 0.7 to 3
       step times during a straggler's first steps), with a running baseline per rank (a Huber mean over
-      at most ``rank_base_steps`` = 100 quiet steps: a 20-step median is off by 0.28 sigma, half of k).
+      at most ``rank_base_steps`` = 100 in-control steps: a 20-step median is off by 0.28 sigma, half of k).
       Reference ``k = max(rank_k_sigma = 0.5 sigma, rank_k_effect = 0.5 x min_effect)`` (Page's half of
       the minimum effect, at least the textbook half sigma; it was the whole min_effect); evidence clipped
       at ``max(rank_clip = 0.5 step, rank_clip_sigma = 3 sigmas, 2 k)`` as before (a Huber clip at 2.5

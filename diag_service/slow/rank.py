@@ -5,8 +5,8 @@ phase available, the unit's *excess* over its peers is ``e = x - ref``, where ``
 median (the other unit's value when the peer group has only two units) and the peers' spread is
 ``sigma = 1.4826 x MAD`` (0 for fewer than three units). The per-step evidence, in units of the job's
 step time ``T``, is ``u = e / T``. Each unit learns the median ``b`` of ``u`` over the baseline window and
-then a running Huber mean of it over its quiet steps; every unit of a kind shares one pooled sigma (the
-median over recent steps of the quiet units' median absolute excess, at least their recent spread). A
+then a running Huber mean of it over its in-control steps; every unit of a kind shares one pooled sigma (the
+median over recent steps of the in-control units' median absolute excess, at least their recent spread). A
 one-sided CUSUM ``S = max(0, S + clip(u - max(b, 0), +-c sigma) - k)`` with ``k = max(min_effect / 2,
 0.5 sigma)`` accumulates the excess (Page 1954), so that both persistent and intermittent stragglers
 build evidence, and the unit alarms when ``S >= h`` -- the interval whose in-control average run length
