@@ -156,3 +156,15 @@ def test_sustained_job_slowdown_above_min_effect_is_an_episode_at_host_noise() -
     big = analyze_slow(lab_like_feed(seed=21, jitter=0.3, job_factor={s: 1.6 for s in range(50, 120)}))
     assert big.job_slowdown and 50 <= big.job_slowdown[0].detected_at_step <= 70
     assert not big.stragglers
+
+
+def test_a_slow_node_of_two_ranks_is_named_by_the_node_test() -> None:
+    # Both ranks of node0 (of four ranks, two per node) compute 1.5x longer from step 50: half the ranks
+    # shift together, the peers' median breaks down and the rank CUSUMs restart as a group shift; the node
+    # test, on each node's faster rank, names node0 (helper branch h2, docs/slow.md).
+    onset = 50
+    slow = {s: {0: 1.5, 1: 1.5} for s in range(onset, 160)}
+    rep = analyze_slow(lab_like_feed(steps=160, seed=4, jitter=0.05, factor=slow))
+    nodes = [g for g in rep.groups if g.group == "node"]
+    assert [g.name for g in nodes] == ["node0"], rep.summary
+    assert onset <= nodes[0].detected_at_step <= onset + 30, nodes[0]

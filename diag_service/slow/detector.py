@@ -381,7 +381,7 @@ class SlowDetector:
                 evidence=list(rec.evidence),
             ))
         self._group_step(c, rb, x, busy, T, cost, rb.node, self.nodes, "node", lambda code: self._node_name(code) or str(code),
-                         min_ranks=3, traced=traced)
+                         pair_low=True, traced=traced)
         if g is not None:
             self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str, traced=traced)
 
@@ -395,13 +395,15 @@ class SlowDetector:
 
     def _group_step(self, c: StepCtx, rb: StepBatch, x: dict[int, np.ndarray], busy: np.ndarray, T: float,
                     cost: float | None, codes: np.ndarray, tracker: PeerTracker, scope: str, name: Any,
-                    min_ranks: int = 2, traced: bool = False) -> None:
+                    min_ranks: int = 2, traced: bool = False, pair_low: bool = False) -> None:
         """Peer comparison of groups (nodes or stages) by their ranks' medians.
 
-        Only groups with at least ``min_ranks`` ranks in the step take part: the median of two ranks is their
-        mean, so one straggler among two would make its node look slow (nodes need three; a node of two
-        ranks is blamed when both are stragglers, ``basis: all_ranks``). ``traced``: ``x[1]`` is already the
-        ranks' own communication (a collective trace took their wait out), so no late-peer correction.
+        Only groups with at least ``min_ranks`` ranks in the step take part. ``pair_low`` (nodes): a group
+        with two values in a phase takes the smaller of them instead of their median: the median of two
+        ranks is their mean, so one straggler among two would make its node look slow, while the smaller
+        one is slow only when both ranks are (the node's machine, not one process). ``traced``: ``x[1]``
+        is already the ranks' own communication (a collective trace took their wait out), so no late-peer
+        correction.
         """
         ok = codes >= 0
         if not ok.any():
@@ -413,13 +415,22 @@ class SlowDetector:
         if multi.size < 2:
             return
         grp = Grouping(np.where(ok, cc, -1), ng)
+        gcode = np.where(ok, cc, 0)
+
+        def stat(v: np.ndarray) -> np.ndarray:
+            m, cnt = grp.medians(v)
+            if pair_low and (cnt == 2).any():
+                low = np.full(ng, np.inf)
+                fin = ok & np.isfinite(v)
+                np.minimum.at(low, gcode[fin], v[fin])
+                m = np.where(cnt == 2, low, m)
+            return m[multi]
+
         meds = {}
         for j in (0, 1, 2):
             if np.isfinite(x[j]).any():
-                m, _ = grp.medians(x[j])
-                meds[j] = m[multi]
-        bm, _ = grp.medians(busy)
-        bmed = bm[multi]
+                meds[j] = stat(x[j])
+        bmed = stat(busy)
         late = None
         if 1 in meds and not traced:
             cd = np.nan_to_num(meds.get(0, np.zeros(multi.size))) + np.nan_to_num(meds.get(2, np.zeros(multi.size)))

@@ -68,27 +68,28 @@ class SlowConfig(BaseModel):
       only beyond 3 robust sigmas of the peers' spread (the usual 3-sigma outlier rule, on MAD). It is no
       longer a per-step margin on a rank's own evidence: with 4 ranks on a loaded host, 3 MADs of 4 values
       hid a rank computing 2x longer than its peers (lab runs, ``docs/slow.md``).
-    * ``rank_h`` = 0.7, ``rank_h_sigma`` = 5, ``rank_min_steps`` = 10, ``spread_now`` = 1: a rank alarms
-      when its accumulated excess, in units of the job's step time, exceeds 0.7 of a step and 5 of its own
-      robust sigmas (the sigma of its excess in the baseline window, at least the pooled sigma of all
-      ranks, at least the ranks' spread over the last ``noise_window`` steps, and, for compute and data,
-      at least this step's spread of the ranks), with k = 0.5 sigma, *and* its CUSUM run has lasted 10
-      steps or already costs ``rank_fast_effect`` = 0.2 step times per step on average (a 1.8x compute
-      straggler is named in 3-7 steps, as before; the transients below stay under it). Why: on this
-      host's clean lab runs (``eval/slow_feeds``, dev split) a rank is 1.2-1.35x slower than its peers
-      for 3-10 steps at a time while the scheduler shares two cores among the ranks, and several ranks
-      drift apart at once when other work takes a core. The duration floor keeps the first from
-      alarming, and this step's spread (one rank out among peers that agree barely moves it; ranks
-      drifting apart in pairs do) the second, so the interval could come down from
-      (1 step, 8 sigma). Measured with ``eval/slow_power.py`` on the quiet dev feeds, 20 trials per cell
-      (issue 18): a persistent 1.3x compute straggler named within 20 steps in 0.65 of trials (was
-      0.35; median delay 18 steps, was 26.5), 2x on 1 step in 5 within 60 steps in 0.80 (was 0.55),
-      and stragglers on 10,400 clean dev steps 0 (was 1); over the whole 180-step horizon a 1.2x rank
-      is found less often (0.75, was 0.90) but sooner (median 52 steps, was 76), a 1.3x node as often
-      (0.95, was 0.90) and sooner (median 39 steps, was 84). A Gaussian CUSUM with k = 0.5 sigma,
-      h = 5 sigma has an in-control average run length of about 900 steps per rank and phase
-      (Siegmund's approximation); the duration floor and the mean-excess rule (>= ``min_effect``) come
-      on top.
+    * Rank CUSUM (``docs/slow.md``, "Rank level"; issue 18): per rank and kind, on the excess over the peers'
+      median standardised by one pooled sigma per kind (the median over ``rank_scale_steps`` = 100 steps of
+      the in-control ranks' median absolute excess (CUSUM at zero before the step; none while half the ranks' CUSUMs
+      are positive), at least the recent spread of the ranks below half their interval over ``noise_window`` steps;
+      ``spread_now`` = 0 adds no floor from this step's spread, which jumped the interval from 0.7 to 3
+      step times during a straggler's first steps), with a running baseline per rank (a Huber mean over
+      at most ``rank_base_steps`` = 100 in-control steps: a 20-step median is off by 0.28 sigma, half of k).
+      Reference ``k = max(rank_k_sigma = 0.5 sigma, rank_k_effect = 0.5 x min_effect)`` (Page's half of
+      the minimum effect, at least the textbook half sigma; it was the whole min_effect); evidence clipped
+      at ``max(rank_clip = 0.5 step, rank_clip_sigma = 3 sigmas, 2 k)`` as before (a Huber clip at 2.5
+      sigmas also cut a straggler's own skewed excess: 0.70 against 0.875 below); interval ``h`` from
+      ``rank_arl0`` = 10^6: the in-control average run length
+      of the *job* between false stragglers, split over units x kinds, computed exactly for clipped normal
+      evidence (Brook & Evans 1972), times the AR(1) factor, at least ``rank_h`` = 0.7 step (one clipped
+      step never alarms alone). 10^5 (with a 2.5-sigma clip) named a real 1.25x 20-step spell of a clean
+      quiet dev run; 10^6 names no rank on the 26 dev clean feeds. A run must also last ``rank_min_steps`` = 10 steps (a rank is
+      1.2-1.35x slower than its peers for 3-10 steps at a time while the scheduler shares two cores) unless
+      it already costs ``rank_fast_effect`` = 0.2 step times per step, and its mean excess must reach
+      ``min_effect``. Measured with ``eval/slow_power.py`` on the quiet dev feeds (40 draws, seed 7): a
+      persistent 1.3x compute straggler named within 20 steps in 0.875 of trials (0.65 before), 2x on 1
+      step in 5 within 60 steps 0.925 (0.875), no straggler on the dev clean feeds; ``docs/slow.md``
+      shows what is left at this host's noise.
     * ``structural_effect`` = 0.2: a rank already slower than its peers by a fifth of a step during the
       baseline window is reported as a straggler present from the start (twice ``min_effect``, so that a
       rank with a small standing overhead, such as rank 0 writing logs and metrics, is not blamed).
@@ -139,13 +140,25 @@ class SlowConfig(BaseModel):
         default=0.2, gt=0, description="Mean excess (step times) of a rank's run that alarms before rank_min_steps.",
     )
     spread_now: float = Field(
-        default=1.0, ge=0, description="Weight of this step's spread of the ranks in each rank's sigma floor (0 = off)."
+        default=0.0, ge=0, description="Weight of this step's spread of the ranks in each rank's sigma floor (0 = off)."
     )
     rank_k_effect: float = Field(
-        default=1.0, gt=0, description="Rank CUSUM reference value, in units of min_effect (step times per step)."
+        default=0.5, gt=0, description="Rank CUSUM reference value, in units of min_effect (step times per step)."
     )
-    rank_h_sigma: float = Field(
-        default=5.0, gt=0, description="Rank CUSUM decision interval, in the unit's baseline sigmas (a floor on rank_h)."
+    rank_k_sigma: float = Field(default=0.5, gt=0, description="Rank CUSUM reference value floor, in pooled sigmas.")
+    rank_clip_sigma: float = Field(
+        default=3.0, gt=0, description="Rank evidence is clipped at +-max(rank_clip, this many pooled sigmas, 2 k)."
+    )
+    rank_arl0: float = Field(
+        default=1e6, gt=10,
+        description="In-control average run length (steps) of the whole job between false stragglers; the rank "
+                    "CUSUM's interval is set for this x units x kinds steps per unit and kind.",
+    )
+    rank_base_steps: int = Field(
+        default=100, ge=1, description="A unit's baseline excess is a running mean over at most this many quiet steps."
+    )
+    rank_scale_steps: int = Field(
+        default=100, ge=1, description="Steps over which the pooled scale of the units' excess is a median."
     )
     noise_window: int = Field(
         default=10, ge=1, description="Steps over which the ranks' current spread (a floor on each rank's sigma) is a median."
@@ -155,7 +168,7 @@ class SlowConfig(BaseModel):
     )
     rank_clip: float = Field(default=0.5, gt=0, description="Per-step rank evidence is clipped to +-this (step times).")
     intermittent_sigmas: float = Field(
-        default=2.0, gt=0, description="A unit's step is 'slow' for the recurrence test beyond this many of its sigmas."
+        default=3.0, gt=0, description="A unit's step is 'slow' for the recurrence test beyond this many of its sigmas."
     )
     intermittent_effect: float = Field(
         default=0.15, gt=0, description="Excess (step times) that makes one step of a unit 'slow' for the recurrence test."

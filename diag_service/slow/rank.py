@@ -4,17 +4,16 @@ Per step, for every unit (rank; or node, or pipeline stage, using their ranks' m
 phase available, the unit's *excess* over its peers is ``e = x - ref``, where ``ref`` is the peers'
 median (the other unit's value when the peer group has only two units) and the peers' spread is
 ``sigma = 1.4826 x MAD`` (0 for fewer than three units). The per-step evidence, in units of the job's
-step time ``T``, is ``u = e / T``. Each unit learns the median ``b`` and robust sigma of ``u`` over the
-baseline window (at least the pooled sigma of all units: a unit that happened to be quiet then does not
-get a hair trigger); a one-sided CUSUM ``S = max(0, S + clip(u - max(b, 0)) - k)`` with
-``k = max(min_effect / 2, 0.5 sigma)`` accumulates the excess (Page 1954), so that both persistent and
-intermittent stragglers build evidence, and the unit alarms when ``S >= h = max(rank_h, rank_h_sigma x
-sigma)`` *and* its mean excess since the CUSUM's last zero is at least ``min_effect`` step times.
-The noise is judged per unit over the baseline window, not per step from the spread of the peers: a
-4-sample MAD is itself so noisy on a loaded host that a per-step margin of 3 of them hid a rank 2x
-slower than its peers (``docs/slow.md``). A burst that slows every rank moves the peer median with it,
-so it adds no evidence. The straggler's first step is the CUSUM's change-point estimate (the step after
-its last zero).
+step time ``T``, is ``u = e / T``. Each unit learns the median ``b`` of ``u`` over the baseline window and
+then a running Huber mean of it over its in-control steps; every unit of a kind shares one pooled sigma (the
+median over recent steps of the in-control units' median absolute excess, at least their recent spread). A
+one-sided CUSUM ``S = max(0, S + clip(u - max(b, 0), +-c sigma) - k)`` with ``k = max(min_effect / 2,
+0.5 sigma)`` accumulates the excess (Page 1954), so that both persistent and intermittent stragglers
+build evidence, and the unit alarms when ``S >= h`` -- the interval whose in-control average run length
+for clipped normal evidence is the job's ``rank_arl0`` split over units and kinds (Brook & Evans 1972,
+:func:`clipped_gauss_h`) -- *and* its mean excess since the CUSUM's last zero is at least ``min_effect``
+step times. A burst that slows every rank moves the peer median with it, so it adds no evidence. The
+straggler's first step is the CUSUM's change-point estimate (the step after its last zero).
 
 Kinds (issue 7: "the straggler is the rank that computes longest while the others wait"):
 
@@ -241,8 +240,8 @@ class UnitRecord:
 
 _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
            ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
-           ("sig", float), ("structural", bool), ("first_seen", np.int64), ("usum", float), ("B", float),
-           ("bstart", np.int64))
+           ("structural", bool), ("first_seen", np.int64), ("usum", float), ("B", float),
+           ("bstart", np.int64), ("nb", float), ("prev", float))
 
 
 def ar1_long_run_factor(rho: float | np.ndarray) -> float | np.ndarray:
@@ -275,6 +274,73 @@ def _pooled_lag1(Q: np.ndarray, fin: np.ndarray, enough: np.ndarray) -> float:
         r = num / den
     r = r[enough & np.isfinite(r)]
     return float(np.median(r)) if r.size else 0.0
+
+
+_GAUSS_STATES = 100  # Markov-chain states of the rank CUSUM's run-length computation (Brook & Evans 1972)
+
+
+def _phi(x: np.ndarray) -> np.ndarray:
+    """The standard normal distribution function, vectorised (no scipy)."""
+    return 0.5 * (1.0 + _ERF(x / math.sqrt(2.0)))
+
+
+_ERF = np.vectorize(math.erf, otypes=[float])
+
+
+def clipped_gauss_arl(k: float, h: float, c: float, mu: float = 0.0, states: int = _GAUSS_STATES) -> float:
+    """Average run length (steps) from zero of the CUSUM ``S = max(0, S + z - k)``, alarm at ``S >= h``, where
+    ``z = clip(N(mu, 1), -c, c)`` is i.i.d. (everything in sigmas).
+
+    Brook & Evans (*Biometrika* 59, 1972): the CUSUM on ``states`` cells of width ``h / states`` is a Markov
+    chain; the run lengths from each cell solve ``(I - P) L = 1``. The transition probabilities depend only
+    on the difference of the cells, so one vector of ``2 states`` normal probabilities fills ``P``. ``inf``
+    when the chain cannot reach ``h`` (``k >= c``).
+    """
+    if k >= c:
+        return math.inf
+    w = h / states
+    d = np.arange(-states, states + 1)
+    y = (d + 0.5) * w + k  # S' in cell <= j  <=>  z <= (j - i + 0.5) w + k
+    cdf = np.where(y < -c, 0.0, np.where(y >= c, 1.0, _phi(y - mu)))
+    i = np.arange(states)
+    diff = i[None, :] - i[:, None] + states  # index of (j - i) in d
+    upto = cdf[diff]
+    p = np.empty((states, states))
+    p[:, 0] = upto[:, 0]
+    p[:, 1:] = np.diff(upto, axis=1)
+    try:
+        run = np.linalg.solve(np.eye(states) - p, np.ones(states))
+    except np.linalg.LinAlgError:
+        return math.inf
+    return float(run[0]) if run[0] > 0 else math.inf
+
+
+@lru_cache(maxsize=1024)
+def clipped_gauss_h(k: float, c: float, arl0: float) -> float:
+    """The decision interval (sigmas) of :func:`clipped_gauss_arl`'s CUSUM whose in-control average run length is
+    ``arl0`` steps: bisection to 0.5 % (about 30 solves of a 100-state chain, on one BLAS thread; cached, so
+    callers round ``k``, ``c`` and ``arl0``). At least ``c``: one clipped step never alarms alone.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        lo, hi = c, max(2 * c, 4.0)
+        if clipped_gauss_arl(k, lo, c) >= arl0:
+            return lo
+        while clipped_gauss_arl(k, hi, c) < arl0:
+            lo, hi = hi, 2 * hi
+        while hi - lo > 0.005 * hi:
+            mid = (lo + hi) / 2
+            if clipped_gauss_arl(k, mid, c) < arl0:
+                lo = mid
+            else:
+                hi = mid
+    return hi
+
+
+def _sig2(x: float) -> float:
+    """``x`` rounded to two significant digits (cache keys of the run-length computations)."""
+    return float(f"{x:.2g}")
 
 
 _BERN_GRID = 4  # Markov-chain states per "not slow" decrement of the Bernoulli CUSUM (Brook & Evans 1972)
@@ -343,10 +409,10 @@ class PeerTracker:
     median sigma of all units; units with fewer than five values, or joining later, get the pooled sigma
     and ``b = 0``). A unit whose baseline excess is at least ``structural_effect`` is reported at once as
     a straggler *present from the start*. After the window, the CUSUM runs on
-    ``clip(q - max(b, 0), +-max(rank_clip, 3 sigma))`` with reference ``max(min_effect / 2, 0.5 sigma)``
-    and decision interval ``max(rank_h, rank_h_sigma x sigma)`` (the tabular-CUSUM design of
-    :class:`~diag_service.slow.models.SlowConfig`, per unit), and a unit alarms only when the mean of its
-    clipped excess since the CUSUM's last zero is at least ``min_effect`` step times (the minimum effect):
+    ``clip(q - max(b, 0), +-c sigma)`` with reference ``k``, clip ``c`` and interval ``h`` from
+    :meth:`_interval` (one pooled sigma per kind; ``b`` a running Huber mean over quiet steps,
+    :meth:`_relearn`), and a unit alarms only when the mean of its excess since the CUSUM's last zero is at
+    least ``min_effect`` step times (the minimum effect):
     a rank that has always been a bit slower (rank 0 writing logs and metrics) is not an alarm; a rank
     that becomes slower is.
     """
@@ -361,11 +427,21 @@ class PeerTracker:
         self._bufs: np.ndarray | None = None
         self._buf_steps: list[int] = []
         self._buf_kinds: set[int] = set()
-        self.pooled_sig = np.zeros(3)
-        self.rho = np.zeros(3)  # pooled lag-1 autocorrelation of the excess per kind, from the baseline window
+        self.rho = np.zeros(3)  # pooled lag-1 autocorrelation of the quiet units' excess per kind (running)
+        # the pooled scale: per step, the median over units of |q - max(b, 0)|; its median over the last
+        # rank_scale_steps steps x mad_scale is the sigma every unit's evidence is standardised by
+        self._absdev = np.full((3, cfg.rank_scale_steps), np.nan)
+        self._absdev_n = np.zeros(3, np.int64)
+        self.scale = np.zeros(3)
+        self.h_now = np.full(3, cfg.rank_h)  # each kind's current decision interval (step times)
+        # the pooled lag-1 autocovariance and variance of the quiet units' clipped excess, running means
+        self._ac = np.zeros((3, 2))
+        self._ac_n = np.zeros(3)
+        self.n_kinds = 0
+        self.n_units = 0
         # the units' current spread: 1.4826 x MAD of their excesses per step, the last noise_window steps
         self._disp = np.full((3, cfg.noise_window), np.nan)
-        self._disp_n = 0
+        self._disp_n = np.zeros(3, np.int64)
         # the pooled rate of "slow steps" (see _bernoulli) among units that have not alarmed, per kind
         self.p_hit = np.zeros(3)
         self.p_n = np.zeros(3)
@@ -380,8 +456,8 @@ class PeerTracker:
             b = np.zeros((3, new), dt)
             if name == "first_seen":
                 b[:] = -1
-            if name == "sig":
-                b[:] = self.pooled_sig[:, None] if hasattr(self, "pooled_sig") else 0.0
+            if name == "prev":
+                b[:] = np.nan
             b[:, : a.shape[1]] = a
             setattr(self, name, b)
         self.cap = new
@@ -414,7 +490,9 @@ class PeerTracker:
         self._grow(int(units.max()) + 1)
         for j in evidence:
             fs = self.first_seen[j, units]
-            self.first_seen[j, units] = np.where(fs < 0, step, fs)
+            if (fs < 0).any():
+                self.first_seen[j, units] = np.where(fs < 0, step, fs)
+                self.n_units = int((self.first_seen >= 0).any(axis=0).sum())
         if self.learning:
             self._remember(step, units, evidence)
             self.learn_left -= 1
@@ -453,20 +531,25 @@ class PeerTracker:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 med = np.nanmedian(Q, axis=0)
-                mad = np.nanmedian(np.abs(Q - med), axis=0)
             enough = cnt >= 5
-            sig = cfg.mad_scale * np.nan_to_num(mad)
-            pooled = float(np.median(sig[enough])) if enough.any() else 0.0
-            self.pooled_sig[j] = pooled
             self.base[j] = np.where(enough, np.nan_to_num(med), 0.0)
-            self.sig[j] = np.where(enough, np.maximum(sig, pooled), pooled)
             self.rho[j] = _pooled_lag1(Q, fin, enough)
+            self._ac_n[j] = len(self._buf_steps)
+            self.nb[j] = np.where(enough, cnt, 0)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                rows = np.nanmedian(np.abs(Q - np.maximum(self.base[j], 0.0)), axis=1)
+            for v in rows[np.isfinite(rows)]:
+                self._push_absdev(j, float(v))
+            self.scale[j] = self._pooled_scale(j)
+            self._ac[j] = (self.rho[j] * self.scale[j] ** 2, self.scale[j] ** 2)
+            self.h_now[j] = self._interval(j, self.scale[j])[2]
             structural = enough & (self.base[j] >= cfg.structural_effect)
             self.structural[j] = structural
             for uu in np.nonzero(structural)[0]:
                 uu = int(uu)
                 rec = UnitRecord(unit=uu, kind=KINDS[j], first_step=int(self.first_seen[j, uu]), detected_at=step,
-                                 h=float(self._h(j, uu)), present_at_start=True, peak=float(self._h(j, uu)))
+                                 h=float(self.h_now[j]), present_at_start=True, peak=float(self.h_now[j]))
                 if pos_of[uu] >= 0 and j in evidence:
                     rec.evidence.append(make_evidence(int(pos_of[uu]), j))
                     self.n_ev[j, uu] = 1
@@ -482,11 +565,41 @@ class PeerTracker:
                 self.slr[j, sl] += np.where(slow, LR[:, sl], 0.0).sum(axis=0)
                 self.exc[j, sl] += np.maximum(np.nan_to_num(EXC[:, sl]), 0.0).sum(axis=0)
                 self.last_slow[j, sl] = np.where(slow, steps, -1).max(axis=0)
+        self.n_kinds = len(self._buf_kinds)
         self._bufs, self._buf_steps, self._buf_kinds = None, [], set()
         return new
 
-    def _h(self, j: int, u: int | np.ndarray) -> float | np.ndarray:
-        return np.maximum(self.cfg.rank_h, self.cfg.rank_h_sigma * self.sig[j, u] * self._ar_factor()[j])
+    def _push_absdev(self, j: int, v: float) -> None:
+        self._absdev[j, self._absdev_n[j] % self.cfg.rank_scale_steps] = v
+        self._absdev_n[j] += 1
+
+    def _pooled_scale(self, j: int) -> float:
+        """``mad_scale`` x the median of the last ``rank_scale_steps`` per-step medians of |q - max(b, 0)|."""
+        col = self._absdev[j][np.isfinite(self._absdev[j])]
+        return self.cfg.mad_scale * median(col) if col.size else 0.0
+
+    def _interval(self, j: int, sig: float) -> tuple[float, float, float]:
+        """Reference ``k``, clip and decision interval ``h`` of kind ``j`` at scale ``sig``, in step times.
+
+        ``k = max(rank_k_sigma x sig, rank_k_effect x min_effect)`` (Page: half the shift to find, the
+        minimum effect, and at least half a sigma); the per-step evidence is clipped at
+        ``+-max(rank_clip, rank_clip_sigma x sig, 2 k)``; ``h`` is the interval whose in-control average run
+        length for i.i.d. Gaussian evidence so clipped is ``rank_arl0 x units x kinds`` steps
+        (:func:`clipped_gauss_h`; a job-wide budget split over every unit and kind tested), times the
+        AR(1) long-run factor of the kind's excess, and at least ``rank_h`` step times.
+        """
+        cfg = self.cfg
+        if not sig > 0:
+            return cfg.rank_k_effect * cfg.min_effect, cfg.rank_clip, cfg.rank_h
+        ks = max(cfg.rank_k_sigma, cfg.rank_k_effect * cfg.min_effect / sig)
+        cs = max(cfg.rank_clip_sigma, 2 * ks, cfg.rank_clip / sig)
+        units = max(1, self.n_units)
+        arl0 = cfg.rank_arl0 * units * max(1, self.n_kinds)
+        # beyond k + 8 sigmas a normal law has no mass that matters (< 1e-15): a clip there, or a reference
+        # past 8 sigmas (a very quiet job), changes nothing, and capping them keeps the cache small
+        hs = cs if ks >= 8 else clipped_gauss_h(_sig2(ks), _sig2(min(cs, ks + 8)), _sig2(arl0))
+        h = max(cfg.rank_h, hs * sig * float(self._ar_factor()[j]))
+        return ks * sig, cs * sig, h
 
     def _ar_factor(self) -> np.ndarray:
         """:func:`ar1_long_run_factor` of each kind's pooled lag-1 autocorrelation (length 3)."""
@@ -505,22 +618,52 @@ class PeerTracker:
         contiguous = bool(n and units[0] == 0 and units[-1] == n - 1 and n <= self.cap and (np.diff(units) == 1).all())
         u = slice(0, n) if contiguous else units
         valid = np.isfinite(Q)
-        sig, base, structural = self.sig[:, u], self.base[:, u], self.structural[:, u]
-        recent, now = self._current_spread(Q, valid)
+        base, structural = self.base[:, u], self.structural[:, u]
+        # In-control estimates (each unit's baseline, the kind's pooled scale and autocorrelation) learn only
+        # from units whose CUSUM was at zero before this step (nothing suggests they have shifted; the
+        # selection is on past steps, not on this step's value), and not at all in a kind where at least half
+        # the units' CUSUMs are above zero: from there the peers' median can be carried by the shifted units
+        # (its breakdown point), so every other unit's excess mirrors theirs (a slow node of two among four
+        # ranks; the other node of a pair). Standard practice for a CUSUM: the in-control estimates do not
+        # adapt on data that may be out of control.
+        s_prev = self.S[:, u]
+        in_ctl = valid & ~self.alarmed[:, u] & ~structural & (s_prev <= 0)
+        in_ctl &= (2 * (valid & (s_prev > 0)).sum(axis=1) < valid.sum(axis=1))[:, None]
+        # the ranks' recent spread, over the units below half their interval at the last step: it measures the
+        # current conditions (ranks drifting apart while other work takes CPU from some), not an in-control
+        # estimate, so it is not frozen (freezing it on the rule above lowered it just in such spells: the
+        # largest clean CUSUM on the dev feeds rose from 0.79 to 0.89 of its interval)
+        recent, now = self._current_spread(Q, valid & ~self.alarmed[:, u] & (s_prev < 0.5 * self.h_now[:, None]))
         now[1] = 0.0  # communication: a victim's waits widen the spread whenever anyone is late
-        sig = np.maximum(sig, np.maximum(recent, now * cfg.spread_now)[:, None])
-        k = np.maximum(cfg.rank_k_effect * cfg.min_effect, 0.5 * sig)
-        h = np.maximum(cfg.rank_h, cfg.rank_h_sigma * sig * self._ar_factor()[:, None])
-        clip = np.maximum(cfg.rank_clip, 3 * sig)
+        # one sigma per kind: the pooled scale of the units' excess, at least the ranks' recent spread
+        sig3 = np.maximum(self.scale, np.maximum(recent, now * cfg.spread_now))
+        design = np.array([self._interval(j, float(sig3[j])) for j in range(3)])  # (k, clip, h) per kind
+        k, clip, h = design[:, 0:1], design[:, 1:2], design[:, 2:3]
+        self.h_now = design[:, 2].copy()
+        gate_clip = np.maximum(cfg.rank_clip, clip)
         b_pos = np.maximum(base, 0.0)  # a rank normally below its peers is not credited for catching up with them
         with np.errstate(invalid="ignore"):
-            s = np.clip(Q - b_pos, -clip, clip)
+            r = Q - b_pos
+            s = np.clip(r, -clip, clip)
+            g = np.clip(r, -gate_clip, gate_clip)  # the evidence the minimum-effect rules average
             if cost is not None:
                 s = np.minimum(s, cost)
+                g = np.minimum(g, cost)
             b_slow = np.where(structural, 0.0, b_pos)
             slow_all = valid & ((EX - b_slow) >= cfg.min_effect) & ((Q - b_slow) > 0)
         s_old = self.S[:, u]
         s_new = np.where(valid, np.maximum(0.0, s_old + np.nan_to_num(s) - k), s_old)
+        # A group shift: at least half the units past half their interval at once. The peers' median then no
+        # longer tells any of them from the others (its breakdown point): a slow node is the node test's to
+        # name, and two ranks sharing a core with two others (one pair slower, the other faster) nobody's.
+        # Their CUSUMs restart from zero, as after a signal. "Half their interval" is the interval at the pooled
+        # scale alone: the ranks' recent spread, which such a shift itself raises, would hide the group.
+        h_in = np.array([self._interval(j, float(self.scale[j]))[2] for j in range(3)])[:, None]
+        high = valid & (s_new >= 0.5 * h_in) & ~self.alarmed[:, u]
+        grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
+        if grp.any():
+            s_new = np.where(high & grp[:, None], 0.0, s_new)
+            self.B[:, u] = np.where(high & grp[:, None], 0.0, self.B[:, u])
         started = valid & (s_old <= 0) & (s_new > 0) & ~structural
         ended = valid & (s_old > 0) & (s_new <= 0) & ~structural
         alarmed = self.alarmed[:, u]
@@ -547,23 +690,28 @@ class PeerTracker:
         nslow += slow
         slr += np.where(slow, np.nan_to_num(LR), 0.0)
         exc += np.where(act, np.maximum(np.nan_to_num(EXC), 0.0), 0.0)
-        usum += np.where(act, np.nan_to_num(s), 0.0)
+        usum += np.where(act, np.nan_to_num(g), 0.0)
         peak[...] = np.where(act, np.maximum(peak, s_new), peak)
         last_slow[...] = np.where(slow, step, last_slow)
         self.n[:, u], self.nslow[:, u], self.slr[:, u], self.exc[:, u] = n_arr, nslow, slr, exc
         self.peak[:, u], self.last_slow[:, u], self.S[:, u], self.usum[:, u] = peak, last_slow, s_new, usum
+        learn = in_ctl
+        if cost is not None:  # a step whose evidence the cost cap held back says nothing about the unit's baseline
+            with np.errstate(invalid="ignore"):
+                learn = in_ctl & ~(r > cost)
+        self._relearn(u, in_ctl, learn, Q, base, b_pos, clip)
         # minimum effect: the run that crossed h must cost at least min_effect step times per step on average
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
         lasting = (n_arr >= cfg.rank_min_steps) | (usum >= cfg.rank_fast_effect * np.maximum(n_arr, 1))
         fire = act & (s_new > 0) & (s_new >= h) & big & lasting & ~alarmed
-        fire |= self._bernoulli(step, u, units, valid, Q - b_pos, sig, structural, alarmed, cost)
+        fire |= self._bernoulli(step, u, units, valid, Q - b_pos, self.scale[:, None], structural, alarmed, cost)
         new: list[UnitRecord] = []
         if fire.any():
             for j, p in zip(*np.nonzero(fire), strict=True):
                 uu, jj = int(units[p]), int(j)
                 rec = UnitRecord(unit=uu, kind=KINDS[jj], first_step=int(self.start[jj, uu]), detected_at=step,
-                                 h=float(h[jj, p]))
+                                 h=float(self.h_now[jj]))
                 rec.evidence.append(make_evidence(int(p), jj))
                 self.records[(uu, jj)] = rec
                 self.alarmed[jj, uu] = True
@@ -578,18 +726,63 @@ class PeerTracker:
                 self.n_ev[jj, uu] += 1
         return new
 
+    def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, learn: np.ndarray, Q: np.ndarray, base: np.ndarray,
+                 b_pos: np.ndarray, clip: np.ndarray) -> None:
+        """Update each in-control unit's baseline and the pooled scale with this step (shape (3, units) masks).
+
+        ``quiet``: the units in control (see :meth:`_cusum`: not alarmed, not slow from the start, CUSUM at zero
+        before this step, and fewer than half the kind's units with a positive CUSUM); a baseline learns
+        (``learn``) only when the cost cap also did not hold its evidence back (a group of two slower than
+        the other while the step is not longer: learning from it would fold a slow node into its
+        baseline). The baseline ``b`` is a running Huber mean of the excess (``b += clip(q - b) / n``, ``n``
+        the steps learned, at most ``rank_base_steps``): the 20-step window's median is off by 0.28 sigma
+        (sd), half the reference ``k`` (a rank whose window ran low drifts towards ``h`` at clean noise).
+        The pooled scale takes this step's median over the in-control units of |q - max(b, 0)|, and the
+        lag-1 autocorrelation their lag products over consecutive in-control steps.
+        """
+        cfg = self.cfg
+        nb = self.nb[:, u]
+        nb = np.where(learn, np.minimum(nb + 1, cfg.rank_base_steps), nb)
+        with np.errstate(invalid="ignore"):
+            step_ = np.clip(np.nan_to_num(Q - base), -clip, clip) / np.maximum(nb, 1)
+        self.base[:, u] = np.where(learn, base + step_, base)
+        self.nb[:, u] = nb
+        with np.errstate(invalid="ignore"):
+            r = np.clip(Q - b_pos, -clip, clip)
+        prev = self.prev[:, u]
+        # the pooled statistics from at most ~2,048 evenly spaced units (at 10,000 ranks a median of a
+        # fifth of them per step, itself a median over 100 steps, is as good and five times cheaper)
+        sub = slice(None, None, max(1, Q.shape[1] // 2048))
+        for j in range(3):
+            if not quiet[j].any():  # no unit in control (or half of the kind's CUSUMs above zero, see _cusum)
+                continue
+            qj, rj, pj = quiet[j, sub], r[j, sub], prev[j, sub]
+            row = np.abs(rj[qj])
+            if row.size:
+                self._push_absdev(j, median(row))
+                self.scale[j] = self._pooled_scale(j)
+            pair = qj & np.isfinite(pj)
+            if pair.any():  # the lag-1 autocorrelation, pooled over units, as running means (Box & Jenkins)
+                self._ac_n[j] = min(self._ac_n[j] + 1, cfg.rank_scale_steps)
+                a, b = rj[pair], pj[pair]
+                now = (float(np.mean(a * b)), float(np.mean(a * a)))
+                self._ac[j] += (np.array(now) - self._ac[j]) / self._ac_n[j]
+                self.rho[j] = self._ac[j, 0] / self._ac[j, 1] if self._ac[j, 1] > 0 else 0.0
+        self.prev[:, u] = np.where(quiet, r, np.nan)
+
     def _bernoulli(self, step: int, u: slice | np.ndarray, units: np.ndarray, valid: np.ndarray, excess: np.ndarray,
                    sig: np.ndarray, structural: np.ndarray, alarmed: np.ndarray, cost: float | None) -> np.ndarray:
         """Recurring slow steps: a Bernoulli CUSUM per (kind, unit) on "this step is slow" (shape (3, units)).
 
         A step is slow for a unit when its excess over its baseline is at least
-        ``max(intermittent_effect, intermittent_sigmas x sigma)`` step times (and, in a synchronous job, the step itself
-        cost that much). Under control every unit is slow with the pooled rate ``p0`` of the units that
-        have not alarmed (Laplace-smoothed, at least ``intermittent_p0_min``); the CUSUM tests it against
-        ``p1 = max(intermittent_p1, 3 p0)`` with log-likelihood-ratio increments (Reynolds & Stoumbos
-        1999, the Bernoulli CUSUM) and alarms at the interval whose in-control average run length is
-        ``intermittent_arl0`` steps, computed exactly (:func:`bernoulli_h_for_arl`; Wald's ``log(arl0)``,
-        used before, guarantees it with a run length some 30 times longer, and detects later). Returns
+        ``max(intermittent_effect, intermittent_sigmas x sigma)`` step times (``sigma``: the kind's pooled
+        scale; and, in a synchronous job, the step itself cost that much). Under control every unit is slow
+        with the pooled rate ``p0`` of the units that have not alarmed (Laplace-smoothed, at least
+        ``intermittent_p0_min``); the CUSUM tests it against ``p1 = max(intermittent_p1, 3 p0)`` with
+        log-likelihood-ratio increments (Reynolds & Stoumbos 1999, the Bernoulli CUSUM) and alarms at the
+        interval whose in-control average run length is ``intermittent_arl0`` steps, computed exactly
+        (:func:`bernoulli_h_for_arl`; Wald's ``log(arl0)``, used before, guarantees it with a run length
+        some 30 times longer, and detects later). Returns
         the units that alarm here.
         """
         cfg = self.cfg
@@ -606,12 +799,17 @@ class PeerTracker:
         b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up[:, None], down[:, None])), b_old)
         bstart = self.bstart[:, u]
         bstart[...] = np.where(valid & (b_old <= 0) & (b_new > 0), step, bstart)
-        self.B[:, u], self.bstart[:, u] = b_new, bstart
         self.p_hit += (z & quiet).sum(axis=1)
         self.p_n += quiet.sum(axis=1)
         # the exact interval for the stated run length, per kind's p0 (rounded to 2 significant digits, cached)
         h = np.array([bernoulli_h_for_arl(float(f"{a:.2g}"), float(f"{b:.2g}"), cfg.intermittent_arl0)
                       for a, b in zip(p0, p1, strict=True)])
+        # a group shift (see _cusum): half the units past half the interval at once restart from zero
+        high = valid & (b_new >= 0.5 * h[:, None]) & ~alarmed & ~structural
+        grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
+        if grp.any():
+            b_new = np.where(high & grp[:, None], 0.0, b_new)
+        self.B[:, u], self.bstart[:, u] = b_new, bstart
         fire = valid & (b_new >= h[:, None]) & ~alarmed & ~structural
         if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
             start = self.start[:, u]
@@ -635,8 +833,9 @@ class PeerTracker:
             if row.size >= 3:
                 m = median(row)
                 d[j] = cfg.mad_scale * median(np.abs(row - m))
-        self._disp[:, self._disp_n % cfg.noise_window] = d
-        self._disp_n += 1
+        for j in np.flatnonzero(np.isfinite(d)):  # a step without three units in control leaves the ring as it is
+            self._disp[j, self._disp_n[j] % cfg.noise_window] = d[j]
+            self._disp_n[j] += 1
         out = np.zeros(3)
         for j in range(3):
             col = self._disp[j][np.isfinite(self._disp[j])]
