@@ -241,10 +241,11 @@ PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
 #: A literal searched in a block's UTF-8 bytes: an ASCII literal is in the bytes exactly when it is in the text,
 #: and re2 finds it at about 20 GB/s where ``str.__contains__`` ran at 2.8 (4 MiB console block without it)
 _NCCL_INFO = re2.compile(b"NCCL INFO")
+#: the raylet's report of a dead worker names its process (``... Worker PID: 6517 Worker exit type: SYSTEM_ERROR``)
+_RAYLET_DEAD_PID = re.compile(r"Worker PID: (\d+)")
 #: Ray Train's statements of which worker process holds which rank: a worker's ``Setting up process group for:
 #: env:// [rank=R, world_size=W]`` (ray/train/torch/config.py) and the train controller's worker table
 #: ``- (ip=A, pid=P) world_rank=R, local_rank=L, node_rank=N`` (Ray Train v2).
-_RAYLET_DEAD_PID = re.compile(r"Worker PID: (\d+)")
 RAY_WORKER_RANK = re.compile(
     r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ?ip=[\w.:-]+)?\)[^\n]{0,200}?"
     r"Setting up process group for: \S+ \[rank=(\d+), world_size=\d+\]"
