@@ -53,7 +53,7 @@ def split_of(rec: dict) -> str:
 
 CONTEXTS = ("start-up", "training", "shutdown")
 _ISO = re.compile(r"(?<!\d)(?:19|20)\d\d[-/]\d\d[-/]\d\d([ T_])\d\d:\d\d:\d\d")
-_RANK_PREFIX = re.compile(r"^\[rank\d+\]:")
+_RANK_PREFIX = re.compile(r"^((?:\([^()\n]{0,80}\) )?)\[rank\d+\]:")
 _JOB_FACT = re.compile(r"\bnranks \d+")
 _GLOG = re.compile(r"(?<![\w])([IWEF])\d{3,4} \d\d:\d\d:\d\d")
 
@@ -106,8 +106,9 @@ def _aligned(lines: list[str], text: list[str], at: int) -> list[str]:
 
 
 def _rank0(lines: list[str]) -> list[str]:
-    """A ``[rankN]:`` prefix names a rank of the thread's job; written as rank 0, which every run has."""
-    return [_RANK_PREFIX.sub("[rank0]:", ln) for ln in lines]
+    """A ``[rankN]:`` prefix (at the start, or behind Ray's ``(name pid=N)``) names a rank of the thread's job;
+    written as rank 0, which every run has."""
+    return [_RANK_PREFIX.sub(r"\1[rank0]:", ln) for ln in lines]
 
 
 def runs(corpus_dev: bool = False) -> list[Path]:
