@@ -29,6 +29,9 @@ BENIGN = [
     "[W reducer.cpp:1303] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find "
     "any unused parameters in the forward pass. This flag results in an extra traversal of the autograd graph every "
     "iteration,  which can adversely affect performance. (function operator())",
+    # c10d's IPv6 socket on a host without IPv6 (it binds IPv4): torch/csrc/distributed/c10d/socket.cpp
+    "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 97 - Address family not "
+    "supported by protocol).",
     # DeepSpeed fp16 dynamic loss scaling skipping a step (routine): deepspeed/runtime/fp16/loss_scaler.py
     "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
 ]
