@@ -238,20 +238,21 @@ def _progressed_after(progress: ProgressLog, t: float) -> bool:
     return False
 
 
-def _retried_warnings(roots: list[SignatureHit], events: dict[str, list[RawEvent]], progress: ProgressLog,
-                      findings: list[str]) -> set[str]:
+def _retried_warnings(roots: list[SignatureHit], events: dict[int, list[RawEvent]], progress: ProgressLog,
+                      findings: list[str]) -> set[int]:
     """Roots whose every event is a line of C++ logging at warning severity (``fields['severity']``, set by the
     extractor from the glog header: PyTorch's c10d ``socket.cpp`` logs each failed connection attempt as a
     warning and raises only when its timeout expires) stamped at an exact time after which the job still made
     training progress (:func:`_progressed_after`): an operation that was retried and then succeeded (a store
-    connection refused while rank 0's store was starting), not a failure. Returns their signature ids."""
-    out: set[str] = set()
+    connection refused while rank 0's store was starting), not a failure. ``events``: each root's events by
+    ``id(hit)`` (a signature refined by a context rule has one hit per rule). Returns the ``id()`` of those hits."""
+    out: set[int] = set()
     for h in roots:
-        evs = events.get(h.signature_id) or []
+        evs = events.get(id(h)) or []
         if not evs or not all(ev.fields.get("severity") == "warning" for ev in evs):
             continue
         if all(ev.ts is not None and not ev.ts_approx and _progressed_after(progress, ev.ts) for ev in evs):
-            out.add(h.signature_id)
+            out.add(id(h))
             findings.append(f"{h.name}: logged as a warning, and training went on after it: a retried operation, "
                             "not the failure.")
     return out
@@ -518,11 +519,11 @@ def localize(
     benign = frozenset(({tid for h in hits if h.role is EventRole.CONTEXT for tid in h.template_ids}
                         | {g.template_id for g in groups if g.kind is EventKind.ERROR_LINE and g.first is not None
                            and g.first.fields.get("severity") == "info"}) - matched)
-    root_events = {h.signature_id: [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
+    root_events = {id(h): [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
                    for h in hits if h.role is EventRole.ROOT}
     retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
     if retried:
-        hits = [h for h in hits if h.signature_id not in retried]
+        hits = [h for h in hits if id(h) not in retried]
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs)
     roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
