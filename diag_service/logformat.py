@@ -62,8 +62,8 @@ _RAY_IP = re.compile(r"\bip=([\w.:-]+)")
 _RAY_PID = re.compile(r"\bpid=(\d+)")
 
 
-def _ray_prefix(text: str) -> tuple[int, str | None] | None:
-    """(end of Ray's or SkyPilot's prefix, node it names) when ``text`` starts with one, else None."""
+def _ray_prefix(text: str) -> tuple[int, str | None, int | None] | None:
+    """(end of Ray's or SkyPilot's prefix, node it names, pid it names) when ``text`` starts with one, else None."""
     m = RAY_PREFIX.match(text)
     if m is None:
         return None
@@ -74,7 +74,8 @@ def _ray_prefix(text: str) -> tuple[int, str | None] | None:
         return None
     ip = _RAY_IP.search(head)
     node = ip.group(1) if ip else (name if name and "rank=" in head else None)
-    return m.end(), node
+    pid = _RAY_PID.search(head) if "pid=" in head else None
+    return m.end(), node, int(pid.group(1)) if pid else None
 
 
 # A host name: letters, digits, dots, dashes; must contain a digit or a dash so that words such as
@@ -220,9 +221,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             r = _ray_prefix(text) if text.startswith("(") else None
             if r is not None:
                 att.node = att.node or r[1]
-                if att.pid is None and "pid=" in text[:r[0]]:
-                    m_pid = _RAY_PID.search(text, 0, r[0])
-                    att.pid = int(m_pid.group(1)) if m_pid else None
+                att.pid = r[2] if att.pid is None else att.pid
                 text = _RAY_REPEATED.sub("", text[r[0]:])
                 continue
             m = MPI_PREFIX.match(text)
