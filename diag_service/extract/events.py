@@ -255,7 +255,7 @@ RAY_WORKER_RANK = re.compile(
 #: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
 LEAD_DATE = re.compile(r"(?:\[[^\[\]\n]{0,32}\]:?\s?)*\[?((?:19|20)\d\d)[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")
-LEAD_DATE_BLOCK = re2.compile(rb"(?m)^(?:\[[^\[\]\n]{0,32}\]:?\s?)*\[?((?:19|20)\d\d)[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")
+LEAD_DATE_BLOCK = re2.compile(b"(?m)^" + LEAD_DATE.pattern.encode())  # the same, at every line start of a block
 #: how far into a file's first block the year is looked for before its lines are read
 YEAR_SCAN_BYTES = 1 << 16
 
