@@ -23,7 +23,6 @@ import argparse
 import gzip
 import json
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "eval"))
 
 from corpus_eval import _commit  # noqa: E402
-from noise_eval import answer, runs  # noqa: E402
+from noise_eval import answer, copy_bundle, runs  # noqa: E402
 
 from diag_service.logformat import parse_timestamp  # noqa: E402
 
@@ -75,11 +74,7 @@ TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "crlf": crlf, "a
 
 def transformed(src: Path, dst: Path, name: str) -> Path:
     """A copy of bundle ``src`` at ``dst`` with transform ``name`` applied to every file."""
-    if src.is_dir():
-        shutil.copytree(src, dst)
-    else:
-        dst.mkdir(parents=True)
-        shutil.copy(src, dst / src.name)
+    copy_bundle(src, dst)
     for f in [x for x in dst.rglob("*") if x.is_file()]:
         if name == "gz":
             data = f.read_bytes()

@@ -64,13 +64,19 @@ def answer(path: Path) -> tuple[str, str, int | None]:
     return d.category.value, d.failure_mode.value, d.first_failing_rank
 
 
-def inject(src: Path, dst: Path, lines: list[str], context: str) -> Path:
-    """Copy bundle ``src`` to ``dst`` with ``lines`` written into its largest log file at ``context``'s place."""
+def copy_bundle(src: Path, dst: Path) -> Path:
+    """Copy bundle ``src`` (a folder, or one log file) to the new folder ``dst``; returns ``dst``."""
     if src.is_dir():
         shutil.copytree(src, dst)
     else:
         dst.mkdir(parents=True)
         shutil.copy(src, dst / src.name)
+    return dst
+
+
+def inject(src: Path, dst: Path, lines: list[str], context: str) -> Path:
+    """Copy bundle ``src`` to ``dst`` with ``lines`` written into its largest log file at ``context``'s place."""
+    copy_bundle(src, dst)
     logs = [f for f in dst.rglob("*") if f.is_file() and f.suffix in (".log", ".txt", ".out", "")]
     target = max(logs, key=lambda f: f.stat().st_size)
     text = target.read_text(errors="replace").split("\n")
