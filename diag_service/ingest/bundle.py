@@ -234,10 +234,10 @@ def _last_segment(m: re.Match[str]) -> str:
     return seg[bar.end() :] if bar else seg
 
 
-def _normalise(text: str) -> str:
+def _normalise(text: str, redraws: bool = False) -> str:
     if "\r" in text:
         text = CRLF_RE.sub("\n", text)
-        if "\r" in text:
+        if "\r" in text and not redraws:
             text = CR_REDRAW_RE.sub(_last_segment, text)
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
@@ -356,10 +356,12 @@ class _PrefixSniffer:
 
 def _stream_blocks(
     walker: Walker[Block], src: Source, fobj: BinaryIO, compressed: Compressed, area: bytearray | None = None,
+    redraws: bool = False,
 ) -> Iterator[Block]:
     """Yield blocks of complete lines from a member's decompressed stream, applying every text guard;
     bytes are counted in ``walker``'s budget (its limits cut the member). ``area``: a read buffer of
-    ``block_bytes`` shared by the members of one walk, which are read one after another (default: a new one)."""
+    ``block_bytes`` shared by the members of one walk, which are read one after another (default: a new one).
+    ``redraws``: keep ``\r`` progress-bar redraws inside their line (see :func:`read_bundle`)."""
     limits, report, budget = walker.limits, walker.report, walker.budget
     max_line = limits.max_line_bytes
     buf = b""  # the incomplete last line of what was read so far
@@ -418,7 +420,7 @@ def _stream_blocks(
                 exact = "\ufffd" not in decoded
                 if not exact:
                     bad_chars += decoded.count("\ufffd")
-                text = _normalise(decoded)
+                text = _normalise(decoded, redraws)
                 sniffer.feed(text)
                 raw = complete if exact and text is decoded else None
                 n_lines = _newlines(text, raw)
@@ -430,7 +432,7 @@ def _stream_blocks(
         if not got:
             break
     if buf and not skipping_long:
-        text = _normalise(buf.decode("utf-8", errors="replace")) + "\n"
+        text = _normalise(buf.decode("utf-8", errors="replace"), redraws) + "\n"
         bad_chars += text.count("\ufffd")
         sniffer.feed(text)
         yield Block(source=src, text=text, first_line=line_no)
@@ -454,6 +456,7 @@ def read_bundle(
     path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
     skip: Callable[[str], bool] | None = None, capture: Callable[[str], bool] | None = None,
     raw: Callable[[str], bool] | None = None, on_raw: Callable[[str, bytes, str | None], None] | None = None,
+    redraws: bool = False,
 ) -> Iterator[Block]:
     """Stream every text line of a bundle as :class:`Block` objects, in a stable file order.
 
@@ -465,6 +468,8 @@ def read_bundle(
     (stack dumps, timing feeds for other analyzers): their blocks are yielded, their files and lines
     are not counted in ``report``. ``raw(member_name)``: archive members handed whole to
     ``on_raw(name, data, read_error)`` instead (binary dumps; folders' files are read by their analyzers).
+    ``redraws``: keep a line's ``\r`` progress-bar redraws (every tqdm update, for the step-time reader)
+    instead of only what a terminal shows; line numbers are the same either way (only ``\n`` ends a line).
 
     Raises :class:`BundleError` if ``path`` does not exist or the archive cannot be opened.
     """
@@ -481,7 +486,7 @@ def read_bundle(
         src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
         if not area:
             area.append(bytearray(walker.limits.block_bytes))  # allocated (and zeroed) once per walk
-        return _stream_blocks(walker, src, fobj, compressed, area[0])
+        return _stream_blocks(walker, src, fobj, compressed, area[0], redraws)
 
     walker: Walker[Block] = Walker(limits, Policy.SALVAGE, report, leaf, Budget(limits, skip, capture, raw, on_raw))
 

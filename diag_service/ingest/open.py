@@ -259,6 +259,19 @@ class Bundle:
             yield b
         self._finish()
 
+    def step_blocks(self) -> Iterator[Block]:
+        """The log members' blocks read a second time, with progress-bar redraws kept (every tqdm update:
+        :func:`~diag_service.ingest.bundle.read_bundle`'s ``redraws``), for the step-time reader. Only log
+        members; nothing is counted in :attr:`report`. A bundle given as text yields that text."""
+        if self._text is not None:
+            text = self._text if self._text.endswith("\n") else self._text + "\n"
+            yield Block(source=attribute_path(self._name), text=text, first_line=1)
+            return
+        scratch = InputReport(path=self.path)
+        for b in read_bundle(self.path, scratch, self.limits, skip=self._not_read, redraws=True):
+            if self.kind(b.source.path) is MemberKind.LOG:
+                yield b
+
     def _add_feed(self, name: str, b: Block) -> None:
         f = next((f for f in self._feeds if f.name == name), None)
         if f is None:

@@ -1015,7 +1015,7 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
     """
     if slow.failure_mode is not FailureMode.FAIL_SLOW:
         return
-    d.findings.append("Timing feed: " + slow.summary)
+    d.findings.append(("Step times in the logs: " if slow.input.format.startswith("logs") else "Timing feed: ") + slow.summary)
     inferred_hang = d.hang is None and d.confidence <= ALIVE_NO_ERROR_CONFIDENCE  # the logs only stopped
     if d.category is not Category.UNKNOWN or (d.failure_mode is FailureMode.FAIL_HANG and not inferred_hang):
         return
@@ -1029,7 +1029,8 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
     d.category = slow.category
     d.category_source = "analyzers"
     d.responsible = DEFAULT_RESPONSIBLE[slow.category]
-    d.root_cause.summary = slow.summary + " " + d.root_cause.summary
+    # the inferred hang's "still running, stopped making progress" is what the slowdown replaces
+    d.root_cause.summary = slow.summary if inferred_hang else slow.summary + " " + d.root_cause.summary
     top = slow.stragglers[0] if slow.stragglers else None
     unique = len(slow.stragglers) == 1 or (top is not None and slow.stragglers[1].confidence < top.confidence)
     if top is not None and top.confidence >= 0.7 and unique:

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from diag_service.domain import FailureMode
 from diag_service.fsutil import open_regular
 from diag_service.ingest import BundleError
 from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
@@ -32,6 +33,7 @@ from diag_service.slow.feeds import (
 )
 from diag_service.slow.logs import load_log_bundle
 from diag_service.slow.models import SlowConfig, SlowReport
+from diag_service.slow.offline import whole_log_episode
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
 
 _JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
@@ -160,6 +162,8 @@ def analyze_slow(
     for part in _sorted_steps(batch):
         det.update(part)
     rep = det.report()
+    if not rep.job_slowdown and feed.stats.format.startswith("logs") and len(batch):
+        _whole_log(rep, batch)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -171,6 +175,25 @@ def analyze_slow(
     rep.timings_ms = {"load": round((t_load - t0) * 1000, 3), **rep.timings_ms,
                       "total": round((time.perf_counter() - t0) * 1000, 3)}
     return rep
+
+
+def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
+    """A log read after the fact: the whole-log test (:func:`~diag_service.slow.offline.whole_log_episode`)
+    where the streaming detector found no episode (too few records for its baseline, or a slowdown inside
+    it). A stretch found becomes the report's episode, category and summary."""
+    ep = whole_log_episode(batch.step, batch.step_time, batch.weight, batch.end)
+    if ep is None:
+        return
+    rep.job_slowdown = [ep]
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.time_lost_s = ep.time_lost_s
+    rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)
+    base = ep.evidence[0].baseline_s if ep.evidence else None
+    u = "s" if rep.units == "seconds" else f" {rep.units}"
+    until = "to the end of the log" if ep.ongoing else f"to step {ep.end_step}"
+    said = (f"The job ran {ep.slowdown_factor:.2f}x slower than before (baseline {base:.4g}{u}/step) from step "
+            f"{ep.start_step} {until}, costing {ep.time_lost_s:.4g}{u} (whole-log change test).")
+    rep.summary = said if rep.summary.startswith(("Not enough", "No slowdown")) else f"{said} {rep.summary}"
 
 
 def _empty_stats(fmt: str, batch: StepBatch):  # noqa: ANN202 - FeedStats

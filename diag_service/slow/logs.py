@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ import numpy as np
 
 from diag_service.domain import Evidence, InputReport
 from diag_service.ingest import read_bundle
+from diag_service.ingest.bundle import Block
 from diag_service.ingest.members import FEED_MEMBER
 from diag_service.limits import LIMITS
 from diag_service.logformat import attribute, iso, parse_timestamp
@@ -51,14 +53,23 @@ DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[
 DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
 DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
 DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
-#: A training script's own step line: a step counter, then a per-step time by a key that says what it is
-#: (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``); ``_ms`` keys and an ``ms`` unit are
-#: milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are not step times.
+#: A training script's own step line: a step counter (``step 120``, ``step 120/2000``, ``[iter 100]``), then a
+#: per-step time under a key that names it (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``);
+#: ``_ms`` keys and an ``ms`` unit are milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are
+#: not step times.
+STEP_COUNTER = r"\b(?:step|iter|iteration|it|batch)\b\s*[:=#]?\s*(\d+)\b(?:\s*/\s*\d+\b)?(?!\s*[%/])"
 GENERIC_STEP = re.compile(
-    r"\b(?:step|iter|iteration|it)\b\s*[:=#]?\s*(\d+)\b(?!\s*[/%]).{0,200}?"
+    STEP_COUNTER + r".{0,200}?"
     r"\b(time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time)\b\s*[:=]?\s*"
     r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
+#: The same step counter with an unnamed time that its unit makes a per-step time: ``148.2 ms/step``,
+#: ``0.52 s/it``, ``3.1 it/s`` (a rate), or a lone ``10.8 ms`` column (``step 13 | loss 1.0 | 10.8 ms |``; used
+#: only when the line holds one such number, since ``data 5 ms | fwd 30 ms`` names parts of a step).
+UNIT_TIME = re.compile(
+    r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)\s*(?:(ms|s|sec)\s*/\s*(?:step|it|iter|iteration|batch)\b|(it/s)\b|(ms)\b(?!\s*/))"
+)
+STEP_ONLY = re.compile(STEP_COUNTER)
 #: MMEngine's LogProcessor line (mmengine/runner/log_processor.py): ``Iter(train) [ 100/1000] ... time: 0.4234``
 #: or ``Epoch(train) [1][ 50/1251] ... time: 0.4234`` (seconds per iteration, averaged over the log interval).
 MMENGINE = re.compile(
@@ -117,8 +128,8 @@ def _count(s: str | None) -> int | None:
 
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
-    if not ("iteration" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time" in raw):
+    if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
+            or "time" in raw or "batch" in raw):
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -214,6 +225,18 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             return
         ms = m.group(2).endswith("_ms") or m.group(4) == "ms"
         _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
+        return
+    m = STEP_ONLY.search(text)
+    if m and ("ms" in text or "/s" in text or "s/" in text):
+        units = list(UNIT_TIME.finditer(text, m.end()))
+        per_step = [u for u in units if u.group(2) or u.group(3)]
+        lone_ms = [u for u in units if u.group(4)]
+        u = per_step[0] if per_step else lone_ms[0] if len(lone_ms) == 1 else None
+        step, x = _count(m.group(1)), _num(u.group(1)) if u is not None else None
+        if u is None or step is None or x is None or x <= 0:
+            return
+        sec = 1.0 / x if u.group(3) else x / 1000.0 if (u.group(2) or u.group(4)) == "ms" else x
+        _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
@@ -237,13 +260,22 @@ def load_log_bundle(path: str | Path) -> Feed:
     lines gives an empty feed with a warning.
     """
     report = InputReport(path=str(path))
+    return log_feed(read_bundle(path, report, redraws=True), str(path), report)
+
+
+def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = None) -> Feed:
+    """:func:`load_log_bundle` of blocks already being read (``read_bundle(..., redraws=True)``, or
+    :meth:`~diag_service.ingest.open.Bundle.step_blocks`); ``source`` names the input in the feed's stats,
+    ``report`` holds the read's warnings. A block of a member named like a timing feed is read as that feed."""
+    report = report if report is not None else InputReport(path=source)
+    path = source
     st = _State()
     year = 1970
     feed_recs: list[Any] = []
     feed_lines: list[int] = []
     feed_bad = 0
     feed_src: str | None = None
-    for block in read_bundle(path, report):
+    for block in blocks:
         src = block.source
         if FEED_MEMBER.search(src.path) and not src.path.lower().endswith((".csv", ".parquet")):
             # a JSONL timing feed inside the bundle (archive member or file)
@@ -253,12 +285,14 @@ def load_log_bundle(path: str | Path) -> Feed:
             feed_lines += line_nos
             feed_bad += malformed
             continue
-        for i, line in enumerate(block.text.splitlines()):
+        for i, line in enumerate(block.text.split("\n")[: block.newlines or None]):
             if year == 1970:
                 ts = parse_timestamp(line, 2000)
                 if ts is not None:
                     year = _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).year
-            parse_line(st, src.path, block.first_line + i, line, src.rank, src.node, year if year != 1970 else 2024)
+            # a progress bar's redraws (``\r``) are the updates a terminal overwrote: each is a reading
+            for seg in line.split("\r") if "\r" in line else (line,):
+                parse_line(st, src.path, block.first_line + i, seg, src.rank, src.node, year if year != 1970 else 2024)
     if feed_recs:
         conv = RecordConverter()
         batch = conv.convert(feed_recs, feed_lines)

@@ -1,0 +1,146 @@
+"""Fail-slow from a log's own step lines: the step-time reader, the whole-log change test
+(``diag_service.slow.offline``) and ``diag diagnose`` on real slow runs (the zoo's dev split) and real clean
+runs (``eval/slow_feeds``' dev split)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diag_service.ingest.open import Bundle
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.slow.logs import load_log_bundle, log_feed
+from diag_service.slow.offline import ALPHA, CRITICAL, find_shift, kuiper_sf, whole_log_episode
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "eval" / "zoo"
+FEEDS = ROOT / "eval" / "slow_feeds"
+DEV_RUNS = set(json.loads((ZOO / "split.json").read_text())["dev"])
+DEV_FEEDS = json.loads((FEEDS / "split.json").read_text())["dev"]
+
+
+def _job_series(name: str) -> np.ndarray:
+    """A real clean lab run's job step time per step (median over ranks), seconds."""
+    by_step: dict[int, list[float]] = defaultdict(list)
+    with gzip.open(FEEDS / f"{name}.jsonl.gz", "rt") as fh:
+        for line in fh:
+            r = json.loads(line)
+            by_step[int(r["step"])].append(float(r["end"]) - float(r["start"]))
+    return np.array([statistics.median(by_step[s]) for s in sorted(by_step)])
+
+
+@pytest.mark.parametrize(("line", "step", "seconds"), [
+    ("step 120/2000 | loss 2.31 | 148.2 ms/step", 120, 0.1482),
+    ("[iter 100] loss=3.2 0.52 s/it", 100, 0.52),
+    ("rank 0 | step   13 | loss 1.0037 |    10.8 ms |  11831.1 samples/s", 13, 0.0108),
+    ("Epoch 1 | batch 30 | loss 0.7 | 4.0 it/s", 30, 0.25),
+])
+def test_step_lines_whose_unit_says_it_is_a_step_time(tmp_path: Path, line: str, step: int, seconds: float) -> None:
+    (tmp_path / "a.log").write_text(line + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert list(feed.batch.step) == [step]
+    assert abs(float(feed.batch.step_time[0]) - seconds) < 1e-9
+
+
+@pytest.mark.parametrize("line", [
+    "step 10 | data 5.0 ms | fwd 30.0 ms | loss 1.2",  # two unnamed ms columns: parts of a step, not the step
+    "Loading checkpoint shards: step 1/3 took 12 ms/shard",  # a unit per shard, not per step
+    "step 10 | loss 1.2 | elapsed 12.3 s",  # a cumulative clock
+])
+def test_lines_without_a_per_step_time_are_not_read(tmp_path: Path, line: str) -> None:
+    (tmp_path / "a.log").write_text(line + "\n")
+    assert len(load_log_bundle(tmp_path).batch) == 0
+
+
+def test_every_redraw_of_a_tqdm_bar_is_a_reading() -> None:
+    """transformers.Trainer's bar is redrawn with ``\\r`` on one line; a terminal (and the log pass) keeps the
+    last redraw, the step-time reader every one of them. Real run: eval/zoo/runs/hf_slow_stopcont_rank0."""
+    run = ZOO / "runs" / "hf_slow_stopcont_rank0"
+    feed = load_log_bundle(run)
+    assert feed.stats.format == "logs:hf_trainer"
+    assert len(feed.batch) > 100  # one reading per step update, not one per newline
+    assert np.all(np.diff(feed.batch.step) > 0)
+
+
+def test_a_pasted_log_is_read_for_step_times_too() -> None:
+    text = "".join(f"step {i} loss 1.0 time_ms {40 if i < 60 else 90}.0\n" for i in range(1, 121))
+    feed = log_feed(Bundle.from_text(text).step_blocks(), "pasted")
+    assert len(feed.batch) == 120
+
+
+def test_the_threshold_is_kuipers_at_the_stated_false_alarm_rate() -> None:
+    assert abs(kuiper_sf(CRITICAL) - ALPHA) / ALPHA < 0.01
+    assert 2.2 < CRITICAL < 2.4
+
+
+@pytest.mark.parametrize("name", DEV_FEEDS[:8])
+def test_real_clean_runs_are_not_called_slow_and_a_2x_stretch_in_them_is(name: str) -> None:
+    t = _job_series(name)
+    steps = np.arange(1, t.size + 1)
+    assert whole_log_episode(steps, t, np.ones_like(t)) is None
+    onset = t.size // 2
+    x = t.copy()
+    x[onset:] *= 2.0
+    ep = whole_log_episode(steps, x, np.ones_like(x))
+    assert ep is not None and ep.ongoing
+    assert onset - 10 <= ep.start_step <= onset + 15
+    assert 1.7 < ep.slowdown_factor < 2.3
+
+
+def test_a_slow_start_is_warm_up_not_a_slowdown() -> None:
+    t = _job_series(DEV_FEEDS[0]).copy()
+    t[:30] *= 3.0  # compilation, cache warm-up, the first data-loader fill
+    steps = np.arange(1, t.size + 1)
+    assert find_shift(steps, t, np.ones_like(t)) is None
+
+
+def test_a_stretch_that_ends_is_an_episode_with_an_end() -> None:
+    t = _job_series(DEV_FEEDS[1]).copy()
+    t[150:250] *= 1.8
+    ep = whole_log_episode(np.arange(1, t.size + 1), t, np.ones_like(t))
+    assert ep is not None and not ep.ongoing
+    assert 140 <= ep.start_step <= 165 and 235 <= (ep.end_step or 0) <= 265
+
+
+def _diagnose(run: str, tmp_path: Path):
+    assert run in DEV_RUNS, f"{run} is not a dev run"
+    job = tmp_path / "job"
+    shutil.copytree(ZOO / "runs" / run, job)
+    return diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+
+
+@pytest.mark.parametrize(("run", "onset"), [
+    # two busy processes per core from step 100 on; log lines every 10 steps (30 records)
+    ("slow_cpu_hog_all", 100),
+    # rank 1 SIGSTOPped 150 ms of every 250 ms from step 80: every third step ~4.6x, every step printed
+    ("slow_stopcont_rank1_step80", 80),
+    # transformers.Trainer's tqdm bar only, rank 0 throttled from about step 100
+    ("hf_slow_stopcont_rank0", 100),
+])
+def test_diagnose_reads_a_slowdown_from_the_logs_step_lines(run: str, onset: int, tmp_path: Path) -> None:
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow"
+    assert d.category.value == "infrastructure"
+    assert d.slow is not None and d.slow.job_slowdown
+    ep = d.slow.job_slowdown[0]
+    assert onset - 20 <= ep.start_step <= onset + 30
+    assert "still running" not in d.root_cause.summary  # not the inferred hang's wording
+    assert any(f.startswith("Step times in the logs:") for f in d.findings)
+
+
+@pytest.mark.parametrize("run", [
+    "long_net_ss_kill_rank0",  # 81 step lines, then a socket killed
+    "hf_st_disk_full",  # a transformers.Trainer bar, then the disk fills
+])
+def test_a_failed_run_with_step_lines_keeps_its_failure(run: str, tmp_path: Path) -> None:
+    """A run that died of its own error stays fail_stop whatever its step times did before."""
+    assert len(load_log_bundle(ZOO / "runs" / run).batch) >= 7
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_stop"
