@@ -144,3 +144,39 @@ def test_a_failed_run_with_step_lines_keeps_its_failure(run: str, tmp_path: Path
     assert len(load_log_bundle(ZOO / "runs" / run).batch) >= 7
     d = _diagnose(run, tmp_path)
     assert d.failure_mode.value == "fail_stop"
+
+
+def test_a_step_time_that_climbs_through_the_log_is_growth_not_a_step() -> None:
+    """Stack Overflow 50899548 ("PyTorch LSTM: why does each epoch get slower?"): the time per 10 epochs as
+    its log prints it; the hidden state was carried without detach(), so each backward ran through all
+    earlier epochs."""
+    per_10_epochs = [0.005673, 0.208632, 0.494301, 0.784275, 1.074783, 1.372082, 1.659371, 1.958451, 2.262113]
+    ep = whole_log_episode(np.arange(9) * 10, np.array(per_10_epochs), np.ones(9))
+    assert ep is not None and ep.growth and ep.ongoing
+
+
+@pytest.mark.parametrize("name", [n for n in DEV_FEEDS if n.startswith("quiet")][:6])
+def test_growth_and_a_step_on_real_clean_runs_are_told_apart(name: str) -> None:
+    """On a quiet host (a loaded host's own wander can make a ramp look like a step: 2 of 26 dev runs at 3x)."""
+    t = _job_series(name)
+    steps = np.arange(1, t.size + 1)
+    ramp = whole_log_episode(steps, t * np.linspace(1.0, 3.0, t.size), np.ones_like(t))
+    assert ramp is not None and ramp.growth
+    x = t.copy()
+    x[t.size // 2:] *= 2.0
+    step = whole_log_episode(steps, x, np.ones_like(x))
+    assert step is not None and not step.growth
+
+
+def test_growth_reads_as_user_code() -> None:
+    from diag_service.slow.analyze import analyze_slow
+    from diag_service.slow.feeds import Feed, StepBatch
+    from diag_service.slow.models import FeedStats
+
+    t = _job_series(DEV_FEEDS[2]) * np.linspace(1.0, 2.5, 400)
+    n = t.size
+    batch = StepBatch.from_columns(step=np.arange(1, n + 1), rank=np.full(n, -1), step_time=t, weight=np.ones(n),
+                                   end=np.full(n, np.nan), compute=np.full(n, np.nan), comm=np.full(n, np.nan))
+    rep = analyze_slow(Feed(batch, FeedStats(source="x", format="logs:step_lines", records=n)))
+    assert rep.category.value == "user_code"
+    assert "grew steadily" in rep.summary

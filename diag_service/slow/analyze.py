@@ -162,7 +162,7 @@ def analyze_slow(
     for part in _sorted_steps(batch):
         det.update(part)
     rep = det.report()
-    if not rep.job_slowdown and feed.stats.format.startswith("logs") and len(batch):
+    if feed.stats.format.startswith("logs") and len(batch):
         _whole_log(rep, batch)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
@@ -180,9 +180,10 @@ def analyze_slow(
 def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
     """A log read after the fact: the whole-log test (:func:`~diag_service.slow.offline.whole_log_episode`)
     where the streaming detector found no episode (too few records for its baseline, or a slowdown inside
-    it). A stretch found becomes the report's episode, category and summary."""
+    it), or where the step time climbs through the whole log (a growth, which the streaming detector sees
+    as a late step up). A stretch found becomes the report's episode, category and summary."""
     ep = whole_log_episode(batch.step, batch.step_time, batch.weight, batch.end)
-    if ep is None:
+    if ep is None or (rep.job_slowdown and not ep.growth):
         return
     rep.job_slowdown = [ep]
     rep.failure_mode = FailureMode.FAIL_SLOW
@@ -193,7 +194,12 @@ def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
     until = "to the end of the log" if ep.ongoing else f"to step {ep.end_step}"
     said = (f"The job ran {ep.slowdown_factor:.2f}x slower than before (baseline {base:.4g}{u}/step) from step "
             f"{ep.start_step} {until}, costing {ep.time_lost_s:.4g}{u} (whole-log change test).")
-    rep.summary = said if rep.summary.startswith(("Not enough", "No slowdown")) else f"{said} {rep.summary}"
+    if ep.growth:
+        said = (f"The step time grew steadily through the log, {ep.slowdown_factor:.2f}x from its first quarter "
+                f"({base:.4g}{u}/step) to its last: work per step that grows with the step count, most often history "
+                "kept across steps (a hidden state or loss carried without detach(), so each backward runs through "
+                "every earlier step, or a list or cache that each step walks).")
+    rep.summary = said  # a log's series is the job's (rank -1): no straggler or group to keep
 
 
 def _empty_stats(fmt: str, batch: StepBatch):  # noqa: ANN202 - FeedStats

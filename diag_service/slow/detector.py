@@ -579,6 +579,8 @@ class SlowDetector:
                 return Category.GPU_HARDWARE
             return _KIND_CATEGORY[lead]
         if episodes:
+            if episodes[0].growth:
+                return Category.USER_CODE  # work per step growing with the step count (diag_service.slow.offline)
             kinds = [e.kind for e in episodes if e.kind is not None]
             if kinds and kinds[0] is StragglerKind.COMMUNICATION:
                 return Category.NETWORK

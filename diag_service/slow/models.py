@@ -223,6 +223,9 @@ class SlowEpisode(BaseModel):
     )
     explained_by_ranks: list[int] = Field(default_factory=list, description="Stragglers active during the episode.")
     ongoing: bool = False
+    growth: bool = Field(
+        default=False, description="The step time climbed through the whole log (work per step growing with the step "
+                                   "count) instead of stepping up once; from the whole-log test of a log.")
     evidence: list[StepEvidence] = Field(default_factory=list)
 
 

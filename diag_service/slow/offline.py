@@ -25,6 +25,11 @@ Method (a change-point test with a stated false-alarm probability):
    :data:`ALPHA` (one false alarm per thousand clean logs, under this model).
 5. The stretch must also be slower by at least ``SlowConfig.min_effect`` (ratio of the median block mean in
    the stretch to the median before it).
+6. A series that climbs through the whole log (each quarter slower than the last, :data:`GROWTH_STEP`) is a
+   *steady growth* rather than a step: work per step that grows with the step count. Its usual cause is the
+   training loop keeping history across steps, e.g. a recurrent state or loss carried without ``detach()``,
+   so that each backward runs through every earlier step (Stack Overflow 50899548, "PyTorch LSTM: why does
+   each epoch get slower?", whose log shows the time per 10 epochs growing 0.21, 0.49, 0.78, 1.07 ... s).
 """
 
 from __future__ import annotations
@@ -48,6 +53,12 @@ SPIKE_SIGMAS = 4.0
 #: step times printed with few digits (a MAD of 0) do not make every wobble significant.
 MIN_SIGMA = 0.01
 _MAD = 1.4826
+#: Least rise of each quarter's median step time over the previous one for a steady growth (5 %: at this
+#: host's noise, 10 blocks per quarter give a median within a few % of the level; a flat series passes three
+#: such rises in a row rarely, and only after the change test has found a stretch at all).
+GROWTH_STEP = 0.05
+#: The trend's one-sided z at :data:`ALPHA` (normal quantile of 1 - 0.001).
+GROWTH_Z = 3.09
 
 
 def kuiper_sf(c: float) -> float:
@@ -88,6 +99,7 @@ class Shift:
     statistic: float
     p_value: float
     ongoing: bool
+    growth: bool = False
 
 
 def _blocks(t: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,6 +174,14 @@ def find_shift(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | Non
     stat = best / (sigma_lr * math.sqrt(n))
     base = float(np.median(means[:lo]))
     factor = float(np.median(means[lo:hi])) / base
+    growth = _steady_growth(y, means, float(np.sum(np.abs(resid))))
+    if growth is not None and growth[1] >= 1 + min_effect:
+        # the whole log is the stretch: no level to go back to, the work per step grows from the start
+        q = max(1, n // 4)
+        base = float(np.median(means[:q]))
+        return Shift(lo=1, hi=t.size + 1, start_step=int(step[0]), end_step=int(step[-1]),
+                     factor=round(growth[1], 4), baseline=base, statistic=round(growth[0], 3),
+                     p_value=_normal_sf(growth[0]), ongoing=True, growth=True)
     if stat < _threshold(alpha) if alpha != ALPHA else stat < CRITICAL:
         return None
     if factor < 1 + min_effect:
@@ -171,6 +191,38 @@ def find_shift(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | Non
     return Shift(lo=r_lo + 1, hi=r_hi + 1, start_step=int(step[r_lo]), end_step=int(step[r_hi - 1]),
                  factor=round(factor, 4), baseline=base, statistic=round(stat, 3), p_value=kuiper_sf(stat),
                  ongoing=hi == n)
+
+
+def _normal_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _steady_growth(y: np.ndarray, means: np.ndarray, step_l1: float) -> tuple[float, float] | None:
+    """``(t, factor)`` when the log block means ``y`` climb through the whole log rather than step up once,
+    else None. A least-squares line through ``y`` must have a slope ``t`` (its AR(1)-corrected t statistic) of
+    at least :data:`GROWTH_Z`, fit better than the stretch model (sum of absolute residuals below
+    ``step_l1``), and each quarter's median must be at least :data:`GROWTH_STEP` above the previous one (a
+    co-tenant or a throttle steps, and leaves neighbouring quarters level). ``factor``: the line's rise from
+    the first block to the last."""
+    n = y.size
+    if n < 8:
+        return None
+    x = np.arange(n, dtype=np.float64) - (n - 1) / 2
+    slope = float(np.dot(x, y - y.mean()) / np.dot(x, x))
+    resid = y - y.mean() - slope * x
+    if float(np.sum(np.abs(resid))) >= step_l1:
+        return None
+    sigma = max(MIN_SIGMA, _MAD * float(np.median(np.abs(resid - np.median(resid)))))
+    rho = 0.0
+    if float(np.std(resid)) > 0:
+        rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
+        rho = min(0.8, max(0.0, rho if math.isfinite(rho) else 0.0))
+    se = sigma * math.sqrt((1 + rho) / (1 - rho)) / math.sqrt(float(np.dot(x, x)))
+    z = slope / se
+    med = [float(np.median(part)) for part in np.array_split(means, 4)]
+    if z < GROWTH_Z or not all(b >= a * (1 + GROWTH_STEP) for a, b in zip(med, med[1:], strict=False)):
+        return None
+    return z, math.exp(slope * (n - 1))
 
 
 #: The least slowdown the whole-log test reports from a log (1.3x). Source: the dev clean runs of
@@ -204,4 +256,4 @@ def whole_log_episode(step: np.ndarray, step_time: np.ndarray, weight: np.ndarra
     return SlowEpisode(start_step=s.start_step, end_step=None if s.ongoing else s.end_step, start_time=start_time,
                        end_time=None if s.ongoing else end_time, detected_at_step=int(st[-1]),
                        steps=int(np.sum(ww[s.lo:s.hi])), slowdown_factor=s.factor, time_lost_s=round(lost, 6),
-                       ongoing=s.ongoing, evidence=evidence)
+                       ongoing=s.ongoing, growth=s.growth, evidence=evidence)
