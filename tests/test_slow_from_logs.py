@@ -180,3 +180,31 @@ def test_growth_reads_as_user_code() -> None:
     rep = analyze_slow(Feed(batch, FeedStats(source="x", format="logs:step_lines", records=n)))
     assert rep.category.value == "user_code"
     assert "grew steadily" in rep.summary
+
+
+def test_step_times_from_the_timestamps_of_step_lines(tmp_path: Path) -> None:
+    """python logging's stamp on a step line without a step time: (time between lines) / (steps between)."""
+    import datetime as dt
+
+    t, lines = 1_700_000_000.0, []
+    for i in range(1, 301):
+        t += 0.5 if i < 150 else 1.0
+        if i % 10 == 0:
+            stamp = dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+            lines.append(f"{stamp} - train - INFO - step {i}, loss 2.31")
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert feed.stats.format == "logs:step_clock"
+    assert abs(float(feed.batch.step_time[0]) - 0.5) < 1e-6 and abs(float(feed.batch.step_time[-1]) - 1.0) < 1e-6
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(feed)
+    assert rep.job_slowdown and 140 <= rep.job_slowdown[0].start_step <= 170
+
+
+def test_stamps_to_the_second_are_read_over_ten_seconds_or_more(tmp_path: Path) -> None:
+    lines = [f"2024-05-01 10:{(i * 3) // 60:02d}:{(i * 3) % 60:02d} step {i} loss 2.0" for i in range(1, 40)]
+    (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert set(np.round(feed.batch.step_time, 6)) == {3.0}
+    assert all(w >= 4 for w in feed.batch.weight)  # 4 steps of 3 s: 12 s >= 10 s

@@ -102,6 +102,8 @@ class _State:
     bad: int = 0
     prev: dict[tuple[str, int], int] = field(default_factory=dict)
     epoch_len: dict[str, int] = field(default_factory=dict)
+    #: step lines without a step time but with a timestamp, per writer: (step, unix seconds, evidence)
+    clock: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
 
 
 def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> Evidence:
@@ -227,6 +229,10 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
     m = STEP_ONLY.search(text)
+    if m and ts is not None and (step := _count(m.group(1))) is not None:
+        seen = st.clock.setdefault(key, [])
+        if len(seen) < _CLOCK_POINTS and (not seen or step > seen[-1][0]):
+            seen.append((step, ts, _ev(path, lineno, raw, rank, node, ts)))
     if m and ("ms" in text or "/s" in text or "s/" in text):
         units = list(UNIT_TIME.finditer(text, m.end()))
         per_step = [u for u in units if u.group(2) or u.group(3)]
@@ -249,6 +255,32 @@ def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float,
     st.prev[key] = step
     st.formats.add(fmt)
     st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, evidence=ev))
+
+
+#: Timestamped step lines kept per writer for :func:`_clock_points` (bounded state).
+_CLOCK_POINTS = 100_000
+#: A step time from two timestamps needs them this many timestamp resolutions apart (10: at most 10 % error
+#: from rounding; a stamp to the second is then read over 10 s or more).
+_CLOCK_SPAN = 10
+
+
+def _clock_points(st: _State) -> None:
+    """Step times from timestamps: a writer's step lines with a time of day but no step time (``2024-05-01
+    10:00:01 step 300 loss 2.1``) give (time between lines) / (steps between them), over spans of at least
+    :data:`_CLOCK_SPAN` timestamp resolutions (a second, or a millisecond when stamps have fractions)."""
+    for (_path, r), seen in st.clock.items():
+        if len(seen) < 3:
+            continue
+        fine = any(ts % 1 for _s, ts, _e in seen)
+        span = _CLOCK_SPAN * (0.001 if fine else 1.0)
+        a_step, a_ts, _ = seen[0]
+        for step, ts, ev in seen[1:]:
+            if ts - a_ts < span or step <= a_step:
+                continue
+            st.points.append(_Point(step, (ts - a_ts) / (step - a_step), float(step - a_step), r, ts, evidence=ev))
+            a_step, a_ts = step, ts
+    if st.points:
+        st.formats.add("step_clock")
 
 
 def load_log_bundle(path: str | Path) -> Feed:
@@ -302,6 +334,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
         return Feed(batch, FeedStats(source=f"{path}:{feed_src}", format="jsonl", records=len(batch),
                                      bad_records=feed_bad + conv.bad, warnings=warnings, phases=batch.phases()))
     units = "seconds"
+    if not st.points and not st.ds_rate:
+        _clock_points(st)
     for step, rate, ev, ts in st.ds_rate:
         if st.batch_size:
             st.points.append(_Point(step, st.batch_size / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
