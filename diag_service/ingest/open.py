@@ -262,10 +262,13 @@ class Bundle:
     def step_blocks(self) -> Iterator[Block]:
         """The log members' blocks read a second time, with progress-bar redraws kept (every tqdm update:
         :func:`~diag_service.ingest.bundle.read_bundle`'s ``redraws``), for the step-time reader. Only log
-        members; nothing is counted in :attr:`report`. A bundle given as text yields that text."""
+        members; nothing is counted in :attr:`report`. A bundle given as text yields that text; one read from
+        a pipe or a device (``/dev/stdin``), which cannot be read twice, yields nothing."""
         if self._text is not None:
             text = self._text if self._text.endswith("\n") else self._text + "\n"
             yield Block(source=attribute_path(self._name), text=text, first_line=1)
+            return
+        if not (os.path.isdir(self.path) or os.path.isfile(self.path)):
             return
         scratch = InputReport(path=self.path)
         for b in read_bundle(self.path, scratch, self.limits, skip=self._not_read, redraws=True):
