@@ -101,3 +101,38 @@ def test_a_clean_feed_whose_data_phase_spikes_raises_no_straggler() -> None:
     assert "quiet-r8n2-s551404566" in slow_power.load_split()["dev"]
     rep = slow_power.run_detector(slow_power.load_feed("quiet-r8n2-s551404566"))
     assert rep.stragglers == [] and rep.groups == []
+
+
+def _checkpoint_every(recs, period: int, factor: float):
+    """Unmarked pauses: every ``period``-th step ``factor`` times longer on every rank (a save the feed does not
+    mark), from the start."""
+    out, shift = [], 0.0
+    for step, by_rank in sorted(_by_step(recs).items()):
+        extra = 0.0
+        if step % period == period - 1:
+            extra = statistics.median(r["end"] - r["start"] for r in by_rank.values()) * (factor - 1)
+        for r in by_rank.values():
+            r = dict(r, start=r["start"] + shift, end=r["end"] + shift + extra)
+            out.append(r)
+        shift += extra
+    return out
+
+
+def test_a_job_slow_on_one_step_in_five_is_an_intermittent_episode() -> None:
+    """Every rank 2x on every fifth step from step 150 (the job's cost: 1.2x on average): the mean test
+    excludes those steps as a periodic phase; the recurrence test finds them."""
+    recs = slow_power.load_feed(FEED)
+    # (this clean run's own 1.18x wander over steps 95-119 is a mean-test episode, not a recurrence)
+    assert not [e for e in slow_power.run_detector(recs).job_slowdown if e.intermittent]
+    rep = slow_power.run_detector(slow_power.inject(recs, "job_compute", 2.0, 5, onset=150))
+    eps = [e for e in rep.job_slowdown if e.intermittent]
+    assert eps, rep.summary
+    assert 140 <= eps[0].start_step <= 160 and eps[0].detected_at_step <= 150 + 60
+    assert 1.1 <= eps[0].slowdown_factor <= 1.35
+    assert "intermittent" in rep.summary
+
+
+def test_unmarked_checkpoint_pauses_from_the_start_are_the_jobs_own_rate() -> None:
+    recs = _checkpoint_every(slow_power.load_feed(FEED), 40, 4.0)
+    rep = slow_power.run_detector(recs)
+    assert not [e for e in rep.job_slowdown if e.intermittent], rep.summary

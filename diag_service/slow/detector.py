@@ -596,7 +596,8 @@ class SlowDetector:
         for ep in episodes[:3]:
             since = f"from step {ep.start_step}" + (f" to step {ep.end_step}" if ep.end_step is not None else " (ongoing)")
             why = f", {ep.kind} phase" if ep.kind else ""
-            parts.append(f"The job ran {ep.slowdown_factor:.2f}x slower than its baseline ({base:.4g}{u}/step) {since}, "
+            how = " on average, its slow steps recurring among normal ones (intermittent)," if ep.intermittent else ""
+            parts.append(f"The job ran {ep.slowdown_factor:.2f}x slower than its baseline ({base:.4g}{u}/step){how} {since}, "
                          f"detected at step {ep.detected_at_step}, costing {ep.time_lost_s:.4g}{u}{why}.")
         for g in groups[:3]:
             parts.append(f"{g.group.capitalize()} {g.name} is slow ({g.kind}, {g.slowdown_factor:.2f}x the other {g.group}s' "

@@ -47,6 +47,9 @@ _RUN_STEPS_KEPT = 512  # steps of a CUSUM run kept for its change-point estimate
 _SIGMA_FLOOR = 0.005  # log-units: 0.5 % noise floor, so that a perfectly regular synthetic feed has a finite scale
 _NOISE_WINDOW = 120  # in-control steps the noise is re-estimated on (every _NOISE_EVERY steps, from 40 on)
 _NOISE_EVERY = 20
+#: Above this share of slow steps a run is a level shift, not a recurrence (the rank level's "intermittent":
+#: slow on fewer than 70 % of its steps, models.Straggler.intermittent).
+_INTERMITTENT_SHARE = 0.7
 
 
 def cusum_arl0(k: float, h: float) -> float:
@@ -154,6 +157,7 @@ class _Episode:
     evidence: list[StepEvidence]
     end_step: int | None = None
     end_time: float | None = None
+    intermittent: bool = False
 
 
 class JobDetector:
@@ -192,6 +196,15 @@ class JobDetector:
         # the current CUSUM run's steps (bounded), for the change-point estimate when an episode opens
         self.run_steps: deque[tuple[float, StepCtx]] = deque()
         self.run_dropped = _Acc()
+        # the recurrence test (_rate): a Bernoulli CUSUM on "this step is slow", its run and in-control rate
+        self.B = 0.0
+        self.b_steps: deque[tuple[float, StepCtx]] = deque(maxlen=_RUN_STEPS_KEPT)
+        self.b_hits = 0
+        self.b_n = 0
+        self.b_quiet = 0  # steps without a slow one since the intermittent episode's last slow step
+        self.b_last: tuple[int, float | None] | None = None  # the intermittent episode's last slow step
+        self.inter: _Episode | None = None
+        self._bh: dict[tuple[str, str], float] = {}
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -253,6 +266,7 @@ class JobDetector:
             return [(c, False)]
         if self.base is None:
             return self._learn(c)
+        self._rate(c)
         if self._periodic_hit(c.step):
             # an unmarked step at a recurring period (checkpoint or evaluation as far as the job can tell):
             # kept out of the job's CUSUM, but a rank that is slow on it is still compared with its peers,
@@ -353,6 +367,93 @@ class JobDetector:
 
     def _periodic_hit(self, step: int) -> bool:
         return any(step % g == r for g, r in self.periodic)
+
+    # ------------------------------------------------------------------ recurrence
+    def _rate(self, c: StepCtx) -> None:
+        """The recurrence test of every train step after the baseline, outliers and periodic steps included.
+
+        The mean CUSUM cannot see an intermittent slowdown: its slow steps are lone outliers, and once they
+        recur at a constant period, a phase (a checkpoint or evaluation as far as the job can tell). Here a
+        step is *slow* when ``log(T / baseline) >= max(log(1 + 2 min_effect), intermittent_sigmas x sigma)``;
+        under control steps are slow at the job's own rate ``p0`` (Laplace-smoothed over the steps where the
+        test is near zero, at least ``intermittent_p0_min``: a checkpoint every 40 steps is part of ``p0``),
+        tested against ``p1 = max(intermittent_p1, 3 p0)`` with a Bernoulli CUSUM (Reynolds & Stoumbos
+        1999) whose interval gives an in-control run length of ``job_arl0`` steps
+        (:func:`~diag_service.slow.rank.bernoulli_h_for_arl`, as the rank-level recurrence test). An
+        intermittent episode opens when it alarms, the steps since the run's maximum-likelihood start cost at
+        least ``min_effect`` on average and at most :data:`_INTERMITTENT_SHARE` of them are slow (more is a
+        level shift, the mean test's); it ends after ``max(min_recovery_steps, 4 / p1)`` steps without a slow one.
+        A level shift (an open mean episode) is the mean test's and is not counted here.
+        """
+        if self.base is None:
+            return
+        if self.episode is not None:
+            if self.inter is None:  # the mean test's stretch: the recurrence test starts afresh after it
+                self.B = 0.0
+                self.b_steps.clear()
+            return
+        cfg = self.cfg
+        hit = math.log(c.T / self.base) >= max(math.log1p(2 * cfg.min_effect), cfg.intermittent_sigmas * (self.sigma or 0.0))
+        p0 = min(max((self.b_hits + 1) / (self.b_n + 2), cfg.intermittent_p0_min), 0.3)
+        p1 = min(max(cfg.intermittent_p1, 3 * p0), 0.9)
+        ep = self.inter
+        if ep is not None:
+            ep.acc.add(c)
+            if hit:
+                self.b_last, self.b_quiet = (c.step, c.end_time), 0
+            else:
+                self.b_quiet += 1
+                if self.b_quiet >= max(cfg.min_recovery_steps, math.ceil(4 / p1)):
+                    ep.end_step, ep.end_time = self.b_last if self.b_last is not None else (c.step, c.end_time)
+                    self.inter, self.B = None, 0.0
+            return
+        key = (f"{p0:.2g}", f"{p1:.2g}")
+        h = self._bh.get(key)
+        if h is None:
+            from diag_service.slow.rank import bernoulli_h_for_arl
+
+            h = self._bh[key] = bernoulli_h_for_arl(float(key[0]), float(key[1]), cfg.job_arl0)
+        if self.B < 0.5 * h:  # in control as far as the test can tell: the job's own rate
+            self.b_hits += hit
+            self.b_n += 1
+        prev = self.B
+        inc = math.log(p1 / p0) if hit else math.log((1 - p1) / (1 - p0))
+        self.B = max(0.0, self.B + inc)
+        if self.B <= 0:
+            self.b_steps.clear()
+            return
+        if prev <= 0:
+            self.b_steps.clear()
+        self.b_steps.append((inc, c))
+        if self.B < h:
+            return
+        # the run starts at its maximum-likelihood change point: after the lowest point of its partial sums
+        # (a lone slow step some tens of steps before the onset leaves the test above zero until then)
+        incs = np.fromiter((v for v, _ in self.b_steps), float, len(self.b_steps))
+        tau = int(np.argmin(np.concatenate([[0.0], np.cumsum(incs)])[:-1]))
+        acc = _Acc()
+        for _, ctx in islice(self.b_steps, tau, None):
+            acc.add(ctx)
+        ratio = acc.mean_t() / self.base
+        slow_share = float(np.mean(incs[tau:] > 0))
+        if ratio < 1 + cfg.min_effect or slow_share > _INTERMITTENT_SHARE:
+            # slow steps that cost too little to matter yet, or nearly every step slow (a level shift: the
+            # mean test's): stay at the interval
+            self.B = h
+            return
+        self.inter = _Episode(start_step=acc.first_step if acc.first_step is not None else c.step,
+                              start_time=acc.first_time, detected_at=c.step, acc=acc, evidence=[self._evidence(c)],
+                              intermittent=True)
+        self.b_last, self.b_quiet = (c.step, c.end_time), 0
+        self.b_steps.clear()
+        if len(self.episodes) < cfg.max_alarms:
+            self.episodes.append(self.inter)
+        self._alarm(SlowAlarm(
+            step=c.step, time=c.end_time, scope="job", subject="job",
+            message=(f"job step time {ratio:.2f}x its baseline ({self.base:.4g} s) on average since step "
+                     f"{self.inter.start_step}, its slow steps recurring (intermittent)"),
+            evidence=[self._evidence(c)],
+        ))
 
     # ------------------------------------------------------------------ CUSUM
     def _renoise(self, x: float) -> None:
@@ -506,6 +607,6 @@ class JobDetector:
                 start_step=ep.start_step, end_step=ep.end_step, start_time=ep.start_time, end_time=ep.end_time,
                 detected_at_step=ep.detected_at, steps=acc.n, slowdown_factor=round(mean_t / self.base, 4),
                 time_lost_s=round(max(0.0, acc.tw - acc.w * self.base), 6), kind=kind,
-                ongoing=ep is self.episode, evidence=ep.evidence,
+                ongoing=ep is self.episode or ep is self.inter, intermittent=ep.intermittent, evidence=ep.evidence,
             ))
         return out

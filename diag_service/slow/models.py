@@ -223,6 +223,9 @@ class SlowEpisode(BaseModel):
     )
     explained_by_ranks: list[int] = Field(default_factory=list, description="Stragglers active during the episode.")
     ongoing: bool = False
+    intermittent: bool = Field(
+        default=False, description="Its slow steps recur among normal ones (the job-level recurrence test), rather "
+                                   "than every step being slower.")
     growth: bool = Field(
         default=False, description="The step time climbed through the whole log (work per step growing with the step "
                                    "count) instead of stepping up once; from the whole-log test of a log.")
