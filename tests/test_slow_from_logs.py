@@ -208,3 +208,28 @@ def test_stamps_to_the_second_are_read_over_ten_seconds_or_more(tmp_path: Path) 
     feed = load_log_bundle(tmp_path)
     assert set(np.round(feed.batch.step_time, 6)) == {3.0}
     assert all(w >= 4 for w in feed.batch.weight)  # 4 steps of 3 s: 12 s >= 10 s
+
+
+@pytest.mark.parametrize(("lines", "fmt", "first", "last"), [
+    # a cumulative clock: the step time is its rise over the steps between lines
+    ([f"it: {i * 10} loss 2.0 elapsed: {i * (5.0 if i <= 20 else 10.0) - (0 if i <= 20 else 100.0):.1f}s"
+      for i in range(1, 41)], "logs:elapsed_clock", 0.5, 1.0),
+    ([f"step {i * 50} | time elapsed {(i * 100) // 3600}:{(i * 100) % 3600 // 60:02d}:{i * 100 % 60:02d}"
+      for i in range(1, 30)], "logs:elapsed_clock", 2.0, 2.0),
+    # throughput only: seconds per unit of work
+    ([f"step {i} loss 2.0 {4000.0 if i < 30 else 2000.0:.1f} tokens/s" for i in range(1, 60)],
+     "logs:throughput", 1 / 4000, 1 / 2000),
+    ([f"[iter {i}] samples_per_second: {80.0:.1f}" for i in range(1, 20)], "logs:throughput", 1 / 80, 1 / 80),
+])
+def test_step_times_from_a_cumulative_clock_or_a_throughput(tmp_path: Path, lines: list[str], fmt: str,
+                                                            first: float, last: float) -> None:
+    (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
+    feed = load_log_bundle(tmp_path)
+    assert feed.stats.format == fmt
+    assert abs(float(feed.batch.step_time[0]) - first) < 1e-9 and abs(float(feed.batch.step_time[-1]) - last) < 1e-9
+
+
+def test_a_step_time_beats_a_throughput_on_the_same_lines(tmp_path: Path) -> None:
+    """eval/zoo/runs/slow_quota_midrun prints both: ``rank 0 | step 13 | loss 1.0 | 10.8 ms | 11831.1 samples/s``."""
+    feed = load_log_bundle(ZOO / "runs" / "slow_quota_midrun")
+    assert feed.stats.format == "logs:step_lines"

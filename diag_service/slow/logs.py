@@ -70,6 +70,19 @@ UNIT_TIME = re.compile(
     r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)\s*(?:(ms|s|sec)\s*/\s*(?:step|it|iter|iteration|batch)\b|(it/s)\b|(ms)\b(?!\s*/))"
 )
 STEP_ONLY = re.compile(STEP_COUNTER)
+#: A cumulative clock on a step line (``it: 100 elapsed: 12.3s``, ``time elapsed 0:01:23``): the step time is
+#: its rise over the steps between two lines.
+CUM_CLOCK = re.compile(
+    r"\b(?:elapsed(?:[ _]time)?|time[ _]elapsed|wall[ _]?(?:clock)?(?:[ _]time)?|total[ _]time)\b\s*[:=]?\s*"
+    r"(?:(\d+):(\d{2}):(\d{2}(?:\.\d+)?)|([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|secs|seconds|min|m)?\b)"
+)
+#: Throughput on a step line without a step time (``1234.5 tokens/s``, ``samples/sec: 88.1``,
+#: ``tokens_per_second=5120``): its inverse is the time per unit of work, which moves with the step time
+#: while the batch is fixed.
+THROUGHPUT = re.compile(
+    r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)\s*(?:tokens|toks?|samples|seqs|sequences|images|imgs)\s*/\s*(?:s|sec|second)\b"
+    r"|\b(?:tokens|samples|seqs|sequences|images)(?:[ _]per[ _]sec(?:ond)?|/s(?:ec)?)\b\s*[:=]\s*([0-9]+(?:\.[0-9]+)?)"
+)
 #: MMEngine's LogProcessor line (mmengine/runner/log_processor.py): ``Iter(train) [ 100/1000] ... time: 0.4234``
 #: or ``Epoch(train) [1][ 50/1251] ... time: 0.4234`` (seconds per iteration, averaged over the log interval).
 MMENGINE = re.compile(
@@ -104,6 +117,10 @@ class _State:
     epoch_len: dict[str, int] = field(default_factory=dict)
     #: step lines without a step time but with a timestamp, per writer: (step, unix seconds, evidence)
     clock: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
+    #: step lines with a cumulative clock (step, seconds since the start, evidence), and with a throughput
+    #: only (step, seconds per unit of work, evidence)
+    cum: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
+    thr: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
 
 
 def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> Evidence:
@@ -131,7 +148,7 @@ def _count(s: str | None) -> int | None:
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time" in raw or "batch" in raw):
+            or "time" in raw or "batch" in raw or "it:" in raw or "elapsed" in raw):
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -229,20 +246,39 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
     m = STEP_ONLY.search(text)
-    if m and ts is not None and (step := _count(m.group(1))) is not None:
+    if m is None or (step := _count(m.group(1))) is None:
+        return
+    if ts is not None:
         seen = st.clock.setdefault(key, [])
         if len(seen) < _CLOCK_POINTS and (not seen or step > seen[-1][0]):
             seen.append((step, ts, _ev(path, lineno, raw, rank, node, ts)))
-    if m and ("ms" in text or "/s" in text or "s/" in text):
+    if "ms" in text or "/s" in text or "s/" in text:
         units = list(UNIT_TIME.finditer(text, m.end()))
         per_step = [u for u in units if u.group(2) or u.group(3)]
         lone_ms = [u for u in units if u.group(4)]
         u = per_step[0] if per_step else lone_ms[0] if len(lone_ms) == 1 else None
-        step, x = _count(m.group(1)), _num(u.group(1)) if u is not None else None
-        if u is None or step is None or x is None or x <= 0:
+        x = _num(u.group(1)) if u is not None else None
+        if u is not None and x is not None and x > 0:
+            sec = 1.0 / x if u.group(3) else x / 1000.0 if (u.group(2) or u.group(4)) == "ms" else x
+            _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
             return
-        sec = 1.0 / x if u.group(3) else x / 1000.0 if (u.group(2) or u.group(4)) == "ms" else x
-        _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
+    c = CUM_CLOCK.search(text, m.end())
+    if c is not None:
+        if c.group(1) is not None:
+            elapsed = int(c.group(1)) * 3600 + int(c.group(2)) * 60 + float(c.group(3))
+        else:
+            v = _num(c.group(4))
+            unit = (c.group(5) or "s").lower()
+            elapsed = None if v is None else v / 1000.0 if unit == "ms" else v * 60.0 if unit in ("min", "m") else v
+        cum = st.cum.setdefault(key, [])
+        if elapsed is not None and len(cum) < _CLOCK_POINTS and (not cum or (step > cum[-1][0] and elapsed >= cum[-1][1])):
+            cum.append((step, elapsed, _ev(path, lineno, raw, rank, node, ts)))
+    t = THROUGHPUT.search(text, m.end())
+    if t is not None:
+        x = _num(t.group(1) or t.group(2))
+        thr = st.thr.setdefault(key, [])
+        if x is not None and x > 0 and len(thr) < _CLOCK_POINTS and (not thr or step > thr[-1][0]):
+            thr.append((step, 1.0 / x, _ev(path, lineno, raw, rank, node, ts)))
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
@@ -264,23 +300,35 @@ _CLOCK_POINTS = 100_000
 _CLOCK_SPAN = 10
 
 
-def _clock_points(st: _State) -> None:
-    """Step times from timestamps: a writer's step lines with a time of day but no step time (``2024-05-01
-    10:00:01 step 300 loss 2.1``) give (time between lines) / (steps between them), over spans of at least
-    :data:`_CLOCK_SPAN` timestamp resolutions (a second, or a millisecond when stamps have fractions)."""
-    for (_path, r), seen in st.clock.items():
+def _clock_points(st: _State, series: dict[tuple[str, int], list[tuple[int, float, Evidence]]], fmt: str,
+                  fine: bool = False) -> None:
+    """Step times from a clock on step lines without a step time: a writer's timestamps (``2024-05-01
+    10:00:01 step 300 loss 2.1``) or its own cumulative clock (``it: 300 elapsed: 61.2s``) give (clock rise
+    between lines) / (steps between them), over spans of at least :data:`_CLOCK_SPAN` clock resolutions (a
+    second for stamps without fractions, a millisecond otherwise; ``fine``: the clock prints fractions)."""
+    for (_path, r), seen in series.items():
         if len(seen) < 3:
             continue
-        fine = any(ts % 1 for _s, ts, _e in seen)
-        span = _CLOCK_SPAN * (0.001 if fine else 1.0)
+        res = 0.001 if fine or any(ts % 1 for _s, ts, _e in seen) else 1.0
         a_step, a_ts, _ = seen[0]
         for step, ts, ev in seen[1:]:
-            if ts - a_ts < span or step <= a_step:
+            if ts - a_ts < _CLOCK_SPAN * res or step <= a_step:
                 continue
-            st.points.append(_Point(step, (ts - a_ts) / (step - a_step), float(step - a_step), r, ts, evidence=ev))
+            st.points.append(_Point(step, (ts - a_ts) / (step - a_step), float(step - a_step), r, _stamp(ev),
+                                    evidence=ev))
             a_step, a_ts = step, ts
     if st.points:
-        st.formats.add("step_clock")
+        st.formats.add(fmt)
+
+
+def _stamp(ev: Evidence) -> float | None:
+    """The unix time of an evidence line's timestamp, if it had one."""
+    if ev.timestamp is None:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(ev.timestamp).timestamp()
+    except ValueError:
+        return None
 
 
 def load_log_bundle(path: str | Path) -> Feed:
@@ -335,7 +383,19 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                                      bad_records=feed_bad + conv.bad, warnings=warnings, phases=batch.phases()))
     units = "seconds"
     if not st.points and not st.ds_rate:
-        _clock_points(st)
+        if any(len(v) >= 3 for v in st.thr.values()):
+            units = "seconds per unit of work (1 / throughput)"
+            for (_path, r), seen in st.thr.items():
+                prev = None
+                for step, sec, ev in seen:
+                    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r,
+                                            _stamp(ev), evidence=ev))
+                    prev = step
+            st.formats.add("throughput")
+        else:
+            _clock_points(st, st.cum, "elapsed_clock")
+            if not st.points:
+                _clock_points(st, st.clock, "step_clock")
     for step, rate, ev, ts in st.ds_rate:
         if st.batch_size:
             st.points.append(_Point(step, st.batch_size / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
