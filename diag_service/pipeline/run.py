@@ -106,6 +106,9 @@ def _calibration() -> Calibration:
 #: feed: 64 MiB read again costs about 0.5 s on this machine type (the 20 MB bench bundle: ~0.15 s), while a
 #: 1 GB bundle would double the diagnosis (`eval/bench/`); above it, `diag slow` reads the logs on request.
 STEP_LOG_MAX_BYTES = 64 << 20
+#: Members (files) read for step lines once this many have given some: the ranks of a synchronous job step
+#: together, so the first writers' series is the job's (a 64-rank, 20 MB bundle: 5 s read whole, 0.1 s so).
+STEP_LOG_MEMBERS = 2
 #: Fewest step records the log series needs before it is judged (the whole-log test's minimum: 2 x 3 blocks + 1).
 MIN_STEP_RECORDS = 7
 
@@ -115,7 +118,7 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str) -> None:
     (:func:`~diag_service.slow.logs.log_feed`) through :func:`~diag_service.slow.analyze.analyze_slow`;
     a slowdown found is folded in by :func:`~diag_service.localize.combine_slow`."""
     try:
-        feed = log_feed(bundle.step_blocks(), path)
+        feed = log_feed(bundle.step_blocks(), path, max_members=STEP_LOG_MEMBERS)
         if len(feed.batch) < MIN_STEP_RECORDS:
             return
         slow = analyze_slow(feed)

@@ -102,7 +102,7 @@ class _Point:
     time: float | None
     compute: float = math.nan
     comm: float = math.nan
-    evidence: Evidence | None = None
+    evidence: _Ev | None = None
 
 
 @dataclass
@@ -111,19 +111,29 @@ class _State:
     formats: set[str] = field(default_factory=set)
     batch_size: int | None = None
     ds_step: int | None = None
-    ds_rate: list[tuple[int, float, Evidence, float | None]] = field(default_factory=list)
+    ds_rate: list[tuple[int, float, _Ev, float | None]] = field(default_factory=list)
     bad: int = 0
     prev: dict[tuple[str, int], int] = field(default_factory=dict)
     epoch_len: dict[str, int] = field(default_factory=dict)
     #: step lines without a step time but with a timestamp, per writer: (step, unix seconds, evidence)
-    clock: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
+    clock: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
     #: step lines with a cumulative clock (step, seconds since the start, evidence), and with a throughput
     #: only (step, seconds per unit of work, evidence)
-    cum: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
-    thr: dict[tuple[str, int], list[tuple[int, float, Evidence]]] = field(default_factory=dict)
+    cum: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
+    thr: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
 
 
-def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> Evidence:
+#: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
+#: :class:`~diag_service.domain.Evidence` only for the steps of the series (most lines are other ranks' copies).
+_Ev = tuple[str, int, str, int | None, str | None, float | None]
+
+
+def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> _Ev:
+    return (path, line, text, rank, node, ts)
+
+
+def _evidence(ev: _Ev) -> Evidence:
+    path, line, text, rank, node, ts = ev
     return Evidence(file=path, line=line, rank=rank, node=node, timestamp=iso(ts), text=text[:2000])
 
 
@@ -157,7 +167,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
     r = rank if rank is not None else -1
     ts = parse_timestamp(raw, year)
     key = (path, r)
-    m = MEGATRON.search(text)
+    m = MEGATRON.search(text) if "per iteration" in text else None
     if m:
         it, ms = _count(m.group(1)), _num(m.group(3))
         if it is None or ms is None or ms <= 0:
@@ -169,10 +179,10 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         st.formats.add("megatron")
         st.points.append(_Point(it, ms / 1000.0, w, r, ts, evidence=_ev(path, lineno, raw, rank, node, ts)))
         return
-    m = DS_BATCH.search(text)
+    m = DS_BATCH.search(text) if "train_batch_size" in text else None
     if m and st.batch_size is None:
         st.batch_size = _count(m.group(1)) or None
-    m = DS_THROUGHPUT.search(text)
+    m = DS_THROUGHPUT.search(text) if "CurrSamplesPerSec" in text else None
     if m:
         rate, ds_step = _num(m.group(2)), _count(m.group(1))
         if rate is not None and rate > 0 and ds_step is not None:
@@ -181,11 +191,11 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         else:
             st.bad += 1
         return
-    m = DS_STEP.search(text)
+    m = DS_STEP.search(text) if "skipped=" in text else None
     if m:
         st.ds_step = _count(m.group(1))
         return
-    m = DS_TIMERS.search(text)
+    m = DS_TIMERS.search(text) if "time (ms)" in text else None
     if m:
         vals = {}
         for part in m.group(1).split("|"):
@@ -207,7 +217,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         st.points.append(_Point(step, total, 1.0, r, ts, compute=total - comm / 1000.0, comm=comm / 1000.0,
                                 evidence=_ev(path, lineno, raw, rank, node, ts)))
         return
-    m = MMENGINE.search(text)
+    m = MMENGINE.search(text) if "(train)" in text else None
     if m:
         epoch, n, total, sec = _count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4))
         if n is None or total is None or sec is None or sec <= 0 or (m.group(1) is not None and epoch is None):
@@ -216,7 +226,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         step = n if epoch is None else (epoch - 1) * total + n  # MMEngine counts epochs from 1
         _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
-    m = TQDM.search(text)
+    m = TQDM.search(text) if "%|" in text else None
     if m:
         epoch, n, total, rate, unit = _count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)), m.group(5)
         if rate is None or n is None or total is None or (m.group(1) is not None and epoch is None):
@@ -282,7 +292,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
-              ev: Evidence) -> None:
+              ev: _Ev) -> None:
     """One logged step of ``sec`` seconds per iteration; a line covers the iterations since the same writer's
     previous one (a log interval), a repeated or earlier step is a redraw and is skipped."""
     prev = st.prev.get(key)
@@ -300,7 +310,7 @@ _CLOCK_POINTS = 100_000
 _CLOCK_SPAN = 10
 
 
-def _clock_points(st: _State, series: dict[tuple[str, int], list[tuple[int, float, Evidence]]], fmt: str,
+def _clock_points(st: _State, series: dict[tuple[str, int], list[tuple[int, float, _Ev]]], fmt: str,
                   fine: bool = False) -> None:
     """Step times from a clock on step lines without a step time: a writer's timestamps (``2024-05-01
     10:00:01 step 300 loss 2.1``) or its own cumulative clock (``it: 300 elapsed: 61.2s``) give (clock rise
@@ -321,14 +331,9 @@ def _clock_points(st: _State, series: dict[tuple[str, int], list[tuple[int, floa
         st.formats.add(fmt)
 
 
-def _stamp(ev: Evidence) -> float | None:
+def _stamp(ev: _Ev) -> float | None:
     """The unix time of an evidence line's timestamp, if it had one."""
-    if ev.timestamp is None:
-        return None
-    try:
-        return _dt.datetime.fromisoformat(ev.timestamp).timestamp()
-    except ValueError:
-        return None
+    return ev[5]
 
 
 def load_log_bundle(path: str | Path) -> Feed:
@@ -343,10 +348,14 @@ def load_log_bundle(path: str | Path) -> Feed:
     return log_feed(read_bundle(path, report, redraws=True), str(path), report)
 
 
-def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = None) -> Feed:
+def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = None,
+             max_members: int | None = None) -> Feed:
     """:func:`load_log_bundle` of blocks already being read (``read_bundle(..., redraws=True)``, or
     :meth:`~diag_service.ingest.open.Bundle.step_blocks`); ``source`` names the input in the feed's stats,
-    ``report`` holds the read's warnings. A block of a member named like a timing feed is read as that feed."""
+    ``report`` holds the read's warnings. A block of a member named like a timing feed is read as that feed.
+    ``max_members``: stop at the first member after this many have given step lines (the ranks of a
+    synchronous job step together, so a few writers give the job's series; a 1,024-rank bundle need not be
+    read whole for it)."""
     report = report if report is not None else InputReport(path=source)
     path = source
     st = _State()
@@ -355,8 +364,12 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     feed_lines: list[int] = []
     feed_bad = 0
     feed_src: str | None = None
+    stepped: set[str] = set()  # members that gave step lines
+    seen_lines = 0
     for block in blocks:
         src = block.source
+        if max_members is not None and src.path not in stepped and len(stepped) >= max_members:
+            break
         if FEED_MEMBER.search(src.path) and not src.path.lower().endswith((".csv", ".parquet")):
             # a JSONL timing feed inside the bundle (archive member or file)
             feed_src = feed_src or src.path
@@ -373,6 +386,11 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
             # a progress bar's redraws (``\r``) are the updates a terminal overwrote: each is a reading
             for seg in line.split("\r") if "\r" in line else (line,):
                 parse_line(st, src.path, block.first_line + i, seg, src.rank, src.node, year if year != 1970 else 2024)
+        found = len(st.points) + len(st.ds_rate) + sum(map(len, st.clock.values())) + sum(map(len, st.cum.values())) \
+            + sum(map(len, st.thr.values()))
+        if found > seen_lines:
+            stepped.add(src.path)
+            seen_lines = found
     if feed_recs:
         conv = RecordConverter()
         batch = conv.convert(feed_recs, feed_lines)
@@ -398,10 +416,10 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                 _clock_points(st, st.clock, "step_clock")
     for step, rate, ev, ts in st.ds_rate:
         if st.batch_size:
-            st.points.append(_Point(step, st.batch_size / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
+            st.points.append(_Point(step, st.batch_size / rate, 1.0, ev[3] if ev[3] is not None else -1, ts, evidence=ev))
         else:
             units = "seconds per sample"
-            st.points.append(_Point(step, 1.0 / rate, 1.0, ev.rank if ev.rank is not None else -1, ts, evidence=ev))
+            st.points.append(_Point(step, 1.0 / rate, 1.0, ev[3] if ev[3] is not None else -1, ts, evidence=ev))
     by_step: dict[int, list[_Point]] = {}
     for p in st.points:
         by_step.setdefault(p.step, []).append(p)
@@ -421,7 +439,7 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
         cols["comm"].append(float(np.median(comm)) if comm else math.nan)
         ev = ps[0].evidence
         if ev is not None:
-            evidence[s] = ev
+            evidence[s] = _evidence(ev)
     n = len(steps)
     batch = StepBatch.from_columns(step=cols["step"], rank=np.full(n, -1), step_time=cols["step_time"],
                                    weight=cols["weight"], end=cols["end"], compute=cols["compute"], comm=cols["comm"])
