@@ -72,7 +72,8 @@ class Scenario:
     #: ("stopcont_until", rank, after, until, run_ms, stop_ms) |
     #: ("stall_every", rank, after, line_regex_with_step_group, every, stop_ms) the rank stopped for stop_ms each
     #: time a log line (the regex's match, so per epoch too) shows a step divisible by `every` |
-    #: ("quota_until", after, until, percent)
+    #: ("quota_until", after, until, percent) | ("pin_hogx", rank, after, n): ranks pinned one per core as pin_hog,
+    #: then n busy processes on the rank's core, each in its own session (this host groups CPU shares by session)
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -396,6 +397,21 @@ def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
     if pid is None:
         print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
         return
+    if kind == "pin_hogx":
+        _, rank, after, n = sc.action
+        for r in range(8):
+            p = _rank_pid(roots, r, sc.file, time.time() + 0.5)
+            if p is not None:
+                subprocess.run(["taskset", "-a", "-p", "-c", str(r % 2), str(p)], capture_output=True)
+        if _waited4(stop, after, wd):
+            return
+        code = "while True: pass"
+        hogs = [subprocess.Popen(["taskset", "-c", str(rank % 2), sys.executable, "-c", code], start_new_session=True)
+                for _ in range(n)]
+        stop.wait()
+        for h in hogs:
+            h.kill()
+        return
     if kind == "stopcont_until":
         _, _, after, until, run_ms, stop_ms = sc.action
         if _waited4(stop, after, wd):
@@ -414,11 +430,14 @@ def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         _, _, after, line_re, every, stop_ms = sc.action
         if _waited4(stop, after, wd):
             return
-        pat, done, offsets = re.compile(line_re), set(), {}
+        def files() -> list[Path]:
+            return [*wd.glob("console*.log"), *((wd / "logs").rglob("*.log") if (wd / "logs").is_dir() else [])]
+
+        # stalls start with the lines written after the trigger, not with the earlier ones
+        pat, done, offsets = re.compile(line_re), set(), {f: f.stat().st_size for f in files()}
         while not stop.wait(0.01):
-            files = [*wd.glob("console*.log"), *((wd / "logs").rglob("*.log") if (wd / "logs").is_dir() else [])]
             new = ""
-            for f in files:  # only what was written since the last look
+            for f in files():  # only what was written since the last look
                 with open(f, "rb") as fh:
                     fh.seek(offsets.get(f, 0))
                     chunk = fh.read()
@@ -456,7 +475,7 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
         _act_ray(sc, stop, wd)
         return
     deadline = time.time() + 30
-    if kind in ("hogx", "stopcont_until", "stall_every", "quota_until"):
+    if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
         _act_batch4(sc, procs or [proc], stop, wd)
         return
     if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):
