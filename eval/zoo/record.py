@@ -67,6 +67,13 @@ class Scenario:
     #: ("pin_hog", rank, after_s) | ("stopcont", rank, after_s, run_ms, stop_ms) | ("cpu_quota", after_s, percent)
     #: batch 3 (Ray Train workers, found by the world_rank/pid line Ray prints): ("ray_kill", rank, signal, after_s) |
     #: ("ray_cgroup", rank, MiB) | ("ray_stopcont", rank, after_s, run_ms, stop_ms)
+    #: batch 4 (a trigger may also be a line fragment of the launcher's --log-dir files; `until` None = the run's end):
+    #: ("hogx", after, until, cores, per_core, duty) busy processes busy `duty` of every 100 ms |
+    #: ("stopcont_until", rank, after, until, run_ms, stop_ms) |
+    #: ("stall_every", rank, after, line_regex_with_step_group, every, stop_ms) the rank stopped for stop_ms each
+    #: time a log line (the regex's match, so per epoch too) shows a step divisible by `every` |
+    #: ("quota_until", after, until, percent) | ("pin_hogx", rank, after, n): ranks pinned one per core as pin_hog,
+    #: then n busy processes on the rank's core, each in its own session (this host groups CPU shares by session)
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -74,6 +81,8 @@ class Scenario:
     cmd2_delay_s: float = 1.0
     #: batch 2: the node's open-files limit (RLIMIT_NOFILE) for the job, 0 = this host's
     nofile: int = 0
+    #: batch 4: a clean control run (no fault): written under clean/runs/<id>/ with the host's load before and after
+    clean: bool = False
 
 
 def _port(i: int) -> int:
@@ -327,6 +336,127 @@ def _act_ray(sc: Scenario, stop: threading.Event, wd: Path) -> None:
             stop.ev.wait(run_ms / 1000)
 
 
+def _logs_text(wd: Path) -> str:
+    """What the job has written so far: its console and the launcher's --log-dir files."""
+    parts = [c.read_text(errors="replace") for c in wd.glob("console*.log")]
+    if (wd / "logs").is_dir():
+        parts += [f.read_text(errors="replace") for f in (wd / "logs").rglob("*.log")]
+    return "\n".join(parts)
+
+
+def _waited4(stop: threading.Event, after: float | str | None, wd: Path) -> bool:
+    """Batch 4: like _waited, also reading the --log-dir files; None never comes (waits for the job's end)."""
+    if after is None:
+        stop.wait()
+        return True
+    if not isinstance(after, str):
+        return stop.wait(after)
+    while not stop.wait(0.05):
+        if after in _logs_text(wd):
+            return False
+    return True
+
+
+def _busy_code(n: int, duty: float) -> str:
+    return ("import multiprocessing as m, time\n"
+            "def f():\n"
+            "    while True:\n"
+            f"        t = time.time() + {0.1 * duty}\n"
+            "        while time.time() < t: pass\n"
+            f"        if {1 - duty} > 0: time.sleep({0.1 * (1 - duty)})\n"
+            f"ps=[m.Process(target=f) for _ in range({n})]\n[p.start() for p in ps]\n[p.join() for p in ps]\n")
+
+
+def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    if kind == "hogx":
+        _, after, until, cores, per_core, duty = sc.action
+        if _waited4(stop, after, wd):
+            return
+        n = per_core * len(cores.split(","))
+        hog = subprocess.Popen(["taskset", "-c", cores, sys.executable, "-c", _busy_code(n, duty)],
+                               start_new_session=True)
+        _waited4(stop, until, wd)
+        os.killpg(hog.pid, signal.SIGKILL)
+        return
+    if kind == "quota_until":
+        _, after, until, percent = sc.action
+        if _waited4(stop, after, wd):
+            return
+        CPU_CGROUP.mkdir(exist_ok=True)
+        (CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
+        (CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
+        for pid in [d for r in roots for d in [r, *_descendants(r)]]:
+            with contextlib.suppress(OSError):
+                (CPU_CGROUP / "cgroup.procs").write_text(str(pid))
+        if not _waited4(stop, until, wd):
+            (CPU_CGROUP / "cpu.cfs_quota_us").write_text("-1")
+        return
+    pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 40)
+    if pid is None:
+        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
+        return
+    if kind == "pin_hogx":
+        _, rank, after, n = sc.action
+        for r in range(8):
+            p = _rank_pid(roots, r, sc.file, time.time() + 0.5)
+            if p is not None:
+                subprocess.run(["taskset", "-a", "-p", "-c", str(r % 2), str(p)], capture_output=True)
+        if _waited4(stop, after, wd):
+            return
+        code = "while True: pass"
+        hogs = [subprocess.Popen(["taskset", "-c", str(rank % 2), sys.executable, "-c", code], start_new_session=True)
+                for _ in range(n)]
+        stop.wait()
+        for h in hogs:
+            h.kill()
+        return
+    if kind == "stopcont_until":
+        _, _, after, until, run_ms, stop_ms = sc.action
+        if _waited4(stop, after, wd):
+            return
+        ended = threading.Event()
+        threading.Thread(target=lambda: (_waited4(stop, until, wd), ended.set()), daemon=True).start()
+        while not stop.is_set() and not ended.is_set():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(stop_ms / 1000)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+            stop.wait(run_ms / 1000)
+    elif kind == "stall_every":
+        _, _, after, line_re, every, stop_ms = sc.action
+        if _waited4(stop, after, wd):
+            return
+        def files() -> list[Path]:
+            return [*wd.glob("console*.log"), *((wd / "logs").rglob("*.log") if (wd / "logs").is_dir() else [])]
+
+        # stalls start with the lines written after the trigger, not with the earlier ones
+        pat, done, offsets = re.compile(line_re), set(), {f: f.stat().st_size for f in files()}
+        while not stop.wait(0.01):
+            new = ""
+            for f in files():  # only what was written since the last look
+                with open(f, "rb") as fh:
+                    fh.seek(offsets.get(f, 0))
+                    chunk = fh.read()
+                cut = chunk.rfind(b"\n") + 1
+                offsets[f] = offsets.get(f, 0) + cut
+                new += chunk[:cut].decode(errors="replace")
+            for m in pat.finditer(new):
+                step = int(m.group(1))
+                if step % every or m.group(0) in done:
+                    continue
+                done.add(m.group(0))
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    time.sleep(stop_ms / 1000)
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    return
+
+
 def _leftovers(run_id: str) -> None:
     """Kill what the job left running (Ray's raylet, GCS and idle workers outlive a killed driver): every process
     that inherited this run's ZOO_RUN variable."""
@@ -345,6 +475,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
         _act_ray(sc, stop, wd)
         return
     deadline = time.time() + 30
+    if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
+        _act_batch4(sc, procs or [proc], stop, wd)
+        return
     if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):
         _act_batch2(sc, procs or [proc], stop, wd)
         return
@@ -391,6 +524,7 @@ def record(sc: Scenario, i: int) -> None:
         holder = socket.socket()
         holder.bind(("0.0.0.0", port))
         holder.listen()
+    load_before = Path("/proc/loadavg").read_text().split()[0]
     t0 = time.time()
     if sc.cmd2:
         rc = _run_two_nodes(sc, cmd, wd, env, port)
@@ -421,7 +555,8 @@ def record(sc: Scenario, i: int) -> None:
     if CPU_CGROUP.exists():
         _rmcgroup(CPU_CGROUP)
     dt = time.time() - t0
-    dest = RUNS / sc.id
+    load_after = Path("/proc/loadavg").read_text().split()[0]
+    dest = (ZOO / "clean" / "runs" if sc.clean else RUNS) / sc.id
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -433,7 +568,7 @@ def record(sc: Scenario, i: int) -> None:
                 target = dest / "logs" / f.relative_to(wd / "logs")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _copy_rewritten(f, target, wd)
-    print(f"{sc.id}: rc={rc} {dt:.1f}s")
+    print(f"{sc.id}: rc={rc} {dt:.1f}s load {load_before} -> {load_after}")
 
 
 def _limits(sc: Scenario):

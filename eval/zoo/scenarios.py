@@ -558,3 +558,100 @@ SCENARIOS += [
     Scenario("hf_slow_stopcont_rank0", "train.py", f"{TR} 2 --master-port {{port}} train.py",
              action=("stopcont", 0, "'epoch': '0.2", 100, 150)),
 ]
+
+# ---- batch 4: fail_slow with a clean baseline in many log formats, and clean control runs (clean/runs/) ----
+
+SCENARIOS += [
+    Scenario("slow4_hf_tqdm_hog_all", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("hogx", "| 80/500 [", None, "0,1", 1, 1.0)),
+]
+SCENARIOS += [
+    Scenario("slow4_msstep_quota_4r", "train.py", f"{TR} 4 --master-port {{port}} train.py",
+             action=("quota_until", "step 150/", None, 70)),
+]
+
+REVIEWS_SKEW = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "good bad fine great poor slow fast broken works love hate the a it this was very not".split()
+for p in range(2):
+    rng = random.Random(p)
+    with open(f"data/reviews_part{p}.jsonl", "w") as f:
+        for i in range(9600):
+            n = 30 if not (p == 1 and i >= 2400) else 220  # part 1's rows after 1600 come from the long-form export
+            f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(n)), "label": rng.randrange(2)}) + "\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("slow4_hf_nobar_stopcont_r1", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("stopcont_until", 1, "step 400:", None, 200, 100)),
+    Scenario("slow4_tqdm_loop_quota", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("quota_until", "[00:03<", None, 60)),
+    Scenario("slow4_accel_data_r1", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py", setup=REVIEWS_SKEW),
+    Scenario("slow4_ray_stopcont_r0", "train.py", "RAY_DEDUP_LOGS=0 python train.py",
+             action=("ray_stopcont", 0, "[iter 100]", 50, 100)),
+    Scenario("slow4_logdir_stall5_r2", "train.py", f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train.py",
+             action=("stall_every", 2, "rank2 step 100 ", r"rank2 step (\d+) ", 5, 150)),
+    Scenario("slow4_logging_pinhog_r1", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("pin_hogx", 1, "step 200 recon", 2)),
+]
+
+RECORDS_HISTORY = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/part-{r:02d}.jsonl", "w") as f:
+        for i in range(17600):
+            rec = {"features": [round(rng.random(), 4) for _ in range(64)], "label": rng.randrange(5)}
+            if r == 0 and i >= 8000:  # part 00's later rows were exported with the raw event history attached
+                rec["history"] = [{"t": k, "v": round(rng.random(), 3)} for k in range(600)]
+            f.write(json.dumps(rec) + "\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("slow4_uc_grow_history", "train.py", f"{TR} 3 --master-port {{port}} train.py"),
+    Scenario("slow4_elapsed_episode_hog", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("hogx", "it: 150 ", "it: 400 ", "0,1", 2, 1.0)),
+    Scenario("slow4_tokens_stopcont_r3", "train.py", f"{TR} 4 --master-port {{port}} train.py",
+             action=("stopcont_until", 3, "step   150 ", None, 300, 90)),
+    Scenario("slow4_samples_data_r0", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=RECORDS_HISTORY),
+    Scenario("slow4_epochbatch_stall10_r1", "train.py", f"{TR} 3 --master-port {{port}} train.py",
+             action=("stall_every", 1, "[rank1] Epoch 1 Batch 60/", r"\[rank1\] Epoch \d+ Batch (\d+)/", 10, 400)),
+    Scenario("slow4_hf_tqdm_hogduty_mild", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             action=("hogx", "| 150/700 [", None, "0,1", 1, 0.3)),
+    Scenario("slow4_logdir_episode_stopcont_r1", "train.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             action=("stopcont_until", 1, "step 150 loss", "step 400 loss", 100, 100)),
+    Scenario("slow4_accel_tqdm_uc_gradnorm", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py"),
+]
+
+# clean control runs (no fault; written under clean/runs/<id>/, labels in clean/labels.jsonl)
+DOCS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "stock price rose fell team won match lost rain sun model chip launch vote law court".split()
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/docs_{r}.jsonl", "w") as f:
+        for i in range(1600):
+            f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(150, 300))),
+                                "label": rng.randrange(4)}) + "\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("clean_hf_tqdm_eval_save", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
+    Scenario("clean_hf_nobar_lr", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
+    Scenario("clean_tqdm_warmup_cache", "train.py", f"{TR} 2 --master-port {{port}} train.py", setup=DOCS, clean=True),
+    Scenario("clean_accel_ckpt", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py", clean=True),
+    Scenario("clean_ray_report_ckpt", "train.py", "RAY_DEDUP_LOGS=0 python train.py", clean=True),
+    Scenario("clean_logdir_eval", "train.py", f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train.py",
+             clean=True),
+    Scenario("clean_logging_lr_ckpt", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
+    Scenario("clean_msstep_eval_4r", "train.py", f"{TR} 4 --master-port {{port}} train.py", clean=True),
+    Scenario("clean_elapsed_ckpt", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
+    Scenario("clean_tokens_warmup_save", "train.py", f"{TR} 3 --master-port {{port}} train.py", clean=True),
+]
