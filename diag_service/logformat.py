@@ -287,6 +287,9 @@ _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 ISO_TS = re.compile(
     r"(\d{4})[-/](\d{2})[-/](\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2})?"
 )
+#: ``12/04/2026 21:18:28``: the ``datefmt="%m/%d/%Y %H:%M:%S"`` of transformers' example scripts
+#: (``examples/pytorch/*/run_*.py``' ``logging.basicConfig``); a first field above 12 is a day (``%d/%m/%Y``).
+US_TS = re.compile(r"(?<![\d/])(\d{2})/(\d{2})/(\d{4})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
 # glog's MMDD; PyTorch's C++ logging drops the month's leading zero ("E726" is 26 July).
 GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
 SYSLOG_TS = re.compile(
@@ -327,7 +330,8 @@ def _frac(s: str | None) -> float:
 def parse_timestamp(text: str, default_year: int) -> float | None:
     """Return the first timestamp in the first 120 characters of ``text`` as unix seconds.
 
-    Formats: ISO-8601 and Python logging (``2024-04-10 04:59:03,123``, optional zone), glog
+    Formats: ISO-8601 and Python logging (``2024-04-10 04:59:03,123``, optional zone), transformers' example
+    scripts (``12/04/2026 21:18:28``, :data:`US_TS`), glog
     (``E0726 13:23:24.941166``, as PyTorch's C++ logging prints it; no year, so ``default_year``),
     syslog (``Jul 26 13:23:24``) and ``dmesg -T`` (``[Fri Jul 26 13:23:24 2024]``, with its year).
     Times without a zone are taken as UTC. Returns ``None`` when
@@ -347,6 +351,14 @@ def parse_timestamp(text: str, default_year: int) -> float | None:
                 digits = zone[1:].replace(":", "")
                 ts -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
             return ts if 1 <= mo <= 12 and 1 <= d <= 31 else None
+        m = US_TS.search(head) if "/" in head else None
+        if m:
+            mo, d, y, h, mi, s = (int(g) for g in m.groups()[:6])
+            if mo > 12:
+                mo, d = d, mo
+            if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24):
+                return None
+            return _timegm(y, mo, d, h, mi, s) + _frac(m.group(7))
         m = GLOG_TS.search(head)
         if m:
             mo, d, h, mi, s = (int(g) for g in m.groups()[:5])

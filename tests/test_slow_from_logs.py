@@ -40,7 +40,8 @@ def _job_series(name: str) -> np.ndarray:
     ("step 120/2000 | loss 2.31 | 148.2 ms/step", 120, 0.1482),
     ("[iter 100] loss=3.2 0.52 s/it", 100, 0.52),
     ("rank 0 | step   13 | loss 1.0037 |    10.8 ms |  11831.1 samples/s", 13, 0.0108),
-    ("Epoch 1 | batch 30 | loss 0.7 | 4.0 it/s", 30, 0.25),
+    ("Epoch 0 | batch 30/200 | loss 0.7 | 4.0 it/s", 30, 0.25),
+    ("Epoch 2 Batch 30/200 loss=0.7 4.0 it/s", 430, 0.25),  # a counter within an epoch: 2 x 200 + 30
 ])
 def test_step_lines_whose_unit_says_it_is_a_step_time(tmp_path: Path, line: str, step: int, seconds: float) -> None:
     (tmp_path / "a.log").write_text(line + "\n")
@@ -53,6 +54,7 @@ def test_step_lines_whose_unit_says_it_is_a_step_time(tmp_path: Path, line: str,
     "step 10 | data 5.0 ms | fwd 30.0 ms | loss 1.2",  # two unnamed ms columns: parts of a step, not the step
     "Loading checkpoint shards: step 1/3 took 12 ms/shard",  # a unit per shard, not per step
     "step 10 | loss 1.2 | elapsed 12.3 s",  # a cumulative clock
+    "2026-12-04 21:22:19,363 [INFO] starting training: 600 steps, batch 256",  # a batch size, not a step
 ])
 def test_lines_without_a_per_step_time_are_not_read(tmp_path: Path, line: str) -> None:
     (tmp_path / "a.log").write_text(line + "\n")
@@ -180,6 +182,14 @@ def test_growth_reads_as_user_code() -> None:
     rep = analyze_slow(Feed(batch, FeedStats(source="x", format="logs:step_lines", records=n)))
     assert rep.category.value == "user_code"
     assert "grew steadily" in rep.summary
+
+
+def test_transformers_example_scripts_stamps_are_read() -> None:
+    """``datefmt="%m/%d/%Y %H:%M:%S"`` of transformers' examples/pytorch scripts."""
+    from diag_service.logformat import parse_timestamp
+
+    assert parse_timestamp("12/04/2026 21:18:28 - INFO - __main__ - step 360: {'loss': 6.9}", 2000) == 1796419108.0
+    assert parse_timestamp("25/04/2026 21:18:28 - INFO - x", 2000) == parse_timestamp("2026-04-25 21:18:28 x", 2000)
 
 
 def test_step_times_from_the_timestamps_of_step_lines(tmp_path: Path) -> None:

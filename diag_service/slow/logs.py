@@ -57,7 +57,10 @@ DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)"""
 #: per-step time under a key that names it (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``);
 #: ``_ms`` keys and an ``ms`` unit are milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are
 #: not step times.
-STEP_COUNTER = r"\b(?:step|iter|iteration|it|batch)\b\s*[:=#]?\s*(\d+)\b(?:\s*/\s*\d+\b)?(?!\s*[%/])"
+STEP_COUNTER = (r"(?:\b(?i:step|iter|iteration|it)\b\s*[:=#]?\s*(\d+)\b(?:\s*/\s*(\d+)\b)?"
+                r"|\b(?i:batch)\s*[:=#]?\s*(\d+)\s*/\s*(\d+)\b)(?!\s*[%/])")  # "batch 256" is a size
+#: An epoch number before a step counter that restarts every epoch (``Epoch 2 Batch 30/180``).
+EPOCH_BEFORE = re.compile(r"\b(?i:epoch)\s*[:=#]?\s*\[?\s*(\d+)\b")
 GENERIC_STEP = re.compile(
     STEP_COUNTER + r".{0,200}?"
     r"\b(time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time)\b\s*[:=]?\s*"
@@ -89,7 +92,7 @@ MMENGINE = re.compile(
     r"(?:Iter|Epoch)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)\s*/\s*(\d+)\].{0,400}?\btime:\s*([0-9]+(?:\.[0-9]+)?)"
 )
 TQDM = re.compile(
-    r"(?:Epoch (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
+    r"(?:(?i:epoch) (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
 
 
@@ -158,7 +161,7 @@ def _count(s: str | None) -> int | None:
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time" in raw or "batch" in raw or "it:" in raw or "elapsed" in raw):
+            or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw):
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -248,15 +251,15 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         return
     m = GENERIC_STEP.search(text)
     if m:
-        step, x = _count(m.group(1)), _num(m.group(3))
+        step, x = _global_step(m, text), _num(m.group(6))
         if step is None or x is None or x <= 0:
             st.bad += 1
             return
-        ms = m.group(2).endswith("_ms") or m.group(4) == "ms"
+        ms = m.group(5).endswith("_ms") or m.group(7) == "ms"
         _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
     m = STEP_ONLY.search(text)
-    if m is None or (step := _count(m.group(1))) is None:
+    if m is None or (step := _global_step(m, text)) is None:
         return
     if ts is not None:
         seen = st.clock.setdefault(key, [])
@@ -289,6 +292,22 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         thr = st.thr.setdefault(key, [])
         if x is not None and x > 0 and len(thr) < _CLOCK_POINTS and (not thr or step > thr[-1][0]):
             thr.append((step, 1.0 / x, _ev(path, lineno, raw, rank, node, ts)))
+
+
+def _global_step(m: re.Match[str], text: str) -> int | None:
+    """The step of a :data:`STEP_COUNTER` match; a counter out of a total after an epoch number (``Epoch 2
+    Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter``."""
+    n, of = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+    step = _count(n)
+    if step is None or of is None:
+        return step
+    e = EPOCH_BEFORE.search(text, 0, m.start())
+    if e is None:
+        return step
+    total, epoch = _count(of), _count(e.group(1))
+    if total is None or epoch is None or epoch * total + step > LIMITS.max_step:
+        return None
+    return epoch * total + step
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
