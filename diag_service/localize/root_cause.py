@@ -1015,11 +1015,13 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
     """
     if slow.failure_mode is not FailureMode.FAIL_SLOW:
         return
+    factor = max([e.slowdown_factor for e in slow.job_slowdown] + [s.slowdown_factor for s in slow.stragglers], default=1.0)
+    if factor < 1.1 and not slow.groups:
+        return  # an episode that opened and averaged out (0.99x over its steps): nothing to tell
     d.findings.append(("Step times in the logs: " if slow.input.format.startswith("logs") else "Timing feed: ") + slow.summary)
     inferred_hang = d.hang is None and d.confidence <= ALIVE_NO_ERROR_CONFIDENCE  # the logs only stopped
     if d.category is not Category.UNKNOWN or (d.failure_mode is FailureMode.FAIL_HANG and not inferred_hang):
         return
-    factor = max([e.slowdown_factor for e in slow.job_slowdown] + [s.slowdown_factor for s in slow.stragglers], default=1.0)
     terminated = any(e.kind in TERMINATION_KINDS for e in d.events)
     # A job that died of an unexplained error stays fail_stop unless it had collapsed first (>= 2x);
     # a live job is fail_slow from the detector's minimum effect on.
