@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"dev": score(split["dev"])}
     if a.test:
         out["test"] = score(split["test"])
-        for r in out["test"]["cases"]:  # aggregates only for test
-            r.pop("summary", None)
+        out["test"].pop("cases")  # aggregates only for test
         record_test_look("zoo clean controls: " + (a.why or "unspecified"),
                          looks=REPO / "eval" / "zoo" / "test_looks.jsonl")
     for name, res in out.items():
