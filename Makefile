@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-zoo eval-noise eval-slow-power
+.PHONY: demo test venv lint bench clean schema eval eval-corpus eval-zoo eval-noise eval-slow-power eval-slow-logs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -50,6 +50,10 @@ eval-noise: $(STAMP)
 # Fail-slow power curves on the real clean feeds of eval/slow_feeds (~5 min on 2 cores).
 eval-slow-power: $(STAMP)
 	$(BIN)/python eval/scorecard.py --only slow_power
+
+eval-slow-logs: $(STAMP)
+	$(BIN)/python eval/slow_logs_power.py
+	$(BIN)/python eval/zoo_clean_eval.py
 
 bench: $(STAMP)
 	$(BIN)/python eval/bench/bench_diagnose.py
