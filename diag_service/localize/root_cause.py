@@ -1018,15 +1018,19 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
     factor = max([e.slowdown_factor for e in slow.job_slowdown] + [s.slowdown_factor for s in slow.stragglers], default=1.0)
     if factor < 1.1 and not slow.groups:
         return  # an episode that opened and averaged out (0.99x over its steps): nothing to tell
-    d.findings.append(("Step times in the logs: " if slow.input.format.startswith("logs") else "Timing feed: ") + slow.summary)
+    finding = ("Step times in the logs: " if slow.input.format.startswith("logs") else "Timing feed: ") + slow.summary
     inferred_hang = d.hang is None and d.confidence <= ALIVE_NO_ERROR_CONFIDENCE  # the logs only stopped
     if d.category is not Category.UNKNOWN or (d.failure_mode is FailureMode.FAIL_HANG and not inferred_hang):
+        d.findings.append(finding)
         return
     terminated = any(e.kind in TERMINATION_KINDS for e in d.events)
     # A job that died of an unexplained error stays fail_stop unless it had collapsed first (>= 2x);
     # a live job is fail_slow from the detector's minimum effect on.
     if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
+        d.findings.append(finding)
         return
+    if not inferred_hang:  # otherwise the summary below is this finding, word for word
+        d.findings.append(finding)
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
     d.category_source = "analyzers"
