@@ -196,7 +196,7 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
     scan = None
     if parts is not None and literal_scan_available():
         try:
-            scan = LiteralScan.cached(list(parts), _literal_cache_dir())
+            scan = LiteralScan.cached(list(parts), _literal_cache_dir(), marks=RAY_MARKS)
         except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
             scan = None
     for old in list(_LITERAL_SCANS)[:-7]:  # as many as prefilter_with keeps unions
@@ -251,6 +251,9 @@ RAY_WORKER_RANK = re.compile(
     r"Setting up process group for: \S+ \[rank=(\d+), world_size=\d+\]"
     r"|\(ip=[\w.:-]+, pid=(\d+)\) world_rank=(\d+)"
 )
+#: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
+#: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
+RAY_MARKS = ("process group for: ", ") world_rank=")
 #: a line that opens with a full date, after any bracketed writer prefixes (``2024-11-14 09:00:08``,
 #: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
@@ -688,10 +691,6 @@ class Extractor:
             mid = len(text) // 2
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
-        if len(self._ray_rank) < 65536 and (b"process group for: " in rd.data or b") world_rank=" in rd.data):
-            for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
-                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
-                self._ray_rank.setdefault(int(pid), int(rank_s))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
@@ -720,26 +719,35 @@ class Extractor:
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
-        # One linear-time pass finds every candidate; lines are then handled in order.
-        starts = self._candidate_starts(rd)
+        # One linear-time pass finds every candidate (and whether the block holds a RAY_MARKS literal); lines are
+        # then handled in order.
+        starts, marks = self._candidate_starts(rd)
+        if len(self._ray_rank) < 65536 and (
+            marks if marks is not None else any(m.encode() in rd.data for m in RAY_MARKS)
+        ):
+            for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
+                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
+                self._ray_rank.setdefault(int(pid), int(rank_s))
         for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
             if ls in consumed:
                 continue
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
 
-    def _candidate_starts(self, rd: _BlockReader) -> list[int]:
+    def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], frozenset[str] | None]:
         """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the
-        literal scan when the block is ASCII and the scan is available."""
+        literal scan when the block is ASCII and the scan is available; and the :data:`RAY_MARKS` the block holds
+        when that scan says (else None)."""
         if self._fed < BUILD_AFTER_BYTES:
             self._fed += rd.size
             if self._fed >= BUILD_AFTER_BYTES:
                 self._literal = literal_scan_for(self.prefilter)
+        marks = None
         if self._literal is not None and rd.ascii:
-            got = self._literal.candidate_lines(self.prefilter, rd.data)
+            got, marks = self._literal.scan(self.prefilter, rd.data)
             if got is not None:  # None: a match may cross a line in this block, which RE2 then scans
-                return got
-        return list(_candidate_lines(self.prefilter, rd.hay, rd.data))
+                return got, marks
+        return list(_candidate_lines(self.prefilter, rd.hay, rd.data)), marks
 
     def _progress(self, rd: _BlockReader) -> None:
         """Sample progress lines, at most about 64 per block (evenly spread, the last one kept), so that
