@@ -32,13 +32,14 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from re import _constants as _C  # type: ignore[attr-defined]
 from re import _parser as _P  # type: ignore[attr-defined]
 from typing import Any
 
 from diag_service.fsutil import atomic_write
+from diag_service.re2fast import start_finder
 
 _hs: Any = None  # the hyperscan module, imported on first use (literal_scan_available)
 _hs_tried = False
@@ -600,6 +601,7 @@ class LiteralScan:
         out: list[int] = []
         last = -1
         rs = re_ = -1
+        search = start_finder(regex)  # type: ignore[arg-type]
         for to in ends:
             b = to - 1
             if b <= re_:  # on the region's lines (its end is a newline or the block's end)
@@ -612,12 +614,12 @@ class LiteralScan:
                     re_ = n
                 continue
             if rs >= 0:
-                last = _match_starts(regex, data, rs, re_, out, last)
+                last = _match_starts(search, data, rs, re_, out, last)
             rs = rfind(b"\n", 0, b) + 1
             re_ = find(b"\n", b)
             if re_ == -1:
                 re_ = n
-        _match_starts(regex, data, rs, re_, out, last)
+        _match_starts(search, data, rs, re_, out, last)
         if sure_lines:
             return sorted(sure_lines.union(out))
         return out
@@ -708,18 +710,17 @@ def _compile(exprs: list[str], flags: list[int]) -> object:
     return db
 
 
-def _match_starts(regex: object, data: bytes, pos: int, endpos: int, out: list[int], last: int) -> int:
+def _match_starts(search: Callable[[bytes, int, int], int], data: bytes, pos: int, endpos: int, out: list[int],
+                  last: int) -> int:
     """Append the line start of each match of ``regex.finditer(data, pos, endpos)`` to ``out`` (once per line;
-    ``last``: the line start appended last); return the new ``last``.
+    ``last``: the line start appended last); return the new ``last``. ``search``: ``start_finder(regex)``.
 
     After a match the search goes on from the next line: no match crosses a line here, so the first match
     ``finditer`` would find starting on a later line is the leftmost one from that line's start."""
-    search = regex.search  # type: ignore[attr-defined]
     while pos < endpos:
-        m = search(data, pos, endpos)
-        if m is None:
+        s = search(data, pos, endpos)
+        if s < 0:
             break
-        s = m.start()
         ls = data.rfind(b"\n", 0, s) + 1
         if ls != last:
             last = ls
