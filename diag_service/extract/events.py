@@ -162,6 +162,8 @@ PLATFORM_MARKS = {
 #: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
+#: every platform mark, in order
+_PLATFORM_MARK_LIST = tuple(m for marks in PLATFORM_MARKS.values() for m in marks)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 #: The pre-filter's options: only where a match starts is read, so no group is captured. With the catalogue's
@@ -197,7 +199,7 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
     scan = None
     if parts is not None and literal_scan_available():
         try:
-            scan = LiteralScan.cached(list(parts), _literal_cache_dir(), marks=RAY_MARKS)
+            scan = LiteralScan.cached(list(parts), _literal_cache_dir(), marks=SCAN_MARKS)
         except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
             scan = None
     for old in list(_LITERAL_SCANS)[:-7]:  # as many as prefilter_with keeps unions
@@ -256,6 +258,9 @@ RAY_WORKER_RANK = re.compile(
 #: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
 #: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
 RAY_MARKS = ("process group for: ", ") world_rank=")
+#: The literals the literal scan also reports where it finds them (LiteralScan's ``marks``): Ray's rank statements
+#: and the platform marks, each otherwise searched for over the block or its head and tail windows
+SCAN_MARKS = RAY_MARKS + _PLATFORM_MARK_LIST
 #: a line that opens with a full date, after any bracketed writer prefixes (``2024-11-14 09:00:08``,
 #: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
@@ -695,6 +700,9 @@ class Extractor:
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
+        # One linear-time pass finds every candidate, and where the block holds a literal of SCAN_MARKS (when it is
+        # ASCII and the literal scan ran; else ``seen`` is None); lines are then handled in order.
+        starts, seen = self._candidate_starts(rd)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
         windows: set[str] | None
         if asc:
@@ -708,7 +716,12 @@ class Extractor:
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1
-        if any(ANY_PLATFORM_MARK.search(t) is not None for t in window_bytes):  # most blocks have none
+        if seen is not None:  # a mark wholly inside the head window ends by JOB_WINDOW, in the tail one starts after
+            tail = max(0, rd.size - JOB_WINDOW)
+            in_window = any(to <= JOB_WINDOW or to - len(m) >= tail for m in _PLATFORM_MARK_LIST for to in seen.get(m, ()))
+        else:
+            in_window = any(ANY_PLATFORM_MARK.search(t) is not None for t in window_bytes)
+        if in_window:  # most blocks have none
             if windows is None:
                 windows = {t.decode("ascii") for t in window_bytes}  # type: ignore[union-attr]
             for platform, marks in PLATFORM_MARKS.items():
@@ -721,11 +734,8 @@ class Extractor:
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
-        # One linear-time pass finds every candidate (and whether the block holds a RAY_MARKS literal); lines are
-        # then handled in order.
-        starts, marks = self._candidate_starts(rd)
         if len(self._ray_rank) < 65536 and (
-            marks if marks is not None else any(m.encode() in rd.data for m in RAY_MARKS)
+            any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)
         ):
             for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
                 pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
@@ -736,10 +746,10 @@ class Extractor:
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
 
-    def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], frozenset[str] | None]:
+    def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], dict[str, list[int]] | None]:
         """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the
-        literal scan when the block is ASCII and the scan is available; and the :data:`RAY_MARKS` the block holds
-        when that scan says (else None)."""
+        literal scan when the block is ASCII and the scan is available; and where the block holds each literal of
+        :data:`SCAN_MARKS` when that scan says (else None)."""
         if self._fed < BUILD_AFTER_BYTES:
             self._fed += rd.size
             if self._fed >= BUILD_AFTER_BYTES:
