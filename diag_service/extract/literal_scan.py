@@ -558,10 +558,17 @@ class LiteralScan:
             ids.append(i)
             ends.append(to)
 
+        # A literal spelled out with the character after a \b cannot stand at the very end of a text without a final
+        # newline ("loss: \nnan"): such a text is scanned with one after it, so that its hits, and the crossing check
+        # they call for, are not missed (a block from the reader always ends with a newline: no copy there)
+        hay = data if not data or data[-1:] == b"\n" else data + b"\n"
         try:
-            self._db.scan(data, match_event_handler=on_hit, scratch=self._scratch(self._db))  # type: ignore[attr-defined]
+            self._db.scan(hay, match_event_handler=on_hit, scratch=self._scratch(self._db))  # type: ignore[attr-defined]
         except _hs.error:  # type: ignore[union-attr]  # (not expected) the caller scans the block with RE2
             return None, None
+        if hay is not data:
+            n = len(data)
+            ends = [min(to, n) for to in ends]
         n_lits = self._n_lits
         marks: dict[str, list[int]] = {}
         if self.marks and ids and max(ids) >= n_lits:  # a mark's hit: taken out, it makes no line a candidate
@@ -572,9 +579,9 @@ class LiteralScan:
                 v.sort()
             kept = [(i, to) for i, to in zip(ids, ends, strict=True) if i < n_lits]
             ids, ends = [i for i, _ in kept], [to for _, to in kept]
-        return self._lines(regex, data, ids, ends), marks
+        return self._lines(regex, data, ids, ends, hay), marks
 
-    def _lines(self, regex: object, data: bytes, ids: list[int], ends: list[int]) -> list[int] | None:
+    def _lines(self, regex: object, data: bytes, ids: list[int], ends: list[int], hay: bytes) -> list[int] | None:
         owners = self._owners
         nl = {k for i in set(ids) for k in owners[i]}
         if nl:
@@ -583,7 +590,7 @@ class LiteralScan:
                 return None
             crossed: list[int] = []
             try:
-                db.scan(data, match_event_handler=lambda *_a: crossed.append(1), scratch=self._scratch(db))  # type: ignore[attr-defined]
+                db.scan(hay, match_event_handler=lambda *_a: crossed.append(1), scratch=self._scratch(db))  # type: ignore[attr-defined]
             except _hs.error:  # type: ignore[union-attr]
                 return None
             if crossed:
