@@ -373,7 +373,7 @@ def _literal_scan(union):
 @example("loss: \n\n nan\n")
 @example("x exitcode\n: -6\nError")
 @example("[INFO] x\n")
-@example("loss: \nnan")  # a \\b literal at the very end of a text without a final newline: its crossing match is seen
+@example("loss: \nnan")  # a \b literal at the very end of a text without a final newline: its crossing match is seen
 def test_literal_scan_finds_the_lines_of_the_re2_scan(text: str) -> None:
     from diag_service.signatures import site_catalog
 
