@@ -7,6 +7,8 @@ Errors are raised as the caller's :class:`~diag_service.errors.DiagError` subcla
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -91,9 +93,67 @@ def validation_message(name: str, node: yaml.Node | LazyNode | None, exc: Valida
     return f"{name}:{line if line is not None else '?'}: {where}: {first['msg']}{more}"
 
 
+#: Parsed documents kept in the cache folder (``<cache>/yaml``, one file per text), at most this many
+_DOC_CACHE_KEEP = 256
+
+
+def _doc_cache() -> Path | None:
+    try:
+        from diag_service.resources import cache_home
+
+        return cache_home() / "yaml"
+    except Exception:  # noqa: BLE001 - no cache folder: parse each time
+        return None
+
+
+def _cached_doc(text: str) -> tuple[Path | None, Any]:
+    """``(the cache file of text's document, the document or _MISSING)``. The file holds the SHA-256 of its body
+    and the body, ``marshal`` of the document: plain data only (a document marshal cannot hold is not kept)."""
+    folder = _doc_cache()
+    if folder is None:
+        return None, _MISSING
+    path = folder / (hashlib.sha256(f"{yaml.__version__}|{_BASE_LOADER.__name__}|{text}".encode("utf-8", "surrogatepass"))
+                     .hexdigest()[:40] + ".marshal")
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return path, _MISSING
+    if hashlib.sha256(blob[32:]).digest() != blob[:32]:
+        return path, _MISSING
+    try:
+        return path, marshal.loads(blob[32:])
+    except (ValueError, EOFError, TypeError):
+        return path, _MISSING
+
+
+def _keep_doc(path: Path, doc: Any) -> None:
+    try:
+        body = marshal.dumps(doc)
+        if marshal.loads(body) != doc:  # (a float NaN, a shared or recursive structure: parse it each time)
+            return
+        from diag_service.fsutil import atomic_write
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, hashlib.sha256(body).digest() + body)
+        kept = sorted(path.parent.glob("*.marshal"), key=lambda q: q.stat().st_mtime)
+        for old in kept[:-_DOC_CACHE_KEEP]:
+            old.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001, S110 - a document marshal cannot hold, or a cache that cannot be written
+        pass
+
+
+_MISSING = object()
+
+
 def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, LazyNode]:
     """``(document, node tree)`` of YAML ``text`` (the tree composed when first asked for, to name a line).
-    Raises ``error`` naming ``name`` and the line."""
+    Raises ``error`` naming ``name`` and the line.
+
+    A text parsed before is read back from the cache folder (libyaml took ~0.06 CPU-s of every cold
+    ``diag diagnose`` for the signature catalogue alone): the same text gives the same document."""
+    path, doc = _cached_doc(text)
+    if doc is not _MISSING:
+        return doc, LazyNode(text)
     try:
         doc = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (CSafeLoader or SafeLoader)
         node = LazyNode(text)
@@ -101,6 +161,8 @@ def parse_yaml(text: str, name: str, error: type[DiagError]) -> tuple[Any, LazyN
         mark = getattr(exc, "problem_mark", None)
         where = str(mark.line + 1) if mark is not None else "?"
         raise error(f"{name}:{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from exc
+    if path is not None:
+        _keep_doc(path, doc)
     return doc, node
 
 

@@ -373,6 +373,7 @@ def _literal_scan(union):
 @example("loss: \n\n nan\n")
 @example("x exitcode\n: -6\nError")
 @example("[INFO] x\n")
+@example("loss: \nnan")  # a \b literal at the very end of a text without a final newline: its crossing match is seen
 def test_literal_scan_finds_the_lines_of_the_re2_scan(text: str) -> None:
     from diag_service.signatures import site_catalog
 
@@ -654,3 +655,36 @@ def test_detect_prefixes_equals_trying_each_prefix_in_turn(lines: list[str]) -> 
     from diag_service.logformat import detect_prefixes
 
     assert detect_prefixes(lines) == _detect_prefixes_in_turn(lines)
+
+
+@pytest.mark.parametrize("shift", [-8, -7, -1, 0, 1, 5])
+def test_the_marks_the_literal_scan_reports_stand_for_the_searches_they_replace(monkeypatch, shift: int) -> None:
+    """Platform marks (in a block's 64 KiB head and tail windows only) and Ray's rank statements, found in the literal
+    scan's own pass (SCAN_MARKS), count as the RE2 and substring searches over the block did: a mark across a
+    window's edge is in neither window."""
+    from diag_service.extract import events as ev
+    from diag_service.ingest import Block, Source
+
+    pytest.importorskip("hyperscan")
+    filler = "[rank0]:step 5 ok\n" * ((ev.JOB_WINDOW // 18) + 4000)
+    head_cut = ev.JOB_WINDOW + shift - len("kubelet")  # "kubelet" ends at JOB_WINDOW + shift
+    body = filler[:head_cut] + "kubelet" + filler[head_cut:]
+    suffix = ("(RayTrainWorker pid=4242) Setting up process group for: env:// [rank=7, world_size=8]\n"
+              "(RayTrainWorker pid=4242) RuntimeError: CUDA error: an illegal memory access\n")
+    at = len(body) + len("srun: ") + len(suffix) - ev.JOB_WINDOW + shift  # "srun: " starts at the tail window's start + shift
+    text = body[:at] + "srun: " + body[at:] + suffix
+    assert text.index("srun: ") == len(text) - ev.JOB_WINDOW + shift
+    src = Source(path="a.log", prefixes=frozenset())
+
+    def run() -> tuple[list[RawEvent], dict, dict]:
+        x = ev.Extractor(ProgressLog())
+        block = Block(source=src, data=text.encode(), first_line=1, ascii=True, newlines=text.count("\n"))
+        events = list(x.feed(block))
+        return events, dict(x.progress.platforms), x._ray_rank
+
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1)
+    got = run()
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
+    assert got == run()
+    assert got[2] == {4242: 7} and got[0][-1].rank == 7
+    assert got[1] == ({"slurm": 1} if shift >= 0 else {}) | ({"kubernetes": 1} if shift <= 0 else {})

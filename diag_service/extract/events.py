@@ -43,6 +43,7 @@ from diag_service.logformat import (
     attribute,
     parse_timestamp,
 )
+from diag_service.re2fast import start_finder
 
 MAX_EVENT_LINES = 80
 MAX_LINE_CHARS = 4000
@@ -161,6 +162,8 @@ PLATFORM_MARKS = {
 #: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
+#: every platform mark, in order
+_PLATFORM_MARK_LIST = tuple(m for marks in PLATFORM_MARKS.values() for m in marks)
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20
 #: The pre-filter's options: only where a match starts is read, so no group is captured. With the catalogue's
@@ -196,7 +199,7 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
     scan = None
     if parts is not None and literal_scan_available():
         try:
-            scan = LiteralScan.cached(list(parts), _literal_cache_dir())
+            scan = LiteralScan.cached(list(parts), _literal_cache_dir(), marks=SCAN_MARKS)
         except Exception:  # noqa: BLE001 - any refusal (Hyperscan's compile errors included) keeps the RE2 scan
             scan = None
     for old in list(_LITERAL_SCANS)[:-7]:  # as many as prefilter_with keeps unions
@@ -238,6 +241,7 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
 
 
 PROGRESS_FAST = re2.compile(PROGRESS_PATTERN, _RE2_OPTIONS)
+_PROGRESS_START = start_finder(PROGRESS_FAST)
 #: A literal searched in a block's UTF-8 bytes: an ASCII literal is in the bytes exactly when it is in the text,
 #: and re2 finds it at about 20 GB/s where ``str.__contains__`` ran at 2.8 (4 MiB console block without it)
 _NCCL_INFO = re2.compile(b"NCCL INFO")
@@ -251,6 +255,12 @@ RAY_WORKER_RANK = re.compile(
     r"Setting up process group for: \S+ \[rank=(\d+), world_size=\d+\]"
     r"|\(ip=[\w.:-]+, pid=(\d+)\) world_rank=(\d+)"
 )
+#: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
+#: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
+RAY_MARKS = ("process group for: ", ") world_rank=")
+#: The literals the literal scan also reports where it finds them (LiteralScan's ``marks``): Ray's rank statements
+#: and the platform marks, each otherwise searched for over the block or its head and tail windows
+SCAN_MARKS = RAY_MARKS + _PLATFORM_MARK_LIST
 #: a line that opens with a full date, after any bracketed writer prefixes (``2024-11-14 09:00:08``,
 #: ``[rank0]:[2024-11-14 09:00:08,897]``, DeepSpeed's and accelerate's ``[2024-11-14 09:00:08,897] [INFO]``): the
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
@@ -688,12 +698,11 @@ class Extractor:
             mid = len(text) // 2
             for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
                 obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
-        if len(self._ray_rank) < 65536 and (b"process group for: " in rd.data or b") world_rank=" in rd.data):
-            for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
-                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
-                self._ray_rank.setdefault(int(pid), int(rank_s))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
+        # One linear-time pass finds every candidate, and where the block holds a literal of SCAN_MARKS (when it is
+        # ASCII and the literal scan ran; else ``seen`` is None); lines are then handled in order.
+        starts, seen = self._candidate_starts(rd)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
         windows: set[str] | None
         if asc:
@@ -707,7 +716,12 @@ class Extractor:
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1
-        if any(ANY_PLATFORM_MARK.search(t) is not None for t in window_bytes):  # most blocks have none
+        if seen is not None:  # a mark wholly inside the head window ends by JOB_WINDOW, in the tail one starts after
+            tail = max(0, rd.size - JOB_WINDOW)
+            in_window = any(to <= JOB_WINDOW or to - len(m) >= tail for m in _PLATFORM_MARK_LIST for to in seen.get(m, ()))
+        else:
+            in_window = any(ANY_PLATFORM_MARK.search(t) is not None for t in window_bytes)
+        if in_window:  # most blocks have none
             if windows is None:
                 windows = {t.decode("ascii") for t in window_bytes}  # type: ignore[union-attr]
             for platform, marks in PLATFORM_MARKS.items():
@@ -720,26 +734,32 @@ class Extractor:
             if m_world:
                 obs.world_size = int(m_world.group(1))
         consumed: set[int] = set()
-        # One linear-time pass finds every candidate; lines are then handled in order.
-        starts = self._candidate_starts(rd)
+        if len(self._ray_rank) < 65536 and (
+            any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)
+        ):
+            for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
+                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
+                self._ray_rank.setdefault(int(pid), int(rank_s))
         for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
             if ls in consumed:
                 continue
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
 
-    def _candidate_starts(self, rd: _BlockReader) -> list[int]:
+    def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], dict[str, list[int]] | None]:
         """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the
-        literal scan when the block is ASCII and the scan is available."""
+        literal scan when the block is ASCII and the scan is available; and where the block holds each literal of
+        :data:`SCAN_MARKS` when that scan says (else None)."""
         if self._fed < BUILD_AFTER_BYTES:
             self._fed += rd.size
             if self._fed >= BUILD_AFTER_BYTES:
                 self._literal = literal_scan_for(self.prefilter)
+        marks = None
         if self._literal is not None and rd.ascii:
-            got = self._literal.candidate_lines(self.prefilter, rd.data)
+            got, marks = self._literal.scan(self.prefilter, rd.data)
             if got is not None:  # None: a match may cross a line in this block, which RE2 then scans
-                return got
-        return list(_candidate_lines(self.prefilter, rd.hay, rd.data))
+                return got, marks
+        return list(_candidate_lines(self.prefilter, rd.hay, rd.data)), marks
 
     def _progress(self, rd: _BlockReader) -> None:
         """Sample progress lines, at most about 64 per block (evenly spread, the last one kept), so that
@@ -758,11 +778,18 @@ class Extractor:
             # re2 on a slice (its wrapper re-encodes a whole str on every call), of the bytes when they have
             # the same offsets; the slice overlaps the next window so a line cut at the boundary is still seen.
             # (a memoryview of the bytes: slicing it copies nothing)
-            hay = memoryview(rd.data) if len(rd.data) == n else text
-            for w in range(0, n, stride):
-                m = PROGRESS_FAST.search(hay[w : w + stride + 512])
-                if m is not None and m.start() < stride:
-                    positions.append(w + m.start())
+            if len(rd.data) == n:
+                hay, find = memoryview(rd.data), _PROGRESS_START
+                for w in range(0, n, stride):
+                    window = hay[w : w + stride + 512]
+                    at = find(window, 0, len(window))
+                    if 0 <= at < stride:
+                        positions.append(w + at)
+            else:
+                for w in range(0, n, stride):
+                    m = PROGRESS_FAST.search(text[w : w + stride + 512])
+                    if m is not None and m.start() < stride:
+                        positions.append(w + m.start())
         last_ls = -1
         for pos in positions:
             ls = text.rfind(rd.nl, 0, pos) + 1  # type: ignore[arg-type]

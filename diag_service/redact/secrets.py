@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 import re2
 
 from diag_service.contracts import RawEvent
+from diag_service.re2fast import start_finder
 from diag_service.redact.catalog import SecretFormat, builtin_secret_formats, compile_re2
 
 REDACTED = "<REDACTED>"
@@ -154,11 +155,11 @@ def redact_events(events: Iterable[RawEvent]) -> Iterator[RawEvent]:
     joinable = not any("\n" in t for t in triggers)
     # one re2 pass over the lower-cased UTF-8 bytes finds any trigger (a literal alternation: substring
     # containment exactly) about 3x faster than testing the ~40 triggers one by one
-    any_trigger = re2.compile("|".join(re2.escape(t) for t in triggers))
+    any_trigger = start_finder(re2.compile("|".join(re2.escape(t) for t in triggers)))
     for ev in events:
         if joinable:
-            low = "\n".join([ev.key, *ev.lines, *ev.fields.values()]).lower()
-            if any_trigger.search(low.encode("utf-8", "surrogatepass")) is None:
+            low = "\n".join([ev.key, *ev.lines, *ev.fields.values()]).lower().encode("utf-8", "surrogatepass")
+            if any_trigger(low, 0, len(low)) < 0:
                 yield ev
                 continue
         ev.key = redact(ev.key)

@@ -60,6 +60,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from diag_service import recache
 from diag_service.contracts import TemplateGroup
 from diag_service.domain import (
     Category,
@@ -81,11 +82,17 @@ class SignatureError(DiagError):
     kind = ErrorKind.CONFIG
 
 
+def _re(pattern: str) -> re.Pattern[str]:
+    """``re.compile(pattern)``, through the per-machine cache of compiled regex code (:mod:`diag_service.recache`):
+    the catalogue's ~800 patterns cost ~0.1 CPU-s to compile on every cold start."""
+    return recache.shared().compile(pattern)
+
+
 def _compiled_ok(patterns: list[str]) -> list[str]:
     """``patterns`` unchanged when every one compiles; ValueError naming the first that does not."""
     for p in patterns:
         try:
-            re.compile(p)
+            _re(p)
         except re.error as exc:
             raise ValueError(f"regex {p!r} does not compile: {exc}") from exc
     return patterns
@@ -304,7 +311,7 @@ class SignatureSet:
 
     def __post_init__(self) -> None:
         self._prefilter = tuple(_anonymous(p.pattern) for c in self.signatures for p in c.patterns)
-        self.any_pattern = re.compile("|".join(self._prefilter))
+        self.any_pattern = _re("|".join(self._prefilter))
 
     def __len__(self) -> int:
         return len(self.signatures)
@@ -415,7 +422,7 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
             if spec.id in seen:
                 raise SignatureError(f"{label}: signature id {spec.id!r} already defined in {seen[spec.id]}")
             seen[spec.id] = label
-            c = _Compiled(spec, [re.compile(p) for p in spec.patterns], [re.compile(p) for p in spec.context_patterns])
+            c = _Compiled(spec, [_re(p) for p in spec.patterns], [_re(p) for p in spec.context_patterns])
             for ex in spec.examples:
                 if not c.search(ex):
                     raise SignatureError(f"{label}: signature {spec.id!r}: example does not match: {ex!r}")
@@ -432,6 +439,7 @@ def load_signatures(directory: str | Path | None = None, *, extra: Iterable[str 
                 raise SignatureError(f"signature {c.spec.id!r}: lookup group {lk.group!r} not in its first pattern")
     sigs = SignatureSet(compiled, tables, digest.hexdigest()[:12], _compile_rules(rules, compiled))
     _check_prefilter(sigs, seen)
+    recache.shared().save()
     return sigs
 
 
@@ -480,7 +488,7 @@ def _compile_rules(rules: list[tuple[str, ContextRule]], compiled: list[_Compile
         if r.id in seen:
             raise SignatureError(f"{fname}: context rule id {r.id!r} defined twice")
         seen.add(r.id)
-        rule = _Rule(r, [re.compile(p) for p in r.any_line], [re.compile(p) for p in r.none_line])
+        rule = _Rule(r, [_re(p) for p in r.any_line], [_re(p) for p in r.none_line])
         for sid in r.refines:
             if sid not in by_id:
                 raise SignatureError(f"{fname}: context rule {r.id!r} refines unknown signature {sid!r}")

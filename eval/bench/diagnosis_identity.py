@@ -107,6 +107,7 @@ def _events_digest(path: Path) -> str:
     prog = dataclasses.asdict(progress)
     prog["series"] = {repr(k): list(v) for k, v in sorted(progress.series.items(), key=repr)}
     prog["ranks"] = sorted(progress.ranks)
+    prog["source_nodes"] = sorted(progress.source_nodes)  # a set of str: its order changes with the hash seed
     prog["platforms"] = dict(progress.platforms)  # asdict() rebuilds a Counter from its items as keys
     h.update(json.dumps(prog, sort_keys=True, default=str).encode())
     return h.hexdigest()
