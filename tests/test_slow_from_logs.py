@@ -244,3 +244,24 @@ def test_a_step_time_beats_a_throughput_on_the_same_lines(tmp_path: Path) -> Non
     """eval/zoo/runs/slow_quota_midrun prints both: ``rank 0 | step 13 | loss 1.0 | 10.8 ms | 11831.1 samples/s``."""
     feed = load_log_bundle(ZOO / "runs" / "slow_quota_midrun")
     assert feed.stats.format == "logs:step_lines"
+
+
+def test_a_slow_log_piped_in_is_read_for_step_times(tmp_path: Path) -> None:
+    """``kubectl logs POD | diag diagnose /dev/stdin``: a pipe cannot be read twice, so the log pass keeps its
+    blocks for the step-time reader."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = (ZOO / "runs" / "slow_cpu_hog_all" / "console.log").read_bytes()
+
+    def feed() -> None:
+        with open(fifo, "wb") as w:
+            w.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    d = diagnose(DiagnoseRequest(path=str(fifo), kb=False, llm=False))
+    writer.join(5)
+    assert d.failure_mode.value == "fail_slow" and d.category.value == "infrastructure"

@@ -61,6 +61,11 @@ def _looks_like_dump(head: str) -> bool:
     return any(m in h for m in _DUMP_MARKERS)
 
 
+#: Log bytes of a pipe kept from the log pass for the step-time reader (the bound of the pipeline's second
+#: read of a file bundle, ``diag_service.pipeline.run.STEP_LOG_MAX_BYTES``).
+KEPT_PIPE_BYTES = 64 << 20
+
+
 def read_diagignore(path: str, report: InputReport, limits: IngestLimits | None = None) -> list[str]:
     """Patterns of a bundle's ``.diagignore`` (one glob per line, ``#`` comments), plus the file itself.
 
@@ -120,6 +125,7 @@ class Bundle:
         self._feeds: list[FeedMember] = []
         self._dump_files: dict[str, DumpFile] = {}  # dumps read in the log pass, by member name
         self._consumed = False
+        self._kept: list[Block] | None = []  # a pipe's log blocks, for step_blocks()
         #: every rank file at a dumps root is a dump, and the roots' ranks.json/index.json are metadata
         #: (``diag hang``: the user says the folder holds stack dumps)
         self.dumps_only = dumps_only
@@ -237,6 +243,9 @@ class Bundle:
             return
         pending: str | None = None  # a weak dump candidate whose first block decides what it is
         pending_is_dump = False
+        # a pipe cannot be read twice: its log blocks are kept (up to KEPT_PIPE_BYTES) for step_blocks()
+        keep = not (os.path.isdir(self.path) or os.path.isfile(self.path))
+        kept_bytes = 0
         for b in read_bundle(self.path, self.report, self.limits, skip=self._not_read, capture=self._captured,
                              raw=self._is_fr_archive_member, on_raw=self._on_fr_member):
             name = b.source.path
@@ -256,6 +265,12 @@ class Bundle:
                 if pending_is_dump:
                     self._add_dump(name, b)
                     continue
+            if keep and self._kept is not None:
+                kept_bytes += len(b.data) if b.data is not None else len(b.text)
+                if kept_bytes > KEPT_PIPE_BYTES:
+                    self._kept = None  # too much to keep: the step-time reader gets nothing rather than a part
+                else:
+                    self._kept.append(b)
             yield b
         self._finish()
 
@@ -263,12 +278,15 @@ class Bundle:
         """The log members' blocks read a second time, with progress-bar redraws kept (every tqdm update:
         :func:`~diag_service.ingest.bundle.read_bundle`'s ``redraws``), for the step-time reader. Only log
         members; nothing is counted in :attr:`report`. A bundle given as text yields that text; one read from
-        a pipe or a device (``/dev/stdin``), which cannot be read twice, yields nothing."""
+        a pipe or a device (``kubectl logs POD | diag diagnose /dev/stdin``), which cannot be read twice,
+        yields the log blocks :meth:`blocks` kept of it (as a terminal shows them, redraws dropped; nothing
+        past :data:`KEPT_PIPE_BYTES`)."""
         if self._text is not None:
             text = self._text if self._text.endswith("\n") else self._text + "\n"
             yield Block(source=attribute_path(self._name), text=text, first_line=1)
             return
         if not (os.path.isdir(self.path) or os.path.isfile(self.path)):
+            yield from self._kept or ()
             return
         scratch = InputReport(path=self.path)
         for b in read_bundle(self.path, scratch, self.limits, skip=self._not_read, redraws=True):
