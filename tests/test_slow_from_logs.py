@@ -4,11 +4,9 @@ runs (``eval/slow_feeds``' dev split)."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
-import statistics
-from collections import defaultdict
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +18,14 @@ from diag_service.slow.logs import load_log_bundle, log_feed
 from diag_service.slow.offline import ALPHA, CRITICAL, find_shift, kuiper_sf, whole_log_episode
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "eval"))
+
+from slow_logs_power import job_series  # noqa: E402  (a real clean lab run's job step time per step)
+
 ZOO = ROOT / "eval" / "zoo"
 FEEDS = ROOT / "eval" / "slow_feeds"
 DEV_RUNS = set(json.loads((ZOO / "split.json").read_text())["dev"])
 DEV_FEEDS = json.loads((FEEDS / "split.json").read_text())["dev"]
-
-
-def _job_series(name: str) -> np.ndarray:
-    """A real clean lab run's job step time per step (median over ranks), seconds."""
-    by_step: dict[int, list[float]] = defaultdict(list)
-    with gzip.open(FEEDS / f"{name}.jsonl.gz", "rt") as fh:
-        for line in fh:
-            r = json.loads(line)
-            by_step[int(r["step"])].append(float(r["end"]) - float(r["start"]))
-    return np.array([statistics.median(by_step[s]) for s in sorted(by_step)])
 
 
 @pytest.mark.parametrize(("line", "step", "seconds"), [
@@ -84,7 +76,7 @@ def test_the_threshold_is_kuipers_at_the_stated_false_alarm_rate() -> None:
 
 @pytest.mark.parametrize("name", DEV_FEEDS[:8])
 def test_real_clean_runs_are_not_called_slow_and_a_2x_stretch_in_them_is(name: str) -> None:
-    t = _job_series(name)
+    t = job_series(name)
     steps = np.arange(1, t.size + 1)
     assert whole_log_episode(steps, t, np.ones_like(t)) is None
     onset = t.size // 2
@@ -97,14 +89,14 @@ def test_real_clean_runs_are_not_called_slow_and_a_2x_stretch_in_them_is(name: s
 
 
 def test_a_slow_start_is_warm_up_not_a_slowdown() -> None:
-    t = _job_series(DEV_FEEDS[0]).copy()
+    t = job_series(DEV_FEEDS[0]).copy()
     t[:30] *= 3.0  # compilation, cache warm-up, the first data-loader fill
     steps = np.arange(1, t.size + 1)
     assert find_shift(steps, t, np.ones_like(t)) is None
 
 
 def test_a_stretch_that_ends_is_an_episode_with_an_end() -> None:
-    t = _job_series(DEV_FEEDS[1]).copy()
+    t = job_series(DEV_FEEDS[1]).copy()
     t[150:250] *= 1.8
     ep = whole_log_episode(np.arange(1, t.size + 1), t, np.ones_like(t))
     assert ep is not None and not ep.ongoing
@@ -161,7 +153,7 @@ def test_a_step_time_that_climbs_through_the_log_is_growth_not_a_step() -> None:
 @pytest.mark.parametrize("name", [n for n in DEV_FEEDS if n.startswith("quiet")][:6])
 def test_growth_and_a_step_on_real_clean_runs_are_told_apart(name: str) -> None:
     """On a quiet host (a loaded host's own wander can make a ramp look like a step: 2 of 26 dev runs at 3x)."""
-    t = _job_series(name)
+    t = job_series(name)
     steps = np.arange(1, t.size + 1)
     ramp = whole_log_episode(steps, t * np.linspace(1.0, 3.0, t.size), np.ones_like(t))
     assert ramp is not None and ramp.growth
@@ -176,7 +168,7 @@ def test_growth_reads_as_user_code() -> None:
     from diag_service.slow.feeds import Feed, StepBatch
     from diag_service.slow.models import FeedStats
 
-    t = _job_series(DEV_FEEDS[2]) * np.linspace(1.0, 2.5, 400)
+    t = job_series(DEV_FEEDS[2]) * np.linspace(1.0, 2.5, 400)
     n = t.size
     batch = StepBatch.from_columns(step=np.arange(1, n + 1), rank=np.full(n, -1), step_time=t, weight=np.ones(n),
                                    end=np.full(n, np.nan), compute=np.full(n, np.nan), comm=np.full(n, np.nan))

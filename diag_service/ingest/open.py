@@ -244,7 +244,7 @@ class Bundle:
         pending: str | None = None  # a weak dump candidate whose first block decides what it is
         pending_is_dump = False
         # a pipe cannot be read twice: its log blocks are kept (up to KEPT_PIPE_BYTES) for step_blocks()
-        keep = not (os.path.isdir(self.path) or os.path.isfile(self.path))
+        keep = not self._rereadable()
         kept_bytes = 0
         for b in read_bundle(self.path, self.report, self.limits, skip=self._not_read, capture=self._captured,
                              raw=self._is_fr_archive_member, on_raw=self._on_fr_member):
@@ -274,6 +274,10 @@ class Bundle:
             yield b
         self._finish()
 
+    def _rereadable(self) -> bool:
+        """A folder or a regular file can be read again; a pipe or a device cannot."""
+        return os.path.isdir(self.path) or os.path.isfile(self.path)
+
     def step_blocks(self) -> Iterator[Block]:
         """The log members' blocks read a second time, with progress-bar redraws kept (every tqdm update:
         :func:`~diag_service.ingest.bundle.read_bundle`'s ``redraws``), for the step-time reader. Only log
@@ -285,7 +289,7 @@ class Bundle:
             text = self._text if self._text.endswith("\n") else self._text + "\n"
             yield Block(source=attribute_path(self._name), text=text, first_line=1)
             return
-        if not (os.path.isdir(self.path) or os.path.isfile(self.path)):
+        if not self._rereadable():
             yield from self._kept or ()
             return
         scratch = InputReport(path=self.path)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from diag_service.slow.models import BaselineInfo, SlowAlarm, SlowConfig, SlowEpisode, StepEvidence, StragglerKind
-from diag_service.slow.rank import ar1_long_run_factor
+from diag_service.slow.rank import ar1_long_run_factor, bernoulli_h_for_arl
 
 PHASES = (StragglerKind.COMPUTE, StragglerKind.COMMUNICATION, StragglerKind.DATA)
 _RUN_STEPS_KEPT = 512  # steps of a CUSUM run kept for its change-point estimate (bounded state)
@@ -204,7 +204,6 @@ class JobDetector:
         self.b_quiet = 0  # steps without a slow one since the intermittent episode's last slow step
         self.b_last: tuple[int, float | None] | None = None  # the intermittent episode's last slow step
         self.inter: _Episode | None = None
-        self._bh: dict[tuple[str, str], float] = {}
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -407,12 +406,8 @@ class JobDetector:
                     ep.end_step, ep.end_time = self.b_last if self.b_last is not None else (c.step, c.end_time)
                     self.inter, self.B = None, 0.0
             return
-        key = (f"{p0:.2g}", f"{p1:.2g}")
-        h = self._bh.get(key)
-        if h is None:
-            from diag_service.slow.rank import bernoulli_h_for_arl
-
-            h = self._bh[key] = bernoulli_h_for_arl(float(key[0]), float(key[1]), cfg.job_arl0)
+        # rounded as the rank level rounds them: bernoulli_h_for_arl caches by its arguments
+        h = bernoulli_h_for_arl(float(f"{p0:.2g}"), float(f"{p1:.2g}"), cfg.job_arl0)
         if self.B < 0.5 * h:  # in control as far as the test can tell: the job's own rate
             self.b_hits += hit
             self.b_n += 1

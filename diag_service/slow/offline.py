@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diag_service.slow.models import SlowEpisode, StepEvidence
+from diag_service.slow.rank import ar1_long_run_factor
 
 #: False-alarm probability per analysed log (a design choice: one clean log in a thousand may be called slow).
 ALPHA = 1e-3
@@ -102,6 +103,28 @@ class Shift:
     growth: bool = False
 
 
+def _valid_sorted(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | None,
+                  end: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(step, step time, weight, end) of the records with a positive, finite time and weight, in step order
+    (stable); weight 1 and end NaN where not given. :class:`Shift`'s indices are into these arrays."""
+    step = np.asarray(step, dtype=np.int64)
+    t = np.asarray(step_time, dtype=np.float64)
+    w = np.ones_like(t) if weight is None else np.asarray(weight, dtype=np.float64)
+    e = np.full(t.size, np.nan) if end is None else np.asarray(end, dtype=np.float64)
+    ok = np.isfinite(t) & (t > 0) & np.isfinite(w) & (w > 0)
+    order = np.argsort(step[ok], kind="stable")
+    return step[ok][order], t[ok][order], w[ok][order], e[ok][order]
+
+
+def _lag1_corr(r: np.ndarray) -> float:
+    """Lag-1 correlation of ``r`` (0 when ``r`` is constant or the estimate is not finite); the AR(1) factor
+    clips it (:func:`~diag_service.slow.rank.ar1_long_run_factor`)."""
+    if float(np.std(r)) <= 0:
+        return 0.0
+    rho = float(np.corrcoef(r[:-1], r[1:])[0, 1])
+    return rho if math.isfinite(rho) else 0.0
+
+
 def _blocks(t: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Time-weighted mean step time per block and each block's first record index."""
     n = t.size
@@ -132,12 +155,7 @@ def find_shift(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | Non
     relative slowdown reported (``SlowConfig.min_effect``). ``alpha``: false-alarm probability per series.
     Needs at least ``2 * MIN_BLOCKS + 1`` records after the first; shorter series give None.
     """
-    step = np.asarray(step, dtype=np.int64)
-    t = np.asarray(step_time, dtype=np.float64)
-    w = np.ones_like(t) if weight is None else np.asarray(weight, dtype=np.float64)
-    ok = np.isfinite(t) & (t > 0) & np.isfinite(w) & (w > 0)
-    order = np.argsort(step[ok], kind="stable")
-    step, t, w = step[ok][order], t[ok][order], w[ok][order]
+    step, t, w, _ = _valid_sorted(step, step_time, weight)
     step, t, w = step[1:], t[1:], w[1:]  # the first record: warm-up
     if t.size < 2 * MIN_BLOCKS + 1:
         return None
@@ -165,12 +183,8 @@ def find_shift(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | Non
         if np.any(seg == s):
             resid[seg == s] -= np.median(y[seg == s])
     sigma = max(MIN_SIGMA, _MAD * float(np.median(np.abs(resid - np.median(resid)))))
-    r = np.clip(resid, -3 * sigma, 3 * sigma)
-    rho = 0.0
-    if n >= 8 and float(np.std(r)) > 0:
-        rho = float(np.corrcoef(r[:-1], r[1:])[0, 1])
-        rho = min(0.8, max(0.0, rho if math.isfinite(rho) else 0.0))
-    sigma_lr = sigma * math.sqrt((1 + rho) / (1 - rho))
+    rho = _lag1_corr(np.clip(resid, -3 * sigma, 3 * sigma)) if n >= 8 else 0.0
+    sigma_lr = sigma * float(ar1_long_run_factor(rho))
     stat = best / (sigma_lr * math.sqrt(n))
     base = float(np.median(means[:lo]))
     factor = float(np.median(means[lo:hi])) / base
@@ -182,7 +196,7 @@ def find_shift(step: np.ndarray, step_time: np.ndarray, weight: np.ndarray | Non
         return Shift(lo=1, hi=t.size + 1, start_step=int(step[0]), end_step=int(step[-1]),
                      factor=round(growth[1], 4), baseline=base, statistic=round(growth[0], 3),
                      p_value=_normal_sf(growth[0]), ongoing=True, growth=True)
-    if stat < _threshold(alpha) if alpha != ALPHA else stat < CRITICAL:
+    if stat < (CRITICAL if alpha == ALPHA else _threshold(alpha)):
         return None
     if factor < 1 + min_effect:
         return None
@@ -213,11 +227,7 @@ def _steady_growth(y: np.ndarray, means: np.ndarray, step_l1: float) -> tuple[fl
     if float(np.sum(np.abs(resid))) >= step_l1:
         return None
     sigma = max(MIN_SIGMA, _MAD * float(np.median(np.abs(resid - np.median(resid)))))
-    rho = 0.0
-    if float(np.std(resid)) > 0:
-        rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
-        rho = min(0.8, max(0.0, rho if math.isfinite(rho) else 0.0))
-    se = sigma * math.sqrt((1 + rho) / (1 - rho)) / math.sqrt(float(np.dot(x, x)))
+    se = sigma * float(ar1_long_run_factor(_lag1_corr(resid))) / math.sqrt(float(np.dot(x, x)))
     z = slope / se
     med = [float(np.median(part)) for part in np.array_split(means, 4)]
     if z < GROWTH_Z or not all(b >= a * (1 + GROWTH_STEP) for a, b in zip(med, med[1:], strict=False)):
@@ -241,13 +251,7 @@ def whole_log_episode(step: np.ndarray, step_time: np.ndarray, weight: np.ndarra
     s = find_shift(step, step_time, weight, min_effect=LOG_MIN_EFFECT)
     if s is None:
         return None
-    step = np.asarray(step, dtype=np.int64)
-    t = np.asarray(step_time, dtype=np.float64)
-    w = np.asarray(weight, dtype=np.float64)
-    ok = np.isfinite(t) & (t > 0) & np.isfinite(w) & (w > 0)
-    order = np.argsort(step[ok], kind="stable")
-    st, tt, ww = step[ok][order], t[ok][order], w[ok][order]
-    ends = np.asarray(end, dtype=np.float64)[ok][order] if end is not None else np.full(st.size, np.nan)
+    st, tt, ww, ends = _valid_sorted(step, step_time, weight, end)
     lost = float(np.sum(np.maximum(0.0, tt[s.lo:s.hi] - s.baseline) * ww[s.lo:s.hi]))
     start_time = float(ends[s.lo - 1]) if s.lo > 0 and math.isfinite(ends[s.lo - 1]) else None
     end_time = float(ends[s.hi - 1]) if math.isfinite(ends[s.hi - 1]) else None
