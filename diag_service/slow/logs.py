@@ -422,13 +422,9 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     if not st.points and not st.ds_rate:
         if any(len(v) >= 3 for v in st.thr.values()):
             units = "seconds per unit of work (1 / throughput)"
-            for (_path, r), seen in st.thr.items():
-                prev = None
+            for key, seen in st.thr.items():  # no step time was read, so no writer has a previous step yet
                 for step, sec, ev in seen:
-                    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r,
-                                            _stamp(ev), evidence=ev))
-                    prev = step
-            st.formats.add("throughput")
+                    _add_step(st, "throughput", key, step, sec, key[1], _stamp(ev), ev)
         else:
             _clock_points(st, st.cum, "elapsed_clock")
             if not st.points:
