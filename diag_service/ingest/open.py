@@ -61,8 +61,8 @@ def _looks_like_dump(head: str) -> bool:
     return any(m in h for m in _DUMP_MARKERS)
 
 
-#: Log bytes of a pipe kept from the log pass for the step-time reader (the bound of the pipeline's second
-#: read of a file bundle, ``diag_service.pipeline.run.STEP_LOG_MAX_BYTES``).
+#: Log bytes of a pipe kept from the log pass for the step-time reader; also the bound of the pipeline's second
+#: read of a file bundle (``diag_service.pipeline.run.STEP_LOG_MAX_BYTES`` is this constant).
 KEPT_PIPE_BYTES = 64 << 20
 
 

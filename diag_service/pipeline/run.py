@@ -23,7 +23,7 @@ from diag_service.hang.analyzer import analyze_dumps
 from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
 from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
-from diag_service.ingest.open import Bundle, open_bundle
+from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.recovery.recommend import facts_of
@@ -105,7 +105,7 @@ def _calibration() -> Calibration:
 #: Largest bundle (bytes read) whose logs are read a second time for step times when it holds no timing
 #: feed: 64 MiB read again costs about 0.5 s on this machine type (the 20 MB bench bundle: ~0.15 s), while a
 #: 1 GB bundle would double the diagnosis (`eval/bench/`); above it, `diag slow` reads the logs on request.
-STEP_LOG_MAX_BYTES = 64 << 20
+STEP_LOG_MAX_BYTES = KEPT_PIPE_BYTES  # 64 MiB, the same bound as what the log pass keeps of a pipe
 #: Members (files) read for step lines once this many have given some: the ranks of a synchronous job step
 #: together, so the first writers' series is the job's (a 64-rank, 20 MB bundle: 5 s read whole, 0.1 s so).
 STEP_LOG_MEMBERS = 2
