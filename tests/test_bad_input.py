@@ -422,6 +422,19 @@ def test_gzip_bomb_file_is_cut(tmp_path: Path) -> None:
     assert len(text) <= report.bytes_read
 
 
+def test_a_cut_gzip_bomb_does_not_drop_the_logs_after_it(tmp_path: Path) -> None:
+    """A bomb read first (``a_bomb.log.gz`` sorts before the logs) is cut for its own ratio; its bytes must
+    not then push the whole folder past the bundle ratio and skip the real logs (a new user's trial: the
+    diagnosis turned unknown)."""
+    built = B.torchrun_logdir(tmp_path / "job")
+    (built.path / "a_bomb.log.gz").write_bytes(_text_bomb(48))
+    d = run_diagnose(built.path, ratio_floor_bytes=4 << 20, max_ratio=50)
+    assert_oom_found(d, OOM_MEMBER)
+    (w,) = warnings_about(d, "a_bomb.log.gz")
+    assert "likely a decompression bomb, member cut" in w
+    assert not any("bundle decompression ratio" in x for x in d.input.warnings)
+
+
 def test_bundle_total_limit(tmp_path: Path) -> None:
     built = B.torchrun_logdir(tmp_path)
     d = run_diagnose(built.path, max_total_bytes=4000)

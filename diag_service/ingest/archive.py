@@ -63,6 +63,9 @@ class Budget:
         self.members = 0  # files and archive entries met so far (see member())
         self.stopped = False  # the bundle limit was hit: open no further member
         self.bombs = 0  # members cut for their decompression ratio
+        #: decompressed bytes of members already cut for their own ratio: found and stopped, they do not also
+        #: count toward the bundle's ratio (or one cut bomb would drop every later log of a folder)
+        self.cut_bytes = 0
         self.bundle_bomb = False  # the whole bundle's ratio was hit (many members, or nested archives)
 
     def member(self) -> bool:
@@ -80,7 +83,8 @@ class Budget:
         bytes have been consumed so far (streamed archives, whose members' sizes are uncompressed).
 
         Besides the total and the member's ratio, the bundle's ratio: every decompressed byte so far
-        (members of nested archives included) against :attr:`read_bytes`, once past the same floor. It
+        (members of nested archives included; not those of members already cut for their own ratio,
+        :attr:`cut_bytes`) against :attr:`read_bytes`, once past the same floor. It
         catches what the member rule cannot: many members each under the floor, and an archive inside an
         archive, whose "compressed" size is itself decompressed."""
         if self.total > self.limits.max_total_bytes:
@@ -90,12 +94,14 @@ class Budget:
             c = compressed() if callable(compressed) else compressed
             if member_bytes > self.limits.max_ratio * max(c, 1):
                 self.bombs += 1
+                self.cut_bytes += member_bytes
                 return (
                     f"decompression ratio above {self.limits.max_ratio:.0f}x "
                     f"({member_bytes} from {c} bytes): likely a decompression bomb, member cut"
                 )
-        if (self.read_bytes and self.total > self.limits.ratio_floor_bytes
-                and self.total > self.limits.max_ratio * self.read_bytes):
+        ratio_total = self.total - self.cut_bytes
+        if (self.read_bytes and ratio_total > self.limits.ratio_floor_bytes
+                and ratio_total > self.limits.max_ratio * self.read_bytes):
             self.stopped = self.bundle_bomb = True
             self.bombs += 1
             return (f"bundle decompression ratio above {self.limits.max_ratio:.0f}x ({self.total} bytes from "
