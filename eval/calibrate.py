@@ -1,25 +1,92 @@
 """Fit ``knowledge_base/calibration.yaml`` on the development split of the public corpus (never test).
 
-Runs every dev case through the pipeline without calibration, then fits isotonic regression
-(pool-adjacent-violators) of "category right" on the raw confidence for named categories, and the
-smoothed share of right answers among ``unknown`` diagnoses. Bins with fewer than ``--min-bin`` cases
-are pooled with their neighbour so that no step rests on a handful of cases.
+Confidence must mean the probability of being right *on logs the rules have not seen*. Raw outputs of
+the current rules on dev are in-sample (the rules were tuned on those very cases: dev category 0.64
+against 0.48 on test at the twelfth look), so a map fitted on them is over-confident on new input.
+The default source is therefore each dev case's **first contact**: its diagnosis by the code of the
+commit that froze its part of the corpus (``split.json``: the first freeze and every ``additions``
+entry name the commit whose rules had not seen those cases), run from a temporary ``git worktree``
+of that commit. This is cross-validated calibration (a held-out fit, as scikit-learn's
+``CalibratedClassifierCV``) with the corpus's own history as the folds. ``--source current`` fits the
+current code's dev outputs instead (the method before 2026-12-05).
 
-    .venv/bin/python eval/calibrate.py [--min-bin 8]
+The fit: isotonic regression (pool-adjacent-violators) of "category right" on the raw confidence for
+named categories, and the smoothed share of right answers among ``unknown`` diagnoses. Bins with fewer
+than ``--min-bin`` cases are pooled with their neighbour so that no step rests on a handful of cases.
+First-contact outputs are kept in ``eval/results/corpus_first_contact_dev.jsonl`` (rebuilt with
+``--refresh``; about 4 minutes on 2 cores).
+
+    .venv/bin/python eval/calibrate.py [--source first-contact|current] [--refresh] [--min-bin 8]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "eval"))
 
 import yaml  # noqa: E402
-from corpus_eval import CORPUS, _commit, assign, diagnose_case, load_labels  # noqa: E402
+from corpus_eval import CORPUS, SPLIT_FILE, _commit, assign, diagnose_case, load_labels  # noqa: E402
+
+FIRST_CONTACT = REPO / "eval" / "results" / "corpus_first_contact_dev.jsonl"
+
+#: Run inside a worktree of an old commit: diagnose the given dev cases without calibration (older
+#: commits have no ``calibration`` field: their confidence is already raw) and print one JSON line each.
+_RUNNER = """\
+import json, sys
+from diag_service.pipeline import DiagnoseRequest, diagnose
+logs, ids = sys.argv[1], sys.argv[2].split(",")
+for cid in ids:
+    kw = dict(path=f"{logs}/{cid}.log", kb=True, llm=False, recovery=True)
+    if "calibration" in DiagnoseRequest.model_fields:
+        kw["calibration"] = None
+    try:
+        d = diagnose(DiagnoseRequest(**kw))
+        out = {"id": cid, "category": d.category.value, "confidence": d.confidence,
+               "failure_mode": d.failure_mode.value}
+    except Exception as exc:  # a crash of old code on a case is its first-contact answer: unknown
+        out = {"id": cid, "error": repr(exc)[:200]}
+    print(json.dumps(out), flush=True)
+"""
+
+
+def first_contact(refresh: bool = False) -> list[dict[str, Any]]:
+    """Every dev case's diagnosis by the code of the commit that froze it (module docstring).
+
+    Returns ``[{id, commit, category, confidence, failure_mode}]`` (``error`` instead of the answer
+    when that code crashed on the case), read from :data:`FIRST_CONTACT` unless ``refresh``. Raises
+    ``subprocess.CalledProcessError`` when a commit cannot be checked out (a shallow clone)."""
+    if FIRST_CONTACT.exists() and not refresh:
+        return [json.loads(line) for line in FIRST_CONTACT.read_text().splitlines() if line.strip()]
+    doc = json.loads(SPLIT_FILE.read_text())
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="first-contact-") as tmp:
+        for part in [doc, *doc.get("additions", [])]:
+            sha, ids = part["commit"], part.get("dev", [])
+            if not ids:
+                continue
+            wt = Path(tmp) / sha[:12]
+            subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), sha], cwd=REPO, check=True)
+            try:
+                env = {**os.environ, "PYTHONPATH": str(wt)}
+                res = subprocess.run([sys.executable, "-c", _RUNNER, str(CORPUS / "logs"), ",".join(ids)],
+                                     cwd=wt, env=env, capture_output=True, text=True, check=True)
+                rows += [{**json.loads(line), "commit": sha[:12]} for line in res.stdout.splitlines()
+                         if line.startswith("{")]
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=REPO, check=False)
+            print(f"first contact: {len(ids)} dev cases at {sha[:12]}", file=sys.stderr)
+    FIRST_CONTACT.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
 
 
 def wilson_lower(k: float, n: float, z: float) -> float:
@@ -63,6 +130,10 @@ def pav(points: list[tuple[float, int]], min_bin: int, z: float = 0.0) -> list[t
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", choices=("first-contact", "current"), default="first-contact",
+                    help="fit on each dev case's diagnosis by the commit that froze it (default; out of sample) "
+                         "or by the current code (in sample, over-confident on new input)")
+    ap.add_argument("--refresh", action="store_true", help="re-run the first-contact diagnoses")
     ap.add_argument("--min-bin", type=int, default=8)
     ap.add_argument("--z", type=float, default=0.0,
                     help="fit each step's Wilson lower bound at z standard errors instead of the smoothed mean "
@@ -72,14 +143,19 @@ def main() -> None:
     a = ap.parse_args()
     labels = load_labels(CORPUS)
     split = assign(labels)
-    dev = [c for c in labels if split[c["id"]] == "dev"]
+    truth = {c["id"]: c["category"] for c in labels if split[c["id"]] == "dev"}
+    if a.source == "first-contact":
+        answers = [g for g in first_contact(a.refresh) if g["id"] in truth]
+        basis = f"first contact (the code of each part's freezing commit), fitted at commit {_commit()[:12]}"
+    else:
+        answers = [diagnose_case({"id": cid}, raw=True) for cid in truth]
+        basis = f"current code at commit {_commit()[:12]}"
     named: list[tuple[float, int]] = []
     unk_right = unk_n = 0
-    for c in dev:
-        g = diagnose_case(c, raw=True)
+    for g in answers:
         if "error" in g:
             continue
-        right = int(g["category"] == c["category"])
+        right = int(g["category"] == truth[g["id"]])
         if g["category"] == "unknown":
             unk_n += 1
             unk_right += right
@@ -87,7 +163,7 @@ def main() -> None:
             named.append((g["confidence"], right))
     knots = pav(named, a.min_bin, a.z)
     doc = {
-        "fitted_on": f"eval/corpus dev split, {len(named)} named + {unk_n} unknown diagnoses, commit {_commit()[:12]}, "
+        "fitted_on": f"eval/corpus dev split, {len(named)} named + {unk_n} unknown diagnoses, {basis}, "
                      f"Wilson lower bound z={a.z}",
         "knots": [list(k) for k in knots],
         "unknown": round((unk_right + 1) / (unk_n + 2), 3),
