@@ -13,8 +13,8 @@ current code's dev outputs instead (the method before 2026-12-05).
 The fit: isotonic regression (pool-adjacent-violators) of "category right" on the raw confidence for
 named categories, and the smoothed share of right answers among ``unknown`` diagnoses. Bins with fewer
 than ``--min-bin`` cases are pooled with their neighbour so that no step rests on a handful of cases.
-First-contact outputs are kept in ``eval/results/corpus_first_contact_dev.jsonl`` (rebuilt with
-``--refresh``; about 4 minutes on 2 cores).
+First-contact outputs are kept in ``eval/results/corpus_first_contact_dev.jsonl`` (new additions are
+appended on the next run; ``--refresh`` rebuilds all, about 4 minutes on 2 cores).
 
     .venv/bin/python eval/calibrate.py [--source first-contact|current] [--refresh] [--min-bin 8]
 """
@@ -64,14 +64,16 @@ def first_contact(refresh: bool = False) -> list[dict[str, Any]]:
 
     Returns ``[{id, commit, category, confidence, failure_mode}]`` (``error`` instead of the answer
     when that code crashed on the case), read from :data:`FIRST_CONTACT` unless ``refresh``. Raises
-    ``subprocess.CalledProcessError`` when a commit cannot be checked out (a shallow clone)."""
-    if FIRST_CONTACT.exists() and not refresh:
-        return [json.loads(line) for line in FIRST_CONTACT.read_text().splitlines() if line.strip()]
-    doc = json.loads(SPLIT_FILE.read_text())
+    ``subprocess.CalledProcessError`` when a commit cannot be checked out (a shallow clone). Parts of
+    ``split.json`` not yet in the file (a new addition) are run and appended."""
     rows: list[dict[str, Any]] = []
+    if FIRST_CONTACT.exists() and not refresh:
+        rows = [json.loads(line) for line in FIRST_CONTACT.read_text().splitlines() if line.strip()]
+    done = {r["id"] for r in rows}
+    doc = json.loads(SPLIT_FILE.read_text())
     with tempfile.TemporaryDirectory(prefix="first-contact-") as tmp:
         for part in [doc, *doc.get("additions", [])]:
-            sha, ids = part["commit"], part.get("dev", [])
+            sha, ids = part["commit"], [i for i in part.get("dev", []) if i not in done]
             if not ids:
                 continue
             wt = Path(tmp) / sha[:12]
