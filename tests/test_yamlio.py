@@ -59,7 +59,7 @@ def test_a_bad_policy_names_its_line(tmp_path: Path) -> None:
 
 def test_a_bad_calibration_names_its_line_and_bad_yaml_too(tmp_path: Path) -> None:
     src = default_calibration_path().read_text()
-    text, line = _break(src, "  - 0.278", "x")  # a knot that is not a number
+    text, line = _break(src, "  - 0.", "x")  # a knot's probability that is not a number
     (tmp_path / "cal.yaml").write_text(text)
     with pytest.raises(CalibrationError) as ei:
         load_calibration(tmp_path / "cal.yaml")
