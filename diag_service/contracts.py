@@ -88,6 +88,8 @@ class ProgressLog:
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
     ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``).
+    ``completed``: per file, the run's report of its own completion (``diag_service.extract.events.COMPLETION``)
+    found near the end of the file's last block read so far (``{path: line}``, first 4,096 files).
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     """
 
@@ -99,6 +101,7 @@ class ProgressLog:
     source_nodes: set[str] = field(default_factory=set)
     world_size: int | None = None
     job_output: bool = False
+    completed: dict[str, str] = field(default_factory=dict)
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
 

@@ -46,11 +46,16 @@ def refused_nodes_finding(refused: list[str]) -> str:
 
 
 class FailureMode(StrEnum):
-    """How a job lost productivity: it stopped, it stayed alive without progress, or it ran slow."""
+    """How a job lost productivity: it stopped, it stayed alive without progress, or it ran slow.
+
+    ``none`` is a diagnosis's verdict only (never a signature's, an incident's or a scenario's): the logs show
+    no failure and end with the run's own report of completion (``diag_service.extract.events.COMPLETION``).
+    """
 
     FAIL_STOP = "fail_stop"
     FAIL_HANG = "fail_hang"
     FAIL_SLOW = "fail_slow"
+    NONE = "none"
 
 
 class Category(StrEnum):

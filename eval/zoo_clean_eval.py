@@ -6,8 +6,8 @@ in ``eval/zoo_eval.py``. A clean run has no failure to find; what is counted per
 
 * ``fail_slow``: a slowdown reported (the false alarm this set exists for: fail-slow from the logs' step lines);
 * ``named_category``: any category other than ``unknown`` (a cause claimed for a run that had none);
-* the failure modes seen (a clean run's logs end without an error, which reads as an inferred hang at
-  confidence 0.15: the service has no "finished" verdict).
+* the failure modes seen: ``none`` when the logs end with the run's own report of completion (since
+  2026-12-05); a clean run whose logs just end without an error reads as an inferred hang at confidence 0.15.
 
 The test split is scored only with ``--test`` and each such run appends a line to ``eval/zoo/test_looks.jsonl``.
 

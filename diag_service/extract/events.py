@@ -142,6 +142,55 @@ JOB_OUTPUT = (
     r"|[Aa]ccelerate|[Ll]ightning|[Hh]orovod|TorchTrainer|ray\.train|Megatron|NeMo|\bDDP\b|\bFSDP\b"
 )
 JOB_OUTPUT_FAST = re2.compile(JOB_OUTPUT)
+#: A run's own report that it finished, looked for only near the end of each file (the last block's tail) and used
+#: only where the logs show no failure at all, to tell a completed run from one whose logs stop while it hangs:
+#: transformers' Trainer ("Training completed. Do not forget to share your model ...", and the final metrics'
+#: ``'train_runtime':``; trainer.py), Lightning's "`Trainer.fit` stopped: `max_epochs=5` reached." (loops/fit_loop.py)
+#: and EarlyStopping's "Signaling Trainer to stop." (callbacks/early_stopping.py), torchelastic's agent "[default]
+#: worker group successfully finished." and "Local worker group finished (SUCCEEDED)" (elastic/agent/server/api.py),
+#: DeepSpeed's launcher "Process 4242 exits successfully." (launcher/launch.py), fairseq's "done training in 61.2
+#: seconds" (fairseq_cli/train.py), Megatron's "[after training is done] datetime: ..." (training.py).
+COMPLETION_VENDOR = (
+    r"Training completed\. Do not forget to share|'train_runtime': |`Trainer\.fit` stopped: `max_(?:epochs|steps|time)="
+    r"|Signaling Trainer to stop\.|worker group successfully finished|[Ww]orker group finished \((?:WorkerState\.)?SUCCEEDED\)"
+    r"|Process \d+ exits successfully\.|done training in \d|\[after training is done\]"
+)
+#: A script's own words for the same ("Training finished", "training completed in 3h", "Done training."): counted
+#: unless the line says the opposite or reports an iteration ("waiting until training is done", Ray Tune's
+#: "Training finished iteration 3").
+COMPLETION_WORDS = (r"(?i)\b(?:training|train) (?:is |has )?(?:finished|completed?|done)\b"
+                    r"|\b(?:finished|done|completed) training\b")
+_COMPLETION_FAST = re2.compile(("(?:" + COMPLETION_VENDOR + ")|(?:" + COMPLETION_WORDS + ")").encode())
+_COMPLETION_VENDOR_RE = re.compile(COMPLETION_VENDOR)
+_COMPLETION_NOT = re.compile(r"(?i)\b(?:not|until|before|unless|when|once|if|wait\w*)\s+(?:the\s+)?(?:training|train)\b"
+                             r"|\b(?:finished|completed?|done)\s+iteration|\bnot\s+(?:finished|completed?|done)\b")
+#: A step counter at its declared total on the file's last step line (``step 600/600``, ``iter 1000/1000``); not an
+#: epoch's own counter (``Epoch 2 Batch 180/180`` ends every epoch). Looked for in the last 4 KiB of a file.
+_STEP_AT_TOTAL = re.compile(r"(?i)\b(?:step|iter(?:ation)?)\s*[:=#]?\s*(\d+)\s*/\s*(\d+)\b(?!\s*[%/])")
+COMPLETION_TAIL_BYTES = 4096
+
+
+def completion_line(tail: bytes) -> str | None:
+    """The last line of ``tail`` (a file's last bytes, UTF-8) in which the run reports its own completion
+    (:data:`COMPLETION_VENDOR`, :data:`COMPLETION_WORDS`, or its step counter at the declared total), else None."""
+    found = None
+    for m in _COMPLETION_FAST.finditer(tail):
+        a = tail.rfind(b"\n", 0, m.start()) + 1
+        b = tail.find(b"\n", m.end())
+        line = tail[a : b if b >= 0 else len(tail)].decode("utf-8", "replace").strip()
+        if _COMPLETION_VENDOR_RE.search(line) or not _COMPLETION_NOT.search(line):
+            found = line
+    if found is not None:
+        return found[:300]
+    end = tail[-COMPLETION_TAIL_BYTES:].decode("utf-8", "replace")
+    steps = [ln for ln in end.splitlines() if _STEP_AT_TOTAL.search(ln)]
+    if steps and "epoch" not in steps[-1].lower():
+        m = list(_STEP_AT_TOTAL.finditer(steps[-1]))[-1]
+        if m.group(1) == m.group(2) and int(m.group(2)) >= 10:
+            return steps[-1].strip()[:300]
+    return None
+
+
 #: A line reporting a training step's result: a loss value in the forms of the common trainers (Hugging Face's
 #: ``{'loss': 2.04``, Megatron's ``lm loss: 2.3E+00``, Lightning's ``loss=2.31``, nanoGPT's ``iter 100: loss
 #: 2.34``, torchtitan's ``loss: 7.9``) or DeepSpeed's ``step=10, skipped=6``. A job that printed one trained
@@ -713,6 +762,12 @@ class Extractor:
             window_bytes = [_utf8(t) for t in windows]  # type: ignore[arg-type]
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
+        # a file's completion counts only from its last block read (a later block without one clears it)
+        done = completion_line(text[-JOB_WINDOW:] if asc else _utf8(text[-JOB_WINDOW:]))  # type: ignore[arg-type]
+        if done is not None and (src.path in obs.completed or len(obs.completed) < 4096):
+            obs.completed[src.path] = done
+        elif done is None:
+            obs.completed.pop(src.path, None)
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1

@@ -15,7 +15,8 @@ Rules, in order (each documented where it acts):
    warns and retries, and an error it returns becomes the rank's exception) was still running when it
    was taken: ``fail_hang`` at :data:`ALIVE_NO_ERROR_CONFIDENCE`, to be confirmed (public corpus dev
    split: of the 14 such logs without NCCL warnings, 8 are hangs, 4 slowdowns, 2 stops; of the 5 with
-   them, 4 hangs).
+   them, 4 hangs); unless a file ends with the run's own report of completion
+   (:data:`~diag_service.extract.events.COMPLETION_VENDOR`): then ``none``, no failure.
 4. **First failing rank** only when the evidence names one: the winning event on a single rank,
    the earliest rank by timestamp, torchelastic's "Root Cause (first observed failure)" (or mpirun's and
    horovodrun's "The first process to do so was"), the one rank of a suspect too weak to name the
@@ -705,7 +706,17 @@ def localize(
             mode = FailureMode.FAIL_HANG
             confidence = ALIVE_NO_ERROR_CONFIDENCE
             nccl_waiting = _own_errors(groups, benign=benign)
-            if nccl_waiting:
+            if progress.completed and not nccl_waiting:
+                mode = FailureMode.NONE
+                path, line = next(iter(progress.completed.items()))
+                summary = (
+                    "No failure in these logs: they show no error, exit code or launcher failure report, and end "
+                    f"with the run's own report that it finished ({line!r} in {path}"
+                    + (f" and {len(progress.completed) - 1} other file(s)" if len(progress.completed) > 1 else "")
+                    + "). If the job did fail, these are not the failed attempt's logs."
+                )
+                findings.append("The run reported its own completion; nothing here needs recovery.")
+            elif nccl_waiting:
                 summary = (
                     "The logs end without an error, an exit code or a launcher's failure report, after NCCL "
                     "warnings that no rank turned into an error: NCCL was still retrying or waiting (a hang, "

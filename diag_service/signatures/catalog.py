@@ -181,6 +181,13 @@ class SignatureSpec(BaseModel):
     def _only_message(cls, v: str | None) -> str | None:
         return _message_only(v)
 
+    @field_validator("failure_mode")
+    @classmethod
+    def _a_failure(cls, v: FailureMode) -> FailureMode:
+        if v is FailureMode.NONE:
+            raise ValueError("a signature describes a failure: 'none' is only a diagnosis's verdict")
+        return v
+
 
 _SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages)')
 #: The Python standard library (``/usr/lib/python3.10/os.py``, ``<frozen importlib._bootstrap>``): not an

@@ -1,0 +1,107 @@
+"""A run whose logs end with its own report of completion gets the verdict ``none`` (no failure), not the
+inferred hang of a log that just stops: real clean runs of the zoo's dev split (``eval/zoo/clean``) and the
+vendors' completion messages (``diag_service.extract.events.COMPLETION_VENDOR``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from diag_service.domain import Category, FailureMode
+from diag_service.extract.events import completion_line
+from diag_service.limits import BundleLimits
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.signatures.catalog import SignatureSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+CLEAN = ROOT / "eval" / "zoo" / "clean"
+DEV = set(json.loads((CLEAN / "split.json").read_text())["dev"])
+
+
+def _diagnose(path: Path):
+    return diagnose(DiagnoseRequest(path=str(path), kb=False, llm=False))
+
+
+@pytest.mark.parametrize("run", ["clean_accel_ckpt", "clean_hf_nobar_lr", "clean_msstep_eval_4r"])
+def test_clean_runs_that_report_completion_are_no_failure(run: str) -> None:
+    """Real clean torchrun runs (dev split) ending 'training finished', with the Trainer's final
+    ``train_runtime`` metrics, and at ``step 600/600``."""
+    assert run in DEV
+    d = _diagnose(CLEAN / "runs" / run)
+    assert d.failure_mode is FailureMode.NONE and d.category is Category.UNKNOWN
+    assert d.first_failing_rank is None and "No failure in these logs" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L0" and d.recovery.rule_id == "run_completed"
+
+
+def test_clean_run_that_stops_without_a_completion_report_stays_an_inferred_hang() -> None:
+    """clean_tqdm_warmup_cache ends on an epoch's bar at 100 %: an epoch's end is not the run's."""
+    d = _diagnose(CLEAN / "runs" / "clean_tqdm_warmup_cache")
+    assert d.failure_mode is FailureMode.FAIL_HANG and d.confidence <= 0.15
+
+
+def test_completion_cut_off_by_the_excerpt_is_a_hang(tmp_path: Path) -> None:
+    """The same real run with its last lines (the completion report) cut: the logs just stop."""
+    src = (CLEAN / "runs" / "clean_accel_ckpt" / "console.log").read_text()
+    assert src.rstrip().endswith("training finished")
+    (tmp_path / "console.log").write_text(src[: src.rindex("Epoch 2 Batch 170/188")])
+    d = _diagnose(tmp_path)
+    assert d.failure_mode is FailureMode.FAIL_HANG
+
+
+def test_an_error_after_completion_is_a_failure(tmp_path: Path) -> None:
+    """A run that finished training and then crashed at exit (teardown) failed: the error decides."""
+    run = tmp_path / "job"
+    shutil.copytree(CLEAN / "runs" / "clean_accel_ckpt", run)
+    with (run / "console.log").open("a") as f:
+        f.write("[rank1]: Traceback (most recent call last):\n"
+                '[rank1]:   File "/work/train.py", line 88, in <module>\n'
+                "[rank1]:     dist.destroy_process_group()\n"
+                "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                "[10.0.0.2]:47810\n")
+    d = _diagnose(run)
+    assert d.failure_mode is not FailureMode.NONE
+
+
+@pytest.mark.parametrize("after", [0, 3000])
+def test_only_the_last_block_of_a_file_counts(tmp_path: Path, after: int) -> None:
+    """Only a file's end counts: a run that printed 'Training completed' for a first phase and then went on
+    for several blocks of output (64 KiB blocks here) and stopped is not complete."""
+    lines = ["Epoch 1 Batch 10/100 loss=0.5 30.1 it/s"] * 10 + ["Training completed after 1 epochs"]
+    lines += [f"step {i}/5000 | loss 0.4{i % 10} | 40.1 ms/step" for i in range(1, after + 1)]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False, limits=BundleLimits(block_bytes=64 << 10)))
+    assert (d.failure_mode is FailureMode.NONE) is (after == 0)
+
+
+@pytest.mark.parametrize("tail, done", [
+    # vendor messages (sources in COMPLETION_VENDOR's comment)
+    ("INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting 300 "
+     "seconds for other agents to finish.", True),
+    ("INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (SUCCEEDED). Waiting 300 seconds "
+     "for other agents to finish", True),
+    ("Epoch 4: 100%|██████████| 1876/1876 [00:17<00:00, 107.85it/s, loss=0.0944]`Trainer.fit` stopped: `max_epochs=5` "
+     "reached.", True),
+    ("[2024-03-01 10:00:00,123] [INFO] [launch.py:351:main] Process 4242 exits successfully.", True),
+    ("2024-03-01 10:00:00 | INFO | fairseq_cli.train | done training in 3661.2 seconds", True),
+    ("[after training is done] datetime: 2024-03-01 10:00:00", True),
+    ("{'train_runtime': 120.5, 'train_samples_per_second': 33.2, 'train_steps_per_second': 1.04, 'train_loss': 0.9}", True),
+    ("step 600/600 | loss 0.4685 | 39.9 ms/step", True),
+    # not a completion
+    ("Training finished iteration 3 at 2024-03-01 10:00:00. Total running time: 1min 2s", False),
+    ("rank 0 waiting until training is done on the other ranks", False),
+    ("Epoch 2 Batch 188/188 loss=0.3787 27.2 it/s", False),
+    ("step 120/600 | loss 0.4685 | 39.9 ms/step", False),
+    ("iter 5/5 warm-up", False),
+])
+def test_completion_line(tail: str, done: bool) -> None:
+    assert (completion_line(("step 1/600 | loss 1.0\n" + tail + "\n").encode()) is not None) is done
+
+
+def test_no_signature_may_claim_no_failure() -> None:
+    with pytest.raises(ValidationError, match="only a diagnosis's verdict"):
+        SignatureSpec(id="x", name="x", patterns=["x"], failure_mode="none", category="unknown", priority=1,
+                      confidence=0.1, explanation="x", examples=["x"])
