@@ -257,3 +257,22 @@ def test_a_slow_log_piped_in_is_read_for_step_times(tmp_path: Path) -> None:
     d = diagnose(DiagnoseRequest(path=str(fifo), kb=False, llm=False))
     writer.join(5)
     assert d.failure_mode.value == "fail_slow" and d.category.value == "infrastructure"
+
+
+def test_a_long_log_is_merged_to_at_most_log_max_records_and_keeps_its_slowdown(tmp_path: Path) -> None:
+    """A tqdm-length log (20,000 step lines) reaches the analyzers as at most LOG_MAX_RECORDS records, with the
+    iterations it merged; a 1.5x slowdown over its last 8,000 steps is still found, placed after the onset."""
+    from diag_service.slow.logs import LOG_MAX_RECORDS
+
+    rng = np.random.default_rng(7)
+    base = np.exp(rng.normal(np.log(0.040), 0.1, 20_000))
+    base[12_000:] *= 1.5
+    (tmp_path / "console.log").write_text(
+        "".join(f"step {i + 1}/20000 | loss 0.41 | {t * 1000:.1f} ms/step\n" for i, t in enumerate(base)))
+    feed = load_log_bundle(str(tmp_path / "console.log"))
+    assert len(feed.batch) <= LOG_MAX_RECORDS and abs(float(np.sum(feed.batch.weight)) - 20_000) < 1e-6
+    assert any("merged" in w for w in feed.stats.warnings)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow" and d.slow is not None
+    ep = d.slow.job_slowdown[0]
+    assert 11_000 <= ep.start_step <= 13_500 and 1.3 <= ep.slowdown_factor <= 1.7, ep
