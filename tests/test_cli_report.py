@@ -50,3 +50,18 @@ def test_diag_slow_on_a_clean_feed_reads_as_no_slowdown_without_a_category(tmp_p
     assert res.exit_code == 0, res.output
     head = res.stdout.splitlines()[0]
     assert "no slowdown" in head.lower() and "category" not in head, head
+
+
+def test_dash_reads_standard_input() -> None:
+    """``kubectl logs POD | diag diagnose -``: the bundled real example's two node consoles piped in."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    logs = b"".join(p.read_bytes() for p in sorted((root / "examples" / "torchrun_shape_mismatch_2x2").glob("console_*.log")))
+    code = "import sys; from diag_service.cli.main import app; sys.argv = ['diag', *sys.argv[1:]]; app()"
+    r = subprocess.run([sys.executable, "-c", code, "diagnose", "-", "--json", "--no-kb", "--no-llm"],
+                       input=logs, capture_output=True, timeout=300, cwd=root)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    d = json.loads(r.stdout)
+    assert d["job_id"] == "stdin" and d["category"] == "user_code" and d["first_failing_rank"] == 3

@@ -38,7 +38,9 @@ app = typer.Typer(help="Diagnose failed, hung and slow large-model training jobs
 
 @app.command("diagnose")
 def diagnose_cmd(
-    path: Annotated[Path, typer.Argument(help="Log bundle: directory, .tar/.tar.gz/.zip, or one log file.")],
+    path: Annotated[Path, typer.Argument(
+        help="Log bundle: directory, .tar/.tar.gz/.zip, or one log file; - reads standard input "
+             "(kubectl logs POD | diag diagnose -).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
     job_id: Annotated[str | None, typer.Option(help="Job id to put in the result.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON result to this file.")] = None,
@@ -70,7 +72,7 @@ def diagnose_cmd(
         summarizer = LocalSummarizer()
     d = diagnose(
         DiagnoseRequest(
-            path=str(path), job_id=job_id, recovery=not no_recovery,
+            path="/dev/stdin" if str(path) == "-" else str(path), job_id=job_id, recovery=not no_recovery,
             history_path=str(history) if history else None, platform=platform, exclude=exclude or [],
             catalog=site_catalog(), policy=None if no_recovery else load_policy(),
             retriever=retriever, summarizer=summarizer,
