@@ -70,6 +70,16 @@ def test_empty_file(tmp_path: Path) -> None:
     assert "empty bundle" in res.output and "{" not in res.output
 
 
+def test_an_empty_member_of_a_bundle_is_named(tmp_path: Path) -> None:
+    """A node's console that came back empty (a collector that ran after the pod was gone): the answer rests
+    on the other files, and the report says which one held nothing."""
+    built = B.torchrun_logdir(tmp_path)
+    (built.path / "node1" / "console.log").write_bytes(b"")
+    d = run_diagnose(built.path)
+    assert_oom_found(d, OOM_MEMBER, built.oom_line)
+    assert warnings_about(d, "node1/console.log") == ["node1/console.log: empty (0 bytes)"]
+
+
 def test_nonexistent_path(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="no such file or directory"):
         run_diagnose(tmp_path / "nope.tar.gz")

@@ -380,6 +380,9 @@ def _stream_blocks(
         chunk = view[:got]
         if first:
             first = False
+            if not got and error is None:
+                report.warnings.append(f"{src.path}: empty (0 bytes)")
+                return
             if _looks_binary(bytes(chunk[:8192])):
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
