@@ -361,3 +361,26 @@ def test_a_node_pressure_eviction_is_not_confidently_the_jobs_memory(tmp_path: P
     d = _diag(tmp_path, "describe_pod.txt", text)
     assert d.category.value == "host_oom", d.root_cause.summary
     assert (d.confidence >= 0.5) is confident
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("log", "category", "rule"), [
+    # public corpus dev: TRL's collator (a source checkout) reads a field the dataset lacks
+    ("eval/corpus/logs/n2fw-030.log", "framework", "exception_inside_library"),
+    # zoo dev (a real torchrun run): a lambda collate_fn with spawn-started DataLoader workers
+    ("eval/zoo/runs/uc_lambda_workers", "user_code", "unpicklable_local_object"),
+])
+def test_where_a_python_exception_was_raised_decides_whose_it_is(log: str, category: str, rule: str) -> None:
+    d = diagnose(DiagnoseRequest(path=str(ROOT / log), kb=False, llm=False))
+    assert d.category.value == category, d.root_cause.summary
+    assert any(h.details.get("context_rule") == rule for h in d.signature_hits)
+
+
+def test_an_exception_in_the_jobs_own_frames_stays_the_jobs(tmp_path: Path) -> None:
+    d = _diag(tmp_path, "rank0.log", "Traceback (most recent call last):\n"
+              '  File "/workspace/train.py", line 12, in main\n'
+              "    lr = cfg['learning_rate']\n"
+              "KeyError: 'learning_rate'\n")
+    assert d.category.value == "user_code"
