@@ -191,6 +191,20 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
         if s == "test" and new_ids:
             fresh = [c for c in cases if c["id"] in new_ids]
             out["test_new"] = score(fresh, {c["id"]: got[c["id"]] for c in fresh}) | {"frozen_at": new_commit}
+        if s == "test":
+            # each part of the corpus on its own, in the order it was frozen: how the current rules hold on cases
+            # collected after ever later rules (the first part was frozen with the first rules)
+            doc = json.loads(SPLIT_FILE.read_text()) if SPLIT_FILE.exists() else {}
+            out["test_by_part"] = []
+            for part in [doc, *doc.get("additions", [])] if doc else []:
+                ids = set(part.get("test", []))
+                sub = [c for c in cases if c["id"] in ids]
+                if sub:
+                    sc = score(sub, {c["id"]: got[c["id"]] for c in sub})
+                    out["test_by_part"].append({"frozen_at": str(part.get("commit", ""))[:12], "date": part.get("date"),
+                                                **{k: sc.get(k) for k in ("cases", "category_accuracy",
+                                                                          "confidently_wrong_rate",
+                                                                          "failure_mode_accuracy")}})
         if s == "dev":
             RESULTS.mkdir(parents=True, exist_ok=True)
             with (RESULTS / "corpus_dev_cases.jsonl").open("w") as fh:
@@ -217,6 +231,12 @@ def markdown(res: dict[str, Any]) -> str:
     for k in ROWS:
         lines.append(f"| {k} | {res.get('dev', {}).get(k, '-')} | {res.get('test', {}).get(k, 'not run')} | "
                      f"{res.get('test_new', {}).get(k, 'not run')} |")
+    if res.get("test_by_part"):
+        lines += ["", "Test split by part of the corpus (in freezing order): frozen at | date | cases | category | "
+                  "confidently wrong | failure mode", "|---|---|---|---|---|---|"]
+        for p in res["test_by_part"]:
+            lines.append(f"| {p['frozen_at']} | {p['date']} | {p['cases']} | {p['category_accuracy']} | "
+                         f"{p['confidently_wrong_rate']} | {p['failure_mode_accuracy']} |")
     for s in ("dev", "test"):
         if s in res and res[s].get("reliability"):
             lines += ["", f"Reliability ({s}): confidence bin | cases | mean confidence | accuracy", "|---|---|---|---|"]
