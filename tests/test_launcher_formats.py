@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from diag_service.logformat import attribute, detect_prefixes
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
@@ -382,3 +384,18 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     d = _diag(tmp_path, SPAWN_EXITED)
     assert d.first_failing_rank == 5
     assert d.category.value == "host_oom", d.root_cause.summary  # SIGKILL of one worker: the OOM killer's signal
+
+
+@pytest.mark.parametrize(("log", "rank"), [
+    # mpirun's "noticed that process rank 1 ... exited on signal 4 (Illegal instruction)" and nothing else
+    ("n7-001", 1),
+    # Horovod's stall report, printed by rank 0 (Open MPI's [1,0]<stderr>: tag), names rank 1 as missing
+    ("n7-040", 1),
+    # the same report without writer tags names rank 0 as missing
+    ("n7-039", 0),
+])
+def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
+    """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""
+    root = Path(__file__).resolve().parents[1]
+    d = diagnose(DiagnoseRequest(path=str(root / "eval" / "corpus" / "logs" / f"{log}.log"), kb=False, llm=False))
+    assert d.first_failing_rank == rank, d.root_cause.summary

@@ -386,6 +386,11 @@ FIRST_PROCESS = "The first process to do so was"
 FIRST_PROCESS_NAME = re.compile(r"Process name:\s*(?:\[\[\d+,\d+\],(\d{1,6})\]|(\d{1,6}))\s*$")
 FIRST_PROCESS_EXIT = re.compile(r"Exit code:\s*(-?\d+)\s*$")
 FIRST_PROCESS_LINES = 6
+#: Open MPI's report of the process whose abnormal end made it abort the job (help-errmgr-base.txt, "%s noticed that
+#: process rank %s with PID %s on node %s exited on signal %d (%s)."; PRRTE's prterun says the same): the first
+#: failed process in the launcher's view, named by its MPI_COMM_WORLD rank.
+MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (\d{1,6}) with PID \d+ on node "
+                         r"\S+ exited on signal (\d{1,3})")
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
@@ -991,6 +996,10 @@ class Extractor:
             first = self._first_process(rd, ls, line, line_no, who)
             if first is not None:
                 yield first  # the line itself is still an event of its own (the launcher's summary)
+        if "noticed that process rank" in body and (m_mpi := MPI_NOTICED.search(body)) is not None:
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", m_mpi.group(2), line_no,
+                                    local=False)  # the line itself stays an event of its own
         spawned = _spawn_match(stripped)
         if spawned is not None:  # the line itself stays an event of its own
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
@@ -1070,16 +1079,17 @@ class Extractor:
             self._spawn_in_traceback = (*got, line_no)
 
     def _spawn_first(self, path: str, node: str | None, ts: float | None, approx: bool, idx: int, exitcode: str,
-                     signal: str, line_no: int) -> RawEvent:
+                     signal: str, line_no: int, local: bool = True) -> RawEvent:
         """An ``elastic_summary`` root event (as torchelastic's "first observed failure") for the process that
         torch.multiprocessing.spawn reports failed (at ``line_no`` of ``path``). The spawn index is the local
-        rank; on one node (spawn's usual use) it is the rank too."""
+        rank; on one node (spawn's usual use) it is the rank too. ``local=False``: ``idx`` is a global rank only
+        (mpirun's :data:`MPI_NOTICED`)."""
         key = f"launcher first observed failure: rank {idx} exitcode: {exitcode}".strip()
         if signal:
             key += f" signal: {signal}"
         return RawEvent(
             kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=path, line=line_no,
-            rank=idx, local_rank=idx, node=node, ts=ts, ts_approx=approx,
+            rank=idx, local_rank=idx if local else None, node=node, ts=ts, ts_approx=approx,
             fields={"root": "1", "exitcode": exitcode, "signal": signal},
         )
 

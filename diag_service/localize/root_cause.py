@@ -592,6 +592,11 @@ def localize(
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
+        # a hang's reporter (Horovod's coordinator, rank 0) is not its culprit: the rank it names as missing is
+        absent = _one_named_missing(hits)
+        if absent is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
+            first_rank = absent
+            findings.append(f"Rank {absent} is the one rank the logs name as never having arrived.")
         if category in NODE_LEVEL and primary.nodes:
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)
@@ -844,6 +849,13 @@ def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set
     closed = [h for h in hits if _cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP
               and h.role is not EventRole.SUMMARY and h.nodes and node not in h.nodes]
     return node if closed else None
+
+
+def _one_named_missing(hits: list[SignatureHit]) -> int | None:
+    """The one rank that the hits' ``missing`` details name (monitored_barrier's "Ranks 2 failed to pass",
+    Horovod's "[missing ranks: 1]"), or None when they name none or several."""
+    named = {int(x) for h in hits for x in str(h.details.get("missing") or "").replace(" ", "").split(",") if x.isdigit()}
+    return next(iter(named)) if len(named) == 1 else None
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
