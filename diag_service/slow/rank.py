@@ -241,7 +241,7 @@ class UnitRecord:
 _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
            ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
            ("structural", bool), ("first_seen", np.int64), ("usum", float), ("B", float),
-           ("bstart", np.int64), ("nb", float), ("prev", float))
+           ("bstart", np.int64), ("nb", float), ("prev", float), ("own_hit", float), ("own_n", float))
 
 
 def ar1_long_run_factor(rho: float | np.ndarray) -> float | np.ndarray:
@@ -341,6 +341,12 @@ def clipped_gauss_h(k: float, c: float, arl0: float) -> float:
 def _sig2(x: float) -> float:
     """``x`` rounded to two significant digits (cache keys of the run-length computations)."""
     return float(f"{x:.2g}")
+
+
+def _sig2_array(x: np.ndarray) -> np.ndarray:
+    """:func:`_sig2` of every element of a positive array (vectorised; equal to it up to float rounding)."""
+    scale = 10.0 ** (np.floor(np.log10(x)) - 1)
+    return np.round(x / scale) * scale
 
 
 _BERN_GRID = 4  # Markov-chain states per "not slow" decrement of the Bernoulli CUSUM (Brook & Evans 1972)
@@ -778,12 +784,24 @@ class PeerTracker:
         ``max(intermittent_effect, intermittent_sigmas x sigma)`` step times (``sigma``: the kind's pooled
         scale; and, in a synchronous job, the step itself cost that much). Under control every unit is slow
         with the pooled rate ``p0`` of the units that have not alarmed (Laplace-smoothed, at least
-        ``intermittent_p0_min``); the CUSUM tests it against ``p1 = max(intermittent_p1, 3 p0)`` with
+        ``intermittent_p0_min``), counted over the *other* units (leave-one-out: a unit's own slow steps
+        are not part of the in-control rate it is tested against, see below); the CUSUM tests it against
+        ``p1 = max(intermittent_p1, 3 p0)`` with
         log-likelihood-ratio increments (Reynolds & Stoumbos 1999, the Bernoulli CUSUM) and alarms at the
         interval whose in-control average run length is ``intermittent_arl0`` steps, computed exactly
         (:func:`bernoulli_h_for_arl`; Wald's ``log(arl0)``, used before, guarantees it with a run length
         some 30 times longer, and detects later). Returns
         the units that alarm here.
+
+        Why leave-one-out (issue 18, 2026-12-04, dev feeds): the pooled rate counted every unit that had not
+        alarmed, so a rank slow on one step in five raised the ``p0`` it was itself tested against from the
+        onset on (4 ranks: 0.021 -> 0.038 and 0.033 -> 0.050 over its first 45-70 steps in two dev draws),
+        and ``p0`` is what sets this test's speed (exact run lengths at a true rate of 0.17: 35 steps at
+        ``p0`` = 0.01, 50 at 0.02, 68 at 0.033). The in-control rate of a unit is estimated from data that
+        is in control under the hypothesis tested, its peers' -- the same rule as the rank CUSUM's
+        in-control estimates (:meth:`_cusum`). ``p0`` and ``p1`` are rounded to two significant digits
+        before both the increments and the interval, so that the interval is the exact one for the
+        increments used.
         """
         cfg = self.cfg
         thr = np.maximum(cfg.intermittent_effect, cfg.intermittent_sigmas * sig)
@@ -792,25 +810,34 @@ class PeerTracker:
             if cost is not None:
                 z &= cost >= cfg.intermittent_effect
         quiet = valid & ~alarmed & ~structural
-        p0 = np.clip((self.p_hit + 1) / (self.p_n + 2), cfg.intermittent_p0_min, 0.3)
-        p1 = np.minimum(np.maximum(cfg.intermittent_p1, 3 * p0), 0.9)
+        own_hit, own_n = self.own_hit[:, u], self.own_n[:, u]
+        p0 = _sig2_array(np.clip((self.p_hit[:, None] - own_hit + 1) / (self.p_n[:, None] - own_n + 2),
+                                 cfg.intermittent_p0_min, 0.3))
+        p1 = _sig2_array(np.minimum(np.maximum(cfg.intermittent_p1, 3 * p0), 0.9))
         up, down = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
         b_old = self.B[:, u]
-        b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up[:, None], down[:, None])), b_old)
+        b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up, down)), b_old)
         bstart = self.bstart[:, u]
         bstart[...] = np.where(valid & (b_old <= 0) & (b_new > 0), step, bstart)
-        self.p_hit += (z & quiet).sum(axis=1)
+        hit_q = z & quiet
+        self.p_hit += hit_q.sum(axis=1)
         self.p_n += quiet.sum(axis=1)
-        # the exact interval for the stated run length, per kind's p0 (rounded to 2 significant digits, cached)
-        h = np.array([bernoulli_h_for_arl(float(f"{a:.2g}"), float(f"{b:.2g}"), cfg.intermittent_arl0)
-                      for a, b in zip(p0, p1, strict=True)])
+        self.own_hit[:, u] = own_hit + hit_q
+        self.own_n[:, u] = own_n + quiet
+        # the exact interval for the stated run length at each unit's (p0, p1); few distinct values (cached)
+        h = np.empty_like(p0)
+        for j in range(3):
+            vals, inv = np.unique(p0[j], return_inverse=True)
+            hv = np.array([bernoulli_h_for_arl(_sig2(a), _sig2(min(max(cfg.intermittent_p1, 3 * _sig2(a)), 0.9)),
+                                               cfg.intermittent_arl0) for a in vals])
+            h[j] = hv[inv.reshape(-1)]
         # a group shift (see _cusum): half the units past half the interval at once restart from zero
-        high = valid & (b_new >= 0.5 * h[:, None]) & ~alarmed & ~structural
+        high = valid & (b_new >= 0.5 * h) & ~alarmed & ~structural
         grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
         if grp.any():
             b_new = np.where(high & grp[:, None], 0.0, b_new)
         self.B[:, u], self.bstart[:, u] = b_new, bstart
-        fire = valid & (b_new >= h[:, None]) & ~alarmed & ~structural
+        fire = valid & (b_new >= h) & ~alarmed & ~structural
         if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
             start = self.start[:, u]
             start[...] = np.where(fire & (self.S[:, u] <= 0), bstart, start)
