@@ -349,6 +349,10 @@ def _sig2_array(x: np.ndarray) -> np.ndarray:
     return np.round(x / scale) * scale
 
 
+#: Steps of each unit's evidence kept for the minimum-effect rule's change point (:meth:`PeerTracker._effect`):
+#: the longest delay issue 18 bounds (one rank 2x on 1 step in 5, named within 60 steps).
+_GATE_WINDOW = 60
+
 _BERN_GRID = 4  # Markov-chain states per "not slow" decrement of the Bernoulli CUSUM (Brook & Evans 1972)
 
 
@@ -451,6 +455,8 @@ class PeerTracker:
         # the pooled rate of "slow steps" (see _bernoulli) among units that have not alarmed, per kind
         self.p_hit = np.zeros(3)
         self.p_n = np.zeros(3)
+        # each unit's last _GATE_WINDOW steps of clipped evidence (NaN outside its CUSUM runs), a ring by step
+        self._hist = np.full((3, 0, _GATE_WINDOW), np.nan, np.float32)
         self._grow(capacity)
 
     def _grow(self, need: int) -> None:
@@ -466,6 +472,9 @@ class PeerTracker:
                 b[:] = np.nan
             b[:, : a.shape[1]] = a
             setattr(self, name, b)
+        hist = np.full((3, new, _GATE_WINDOW), np.nan, np.float32)
+        hist[:, : self._hist.shape[1]] = self._hist
+        self._hist = hist
         self.cap = new
 
     @property
@@ -710,6 +719,11 @@ class PeerTracker:
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
         lasting = (n_arr >= cfg.rank_min_steps) | (usum >= cfg.rank_fast_effect * np.maximum(n_arr, 1))
+        self._hist[:, u, step % _GATE_WINDOW] = np.where(act, np.nan_to_num(g), np.nan)
+        cand = act & (s_new > 0) & (s_new >= h) & lasting & ~big & ~alarmed
+        if cand.any():  # the run crossed h but its mean since the CUSUM's last zero is below min_effect
+            for j, p in zip(*np.nonzero(cand), strict=True):
+                big[j, p] = self._effect(j, int(units[p]), step, int(n_arr[j, p]), float(usum[j, p])) >= cfg.min_effect
         fire = act & (s_new > 0) & (s_new >= h) & big & lasting & ~alarmed
         fire |= self._bernoulli(step, u, units, valid, Q - b_pos, self.scale[:, None], structural, alarmed, cost)
         new: list[UnitRecord] = []
@@ -731,6 +745,30 @@ class PeerTracker:
                 self.records[(uu, jj)].evidence.append(make_evidence(int(p), jj))
                 self.n_ev[jj, uu] += 1
         return new
+
+    def _effect(self, j: int, unit: int, step: int, n: int, usum: float) -> float:
+        """The mean excess of a unit's run after its most likely change point (step times per step).
+
+        The CUSUM's own change-point estimate, its last zero, is the maximum-likelihood one for a shift of
+        the design size ``2 k``; a run whose CUSUM was already above zero when the unit slowed down (noise
+        left it there) starts before the change, and the mean since then understates the effect (a 1.3x
+        straggler's 0.13 step read as 0.07 over a run that began 8 steps before it, dev draw). With the
+        shift size unknown the maximum-likelihood change point of a normal mean is the one that maximises
+        ``(sum of the evidence after it)^2 / (steps after it)`` (Hinkley, *Biometrika* 57, 1970), and the
+        effect is the mean after it. Searched over the run's last ``_GATE_WINDOW`` steps and its start.
+        """
+        m = min(n, _GATE_WINDOW)
+        idx = (step - np.arange(m)) % _GATE_WINDOW  # newest first
+        x = self._hist[j, unit, idx].astype(np.float64)
+        x = np.nan_to_num(x)
+        tail = np.cumsum(x)  # sum of the last 1..m steps
+        length = np.arange(1, m + 1)
+        best_sum, best_len = (usum, n) if usum > 0 else (0.0, 1)
+        score = np.where(tail > 0, tail * tail / length, 0.0)
+        i = int(np.argmax(score))
+        if score[i] > best_sum * best_sum / best_len:
+            best_sum, best_len = float(tail[i]), int(length[i])
+        return best_sum / best_len
 
     def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, learn: np.ndarray, Q: np.ndarray, base: np.ndarray,
                  b_pos: np.ndarray, clip: np.ndarray) -> None:
