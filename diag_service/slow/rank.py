@@ -343,12 +343,6 @@ def _sig2(x: float) -> float:
     return float(f"{x:.2g}")
 
 
-def _sig2_array(x: np.ndarray) -> np.ndarray:
-    """:func:`_sig2` of every element of a positive array (vectorised; equal to it up to float rounding)."""
-    scale = 10.0 ** (np.floor(np.log10(x)) - 1)
-    return np.round(x / scale) * scale
-
-
 #: Steps of each unit's evidence kept for the minimum-effect rule's change point (:meth:`PeerTracker._effect`):
 #: the longest delay issue 18 bounds (one rank 2x on 1 step in 5, named within 60 steps).
 _GATE_WINDOW = 60
@@ -849,10 +843,8 @@ class PeerTracker:
                 z &= cost >= cfg.intermittent_effect
         quiet = valid & ~alarmed & ~structural
         own_hit, own_n = self.own_hit[:, u], self.own_n[:, u]
-        p0 = _sig2_array(np.clip((self.p_hit[:, None] - own_hit + 1) / (self.p_n[:, None] - own_n + 2),
-                                 cfg.intermittent_p0_min, 0.3))
-        p1 = _sig2_array(np.minimum(np.maximum(cfg.intermittent_p1, 3 * p0), 0.9))
-        up, down = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
+        raw = np.clip((self.p_hit[:, None] - own_hit + 1) / (self.p_n[:, None] - own_n + 2), cfg.intermittent_p0_min, 0.3)
+        up, down, h = self._bernoulli_design(raw)
         b_old = self.B[:, u]
         b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up, down)), b_old)
         bstart = self.bstart[:, u]
@@ -862,13 +854,6 @@ class PeerTracker:
         self.p_n += quiet.sum(axis=1)
         self.own_hit[:, u] = own_hit + hit_q
         self.own_n[:, u] = own_n + quiet
-        # the exact interval for the stated run length at each unit's (p0, p1); few distinct values (cached)
-        h = np.empty_like(p0)
-        for j in range(3):
-            vals, inv = np.unique(p0[j], return_inverse=True)
-            hv = np.array([bernoulli_h_for_arl(_sig2(a), _sig2(min(max(cfg.intermittent_p1, 3 * _sig2(a)), 0.9)),
-                                               cfg.intermittent_arl0) for a in vals])
-            h[j] = hv[inv.reshape(-1)]
         # a group shift (see _cusum): half the units past half the interval at once restart from zero
         high = valid & (b_new >= 0.5 * h) & ~alarmed & ~structural
         grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
@@ -881,6 +866,35 @@ class PeerTracker:
             start[...] = np.where(fire & (self.S[:, u] <= 0), bstart, start)
             self.start[:, u] = start
         return fire
+
+    def _bernoulli_design(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Increments (up, down) and the exact interval of each unit's Bernoulli CUSUM, from its ``p0`` (shape
+        (3, units)): ``p0`` to two significant digits, ``p1 = max(intermittent_p1, 3 p0)`` likewise, ``h`` for
+        ``intermittent_arl0`` (:func:`bernoulli_h_for_arl`, cached). Per kind the rounded values are few, so
+        the logs and intervals are computed once per distinct value and looked up (at 10,000 ranks a log per
+        unit and a sort cost more than the rest of the test).
+        """
+        cfg = self.cfg
+        up, down, h = (np.empty_like(raw) for _ in range(3))
+        for j in range(3):
+            r = raw[j]
+            if r.size == 0:
+                continue
+            # two significant digits as integer multiples of the lowest decade's scale (no log per unit)
+            lo, hi = np.floor(np.log10([r.min(), r.max()]))
+            scale = 10.0 ** (lo - 1)
+            codes = np.rint(r / scale).astype(np.int64)
+            for d in range(1, int(hi - lo) + 1):  # values a decade or more higher: coarser digits
+                m = codes >= 10 ** (d + 1)
+                codes[m] = np.rint(r[m] / (scale * 10**d)).astype(np.int64) * 10**d
+            present = np.flatnonzero(np.bincount(codes))
+            vals, inv = present * scale, np.searchsorted(present, codes)
+            p0 = np.array([_sig2(float(v)) for v in vals])
+            p1 = np.array([_sig2(min(max(cfg.intermittent_p1, 3 * a), 0.9)) for a in p0])
+            hv = np.array([bernoulli_h_for_arl(a, b, cfg.intermittent_arl0) for a, b in zip(p0, p1, strict=True)])
+            inv = inv.reshape(-1)
+            up[j], down[j], h[j] = np.log(p1 / p0)[inv], np.log((1 - p1) / (1 - p0))[inv], hv[inv]
+        return up, down, h
 
     def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The units' recent spread per kind (length 3; 0 where unknown), after adding this step's.
