@@ -31,7 +31,8 @@ Every rank's later start/end times move by the extra time so far (the job is syn
 draws a clean feed, an onset (uniform in ``ONSET``) and a target; it is *detected* when the report
 names the fault at or after the onset (job episode for job kinds; the rank for rank kinds; the
 node, or a rank of it, for node kinds), with the delay in steps from the onset to the detecting
-step; a *false alarm before onset* is counted apart. The clean test feeds give false alarms per
+step; a *false alarm before onset* is counted apart, and so is a *wrong name* (a straggler named at or
+after the onset that is not the injected rank or a rank of the injected node). The clean test feeds give false alarms per
 10,000 clean steps (job episodes and stragglers separately).
 
     .venv/bin/python eval/slow_power.py [--trials 12] [--out eval/results/slow_power.json]
@@ -205,6 +206,7 @@ def judge(rep: Any, kind: str, onset: int, target: int | None, node: str | None,
     want_kind = "communication" if kind in ("job_comm", "rank_comm", "rank_comm_nowait") else "compute"
     job_episode = any(ep.detected_at_step >= onset for ep in rep.job_slowdown)
     early = 0
+    wrong = 0  # stragglers named at or after the onset that are not the injected unit (any, for job kinds)
     hits: list[tuple[int, bool]] = []
     for ep in rep.job_slowdown:
         if ep.detected_at_step < onset:
@@ -218,13 +220,17 @@ def judge(rep: Any, kind: str, onset: int, target: int | None, node: str | None,
         if (kind in ("rank_compute", "rank_comm", "rank_comm_nowait") and s.rank == target) or (
                 kind == "node_compute" and s.rank in node_ranks):
             hits.append((s.detected_at_step, s.kind.value == want_kind))
+        else:
+            wrong += 1
     for g in rep.groups:
         if g.group == "node" and kind == "node_compute" and g.name == node and g.detected_at_step >= onset:
             hits.append((g.detected_at_step, g.kind.value == want_kind))
     if not hits:
-        return {"detected": False, "delay": None, "kind_ok": None, "early": early, "job_episode": job_episode}
+        return {"detected": False, "delay": None, "kind_ok": None, "early": early, "job_episode": job_episode,
+                "wrong": wrong}
     step, ok = min(hits)
-    return {"detected": True, "delay": step - onset, "kind_ok": ok, "early": early, "job_episode": job_episode}
+    return {"detected": True, "delay": step - onset, "kind_ok": ok, "early": early, "job_episode": job_episode,
+            "wrong": wrong}
 
 
 def _pct(xs: list[int], q: float) -> float | None:
@@ -286,6 +292,7 @@ def grid(names: list[str], trials: int, seed: int, kinds=KINDS, factors=FACTORS,
             "p90_delay": _pct(delays, 0.9),
             "kind_right": round(sum(kinds_ok) / len(kinds_ok), 3) if kinds_ok else None,
             "early_alarms": sum(r["early"] for r in res),
+            "wrong_names": sum(r.get("wrong", 0) for r in res),
             "p_job_episode": round(sum(r.get("job_episode", False) for r in res) / len(res), 3),
             "delays": delays,
         })

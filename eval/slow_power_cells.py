@@ -2,7 +2,13 @@
 
 Usage: PYTHONPATH=<tree> .venv/bin/python eval/slow_power_cells.py --repo <tree> --fa --lownoise --out OUT.json
 (helper h2, 2026-12-04: before = main exported to a folder, after = this branch; dev feeds only, test feeds
-for false alarms)."""
+for false alarms).
+
+``--split test`` injects into the held-back test feeds instead of the dev ones (a measurement, never a
+place to set a constant; record each look in ``eval/slow_feeds/split.json``'s ``test_looks``).
+Groups ``rank18`` (one rank's compute 1.3x and 2x every step, 2x on 1 step in 5 and in 10), ``comm``
+(one rank's collectives late, 1.3x and 2x every step) and ``node13`` (one node's compute 1.3x) are
+issue 18's rank-level cells alone."""
 import argparse
 import json
 import sys
@@ -16,6 +22,9 @@ ap.add_argument("--groups", nargs="+", default=["rank", "node", "job"])
 ap.add_argument("--tags", nargs="+", default=["quiet", "loaded"])
 ap.add_argument("--fa", action="store_true")
 ap.add_argument("--lownoise", action="store_true")
+ap.add_argument("--split", choices=("dev", "test"), default="dev",
+                help="feeds the slowdowns are injected into (test: held back; measure, never tune)")
+ap.add_argument("--workers", type=int, default=2, help="trial processes (1 on a shared host)")
 ap.add_argument("--out", required=True)
 a = ap.parse_args()
 sys.path.insert(0, a.repo + "/eval")
@@ -26,11 +35,14 @@ import diag_service  # noqa: E402
 print("diag_service:", diag_service.__file__, file=sys.stderr)
 GROUPS = {"rank": (("rank_compute",), (1.2, 1.3, 2.0), (1, 5, 10)),
           "node": (("node_compute",), (1.3, 2.0), (1, 5)),
-          "job": (("job_compute", "job_comm"), (1.2, 1.3), (1,))}
+          "job": (("job_compute", "job_comm"), (1.2, 1.3), (1,)),
+          "rank18": [(("rank_compute",), (1.3, 2.0), (1,)), (("rank_compute",), (2.0,), (5, 10))],
+          "comm": (("rank_comm",), (1.3, 2.0), (1,)),
+          "node13": (("node_compute",), (1.3,), (1,))}
 BOUND = {("rank_compute", 1): 20, ("rank_compute", 5): 60, ("rank_compute", 10): 60, ("node_compute", 1): 20,
-         ("node_compute", 5): 60, ("job_compute", 1): 30, ("job_comm", 1): 30}
+         ("node_compute", 5): 60, ("job_compute", 1): 30, ("job_comm", 1): 30, ("rank_comm", 1): 20}
 split = sp.load_split()
-out = {"diag_service": diag_service.__file__, "trials": a.trials, "seed": a.seed, "cells": {}}
+out = {"diag_service": diag_service.__file__, "trials": a.trials, "seed": a.seed, "split": a.split, "cells": {}}
 t0 = time.time()
 def summarise(cells, tag):
     for c in cells:
@@ -39,14 +51,16 @@ def summarise(cells, tag):
         c["p_within"] = round(sum(1 for d in c["delays"] if d <= b) / c["trials"], 3) if b else None
         key = f"{tag}:{c['kind']}:{c['factor']}:1in{c['duty']}"
         out["cells"][key] = {k: c[k] for k in ("p_detect", "p_within", "bound", "median_delay", "p90_delay",
-                                                 "kind_right", "early_alarms", "trials")}
+                                                 "kind_right", "early_alarms", "wrong_names", "trials")}
         print(f"{key:36s} P={c['p_detect']:.3f} P<={b}={c['p_within']} med={c['median_delay']} "
-              f"p90={c['p90_delay']} early={c['early_alarms']}", flush=True)
+              f"p90={c['p90_delay']} early={c['early_alarms']} wrong={c['wrong_names']}", flush=True)
 for tag in a.tags:
-    names = [n for n in split["dev"] if n.startswith(tag + "-")]
+    names = [n for n in split[a.split] if n.startswith(tag + "-")]
     for g in a.groups:
-        kinds, factors, duties = GROUPS[g]
-        summarise(sp.grid(names, a.trials, a.seed, kinds=kinds, factors=factors, duties=duties), "lab_" + tag)
+        for kinds, factors, duties in GROUPS[g] if isinstance(GROUPS[g], list) else [GROUPS[g]]:
+            summarise(sp.grid(names, a.trials, a.seed, kinds=kinds, factors=factors, duties=duties,
+                              workers=a.workers),
+                      f"{a.split}_lab_{tag}" if a.split != "dev" else "lab_" + tag)
 if a.lownoise:
     for tag in ("synth1", "synth3"):
         cells = sp.grid([f"{tag}-{i}" for i in range(4)], max(4, a.trials // 2), a.seed + 1,

@@ -241,7 +241,7 @@ class UnitRecord:
 _ARRAYS = (("S", float), ("start", np.int64), ("n", np.int64), ("nslow", np.int64), ("slr", float), ("exc", float),
            ("peak", float), ("last_slow", np.int64), ("alarmed", bool), ("n_ev", np.int64), ("base", float),
            ("structural", bool), ("first_seen", np.int64), ("usum", float), ("B", float),
-           ("bstart", np.int64), ("nb", float), ("prev", float))
+           ("bstart", np.int64), ("nb", float), ("prev", float), ("own_hit", float), ("own_n", float))
 
 
 def ar1_long_run_factor(rho: float | np.ndarray) -> float | np.ndarray:
@@ -342,6 +342,10 @@ def _sig2(x: float) -> float:
     """``x`` rounded to two significant digits (cache keys of the run-length computations)."""
     return float(f"{x:.2g}")
 
+
+#: Steps of each unit's evidence kept for the minimum-effect rule's change point (:meth:`PeerTracker._effect`):
+#: the longest delay issue 18 bounds (one rank 2x on 1 step in 5, named within 60 steps).
+_GATE_WINDOW = 60
 
 _BERN_GRID = 4  # Markov-chain states per "not slow" decrement of the Bernoulli CUSUM (Brook & Evans 1972)
 
@@ -445,6 +449,8 @@ class PeerTracker:
         # the pooled rate of "slow steps" (see _bernoulli) among units that have not alarmed, per kind
         self.p_hit = np.zeros(3)
         self.p_n = np.zeros(3)
+        # each unit's last _GATE_WINDOW steps of clipped evidence (NaN outside its CUSUM runs), a ring by step
+        self._hist = np.full((3, 0, _GATE_WINDOW), np.nan, np.float32)
         self._grow(capacity)
 
     def _grow(self, need: int) -> None:
@@ -460,6 +466,9 @@ class PeerTracker:
                 b[:] = np.nan
             b[:, : a.shape[1]] = a
             setattr(self, name, b)
+        hist = np.full((3, new, _GATE_WINDOW), np.nan, np.float32)
+        hist[:, : self._hist.shape[1]] = self._hist
+        self._hist = hist
         self.cap = new
 
     @property
@@ -704,6 +713,11 @@ class PeerTracker:
         big = usum >= cfg.min_effect * np.maximum(n_arr, 1)
         # a run must last rank_min_steps, unless its mean excess is already large (rank_fast_effect step times)
         lasting = (n_arr >= cfg.rank_min_steps) | (usum >= cfg.rank_fast_effect * np.maximum(n_arr, 1))
+        self._hist[:, u, step % _GATE_WINDOW] = np.where(act, np.nan_to_num(g), np.nan)
+        cand = act & (s_new > 0) & (s_new >= h) & lasting & ~big & ~alarmed
+        if cand.any():  # the run crossed h but its mean since the CUSUM's last zero is below min_effect
+            for j, p in zip(*np.nonzero(cand), strict=True):
+                big[j, p] = self._effect(j, int(units[p]), step, int(n_arr[j, p]), float(usum[j, p])) >= cfg.min_effect
         fire = act & (s_new > 0) & (s_new >= h) & big & lasting & ~alarmed
         fire |= self._bernoulli(step, u, units, valid, Q - b_pos, self.scale[:, None], structural, alarmed, cost)
         new: list[UnitRecord] = []
@@ -725,6 +739,30 @@ class PeerTracker:
                 self.records[(uu, jj)].evidence.append(make_evidence(int(p), jj))
                 self.n_ev[jj, uu] += 1
         return new
+
+    def _effect(self, j: int, unit: int, step: int, n: int, usum: float) -> float:
+        """The mean excess of a unit's run after its most likely change point (step times per step).
+
+        The CUSUM's own change-point estimate, its last zero, is the maximum-likelihood one for a shift of
+        the design size ``2 k``; a run whose CUSUM was already above zero when the unit slowed down (noise
+        left it there) starts before the change, and the mean since then understates the effect (a 1.3x
+        straggler's 0.13 step read as 0.07 over a run that began 8 steps before it, dev draw). With the
+        shift size unknown the maximum-likelihood change point of a normal mean is the one that maximises
+        ``(sum of the evidence after it)^2 / (steps after it)`` (Hinkley, *Biometrika* 57, 1970), and the
+        effect is the mean after it. Searched over the run's last ``_GATE_WINDOW`` steps and its start.
+        """
+        m = min(n, _GATE_WINDOW)
+        idx = (step - np.arange(m)) % _GATE_WINDOW  # newest first
+        x = self._hist[j, unit, idx].astype(np.float64)
+        x = np.nan_to_num(x)
+        tail = np.cumsum(x)  # sum of the last 1..m steps
+        length = np.arange(1, m + 1)
+        best_sum, best_len = (usum, n) if usum > 0 else (0.0, 1)
+        score = np.where(tail > 0, tail * tail / length, 0.0)
+        i = int(np.argmax(score))
+        if score[i] > best_sum * best_sum / best_len:
+            best_sum, best_len = float(tail[i]), int(length[i])
+        return best_sum / best_len
 
     def _relearn(self, u: slice | np.ndarray, quiet: np.ndarray, learn: np.ndarray, Q: np.ndarray, base: np.ndarray,
                  b_pos: np.ndarray, clip: np.ndarray) -> None:
@@ -778,12 +816,24 @@ class PeerTracker:
         ``max(intermittent_effect, intermittent_sigmas x sigma)`` step times (``sigma``: the kind's pooled
         scale; and, in a synchronous job, the step itself cost that much). Under control every unit is slow
         with the pooled rate ``p0`` of the units that have not alarmed (Laplace-smoothed, at least
-        ``intermittent_p0_min``); the CUSUM tests it against ``p1 = max(intermittent_p1, 3 p0)`` with
+        ``intermittent_p0_min``), counted over the *other* units (leave-one-out: a unit's own slow steps
+        are not part of the in-control rate it is tested against, see below); the CUSUM tests it against
+        ``p1 = max(intermittent_p1, 3 p0)`` with
         log-likelihood-ratio increments (Reynolds & Stoumbos 1999, the Bernoulli CUSUM) and alarms at the
         interval whose in-control average run length is ``intermittent_arl0`` steps, computed exactly
         (:func:`bernoulli_h_for_arl`; Wald's ``log(arl0)``, used before, guarantees it with a run length
         some 30 times longer, and detects later). Returns
         the units that alarm here.
+
+        Why leave-one-out (issue 18, 2026-12-04, dev feeds): the pooled rate counted every unit that had not
+        alarmed, so a rank slow on one step in five raised the ``p0`` it was itself tested against from the
+        onset on (4 ranks: 0.021 -> 0.038 and 0.033 -> 0.050 over its first 45-70 steps in two dev draws),
+        and ``p0`` is what sets this test's speed (exact run lengths at a true rate of 0.17: 35 steps at
+        ``p0`` = 0.01, 50 at 0.02, 68 at 0.033). The in-control rate of a unit is estimated from data that
+        is in control under the hypothesis tested, its peers' -- the same rule as the rank CUSUM's
+        in-control estimates (:meth:`_cusum`). ``p0`` and ``p1`` are rounded to two significant digits
+        before both the increments and the interval, so that the interval is the exact one for the
+        increments used.
         """
         cfg = self.cfg
         thr = np.maximum(cfg.intermittent_effect, cfg.intermittent_sigmas * sig)
@@ -792,30 +842,59 @@ class PeerTracker:
             if cost is not None:
                 z &= cost >= cfg.intermittent_effect
         quiet = valid & ~alarmed & ~structural
-        p0 = np.clip((self.p_hit + 1) / (self.p_n + 2), cfg.intermittent_p0_min, 0.3)
-        p1 = np.minimum(np.maximum(cfg.intermittent_p1, 3 * p0), 0.9)
-        up, down = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
+        own_hit, own_n = self.own_hit[:, u], self.own_n[:, u]
+        raw = np.clip((self.p_hit[:, None] - own_hit + 1) / (self.p_n[:, None] - own_n + 2), cfg.intermittent_p0_min, 0.3)
+        up, down, h = self._bernoulli_design(raw)
         b_old = self.B[:, u]
-        b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up[:, None], down[:, None])), b_old)
+        b_new = np.where(valid, np.maximum(0.0, b_old + np.where(z, up, down)), b_old)
         bstart = self.bstart[:, u]
         bstart[...] = np.where(valid & (b_old <= 0) & (b_new > 0), step, bstart)
-        self.p_hit += (z & quiet).sum(axis=1)
+        hit_q = z & quiet
+        self.p_hit += hit_q.sum(axis=1)
         self.p_n += quiet.sum(axis=1)
-        # the exact interval for the stated run length, per kind's p0 (rounded to 2 significant digits, cached)
-        h = np.array([bernoulli_h_for_arl(float(f"{a:.2g}"), float(f"{b:.2g}"), cfg.intermittent_arl0)
-                      for a, b in zip(p0, p1, strict=True)])
+        self.own_hit[:, u] = own_hit + hit_q
+        self.own_n[:, u] = own_n + quiet
         # a group shift (see _cusum): half the units past half the interval at once restart from zero
-        high = valid & (b_new >= 0.5 * h[:, None]) & ~alarmed & ~structural
+        high = valid & (b_new >= 0.5 * h) & ~alarmed & ~structural
         grp = 2 * high.sum(axis=1) >= np.maximum(valid.sum(axis=1), 3)
         if grp.any():
             b_new = np.where(high & grp[:, None], 0.0, b_new)
         self.B[:, u], self.bstart[:, u] = b_new, bstart
-        fire = valid & (b_new >= h[:, None]) & ~alarmed & ~structural
+        fire = valid & (b_new >= h) & ~alarmed & ~structural
         if fire.any():  # the run starts where the Bernoulli CUSUM last left zero
             start = self.start[:, u]
             start[...] = np.where(fire & (self.S[:, u] <= 0), bstart, start)
             self.start[:, u] = start
         return fire
+
+    def _bernoulli_design(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Increments (up, down) and the exact interval of each unit's Bernoulli CUSUM, from its ``p0`` (shape
+        (3, units)): ``p0`` to two significant digits, ``p1 = max(intermittent_p1, 3 p0)`` likewise, ``h`` for
+        ``intermittent_arl0`` (:func:`bernoulli_h_for_arl`, cached). Per kind the rounded values are few, so
+        the logs and intervals are computed once per distinct value and looked up (at 10,000 ranks a log per
+        unit and a sort cost more than the rest of the test).
+        """
+        cfg = self.cfg
+        up, down, h = (np.empty_like(raw) for _ in range(3))
+        for j in range(3):
+            r = raw[j]
+            if r.size == 0:
+                continue
+            # two significant digits as integer multiples of the lowest decade's scale (no log per unit)
+            lo, hi = np.floor(np.log10([r.min(), r.max()]))
+            scale = 10.0 ** (lo - 1)
+            codes = np.rint(r / scale).astype(np.int64)
+            for d in range(1, int(hi - lo) + 1):  # values a decade or more higher: coarser digits
+                m = codes >= 10 ** (d + 1)
+                codes[m] = np.rint(r[m] / (scale * 10**d)).astype(np.int64) * 10**d
+            present = np.flatnonzero(np.bincount(codes))
+            vals, inv = present * scale, np.searchsorted(present, codes)
+            p0 = np.array([_sig2(float(v)) for v in vals])
+            p1 = np.array([_sig2(min(max(cfg.intermittent_p1, 3 * a), 0.9)) for a in p0])
+            hv = np.array([bernoulli_h_for_arl(a, b, cfg.intermittent_arl0) for a, b in zip(p0, p1, strict=True)])
+            inv = inv.reshape(-1)
+            up[j], down[j], h[j] = np.log(p1 / p0)[inv], np.log((1 - p1) / (1 - p0))[inv], hv[inv]
+        return up, down, h
 
     def _current_spread(self, Q: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The units' recent spread per kind (length 3; 0 where unknown), after adding this step's.
