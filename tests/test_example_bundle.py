@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from diag_service.cli import app
@@ -55,3 +56,24 @@ def test_schema_export_matches_committed_file() -> None:
 
     committed = Path(__file__).resolve().parents[1] / "docs" / "schema" / "diagnosis.schema.json"
     assert json.loads(committed.read_text()) == Diagnosis.model_json_schema(), "run `make schema`"
+
+
+@pytest.mark.parametrize("offset_s", [-8 * 3600, -30, 300, 8 * 3600])
+def test_a_collectors_clock_apart_from_the_jobs_keeps_the_answer(tmp_path: Path, offset_s: int) -> None:
+    """``kubectl logs --timestamps`` of the real example, the collector's UTC clock ``offset_s`` apart from the times the
+    job writes itself (glog lines and torchelastic's failure table in the pod's local time, UTC+8 or a skewed node):
+    every line is read by the collector's clock, so the order of the failures is the order the lines arrived."""
+    import datetime as dt
+
+    for f in sorted(EXAMPLE.glob("console_*.log")):
+        t = dt.datetime(2026, 11, 29, 8, 58, 50, tzinfo=dt.UTC) + dt.timedelta(seconds=offset_s)
+        lines = f.read_text().splitlines(keepends=True)
+        (tmp_path / f.name).write_text("".join(
+            (t + dt.timedelta(milliseconds=3 * i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ ") + line for i, line in enumerate(lines)))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert (d.category, d.first_failing_rank) == (Category.USER_CODE, 3), d.findings
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "pod.log").write_text((tmp_path / "console_node1.log").read_text())  # one pod's log, no node in its name
+    d = diagnose(DiagnoseRequest(path=str(one), kb=False, llm=False))
+    assert (d.category, d.first_failing_rank) == (Category.USER_CODE, 3), d.findings

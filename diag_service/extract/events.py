@@ -697,9 +697,7 @@ class Extractor:
             last = _ls
             if not single_writer and w != who and not _compatible(w, who):
                 continue
-            ts = self._ts(att.text)
-            if ts is None and att.stamp:
-                ts = self._ts(att.stamp)
+            ts = self._line_ts(att, att.text)
             if ts is not None:
                 return ts
         return None
@@ -717,9 +715,7 @@ class Extractor:
             # do not contradict this one
             if not single_writer and w != who and not _compatible(w, who):
                 continue
-            ts = self._ts(att.text)
-            if ts is None and att.stamp:
-                ts = self._ts(att.stamp)
+            ts = self._line_ts(att, att.text)
             if ts is not None:
                 return ts
         return None
@@ -1015,9 +1011,7 @@ class Extractor:
                 kind = EventKind.NCCL
         if not key:
             return
-        ts = self._ts(body)
-        if ts is None and att.stamp:
-            ts = self._ts(att.stamp)
+        ts = self._line_ts(att, body)
         approx = False
         if kind is not EventKind.STACK_DUMP:
             ts, approx = self._time_or_before(rd, ls, who, ts)
@@ -1063,6 +1057,20 @@ class Extractor:
             rank=rank, local_rank=None, node=None, ts=ts, ts_approx=approx,
             fields={"root": "1", "exitcode": exitcode or "", "signal": ""},
         )
+
+    def _line_ts(self, att: Attribution, text: str) -> float | None:
+        """A line's time: a log collector's RFC 3339 stamp in front of it first (``kubectl logs --timestamps``,
+        ``docker logs -t``: one clock, the node's, for every line and writer, where the writers' own stamps may be
+        in local time or another zone, and Python tracebacks have none), then the line's own time, then any other
+        prefix stamp (syslog's, Open MPI's ``--timestamp-output``)."""
+        if att.stamp and att.stamp[:1].isdigit():
+            ts = self._ts(att.stamp)
+            if ts is not None:
+                return ts
+        ts = self._ts(text)
+        if ts is None and att.stamp:
+            ts = self._ts(att.stamp)
+        return ts
 
     def _time_or_before(self, rd: _BlockReader, ls: int, who: tuple, ts: float | None) -> tuple[float | None, bool]:
         """``(ts, False)`` when the line gave a time, else the writer's earlier stamped line's (:meth:`_ts_before`)
@@ -1133,9 +1141,7 @@ class Extractor:
             body = att.text
             s = body.strip()
             if scanned == 1:
-                header_ts = self._ts(body)
-                if header_ts is None and att.stamp:
-                    header_ts = self._ts(att.stamp)
+                header_ts = self._line_ts(att, body)
             is_header = "Traceback (most recent call last)" in body
             if is_header and exc_line is not None and s.startswith(WRAPPED_TRACEBACK):
                 # a DataLoader worker's exception re-raised in the rank: its message carries the worker's
@@ -1233,7 +1239,11 @@ class Extractor:
         """Parse torchelastic's ChildFailedError report (``_FAILURE_FORMAT_TEMPLATE`` in
         torch.distributed.elastic.multiprocessing.errors)."""
         size = rd.size
-        _, pos = rd.line_at(ls)
+        head, pos = rd.line_at(ls)
+        # the report's "time" field is the agent's local time; a log collector's stamp on the report is the clock
+        # every other line of the bundle is read by (``_line_ts``)
+        stamp = rd.attr(head).stamp
+        collected = self._ts(stamp) if stamp and stamp[:1].isdigit() else None
         n = line_no + 1
         consumed.add(ls)
         entry: dict[str, str] = {}
@@ -1245,7 +1255,7 @@ class Extractor:
             s = rd.attr(line).text.strip()
             if _ELASTIC_ENTRY.match(s) or s.startswith(("----", "====")) or not s:
                 if entry:
-                    yield self._elastic_event(rd, entry, entry_line, who, root)
+                    yield self._elastic_event(rd, entry, entry_line, who, root, collected)
                     entry = {}
                     if root:
                         break
@@ -1263,9 +1273,10 @@ class Extractor:
             consumed.add(pos)
             pos, n = nxt, n + 1
         if entry:
-            yield self._elastic_event(rd, entry, entry_line, who, root)
+            yield self._elastic_event(rd, entry, entry_line, who, root, collected)
 
-    def _elastic_event(self, rd: _BlockReader, entry: dict[str, str], line_no: int, who: tuple, root: bool) -> RawEvent:
+    def _elastic_event(self, rd: _BlockReader, entry: dict[str, str], line_no: int, who: tuple, root: bool,
+                       collected: float | None = None) -> RawEvent:
         rank = local_rank = None
         m = ELASTIC_RANK.search(entry.get("rank", ""))
         if m:
@@ -1274,9 +1285,9 @@ class Extractor:
         m = ELASTIC_EXIT.search(entry.get("exitcode", ""))
         if m:
             exitcode, signal = m.group(1), m.group(3) or ""
-        ts = None
+        ts = collected
         m = ELASTIC_TIME.search(entry.get("time", ""))
-        if m:
+        if m and ts is None:
             ts = parse_timestamp("{}-{}-{} {}:{}:{}".format(*m.groups()), self.year)
         host = entry.get("host") or who[2]
         what = "first observed failure" if root else "failure"
