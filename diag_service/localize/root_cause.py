@@ -720,7 +720,7 @@ def localize(
                     + (f" and {len(progress.completed) - 1} other file(s)" if len(progress.completed) > 1 else "")
                     + "). If the job did fail, these are not the failed attempt's logs."
                 )
-                findings.append("The run reported its own completion; nothing here needs recovery.")
+                findings.append(COMPLETED_FINDING)
             elif nccl_waiting:
                 summary = (
                     "The logs end without an error, an exit code or a launcher's failure report, after NCCL "
@@ -806,6 +806,9 @@ def localize(
         events=events[:200], findings=findings,
     )
 
+
+#: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
+COMPLETED_FINDING = "The run reported its own completion; nothing here needs recovery."
 
 #: Confidence of a hang inferred only from a training log that ends without any error, exit or launcher report.
 #: Below every other hang's (0.25 stack dumps, 0.3 collective timeouts): a timing feed's slowdown overrides it.
@@ -1054,6 +1057,8 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
         return
     if not inferred_hang:  # otherwise the summary below is this finding, word for word
         d.findings.append(finding)
+    if d.failure_mode is FailureMode.NONE:  # it finished, slowly: the slowdown is what needs a look
+        d.findings = [f for f in d.findings if f != COMPLETED_FINDING]
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
     d.category_source = "analyzers"
