@@ -276,3 +276,14 @@ def test_a_long_log_is_merged_to_at_most_log_max_records_and_keeps_its_slowdown(
     assert d.failure_mode.value == "fail_slow" and d.slow is not None
     ep = d.slow.job_slowdown[0]
     assert 11_000 <= ep.start_step <= 13_500 and 1.3 <= ep.slowdown_factor <= 1.7, ep
+
+
+def test_an_alarm_the_rest_of_the_log_averaged_out_is_no_slowdown() -> None:
+    """A real clean run (zoo clean controls, dev): the streaming detector alarms at step 510 (1.16x over 20 steps) and
+    the log's last 100 steps average 0.99x of the baseline. Read after the fact, that is no slowdown."""
+    run = ROOT / "eval" / "zoo" / "clean" / "runs" / "clean_msstep_eval_4r"
+    assert "clean_msstep_eval_4r" in json.loads((ROOT / "eval" / "zoo" / "clean" / "split.json").read_text())["dev"]
+    from diag_service.slow import analyze_slow
+
+    rep = analyze_slow(load_log_bundle(str(run)))
+    assert rep.alarms and rep.failure_mode is None and not rep.job_slowdown

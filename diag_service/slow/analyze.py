@@ -163,6 +163,7 @@ def analyze_slow(
         det.update(part)
     rep = det.report()
     if feed.stats.format.startswith("logs") and len(batch):
+        _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
@@ -175,6 +176,21 @@ def analyze_slow(
     rep.timings_ms = {"load": round((t_load - t0) * 1000, 3), **rep.timings_ms,
                       "total": round((time.perf_counter() - t0) * 1000, 3)}
     return rep
+
+
+def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
+    """A log is read after the fact: a job episode whose mean step time over its whole span is not above the
+    baseline (an alarm at 1.16x that the rest of the log averaged back to 0.99x) was no slowdown, and is dropped;
+    the verdict, category and summary are the rest's. The alarm stays in ``rep.alarms``."""
+    kept = [e for e in rep.job_slowdown if e.slowdown_factor > 1.0]
+    if len(kept) == len(rep.job_slowdown):
+        return
+    rep.job_slowdown = kept
+    found = bool(kept or rep.stragglers or rep.groups)
+    rep.failure_mode = FailureMode.FAIL_SLOW if found else None
+    rep.category = SlowDetector._category(kept, rep.stragglers, rep.groups)
+    rep.summary = det._summary(kept, rep.stragglers, rep.groups)
+    rep.time_lost_s = round(sum(e.time_lost_s for e in kept), 6)
 
 
 def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
