@@ -393,6 +393,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("n7-040", 1),
     # the same report without writer tags names rank 0 as missing
     ("n7-039", 0),
+    # Horovod's newer stall report: "Missing ranks:", then "1: [tensor names]"
+    ("n7-041", 1),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""

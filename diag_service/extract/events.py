@@ -386,6 +386,12 @@ FIRST_PROCESS = "The first process to do so was"
 FIRST_PROCESS_NAME = re.compile(r"Process name:\s*(?:\[\[\d+,\d+\],(\d{1,6})\]|(\d{1,6}))\s*$")
 FIRST_PROCESS_EXIT = re.compile(r"Exit code:\s*(-?\d+)\s*$")
 FIRST_PROCESS_LINES = 6
+#: Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.20 and later) lists the ranks that have not
+#: submitted a stalled tensor after "Missing ranks:", one "rank: [tensor names]" line each; older versions append
+#: "[missing ranks: N]" to each tensor's line instead.
+HOROVOD_MISSING = "Missing ranks:"
+HOROVOD_MISSING_RANK = re.compile(r"\s*(\d{1,6}): \[")
+HOROVOD_MISSING_LINES = 64
 #: Open MPI's report of the process whose abnormal end made it abort the job (help-errmgr-base.txt, "%s noticed that
 #: process rank %s with PID %s on node %s exited on signal %d (%s)."; PRRTE's prterun says the same): the first
 #: failed process in the launcher's view, named by its MPI_COMM_WORLD rank.
@@ -988,6 +994,11 @@ class Extractor:
         if CPP_FRAME.match(stripped) or "(most recent call first)" in body:
             yield self._cpp_frames(rd, ls, line_no, who, consumed, body)
             return
+        if stripped == HOROVOD_MISSING:
+            missing = self._horovod_missing(rd, ls, line, line_no, who, consumed)
+            if missing is not None:
+                yield missing
+                return
         if FIRST_PROCESS in body:
             first = self._first_process(rd, ls, line, line_no, who)
             if first is not None:
@@ -1027,6 +1038,34 @@ class Extractor:
             kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,
         )
+
+    def _horovod_missing(self, rd: _BlockReader, ls: int, line: str, line_no: int, who: tuple,
+                         consumed: set[int]) -> RawEvent | None:
+        """Horovod's stall report in its multi-line form (:data:`HOROVOD_MISSING` then one ``rank: [tensors]`` line
+        per rank that has not submitted them) as one event worded as the one-line form, ``[missing ranks: 1, 3]``
+        (what the catalogue's ``horovod_missing_ranks`` reads); None when no rank line follows."""
+        ranks: list[str] = []
+        pos = ls + len(line) + 1
+        for _ in range(HOROVOD_MISSING_LINES):
+            if pos >= rd.size:
+                break
+            nxt_line, nxt = rd.line_at(pos)
+            att = rd.attr(nxt_line)
+            m = HOROVOD_MISSING_RANK.match(att.text)
+            if m is not None:
+                ranks.append(m.group(1))
+            elif att.task is not None and att.text.startswith("["):  # "1: [" read as srun -l's task prefix
+                ranks.append(str(att.task))
+            else:
+                break
+            consumed.add(pos)
+            pos = nxt
+        if not ranks:
+            return None
+        ts, approx = self._time_or_before(rd, ls, who, None)
+        key = f"Horovod stall: [missing ranks: {', '.join(dict.fromkeys(ranks))}]"
+        return RawEvent(kind=EventKind.WARNING, key=key, lines=[key], path=rd.src.path, line=line_no, rank=who[0],
+                        local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields={})
 
     def _first_process(self, rd: _BlockReader, ls: int, line: str, line_no: int, who: tuple) -> RawEvent | None:
         """The launcher's "The first process to do so was:" report (:data:`FIRST_PROCESS`) as a first observed
