@@ -124,6 +124,11 @@ _ANY_PREFIX = re.compile(
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
 #: and often first after a long preamble; ``[defaultN]:`` only on the workers' lines, not the agent's.
 UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi", "ray"})
+#: A plain date-time in front of a writer's own prefix (``2024-11-20 14:37:16 [rank3]: ...``: a console piped through
+#: ``ts`` or a collector that writes local time): taken as the line's stamp only right before a ``[rankN]:``,
+#: ``[roleN]:`` or Open MPI tag, so that an application's own dated log records are left whole.
+STAMP_BEFORE_PREFIX = re.compile(
+    r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?) (?=\[(?:[A-Za-z_]+\d{1,6}\]:|\d{1,9},\d{1,6}\]<std))")
 
 
 @dataclass(slots=True)
@@ -158,6 +163,8 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
         m = COLLECTOR_TS.match(line)
         if m:
             counts["stamp"] += 1
+            line = line[m.end():]
+        elif line[:1].isdigit() and (m := STAMP_BEFORE_PREFIX.match(line)) is not None:
             line = line[m.end():]
         m = SYSLOG_PREFIX.match(line)
         if m:
@@ -203,7 +210,8 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
     """
     att = Attribution(text=line)
-    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds:
+    dated = line[:1].isdigit() and STAMP_BEFORE_PREFIX.match(line) is not None
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds or dated:
         kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
         if "stamp" in kinds:
@@ -211,6 +219,9 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             if m:
                 att.stamp = m.group(0).rstrip()
                 text = text[m.end():]
+        if att.stamp is None and text[:1].isdigit() and (m := STAMP_BEFORE_PREFIX.match(text)) is not None:
+            att.stamp = m.group(1)
+            text = text[m.end():]
         if "syslog" in kinds:
             m = SYSLOG_PREFIX.match(text)
             if m:

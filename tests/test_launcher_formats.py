@@ -401,3 +401,21 @@ def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int
     root = Path(__file__).resolve().parents[1]
     d = diagnose(DiagnoseRequest(path=str(root / "eval" / "corpus" / "logs" / f"{log}.log"), kb=False, llm=False))
     assert d.first_failing_rank == rank, d.root_cause.summary
+
+
+def test_a_plain_date_before_a_writer_prefix_is_the_lines_stamp(tmp_path: Path) -> None:
+    """A console piped through ``ts '%Y-%m-%d %H:%M:%S'`` (the real example's node 1): the rank prefixes behind the
+    date are read; an application's own dated record keeps its text."""
+    import datetime as dt
+
+    root = Path(__file__).resolve().parents[1]
+    lines = (root / "examples" / "torchrun_shape_mismatch_2x2" / "console_node1.log").read_text().splitlines(keepends=True)
+    t0 = dt.datetime(2026, 11, 29, 8, 58, 50)
+    (tmp_path / "pod.log").write_text("".join(f"{t0 + dt.timedelta(seconds=i // 10):%Y-%m-%d %H:%M:%S} {ln}"
+                                              for i, ln in enumerate(lines)))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank) == ("user_code", 3), d.root_cause.summary
+    att = attribute("2024-11-20 14:37:16,123 - INFO - step 5 loss 1.2", detect_prefixes(["2024-11-20 14:37:16,123 - x"]))
+    assert att.text.startswith("2024-11-20 14:37:16,123") and att.stamp is None
+    att = attribute("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory.", frozenset())
+    assert (att.rank, att.stamp, att.text) == (3, "2024-11-20 14:37:16", "torch.OutOfMemoryError: CUDA out of memory.")
