@@ -93,11 +93,22 @@ NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?
 #: What every NCCL_ORIGIN match holds, led by a literal: ``re`` jumps between colons, where NCCL_ORIGIN tries a host
 #: name after every space (~15 us on a 150-character ``ProcessGroupNCCL.cpp`` line without an origin)
 _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
+#: Lines that name the rank they are about: PyTorch's ``[Rank N]`` / ``[PG ... Rank N]``, NCCL's ``rank N nranks M``,
+#: scripts' ``Rank N:`` / ``[rank: N]``, Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
+#: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
+#: rank N status failed`` (paddle.distributed.launch's report of the failed worker).
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]"
     r"|^mpirun noticed that process rank (\d{1,6}) with PID"
+    r"|^Abort\(-?\d+\) on node \d+ \(rank (\d{1,6}) in comm \d+\)"
+    r"|^Container rank (\d{1,6}) status failed"
 )
+#: The JAX / XLA coordination service's report of a task that failed: its heartbeat lost (``/job:jax_worker/replica:0/
+#: task:37 has been set to ERROR in coordination service``) or restarted (``task:1 unexpectedly tried to connect with a
+#: different incarnation``); the task id is the JAX process index (tsl/distributed_runtime/coordination/
+#: coordination_service.cc).
+JAX_TASK = re.compile(r"/job:[\w-]+/replica:\d+/task:(\d{1,6}) (?:has been set to ERROR|unexpectedly tried to connect)")
 #: Slurm's report of one task: ``srun: error: gpu-node-001: task 3: Out Of Memory`` (task = SLURM_PROCID).
 SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 
@@ -278,6 +289,10 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         m = INLINE_RANK.search(body)
         if m:
             att.rank = int(next(g for g in m.groups() if g is not None))
+    if att.rank is None and "/task:" in body:
+        m = JAX_TASK.search(body)
+        if m:
+            att.rank = int(m.group(1))
     if att.task is None and body.startswith("srun: error: "):
         m = SRUN_TASK.match(body)
         if m:

@@ -395,6 +395,14 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("n7-039", 0),
     # Horovod's newer stall report: "Missing ranks:", then "1: [tensor names]"
     ("n7-041", 1),
+    # torchelastic's failure table copied from a rendered page, a blank line between its fields
+    ("n8-013", 0),
+    # the JAX coordination service: a task's heartbeat lost, a task restarted
+    ("n7-011", 37),
+    ("n7-014", 1),
+    # PaddlePaddle's launcher and MPICH's abort name the failed process
+    ("n8-029", 0),
+    ("n8-002", 0),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""

@@ -1292,7 +1292,11 @@ class Extractor:
                 break
             line, nxt = rd.line_at(pos)
             s = rd.attr(line).text.strip()
-            if _ELASTIC_ENTRY.match(s) or s.startswith(("----", "====")) or not s:
+            if not s:  # a copy from a rendered page puts a blank line between the fields
+                consumed.add(pos)
+                pos, n = nxt, n + 1
+                continue
+            if _ELASTIC_ENTRY.match(s) or s.startswith(("----", "====")):
                 if entry:
                     yield self._elastic_event(rd, entry, entry_line, who, root, collected)
                     entry = {}
