@@ -854,10 +854,15 @@ def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set
     return node if closed else None
 
 
+def _missing_ranks(h: SignatureHit) -> set[int]:
+    """The ranks a hit's ``missing`` detail names (monitored_barrier's "Ranks 1, 2 failed to pass", Horovod's
+    "[missing ranks: 1]"); empty without one."""
+    return {int(x) for x in str(h.details.get("missing") or "").replace(" ", "").split(",") if x.isdigit()}
+
+
 def _one_named_missing(hits: list[SignatureHit]) -> int | None:
-    """The one rank that the hits' ``missing`` details name (monitored_barrier's "Ranks 2 failed to pass",
-    Horovod's "[missing ranks: 1]"), or None when they name none or several."""
-    named = {int(x) for h in hits for x in str(h.details.get("missing") or "").replace(" ", "").split(",") if x.isdigit()}
+    """The one rank that the hits' ``missing`` details name, or None when they name none or several."""
+    named = {r for h in hits for r in _missing_ranks(h)}
     return next(iter(named)) if len(named) == 1 else None
 
 
@@ -873,11 +878,9 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
       log shows one rank only, and names nobody.
     """
     for h in symptoms:
-        missing = h.details.get("missing")
-        if missing:
-            named = sorted({int(x) for x in missing.replace(" ", "").split(",") if x.isdigit()})
-            if named:
-                return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
+        named = sorted(_missing_ranks(h))
+        if named:
+            return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
     if ranks == {0, 1}:
         waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
                    for r in h.ranks}
