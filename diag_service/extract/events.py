@@ -761,16 +761,19 @@ class Extractor:
         starts, seen = self._candidate_starts(rd)
         # the head and tail of the block suffice for marks that recur: a bounded cost per block
         windows: set[str] | None
+        head, tail = text[:JOB_WINDOW], text[-JOB_WINDOW:]
         if asc:
-            window_bytes = list({text[:JOB_WINDOW], text[-JOB_WINDOW:]})
+            tail_bytes = tail
+            window_bytes = list({head, tail})
             windows = None  # decoded below, when a platform mark is in them (most blocks have none)
         else:
-            windows = {text[:JOB_WINDOW], text[-JOB_WINDOW:]}  # type: ignore[misc]
-            window_bytes = [_utf8(t) for t in windows]  # type: ignore[arg-type]
+            windows = {head, tail}  # type: ignore[misc]
+            tail_bytes = _utf8(tail)  # type: ignore[arg-type]
+            window_bytes = [tail_bytes] if head == tail else [_utf8(head), tail_bytes]  # type: ignore[arg-type]
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
         # a file's completion counts only from its last block read (a later block without one clears it)
-        done = completion_line(text[-JOB_WINDOW:] if asc else _utf8(text[-JOB_WINDOW:]))  # type: ignore[arg-type]
+        done = completion_line(tail_bytes)  # type: ignore[arg-type]
         if done is not None and (src.path in obs.completed or len(obs.completed) < 4096):
             obs.completed[src.path] = done
         elif done is None:
@@ -1097,15 +1100,20 @@ class Extractor:
             fields={"root": "1", "exitcode": exitcode or "", "signal": ""},
         )
 
+    def _front_ts(self, att: Attribution) -> float | None:
+        """The time of a dated stamp put in front of the line by whatever collected it (a log collector's RFC 3339
+        stamp, ``kubectl logs --timestamps``, ``docker logs -t``; a plain date before a writer's prefix, ``ts``):
+        one clock for every line and writer. None for other prefix stamps (syslog's and Open MPI's start with a
+        weekday or month name) and for lines without one."""
+        return self._ts(att.stamp) if att.stamp and att.stamp[:1].isdigit() else None
+
     def _line_ts(self, att: Attribution, text: str) -> float | None:
-        """A line's time: a log collector's RFC 3339 stamp in front of it first (``kubectl logs --timestamps``,
-        ``docker logs -t``: one clock, the node's, for every line and writer, where the writers' own stamps may be
-        in local time or another zone, and Python tracebacks have none), then the line's own time, then any other
-        prefix stamp (syslog's, Open MPI's ``--timestamp-output``)."""
-        if att.stamp and att.stamp[:1].isdigit():
-            ts = self._ts(att.stamp)
-            if ts is not None:
-                return ts
+        """A line's time: the collector's stamp in front of it first (:meth:`_front_ts`; the writers' own stamps
+        may be in local time or another zone, and Python tracebacks have none), then the line's own time, then any
+        other prefix stamp (syslog's, Open MPI's ``--timestamp-output``)."""
+        ts = self._front_ts(att)
+        if ts is not None:
+            return ts
         ts = self._ts(text)
         if ts is None and att.stamp:
             ts = self._ts(att.stamp)
@@ -1281,8 +1289,7 @@ class Extractor:
         head, pos = rd.line_at(ls)
         # the report's "time" field is the agent's local time; a log collector's stamp on the report is the clock
         # every other line of the bundle is read by (``_line_ts``)
-        stamp = rd.attr(head).stamp
-        collected = self._ts(stamp) if stamp and stamp[:1].isdigit() else None
+        collected = self._front_ts(rd.attr(head))
         n = line_no + 1
         consumed.add(ls)
         entry: dict[str, str] = {}
