@@ -221,8 +221,8 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     The Slurm task id is reported as ``task``; the caller decides whether it is a rank or a node.
     """
     att = Attribution(text=line)
-    dated = line[:1].isdigit() and STAMP_BEFORE_PREFIX.match(line) is not None
-    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds or dated:
+    dated = STAMP_BEFORE_PREFIX.match(line) if line[:1].isdigit() else None
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds or dated is not None:
         kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
         if "stamp" in kinds:
@@ -230,9 +230,9 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             if m:
                 att.stamp = m.group(0).rstrip()
                 text = text[m.end():]
-        if att.stamp is None and text[:1].isdigit() and (m := STAMP_BEFORE_PREFIX.match(text)) is not None:
-            att.stamp = m.group(1)
-            text = text[m.end():]
+        if att.stamp is None and dated is not None:  # (text is still the whole line: no collector stamp was cut)
+            att.stamp = dated.group(1)
+            text = text[dated.end():]
         if "syslog" in kinds:
             m = SYSLOG_PREFIX.match(text)
             if m:
