@@ -181,8 +181,8 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
     split = assign(labels)
     splits = ["dev", "test"] if test else ["dev"]
     new_commit, new_ids = newest_test()
-    out: dict[str, Any] = {"available": True, "frozen_at": json.loads(SPLIT_FILE.read_text()).get("commit")
-                           if SPLIT_FILE.exists() else None,
+    doc = json.loads(SPLIT_FILE.read_text()) if SPLIT_FILE.exists() else {}
+    out: dict[str, Any] = {"available": True, "frozen_at": doc.get("commit"),
                            "cases": {s: sum(1 for v in split.values() if v == s) for s in ("dev", "test")}}
     for s in splits:
         cases = [c for c in labels if split[c["id"]] == s]
@@ -194,7 +194,6 @@ def evaluate(test: bool = False, why: str = "") -> dict[str, Any]:
         if s == "test":
             # each part of the corpus on its own, in the order it was frozen: how the current rules hold on cases
             # collected after ever later rules (the first part was frozen with the first rules)
-            doc = json.loads(SPLIT_FILE.read_text()) if SPLIT_FILE.exists() else {}
             out["test_by_part"] = []
             for part in [doc, *doc.get("additions", [])] if doc else []:
                 ids = set(part.get("test", []))

@@ -385,17 +385,15 @@ def _median(vals: list[float]) -> float:
 def _merge_steps(cols: dict[str, list[float]], k: int) -> dict[str, list[float]]:
     """Consecutive records merged ``k`` at a time: the last step and end time, summed iterations, and the
     iteration-weighted mean step, compute and communication times (NaN-aware)."""
-    n = len(cols["step"]) // k * k + (k if len(cols["step"]) % k else 0)
-    pad = n - len(cols["step"])
+    n = len(cols["step"])
+    pad = -n % k  # the last group may be short
 
     def grid(key: str, fill: float) -> np.ndarray:
         return np.concatenate([np.asarray(cols[key], dtype=float), np.full(pad, fill)]).reshape(-1, k)
 
     w = grid("weight", 0.0)
-    wsum = w.sum(axis=1)
-    out: dict[str, list[float]] = {"step": [cols["step"][min(i + k, len(cols["step"])) - 1]
-                                            for i in range(0, len(cols["step"]), k)]}
-    out["weight"] = wsum.tolist()
+    out: dict[str, list[float]] = {"step": [cols["step"][min(i + k, n) - 1] for i in range(0, n, k)],
+                                   "weight": w.sum(axis=1).tolist()}
     for key in ("step_time", "compute", "comm"):
         x = grid(key, math.nan)
         ok = np.isfinite(x) & (w > 0)
