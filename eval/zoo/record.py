@@ -113,6 +113,16 @@ def _descendants(pid: int) -> list[int]:
     return seen
 
 
+def _cpu_quota(roots: list[int], percent: int) -> None:
+    """Put the job's processes (``roots`` and their descendants) in :data:`CPU_CGROUP` at ``percent`` of one core."""
+    CPU_CGROUP.mkdir(exist_ok=True)
+    (CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
+    (CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
+    for pid in [d for r in roots for d in [r, *_descendants(r)]]:
+        with contextlib.suppress(OSError):
+            (CPU_CGROUP / "cgroup.procs").write_text(str(pid))
+
+
 def _env_of(pid: int) -> dict[str, str]:
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
@@ -250,12 +260,7 @@ def _act_batch2(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         _, after, percent = sc.action
         if stop.wait(after):
             return
-        CPU_CGROUP.mkdir(exist_ok=True)
-        (CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
-        (CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
-        for pid in [d for r in roots for d in [r, *_descendants(r)]]:
-            with contextlib.suppress(OSError):
-                (CPU_CGROUP / "cgroup.procs").write_text(str(pid))
+        _cpu_quota(roots, percent)
     else:
         pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 30)
         if pid is None:
@@ -384,12 +389,7 @@ def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         _, after, until, percent = sc.action
         if _waited4(stop, after, wd):
             return
-        CPU_CGROUP.mkdir(exist_ok=True)
-        (CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
-        (CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
-        for pid in [d for r in roots for d in [r, *_descendants(r)]]:
-            with contextlib.suppress(OSError):
-                (CPU_CGROUP / "cgroup.procs").write_text(str(pid))
+        _cpu_quota(roots, percent)
         if not _waited4(stop, until, wd):
             (CPU_CGROUP / "cpu.cfs_quota_us").write_text("-1")
         return
