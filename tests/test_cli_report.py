@@ -65,3 +65,14 @@ def test_dash_reads_standard_input() -> None:
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     d = json.loads(r.stdout)
     assert d["job_id"] == "stdin" and d["category"] == "user_code" and d["first_failing_rank"] == 3
+
+
+def test_events_option_bounds_the_event_table(tmp_path: Path) -> None:
+    """``--events 0`` prints no event table (it drew an empty one); a cut table says how much it shows."""
+    log = tmp_path / "ray.log"
+    log.write_text(RAY_WORKER_DIED)
+    n = len(json.loads(_run("diagnose", str(log), "--json"))["events"])
+    assert n >= 2
+    assert "Events (deduplicated" not in _run("diagnose", str(log), "--events", "0")
+    assert f"{n} templates, the first 1 shown" in _run("diagnose", str(log), "--events", "1")
+    assert f"Events (deduplicated, {n} templates)" in _run("diagnose", str(log))

@@ -44,7 +44,7 @@ def diagnose_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
     job_id: Annotated[str | None, typer.Option(help="Job id to put in the result.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON result to this file.")] = None,
-    events: Annotated[int, typer.Option(help="Event templates to show in the report.")] = 10,
+    events: Annotated[int, typer.Option(min=0, help="Event templates to show in the report (0: none).")] = 10,
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite) for escalation and lemon nodes.")] = None,
     platform: Annotated[str | None, typer.Option(
         help="kubernetes | volcano | slurm: dry-run commands for the plan (default: the scheduler the logs show, "

@@ -67,8 +67,9 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     if d.findings:
         for f in d.findings:
             console.print(f"[dim]•[/dim] {escape(f)}")
-    if d.events:
-        t = Table(title=f"Events (deduplicated, {len(d.events)} templates)", expand=True)
+    if d.events and max_events > 0:
+        shown = "" if len(d.events) <= max_events else f", the first {max_events} shown (--events)"
+        t = Table(title=f"Events (deduplicated, {len(d.events)} templates{shown})", expand=True)
         t.add_column("role")
         t.add_column("count", justify="right")
         t.add_column("ranks", justify="right")
