@@ -102,3 +102,27 @@ def test_two_ranks_in_different_collectives_are_a_mismatch(tmp_path: Path) -> No
     d = _diagnose("restart_hang_eval_recurs", tmp_path)
     assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("user_code", "fail_hang", None)
     assert "different collectives" in d.root_cause.summary
+
+
+def test_one_collective_called_from_two_lines_of_the_job_is_a_mismatch(tmp_path: Path) -> None:
+    """Batch 2's hang_two_group_order: both gloo timeouts end in ``all_reduce``, but rank 0 called it at train.py:20
+    (the gradient group) and rank 1 at train.py:23 (the statistics group). Two calls of the same collective from two
+    lines of the job's own code are two collectives (PyTorch distributed docs: every rank calls the same
+    collectives in the same order): the job's code."""
+    d = _diagnose("hang_two_group_order", tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("user_code", "fail_hang", None)
+    assert "train.py:20" in d.root_cause.summary and "train.py:23" in d.root_cause.summary
+
+
+def test_the_same_call_of_a_collective_on_every_rank_is_no_mismatch(tmp_path: Path) -> None:
+    """The counter-example: the same run's log with rank 1's frame moved to rank 0's line (both ranks time out in the
+    same call, as when a third party stalls them) names no mismatch."""
+    job = tmp_path / "job"
+    job.mkdir()
+    log = (ZOO / "runs" / "hang_two_group_order" / "console.log").read_text()
+    assert 'train.py", line 23, in main' in log
+    (job / "console.log").write_text(log.replace('train.py", line 23, in main', 'train.py", line 20, in main'))
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value == "unknown"
+    assert "different collectives" not in d.root_cause.summary

@@ -891,7 +891,7 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
     return [], None
 
 
-_FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line \d+, in (?P<func>[\w.<>]+)')
+_FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line (?P<line>\d+), in (?P<func>[\w.<>]+)')
 
 
 def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
@@ -907,8 +907,11 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
     as many ranks are in another collective: they are the ones the others wait for (the rule of
     :func:`_hang_analysis` for NCCL's SeqNum/OpType, read here from the frames). Ranks at different sites
     without such a majority (two ranks, one in ``all_reduce`` and one in ``barrier``) are a mismatch too, with
-    no rank named: ``([], why)``."""
+    no rank named: ``([], why)``. When every rank's innermost frame is the same function, the innermost frame of
+    the job's own code (file and line) tells the calls apart: ``all_reduce`` called at train.py:20 on one rank
+    and at train.py:23 on another is two collectives; without such a frame on every rank, nothing is claimed."""
     sites: dict[int, tuple[str, str]] = {}
+    calls: dict[int, str] = {}  # the innermost frame of the job's own code: which call of the collective
     for h in symptoms:
         if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
             continue
@@ -918,6 +921,13 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
                     frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
                     if frames and rank not in sites:
                         sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"))
+                        own = [m for m in frames if frame_file_owner(m.group("file")) == "user"]
+                        if own:
+                            calls[rank] = f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}"
+    if len(sites) >= 2 and len(set(sites.values())) < 2 and len(calls) == len(sites) and len(set(calls.values())) > 1:
+        # the same collective function, called from different lines of the job's code: different calls of it
+        # (two all_reduce calls on two groups, a rank-only branch), as different a place as another function
+        sites = {r: (calls[r], sites[r][1]) for r in sites}
     if len(sites) < 2 or len(set(sites.values())) < 2:
         return [], None
     counts = Counter(sites.values())
