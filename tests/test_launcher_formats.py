@@ -427,3 +427,28 @@ def test_a_plain_date_before_a_writer_prefix_is_the_lines_stamp(tmp_path: Path) 
     assert att.text.startswith("2024-11-20 14:37:16,123") and att.stamp is None
     att = attribute("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory.", frozenset())
     assert (att.rank, att.stamp, att.text) == (3, "2024-11-20 14:37:16", "torch.OutOfMemoryError: CUDA out of memory.")
+
+
+# Horovod's stall report on a 4-rank job (NCCL's init line gives nranks 4) naming every rank but the
+# coordinator as missing: rank 0 alone submitted the tensor (a rank-0-only metric callback). With ranks 1 and
+# 2 named, ranks 0 and 3 both submitted: nobody is the lone one.
+HOROVOD_LONE = """\
+[1,0]<stdout>:gpu-node-001:1234:1250 [0] NCCL INFO comm 0x55d5c0a0 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE
+[1,0]<stdout>:Epoch 1/3 step 10 loss: 1.23
+[1,0]<stderr>:[2024-01-01 10:00:00.000000: W /tmp/pip-install/horovod/common/stall_inspector.cc:107] One or more \
+tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of \
+ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or \
+that only subset of ranks is submitting tensors, which will cause deadlock.
+[1,0]<stderr>:Stalled ops:
+[1,0]<stderr>:MetricAverageCallback/HorovodAllreduce_val_loss_0 [missing ranks: 1, 2, 3]
+"""
+
+
+def test_the_one_rank_a_stall_report_leaves_out_is_the_odd_one(tmp_path: Path) -> None:
+    d = _diag(tmp_path, HOROVOD_LONE)
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 0
+    assert any("rank 0 alone issued the collective" in f for f in d.findings), d.findings
+    two = _diag(tmp_path, HOROVOD_LONE.replace("[missing ranks: 1, 2, 3]", "[missing ranks: 1, 2]"))
+    assert not any("alone issued" in f for f in two.findings), two.findings
+    unsized = _diag(tmp_path, HOROVOD_LONE.split("\n", 1)[1])  # no NCCL line: the job's size is unknown
+    assert not any("alone issued" in f for f in unsized.findings), unsized.findings

@@ -594,9 +594,14 @@ def localize(
             first_rank = _sole_erring_rank(events)
         # a hang's reporter (Horovod's coordinator, rank 0) is not its culprit: the rank it names as missing is
         absent = _one_named_missing(hits)
+        lone = _lone_submitter(hits, progress.world_size, ranks_seen | progress.ranks) if absent is None else None
         if absent is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
             first_rank = absent
             findings.append(f"Rank {absent} is the one rank the logs name as never having arrived.")
+        elif lone is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
+            first_rank = lone
+            findings.append(f"Every other rank is named missing: rank {lone} alone issued the collective, so its "
+                            "code took a path that its peers did not (a branch on rank, work on rank 0 only).")
         if category in NODE_LEVEL and primary.nodes:
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)
@@ -864,6 +869,29 @@ def _one_named_missing(hits: list[SignatureHit]) -> int | None:
     """The one rank that the hits' ``missing`` details name, or None when they name none or several."""
     named = {r for h in hits for r in _missing_ranks(h)}
     return next(iter(named)) if len(named) == 1 else None
+
+
+def _lone_submitter(hits: list[SignatureHit], world_size: int | None, ranks_seen: set[int]) -> int | None:
+    """The one rank that a hang report leaves out of its ``missing`` list when that list names every other rank of
+    a job of at least three (Horovod's "[missing ranks: 1, 2, 3]" in a 4-rank job: rank 0 alone submitted the
+    tensor), else None. One rank issuing a collective that all its peers skip is the odd one out (Horovod's stall
+    warning: "only subset of ranks is submitting tensors"). The job's size must be known: NCCL's ``nranks``, or
+    at least three ranks seen in the logs reaching as high as the named ones (a paste of the coordinator's lines
+    alone cannot tell a 16-rank job from a 32-rank one)."""
+    for h in hits:
+        named = _missing_ranks(h)
+        if len(named) < 2:
+            continue
+        if world_size is not None:
+            world = set(range(world_size))
+        elif len(ranks_seen) >= 3 and max(ranks_seen) >= max(named):
+            world = set(range(max(ranks_seen) + 1))
+        else:
+            continue
+        rest = world - named
+        if len(rest) == 1 and named <= world:
+            return next(iter(rest))
+    return None
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
