@@ -452,3 +452,8 @@ def test_the_one_rank_a_stall_report_leaves_out_is_the_odd_one(tmp_path: Path) -
     assert not any("alone issued" in f for f in two.findings), two.findings
     unsized = _diag(tmp_path, HOROVOD_LONE.split("\n", 1)[1])  # no NCCL line: the job's size is unknown
     assert not any("alone issued" in f for f in unsized.findings), unsized.findings
+    # without NCCL's line, Open MPI's tags of all four ranks show the job's size
+    tagged = "".join(f"[1,{r}]<stdout>:Epoch 1/3 step 10 loss: 1.2{r}\n" for r in range(1, 4))
+    seen = _diag(tmp_path, tagged + HOROVOD_LONE.split("\n", 1)[1])
+    assert seen.input.ranks_seen == 4 and seen.first_failing_rank == 0
+    assert any("rank 0 alone issued the collective" in f for f in seen.findings), seen.findings

@@ -360,6 +360,12 @@ RANK_PREFIX_NL = re.compile(r"\n(?:\d+: )?\[rank(\d{1,6})\]:")
 #: mean the same for bytes and text, so the matches are the text patterns' matches
 RANK_PREFIX_ALL_BYTES = ascii_bytes_pattern(RANK_PREFIX_ALL.pattern, re.MULTILINE)
 RANK_PREFIX_NL_BYTES = ascii_bytes_pattern(RANK_PREFIX_NL.pattern)
+#: Open MPI's ``--tag-output`` prefix (``[jobid,rank]<stdout>:``, logformat.MPI_PREFIX; ``--timestamp-output``'s ctime
+#: text before it is skipped by matching anywhere in the line's first 40 characters)
+MPI_RANK_ALL = re.compile(r"^.{0,40}?\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:", re.MULTILINE)
+MPI_RANK_NL = re.compile(r"\n.{0,40}?\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|diag)>:")
+MPI_RANK_ALL_BYTES = ascii_bytes_pattern(MPI_RANK_ALL.pattern, re.MULTILINE)
+MPI_RANK_NL_BYTES = ascii_bytes_pattern(MPI_RANK_NL.pattern)
 RANK_WINDOW = 128 << 10
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 NRANKS_BYTES = ascii_bytes_pattern(NRANKS_RE.pattern)
@@ -579,14 +585,15 @@ def _line_numbers(text: str | bytes, starts: list[int], first_line: int, newline
     return out
 
 
-def _line_ranks(text: str | bytes, pos: int, endpos: int) -> set[str] | set[bytes]:
+def _line_ranks(text: str | bytes, pos: int, endpos: int, mpi: bool = False) -> set[str] | set[bytes]:
     """The rank numbers of ``RANK_PREFIX_ALL.findall(text, pos, endpos)``: the lines starting in
-    ``[pos, endpos)`` (``^`` there follows a newline, or is the text's start) with a ``[rankN]:`` prefix.
-    Over ASCII bytes the numbers are bytes (``int()`` reads both)."""
+    ``[pos, endpos)`` (``^`` there follows a newline, or is the text's start) with a ``[rankN]:`` prefix
+    (``mpi``: Open MPI's ``[jobid,N]<stdout>:`` instead). Over ASCII bytes the numbers are bytes (``int()``
+    reads both)."""
     if isinstance(text, bytes):
-        nl_re, all_re = RANK_PREFIX_NL_BYTES, RANK_PREFIX_ALL_BYTES
+        nl_re, all_re = (MPI_RANK_NL_BYTES, MPI_RANK_ALL_BYTES) if mpi else (RANK_PREFIX_NL_BYTES, RANK_PREFIX_ALL_BYTES)
     else:
-        nl_re, all_re = RANK_PREFIX_NL, RANK_PREFIX_ALL  # type: ignore[assignment]
+        nl_re, all_re = (MPI_RANK_NL, MPI_RANK_ALL) if mpi else (RANK_PREFIX_NL, RANK_PREFIX_ALL)  # type: ignore[assignment]
     found = set(nl_re.findall(text, pos - 1 if pos > 0 else 0, endpos))  # type: ignore[arg-type]
     if pos == 0:
         m = all_re.match(text, 0, endpos)  # type: ignore[arg-type]
@@ -749,11 +756,12 @@ class Extractor:
             obs.ranks.add(src.rank)
         if src.node is not None and len(obs.source_nodes) < 4096:
             obs.source_nodes.add(src.node)
-        if "rank" in src.prefixes:
-            # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
-            mid = len(text) // 2
-            for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
-                obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW))
+        for kind in ("rank", "mpi"):
+            if kind in src.prefixes:
+                # Writers interleave: three 128 KiB windows per block see every rank of a node's console.
+                mid = len(text) // 2
+                for a in (0, max(0, mid - RANK_WINDOW // 2), max(0, len(text) - RANK_WINDOW)):
+                    obs.ranks.update(int(r) for r in _line_ranks(text, a, a + RANK_WINDOW, mpi=kind == "mpi"))
         if _NCCL_INFO.search(rd.data) is not None:  # == "NCCL INFO" in text (an ASCII literal), at re2's speed
             self._defer_nccl_ranks(text)
         # One linear-time pass finds every candidate, and where the block holds a literal of SCAN_MARKS (when it is
