@@ -105,10 +105,12 @@ INLINE_RANK = re.compile(
     r"|^Container rank (\d{1,6}) status failed"
 )
 #: The JAX / XLA coordination service's report of a task that failed: its heartbeat lost (``/job:jax_worker/replica:0/
-#: task:37 has been set to ERROR in coordination service``) or restarted (``task:1 unexpectedly tried to connect with a
-#: different incarnation``); the task id is the JAX process index (tsl/distributed_runtime/coordination/
-#: coordination_service.cc).
-JAX_TASK = re.compile(r"/job:[\w-]+/replica:\d+/task:(\d{1,6}) (?:has been set to ERROR|unexpectedly tried to connect)")
+#: task:37 has been set to ERROR in coordination service``, ``Task .../task:3 heartbeat timeout``) or restarted
+#: (``task:1 unexpectedly tried to connect with a different incarnation``); the task id is the JAX process index
+#: (tsl/distributed_runtime/coordination/coordination_service.cc).
+JAX_TASK = re.compile(
+    r"/job:[\w-]+/replica:\d+/task:(\d{1,6}) (?:has been set to ERROR|unexpectedly tried to connect|heartbeat timeout)"
+)
 #: Slurm's report of one task: ``srun: error: gpu-node-001: task 3: Out Of Memory`` (task = SLURM_PROCID).
 SRUN_TASK = re.compile(r"^srun: error: \S+: task (\d{1,6}): ")
 
