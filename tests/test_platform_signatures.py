@@ -53,3 +53,12 @@ def test_a_worker_sigterm_is_not_the_raylets(tmp_path: Path) -> None:
                         "(RayTrainWorker pid=812) KeyboardInterrupt\n"
                         "(RayTrainWorker pid=812) received SIGTERM, exiting\n")
     assert not any(h.signature_id == "ray_raylet_sigterm" for h in d.signature_hits)
+
+
+def test_the_node_a_slurm_message_names_is_the_faulty_node(tmp_path: Path) -> None:
+    # salloc's report of its allocation's node (soperator, --no-kill): that node, not the host writing the line
+    d = _case("n9b-028")
+    assert d.category.value == "infrastructure" and d.faulty_nodes == ["gpu-node-003"]
+    d = _text(tmp_path, "gpu-node-001: srun: error: Node failure on gpu-node-007\n"
+                        "gpu-node-001: srun: error: gpu-node-007: tasks 8-15: Killed\n")
+    assert d.faulty_nodes == ["gpu-node-007"]

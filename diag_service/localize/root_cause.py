@@ -602,7 +602,11 @@ def localize(
             first_rank = lone
             findings.append(f"Every other rank is named missing: rank {lone} alone issued the collective, so its "
                             "code took a path that its peers did not (a branch on rank, work on rank 0 only).")
-        if category in NODE_LEVEL and primary.nodes:
+        named_node = primary.details.get("node")
+        if category in NODE_LEVEL and isinstance(named_node, str) and named_node:
+            # the message names the node it is about ("Node failure on gpu-node-003"), not the host that wrote it
+            faulty_nodes = [named_node]
+        elif category in NODE_LEVEL and primary.nodes:
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
