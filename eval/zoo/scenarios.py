@@ -655,3 +655,16 @@ SCENARIOS += [
     Scenario("clean_elapsed_ckpt", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
     Scenario("clean_tokens_warmup_save", "train.py", f"{TR} 3 --master-port {{port}} train.py", clean=True),
 ]
+
+# ---- batch 5 (2026-12-05): more fail_stop / fail_hang kinds, fail_slow in other formats, clean controls ----
+
+SCENARIOS += [
+    # the container's /dev/shm is docker's default 64 MiB; DataLoader workers hand batches over in shared memory
+    Scenario("b5_shm_bus_error", "train.py", f"{TR} 2 --master-port {{port}} train.py", shm_mb=64),
+]
+SCENARIOS += [
+    # rank 1's DataLoader workers (not the rank itself) end up in a 300 MiB memory cgroup
+    Scenario("b5_oom_worker_cgroup_r1", "train_audio.py",
+             "python -m torch.distributed.run --nproc-per-node 3 --log-dir logs --tee 3 --master-port {port} "
+             "train_audio.py", action=("worker_cgroup", 1, 300, "[rank1] epoch 0 step 5/")),
+]
