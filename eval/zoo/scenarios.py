@@ -668,3 +668,37 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc-per-node 3 --log-dir logs --tee 3 --master-port {port} "
              "train_audio.py", action=("worker_cgroup", 1, 300, "[rank1] epoch 0 step 5/")),
 ]
+
+# a checkpoint written by a 4-rank run of the same script (ZeRO-1 style: one optimizer slice per rank)
+ZERO_CKPT_4 = r"""python - <<'EOF'
+import math, os, torch, torch.nn as nn
+d = "ckpt/step_000800"
+os.makedirs(d, exist_ok=True)
+m = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 1))
+torch.save(m.state_dict(), f"{d}/model.pt")
+n = sum(p.numel() for p in m.parameters())
+shard = math.ceil(n / 4)
+for r in range(4):
+    k = min(n, (r + 1) * shard) - r * shard
+    torch.save({"exp_avg": torch.randn(k) * 1e-3, "exp_avg_sq": torch.rand(k) * 1e-6, "step": 800}, f"{d}/zero_rank{r}.pt")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_cfg_resume_world_size", "train.py",
+             "torchrun --standalone --nproc-per-node 2 train.py --resume ckpt/step_000800", setup=ZERO_CKPT_4),
+]
+
+# a DCP checkpoint of the same TinyLM trained with --hidden 192 (the pre-training run's config)
+DCP_CKPT_192 = r"""python - <<'EOF' 2>/dev/null
+import importlib.util, sys, torch.distributed.checkpoint as dcp
+spec = importlib.util.spec_from_file_location("train", "train.py")
+train = importlib.util.module_from_spec(spec); spec.loader.exec_module(train)
+m = train.TinyLM(2048, 192, 2, 4)
+dcp.save(m.state_dict(), checkpoint_id="checkpoints/pretrain_step_5000")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_cfg_fsdp2_load_hidden", "train.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} train.py --resume checkpoints/pretrain_step_5000 --steps 100",
+             setup=DCP_CKPT_192),
+]
