@@ -78,8 +78,8 @@ class Scenario:
     #: then n busy processes on the rank's core, each in its own session (this host groups CPU shares by session)
     #: batch 5: ("worker_cgroup", rank, MiB, after) the rank's DataLoader workers (not the rank) moved into a memory
     #: cgroup | ("kill_when_file", rank, sig, path, min_bytes) the signal sent as soon as the file (relative to the
-    #: work dir) reaches min_bytes, i.e. while it is being written | ("pyspy", after, nranks) `py-spy dump` of every
-    #: rank once, written to dumps/<snapshot>/rank-R.txt as an on-call engineer collects them
+    #: work dir) reaches min_bytes, i.e. while it is being written | ("pyspy", after, nranks, delay_s) `py-spy dump`
+    #: of every rank once, delay_s after the trigger, written to dumps/<snapshot>/rank-R.txt as an on-call engineer collects them
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -482,8 +482,8 @@ def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
     kind = sc.action[0]
     roots = [p.pid for p in procs]
     if kind == "pyspy":
-        _, after, nranks = sc.action
-        if _waited4(stop, after, wd):
+        _, after, nranks, delay_s = sc.action
+        if _waited4(stop, after, wd) or stop.wait(delay_s):
             return
         pids = [_rank_pid(roots, r, sc.file, time.time() + 5) for r in range(nranks)]
         snap = wd / "dumps" / time.strftime("%Y%m%dT%H%M%S")

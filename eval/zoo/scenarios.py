@@ -702,3 +702,12 @@ SCENARIOS += [
              f"{TR} 2 --tee 3 --master-port {{port}} train.py --resume checkpoints/pretrain_step_5000 --steps 100",
              setup=DCP_CKPT_192),
 ]
+SCENARIOS += [
+    Scenario("b5_hang_faulthandler_loop_r2", "train_lm.py",
+             f"{TR} 3 --log-dir logs --tee 2 --master-port {{port}} train_lm.py"),
+]
+SCENARIOS += [
+    # the on-call engineer runs `py-spy dump` on every rank a few seconds after the progress lines stop
+    Scenario("b5_hang_pyspy_abba_r1", "train.py", "python train.py",
+             action=("pyspy", "[rank1] checkpoint step 30 queued", 2, 8.0)),
+]
