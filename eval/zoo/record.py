@@ -658,7 +658,8 @@ def _limits(sc: Scenario):
 
 def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: int) -> int:
     """Two launcher agents on this host, each as a node with its own terminal (console_node<k>.log)."""
-    cmds = [cmd, sc.cmd2.replace("{port}", str(port))]
+    # batch 5: {port_next} is the port after the scenario's (a second node typed with another port)
+    cmds = [cmd, sc.cmd2.replace("{port}", str(port)).replace("{port_next}", str(port + 1))]
     procs, outs = [], []
     for k, c in enumerate(cmds):
         if k:

@@ -711,3 +711,12 @@ SCENARIOS += [
     Scenario("b5_hang_pyspy_abba_r1", "train.py", "python train.py",
              action=("pyspy", "[rank1] checkpoint step 30 queued", 2, 8.0)),
 ]
+
+STATIC2_T = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {p} "
+             "--rdzv-conf timeout=20 train.py")
+
+SCENARIOS += [
+    # node 1 was started with the port of the previous job's launch script
+    Scenario("b5_cfg_master_port_twonode", "train.py", STATIC2_T.replace("{node}", "0").replace("{p}", "{port}"),
+             cmd2=STATIC2_T.replace("{node}", "1").replace("{p}", "{port_next}")),
+]
