@@ -720,3 +720,9 @@ SCENARIOS += [
     Scenario("b5_cfg_master_port_twonode", "train.py", STATIC2_T.replace("{node}", "0").replace("{p}", "{port}"),
              cmd2=STATIC2_T.replace("{node}", "1").replace("{p}", "{port_next}")),
 ]
+SCENARIOS += [
+    # the job script names the head node by a hostname this node cannot resolve (the cluster's name is gpu-head-1)
+    Scenario("b5_cfg_rdzv_hostname", "train_clip.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint gpu-head-01:29400 "
+             "--rdzv-id clip-pt-3 --rdzv-conf join_timeout=20,read_timeout=15 train_clip.py"),
+]
