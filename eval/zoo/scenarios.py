@@ -726,3 +726,7 @@ SCENARIOS += [
              "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint gpu-head-01:29400 "
              "--rdzv-id clip-pt-3 --rdzv-conf join_timeout=20,read_timeout=15 train_clip.py"),
 ]
+SCENARIOS += [
+    Scenario("b5_accel_main_first_timeout", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py"),
+]
