@@ -730,3 +730,10 @@ SCENARIOS += [
     Scenario("b5_accel_main_first_timeout", "train.py",
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py"),
 ]
+SCENARIOS += [
+    # the job script retries once; rank 0 gets SIGTERM while it writes the step-200 checkpoint
+    Scenario("b5_inf_sigterm_during_save_r0", "train.py",
+             f"for attempt in 1 2; do echo \"== attempt $attempt\"; {TR} 2 --master-port {{port}} train.py && break; "
+             "done",
+             action=("kill_when_file", 0, signal.SIGTERM, "checkpoints/step_000200.pt", 8_000_000)),
+]
