@@ -737,3 +737,17 @@ SCENARIOS += [
              "done",
              action=("kill_when_file", 0, signal.SIGTERM, "checkpoints/step_000200.pt", 8_000_000)),
 ]
+
+SHARED_FEATURES = ("mkdir -p /mnt/shared && (mountpoint -q /mnt/shared && umount /mnt/shared || true) && "
+                   "mount -t tmpfs -o size=64m tmpfs /mnt/shared && mkdir -p /mnt/shared/features && "
+                   "python -c \"import numpy as np; [np.save(f'/mnt/shared/features/part-{r:03d}.npy', "
+                   "np.random.rand(9600, 41).astype(np.float32)) for r in range(2)]\"")
+# rank 1's shard vanishes from the shared filesystem for 3 s (a sync job replacing it) and comes back
+FEATURES_BLIP = ("mv /mnt/shared/features/part-001.npy /mnt/shared/.part-001.npy.sync && sleep 3 && "
+                 "mv /mnt/shared/.part-001.npy.sync /mnt/shared/features/part-001.npy")
+
+SCENARIOS += [
+    Scenario("b5_restart_storage_transient_r1", "train.py",
+             f"{TR} 2 --max-restarts 1 --master-port {{port}} train.py", setup=SHARED_FEATURES,
+             teardown="umount /mnt/shared", action=("shell", "[rank1] epoch 1 step 100 ", FEATURES_BLIP)),
+]
