@@ -751,3 +751,17 @@ SCENARIOS += [
              f"{TR} 2 --max-restarts 1 --master-port {{port}} train.py", setup=SHARED_FEATURES,
              teardown="umount /mnt/shared", action=("shell", "[rank1] epoch 1 step 100 ", FEATURES_BLIP)),
 ]
+
+# the pre-training run saved model.state_dict() of its DDP wrapper (keys start with "module.")
+DDP_PREFIX_CKPT = r"""python - <<'EOF'
+import importlib.util, os, torch
+spec = importlib.util.spec_from_file_location("finetune", "finetune.py")
+ft = importlib.util.module_from_spec(spec); spec.loader.exec_module(ft)
+os.makedirs("pretrained", exist_ok=True)
+torch.save({f"module.{k}": v for k, v in ft.Encoder().state_dict().items()}, "pretrained/encoder_final.pt")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_uc_module_prefix_load", "finetune.py",
+             "torchrun --standalone --nproc-per-node 3 --log-dir logs --redirects 3 finetune.py", setup=DDP_PREFIX_CKPT),
+]
