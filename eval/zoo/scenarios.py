@@ -765,3 +765,27 @@ SCENARIOS += [
     Scenario("b5_uc_module_prefix_load", "finetune.py",
              "torchrun --standalone --nproc-per-node 3 --log-dir logs --redirects 3 finetune.py", setup=DDP_PREFIX_CKPT),
 ]
+
+# fail_slow with a clean baseline (>= 40 logged steps before the onset)
+SCENARIOS += [
+    Scenario("b5_slow_megatron_hog", "pretrain_gpt.py",
+             f"{TR} 2 --master-port {{port}} pretrain_gpt.py --train-iters 600 --log-interval 10",
+             action=("hogx", "iteration      200/", None, "0,1", 1, 1.0)),
+]
+
+# manifests of 8000 photos per rank; from row 3200 (step 200) rank 1's part comes from the full-resolution export
+PHOTO_MANIFESTS = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/manifest_{r}.tsv", "w") as f:
+        for i in range(8000):
+            w, h = (96, 96) if not (r == 1 and i >= 3200) else (256, 256)
+            f.write(f"{r * 100000 + i}\t{w}\t{h}\t{rng.random():.4f}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_slow_jsonl_data_r1", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             setup=PHOTO_MANIFESTS),
+]
