@@ -789,3 +789,8 @@ SCENARIOS += [
     Scenario("b5_slow_jsonl_data_r1", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
              setup=PHOTO_MANIFESTS),
 ]
+SCENARIOS += [
+    # rank 2 stopped 100 ms of every 150 ms from epoch 2 step 50 (global step 200 of 600)
+    Scenario("b5_slow_epochstep_stopcont_r2", "train_cnn.py", f"{TR} 3 --master-port {{port}} train_cnn.py",
+             action=("stopcont_until", 2, "Epoch [2/4], Step [50/150]", None, 50, 100)),
+]
