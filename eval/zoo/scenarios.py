@@ -794,3 +794,9 @@ SCENARIOS += [
     Scenario("b5_slow_epochstep_stopcont_r2", "train_cnn.py", f"{TR} 3 --master-port {{port}} train_cnn.py",
              action=("stopcont_until", 2, "Epoch [2/4], Step [50/150]", None, 50, 100)),
 ]
+SCENARIOS += [
+    # the command line kept a debugging flag from an earlier NaN hunt
+    Scenario("b5_slow_asctime_uc_anomaly", "train_tagger.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_tagger.py "
+             "--epochs 3 --steps-per-epoch 150 --detect-anomaly-from-epoch 1"),
+]
