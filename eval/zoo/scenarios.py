@@ -800,3 +800,25 @@ SCENARIOS += [
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_tagger.py "
              "--epochs 3 --steps-per-epoch 150 --detect-anomaly-from-epoch 1"),
 ]
+
+# clean control runs (no fault; clean/runs/<id>/)
+SCENARIOS += [
+    Scenario("clean5_megatron_eval_ckpt", "pretrain_gpt.py",
+             f"{TR} 2 --master-port {{port}} pretrain_gpt.py --train-iters 600 --eval-interval 200 --save-interval 300",
+             clean=True),
+]
+
+PHOTO_MANIFESTS_EVEN = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/manifest_{r}.tsv", "w") as f:
+        for i in range(8010):
+            f.write(f"{r * 100000 + i}\t96\t96\t{rng.random():.4f}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("clean5_jsonl_dcp_logdir", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             setup=PHOTO_MANIFESTS_EVEN, clean=True),
+]
