@@ -822,3 +822,7 @@ SCENARIOS += [
     Scenario("clean5_jsonl_dcp_logdir", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
              setup=PHOTO_MANIFESTS_EVEN, clean=True),
 ]
+SCENARIOS += [
+    Scenario("clean5_accel_slow_start", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py", clean=True),
+]
