@@ -826,3 +826,6 @@ SCENARIOS += [
     Scenario("clean5_accel_slow_start", "train.py",
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py", clean=True),
 ]
+SCENARIOS += [
+    Scenario("clean5_spawn_eval_pause", "train.py", "python train.py", clean=True),
+]
