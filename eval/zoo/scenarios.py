@@ -829,3 +829,11 @@ SCENARIOS += [
 SCENARIOS += [
     Scenario("clean5_spawn_eval_pause", "train.py", "python train.py", clean=True),
 ]
+
+C10D2_1P = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id mixer-4 --rdzv-conf join_timeout=20 train.py")
+
+SCENARIOS += [
+    # node 1's job script exports the compiler of another toolchain module that this node does not have
+    Scenario("b5_cfg_compile_cxx_node1", "train.py", C10D2_1P, cmd2=f"CXX=g++-13 {C10D2_1P}"),
+]
