@@ -837,3 +837,24 @@ SCENARIOS += [
     # node 1's job script exports the compiler of another toolchain module that this node does not have
     Scenario("b5_cfg_compile_cxx_node1", "train.py", C10D2_1P, cmd2=f"CXX=g++-13 {C10D2_1P}"),
 ]
+
+TWEETS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "love hate great awful movie phone service slow fast happy sad good bad".split()
+for r in range(4):
+    rng = random.Random(r)
+    with open(f"data/tweets_{r}.jsonl", "w") as f:
+        for i in range(1600):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(4, 15)))
+            if rng.random() < 0.3:
+                text = f"@user{i} " + text + " https://t.co/x" + str(i)
+            if r == 3 and i == 1234:
+                text = "RT @newsbot https://t.co/a1b2c3"  # a retweet holding only a mention and a link
+            f.write(json.dumps({"text": text, "label": rng.randrange(2)}) + "\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_data_empty_doc_nan_r3", "train.py",
+             "python -m torch.distributed.run --nproc_per_node=4 --master_port={port} train.py", setup=TWEETS),
+]
