@@ -80,6 +80,8 @@ class Scenario:
     #: cgroup | ("kill_when_file", rank, sig, path, min_bytes) the signal sent as soon as the file (relative to the
     #: work dir) reaches min_bytes, i.e. while it is being written | ("pyspy", after, nranks, delay_s) `py-spy dump`
     #: of every rank once, delay_s after the trigger, written to dumps/<snapshot>/rank-R.txt as an on-call engineer collects them
+    #: batch 5: ("tc_rate", rank, after, rate) from the trigger on, the rank's established TCP connections (matched by
+    #: its local ports on lo) are shaped to `rate` (tc htb, e.g. "2gbit": a degraded link); removed when the run ends
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -511,6 +513,22 @@ def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         for w in workers:
             with contextlib.suppress(OSError):
                 (CGROUP / "cgroup.procs").write_text(str(w))
+    elif kind == "tc_rate":
+        _, _, after, rate = sc.action
+        if _waited4(stop, after, wd):
+            return
+        ports = sorted({local.rsplit(":", 1)[1] for local, _ in _sockets_of(pid)})
+        subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
+        for cid, r in (("1:10", "100gbit"), ("1:20", rate)):
+            subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", cid, "htb", "rate", r, "ceil", r],
+                           check=True, capture_output=True)
+        for port in ports:
+            for field_ in ("sport", "dport"):
+                subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
+                                "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
+        print(f"  tc_rate: rank {sc.action[1]} ports {ports} at {rate}", file=sys.stderr)
+        stop.wait()
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
     elif kind == "kill_when_file":
         _, _, sig, path, min_bytes = sc.action
         f = wd / path
@@ -542,7 +560,7 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
         _act_batch4(sc, procs or [proc], stop, wd)
         return
-    if kind in ("worker_cgroup", "kill_when_file", "pyspy"):
+    if kind in ("worker_cgroup", "kill_when_file", "pyspy", "tc_rate"):
         _act_batch5(sc, procs or [proc], stop, wd)
         return
     if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):

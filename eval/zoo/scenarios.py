@@ -858,3 +858,8 @@ SCENARIOS += [
     Scenario("b5_data_empty_doc_nan_r3", "train.py",
              "python -m torch.distributed.run --nproc_per_node=4 --master_port={port} train.py", setup=TWEETS),
 ]
+SCENARIOS += [
+    # from step 300 rank 1's connections are shaped to 2 Gbit/s (a link that renegotiated down / a congested port)
+    Scenario("b5_slow_net_rate_r1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py",
+             teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "rank 1 step 300 ", "2gbit")),
+]
