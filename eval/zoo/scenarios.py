@@ -863,3 +863,8 @@ SCENARIOS += [
     Scenario("b5_slow_net_rate_r1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py",
              teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "rank 1 step 300 ", "2gbit")),
 ]
+SCENARIOS += [
+    # from its iteration 400 rank 1's link carries almost nothing (8 kbit/s, no reset): the collectives time out
+    Scenario("b5_net_link_dead_r1", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "[rank1] it 400 ", "8kbit")),
+]
