@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -43,6 +44,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
+    ("/work/wt/h16", "/home/user/proj"),  # batch 5 (before /work/wt/h1, its prefix)
     ("/work/wt/h1", "/home/user/proj"),
     ("/work/wt/h4", "/home/user/proj"),
     ("/work/wt/h7", "/home/user/proj"),
@@ -74,6 +76,12 @@ class Scenario:
     #: time a log line (the regex's match, so per epoch too) shows a step divisible by `every` |
     #: ("quota_until", after, until, percent) | ("pin_hogx", rank, after, n): ranks pinned one per core as pin_hog,
     #: then n busy processes on the rank's core, each in its own session (this host groups CPU shares by session)
+    #: batch 5: ("worker_cgroup", rank, MiB, after) the rank's DataLoader workers (not the rank) moved into a memory
+    #: cgroup | ("kill_when_file", rank, sig, path, min_bytes) the signal sent as soon as the file (relative to the
+    #: work dir) reaches min_bytes, i.e. while it is being written | ("pyspy", after, nranks, delay_s) `py-spy dump`
+    #: of every rank once, delay_s after the trigger, written to dumps/<snapshot>/rank-R.txt as an on-call engineer collects them
+    #: batch 5: ("tc_rate", rank, after, rate) from the trigger on, the rank's established TCP connections (matched by
+    #: its local ports on lo) are shaped to `rate` (tc htb, e.g. "2gbit": a degraded link); removed when the run ends
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -83,6 +91,9 @@ class Scenario:
     nofile: int = 0
     #: batch 4: a clean control run (no fault): written under clean/runs/<id>/ with the host's load before and after
     clean: bool = False
+    #: batch 5: the job runs in its own mount namespace whose /dev/shm is a tmpfs of this many MiB (a container's
+    #: shared-memory size, docker's default is 64 MiB); 0 = this host's /dev/shm
+    shm_mb: int = 0
 
 
 def _port(i: int) -> int:
@@ -457,6 +468,77 @@ def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
                     return
 
 
+def _workers_of(pid: int) -> list[int]:
+    """The DataLoader worker processes of a rank: its python children (forked, same command line)."""
+    out = []
+    for c in _children(pid):
+        try:
+            if Path(f"/proc/{c}/cmdline").read_bytes() == Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(c)
+        except OSError:
+            continue
+    return out
+
+
+def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    if kind == "pyspy":
+        _, after, nranks, delay_s = sc.action
+        if _waited4(stop, after, wd) or stop.wait(delay_s):
+            return
+        pids = [_rank_pid(roots, r, sc.file, time.time() + 5) for r in range(nranks)]
+        snap = wd / "dumps" / time.strftime("%Y%m%dT%H%M%S")
+        snap.mkdir(parents=True)
+        for r, pid in enumerate(pids):
+            if pid is None:
+                continue
+            res = subprocess.run([str(VENV / "bin" / "py-spy"), "dump", "--pid", str(pid)], capture_output=True,
+                                 text=True)
+            (snap / f"rank-{r}.txt").write_text(res.stdout + res.stderr)
+        return
+    pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 40)
+    if pid is None:
+        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
+        return
+    if kind == "worker_cgroup":
+        _, _, mib, after = sc.action
+        if _waited4(stop, after, wd):
+            return
+        workers: list[int] = []
+        while not workers and not stop.wait(0.05):
+            workers = _workers_of(pid)
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "memory.limit_in_bytes").write_text(str(mib * 1024 * 1024))
+        for w in workers:
+            with contextlib.suppress(OSError):
+                (CGROUP / "cgroup.procs").write_text(str(w))
+    elif kind == "tc_rate":
+        _, _, after, rate = sc.action
+        if _waited4(stop, after, wd):
+            return
+        ports = sorted({local.rsplit(":", 1)[1] for local, _ in _sockets_of(pid)})
+        subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
+        for cid, r in (("1:10", "100gbit"), ("1:20", rate)):
+            subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", cid, "htb", "rate", r, "ceil", r],
+                           check=True, capture_output=True)
+        for port in ports:
+            for field_ in ("sport", "dport"):
+                subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
+                                "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
+        print(f"  tc_rate: rank {sc.action[1]} ports {ports} at {rate}", file=sys.stderr)
+        stop.wait()
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+    elif kind == "kill_when_file":
+        _, _, sig, path, min_bytes = sc.action
+        f = wd / path
+        while not stop.wait(0.002):
+            with contextlib.suppress(OSError):
+                if f.stat().st_size >= min_bytes:
+                    os.kill(pid, sig)
+                    return
+
+
 def _leftovers(run_id: str) -> None:
     """Kill what the job left running (Ray's raylet, GCS and idle workers outlive a killed driver): every process
     that inherited this run's ZOO_RUN variable."""
@@ -477,6 +559,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     deadline = time.time() + 30
     if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
         _act_batch4(sc, procs or [proc], stop, wd)
+        return
+    if kind in ("worker_cgroup", "kill_when_file", "pyspy", "tc_rate"):
+        _act_batch5(sc, procs or [proc], stop, wd)
         return
     if kind in ("ss_kill", "kill_node", "kill_node_launcher", "shell", "hog", "pin_hog", "stopcont", "cpu_quota"):
         _act_batch2(sc, procs or [proc], stop, wd)
@@ -532,7 +617,11 @@ def record(sc: Scenario, i: int) -> None:
         with open(wd / "console.log", "wb") as out:
             out.write(f"$ {cmd}\n".encode())
             out.flush()
-            proc = subprocess.Popen(["bash", "-c", cmd], cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
+            argv = ["bash", "-c", cmd]
+            if sc.shm_mb:  # batch 5: the container's /dev/shm size, in a mount namespace of the job's own
+                argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
+                        f"mount -t tmpfs -o size={sc.shm_mb}m tmpfs /dev/shm && exec bash -c {shlex.quote(cmd)}"]
+            proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_limits(sc))
             stop = threading.Event()
             th = threading.Thread(target=_act, args=(sc, proc, stop, None, wd), daemon=True)
@@ -562,10 +651,12 @@ def record(sc: Scenario, i: int) -> None:
     dest.mkdir(parents=True)
     for con in sorted(wd.glob("console*.log")):
         _copy_rewritten(con, dest / con.name, wd)
-    if (wd / "logs").is_dir():
-        for f in sorted((wd / "logs").rglob("*")):
+    for sub in ("logs", "dumps"):  # dumps/: batch 5's py-spy snapshots
+        if not (wd / sub).is_dir():
+            continue
+        for f in sorted((wd / sub).rglob("*")):
             if f.is_file():
-                target = dest / "logs" / f.relative_to(wd / "logs")
+                target = dest / sub / f.relative_to(wd / sub)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _copy_rewritten(f, target, wd)
     print(f"{sc.id}: rc={rc} {dt:.1f}s load {load_before} -> {load_after}")
@@ -585,7 +676,8 @@ def _limits(sc: Scenario):
 
 def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: int) -> int:
     """Two launcher agents on this host, each as a node with its own terminal (console_node<k>.log)."""
-    cmds = [cmd, sc.cmd2.replace("{port}", str(port))]
+    # batch 5: {port_next} is the port after the scenario's (a second node typed with another port)
+    cmds = [cmd, sc.cmd2.replace("{port}", str(port)).replace("{port_next}", str(port + 1))]
     procs, outs = [], []
     for k, c in enumerate(cmds):
         if k:

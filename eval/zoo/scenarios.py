@@ -655,3 +655,216 @@ SCENARIOS += [
     Scenario("clean_elapsed_ckpt", "train.py", f"{TR} 2 --master-port {{port}} train.py", clean=True),
     Scenario("clean_tokens_warmup_save", "train.py", f"{TR} 3 --master-port {{port}} train.py", clean=True),
 ]
+
+# ---- batch 5 (2026-12-05): more fail_stop / fail_hang kinds, fail_slow in other formats, clean controls ----
+
+SCENARIOS += [
+    # the container's /dev/shm is docker's default 64 MiB; DataLoader workers hand batches over in shared memory
+    Scenario("b5_shm_bus_error", "train.py", f"{TR} 2 --master-port {{port}} train.py", shm_mb=64),
+]
+SCENARIOS += [
+    # rank 1's DataLoader workers (not the rank itself) end up in a 300 MiB memory cgroup
+    Scenario("b5_oom_worker_cgroup_r1", "train_audio.py",
+             "python -m torch.distributed.run --nproc-per-node 3 --log-dir logs --tee 3 --master-port {port} "
+             "train_audio.py", action=("worker_cgroup", 1, 300, "[rank1] epoch 0 step 5/")),
+]
+
+# a checkpoint written by a 4-rank run of the same script (ZeRO-1 style: one optimizer slice per rank)
+ZERO_CKPT_4 = r"""python - <<'EOF'
+import math, os, torch, torch.nn as nn
+d = "ckpt/step_000800"
+os.makedirs(d, exist_ok=True)
+m = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 1))
+torch.save(m.state_dict(), f"{d}/model.pt")
+n = sum(p.numel() for p in m.parameters())
+shard = math.ceil(n / 4)
+for r in range(4):
+    k = min(n, (r + 1) * shard) - r * shard
+    torch.save({"exp_avg": torch.randn(k) * 1e-3, "exp_avg_sq": torch.rand(k) * 1e-6, "step": 800}, f"{d}/zero_rank{r}.pt")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_cfg_resume_world_size", "train.py",
+             "torchrun --standalone --nproc-per-node 2 train.py --resume ckpt/step_000800", setup=ZERO_CKPT_4),
+]
+
+# a DCP checkpoint of the same TinyLM trained with --hidden 192 (the pre-training run's config)
+DCP_CKPT_192 = r"""python - <<'EOF' 2>/dev/null
+import importlib.util, sys, torch.distributed.checkpoint as dcp
+spec = importlib.util.spec_from_file_location("train", "train.py")
+train = importlib.util.module_from_spec(spec); spec.loader.exec_module(train)
+m = train.TinyLM(2048, 192, 2, 4)
+dcp.save(m.state_dict(), checkpoint_id="checkpoints/pretrain_step_5000")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_cfg_fsdp2_load_hidden", "train.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} train.py --resume checkpoints/pretrain_step_5000 --steps 100",
+             setup=DCP_CKPT_192),
+]
+SCENARIOS += [
+    Scenario("b5_hang_faulthandler_loop_r2", "train_lm.py",
+             f"{TR} 3 --log-dir logs --tee 2 --master-port {{port}} train_lm.py"),
+]
+SCENARIOS += [
+    # the on-call engineer runs `py-spy dump` on every rank a few seconds after the progress lines stop
+    Scenario("b5_hang_pyspy_abba_r1", "train.py", "python train.py",
+             action=("pyspy", "[rank1] checkpoint step 30 queued", 2, 8.0)),
+]
+
+STATIC2_T = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {p} "
+             "--rdzv-conf timeout=20 train.py")
+
+SCENARIOS += [
+    # node 1 was started with the port of the previous job's launch script
+    Scenario("b5_cfg_master_port_twonode", "train.py", STATIC2_T.replace("{node}", "0").replace("{p}", "{port}"),
+             cmd2=STATIC2_T.replace("{node}", "1").replace("{p}", "{port_next}")),
+]
+SCENARIOS += [
+    # the job script names the head node by a hostname this node cannot resolve (the cluster's name is gpu-head-1)
+    Scenario("b5_cfg_rdzv_hostname", "train_clip.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint gpu-head-01:29400 "
+             "--rdzv-id clip-pt-3 --rdzv-conf join_timeout=20,read_timeout=15 train_clip.py"),
+]
+SCENARIOS += [
+    Scenario("b5_accel_main_first_timeout", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py"),
+]
+SCENARIOS += [
+    # the job script retries once; rank 0 gets SIGTERM while it writes the step-200 checkpoint
+    Scenario("b5_inf_sigterm_during_save_r0", "train.py",
+             f"for attempt in 1 2; do echo \"== attempt $attempt\"; {TR} 2 --master-port {{port}} train.py && break; "
+             "done",
+             action=("kill_when_file", 0, signal.SIGTERM, "checkpoints/step_000200.pt", 8_000_000)),
+]
+
+SHARED_FEATURES = ("mkdir -p /mnt/shared && (mountpoint -q /mnt/shared && umount /mnt/shared || true) && "
+                   "mount -t tmpfs -o size=64m tmpfs /mnt/shared && mkdir -p /mnt/shared/features && "
+                   "python -c \"import numpy as np; [np.save(f'/mnt/shared/features/part-{r:03d}.npy', "
+                   "np.random.rand(9600, 41).astype(np.float32)) for r in range(2)]\"")
+# rank 1's shard vanishes from the shared filesystem for 3 s (a sync job replacing it) and comes back
+FEATURES_BLIP = ("mv /mnt/shared/features/part-001.npy /mnt/shared/.part-001.npy.sync && sleep 3 && "
+                 "mv /mnt/shared/.part-001.npy.sync /mnt/shared/features/part-001.npy")
+
+SCENARIOS += [
+    Scenario("b5_restart_storage_transient_r1", "train.py",
+             f"{TR} 2 --max-restarts 1 --master-port {{port}} train.py", setup=SHARED_FEATURES,
+             teardown="umount /mnt/shared", action=("shell", "[rank1] epoch 1 step 100 ", FEATURES_BLIP)),
+]
+
+# the pre-training run saved model.state_dict() of its DDP wrapper (keys start with "module.")
+DDP_PREFIX_CKPT = r"""python - <<'EOF'
+import importlib.util, os, torch
+spec = importlib.util.spec_from_file_location("finetune", "finetune.py")
+ft = importlib.util.module_from_spec(spec); spec.loader.exec_module(ft)
+os.makedirs("pretrained", exist_ok=True)
+torch.save({f"module.{k}": v for k, v in ft.Encoder().state_dict().items()}, "pretrained/encoder_final.pt")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_uc_module_prefix_load", "finetune.py",
+             "torchrun --standalone --nproc-per-node 3 --log-dir logs --redirects 3 finetune.py", setup=DDP_PREFIX_CKPT),
+]
+
+# fail_slow with a clean baseline (>= 40 logged steps before the onset)
+SCENARIOS += [
+    Scenario("b5_slow_megatron_hog", "pretrain_gpt.py",
+             f"{TR} 2 --master-port {{port}} pretrain_gpt.py --train-iters 600 --log-interval 10",
+             action=("hogx", "iteration      200/", None, "0,1", 1, 1.0)),
+]
+
+# manifests of 8000 photos per rank; from row 3200 (step 200) rank 1's part comes from the full-resolution export
+PHOTO_MANIFESTS = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/manifest_{r}.tsv", "w") as f:
+        for i in range(8000):
+            w, h = (96, 96) if not (r == 1 and i >= 3200) else (256, 256)
+            f.write(f"{r * 100000 + i}\t{w}\t{h}\t{rng.random():.4f}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_slow_jsonl_data_r1", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             setup=PHOTO_MANIFESTS),
+]
+SCENARIOS += [
+    # rank 2 stopped 100 ms of every 150 ms from epoch 2 step 50 (global step 200 of 600)
+    Scenario("b5_slow_epochstep_stopcont_r2", "train_cnn.py", f"{TR} 3 --master-port {{port}} train_cnn.py",
+             action=("stopcont_until", 2, "Epoch [2/4], Step [50/150]", None, 50, 100)),
+]
+SCENARIOS += [
+    # the command line kept a debugging flag from an earlier NaN hunt
+    Scenario("b5_slow_asctime_uc_anomaly", "train_tagger.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_tagger.py "
+             "--epochs 3 --steps-per-epoch 150 --detect-anomaly-from-epoch 1"),
+]
+
+# clean control runs (no fault; clean/runs/<id>/)
+SCENARIOS += [
+    Scenario("clean5_megatron_eval_ckpt", "pretrain_gpt.py",
+             f"{TR} 2 --master-port {{port}} pretrain_gpt.py --train-iters 600 --eval-interval 200 --save-interval 300",
+             clean=True),
+]
+
+PHOTO_MANIFESTS_EVEN = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/manifest_{r}.tsv", "w") as f:
+        for i in range(8010):
+            f.write(f"{r * 100000 + i}\t96\t96\t{rng.random():.4f}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("clean5_jsonl_dcp_logdir", "train.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train.py",
+             setup=PHOTO_MANIFESTS_EVEN, clean=True),
+]
+SCENARIOS += [
+    Scenario("clean5_accel_slow_start", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py", clean=True),
+]
+SCENARIOS += [
+    Scenario("clean5_spawn_eval_pause", "train.py", "python train.py", clean=True),
+]
+
+C10D2_1P = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id mixer-4 --rdzv-conf join_timeout=20 train.py")
+
+SCENARIOS += [
+    # node 1's job script exports the compiler of another toolchain module that this node does not have
+    Scenario("b5_cfg_compile_cxx_node1", "train.py", C10D2_1P, cmd2=f"CXX=g++-13 {C10D2_1P}"),
+]
+
+TWEETS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "love hate great awful movie phone service slow fast happy sad good bad".split()
+for r in range(4):
+    rng = random.Random(r)
+    with open(f"data/tweets_{r}.jsonl", "w") as f:
+        for i in range(1600):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(4, 15)))
+            if rng.random() < 0.3:
+                text = f"@user{i} " + text + " https://t.co/x" + str(i)
+            if r == 3 and i == 1234:
+                text = "RT @newsbot https://t.co/a1b2c3"  # a retweet holding only a mention and a link
+            f.write(json.dumps({"text": text, "label": rng.randrange(2)}) + "\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b5_data_empty_doc_nan_r3", "train.py",
+             "python -m torch.distributed.run --nproc_per_node=4 --master_port={port} train.py", setup=TWEETS),
+]
+SCENARIOS += [
+    # from step 300 rank 1's connections are shaped to 2 Gbit/s (a link that renegotiated down / a congested port)
+    Scenario("b5_slow_net_rate_r1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py",
+             teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "rank 1 step 300 ", "2gbit")),
+]
+SCENARIOS += [
+    # from its iteration 400 rank 1's link carries almost nothing (8 kbit/s, no reset): the collectives time out
+    Scenario("b5_net_link_dead_r1", "train.py", f"{TR} 2 --master-port {{port}} train.py",
+             teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "[rank1] it 400 ", "8kbit")),
+]
