@@ -126,3 +126,24 @@ def test_the_same_call_of_a_collective_on_every_rank_is_no_mismatch(tmp_path: Pa
     assert d.failure_mode.value == "fail_hang"
     assert d.category.value == "unknown"
     assert "different collectives" not in d.root_cause.summary
+
+
+def test_one_snapshot_places_the_ranks_of_a_hang_the_logs_report(tmp_path: Path) -> None:
+    """Batch 5's b5_hang_pyspy_abba_r1: two threads of rank 1 deadlock on their locks; the gloo timeout in the logs
+    shows the hang, and one py-spy dump per rank (dumps/<snapshot>/rank-R.txt) shows rank 0 waiting in DDP's
+    backward all-reduce and rank 1 in the job's own Uploader.submit (train.py:41): rank 1, the job's code."""
+    d = _diagnose("b5_hang_pyspy_abba_r1", tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("user_code", "fail_hang", 1)
+    assert d.hang is not None and d.hang.snapshots == 1 and d.hang.stuck_since is None
+    assert "Uploader.submit" in d.root_cause.summary
+
+
+def test_one_snapshot_alone_calls_no_hang(tmp_path: Path) -> None:
+    """The counter-example: the same dumps without the logs that report the hang are one moment of a job that may
+    be running; one snapshot cannot tell stuck from busy."""
+    job = tmp_path / "job"
+    shutil.copytree(ZOO / "runs" / "b5_hang_pyspy_abba_r1" / "dumps", job / "dumps")
+    (job / "console.log").write_text("step 10 loss 0.52\nstep 20 loss 0.48\n")
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.hang is not None and not d.hang.hung
+    assert d.first_failing_rank is None and d.category.value == "unknown"

@@ -97,11 +97,18 @@ def _meaningful(frames: list[Frame]) -> list[Frame]:
     return [f for f in frames if not NOISE_FILE.search(f.file)][:MAX_FRAMES]
 
 
+#: DDP's gradient all-reduce as py-spy shows it: the autograd engine's call, waiting in C++ for the reducer's
+#: buckets (torch/autograd/graph.py ``_engine_run_backward``); a rank that stays there waits for its peers
+_BACKWARD_FILE = re.compile(r"torch/autograd/graph\.py$")
+
+
 def _collective(frames: list[Frame]) -> str | None:
     for f in frames[:4]:
         short = f.name.rsplit(".", 1)[-1]
         if short in COLLECTIVE_NAMES and COMM_FILE.search(f.file):
             return short
+        if short == "_engine_run_backward" and _BACKWARD_FILE.search(f.file):
+            return "backward (DDP gradient all-reduce)"
     return None
 
 
@@ -156,10 +163,15 @@ def analyze_hang(req: HangRequest) -> HangReport:
     return fuse(stacks, fr)
 
 
-def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport:
+def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_logs: bool = False) -> HangReport:
     """Analyse stack snapshots however they were packed (:class:`~diag_service.ingest.members.StackDumps`,
     from :meth:`~diag_service.ingest.open.Bundle.dumps`). Raises :class:`HangInputError` (a ``ValueError``) if no snapshot holds a
-    parseable dump; damaged dumps of some ranks are warnings in the report."""
+    parseable dump; damaged dumps of some ranks are warnings in the report.
+
+    ``hung_from_logs``: the job's logs already show the hang (collective timeouts). Then fewer snapshots than
+    ``min_stuck_snapshots`` (one ``py-spy dump`` per rank, the usual first response) still place the ranks: each
+    rank's last stack is where it waits, and the rank outside the collective the others wait in is the suspect.
+    The hang itself is the logs' finding, not the stacks'."""
     root = dumps.where
     warnings: list[str] = []
     nodes: dict[int, str] = {}
@@ -216,6 +228,9 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
         raise HangInputError(f"no parseable stack dump under {root}")
     n = len(snapshots)
     k = max(2, min_stuck_snapshots)
+    placed = hung_from_logs and n < k  # too few snapshots to time the hang: the logs did, the stacks place it
+    if placed:
+        k = max(1, n)
     tail = set(range(max(0, n - k), n))
     stuck: dict[int, int] = {}  # rank -> first snapshot of its final unchanged run
     moving: list[int] = []
@@ -300,7 +315,9 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
     suspect_nodes = sorted({s.node for s in suspects if s.node and s.score >= 0.7})
     since_idx = max(stuck.values()) if (hung and stuck) else None
     since = snapshots[since_idx] if since_idx is not None else None
-    explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n)
+    if placed:
+        since = None  # too few snapshots to say since when
+    explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n, placed)
     for r in sorted(bad):
         if r not in sigs:
             warnings.append(f"rank {r}: no readable dump in any snapshot")
@@ -313,14 +330,15 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3) -> HangReport
 
 def _explain(
     hung: bool, n_ranks: int, stuck: dict[int, int], moving: list[int], groups: list[StackGroup],
-    majority: StackGroup | None, suspects: list[HangSuspect], since: str | None, n_snap: int,
+    majority: StackGroup | None, suspects: list[HangSuspect], since: str | None, n_snap: int, placed: bool = False,
 ) -> str:
     if not hung:
         if n_snap < 3:
             return f"Not enough snapshots ({n_snap}) to call a hang: at least 3 are needed."
         return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
                 f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
-    parts = [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."]
+    parts = ([f"The logs show the hang (collective timeouts); {n_snap} stack snapshot(s) place its {n_ranks} rank(s)."]
+             if placed else [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."])
     if majority is not None and majority.in_collective:
         site = majority.top_frames[1] if len(majority.top_frames) > 1 else majority.top_frames[0]
         parts.append(

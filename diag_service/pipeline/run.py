@@ -201,7 +201,10 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         stacks = fr = None
         if dumps is not None:
             try:
-                stacks = analyze_dumps(dumps)
+                # a hang the logs report (collective timeouts) lets even one snapshot per rank place the ranks
+                logs_hung = d.failure_mode is FailureMode.FAIL_HANG and any(
+                    h.failure_mode is FailureMode.FAIL_HANG for h in d.signature_hits)
+                stacks = analyze_dumps(dumps, hung_from_logs=logs_hung)
             except (OSError, ValueError) as exc:
                 report.warnings.append(f"stack dumps not analysed: {exc}")
         if fr_folder is not None:
