@@ -147,3 +147,12 @@ def test_one_snapshot_alone_calls_no_hang(tmp_path: Path) -> None:
     d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
     assert d.hang is not None and not d.hang.hung
     assert d.first_failing_rank is None and d.category.value == "unknown"
+
+
+def test_ranks_waiting_in_main_process_first_wait_for_the_main_process(tmp_path: Path) -> None:
+    """Batch 5's b5_accel_main_first_timeout: rank 0 preprocesses inside accelerate's main_process_first() for longer
+    than the 15 s timeout while rank 1 waits in its barrier (_goes_first): the timeout set against that work
+    (config), and the rank waited for is rank 0, not rank 1 whose timeout ended the job."""
+    d = _diagnose("b5_accel_main_first_timeout", tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("config", "fail_hang", 0)
+    assert any(h.details.get("context_rule") == "timeout_waiting_for_main_process_first" for h in d.signature_hits)

@@ -573,13 +573,20 @@ def localize(
             for g in by_tid.get(tid, []):
                 for r, t in g.rank_first_ts.items():
                     rank_ts[r] = min(t, rank_ts.get(r, t))
-        if len(primary.ranks) == 1:
+        waiting = _cascade(primary, sigs) == "peer_loss"  # the rank that reports it waited for another
+        if waiting and primary.failure_mode is FailureMode.FAIL_HANG:
+            # a hang cause read from the waiting ranks' reports (main_process_first): the rank they waited for
+            absent, why = _reported_absentees([primary, *symptoms], ranks_seen | world, sigs)
+            first_rank = absent[0] if len(absent) == 1 else None
+            if first_rank is not None and why:
+                findings.append(why)
+        elif len(primary.ranks) == 1 and not waiting:
             first_rank = primary.ranks[0]
-        elif len(rank_ts) >= 2:
+        elif len(rank_ts) >= 2 and not waiting:
             ordered = sorted(rank_ts.items(), key=lambda kv: kv[1])
             if ordered[1][1] - ordered[0][1] >= 0.001:
                 first_rank = ordered[0][0]
-        if elastic_root is not None and elastic_root.rank is not None and (
+        if elastic_root is not None and elastic_root.rank is not None and not waiting and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
         ):
             first_rank = elastic_root.rank
