@@ -91,6 +91,8 @@ class ProgressLog:
     ``completed``: per file, the run's report of its own completion (``diag_service.extract.events.COMPLETION``)
     found near the end of the file's last block read so far (``{path: line}``, first 4,096 files).
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
+    ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
+    start banner, torchelastic's "will restart worker group"), first 1,024.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -104,6 +106,7 @@ class ProgressLog:
     completed: dict[str, str] = field(default_factory=dict)
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
+    launches: list[float] = field(default_factory=list)
 
     def platform(self) -> str | None:
         """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),

@@ -156,3 +156,13 @@ def test_ranks_waiting_in_main_process_first_wait_for_the_main_process(tmp_path:
     d = _diagnose("b5_accel_main_first_timeout", tmp_path)
     assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("config", "fail_hang", 0)
     assert any(h.details.get("context_rule") == "timeout_waiting_for_main_process_first" for h in d.signature_hits)
+
+
+def test_a_failure_after_the_job_was_started_again_is_the_later_attempts(tmp_path: Path) -> None:
+    """Batch 5's b5_inf_sigterm_during_save_r0: a shell loop runs torchrun twice; in the first attempt rank 0 is
+    SIGTERMed while it writes a checkpoint, the second attempt fails loading that half-written file. The second
+    torchrun banner (a launch after the first failure) marks the later attempt: the SIGTERM from outside is the
+    cause (infrastructure), the corrupt checkpoint its consequence."""
+    d = _diagnose("b5_inf_sigterm_during_save_r0", tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("infrastructure", "fail_stop", 0)
+    assert any("started again" in f for f in d.findings), d.findings

@@ -368,6 +368,11 @@ MPI_RANK_NL = re.compile(r"\n.{0,40}?\[(?:\d{1,9},)?(\d{1,6})\]<std(?:out|err|di
 MPI_RANK_ALL_BYTES = ascii_bytes_pattern(MPI_RANK_ALL.pattern, re.MULTILINE)
 MPI_RANK_NL_BYTES = ascii_bytes_pattern(MPI_RANK_NL.pattern)
 RANK_WINDOW = 128 << 10
+#: A launcher starting (again) the job's processes: torchrun prints its OMP_NUM_THREADS banner at every start
+#: (torch/distributed/run.py), and torchelastic's agent "will restart worker group" before each restart
+#: (torch/distributed/elastic/agent/server/api.py). Two starts in one console are two attempts (a retry loop,
+#: --max-restarts): a failure after the second start belongs to the later attempt.
+LAUNCH_MARKS = ("Setting OMP_NUM_THREADS environment variable for each process", "will restart worker group")
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 NRANKS_BYTES = ascii_bytes_pattern(NRANKS_RE.pattern)
 NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
@@ -752,6 +757,7 @@ class Extractor:
                 self.year = int(m_year.group(1))
                 self._year_learned = True
         self._progress(rd)
+        self._launches(rd)
         obs = self.progress
         if src.rank is not None:
             obs.ranks.add(src.rank)
@@ -878,6 +884,26 @@ class Extractor:
                 continue
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
+
+    def _launches(self, rd: _BlockReader) -> None:
+        """Record the times of a launcher's (re)start lines (:data:`LAUNCH_MARKS`), at most 64 per block."""
+        text = rd.hay
+        obs = self.progress
+        for mark in LAUNCH_MARKS:
+            needle: str | bytes = mark.encode() if rd.ascii else mark
+            at = text.find(needle)  # type: ignore[arg-type]
+            seen = 0
+            while at >= 0 and seen < 64 and len(obs.launches) < 1024:
+                seen += 1
+                ls = text.rfind(rd.nl, 0, at) + 1  # type: ignore[arg-type]
+                line, _ = rd.line_at(ls)
+                ts = self._ts(rd.attr(line).text)
+                if ts is not None and (not obs.launches or abs(obs.launches[-1] - ts) > 0.5):
+                    obs.launches.append(ts)  # one banner's several lines (a framed block) are one start
+                nxt = text.find(rd.nl, at)  # type: ignore[arg-type]
+                if nxt < 0:
+                    break
+                at = text.find(needle, nxt)  # type: ignore[arg-type]
 
     def _defer_nccl_ranks(self, text: str | bytes) -> None:
         """Keep what :meth:`_learn_nccl_ranks` would read of ``text`` (a block's text, or its bytes when ASCII),

@@ -261,8 +261,9 @@ def _retried_warnings(roots: list[SignatureHit], events: dict[int, list[RawEvent
 
 def _demote_late_roots(
     roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str], sigs: SignatureSet | None = None,
+    launches: list[float] | None = None,
 ) -> list[SignatureHit]:
-    """The first failure is the cause; what follows is cascade. Two rules, on timestamped hits:
+    """The first failure is the cause; what follows is cascade. Three rules, on timestamped hits:
 
     - teardown: a low-priority root (below :data:`LATE_ROOT_PRIORITY`: store, connection and
       launcher errors) first seen more than :data:`LATE_ROOT_S` after the job's first failure
@@ -279,7 +280,12 @@ def _demote_late_roots(
       (``cascade: silent_death``) is measured against roots that are not peer-loss reports. An
       approximate (borrowed, earlier) time is a lower bound, so it may only make a root later, never
       earlier. Hardware reports keep their rank: the kernel log often stamps them after the
-      application error they caused.
+      application error they caused;
+    - later attempt: a root first seen at or after a launcher started the job again (``launches``: torchrun's
+      start banner or torchelastic's "will restart worker group", stamped after an earlier failure) belongs to
+      a later attempt, whatever its delay: a retry loop or ``--max-restarts`` re-runs the job within seconds,
+      and what the retry meets (a checkpoint its killed predecessor left half-written, the same error again)
+      follows from the first attempt's failure.
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
@@ -300,9 +306,14 @@ def _demote_late_roots(
     loss_times = [t for h in hits if h.role is EventRole.SYMPTOM and _cascade(h, sigs) == "peer_loss"
                   and not h.first_timestamp_approx for t in [_ts_of(h)] if t is not None]
     first_failure = min(root_times + loss_times) if root_times or loss_times else None
+    restart = min((x for x in launches or () if first_failure is not None and x > first_failure), default=None)
     kept: list[SignatureHit] = []
     for h in roots:
         t = _ts_of(h)
+        if t is not None and restart is not None and t >= restart and h.priority < HARDWARE_PRIORITY:
+            findings.append(f"{h.name} came after the job was started again at {iso(restart)}: a later attempt's "
+                            "failure; the first attempt's is the cause.")
+            continue
         start = first_any
         earlier = first_failure
         if _cascade(h, sigs) != "peer_loss":
@@ -525,7 +536,7 @@ def localize(
     retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
     if retried:
         hits = [h for h in hits if id(h) not in retried]
-    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs)
+    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs, progress.launches)
     roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
