@@ -34,6 +34,8 @@ DEV_FEEDS = json.loads((FEEDS / "split.json").read_text())["dev"]
     ("rank 0 | step   13 | loss 1.0037 |    10.8 ms |  11831.1 samples/s", 13, 0.0108),
     ("Epoch 0 | batch 30/200 | loss 0.7 | 4.0 it/s", 30, 0.25),
     ("Epoch 2 Batch 30/200 loss=0.7 4.0 it/s", 430, 0.25),  # a counter within an epoch: 2 x 200 + 30
+    # the PyTorch tutorials' line: epochs counted from 1 out of a total, a capitalised named time
+    ("Epoch [2/4], Step [10/150], Loss: 1.6721, Time: 0.013s", 160, 0.013),
 ])
 def test_step_lines_whose_unit_says_it_is_a_step_time(tmp_path: Path, line: str, step: int, seconds: float) -> None:
     (tmp_path / "a.log").write_text(line + "\n")
@@ -117,6 +119,9 @@ def _diagnose(run: str, tmp_path: Path):
     ("slow_stopcont_rank1_step80", 80),
     # transformers.Trainer's tqdm bar only, rank 0 throttled from about step 100
     ("hf_slow_stopcont_rank0", 100),
+    # batch 5: rank 2 stopped 100 ms of every 150 ms from global step 200; rank 0 prints the PyTorch tutorials'
+    # "Epoch [e/4], Step [s/150], ..., Time: Ys" every 10 steps
+    ("b5_slow_epochstep_stopcont_r2", 200),
 ])
 def test_diagnose_reads_a_slowdown_from_the_logs_step_lines(run: str, onset: int, tmp_path: Path) -> None:
     d = _diagnose(run, tmp_path)

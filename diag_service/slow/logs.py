@@ -59,17 +59,19 @@ DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[
 DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
 DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
 DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
-#: A training script's own step line: a step counter (``step 120``, ``step 120/2000``, ``[iter 100]``), then a
+#: A training script's own step line: a step counter (``step 120``, ``step 120/2000``, ``[iter 100]``, the PyTorch
+#: tutorials' ``Epoch [1/5], Step [100/600]``), then a
 #: per-step time under a key that names it (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``);
 #: ``_ms`` keys and an ``ms`` unit are milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are
 #: not step times.
-STEP_COUNTER = (r"(?:\b(?i:step|iter|iteration|it)\b\s*[:=#]?\s*(\d+)\b(?:\s*/\s*(\d+)\b)?"
-                r"|\b(?i:batch)\s*[:=#]?\s*(\d+)\s*/\s*(\d+)\b)(?!\s*[%/])")  # "batch 256" is a size
+STEP_COUNTER = (r"(?:\b(?i:step|iter|iteration|it)\b\s*[:=#]?\s*\[?\s*(\d+)\b(?:\s*/\s*(\d+)\b)?\]?"
+                r"|\b(?i:batch)\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)\b\]?)(?!\s*[%/])")  # "batch 256" is a size
 #: An epoch number before a step counter that restarts every epoch (``Epoch 2 Batch 30/180``).
-EPOCH_BEFORE = re.compile(r"\b(?i:epoch)\s*[:=#]?\s*\[?\s*(\d+)\b")
+#: ``Epoch [2/4]`` counts epochs from 1 out of a total (the PyTorch tutorials' form), ``Epoch 2`` from 0 (Lightning).
+EPOCH_BEFORE = re.compile(r"\b(?i:epoch)\s*[:=#]?\s*\[?\s*(\d+)\b(\s*/\s*\d+)?")
 GENERIC_STEP = re.compile(
     STEP_COUNTER + r".{0,200}?"
-    r"\b(time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time)\b\s*[:=]?\s*"
+    r"\b((?i:time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time))\b\s*[:=]?\s*"
     r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
 #: The same step counter with an unnamed time that its unit makes a per-step time: ``148.2 ms/step``,
@@ -261,7 +263,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         if step is None or x is None or x <= 0:
             st.bad += 1
             return
-        ms = m.group(5).endswith("_ms") or m.group(7) == "ms"
+        ms = m.group(5).lower().endswith("_ms") or m.group(7) == "ms"
         _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
     m = STEP_ONLY.search(text)
@@ -311,6 +313,8 @@ def _global_step(m: re.Match[str], text: str) -> int | None:
     if e is None:
         return step
     total, epoch = _count(of), _count(e.group(1))
+    if epoch is not None and e.group(2) is not None and epoch > 0:
+        epoch -= 1  # "Epoch [1/4]" is the first epoch
     if total is None or epoch is None or epoch * total + step > LIMITS.max_step:
         return None
     return epoch * total + step
