@@ -90,10 +90,12 @@ def test_only_the_last_block_of_a_file_counts(tmp_path: Path, after: int) -> Non
     ("[after training is done] datetime: 2024-03-01 10:00:00", True),
     ("{'train_runtime': 120.5, 'train_samples_per_second': 33.2, 'train_steps_per_second': 1.04, 'train_loss': 0.9}", True),
     ("step 600/600 | loss 0.4685 | 39.9 ms/step", True),
+    ("Epoch [4/4], Step [150/150], Loss: 0.3341, Time: 0.029s", True),  # last step of the last epoch
     # not a completion
     ("Training finished iteration 3 at 2024-03-01 10:00:00. Total running time: 1min 2s", False),
     ("rank 0 waiting until training is done on the other ranks", False),
     ("Epoch 2 Batch 188/188 loss=0.3787 27.2 it/s", False),
+    ("Epoch [3/4], Step [150/150], Loss: 0.3341, Time: 0.029s", False),  # an epoch's end, not the run's
     ("step 120/600 | loss 0.4685 | 39.9 ms/step", False),
     ("iter 5/5 warm-up", False),
 ])

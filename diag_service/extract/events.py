@@ -166,7 +166,9 @@ _COMPLETION_NOT = re.compile(r"(?i)\b(?:not|until|before|unless|when|once|if|wai
                              r"|\b(?:finished|completed?|done)\s+iteration|\bnot\s+(?:finished|completed?|done)\b")
 #: A step counter at its declared total on the file's last step line (``step 600/600``, ``iter 1000/1000``); not an
 #: epoch's own counter (``Epoch 2 Batch 180/180`` ends every epoch). Looked for in the last 4 KiB of a file.
-_STEP_AT_TOTAL = re.compile(r"(?i)\b(?:step|iter(?:ation)?)\s*[:=#]?\s*(\d+)\s*/\s*(\d+)\b(?!\s*[%/])")
+_STEP_AT_TOTAL = re.compile(r"(?i)\b(?:step|iter(?:ation)?)\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)\b(?!\s*[%/])")
+#: ... unless the epoch is at its total too (``Epoch [4/4], Step [150/150]``: the last step of the last epoch)
+_EPOCH_AT_TOTAL = re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)\b")
 COMPLETION_TAIL_BYTES = 4096
 
 
@@ -184,7 +186,8 @@ def completion_line(tail: bytes) -> str | None:
         return found[:300]
     end = tail[-COMPLETION_TAIL_BYTES:].decode("utf-8", "replace")
     steps = [ln for ln in end.splitlines() if _STEP_AT_TOTAL.search(ln)]
-    if steps and "epoch" not in steps[-1].lower():
+    e = _EPOCH_AT_TOTAL.search(steps[-1]) if steps else None
+    if steps and ("epoch" not in steps[-1].lower() or (e is not None and e.group(1) == e.group(2))):
         m = list(_STEP_AT_TOTAL.finditer(steps[-1]))[-1]
         if m.group(1) == m.group(2) and int(m.group(2)) >= 10:
             return steps[-1].strip()[:300]
