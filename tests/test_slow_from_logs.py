@@ -292,3 +292,21 @@ def test_an_alarm_the_rest_of_the_log_averaged_out_is_no_slowdown() -> None:
 
     rep = analyze_slow(load_log_bundle(str(run)))
     assert rep.alarms and rep.failure_mode is None and not rep.job_slowdown
+
+
+def test_a_slowdown_with_a_debug_setting_that_slows_every_step_is_the_jobs(tmp_path: Path) -> None:
+    """Batch 5's b5_slow_asctime_uc_anomaly: from epoch 1 the script turns on autograd anomaly detection (its log
+    says so); the job runs several times slower. PyTorch documents the mode as slow and for debugging only: the
+    job's own setting (user_code), not the host."""
+    d = _diagnose("b5_slow_asctime_uc_anomaly", tmp_path)
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "user_code")
+    assert any("slows every step" in f for f in d.findings)
+
+
+def test_the_same_setting_without_a_slowdown_changes_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("autograd anomaly detection enabled\n" + "".join(
+        f"step {i} | loss 0.5 | 20.0 ms/step\n" for i in range(1, 200)))
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert d.failure_mode.value != "fail_slow" and d.category.value == "unknown"
+

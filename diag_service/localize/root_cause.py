@@ -1094,13 +1094,15 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     d.responsible = Responsible.PLATFORM
 
 
-def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
+def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None) -> None:
     """Fold a fail-slow report into a diagnosis (in place).
 
     A confident fail-stop or hang diagnosis keeps its mode; the slowdown is a finding. A hang inferred
     only from logs that stop without an error (:data:`ALIVE_NO_ERROR_CONFIDENCE`) yields to the slowdown. Otherwise a
     slowdown makes the diagnosis ``fail_slow`` with the report's category and summary, the top
-    straggler as first failing rank when its confidence is at least 0.7, and the blamed node(s).
+    straggler as first failing rank when its confidence is at least 0.7, and the blamed node(s). A job-wide
+    slowdown (no straggler) in logs that show a setting which slows every step (a ``cascade: slows``
+    signature of ``sigs``, e.g. autograd anomaly detection) takes that setting's category.
     """
     if slow.failure_mode is not FailureMode.FAIL_SLOW:
         return
@@ -1128,6 +1130,13 @@ def combine_slow(d: Diagnosis, slow: SlowReport) -> None:
     d.responsible = DEFAULT_RESPONSIBLE[slow.category]
     # the inferred hang's "still running, stopped making progress" is what the slowdown replaces
     d.root_cause.summary = slow.summary if inferred_hang else slow.summary + " " + d.root_cause.summary
+    setting = next((h for h in d.signature_hits if _cascade(h, sigs) == "slows"), None) if not slow.stragglers else None
+    if setting is not None:
+        d.category = setting.category
+        d.responsible = DEFAULT_RESPONSIBLE[setting.category]
+        d.root_cause.summary += f" The logs show {setting.name.lower()}: {setting.explanation}"
+        d.findings.append(f"Category {setting.category.value} from a setting in the logs that slows every step: "
+                          f"{setting.name}.")
     top = slow.stragglers[0] if slow.stragglers else None
     unique = len(slow.stragglers) == 1 or (top is not None and slow.stragglers[1].confidence < top.confidence)
     if top is not None and top.confidence >= 0.7 and unique:

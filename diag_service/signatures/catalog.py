@@ -18,7 +18,7 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         explanation: ...
         source: https://...               # vendor doc or public thread
         lookup: {group: code, table: xid} # optional: per-value overrides from a table
-        cascade: silent_death             # optional: silent_death | peer_loss | precursor (SignatureSpec.cascade)
+        cascade: silent_death             # optional: silent_death | peer_loss | precursor | slows (SignatureSpec.cascade)
         cascade_name: "'{message}'"       # optional: its name in another cause's cascade (see SignatureSpec)
         examples: ['RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB']
         counter_examples: []              # lines that must not match
@@ -164,8 +164,10 @@ class SignatureSpec(BaseModel):
     #: vanished (closed by peer, broken pipe, collective timeouts, SIGTERM from the agent). A silent
     #: death is not teardown because peer-loss reports were stamped before it. ``precursor`` (with role
     #: ``context``): a routine message, no failure evidence of its own, that is named as what came before a
-    #: failure stamped after it (fp16 loss-scale overflows before the scale reaches its minimum).
-    cascade: str | None = Field(default=None, pattern=r"^(?:silent_death|peer_loss|precursor)$")
+    #: failure stamped after it (fp16 loss-scale overflows before the scale reaches its minimum). ``slows``
+    #: (with role ``context``): a setting that makes every step slower (autograd anomaly detection, blocking
+    #: CUDA launches): when the job slowed down, its category is the slowdown's.
+    cascade: str | None = Field(default=None, pattern=r"^(?:silent_death|peer_loss|precursor|slows)$")
     #: How a hit is named when it is listed in another cause's cascade (default: ``name``); ``{message}``
     #: stands for the first line it matched, shortened. For catch-all signatures, whose name ("Unclassified
     #: RuntimeError in the job") describes the catalog's ignorance, not the line.
