@@ -31,3 +31,27 @@ def run_cli(*args: str) -> Result:
 @pytest.fixture
 def diag() -> Callable[..., Diagnosis]:
     return run_diagnose
+
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus_dev_ids() -> set[str]:
+    import json
+
+    split = json.loads((_ROOT / "eval" / "corpus" / "split.json").read_text())
+    return set(split["dev"]).union(*(a["dev"] for a in split["additions"]))
+
+
+@pytest.fixture
+def corpus_dev_case() -> Callable[[str], Diagnosis]:
+    """Diagnose one public corpus case by id (no KB, no LLM); refuses a case of the frozen test split."""
+    dev = _corpus_dev_ids()
+
+    def run(cid: str) -> Diagnosis:
+        assert cid in dev, f"{cid} is not a dev case"
+        log = _ROOT / "eval" / "corpus" / "logs" / f"{cid}.log"
+        return diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+
+    return run
+

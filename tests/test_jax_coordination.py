@@ -3,26 +3,20 @@ coordination_service.cc): public corpus dev cases, and what the service's messag
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from diag_service.domain import Diagnosis
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
-ROOT = Path(__file__).resolve().parents[1]
-SPLIT = json.loads((ROOT / "eval" / "corpus" / "split.json").read_text())
-DEV = set(SPLIT["dev"]).union(*(a["dev"] for a in SPLIT["additions"]))
+Case = Callable[[str], Diagnosis]
 
 
-def _case(cid: str):
-    assert cid in DEV, f"{cid} is not a dev case"
-    return diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{cid}.log"), kb=False, llm=False))
-
-
-def test_a_barrier_that_tasks_never_reached_is_a_hang() -> None:
+def test_a_barrier_that_tasks_never_reached_is_a_hang(corpus_dev_case: Case) -> None:
     # levanter#432: "Barrier timed out. Barrier_id: multihost_broadcast_sync0. Timed out task names:" then two tasks
-    d = _case("n9a-010")
+    d = corpus_dev_case("n9a-010")
     assert (d.failure_mode.value, d.category.value) == ("fail_hang", "unknown")
     assert any(h.signature_id == "jax_barrier_timeout" for h in d.signature_hits)
 
@@ -33,18 +27,18 @@ def test_a_barrier_that_tasks_never_reached_is_a_hang() -> None:
     # the coordinator: "task:37 has been set to ERROR ... Task .../task:37 heartbeat timeout"
     ("n7-011", 37, "jax_task_heartbeat_timeout"),
 ])
-def test_the_task_the_coordinator_names_failed_first(cid: str, rank: int, signature: str) -> None:
-    d = _case(cid)
+def test_the_task_the_coordinator_names_failed_first(cid: str, rank: int, signature: str, corpus_dev_case: Case) -> None:
+    d = corpus_dev_case(cid)
     assert d.failure_mode.value == "fail_stop" and d.first_failing_rank == rank
     assert d.category.value == "unknown"  # the service says which task failed, not why
     assert any(h.signature_id == signature for h in d.signature_hits)
 
 
-def test_a_register_deadline_is_named_but_decides_no_category(tmp_path: Path) -> None:
+def test_a_register_deadline_is_named_but_decides_no_category(tmp_path: Path, corpus_dev_case: Case) -> None:
     # the same start-up message had a firewall-blocked port
     # (framework, n9a-009) and an overloaded coordinator (infrastructure, n7-015) as causes
     for cid in ("n9a-009", "n7-015"):
-        d = _case(cid)
+        d = corpus_dev_case(cid)
         assert d.category.value == "unknown"
         assert any(h.signature_id == "jax_register_task_deadline" for h in d.signature_hits)
 
@@ -59,3 +53,4 @@ def test_the_unhealthy_tasks_notice_does_not_name_its_reader(tmp_path: Path) -> 
         "preemption, eviction) to debug further.\n")
     d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
     assert d.first_failing_rank != 2
+

@@ -3,21 +3,15 @@ knowledge_base/signatures/launchers.yaml), with the counter-examples that must n
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from diag_service.domain import Diagnosis
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
-ROOT = Path(__file__).resolve().parents[1]
-SPLIT = json.loads((ROOT / "eval" / "corpus" / "split.json").read_text())
-DEV = set(SPLIT["dev"]).union(*(a["dev"] for a in SPLIT["additions"]))
-
-
-def _case(cid: str):
-    assert cid in DEV, f"{cid} is not a dev case"
-    return diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{cid}.log"), kb=False, llm=False))
+Case = Callable[[str], Diagnosis]
 
 
 def _text(tmp_path: Path, text: str):
@@ -35,8 +29,8 @@ def _text(tmp_path: Path, text: str):
     # slurmd's spooled copy of the batch script was gone on the node
     ("n9b-027", "infrastructure", "fail_stop", "slurm_spooled_script_missing"),
 ])
-def test_platform_messages_name_the_platform(cid: str, category: str, mode: str, signature: str) -> None:
-    d = _case(cid)
+def test_platform_messages_name_the_platform(cid: str, category: str, mode: str, signature: str, corpus_dev_case: Case) -> None:
+    d = corpus_dev_case(cid)
     assert (d.category.value, d.failure_mode.value) == (category, mode), d.root_cause.summary
     assert any(h.signature_id == signature for h in d.signature_hits)
 
@@ -55,18 +49,18 @@ def test_a_worker_sigterm_is_not_the_raylets(tmp_path: Path) -> None:
     assert not any(h.signature_id == "ray_raylet_sigterm" for h in d.signature_hits)
 
 
-def test_the_node_a_slurm_message_names_is_the_faulty_node(tmp_path: Path) -> None:
+def test_the_node_a_slurm_message_names_is_the_faulty_node(tmp_path: Path, corpus_dev_case: Case) -> None:
     # salloc's report of its allocation's node (soperator, --no-kill): that node, not the host writing the line
-    d = _case("n9b-028")
+    d = corpus_dev_case("n9b-028")
     assert d.category.value == "infrastructure" and d.faulty_nodes == ["gpu-node-003"]
     d = _text(tmp_path, "gpu-node-001: srun: error: Node failure on gpu-node-007\n"
                         "gpu-node-001: srun: error: gpu-node-007: tasks 8-15: Killed\n")
     assert d.faulty_nodes == ["gpu-node-007"]
 
 
-def test_gdb_thread_stacks_of_a_live_process_are_a_hang(tmp_path: Path) -> None:
+def test_gdb_thread_stacks_of_a_live_process_are_a_hang(tmp_path: Path, corpus_dev_case: Case) -> None:
     # gdb's "thread apply all bt" of a hung rank (PyTorch's NCCL cleanup loop spinning after a peer died)
-    d = _case("n9b-026")
+    d = corpus_dev_case("n9b-026")
     assert d.failure_mode.value == "fail_hang"
     assert "Stack dumps were taken" in d.root_cause.summary
 
@@ -79,3 +73,4 @@ def test_gdb_stacks_of_a_core_file_are_a_crash(tmp_path: Path) -> None:
                         "Thread 1 (Thread 0x7f1c29fff700 (LWP 4242)):\n"
                         "#0  0x00007f1c2a3b4c5d in ncclProxyProgress () from /usr/lib/libnccl.so.2\n")
     assert d.failure_mode.value == "fail_stop"
+
