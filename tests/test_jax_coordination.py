@@ -53,4 +53,3 @@ def test_the_unhealthy_tasks_notice_does_not_name_its_reader(tmp_path: Path) -> 
         "preemption, eviction) to debug further.\n")
     d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
     assert d.first_failing_rank != 2
-

@@ -73,4 +73,3 @@ def test_gdb_stacks_of_a_core_file_are_a_crash(tmp_path: Path) -> None:
                         "Thread 1 (Thread 0x7f1c29fff700 (LWP 4242)):\n"
                         "#0  0x00007f1c2a3b4c5d in ncclProxyProgress () from /usr/lib/libnccl.so.2\n")
     assert d.failure_mode.value == "fail_stop"
-
