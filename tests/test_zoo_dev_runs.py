@@ -165,4 +165,4 @@ def test_a_failure_after_the_job_was_started_again_is_the_later_attempts(tmp_pat
     cause (infrastructure), the corrupt checkpoint its consequence."""
     d = _diagnose("b5_inf_sigterm_during_save_r0", tmp_path)
     assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("infrastructure", "fail_stop", 0)
-    assert any("started again" in f for f in d.findings), d.findings
+    assert any("started again" in f and "failed too" in f for f in d.findings), d.findings

@@ -283,9 +283,9 @@ def _demote_late_roots(
       application error they caused;
     - later attempt: a root first seen at or after a launcher started the job again (``launches``: torchrun's
       start banner or torchelastic's "will restart worker group", stamped after an earlier failure) belongs to
-      a later attempt, whatever its delay: a retry loop or ``--max-restarts`` re-runs the job within seconds,
-      and what the retry meets (a checkpoint its killed predecessor left half-written, the same error again)
-      follows from the first attempt's failure.
+      a later attempt, whatever its delay (a retry loop or ``--max-restarts`` re-runs the job within seconds):
+      the first attempt's failure is the root cause, and the later attempt's is reported beside it, since the
+      next restart meets it too (a checkpoint its killed predecessor left half-written, the same error again).
     """
 
     evidence = [h for h in hits if h.role in (EventRole.ROOT, EventRole.SYMPTOM)]
@@ -311,8 +311,8 @@ def _demote_late_roots(
     for h in roots:
         t = _ts_of(h)
         if t is not None and restart is not None and t >= restart and h.priority < HARDWARE_PRIORITY:
-            findings.append(f"{h.name} came after the job was started again at {iso(restart)}: a later attempt's "
-                            "failure; the first attempt's is the cause.")
+            findings.append(f"The job was started again at {iso(restart)} and that attempt failed too: {h.name}. The "
+                            "root cause above is the first attempt's; fix this one as well before the next restart.")
             continue
         start = first_any
         earlier = first_failure
