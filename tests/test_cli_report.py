@@ -65,6 +65,9 @@ def test_dash_reads_standard_input() -> None:
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     d = json.loads(r.stdout)
     assert d["job_id"] == "stdin" and d["category"] == "user_code" and d["first_failing_rank"] == 3
+    # a dry-run command never names the pipe as the job (a new user's trial: job-name=stdin)
+    commands = d["recovery"]["commands"]
+    assert any("JOB_NAME" in c for c in commands) and not any("stdin" in c for c in commands if not c.startswith("#"))
 
 
 def test_events_option_bounds_the_event_table(tmp_path: Path) -> None:

@@ -200,9 +200,12 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
     nodes, bad, over, count = _usable_nodes(pol, platform, wanted if uses_nodes else [])
     out: list[str] = []
     rule = pol.job_ids.get(platform)
-    if rule is not None and any("{job_id}" in t for t in templates) and not re.fullmatch(rule.pattern, job):
+    # logs piped in (`kubectl logs POD | diag diagnose -`) without --job-id are named after the pipe, not the job
+    piped = d.job_id == "stdin" and d.input.path in ("/dev/stdin", "-")
+    if rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job)):
         # a bundle's or log's name ("run_7") is not always the platform's job id; never act on a guess
-        out.append(f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
+        out.append(f"# the logs came on standard input without --job-id: replace JOB_NAME with {rule.use}" if piped
+                   else f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
         job = "JOB_NAME"
     if any("{namespace}" in t for t in templates):
         ns_rule = pol.namespaces.get(platform) or FALLBACK_NAME
