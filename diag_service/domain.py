@@ -141,6 +141,9 @@ class Evidence(BaseModel):
     rank: int | None = Field(default=None, description="Global rank that wrote the line, if known.")
     node: str | None = Field(default=None, description="Node (host) that wrote the line, if known.")
     timestamp: str | None = Field(default=None, description="ISO-8601 time of the line, if it had one.")
+    timestamp_approx: bool = Field(
+        default=False, description="The line had no time of its own: ``timestamp`` is the last earlier time of the "
+        "same writer, a lower bound (the line was written at or after it).")
     text: str = Field(description="The (redacted) line, at most 2,000 characters.")
 
 

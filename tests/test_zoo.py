@@ -21,6 +21,8 @@ def _labels() -> list[dict]:
 
 #: batch 4's fail_slow labels add the fault's onset and size (eval/zoo/README.md, "Batch 4")
 SLOW_KEYS = {"onset_step", "intended_factor", "measured_factor", "measured_how", "duty"}
+#: batch 5: a recording's note (a kept re-recording and why), optional on any run
+NOTE_KEYS = {"note"}
 
 
 def test_labels_schema():
@@ -31,8 +33,9 @@ def test_labels_schema():
     categories = {c.value for c in Category}
     modes = {m.value for m in FailureMode}
     for c in labels:
-        assert KEYS <= set(c) <= KEYS | SLOW_KEYS, c["id"]
-        if set(c) - KEYS:  # batch 4's fail_slow runs: the injected and the measured size
+        assert KEYS <= set(c) <= KEYS | SLOW_KEYS | NOTE_KEYS, c["id"]
+        assert "note" not in c or (isinstance(c["note"], str) and c["note"]), c["id"]
+        if set(c) - KEYS - NOTE_KEYS:  # batch 4's fail_slow runs: the injected and the measured size
             assert c["failure_mode"] == "fail_slow" and c["measured_factor"] > 1.0, c["id"]
         assert c["category"] in categories, c["id"]
         assert c["failure_mode"] in modes, c["id"]

@@ -60,8 +60,8 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
                 meta.append(f"rank {e.rank}")
             if e.node:
                 meta.append(f"node {e.node}")
-            if e.timestamp:
-                meta.append(e.timestamp[:23])
+            if e.timestamp:  # a borrowed (earlier) time is a lower bound: "at or after"
+                meta.append(("at or after " if e.timestamp_approx else "") + e.timestamp[:23])
             console.print(f"  [dim]{escape('  '.join(meta))}[/dim]")
             console.print(f"    {escape(e.text[:500])}", soft_wrap=True)
     if d.findings:

@@ -88,7 +88,7 @@ _KIND_SUSPICION = {
 def _evidence(ev: RawEvent, text: str | None = None) -> Evidence:
     return Evidence(
         file=ev.path, line=ev.line, rank=ev.rank, node=ev.node, timestamp=iso(ev.ts),
-        text=(text if text is not None else ev.key)[:2000],
+        timestamp_approx=ev.ts is not None and ev.ts_approx, text=(text if text is not None else ev.key)[:2000],
     )
 
 
