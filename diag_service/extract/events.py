@@ -655,6 +655,7 @@ class Extractor:
         #: above a job's first dated line are read in the job's year, not today's)
         self.year = time.gmtime().tm_year
         self._year_learned = False
+        self._starts_seen: dict[str, float | None] = {}  # per file, the time of its launcher's first start line
         # parse_timestamp(text, year) per (first 120 characters, year): a pure function of those, asked again for
         # the same lines by the backward timestamp search of neighbouring events
         self._ts_cache: dict[tuple[str, int], float | None] = {}
@@ -889,10 +890,13 @@ class Extractor:
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
     def _launches(self, rd: _BlockReader) -> None:
-        """Record the times of a launcher's (re)start lines (:data:`LAUNCH_MARKS`), at most 64 per block."""
+        """Record the times of a launcher's restarts, at most 64 per block: a start line (:data:`LAUNCH_MARKS`) in
+        a file that already showed one (the same console: a retry loop), or torchelastic's "will restart worker
+        group". Each node's console starts once: two consoles' banners are two nodes, not a restart."""
         text = rd.hay
         obs = self.progress
-        for mark in LAUNCH_MARKS:
+        starts = self._starts_seen
+        for i, mark in enumerate(LAUNCH_MARKS):
             needle: str | bytes = mark.encode() if rd.ascii else mark
             at = text.find(needle)  # type: ignore[arg-type]
             seen = 0
@@ -901,7 +905,10 @@ class Extractor:
                 ls = text.rfind(rd.nl, 0, at) + 1  # type: ignore[arg-type]
                 line, _ = rd.line_at(ls)
                 ts = self._ts(rd.attr(line).text)
-                if ts is not None and (not obs.launches or abs(obs.launches[-1] - ts) > 0.5):
+                first = rd.src.path not in starts
+                starts.setdefault(rd.src.path, ts)
+                restart = i > 0 or (not first and ts is not None and abs(ts - (starts[rd.src.path] or ts)) > 0.5)
+                if restart and ts is not None and (not obs.launches or abs(obs.launches[-1] - ts) > 0.5):
                     obs.launches.append(ts)  # one banner's several lines (a framed block) are one start
                 nxt = text.find(rd.nl, at)  # type: ignore[arg-type]
                 if nxt < 0:
