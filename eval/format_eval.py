@@ -73,9 +73,11 @@ TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "crlf": crlf, "a
 
 
 def transformed(src: Path, dst: Path, name: str) -> Path:
-    """A copy of bundle ``src`` at ``dst`` with transform ``name`` applied to every file."""
+    """A copy of bundle ``src`` at ``dst`` with transform ``name`` applied to every log file. Stack dumps (a
+    ``dumps/`` folder of ``py-spy dump`` files) are files a person saved, not output a log collector delivers:
+    they stay as they are."""
     copy_bundle(src, dst)
-    for f in [x for x in dst.rglob("*") if x.is_file()]:
+    for f in [x for x in dst.rglob("*") if x.is_file() and "dumps" not in x.relative_to(dst).parts[:-1]]:
         if name == "gz":
             data = f.read_bytes()
             f.unlink()
