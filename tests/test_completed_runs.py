@@ -35,6 +35,8 @@ def test_clean_runs_that_report_completion_are_no_failure(run: str) -> None:
     assert d.failure_mode is FailureMode.NONE and d.category is Category.UNKNOWN
     assert d.first_failing_rank is None and "No failure in these logs" in d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value == "L0" and d.recovery.rule_id == "run_completed"
+    # the verdict says it: no second notice that the logs hold no failure (a new user's trial)
+    assert not any(w.startswith("no failure evidence") for w in d.input.warnings), d.input.warnings
 
 
 def test_clean_run_that_stops_without_a_completion_report_stays_an_inferred_hang() -> None:

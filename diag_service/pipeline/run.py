@@ -246,10 +246,13 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         req.calibration.apply(d)
     # no failure line, hang or slow finding (covers a diagnosis without evidence, and a hang inferred from a
     # training log that just stops)
-    if not (d.events or d.signature_hits or (d.hang is not None and d.hang.hung) or d.slow_found()):
+    # (a run that reported its own completion already says so in its verdict)
+    if not (d.events or d.signature_hits or (d.hang is not None and d.hang.hung) or d.slow_found()
+            or d.failure_mode is FailureMode.NONE):
         report.warnings.append(
-            f"no failure evidence: none of the {report.lines} line(s) is an error, warning, traceback or known "
-            "failure message; are these the failed job's logs (every rank, the failed attempt)?"
+            f"no failure evidence: none of the {report.lines} line(s) is an error, traceback or known failure message "
+            "(the warnings every run prints do not count); are these the failed job's logs (every rank, the failed "
+            "attempt)?"
         )
     if req.recovery:
         t0 = time.perf_counter()
