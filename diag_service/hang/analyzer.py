@@ -334,7 +334,8 @@ def _explain(
 ) -> str:
     if not hung:
         if n_snap < 3:
-            return f"Not enough snapshots ({n_snap}) to call a hang: at least 3 are needed."
+            return (f"Not enough snapshots ({n_snap}) to call a hang: at least 3 are needed; take {3 - n_snap} more of "
+                    "every rank, some seconds apart, while it is stuck.")
         return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
                 f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
     parts = ([f"The logs show the hang (collective timeouts); {n_snap} stack snapshot(s) place its {n_ranks} rank(s)."]

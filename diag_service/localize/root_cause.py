@@ -1048,6 +1048,9 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     """
     if not hang.hung:
         d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
+        if hang.snapshots:  # dumps were taken: the finding says what more they need, not to take dumps
+            for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):
+                d.root_cause.summary = d.root_cause.summary.replace(advice, "")
         return
     d.failure_mode = FailureMode.FAIL_HANG
     for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):  # they were taken: the advice is moot
