@@ -32,7 +32,10 @@ class Calibration(BaseModel):
     ``knots``: ``[raw_upper_bound, probability]`` pairs, raw bounds increasing and probabilities
     non-decreasing; a raw confidence takes the probability of the first knot whose bound is >= it.
     ``unknown``: the probability for a diagnosis whose category is ``unknown`` (that it is truly
-    unknowable from the logs). ``fitted_on``: provenance (split, cases, commit).
+    unknowable from the logs). ``analyzers``: the probability for a named category that the analyzers decided
+    (``category_source == "analyzers"``: a hang culprit from stack dumps or the Flight Recorder, a slowdown from
+    step times), which the knots, fitted on log signatures, do not describe; None keeps such answers on the
+    knots. ``fitted_on``: provenance (split, cases, commit).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -40,6 +43,7 @@ class Calibration(BaseModel):
     fitted_on: str
     knots: list[tuple[float, float]] = Field(min_length=1)
     unknown: float = Field(ge=0, le=1)
+    analyzers: float | None = Field(default=None, ge=0, le=1)
 
     @model_validator(mode="after")
     def _monotone(self) -> Calibration:
@@ -58,6 +62,9 @@ class Calibration(BaseModel):
 
     def apply(self, d: Diagnosis) -> None:
         """Replace ``d.confidence`` by its calibrated value (in place)."""
+        if self.analyzers is not None and d.category is not Category.UNKNOWN and d.category_source == "analyzers":
+            d.confidence = round(self.analyzers, 3)
+            return
         d.confidence = self.probability(d.confidence, d.category)
 
 
