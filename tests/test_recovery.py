@@ -47,6 +47,22 @@ def test_user_code_is_never_restarted(tmp_path: Path) -> None:
     assert plan.fix_hint and "restarting will fail" in plan.fix_hint.lower()
 
 
+#: a torchrun job killed mid-training (a new user's trial: kill -9 of rank 1): steps logged, then only the agent's report
+KILLED_WHILE_TRAINING = "".join(f"step {i} loss 0.27 103.7 ms/step\n" for i in range(40)) + (
+    "W1205 02:36:12.480000 29130 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 29135 closing "
+    "signal SIGTERM\n"
+    "E1205 02:36:12.601000 29130 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) "
+    "local_rank: 1 (pid: 29136) of binary: /usr/bin/python3\n")
+
+
+def test_a_bare_kill_of_a_training_job_is_checked_then_restarted_not_handed_off(tmp_path: Path) -> None:
+    d = _diag(tmp_path, KILLED_WHILE_TRAINING, "job-k")
+    plan = recommend(d)
+    assert d.category is Category.HOST_OOM and d.confidence < 0.5 and d.trained
+    assert plan.level is RecoveryLevel.L2 and plan.rule_id == "unconfirmed_kill_restart"
+    assert "dmesg" in plan.action
+
+
 def test_transient_network_escalates_on_repeat(tmp_path: Path) -> None:
     hist = History(tmp_path / "h.sqlite")
     levels = []
