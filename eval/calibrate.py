@@ -137,10 +137,10 @@ ANALYZERS_Z = 1.0
 
 
 def fit_analyzers() -> tuple[float | None, str]:
-    """The probability that a named category decided by the analyzers (``category_source == "analyzers"``) is
-    right: Wilson's lower bound at :data:`ANALYZERS_Z` over the zoo's dev runs (``eval/zoo/``; the public corpus
-    has no stack dumps or timing feeds) that the current code answers that way. Returns ``(value, provenance)``,
-    ``(None, ...)`` with fewer than 10 such runs."""
+    """The probability that a slowdown's named category decided by the analyzers (``category_source ==
+    "analyzers"``, ``fail_slow``) is right: Wilson's lower bound at :data:`ANALYZERS_Z` over the zoo's dev runs
+    (``eval/zoo/``; the public corpus has almost no step-time slowdowns) that the current code answers that way.
+    Returns ``(value, provenance)``, ``(None, ...)`` with fewer than 10 such runs."""
     import shutil
 
     from diag_service.pipeline import DiagnoseRequest, diagnose
@@ -153,12 +153,12 @@ def fit_analyzers() -> tuple[float | None, str]:
             job = Path(tmp) / rid / "job"  # the run's id must not reach the diagnosis
             shutil.copytree(zoo / "runs" / rid, job)
             d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False, calibration=None))
-            if d.category_source == "analyzers" and d.category.value != "unknown":
+            if d.category_source == "analyzers" and d.category.value != "unknown" and d.failure_mode.value == "fail_slow":
                 n += 1
                 right += d.category.value == labels[rid]["category"]
     if n < 10:
         return None, f"zoo dev: {n} analyzer answers, too few"
-    basis = f"zoo dev, {right} of {n} analyzer answers right, Wilson z={ANALYZERS_Z}"
+    basis = f"zoo dev, {right} of {n} slowdown categories the analyzers decided right, Wilson z={ANALYZERS_Z}"
     return round(wilson_lower(right, n, ANALYZERS_Z), 3), basis
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from diag_service.domain import Category, Diagnosis
+from diag_service.domain import Category, Diagnosis, FailureMode
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.resources import builtin
 
@@ -32,10 +32,10 @@ class Calibration(BaseModel):
     ``knots``: ``[raw_upper_bound, probability]`` pairs, raw bounds increasing and probabilities
     non-decreasing; a raw confidence takes the probability of the first knot whose bound is >= it.
     ``unknown``: the probability for a diagnosis whose category is ``unknown`` (that it is truly
-    unknowable from the logs). ``analyzers``: the probability for a named category that the analyzers decided
-    (``category_source == "analyzers"``: a hang culprit from stack dumps or the Flight Recorder, a slowdown from
-    step times), which the knots, fitted on log signatures, do not describe; None keeps such answers on the
-    knots. ``fitted_on``: provenance (split, cases, commit).
+    unknowable from the logs). ``analyzers``: the probability for a named category of a slowdown that the analyzers
+    decided (``category_source == "analyzers"``, ``fail_slow``: from step times or a timing feed), which the knots,
+    fitted on log signatures, do not describe. A hang culprit's category from stacks keeps its own bounded score.
+    ``fitted_on``: provenance (split, cases, commit).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -62,8 +62,11 @@ class Calibration(BaseModel):
 
     def apply(self, d: Diagnosis) -> None:
         """Replace ``d.confidence`` by its calibrated value (in place)."""
-        if self.analyzers is not None and d.category is not Category.UNKNOWN and d.category_source == "analyzers":
-            d.confidence = round(self.analyzers, 3)
+        if d.category is not Category.UNKNOWN and d.category_source == "analyzers":
+            if d.failure_mode is FailureMode.FAIL_SLOW and self.analyzers is not None:
+                d.confidence = round(self.analyzers, 3)
+            # a hang culprit's category from stacks says where, not why: its own bounded score (at most 0.45,
+            # docs/hang.md) stands, uncalibrated: too few such answers have been scored to fit it
             return
         d.confidence = self.probability(d.confidence, d.category)
 
