@@ -142,6 +142,15 @@ def _env_of(pid: int) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in raw.decode(errors="replace").split("\0") if "=" in kv)
 
 
+def _scenario_rank_pid(roots: list[int], sc: Scenario) -> int | None:
+    """The pid of the rank a scenario's action names (``sc.action[1]``), waiting up to 40 s; None, said on stderr,
+    when it never appears."""
+    pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 40)
+    if pid is None:
+        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
+    return pid
+
+
 def _rank_pid(root: int | list[int], rank: int, script: str, deadline: float) -> int | None:
     """The process of global rank ``rank`` running ``script`` (not one of its DataLoader workers)."""
     roots = root if isinstance(root, list) else [root]
@@ -404,9 +413,8 @@ def _act_batch4(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         if not _waited4(stop, until, wd):
             (CPU_CGROUP / "cpu.cfs_quota_us").write_text("-1")
         return
-    pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 40)
+    pid = _scenario_rank_pid(roots, sc)
     if pid is None:
-        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
         return
     if kind == "pin_hogx":
         _, rank, after, n = sc.action
@@ -497,9 +505,8 @@ def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
                                  text=True)
             (snap / f"rank-{r}.txt").write_text(res.stdout + res.stderr)
         return
-    pid = _rank_pid(roots, sc.action[1], sc.file, time.time() + 40)
+    pid = _scenario_rank_pid(roots, sc)
     if pid is None:
-        print(f"  !! rank {sc.action[1]} not found", file=sys.stderr)
         return
     if kind == "worker_cgroup":
         _, _, mib, after = sc.action
