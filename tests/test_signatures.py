@@ -195,9 +195,6 @@ VENDOR_LINES = [
     ("RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode:"
      " Too many open files (24)", Category.CONFIG),
     ("Illegal instruction (core dumped)", Category.INFRASTRUCTURE),
-    # two ranks on one GPU: the launch's rank-to-device mapping (NCCL troubleshooting guide)
-    ("gpu-node-001:3011779:3012101 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on"
-     " CUDA device 1b000", Category.CONFIG),
 ]
 
 
