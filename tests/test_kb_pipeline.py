@@ -52,3 +52,16 @@ def test_novel_or_weak_matches_do_not_decide() -> None:
     d = _diag(Category.UNKNOWN)
     combine_retrieval(d, [INC.model_copy(update={"score": 0.5})], novel=False)
     assert d.category is Category.UNKNOWN
+
+
+def test_a_hang_known_only_from_timeouts_is_not_named_by_retrieval() -> None:
+    """Watchdog timeouts read alike whatever kept the peer away: a similar past hang says nothing of this one's cause."""
+    timeout = SignatureHit(signature_id="nccl_watchdog_timeout", name="watchdog", failure_mode=FailureMode.FAIL_HANG,
+                           category=Category.UNKNOWN, role=EventRole.SYMPTOM, priority=10, confidence=0.3,
+                           explanation="x")
+    hang = SimilarIncident(incident_id="collective-hang-different-ops", title="ranks in different collectives",
+                           score=0.9, category=Category.USER_CODE, root_cause="r", action="a")
+    d = _diag(Category.UNKNOWN, [timeout])
+    combine_retrieval(d, [hang], novel=False)
+    assert d.category is Category.UNKNOWN and d.category_source == "signatures"
+    assert d.similar_incidents == [hang]  # still listed for the reader

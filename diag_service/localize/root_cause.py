@@ -1170,7 +1170,9 @@ def combine_retrieval(d: Diagnosis, incidents: list[SimilarIncident], novel: boo
     """Fold knowledge-base retrieval into a diagnosis (in place).
 
     Signatures decide when they are confident; retrieval only names a category when no root
-    signature matched at all (not when one was too weak), the incident is not novel, and the best past incident scores at
+    signature matched at all (not when one was too weak), the logs' only failure evidence is not a timeout
+    (a collective or store timeout reads the same whatever its cause: public corpus dev, retrieval named 0 of
+    5 such hangs right), the incident is not novel, and the best past incident scores at
     least :data:`RETRIEVAL_MIN_SCORE` (cosine). Its top-1 category is used, not a vote (the KB
     evaluation found top-1 more accurate). ``category_source`` records which source decided.
     """
@@ -1180,6 +1182,8 @@ def combine_retrieval(d: Diagnosis, incidents: list[SimilarIncident], novel: boo
         return
     if any(h.role is EventRole.ROOT for h in d.signature_hits):
         return  # a known signature was judged too weak to name a category: retrieval does not overrule that
+    if any(h.role is EventRole.SYMPTOM and h.failure_mode is FailureMode.FAIL_HANG for h in d.signature_hits):
+        return  # a timeout's text is the same whatever kept the peer away (docs/kb.md): nothing to match on
     best = incidents[0]
     if best.score < RETRIEVAL_MIN_SCORE or best.category is Category.UNKNOWN:
         return
