@@ -73,3 +73,25 @@ def test_gdb_stacks_of_a_core_file_are_a_crash(tmp_path: Path) -> None:
                         "Thread 1 (Thread 0x7f1c29fff700 (LWP 4242)):\n"
                         "#0  0x00007f1c2a3b4c5d in ncclProxyProgress () from /usr/lib/libnccl.so.2\n")
     assert d.failure_mode.value == "fail_stop"
+
+
+_ORTE_HELP = (
+    "--------------------------------------------------------------------------\n"
+    "ORTE was unable to reliably start one or more daemons.\n"
+    "This usually is caused by:\n\n"
+    "* not finding the required libraries and/or binaries on\n"
+    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
+    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n"
+)
+
+
+def test_open_mpis_generic_launch_help_yields_to_the_error_before_it(tmp_path: Path, corpus_dev_case: Case) -> None:
+    # a worker pod's name that did not resolve yet (Volcano MPI job): the platform's DNS, not the launch options
+    d = corpus_dev_case("cl-022")
+    assert d.category.value == "infrastructure"
+    d = _text(tmp_path, "ssh: Could not resolve hostname gpu-node-002: Name or service not known\n" + _ORTE_HELP)
+    assert d.category.value == "infrastructure"
+    # ssh told to use a port no sshd listens on: the launch options, as the help text says
+    d = _text(tmp_path, "ssh: connect to host 10.0.0.1 port 50000: Connection refused\n\n" + _ORTE_HELP)
+    assert d.category.value == "config"
+    assert _text(tmp_path, _ORTE_HELP).category.value == "config"
