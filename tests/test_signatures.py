@@ -195,7 +195,24 @@ VENDOR_LINES = [
     ("RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode:"
      " Too many open files (24)", Category.CONFIG),
     ("Illegal instruction (core dumped)", Category.INFRASTRUCTURE),
+    # TensorFlow's check on a kernel launch that could not get device memory
+    ("Non-OK-status: GpuLaunchKernel (FillPhiloxRandomKernelLaunch <Distribution>, num_blocks, block_size, 0,"
+     " d.stream (), gen, data, size, dist) status: Internal: out of memory", Category.GPU_OOM),
+    # bash's report of a job killed by SIGKILL, and a container's exit status 128 + 9
+    ("/usr/local/bin/train.sh: line 18:    36 Killed                  python3 train.py --epochs 10",
+     Category.HOST_OOM),
+    ("Training process finished. Exit code: 137", Category.HOST_OOM),
 ]
+
+
+@pytest.mark.parametrize(("cid", "category", "mode"), [
+    ("n10-003", Category.CONFIG, "fail_stop"),  # NCCL watchdog at Timeout(ms)=1: the timeout, not a lost peer
+    ("n10-011", Category.GPU_OOM, "fail_stop"),  # TF: 'Non-OK-status: GpuLaunchKernel ... out of memory'
+    ("n10-012", Category.HOST_OOM, "fail_stop"),  # FfDL learner: 'line 18: 36 Killed', exit code 137
+])
+def test_public_corpus_dev_cases_of_vendor_messages(cid: str, category: Category, mode: str, corpus_dev_case) -> None:
+    d = corpus_dev_case(cid)
+    assert (d.category, d.failure_mode.value) == (category, mode)
 
 
 @pytest.mark.parametrize(("line", "category"), VENDOR_LINES)
