@@ -24,6 +24,9 @@ def _text(tmp_path: Path, text: str):
     # Open MPI's TCP BTL meets a process it did not expect (Docker bridge / masqueraded addresses): interfaces
     ("n9b-006", "config", "fail_hang", "openmpi_tcp_wrong_interface"),
     ("n9b-007", "config", "fail_hang", "openmpi_tcp_wrong_interface"),
+    # SkyPilot's managed-job controller failed itself (ManagedJobStatus FAILED_CONTROLLER), not the training
+    ("n10-013", "framework", "fail_stop", "skypilot_controller_failed"),
+    ("n10-014", "framework", "fail_stop", "skypilot_controller_failed"),
     # a node's raylet received SIGTERM from the launcher that started it
     ("n9b-003", "infrastructure", "fail_stop", "ray_raylet_sigterm"),
     # slurmd's spooled copy of the batch script was gone on the node
