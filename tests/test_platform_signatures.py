@@ -27,6 +27,8 @@ def _text(tmp_path: Path, text: str):
     # SkyPilot's managed-job controller failed itself (ManagedJobStatus FAILED_CONTROLLER), not the training
     ("n10-013", "framework", "fail_stop", "skypilot_controller_failed"),
     ("n10-014", "framework", "fail_stop", "skypilot_controller_failed"),
+    # DeepSpeed's pdsh launch took a .bashrc's login output as the master address
+    ("n10-027", "config", "fail_stop", "master_addr_not_an_address"),
     # a node's raylet received SIGTERM from the launcher that started it
     ("n9b-003", "infrastructure", "fail_stop", "ray_raylet_sigterm"),
     # slurmd's spooled copy of the batch script was gone on the node
