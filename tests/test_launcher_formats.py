@@ -448,8 +448,11 @@ def test_the_one_rank_a_stall_report_leaves_out_is_the_odd_one(tmp_path: Path) -
     d = _diag(tmp_path, HOROVOD_LONE)
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 0
     assert any("rank 0 alone issued the collective" in f for f in d.findings), d.findings
+    assert d.category.value == "user_code" and d.confidence < 0.5  # a rank-only path, most likely the job's
     two = _diag(tmp_path, HOROVOD_LONE.replace("[missing ranks: 1, 2, 3]", "[missing ranks: 1, 2]"))
     assert not any("alone issued" in f for f in two.findings), two.findings
+    # ranks behind say nothing of why (public corpus dev: three such stalls never explained)
+    assert two.category.value == "unknown" and two.failure_mode.value == "fail_hang"
     unsized = _diag(tmp_path, HOROVOD_LONE.split("\n", 1)[1])  # no NCCL line: the job's size is unknown
     assert not any("alone issued" in f for f in unsized.findings), unsized.findings
     # without NCCL's line, Open MPI's tags of all four ranks show the job's size

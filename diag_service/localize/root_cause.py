@@ -687,6 +687,13 @@ def localize(
             mode = FailureMode.FAIL_HANG
             confidence = 0.3
             mismatch = bool(hang_suspects) and mismatched
+            lone = None if hang_suspects else _lone_submitter(symptoms, progress.world_size, ranks_seen | progress.ranks)
+            if lone is not None:
+                # one rank issued a collective that every peer skipped: its code took a path theirs did not
+                hang_suspects, mismatch = [lone], True
+                hang_findings.append(f"Every other rank is named missing: rank {lone} alone issued the collective, so "
+                                     "its code took a path that its peers did not (a branch on rank, work on rank 0 "
+                                     "only).")
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
                 if not hang_suspects:
