@@ -29,6 +29,10 @@ def _text(tmp_path: Path, text: str):
     ("n10-014", "framework", "fail_stop", "skypilot_controller_failed"),
     # DeepSpeed's pdsh launch took a .bashrc's login output as the master address
     ("n10-027", "config", "fail_stop", "master_addr_not_an_address"),
+    # the MPI Operator's launcher could not reach the API server to kubectl-exec its daemons
+    ("n11a-006", "infrastructure", "fail_stop", "k8s_api_server_unreachable"),
+    # a cloud image's NCCL_GRAPH_FILE written for another VM size
+    ("n11a-019", "config", "fail_stop", "nccl_graph_file_mismatch"),
     # a node's raylet received SIGTERM from the launcher that started it
     ("n9b-003", "infrastructure", "fail_stop", "ray_raylet_sigterm"),
     # slurmd's spooled copy of the batch script was gone on the node
