@@ -90,6 +90,8 @@ class ProgressLog:
     ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``).
     ``completed``: per file, the run's report of its own completion (``diag_service.extract.events.COMPLETION``)
     found near the end of the file's last block read so far (``{path: line}``, first 4,096 files).
+    ``benchmarks``: per file, the summary line of an nccl-tests run that reached its end (``# Avg bus bandwidth :
+    X``, GB/s; ``diag_service.extract.events.benchmark_line``), found as ``completed`` is.
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
     start banner, torchelastic's "will restart worker group"), first 1,024.
@@ -104,6 +106,7 @@ class ProgressLog:
     world_size: int | None = None
     job_output: bool = False
     completed: dict[str, str] = field(default_factory=dict)
+    benchmarks: dict[str, str] = field(default_factory=dict)
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
     launches: list[float] = field(default_factory=list)

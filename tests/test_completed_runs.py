@@ -119,3 +119,38 @@ def test_a_run_that_finished_slowly_is_a_slowdown_without_the_completion_finding
     d = _diagnose(run)
     assert d.failure_mode is FailureMode.FAIL_SLOW
     assert not any("reported its own completion" in f for f in d.findings)
+
+
+_NCCL_TESTS = """\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 536870912 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1
+#
+# Using devices
+#  Rank  0 Group  0 Pid  12345 on gpu-node-001 device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  12346 on gpu-node-002 device  0 [0x07] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+   268435456      67108864     float     sum      -1   125807    2.13    2.13      0   121575    2.21    2.21      0
+   536870912     134217728     float     sum      -1   193909    2.77    2.77      0   192903    2.78    2.78      0
+# Out of bounds values : {oob}
+# Avg bus bandwidth    : 2.4725
+#
+"""
+
+
+def test_a_completed_nccl_tests_run_is_not_a_failed_job(tmp_path: Path, corpus_dev_case) -> None:
+    """nccl-tests' summary (src/common.cu) ends a benchmark that ran through every size: nothing stopped; the figure
+    is the finding (a possible slowdown), unless its data check failed."""
+    d = corpus_dev_case("n11a-004")  # all_reduce_perf / alltoall_perf on 8 nodes at ~0.5 GB/s
+    assert d.failure_mode.value == "fail_slow" and d.category.value == "unknown"
+    assert "Avg bus bandwidth 0.508 GB/s" in d.root_cause.summary
+    d = diagnose(DiagnoseRequest(path=str(Path(__file__).resolve().parents[1] / "eval/corpus/logs/n11a-004.log"),
+                                 kb=False, llm=False, recovery=True))
+    assert d.recovery is not None and d.recovery.level.value == "L0"  # nothing to restart: check the fabric
+    log = tmp_path / "nccl_tests.log"
+    log.write_text(_NCCL_TESTS.format(oob="0 OK"))
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow" and "2.47 GB/s" in d.root_cause.summary
+    log.write_text(_NCCL_TESTS.format(oob="4 FAILED"))  # wrong values: not a completed benchmark
+    assert diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False)).failure_mode.value != "fail_slow"

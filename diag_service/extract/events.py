@@ -194,6 +194,25 @@ def completion_line(tail: bytes) -> str | None:
     return None
 
 
+#: The last line nccl-tests prints when a benchmark ran through every size (src/common.cu: ``# Avg bus bandwidth    :
+#: 12.3456``, GB/s), and its data check before it (``# Out of bounds values : 0 OK``, or ``N FAILED``).
+_BENCH_AVG = re.compile(r"^# Avg bus bandwidth\s*: *([0-9.]+(?:e[-+]?\d+)?)\s*$", re.M)
+_BENCH_OOB = re.compile(r"^# Out of bounds values\s*: *(\d+) (OK|FAILED)\s*$", re.M)
+
+
+def benchmark_line(tail: str) -> str | None:
+    """The summary of an nccl-tests run in ``tail`` (a file's last characters) that went through every size and
+    whose data check passed: ``"Avg bus bandwidth 0.51 GB/s"``; None when there is no such line, or the check
+    reported wrong values (a correctness failure, not a completed benchmark)."""
+    avg = list(_BENCH_AVG.finditer(tail))
+    if not avg:
+        return None
+    oob = list(_BENCH_OOB.finditer(tail))
+    if oob and oob[-1].group(2) != "OK":
+        return None
+    return f"Avg bus bandwidth {float(avg[-1].group(1)):.3g} GB/s"
+
+
 #: A line reporting a training step's result: a loss value in the forms of the common trainers (Hugging Face's
 #: ``{'loss': 2.04``, Megatron's ``lm loss: 2.3E+00``, Lightning's ``loss=2.31``, nanoGPT's ``iter 100: loss
 #: 2.34``, torchtitan's ``loss: 7.9``) or DeepSpeed's ``step=10, skipped=6``. A job that printed one trained
@@ -797,6 +816,12 @@ class Extractor:
             obs.completed[src.path] = done
         elif done is None:
             obs.completed.pop(src.path, None)
+        end_bytes = tail_bytes[-COMPLETION_TAIL_BYTES:]  # type: ignore[index]
+        bench = benchmark_line(end_bytes.decode("utf-8", "replace")) if b"Avg bus bandwidth" in end_bytes else None
+        if bench is not None and (src.path in obs.benchmarks or len(obs.benchmarks) < 4096):
+            obs.benchmarks[src.path] = bench
+        elif bench is None:
+            obs.benchmarks.pop(src.path, None)
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1

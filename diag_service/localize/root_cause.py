@@ -60,6 +60,9 @@ from diag_service.signatures.catalog import frame_file_owner
 from diag_service.slow.models import SlowReport
 
 MIN_CONFIDENCE = 0.4
+#: An nccl-tests benchmark that completed, read as a possible slowdown: the log cannot say whether its bandwidth is
+#: low for the fabric (public corpus dev: 2 of 2 such pastes were labelled slow).
+BENCHMARK_CONFIDENCE = 0.2
 LATE_ROOT_PRIORITY = 50
 LATE_ROOT_S = 1.0
 HARDWARE_PRIORITY = 80
@@ -740,6 +743,21 @@ def localize(
             mode = FailureMode.FAIL_HANG
             confidence = 0.25
             summary = "Stack dumps were taken and no process exited: the job hung; no known cause in the logs."
+        elif progress.benchmarks and not terminated:
+            # an nccl-tests run that went through every size with its data check passed: nothing failed, and the
+            # figure it ends with is the finding (public corpus dev: such pastes report a fabric slower than it
+            # should be); whether it is slow depends on the fabric, which the log does not give
+            mode = FailureMode.FAIL_SLOW
+            confidence = BENCHMARK_CONFIDENCE
+            path, line = next(iter(progress.benchmarks.items()))
+            summary = (
+                f"An nccl-tests benchmark ran through every message size and its data check passed ({line}, {path}): "
+                "no process failed. Judge the bus bandwidth against the fabric's: NVLink within a node and 400 Gb/s "
+                "InfiniBand or RoCE between nodes reach tens to hundreds of GB/s at large sizes; far less means a "
+                "slow path (NCCL fell back to sockets, a NIC or GPU on the wrong PCIe switch, a degraded link), to "
+                "check with NCCL_DEBUG=INFO's transport lines."
+            )
+            findings.append("The logs end with an nccl-tests summary: a completed benchmark, not a failed job.")
         elif not terminated and not _own_errors(groups, nccl=False, benign=benign) and _training_output(
                 groups, progress, ranks_seen, nodes_seen):
             mode = FailureMode.FAIL_HANG
