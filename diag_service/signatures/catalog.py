@@ -218,19 +218,30 @@ def frame_file_owner(path: str) -> str:
     return "framework" if _SITE_FRAME.search(line) or _PACKAGE_FRAME.search(line) else "user"
 
 
+#: Python's attribute and item hooks: an exception a library raises inside one is the caller's request for something
+#: the object does not have (torch's ``Module.__getattr__`` raising AttributeError for ``model.encoder`` on a DDP
+#: wrapper), so the frame that called it is the one that erred (Python data model, "Customizing attribute access").
+_ACCESS_HOOK = re.compile(r", in (?:__getattr__|__getattribute__|__getitem__|__missing__)\s*$")
+
+
 def innermost_frame_owner(lines: list[str]) -> str | None:
     """``user`` or ``framework`` for the innermost ``File "...", line N`` frame of a traceback's lines that
     is not the Python standard library's (framework: under site-packages or dist-packages, or inside a
     package directory of :data:`FRAMEWORK_PACKAGES`; a traceback of standard-library frames only is
-    ``framework``); None without frames."""
+    ``framework``); None without frames. An innermost library frame inside an attribute or item hook
+    (:data:`_ACCESS_HOOK`) stands for its caller."""
     last = None
+    caller = None
     stdlib = False
     for line in lines:
         if FRAME_LINE.match(line):
             if _STDLIB_FRAME.search(line):
                 stdlib = True
             else:
-                last = line
+                caller, last = last, line
+    if last is not None and caller is not None and _ACCESS_HOOK.search(last) and (
+            _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last)):
+        last = caller  # a library's hook refusing the caller's request; a job's own __getitem__ stays the job's
     if last is None:
         return "framework" if stdlib else None
     return "framework" if _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last) else "user"
@@ -552,6 +563,15 @@ def _hit_fields(c: _Compiled, m: re.Match[str], tables: dict[str, dict[str, Look
     return out
 
 
+def _context_lines(ev, framed) -> list[str]:  # noqa: ANN001 - RawEvent examples of one template group
+    """The lines a context rule reads for ``ev``: its own, or, when it has no traceback frames and another
+    example of the same template does (``framed``), that example's."""
+    lines = ev.lines or [ev.key]
+    if framed is not None and framed is not ev and not any(FRAME_LINE.match(x) for x in lines):
+        return framed.lines
+    return lines
+
+
 def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tuple[list[SignatureHit], dict[int, list[str]]]:
     """Match every template group (on up to 8 distinct example lines each) against ``sigs``.
 
@@ -560,9 +580,20 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
     """
     hits: dict[tuple[str, str], dict] = {}
     per_group: dict[int, list[str]] = {}
+    groups = list(groups)
+    # the same exception shown elsewhere in the logs with its traceback (a launcher's or Ray's re-print of a
+    # worker's error, kept as another event kind of the same template): its frames are the context of the copies
+    # shown without them
+    framed_by_template: dict[int, object] = {}
+    for g in groups:
+        if g.template_id not in framed_by_template:
+            ev_f = next((ev for ev in g.examples if any(FRAME_LINE.match(x) for x in ev.lines)), None)
+            if ev_f is not None:
+                framed_by_template[g.template_id] = ev_f
     for gi, g in enumerate(groups):
         matched: list[str] = []
         matched_evs: dict[tuple[str, str], list] = {}
+        framed = framed_by_template.get(g.template_id)
         for ev in g.examples:
             if not sigs.any_pattern.search(ev.key):
                 continue
@@ -578,7 +609,7 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
                     continue
                 fields = _hit_fields(c, m, sigs.tables)
                 lk = fields["details"].get(c.spec.lookup.group, "") if c.spec.lookup else ""
-                rule_id = _apply_rule(fields, sigs.rules.get(c.spec.id, []), ev.lines or [ev.key])
+                rule_id = _apply_rule(fields, sigs.rules.get(c.spec.id, []), _context_lines(ev, framed))
                 hk = (c.spec.id, lk + "|" + rule_id)  # a rule changes the answer: its hits are its own
                 h = hits.get(hk)
                 if h is None:
