@@ -213,6 +213,15 @@ def benchmark_line(tail: str) -> str | None:
     return f"Avg bus bandwidth {float(avg[-1].group(1)):.3g} GB/s"
 
 
+def _last_block_mark(marks: dict[str, str], path: str, line: str | None) -> None:
+    """Keep ``line`` as ``path``'s mark (first 4,096 files), or drop the mark when this block has none: a file's
+    mark counts only from its last block read."""
+    if line is None:
+        marks.pop(path, None)
+    elif path in marks or len(marks) < 4096:
+        marks[path] = line
+
+
 #: A line reporting a training step's result: a loss value in the forms of the common trainers (Hugging Face's
 #: ``{'loss': 2.04``, Megatron's ``lm loss: 2.3E+00``, Lightning's ``loss=2.31``, nanoGPT's ``iter 100: loss
 #: 2.34``, torchtitan's ``loss: 7.9``) or DeepSpeed's ``step=10, skipped=6``. A job that printed one trained
@@ -811,17 +820,10 @@ class Extractor:
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
         # a file's completion counts only from its last block read (a later block without one clears it)
-        done = completion_line(tail_bytes)  # type: ignore[arg-type]
-        if done is not None and (src.path in obs.completed or len(obs.completed) < 4096):
-            obs.completed[src.path] = done
-        elif done is None:
-            obs.completed.pop(src.path, None)
+        _last_block_mark(obs.completed, src.path, completion_line(tail_bytes))  # type: ignore[arg-type]
         end_bytes = tail_bytes[-COMPLETION_TAIL_BYTES:]  # type: ignore[index]
         bench = benchmark_line(end_bytes.decode("utf-8", "replace")) if b"Avg bus bandwidth" in end_bytes else None
-        if bench is not None and (src.path in obs.benchmarks or len(obs.benchmarks) < 4096):
-            obs.benchmarks[src.path] = bench
-        elif bench is None:
-            obs.benchmarks.pop(src.path, None)
+        _last_block_mark(obs.benchmarks, src.path, bench)
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1

@@ -621,8 +621,7 @@ def localize(
             findings.append(f"Rank {absent} is the one rank the logs name as never having arrived.")
         elif lone is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
             first_rank = lone
-            findings.append(f"Every other rank is named missing: rank {lone} alone issued the collective, so its "
-                            "code took a path that its peers did not (a branch on rank, work on rank 0 only).")
+            findings.append(LONE_FINDING.format(rank=lone))
         named_node = primary.details.get("node")
         if category in NODE_LEVEL and isinstance(named_node, str) and named_node:
             # the message names the node it is about ("Node failure on gpu-node-003"), not the host that wrote it
@@ -694,9 +693,7 @@ def localize(
             if lone is not None:
                 # one rank issued a collective that every peer skipped: its code took a path theirs did not
                 hang_suspects, mismatch = [lone], True
-                hang_findings.append(f"Every other rank is named missing: rank {lone} alone issued the collective, so "
-                                     "its code took a path that its peers did not (a branch on rank, work on rank 0 "
-                                     "only).")
+                hang_findings.append(LONE_FINDING.format(rank=lone))
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
                 if not hang_suspects:
@@ -918,6 +915,11 @@ def _one_named_missing(hits: list[SignatureHit]) -> int | None:
     return next(iter(named)) if len(named) == 1 else None
 
 
+#: What :func:`_lone_submitter`'s rank is said to have done.
+LONE_FINDING = ("Every other rank is named missing: rank {rank} alone issued the collective, so its code took a path "
+                "that its peers did not (a branch on rank, work on rank 0 only).")
+
+
 def _lone_submitter(hits: list[SignatureHit], world_size: int | None, ranks_seen: set[int]) -> int | None:
     """The one rank that a hang report leaves out of its ``missing`` list when that list names every other rank of
     a job of at least three (Horovod's "[missing ranks: 1, 2, 3]" in a 4-rank job: rank 0 alone submitted the
@@ -1061,6 +1063,14 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     return None
 
 
+def _drop_dumps_advice(d: Diagnosis, findings: bool) -> None:
+    """Remove :data:`DUMPS_ADVICE` from the summary (and the findings when ``findings``), in place."""
+    for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):
+        d.root_cause.summary = d.root_cause.summary.replace(advice, "")
+        if findings:
+            d.findings = [f.replace(advice, "") for f in d.findings]
+
+
 def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     """Fold a hang analysis (stack dumps, Flight Recorder dumps or both) into a diagnosis (in place).
 
@@ -1074,13 +1084,10 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     if not hang.hung:
         d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
         if hang.snapshots:  # dumps were taken: the finding says what more they need, not to take dumps
-            for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):
-                d.root_cause.summary = d.root_cause.summary.replace(advice, "")
+            _drop_dumps_advice(d, findings=False)
         return
     d.failure_mode = FailureMode.FAIL_HANG
-    for advice in (f"; {DUMPS_ADVICE}", f" ({DUMPS_ADVICE})"):  # they were taken: the advice is moot
-        d.root_cause.summary = d.root_cause.summary.replace(advice, "")
-        d.findings = [f.replace(advice, "") for f in d.findings]
+    _drop_dumps_advice(d, findings=True)  # they were taken: the advice is moot
     d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
     _teardown_is_not_the_cause(d, hang)
     top = hang.suspects[0] if hang.suspects else None

@@ -61,7 +61,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diag_service import recache
-from diag_service.contracts import TemplateGroup
+from diag_service.contracts import RawEvent, TemplateGroup
 from diag_service.domain import (
     Category,
     EventKind,
@@ -563,11 +563,15 @@ def _hit_fields(c: _Compiled, m: re.Match[str], tables: dict[str, dict[str, Look
     return out
 
 
-def _context_lines(ev, framed) -> list[str]:  # noqa: ANN001 - RawEvent examples of one template group
+def _has_frames(lines: list[str]) -> bool:
+    return any(FRAME_LINE.match(x) for x in lines)
+
+
+def _context_lines(ev: RawEvent, framed: RawEvent | None) -> list[str]:
     """The lines a context rule reads for ``ev``: its own, or, when it has no traceback frames and another
     example of the same template does (``framed``), that example's."""
     lines = ev.lines or [ev.key]
-    if framed is not None and framed is not ev and not any(FRAME_LINE.match(x) for x in lines):
+    if framed is not None and framed is not ev and not _has_frames(lines):
         return framed.lines
     return lines
 
@@ -584,10 +588,10 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
     # the same exception shown elsewhere in the logs with its traceback (a launcher's or Ray's re-print of a
     # worker's error, kept as another event kind of the same template): its frames are the context of the copies
     # shown without them
-    framed_by_template: dict[int, object] = {}
+    framed_by_template: dict[int, RawEvent] = {}
     for g in groups:
         if g.template_id not in framed_by_template:
-            ev_f = next((ev for ev in g.examples if any(FRAME_LINE.match(x) for x in ev.lines)), None)
+            ev_f = next((ev for ev in g.examples if _has_frames(ev.lines)), None)
             if ev_f is not None:
                 framed_by_template[g.template_id] = ev_f
     for gi, g in enumerate(groups):
