@@ -11,7 +11,9 @@ of that commit. This is cross-validated calibration (a held-out fit, as scikit-l
 current code's dev outputs instead (the method before 2026-12-05).
 
 The fit: isotonic regression (pool-adjacent-violators) of "category right" on the raw confidence for
-named categories, and the smoothed share of right answers among ``unknown`` diagnoses. Bins with fewer
+named categories; for ``unknown`` diagnoses, the smoothed share of right answers per situation (failure mode and
+raw confidence, each a constant of the localizer: a hang known only from timeouts, an unexplained failure, logs
+with no event) with at least ``--min-bin`` answers, capped at ``UNKNOWN_MAX``, and over all of them for the rest. Bins with fewer
 than ``--min-bin`` cases are pooled with their neighbour so that no step rests on a handful of cases.
 First-contact outputs are kept in ``eval/results/corpus_first_contact_dev.jsonl`` (new additions are
 appended on the next run; ``--refresh`` rebuilds all, about 4 minutes on 2 cores).
@@ -36,6 +38,8 @@ sys.path.insert(0, str(REPO / "eval"))
 
 import yaml  # noqa: E402
 from corpus_eval import CORPUS, SPLIT_FILE, _commit, assign, diagnose_case, load_labels  # noqa: E402
+
+from diag_service.calibrate import UNKNOWN_MAX  # noqa: E402
 
 FIRST_CONTACT = REPO / "eval" / "results" / "corpus_first_contact_dev.jsonl"
 
@@ -186,6 +190,7 @@ def main() -> None:
         basis = f"current code at commit {_commit()[:12]}"
     named: list[tuple[float, int]] = []
     unk_right = unk_n = 0
+    cells: dict[tuple[str, float], list[int]] = {}
     for g in answers:
         if "error" in g:
             continue
@@ -193,15 +198,19 @@ def main() -> None:
         if g["category"] == "unknown":
             unk_n += 1
             unk_right += right
+            cells.setdefault((g["failure_mode"], round(g["confidence"], 3)), []).append(right)
         else:
             named.append((g["confidence"], right))
     knots = pav(named, a.min_bin, a.z)
+    unknown_by = [{"failure_mode": mode, "raw": raw, "probability": round(min((sum(v) + 1) / (len(v) + 2), UNKNOWN_MAX), 3),
+                   "cases": len(v)} for (mode, raw), v in sorted(cells.items()) if len(v) >= a.min_bin]
     analyzers, analyzers_basis = fit_analyzers()
     doc = {
         "fitted_on": f"eval/corpus dev split, {len(named)} named + {unk_n} unknown diagnoses, {basis}, "
                      f"Wilson lower bound z={a.z}; analyzers: {analyzers_basis}",
         "knots": [list(k) for k in knots],
         "unknown": round((unk_right + 1) / (unk_n + 2), 3),
+        "unknown_by": unknown_by,
         "analyzers": analyzers,
     }
     Path(a.out).write_text("# Fitted by eval/calibrate.py on the public corpus's dev split (never test); see "

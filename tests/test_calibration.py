@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diag_service.calibrate import Calibration, CalibrationError, load_calibration
-from diag_service.domain import Category
+from diag_service.calibrate import Calibration, CalibrationError, UnknownCell, load_calibration
+from diag_service.domain import Category, FailureMode
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
 
@@ -60,3 +60,25 @@ def test_answers_the_analyzers_decided_are_not_put_on_the_log_knots() -> None:
     raw, d = out["b5_hang_pyspy_abba_r1"]
     assert d.category_source == "analyzers" and d.failure_mode.value == "fail_hang"
     assert d.confidence == raw.confidence and 0.3 <= d.confidence < 0.5
+
+
+def test_unknown_answers_take_their_situations_measured_probability(tmp_path: Path) -> None:
+    """An ``unknown`` answer's confidence is the measured share of such answers that were right in its situation
+    (first contact on the corpus dev split: a hang known only from watchdog timeouts was unknowable in 26 of 37,
+    a failure no signature explains in 16 of 111), never as high as a confident claim."""
+    cal = load_calibration()
+    hang = tmp_path / "train.log"
+    hang.write_text("".join(
+        f"[rank{r}]:[E1205 10:00:00.{r}23456 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        f"60001{r} milliseconds before timing out.\n" for r in (1, 0)))
+    stop = tmp_path / "stop.log"
+    stop.write_text("Traceback (most recent call last):\n  File \"/opt/venv/lib/python3.11/site-packages/foo/run.py\", "
+                    "line 3, in main\nfoo.errors.FooError: something went wrong\n")
+    d_hang = diagnose(DiagnoseRequest(path=str(hang), kb=False, llm=False))
+    d_stop = diagnose(DiagnoseRequest(path=str(stop), kb=False, llm=False))
+    assert d_hang.category is Category.UNKNOWN and d_hang.failure_mode is FailureMode.FAIL_HANG
+    assert d_hang.confidence > cal.unknown and d_hang.confidence < 0.5
+    assert d_hang.confidence > d_stop.confidence
+    with pytest.raises(ValueError):
+        UnknownCell(failure_mode=FailureMode.FAIL_HANG, raw=0.3, probability=0.7, cases=37)

@@ -5,7 +5,9 @@ Entry points: :func:`load_calibration` (``knowledge_base/calibration.yaml`` in, 
 (a diagnosis in, its confidence replaced in place). The map is fitted by ``eval/calibrate.py`` on the
 development split of the public corpus only (never on the frozen test split): isotonic regression
 (pool-adjacent-violators) of "category right" on the pipeline's raw confidence, one map for named
-categories and one constant for ``unknown``.
+categories; for ``unknown`` answers, one probability per situation the localizer answers ``unknown`` in (its
+failure mode and raw confidence: a hang known only from timeouts, a failure no signature explains, logs with no
+event at all), and one constant for the rest.
 """
 
 from __future__ import annotations
@@ -26,13 +28,32 @@ class CalibrationError(DiagError):
     kind = ErrorKind.CONFIG
 
 
+#: An ``unknown`` answer abstains: its confidence (the probability that the cause cannot be told from the logs)
+#: stays below the 0.5 at which a wrong answer counts as confidently wrong, however often such abstentions held.
+UNKNOWN_MAX = 0.49
+
+
+class UnknownCell(BaseModel):
+    """The probability that an ``unknown`` answer is right in one situation: the diagnosis's ``failure_mode``
+    and the localizer's raw confidence for it (a constant per situation in ``diag_service.localize``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_mode: FailureMode
+    raw: float = Field(ge=0, le=1)
+    probability: float = Field(ge=0, le=UNKNOWN_MAX)
+    cases: int = Field(ge=1, description="dev answers the probability was fitted on")
+
+
 class Calibration(BaseModel):
     """A step map from raw confidence to probability of being right.
 
     ``knots``: ``[raw_upper_bound, probability]`` pairs, raw bounds increasing and probabilities
     non-decreasing; a raw confidence takes the probability of the first knot whose bound is >= it.
     ``unknown``: the probability for a diagnosis whose category is ``unknown`` (that it is truly
-    unknowable from the logs). ``analyzers``: the probability for a named category of a slowdown that the analyzers
+    unknowable from the logs), at most the raw confidence; ``unknown_by``: per situation (failure mode and raw
+    confidence), the measured probability instead, at most :data:`UNKNOWN_MAX`.
+    ``analyzers``: the probability for a named category of a slowdown that the analyzers
     decided (``category_source == "analyzers"``, ``fail_slow``: from step times or a timing feed), which the knots,
     fitted on log signatures, do not describe. A hang culprit's category from stacks keeps its own bounded score.
     ``fitted_on``: provenance (split, cases, commit).
@@ -43,6 +64,7 @@ class Calibration(BaseModel):
     fitted_on: str
     knots: list[tuple[float, float]] = Field(min_length=1)
     unknown: float = Field(ge=0, le=1)
+    unknown_by: list[UnknownCell] = Field(default_factory=list)
     analyzers: float | None = Field(default=None, ge=0, le=1)
 
     @model_validator(mode="after")
@@ -53,9 +75,12 @@ class Calibration(BaseModel):
             raise ValueError("knots must have increasing bounds and non-decreasing probabilities in [0, 1]")
         return self
 
-    def probability(self, raw: float, category: Category) -> float:
-        """Calibrated probability (0-1) for a raw confidence (0-1) and the diagnosed category."""
+    def probability(self, raw: float, category: Category, mode: FailureMode | None = None) -> float:
+        """Calibrated probability (0-1) for a raw confidence (0-1), the diagnosed category and failure mode."""
         if category is Category.UNKNOWN:
+            for cell in self.unknown_by:
+                if cell.failure_mode is mode and abs(cell.raw - raw) < 1e-6:
+                    return round(cell.probability, 3)
             return round(min(raw, self.unknown), 3)
         i = bisect.bisect_left([k[0] for k in self.knots], raw)
         return round(self.knots[min(i, len(self.knots) - 1)][1], 3)
@@ -68,7 +93,7 @@ class Calibration(BaseModel):
             # a hang culprit's category from stacks says where, not why: its own bounded score (at most 0.45,
             # docs/hang.md) stands, uncalibrated: too few such answers have been scored to fit it
             return
-        d.confidence = self.probability(d.confidence, d.category)
+        d.confidence = self.probability(d.confidence, d.category, d.failure_mode)
 
 
 def default_calibration_path() -> Path:
@@ -85,4 +110,5 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     return load_yaml_model(p, Calibration, CalibrationError)[0]
 
 
-__all__ = ["Calibration", "CalibrationError", "default_calibration_path", "load_calibration"]
+__all__ = ["UNKNOWN_MAX", "Calibration", "CalibrationError", "UnknownCell", "default_calibration_path",
+           "load_calibration"]
