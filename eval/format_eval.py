@@ -8,6 +8,8 @@ Runs: the zoo's dev runs, the lab fixtures and the bundled example (``eval/noise
 * ``k8s``: ``kubectl logs --timestamps`` / ``docker logs -t``: an RFC 3339 stamp with nanoseconds in front of every
   line, the time of the line's own stamp when it has one, else of the last stamped line before it (the
   collector reads lines as they are written; a traceback's lines arrive with the line before them);
+* ``cri``: the kubelet's files on the node (containerd, CRI-O): ``<stamp> stderr F <line>``;
+* ``docker_json``: Docker's ``json-file`` driver, one ``{"log": ..., "stream": ..., "time": ...}`` object per line;
 * ``crlf``: Windows line ends (a log copied through a Windows machine or a web form);
 * ``ansi``: colour codes around exception names, ``ERROR``/``WARNING`` and ``Traceback`` (rich, colorama,
   loguru consoles);
@@ -58,6 +60,28 @@ def k8s(text: str) -> str:
     return "\n".join(out)
 
 
+def cri(text: str) -> str:
+    """The kubelet's own files (containerd / CRI-O, ``/var/log/pods/...``): ``<stamp> stderr F <line>``."""
+    out = []
+    for ln in k8s(text).split("\n"):
+        stamp, _, rest = ln.partition(" ")
+        out.append(f"{stamp} stderr F {rest}" if stamp else ln)
+    return "\n".join(out)
+
+
+def docker_json(text: str) -> str:
+    """Docker's ``json-file`` driver: ``{"log": "<line>\\n", "stream": "stderr", "time": "<stamp>"}`` per line."""
+    out = []
+    lines = k8s(text).split("\n")
+    for i, ln in enumerate(lines):
+        if i == len(lines) - 1 and ln == "":
+            out.append(ln)
+            continue
+        stamp, _, rest = ln.partition(" ")
+        out.append(json.dumps({"log": rest + "\n", "stream": "stderr", "time": stamp}))
+    return "\n".join(out)
+
+
 def crlf(text: str) -> str:
     return text.replace("\n", "\r\n")
 
@@ -69,7 +93,8 @@ def ansi(text: str) -> str:
     return _COLOUR.sub(lambda m: "\x1b[1;31m" + m.group(0) + "\x1b[0m", text)
 
 
-TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "crlf": crlf, "ansi": ansi}
+TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "cri": cri, "docker_json": docker_json, "crlf": crlf,
+                                                   "ansi": ansi}
 
 
 def transformed(src: Path, dst: Path, name: str) -> Path:

@@ -32,7 +32,7 @@ def _answer(path: Path) -> tuple[str, str, int | None]:
         ("oom_cgroup_rank_cache", ("host_oom", "fail_stop", 2)),
     ],
 )
-@pytest.mark.parametrize("transform", ["k8s", "crlf", "ansi", "gz"])
+@pytest.mark.parametrize("transform", ["k8s", "cri", "docker_json", "crlf", "ansi", "gz"])
 def test_collected_logs_keep_their_answer(run: str, expected: tuple, transform: str, tmp_path: Path) -> None:
     src = REPO / "eval" / "zoo" / "runs" / run
     assert _answer(src) == expected

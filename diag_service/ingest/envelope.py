@@ -1,0 +1,109 @@
+"""Container-runtime and log-shipper envelopes around log lines, unwrapped to the lines a terminal showed.
+
+A log copied off a Kubernetes node or out of a log store is rarely what the process printed:
+
+* **CRI** (containerd and CRI-O, the kubelet's ``/var/log/pods/<ns>_<pod>_<uid>/<container>/N.log``; the
+  format of the Kubernetes CRI logging proposal, ``kubernetes/design-proposals-archive``
+  ``node/kubelet-cri-logging.md``): ``<RFC 3339 nanosecond time> <stdout|stderr> <F|P> <text>``, ``P`` for a
+  partial line that the runtime split (16 KiB) and the next record continues;
+* **JSON lines** (Docker's ``json-file`` driver, ``/var/lib/docker/containers/<id>/<id>-json.log``:
+  ``{"log": "<text>\\n", "stream": "stderr", "time": "..."}``; Fluent Bit / Fluentd records, whose text is under
+  ``log``; exports of Loki, Vector or Elasticsearch, under ``message``; Google Cloud Logging, ``textPayload``).
+
+Inside those, a traceback's quotes and indentation are escaped and every line starts with the envelope, so
+neither the line-prefix detection (``[rank3]:``, ``gpu-node-001: ``) nor the traceback reader sees them.
+:func:`sniff` decides from a member's first lines whether it is one of these; :func:`unwrap` turns a block of
+complete lines into ``<time> <text>`` lines, the shape ``kubectl logs --timestamps`` gives, which
+:mod:`diag_service.logformat` reads (the time is the collector's, the text keeps its own prefixes).
+
+One record gives one line, so line numbers in evidence stay those of the file (a partial record is not
+joined to the next; a shipper's record holding several lines, a multiline-parser traceback, gives several).
+A line that is not an envelope of the member's kind (a header, a shipper's own message) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+
+#: ``<time> <stream> <F|P> <text>`` (CRI); group 1 the time, group 2 the text.
+CRI_LINE = re.compile(
+    rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) (?:stdout|stderr) [FP] ?(.*)"
+)
+#: Keys holding the text in JSON envelopes, in order of preference; and keys holding the time.
+TEXT_KEYS = ("log", "message", "textPayload", "msg")
+TIME_KEYS = ("time", "timestamp", "@timestamp", "ts")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)$")
+#: Lines sampled to decide, and the share of non-empty ones that must be envelopes of one kind.
+SNIFF_LINES = 20
+SNIFF_SHARE = 0.8
+
+
+class Envelope(StrEnum):
+    CRI = "cri"
+    JSON = "json"
+
+
+def _json_text(line: bytes) -> tuple[str, str | None] | None:
+    """``(text, time)`` of one JSON envelope line, ``None`` when the line is not one."""
+    if not line.startswith(b"{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    text = next((obj[k] for k in TEXT_KEYS if isinstance(obj.get(k), str)), None)
+    if text is None:
+        return None
+    when = next((obj[k] for k in TIME_KEYS if isinstance(obj.get(k), str) and _RFC3339.match(obj[k])), None)
+    return text, when
+
+
+def sniff(head: bytes) -> Envelope | None:
+    """The envelope of a member from its first bytes (``None``: plain lines): :data:`SNIFF_SHARE` of the first
+    :data:`SNIFF_LINES` non-empty lines must be envelopes of one kind (all of them when there are fewer than 3)."""
+    parts = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        parts.pop()  # cut by the read: not a whole line
+    lines = [x for x in parts if x.strip()][:SNIFF_LINES]
+    if not lines:
+        return None
+    need = SNIFF_SHARE * len(lines) if len(lines) >= 3 else len(lines)  # a short file: every line
+    if sum(CRI_LINE.fullmatch(x.rstrip(b"\r")) is not None for x in lines) >= need:
+        return Envelope.CRI
+    if sum(_json_text(x) is not None for x in lines) >= need:
+        return Envelope.JSON
+    return None
+
+
+def unwrap(block: bytes, kind: Envelope) -> bytes:
+    """``block`` (complete lines, UTF-8) with each envelope line replaced by ``<time> <text>`` (``<text>`` when
+    the record has no time); other lines unchanged. Returns UTF-8 bytes ending as ``block`` does."""
+    out: list[bytes] = []
+    lines = block.split(b"\n")
+    last = lines.pop() if not block.endswith(b"\n") else None
+    if block.endswith(b"\n"):
+        lines.pop()
+    for line in lines:
+        if kind is Envelope.CRI:
+            m = CRI_LINE.fullmatch(line.rstrip(b"\r"))
+            out.append(m.group(1) + b" " + m.group(2) if m else line)
+            continue
+        got = _json_text(line)
+        if got is None:
+            out.append(line)
+            continue
+        text, when = got
+        text = text[:-1] if text.endswith("\n") else text
+        for part in text.split("\n") or [""]:
+            out.append(((when + " ") if when else "").encode() + part.encode("utf-8", "replace"))
+    res = b"\n".join(out) + (b"\n" if out else b"")
+    if last is not None:
+        res += unwrap(last + b"\n", kind)[:-1]
+    return res
+
+
+__all__ = ["CRI_LINE", "Envelope", "sniff", "unwrap"]

@@ -1,0 +1,71 @@
+"""Container-runtime and log-shipper envelopes (diag_service/ingest/envelope.py) on real runs: the bundled example
+and zoo dev runs, as the kubelet (CRI) and Docker's json-file driver store them on the node."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import run_diagnose
+
+from diag_service.ingest.envelope import Envelope, sniff, unwrap
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "eval"))
+
+from format_eval import transformed  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "torchrun_shape_mismatch_2x2"
+
+
+def test_the_example_read_from_the_nodes_container_files_gets_the_same_diagnosis(tmp_path: Path) -> None:
+    plain = run_diagnose(EXAMPLE)
+    for kind in ("cri", "docker_json"):
+        d = run_diagnose(transformed(EXAMPLE, tmp_path / kind, kind))
+        assert (d.category, d.failure_mode, d.first_failing_rank) == (
+            plain.category, plain.failure_mode, plain.first_failing_rank), kind
+        quotes = [e.text for e in d.root_cause.evidence]
+        assert quotes and not any('"log":' in q or " stderr F " in q for q in quotes), quotes
+
+
+def test_docker_json_traceback_is_read_unescaped() -> None:
+    lines = [
+        {"log": "[rank1]: Traceback (most recent call last):\n", "stream": "stderr", "time": "2024-05-01T10:00:00.1Z"},
+        {"log": '[rank1]:   File "/home/user/proj/train.py", line 41, in <module>\n', "stream": "stderr",
+         "time": "2024-05-01T10:00:00.2Z"},
+        {"log": "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n", "stream": "stderr",
+         "time": "2024-05-01T10:00:00.3Z"},
+    ]
+    raw = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    assert sniff(raw) is Envelope.JSON
+    out = unwrap(raw, Envelope.JSON).decode().splitlines()
+    assert out[1] == '2024-05-01T10:00:00.2Z [rank1]:   File "/home/user/proj/train.py", line 41, in <module>'
+    assert len(out) == 3
+    assert unwrap(raw.splitlines(keepends=True)[2], Envelope.JSON).startswith(b"2024-05-01T10:00:00.3Z [rank1]: Runtime")
+    assert sniff(raw.splitlines(keepends=True)[2]) is Envelope.JSON  # a one-line paste of one record
+
+
+def test_cri_partial_records_keep_one_line_each_and_other_lines_stay() -> None:
+    raw = (b"2024-05-01T10:00:00.000000001Z stdout F step 10 loss 2.31\n"
+           b"2024-05-01T10:00:00.000000002Z stderr P first half of a long line \n"
+           b"2024-05-01T10:00:00.000000003Z stderr F second half\n"
+           b"2024-05-01T10:00:00.000000004Z stderr F \n"
+           b"not a record\n")
+    assert sniff(raw) is Envelope.CRI
+    assert unwrap(raw, Envelope.CRI).decode().splitlines() == [
+        "2024-05-01T10:00:00.000000001Z step 10 loss 2.31",
+        "2024-05-01T10:00:00.000000002Z first half of a long line ",
+        "2024-05-01T10:00:00.000000003Z second half",
+        "2024-05-01T10:00:00.000000004Z ",
+        "not a record",
+    ]
+
+
+def test_files_that_are_not_envelopes_are_left_alone() -> None:
+    ds_config = b'{\n  "train_batch_size": 32,\n  "zero_optimization": {"stage": 3},\n  "fp16": {"enabled": true}\n}\n'
+    feed = b"".join(json.dumps({"rank": r, "step": 1, "start": 1.0, "end": 1.2}).encode() + b"\n" for r in range(8))
+    console = b"step 1 loss 2.3\nstep 2 loss 2.2\nTraceback (most recent call last):\n"
+    mixed = b'{"log": "a\\n"}\nstep 2 loss 2.2\n'  # a short file: every line must be a record
+    for raw in (ds_config, feed, console, mixed, b""):
+        assert sniff(raw) is None, raw
