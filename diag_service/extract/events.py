@@ -195,9 +195,10 @@ def completion_line(tail: bytes) -> str | None:
 
 
 #: The last line nccl-tests prints when a benchmark ran through every size (src/common.cu: ``# Avg bus bandwidth    :
-#: 12.3456``, GB/s), and its data check before it (``# Out of bounds values : 0 OK``, or ``N FAILED``).
-_BENCH_AVG = re.compile(r"^# Avg bus bandwidth\s*: *([0-9.]+(?:e[-+]?\d+)?)\s*$", re.M)
-_BENCH_OOB = re.compile(r"^# Out of bounds values\s*: *(\d+) (OK|FAILED)\s*$", re.M)
+#: 12.3456``, GB/s), and its data check before it (``# Out of bounds values : 0 OK``, or ``N FAILED``); after whatever
+#: a collector or launcher puts in front of a line (``kubectl logs --timestamps``' stamp, ``[1,0]<stdout>:``, ``0: ``).
+_BENCH_AVG = re.compile(r"^[^#\n]{0,80}# Avg bus bandwidth\s*: *([0-9.]+(?:e[-+]?\d+)?)\s*$", re.M)
+_BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAILED)\s*$", re.M)
 
 
 def benchmark_line(tail: str) -> str | None:
