@@ -460,3 +460,46 @@ def test_the_one_rank_a_stall_report_leaves_out_is_the_odd_one(tmp_path: Path) -
     seen = _diag(tmp_path, tagged + HOROVOD_LONE.split("\n", 1)[1])
     assert seen.input.ranks_seen == 4 and seen.first_failing_rank == 0
     assert any("rank 0 alone issued the collective" in f for f in seen.findings), seen.findings
+
+
+# torchelastic's failure report with the worker's error file (``_FAILURE_FORMAT_TEMPLATE``): the traceback is
+# printed behind "traceback :" with every line indented by 2, so the exception line is indented too, shallower than
+# the frames. Public corpus dev n13b-020 (pytorch/torchtitan, the ranks beyond the visible GPUs); and a paste
+# whose first frame lost its indentation (dev n4fw-027).
+ELASTIC_ERROR_FILE = """\
+[0]:
+  time      : 2024-02-21_16:05:11
+  host      : gpu-node-001
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 1182)
+  error_file: /tmp/torchelastic_k2j/none_q8/attempt_0/3/error.json
+  traceback : Traceback (most recent call last):
+    File "/opt/venv/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 355, in wrapper
+      return f(*args, **kwargs)
+    File "/home/user/torchtrain/train.py", line 162, in main
+      torch.cuda.set_device(device)
+    File "/opt/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 470, in set_device
+      torch._C._cuda_setDevice(device)
+  RuntimeError: CUDA error: invalid device ordinal
+  CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+"""
+
+PASTE_FIRST_FRAME_UNINDENTED = """\
+File "main.py", line 334, in main
+    save_hf_format(model, tokenizer, args)
+  File "/home/user/DeepSpeed-Chat/training/utils/utils.py", line 51, in save_hf_format
+    os.makedirs(output_dir)
+  File "/usr/lib/python3.8/os.py", line 223, in makedirs
+    mkdir(name, mode)
+FileExistsError: [Errno 17] File exists: '/home/user/output/actor/'
+"""
+
+
+def test_an_indented_traceback_keeps_its_exception_line(tmp_path: Path) -> None:
+    d = _diag(tmp_path, ELASTIC_ERROR_FILE)
+    assert any(e.template.startswith("RuntimeError: CUDA error: invalid device ordinal") for e in d.events)
+    assert not any("Traceback (incomplete)" in e.template for e in d.events)
+    assert d.category.value == "config"
+    (tmp_path / "b").mkdir()
+    d = _diag(tmp_path / "b", PASTE_FIRST_FRAME_UNINDENTED)
+    assert any(e.template.startswith("FileExistsError") for e in d.events)
