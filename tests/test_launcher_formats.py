@@ -474,7 +474,7 @@ ELASTIC_ERROR_FILE = """\
   exitcode  : 1 (pid: 1182)
   error_file: /tmp/torchelastic_k2j/none_q8/attempt_0/3/error.json
   traceback : Traceback (most recent call last):
-    File "/opt/venv/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 355, in f
+    File "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 355, in wrapper
       return f(*args, **kwargs)
     File "/home/user/torchtrain/train.py", line 162, in main
       torch.cuda.set_device(device)
