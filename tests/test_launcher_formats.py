@@ -503,3 +503,12 @@ def test_an_indented_traceback_keeps_its_exception_line(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     d = _diag(tmp_path / "b", PASTE_FIRST_FRAME_UNINDENTED)
     assert any(e.template.startswith("FileExistsError") for e in d.events)
+
+
+def test_a_blocking_wait_timeout_is_a_collective_timeout(corpus_dev_case) -> None:
+    """TORCH_NCCL_BLOCKING_WAIT=1: the waiting call times out ("Work WorkNCCL(...) timed out in blocking wait",
+    ProcessGroupNCCL.cpp) instead of the watchdog. Public corpus dev n13a-022 (ultralytics DDP, 3-hour timeout)."""
+    d = corpus_dev_case("n13a-022")
+    assert d.failure_mode.value == "fail_hang"
+    assert any(h.signature_id == "nccl_watchdog_timeout" for h in d.signature_hits)
+    assert "BROADCAST at SeqNum 201809" in d.root_cause.summary

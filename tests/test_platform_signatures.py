@@ -29,6 +29,8 @@ def _text(tmp_path: Path, text: str):
     ("n10-014", "framework", "fail_stop", "skypilot_controller_failed"),
     # DeepSpeed's pdsh launch took a .bashrc's login output as the master address
     ("n10-027", "config", "fail_stop", "master_addr_not_an_address"),
+    # ... and in a Kubernetes pod found no address at all ('hostname -I' printed nothing): --master_addr= empty
+    ("n13b-013", "config", "fail_stop", "master_addr_empty"),
     # the MPI Operator's launcher could not reach the API server to kubectl-exec its daemons
     ("n11a-006", "infrastructure", "fail_stop", "k8s_api_server_unreachable"),
     # a cloud image's NCCL_GRAPH_FILE written for another VM size
