@@ -37,6 +37,8 @@ def _text(tmp_path: Path, text: str):
     ("n11a-019", "config", "fail_stop", "nccl_graph_file_mismatch"),
     # a plugin-injected topology XML without the CPU's arch (p5, a subset of GPUs): NCCL/plugin
     ("n12a-008", "framework", "fail_stop", "nccl_topology_xml_incomplete"),
+    # NCCL 2.26's graph fallback to a NIC id that NIC fusion merged away (NVIDIA/nccl#1748, a NeMo container)
+    ("n13b-022", "framework", "fail_stop", "nccl_net_id_not_found"),
     # a node's raylet received SIGTERM from the launcher that started it
     ("n9b-003", "infrastructure", "fail_stop", "ray_raylet_sigterm"),
     # slurmd's spooled copy of the batch script was gone on the node
