@@ -395,6 +395,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("n7-039", 0),
     # Horovod's newer stall report: "Missing ranks:", then "1: [tensor names]"
     ("n7-041", 1),
+    # ... as stall_inspector.cc prints it now, "Stalled ranks:", behind Open MPI's [1,0]<stderr>: tag
+    ("n13a-018", 6),
     # torchelastic's failure table copied from a rendered page, a blank line between its fields
     ("n8-013", 0),
     # the JAX coordination service: a task's heartbeat lost, a task restarted

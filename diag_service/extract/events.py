@@ -431,10 +431,11 @@ FIRST_PROCESS_NAME = re.compile(r"Process name:\s*(?:\[\[\d+,\d+\],(\d{1,6})\]|(
 FIRST_PROCESS_EXIT = re.compile(r"Exit code:\s*(-?\d+)\s*$")
 FIRST_PROCESS_LINES = 6
 #: Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.20 and later) lists the ranks that have not
-#: submitted a stalled tensor after "Missing ranks:", one "rank: [tensor names]" line each; older versions append
-#: "[missing ranks: N]" to each tensor's line instead.
-HOROVOD_MISSING = "Missing ranks:"
-HOROVOD_MISSING_RANK = re.compile(r"\s*(\d{1,6}): \[")
+#: submitted a stalled tensor after "Stalled ranks:" (some releases: "Missing ranks:"), one "rank: [tensor names]"
+#: line each, the rank followed by "!" when it has shut down; older versions append "[missing ranks: N]" to each
+#: tensor's line instead.
+HOROVOD_MISSING = ("Missing ranks:", "Stalled ranks:")
+HOROVOD_MISSING_RANK = re.compile(r"\s*(\d{1,6})!?: \[")
 HOROVOD_MISSING_LINES = 64
 #: Open MPI's report of the process whose abnormal end made it abort the job (help-errmgr-base.txt, "%s noticed that
 #: process rank %s with PID %s on node %s exited on signal %d (%s)."; PRRTE's prterun says the same): the first
@@ -1070,7 +1071,7 @@ class Extractor:
         if CPP_FRAME.match(stripped) or "(most recent call first)" in body:
             yield self._cpp_frames(rd, ls, line_no, who, consumed, body)
             return
-        if stripped == HOROVOD_MISSING:
+        if stripped in HOROVOD_MISSING:
             missing = self._horovod_missing(rd, ls, line, line_no, who, consumed)
             if missing is not None:
                 yield missing
