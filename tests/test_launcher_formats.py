@@ -514,3 +514,13 @@ def test_a_blocking_wait_timeout_is_a_collective_timeout(corpus_dev_case) -> Non
     assert d.failure_mode.value == "fail_hang"
     assert any(h.signature_id == "nccl_watchdog_timeout" for h in d.signature_hits)
     assert "BROADCAST at SeqNum 201809" in d.root_cause.summary
+
+
+@pytest.mark.parametrize("prefix", ["", "[1,0]<stderr>:", "2024-05-01T10:00:00.000000001Z ", "3: ", "[rank3]: "])
+def test_a_signature_anchored_at_the_line_start_is_found_behind_a_writer_tag(tmp_path: Path, prefix: str) -> None:
+    """A catalogue pattern anchored at the text's start (nvidia-smi's '^No devices were found$') reaches the signature
+    stage behind an Open MPI tag, a collector's stamp, a Slurm task label or a rank prefix: the extractor's pre-filter
+    runs on raw lines and must not keep the anchor."""
+    d = _diag(tmp_path, f"{prefix}step 10 loss 2.31\n{prefix}step 11 loss 2.30\n{prefix}No devices were found\n")
+    assert any(h.signature_id == "no_gpu_visible" for h in d.signature_hits), prefix
+    assert d.category.value == "infrastructure"

@@ -290,6 +290,10 @@ def literal_scan_for(prefilter: re2._Regexp) -> LiteralScan | None:
 
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")
+#: A line-start anchor at the front of a catalogue pattern, bare or inside the group the catalogue wraps each pattern
+#: in (``(?:^...)``, ``(?i:^...)``): the pre-filter runs on raw lines, where a writer's tag, a collector's stamp or a
+#: task label may stand before the text the signature then reads.
+_UNANCHOR = re.compile(r"^((?:\(\?[aiLmsux]*:)?)\^")
 
 
 @lru_cache(maxsize=8)
@@ -302,7 +306,7 @@ def prefilter_with(extra: tuple[str, ...]) -> re2._Regexp:
     """
     parts = list(PREFILTER_PARTS)
     # re2 has no look-arounds or back-references (and would log its refusal to stderr)
-    wanted = [q for q in (p[1:] if p.startswith("^") else p for p in extra) if not _LOOKAROUND.search(q)]
+    wanted = [q for q in (_UNANCHOR.sub(r"\1", p) for p in extra) if not _LOOKAROUND.search(q)]
     try:
         # Each pattern compiles in Python (the catalogue checks it), so its brackets balance and an re2 syntax error
         # in it is one in the union too: when the union compiles, so does each of them alone, and the ~800 single
