@@ -993,7 +993,7 @@ EOF"""
 SCENARIOS += [
     # /scratch has room (64 MiB) but few inodes (3000)
     Scenario("b6_st_inode_cache_full", "train_cls.py", "torchrun --standalone --nproc-per-node 4 train_cls.py",
-             setup=REVIEWS + " && mkdir -p /scratch && (mountpoint -q /scratch && umount /scratch || true) && "
+             setup=REVIEWS + "\nmkdir -p /scratch && (mountpoint -q /scratch && umount /scratch || true) && "
                    "mount -t tmpfs -o size=64m,nr_inodes=3000 tmpfs /scratch",
              teardown="umount /scratch"),
 ]
@@ -1022,11 +1022,11 @@ VETH = ("ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; ip netn
 LINK_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
            "--master-port {port} train.py")
 SCENARIOS += [
-    # node 1's data-network link goes down at its step 200 (the veth in its namespace set down)
+    # node 1's data-network link goes down at its step 60 (the veth in its namespace set down)
     Scenario("b6_net_link_down_twonode", "train.py", LINK_2N.replace("{node}", "0"),
              cmd2=LINK_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH,
              teardown="ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; true",
-             action=("shell", "[rank 1] step 200 ", "ip netns exec zoo_n1 ip link set data0 down")),
+             action=("shell", "[rank 1] step 60 ", "ip netns exec zoo_n1 ip link set data0 down")),
 ]
 SCENARIOS += [
     # from step 300 rank 2's link flaps: 1 Mbit/s for 1.5 s of every 5 s
@@ -1044,4 +1044,34 @@ SCENARIOS += [
     # the job's container (launcher and all ranks) has 1.4 GiB
     Scenario("b6_oom_container_limit_r2", "train_video.py", f"torchrun --standalone --nproc-per-node 3 --tee 3 train_video.py",
              job_mem_mib=1400),
+]
+
+# the repository's data files are Git LFS objects; part-001 was checked out without `git lfs pull` (a pointer file)
+LFS_PARTS = r"""python - <<'EOF'
+import hashlib, os, numpy as np
+os.makedirs("data/embeddings", exist_ok=True)
+for r in range(2):
+    rng = np.random.default_rng(r)
+    p = f"data/embeddings/part-{r:03d}.npz"
+    np.savez(p, x=rng.standard_normal((6000, 96)).astype(np.float32), y=rng.integers(0, 16, 6000))
+    if r == 1:
+        raw = open(p, "rb").read()
+        open(p, "w").write("version https://git-lfs.github.com/spec/v1\n"
+                           f"oid sha256:{hashlib.sha256(raw).hexdigest()}\nsize {len(raw)}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b6_data_ray_lfs_pointer_r1", "train_probe.py", "python train_probe.py", setup=LFS_PARTS),
+]
+
+# node 1's /etc/hosts maps its hostname to 127.0.1.1 (the distribution's default); `ip netns exec` bind-mounts
+# /etc/netns/zoo_n1/hosts over /etc/hosts. No GLOO_SOCKET_IFNAME: gloo advertises the address the hostname resolves to
+HOSTS_N1 = VETH + (" && mkdir -p /etc/netns/zoo_n1 && printf '127.0.0.1 localhost\\n127.0.1.1 vm\\n' "
+                   "> /etc/netns/zoo_n1/hosts")
+HOSTS_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 --master-port {port} "
+            "train_tab.py")
+SCENARIOS += [
+    Scenario("b6_cfg_hosts_loopback_twonode", "train_tab.py", HOSTS_2N.replace("{node}", "0"),
+             cmd2=HOSTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=HOSTS_N1,
+             teardown="ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; rm -rf /etc/netns/zoo_n1; true"),
 ]
