@@ -1075,3 +1075,9 @@ SCENARIOS += [
              cmd2=HOSTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=HOSTS_N1,
              teardown="ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; rm -rf /etc/netns/zoo_n1; true"),
 ]
+SCENARIOS += [
+    # rank 0 keeps an EMA of the weights from iteration 250 (copy.deepcopy of the model every iteration)
+    Scenario("b6_slow_uc_ema_deepcopy_r0", "train_denoise.py",
+             "python -m torch.distributed.run --nproc_per_node=2 --log-dir logs --tee 3 --master_port={port} "
+             "train_denoise.py --iters 700 --ema-start 250"),
+]
