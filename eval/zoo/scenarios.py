@@ -910,7 +910,7 @@ SCENARIOS += [
 ]
 SCENARIOS += [
     Scenario("b6_uc_fsdp2_submodule_eval", "train_fsdp.py",
-             f"torchrun --standalone --nproc-per-node 2 train_fsdp.py --epochs 3 --steps-per-epoch 30"),
+             "torchrun --standalone --nproc-per-node 2 train_fsdp.py --epochs 3 --steps-per-epoch 30"),
 ]
 SCENARIOS += [
     # the job script pastes host:port into MASTER_PORT
@@ -1042,8 +1042,8 @@ SCENARIOS += [
 ]
 SCENARIOS += [
     # the job's container (launcher and all ranks) has 1.4 GiB
-    Scenario("b6_oom_container_limit_r2", "train_video.py", f"torchrun --standalone --nproc-per-node 3 --tee 3 train_video.py",
-             job_mem_mib=1400),
+    Scenario("b6_oom_container_limit_r2", "train_video.py",
+             "torchrun --standalone --nproc-per-node 3 --tee 3 train_video.py", job_mem_mib=1400),
 ]
 
 # the repository's data files are Git LFS objects; part-001 was checked out without `git lfs pull` (a pointer file)
