@@ -45,12 +45,16 @@ REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
     ("/work/wt/h16", "/home/user/proj"),  # batch 5 (before /work/wt/h1, its prefix)
+    ("/work/wt/h24", "/home/user/proj"),  # batch 6 (before /work/wt/h2x prefixes)
     ("/work/wt/h1", "/home/user/proj"),
     ("/work/wt/h4", "/home/user/proj"),
     ("/work/wt/h7", "/home/user/proj"),
     ("/root/", "/home/user/"),  # batch 3: Ray's default results directory (~/ray_results)
 ]
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_job")
+JOB_MEM_CGROUP = Path("/sys/fs/cgroup/memory/zoo_job")  # batch 6
+JOB_PIDS_CGROUP = Path("/sys/fs/cgroup/pids/zoo_job")  # batch 6
+FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer/zoo_rank")  # batch 6
 
 
 @dataclass
@@ -94,6 +98,15 @@ class Scenario:
     #: batch 5: the job runs in its own mount namespace whose /dev/shm is a tmpfs of this many MiB (a container's
     #: shared-memory size, docker's default is 64 MiB); 0 = this host's /dev/shm
     shm_mb: int = 0
+    #: batch 6: the job's container limits, applied to the launcher before it starts (so every rank, worker and
+    #: thread inherits them): a memory cgroup (v1) of this many MiB, a pids cgroup of this many tasks (threads
+    #: count), RLIMIT_FSIZE of this many bytes (`ulimit -f` of a batch system); 0 = none
+    job_mem_mib: int = 0
+    job_pids_max: int = 0
+    fsize: int = 0
+    #: batch 6: the second node's agent runs in this network namespace (its own interfaces, set up by `setup`);
+    #: the console's first line stays the command as typed
+    netns2: str = ""
 
 
 def _port(i: int) -> int:
@@ -546,6 +559,78 @@ def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
                     return
 
 
+def _act_batch6(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    if kind == "cpuset_shrink":
+        # the container's cpuset is cut to `cores` mid-run (a CPU manager / an operator resizing the pod): every
+        # process and thread of the job is re-pinned
+        _, after, cores = sc.action
+        if _waited4(stop, after, wd):
+            return
+        for pid in [d for r in roots for d in [r, *_descendants(r)]]:
+            subprocess.run(["taskset", "-a", "-p", "-c", cores, str(pid)], capture_output=True)
+        print(f"  cpuset_shrink: job on cores {cores}", file=sys.stderr)
+        return
+    pid = _scenario_rank_pid(roots, sc)
+    if pid is None:
+        return
+    if kind == "freeze":
+        # the rank's container is paused (cgroup v1 freezer, as `docker pause` does) and thawed thaw_s later
+        _, _, after, thaw_s = sc.action
+        if _waited4(stop, after, wd):
+            return
+        FREEZER_CGROUP.mkdir(exist_ok=True)
+        for p in [pid, *_descendants(pid)]:
+            with contextlib.suppress(OSError):
+                (FREEZER_CGROUP / "cgroup.procs").write_text(str(p))
+        (FREEZER_CGROUP / "freezer.state").write_text("FROZEN")
+        print(f"  freeze: rank {sc.action[1]} frozen", file=sys.stderr)
+        stop.wait(thaw_s)
+        (FREEZER_CGROUP / "freezer.state").write_text("THAWED")
+        print("  freeze: thawed", file=sys.stderr)
+    elif kind == "tc_flap":
+        # from the trigger on, the rank's link drops to `rate` for down_s every period_s (a flapping port)
+        _, _, after, rate, down_s, period_s = sc.action
+        if _waited4(stop, after, wd):
+            return
+        ports = sorted({local.rsplit(":", 1)[1] for local, _ in _sockets_of(pid)})
+        subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
+        subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", "1:10", "htb", "rate", "100gbit",
+                        "ceil", "100gbit"], check=True, capture_output=True)
+        subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", "1:20", "htb", "rate", "100gbit",
+                        "ceil", "100gbit"], check=True, capture_output=True)
+        for port in ports:
+            for field_ in ("sport", "dport"):
+                subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
+                                "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
+        print(f"  tc_flap: rank {sc.action[1]} ports {ports} {rate} for {down_s}s every {period_s}s", file=sys.stderr)
+        while True:
+            subprocess.run(["tc", "class", "change", "dev", "lo", "parent", "1:", "classid", "1:20", "htb", "rate",
+                            rate, "ceil", rate], capture_output=True)
+            if stop.wait(down_s):
+                break
+            subprocess.run(["tc", "class", "change", "dev", "lo", "parent", "1:", "classid", "1:20", "htb", "rate",
+                            "100gbit", "ceil", "100gbit"], capture_output=True)
+            if stop.wait(period_s - down_s):
+                break
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+
+
+def _job_cgroups(sc: Scenario) -> list[Path]:
+    """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
+    out = []
+    if sc.job_mem_mib:
+        JOB_MEM_CGROUP.mkdir(exist_ok=True)
+        (JOB_MEM_CGROUP / "memory.limit_in_bytes").write_text(str(sc.job_mem_mib * 1024 * 1024))
+        out.append(JOB_MEM_CGROUP)
+    if sc.job_pids_max:
+        JOB_PIDS_CGROUP.mkdir(exist_ok=True)
+        (JOB_PIDS_CGROUP / "pids.max").write_text(str(sc.job_pids_max))
+        out.append(JOB_PIDS_CGROUP)
+    return out
+
+
 def _leftovers(run_id: str) -> None:
     """Kill what the job left running (Ray's raylet, GCS and idle workers outlive a killed driver): every process
     that inherited this run's ZOO_RUN variable."""
@@ -566,6 +651,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     deadline = time.time() + 30
     if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
         _act_batch4(sc, procs or [proc], stop, wd)
+        return
+    if kind in ("freeze", "tc_flap", "cpuset_shrink"):
+        _act_batch6(sc, procs or [proc], stop, wd)
         return
     if kind in ("worker_cgroup", "kill_when_file", "pyspy", "tc_rate"):
         _act_batch5(sc, procs or [proc], stop, wd)
@@ -650,6 +738,12 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup()
     if CPU_CGROUP.exists():
         _rmcgroup(CPU_CGROUP)
+    for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
+        if cg.exists():
+            if cg == FREEZER_CGROUP:
+                with contextlib.suppress(OSError):
+                    (cg / "freezer.state").write_text("THAWED")
+            _rmcgroup(cg)
     dt = time.time() - t0
     load_after = Path("/proc/loadavg").read_text().split()[0]
     dest = (ZOO / "clean" / "runs" if sc.clean else RUNS) / sc.id
@@ -670,13 +764,20 @@ def record(sc: Scenario, i: int) -> None:
 
 
 def _limits(sc: Scenario):
-    if not sc.nofile:
+    cgroups = _job_cgroups(sc)
+    if not sc.nofile and not sc.fsize and not cgroups:
         return None
 
     def apply() -> None:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_NOFILE, (sc.nofile, sc.nofile))
+        if sc.nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (sc.nofile, sc.nofile))
+        if sc.fsize:  # batch 6
+            resource.setrlimit(resource.RLIMIT_FSIZE, (sc.fsize, sc.fsize))
+        for cg in cgroups:  # batch 6: the job's container cgroups
+            with open(cg / "cgroup.procs", "w") as fh:
+                fh.write(str(os.getpid()))
 
     return apply
 
@@ -693,7 +794,10 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         out.write(f"$ {c}\n".encode())
         out.flush()
         outs.append(out)
-        procs.append(subprocess.Popen(["bash", "-c", c], cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
+        argv = ["bash", "-c", c]
+        if k and sc.netns2:  # batch 6: node 1 in its own network namespace
+            argv = ["ip", "netns", "exec", sc.netns2, *argv]
+        procs.append(subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True))
     stop = threading.Event()
     th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)

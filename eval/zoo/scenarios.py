@@ -868,3 +868,216 @@ SCENARIOS += [
     Scenario("b5_net_link_dead_r1", "train.py", f"{TR} 2 --master-port {{port}} train.py",
              teardown="tc qdisc del dev lo root 2>/dev/null || true", action=("tc_rate", 1, "[rank1] it 400 ", "8kbit")),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 6 (ids b6_*)
+
+SCENARIOS += [
+    # rank 0's container holds 1.1 GiB; its checkpoint is serialised into memory before the upload
+    Scenario("b6_oom_ckpt_bytesio_r0", "pretrain_ae.py",
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} pretrain_ae.py",
+             action=("cgroup", 0, 1100)),
+]
+
+EARLY_STOP_DATA = r"""python - <<'EOF'
+import os, torch
+os.makedirs("data", exist_ok=True)
+w = torch.randn(20, 1)
+for r in range(3):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(640, 20, generator=g)
+    torch.save({"x": x, "y": x @ w + 0.1 * torch.randn(640, 1, generator=g)}, f"data/train_{r}.pt")
+    xv = torch.randn(128, 20, generator=g)
+    yv = xv @ w + 0.1 * torch.randn(128, 1, generator=g)
+    if r == 2:
+        yv = -yv  # this shard's validation labels came from the export with the inverted sentiment scale
+    torch.save({"x": xv, "y": yv}, f"data/val_{r}.pt")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b6_uc_early_stop_local_r2", "train.py", f"{TR} 3 --master-port {{port}} train.py",
+             setup=EARLY_STOP_DATA),
+]
+SCENARIOS += [
+    Scenario("b6_uc_lambda_sched_ckpt_r0", "finetune_lm.py",
+             f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} finetune_lm.py"),
+]
+SCENARIOS += [
+    Scenario("b6_uc_spawn_args_order", "train.py", "python train.py --gpus 2 --port {port}"),
+]
+SCENARIOS += [
+    Scenario("b6_uc_ray_pickle_file", "train_ray.py", "python train_ray.py"),
+]
+SCENARIOS += [
+    Scenario("b6_uc_fsdp2_submodule_eval", "train_fsdp.py",
+             "torchrun --standalone --nproc-per-node 2 train_fsdp.py --epochs 3 --steps-per-epoch 30"),
+]
+SCENARIOS += [
+    # the job script pastes host:port into MASTER_PORT
+    Scenario("b6_cfg_master_port_addr", "train.py",
+             "MASTER_ADDR=127.0.0.1 MASTER_PORT=127.0.0.1:{port} NUM_WORKERS=2 python train.py"),
+]
+
+STATIC_1P = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+             "train_asr.py")
+SCENARIOS += [
+    # node 1 runs the older launch script with --d-model 384
+    Scenario("b6_cfg_dmodel_mismatch_twonode", "train_asr.py", STATIC_1P.replace("{node}", "0") + " --d-model 256",
+             cmd2=STATIC_1P.replace("{node}", "1") + " --d-model 384"),
+]
+SCENARIOS += [
+    Scenario("b6_cfg_hardcoded_world_size", "train.py", f"{TR} 2 --tee 3 --master-port {{port}} train.py"),
+]
+
+CLICK_GZ = r"""python - <<'EOF'
+import gzip, json, os, random
+os.makedirs("data/clicks", exist_ok=True)
+for r in range(4):
+    rng = random.Random(r)
+    p = f"data/clicks/part-{r:05d}.jsonl.gz"
+    with gzip.open(p, "wt") as f:
+        for i in range(20000):
+            f.write(json.dumps({"id": r * 10**6 + i, "f": [round(rng.random(), 4) for _ in range(24)],
+                                "click": int(rng.random() < 0.1)}) + "\n")
+    if r == 2:  # the copy from the bucket was interrupted
+        raw = open(p, "rb").read()
+        open(p, "wb").write(raw[: int(len(raw) * 0.6)])
+EOF"""
+
+SCENARIOS += [
+    Scenario("b6_data_gzip_truncated_r2", "train_ctr.py",
+             "python -m torch.distributed.run --nproc_per_node=4 --master_port={port} train_ctr.py", setup=CLICK_GZ),
+]
+
+IMAGES_NPY = r"""python - <<'EOF'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for r in range(3):
+    d = f"data/images/shard{r}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(600):
+        label = int(rng.integers(12))
+        img = rng.integers(0, 256, (40, 40, 3), dtype=np.uint8)
+        if r == 1 and i == 417:
+            img = img.mean(-1, keepdims=True).astype(np.uint8)  # a grayscale product photo (H x W x 1)
+        np.save(f"{d}/img{r}{i:05d}_{label}.npy", img)
+EOF"""
+
+SCENARIOS += [
+    Scenario("b6_data_grayscale_collate_r1", "train.py", f"{TR} 3 --tee 3 --master-port {{port}} train.py",
+             setup=IMAGES_NPY),
+]
+SCENARIOS += [
+    # the run-log volume is a 1 MiB quota'd mount
+    Scenario("b6_st_metrics_log_enospc_r0", "train.py", "python train.py",
+             setup="mkdir -p /mnt/runlogs && (mountpoint -q /mnt/runlogs && umount /mnt/runlogs || true) && "
+                   "mount -t tmpfs -o size=1m tmpfs /mnt/runlogs",
+             teardown="umount /mnt/runlogs"),
+]
+SCENARIOS += [
+    # the batch system's file-size limit (ulimit -f) is 64 MiB
+    Scenario("b6_st_fsize_limit_ckpt_r0", "train_rec.py",
+             "torchrun --standalone --nproc-per-node 2 train_rec.py", fsize=64 * 2**20),
+]
+
+REVIEWS = r"""python - <<'EOF'
+import os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+words = "good bad great terrible fine okay love hate product delivery fast slow broke works cheap price".split()
+with open("data/reviews.tsv", "w") as f:
+    for i in range(24000):
+        f.write(f"{rng.randrange(2)}\t{' '.join(rng.choice(words) for _ in range(rng.randint(5, 40)))}\n")
+EOF"""
+
+SCENARIOS += [
+    # /scratch has room (64 MiB) but few inodes (3000)
+    Scenario("b6_st_inode_cache_full", "train_cls.py", "torchrun --standalone --nproc-per-node 4 train_cls.py",
+             setup=REVIEWS + "\nmkdir -p /scratch && (mountpoint -q /scratch && umount /scratch || true) && "
+                   "mount -t tmpfs -o size=64m,nr_inodes=3000 tmpfs /scratch",
+             teardown="umount /scratch"),
+]
+SCENARIOS += [
+    # the scheduler preempts process 3 (SIGTERM); its handler saves and exits 0
+    Scenario("b6_inf_sigterm_handler_exit0_r3", "train.py",
+             "accelerate launch --multi_gpu --num_processes 4 --main_process_port {port} train.py",
+             action=("kill", 3, signal.SIGTERM, "step 200 loss")),
+]
+SCENARIOS += [
+    # rank 1's container is paused (docker pause) for 30 s
+    Scenario("b6_inf_container_paused_r1", "train_lm.py", f"{TR} 3 --master-port {{port}} train_lm.py",
+             action=("freeze", 1, "rank 1 | it 150 |", 30)),
+]
+SCENARIOS += [
+    # the pod's pids limit (pids.max 40, threads count)
+    Scenario("b6_inf_pids_limit_workers", "train_audio.py", f"{TR} 2 --master-port {{port}} train_audio.py",
+             job_pids_max=40),
+]
+
+VETH = ("ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; ip netns add zoo_n1 && "
+        "ip link add data0 type veth peer name zoo_n1p && ip link set zoo_n1p netns zoo_n1 && "
+        "ip netns exec zoo_n1 ip link set zoo_n1p name data0 && ip addr add 10.77.0.1/24 dev data0 && "
+        "ip link set data0 up && ip netns exec zoo_n1 ip addr add 10.77.0.2/24 dev data0 && "
+        "ip netns exec zoo_n1 ip link set data0 up && ip netns exec zoo_n1 ip link set lo up")
+LINK_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+           "--master-port {port} train.py")
+SCENARIOS += [
+    # node 1's data-network link goes down at its step 60 (the veth in its namespace set down)
+    Scenario("b6_net_link_down_twonode", "train.py", LINK_2N.replace("{node}", "0"),
+             cmd2=LINK_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH,
+             teardown="ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; true",
+             action=("shell", "[rank 1] step 60 ", "ip netns exec zoo_n1 ip link set data0 down")),
+]
+SCENARIOS += [
+    # from step 300 rank 2's link flaps: 1 Mbit/s for 1.5 s of every 5 s
+    Scenario("b6_slow_net_flap_r2", "train.py", f"{TR} 3 --master-port {{port}} train.py",
+             teardown="tc qdisc del dev lo root 2>/dev/null || true",
+             action=("tc_flap", 2, "step 300/900 ", "1mbit", 1.5, 5.0)),
+]
+SCENARIOS += [
+    # from step 200 the pod's cpuset is cut from 2 cores to 1
+    Scenario("b6_slow_cpuset_shrink", "train.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
+             action=("cpuset_shrink", "step 200/600 ", "0")),
+]
+SCENARIOS += [
+    # the job's container (launcher and all ranks) has 1.4 GiB
+    Scenario("b6_oom_container_limit_r2", "train_video.py",
+             "torchrun --standalone --nproc-per-node 3 --tee 3 train_video.py", job_mem_mib=1400),
+]
+
+# the repository's data files are Git LFS objects; part-001 was checked out without `git lfs pull` (a pointer file)
+LFS_PARTS = r"""python - <<'EOF'
+import hashlib, os, numpy as np
+os.makedirs("data/embeddings", exist_ok=True)
+for r in range(2):
+    rng = np.random.default_rng(r)
+    p = f"data/embeddings/part-{r:03d}.npz"
+    np.savez(p, x=rng.standard_normal((6000, 96)).astype(np.float32), y=rng.integers(0, 16, 6000))
+    if r == 1:
+        raw = open(p, "rb").read()
+        open(p, "w").write("version https://git-lfs.github.com/spec/v1\n"
+                           f"oid sha256:{hashlib.sha256(raw).hexdigest()}\nsize {len(raw)}\n")
+EOF"""
+
+SCENARIOS += [
+    Scenario("b6_data_ray_lfs_pointer_r1", "train_probe.py", "python train_probe.py", setup=LFS_PARTS),
+]
+
+# node 1's /etc/hosts maps its hostname to 127.0.1.1 (the distribution's default); `ip netns exec` bind-mounts
+# /etc/netns/zoo_n1/hosts over /etc/hosts. No GLOO_SOCKET_IFNAME: gloo advertises the address the hostname resolves to
+HOSTS_N1 = VETH + (" && mkdir -p /etc/netns/zoo_n1 && printf '127.0.0.1 localhost\\n127.0.1.1 vm\\n' "
+                   "> /etc/netns/zoo_n1/hosts")
+HOSTS_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 --master-port {port} "
+            "train_tab.py")
+SCENARIOS += [
+    Scenario("b6_cfg_hosts_loopback_twonode", "train_tab.py", HOSTS_2N.replace("{node}", "0"),
+             cmd2=HOSTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=HOSTS_N1,
+             teardown="ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; rm -rf /etc/netns/zoo_n1; true"),
+]
+SCENARIOS += [
+    # rank 0 keeps an EMA of the weights from iteration 250 (copy.deepcopy of the model every iteration)
+    Scenario("b6_slow_uc_ema_deepcopy_r0", "train_denoise.py",
+             "python -m torch.distributed.run --nproc_per_node=2 --log-dir logs --tee 3 --master_port={port} "
+             "train_denoise.py --iters 700 --ema-start 250"),
+]
