@@ -84,6 +84,8 @@ class ProgressLog:
     ``source_nodes``: the nodes that files are attributed to by their names or folders (``console_node0.log``,
     ``node1/``), whether or not they hold an event (first 4,096).
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
+    ``launch_world``: the number of processes a launch command shown in the logs asks for (torchrun's
+    ``--nproc-per-node`` x ``--nnodes``, accelerate's ``--num_processes``; ``diag_service.extract.events.launch_world``).
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
@@ -104,6 +106,7 @@ class ProgressLog:
     ranks: set[int] = field(default_factory=set)
     source_nodes: set[str] = field(default_factory=set)
     world_size: int | None = None
+    launch_world: int | None = None
     job_output: bool = False
     completed: dict[str, str] = field(default_factory=dict)
     benchmarks: dict[str, str] = field(default_factory=dict)

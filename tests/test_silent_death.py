@@ -39,3 +39,30 @@ def test_a_restarted_groups_rendezvous_timeout_is_the_kills_consequence() -> Non
     assert any("Rendezvous timeout" in f and "treated as its consequence" in f for f in d.findings)
     assert d.failure_mode.value == "fail_stop"  # a rank died: the later timeouts are not a hang
     assert d.first_failing_rank == 3
+
+
+def test_a_rank_the_launchers_failure_report_leaves_out_exited_cleanly(tmp_path: Path) -> None:
+    """Zoo dev b6_uc_early_stop_local_r2 (a real 3-rank torchrun run): rank 2 stops early on its own validation loss
+    and returns; ranks 0 and 1 read 'Connection closed by peer' and torchrun's report lists ranks 0 and 1 only. The
+    world (3) comes from the launch command at the top of the console."""
+    import shutil
+
+    job = tmp_path / "job"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b6_uc_early_stop_local_r2", job)
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.first_failing_rank == 2
+    assert d.category.value == "user_code" and d.confidence < 0.5
+    assert any("exit code 0" in f for f in d.findings)
+    # the SIGKILLed rank of the lab's runs is not read that way (its exit is reported, or the group restarted)
+    d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_silent_rank")))
+    assert not any("exit code 0" in f for f in d.findings)
+
+
+def test_the_launch_command_gives_the_jobs_size() -> None:
+    from diag_service.extract.events import launch_world
+
+    assert launch_world("$ torchrun --nproc-per-node 3 --master-port 32269 train.py\n") == 3
+    assert launch_world("+ torchrun --nnodes=2 --nproc_per_node=4 --rdzv-backend c10d train.py\n") == 8
+    assert launch_world("python -m torch.distributed.run --nnodes 1:4 --nproc_per_node 8 train.py\n") is None
+    assert launch_world("accelerate launch --multi_gpu --num_processes 4 train.py\n") == 4
+    assert launch_world("torchrun train.py --epochs 3\n") is None

@@ -201,6 +201,21 @@ _BENCH_AVG = re.compile(r"^[^#\n]{0,80}# Avg bus bandwidth\s*: *([0-9.]+(?:e[-+]
 _BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAILED)\s*$", re.M)
 
 
+def launch_world(text: str) -> int | None:
+    """The job's number of processes from a launch command in ``text`` (:data:`LAUNCH_NPROC`, :data:`LAUNCH_ACCEL`),
+    or None when there is none or its node count is a range."""
+    m = LAUNCH_NPROC.search(text)
+    if m is not None:
+        nodes = LAUNCH_NNODES.search(m.group(0))
+        if nodes is not None and nodes.group(2):
+            return None
+        n = int(m.group(1)) * (int(nodes.group(1)) if nodes is not None else 1)
+        return n if 0 < n <= 1 << 20 else None
+    m = LAUNCH_ACCEL.search(text)
+    n = int(m.group(1)) if m is not None else 0
+    return n if 0 < n <= 1 << 20 else None
+
+
 def benchmark_line(tail: str) -> str | None:
     """The summary of an nccl-tests run in ``tail`` (a file's last characters) that went through every size and
     whose data check passed: ``"Avg bus bandwidth 0.51 GB/s"``; None when there is no such line, or the check
@@ -411,6 +426,14 @@ RANK_WINDOW = 128 << 10
 LAUNCH_MARKS = ("Setting OMP_NUM_THREADS environment variable for each process", "will restart worker group")
 NRANKS_RE = re.compile(r" rank \d+ nranks (\d+) ")
 NRANKS_BYTES = ascii_bytes_pattern(NRANKS_RE.pattern)
+#: The launch command when a console shows it (a terminal copied with its prompt, a job script's ``set -x``):
+#: torchrun / ``python -m torch.distributed.run|launch`` with ``--nproc-per-node N`` and ``--nnodes M`` (absent: one
+#: node; an elastic range ``M:K`` gives no size), or ``accelerate launch --num_processes N`` (the total). Read in the
+#: first :data:`JOB_WINDOW` of a file's blocks; NCCL's own ``nranks`` wins.
+LAUNCH_NPROC = re.compile(
+    r"(?:torchrun|torch\.distributed\.(?:run|launch))\b[^\n]{0,500}?--nproc[-_]per[-_]node[= ](\d{1,5})\b[^\n]*")
+LAUNCH_NNODES = re.compile(r"--nnodes[= ](\d{1,5})(:\d+)?\b")
+LAUNCH_ACCEL = re.compile(r"accelerate launch\b[^\n]{0,500}?--num[-_]processes[= ](\d{1,6})\b")
 NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
@@ -850,6 +873,8 @@ class Extractor:
             m_world = (NRANKS_BYTES if asc else NRANKS_RE).search(text)  # type: ignore[arg-type]
             if m_world:
                 obs.world_size = int(m_world.group(1))
+        if obs.launch_world is None and ((b"--n" in head) if asc else ("--n" in head)):  # type: ignore[operator]
+            obs.launch_world = launch_world(head if not asc else head.decode("ascii"))  # type: ignore[union-attr,arg-type]
         consumed: set[int] = set()
         if len(self._ray_rank) < 65536 and (
             any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)

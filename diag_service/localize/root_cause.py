@@ -476,6 +476,26 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
     return rank
 
 
+#: What :func:`_left_cleanly`'s rank did.
+CLEAN_EXIT_FINDING = (
+    "Every other rank lost its connection to rank {rank}, and the launcher's failure report lists them but not rank "
+    "{rank}: it ended with exit code 0 while its peers still waited on it. The job's own code let one rank finish or "
+    "return early (an early stop or a data loop that ends on one rank, a rank-dependent exit): every rank must leave "
+    "the training loop together (PyTorch distributed docs: all ranks must call each collective)."
+)
+
+
+def _left_cleanly(rank: int, groups: list[TemplateGroup], nodes: set[str], launches: int) -> bool:
+    """True when torchelastic's failure report (one agent, one node, no restart of the worker group) lists other
+    ranks as failed but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker
+    it leaves out exited 0. After a restart the report is the last attempt's, and a worker killed in an earlier one
+    is not in it (the lab's ``stop_sigkill_restart``)."""
+    if len(nodes) > 1 or launches > 1:
+        return False
+    reported = {r for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for r in g.ranks}
+    return bool(reported) and rank not in reported
+
+
 def _event_templates(
     groups: list[TemplateGroup], per_group: dict[int, list[str]], hits_by_id: dict[str, SignatureHit],
     ranks_seen: int,
@@ -547,7 +567,8 @@ def localize(
     kinds_present = {g.kind for g in groups}
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
-    world = set(range(progress.world_size)) if progress.world_size and progress.world_size <= 1 << 20 else set()
+    size = progress.world_size or progress.launch_world
+    world = set(range(size)) if size and size <= 1 << 20 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
     # worker's pid): the job's is the earliest of them.
@@ -812,11 +833,18 @@ def localize(
         silent = _silent_rank(hits, ranks_seen | world, sigs)
         if silent is not None and first_rank is None:
             first_rank = silent
-            findings.append(
-                f"Every other rank reports a lost peer (closed connection, broken pipe, timeout); rank {silent} "
-                "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
-                "killer; check the node's dmesg)."
-            )
+            if _left_cleanly(silent, groups, nodes_seen | progress.source_nodes, len(progress.launches)):
+                # torchelastic lists every worker of its agent that failed (exit code or signal): one it leaves out
+                # ended with exit code 0 while its peers were still in a collective with it
+                category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.4
+                summary = CLEAN_EXIT_FINDING.format(rank=silent) + " " + summary
+                findings.append(CLEAN_EXIT_FINDING.format(rank=silent))
+            else:
+                findings.append(
+                    f"Every other rank reports a lost peer (closed connection, broken pipe, timeout); rank {silent} "
+                    "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
+                    "killer; check the node's dmesg)."
+                )
         lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
                 if mode is FailureMode.FAIL_STOP and first_rank is None else None)
         if lost is not None:
