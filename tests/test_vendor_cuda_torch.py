@@ -104,6 +104,17 @@ CASES = [
         "torch.distributed.DistStoreError: use_libuv was requested but PyTorch was build without libuv support, "
         "run with USE_LIBUV=0 to disable it.\n",
     ),
+    (  # FSDP2: a sharded submodule called outside the root's forward (zoo dev b6_uc_fsdp2_submodule_eval)
+        "v_dtensor_mixed_with_tensor",
+        Category.USER_CODE,
+        _TRAIN
+        + '[rank1]:   File "/home/user/proj/train.py", line 77, in evaluate\n'
+        + "[rank1]:     emb = model.tok(probe)\n"
+        + '[rank1]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/tensor/_dispatch.py", line 386, '
+        "in _try_replicate_spec_for_scalar_tensor\n"
+        + "[rank1]: RuntimeError: aten.embedding.default got mixed torch.Tensor and DTensor, need to convert all "
+        "torch.Tensor to DTensor before calling distributed operators!\n",
+    ),
     (
         "v_torch_op_no_cuda_kernel",
         Category.CONFIG,

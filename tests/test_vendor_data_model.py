@@ -6,6 +6,8 @@ analysis must report the signature and the category it stands for.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from catalog_checks import assert_signature_decides
 
@@ -182,7 +184,14 @@ ROW_MISSING_KEY = (
     "[rank0]: KeyError: 'text'\n"
 )
 
+# A grayscale image among RGB ones, collated in a DataLoader worker (shared-memory batch): rank 1's traceback in the
+# real zoo dev run b6_data_grayscale_collate_r1, as recorded.
+_ZOO_CONSOLE = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b6_data_grayscale_collate_r1" / "console.log"
+COLLATE_IN_WORKER = "".join(ln for ln in _ZOO_CONSOLE.read_text().splitlines(keepends=True)
+                            if ln.startswith("[default1]:[rank1]:"))
+
 CASES = [
+    pytest.param(COLLATE_IN_WORKER, "d_collate_unequal_size_shared", Category.DATA, id="collate-in-worker"),
     pytest.param(ROW_MISSING_KEY, "d_datasets_row_missing_key", Category.DATA, id="row-missing-key"),
     pytest.param(TAR_SHARD_IN_WORKER, "d_tar_shard_read_error", Category.DATA, id="tar-shard-in-worker"),
     pytest.param(DECORD_VIDEO, "d_decord_decode_error", Category.DATA, id="decord"),
