@@ -485,15 +485,17 @@ CLEAN_EXIT_FINDING = (
 )
 
 
-def _left_cleanly(rank: int, groups: list[TemplateGroup], nodes: set[str], launches: int) -> bool:
-    """True when torchelastic's failure report (one agent, one node, no restart of the worker group) lists other
-    ranks as failed but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker
-    it leaves out exited 0. After a restart the report is the last attempt's, and a worker killed in an earlier one
-    is not in it (the lab's ``stop_sigkill_restart``)."""
-    if len(nodes) > 1 or launches > 1:
+def _left_cleanly(rank: int, groups: list[TemplateGroup], launches: int) -> bool:
+    """True when torchelastic's failure report (one agent, no restart of the worker group) lists other ranks as failed
+    but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker it leaves out
+    exited 0. After a restart the report is the last attempt's, and a worker killed in an earlier one is not in it
+    (the lab's ``stop_sigkill_restart``); with several agents (nodes) the rank may be another agent's."""
+    if launches > 1:
         return False
-    reported = {r for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for r in g.ranks}
-    return bool(reported) and rank not in reported
+    summaries = [g for g in groups if g.kind is EventKind.ELASTIC_SUMMARY]
+    reported = {r for g in summaries for r in g.ranks}
+    agents = {n for g in summaries for n in g.nodes}
+    return bool(reported) and rank not in reported and len(agents) <= 1
 
 
 def _event_templates(
@@ -833,7 +835,7 @@ def localize(
         silent = _silent_rank(hits, ranks_seen | world, sigs)
         if silent is not None and first_rank is None:
             first_rank = silent
-            if _left_cleanly(silent, groups, nodes_seen | progress.source_nodes, len(progress.launches)):
+            if _left_cleanly(silent, groups, len(progress.launches)):
                 # torchelastic lists every worker of its agent that failed (exit code or signal): one it leaves out
                 # ended with exit code 0 while its peers were still in a collective with it
                 category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.4
