@@ -69,3 +69,13 @@ def test_files_that_are_not_envelopes_are_left_alone() -> None:
     mixed = b'{"log": "a\\n"}\nstep 2 loss 2.2\n'  # a short file: every line must be a record
     for raw in (ds_config, feed, console, mixed, b""):
         assert sniff(raw) is None, raw
+
+
+def test_hostile_json_lines_are_read_as_text(tmp_path: Path) -> None:
+    """Records nested deeper than the JSON parser's stack, or cut by the line-length limit, are kept as plain lines."""
+    deep = '{"log": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    rec = json.dumps({"log": "RuntimeError: CUDA error: an illegal memory access was encountered\n", "time":
+                      "2024-05-01T10:00:00.3Z"}) + "\n"
+    (tmp_path / "c-json.log").write_text(rec * 3 + deep + rec)
+    d = run_diagnose(tmp_path)
+    assert any("illegal memory access" in e.template for e in d.events)

@@ -51,7 +51,7 @@ def _json_text(line: bytes) -> tuple[str, str | None] | None:
         return None
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser's stack (hostile input)
         return None
     if not isinstance(obj, dict):
         return None
