@@ -10,6 +10,8 @@ Runs: the zoo's dev runs, the lab fixtures and the bundled example (``eval/noise
   collector reads lines as they are written; a traceback's lines arrive with the line before them);
 * ``cri``: the kubelet's files on the node (containerd, CRI-O): ``<stamp> stderr F <line>``;
 * ``docker_json``: Docker's ``json-file`` driver, one ``{"log": ..., "stream": ..., "time": ...}`` object per line;
+* ``quoted``: a Markdown quote of the paste (``> `` before every line: a reply quoting the log);
+* ``wrapped``: lines hard-wrapped at 120 characters (a terminal or mail client copy);
 * ``crlf``: Windows line ends (a log copied through a Windows machine or a web form);
 * ``ansi``: colour codes around exception names, ``ERROR``/``WARNING`` and ``Traceback`` (rich, colorama,
   loguru consoles);
@@ -82,6 +84,22 @@ def docker_json(text: str) -> str:
     return "\n".join(out)
 
 
+def quoted(text: str) -> str:
+    """A paste quoted in Markdown (a reply that quotes the log): ``> `` before every line."""
+    return "\n".join(("> " + ln) if ln else ">" for ln in text.split("\n"))
+
+
+def wrapped(text: str, width: int = 120) -> str:
+    """Lines hard-wrapped at ``width`` characters (a terminal or mail client copy)."""
+    out = []
+    for ln in text.split("\n"):
+        while len(ln) > width:
+            out.append(ln[:width])
+            ln = ln[width:]
+        out.append(ln)
+    return "\n".join(out)
+
+
 def crlf(text: str) -> str:
     return text.replace("\n", "\r\n")
 
@@ -94,7 +112,7 @@ def ansi(text: str) -> str:
 
 
 TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "cri": cri, "docker_json": docker_json, "crlf": crlf,
-                                                   "ansi": ansi}
+                                                   "ansi": ansi, "quoted": quoted, "wrapped": wrapped}
 
 
 def transformed(src: Path, dst: Path, name: str) -> Path:
