@@ -113,7 +113,7 @@ def test_a_training_log_that_ends_without_any_error_is_a_hang_to_confirm(tmp_pat
     (tmp_path / "console.log").write_text(_STALLED)
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.failure_mode is FailureMode.FAIL_HANG
-    assert d.category is Category.UNKNOWN and d.confidence < 0.3  # right 3 of 14 at first contact (docs/pipeline.md)
+    assert d.category is Category.UNKNOWN and d.confidence < 0.5  # an abstention (unknown_by: about 0.3 at first contact)
     # a hang read from silence is confirmed before anything is killed: stack dumps first, no restart yet
     assert d.recovery is not None and d.recovery.level.value == "L0"
     assert "stack dumps" in d.recovery.action

@@ -37,6 +37,10 @@ def _text(tmp_path: Path, text: str):
     ("n11a-019", "config", "fail_stop", "nccl_graph_file_mismatch"),
     # a plugin-injected topology XML without the CPU's arch (p5, a subset of GPUs): NCCL/plugin
     ("n12a-008", "framework", "fail_stop", "nccl_topology_xml_incomplete"),
+    # Ascend: HCCL's notify wait timeout (EI0002) and the runtime's stream/device sync timeout (EE1002) are hang
+    # symptoms, as NCCL's watchdog timeouts are (CANN error-code reference)
+    ("n15a-005", "unknown", "fail_hang", "ascend_hccl_notify_timeout"),
+    ("n15a-006", "unknown", "fail_hang", "ascend_stream_sync_timeout"),
     # NCCL 2.26's graph fallback to a NIC id that NIC fusion merged away (NVIDIA/nccl#1748, a NeMo container)
     ("n13b-022", "framework", "fail_stop", "nccl_net_id_not_found"),
     # a node's raylet received SIGTERM from the launcher that started it
