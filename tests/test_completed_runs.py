@@ -155,6 +155,9 @@ def test_a_completed_nccl_tests_run_is_not_a_failed_job(tmp_path: Path, corpus_d
     assert d.failure_mode.value == "fail_slow" and "2.47 GB/s" in d.root_cause.summary
     log.write_text(_NCCL_TESTS.format(oob="4 FAILED"))  # wrong values: not a completed benchmark
     assert diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False)).failure_mode.value != "fail_slow"
+    # a paste whose last line is blank and has no newline (trailing spaces, a quote's ">") keeps the summary
+    log.write_text(_NCCL_TESTS.format(oob="0 OK") + "  ")
+    assert diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False)).failure_mode.value == "fail_slow"
     # the same run as kubectl logs --timestamps or mpirun --tag-output delivers it
     for prefix in ("2026-12-05T10:00:00.000000001Z ", "[1,0]<stdout>:"):
         log.write_text("".join(prefix + ln + "\n" for ln in _NCCL_TESTS.format(oob="0 OK").splitlines()))

@@ -79,3 +79,15 @@ def test_hostile_json_lines_are_read_as_text(tmp_path: Path) -> None:
     (tmp_path / "c-json.log").write_text(rec * 3 + deep + rec)
     d = run_diagnose(tmp_path)
     assert any("illegal memory access" in e.template for e in d.events)
+
+
+def test_a_log_quoted_in_a_reply_gets_the_same_diagnosis(tmp_path: Path) -> None:
+    """The bundled example as a reply quoting it ('> ' before every line, '>' on empty ones)."""
+    plain = run_diagnose(EXAMPLE)
+    d = run_diagnose(transformed(EXAMPLE, tmp_path / "q", "quoted"))
+    assert (d.category, d.failure_mode, d.first_failing_rank) == (plain.category, plain.failure_mode,
+                                                                   plain.first_failing_rank)
+    raw = b"> step 1 loss 2.3\n>\n> Traceback (most recent call last):\n> >>> import torch\n"
+    assert sniff(raw) is Envelope.QUOTE
+    assert unwrap(raw, Envelope.QUOTE) == b"step 1 loss 2.3\n\nTraceback (most recent call last):\n>>> import torch\n"
+    assert sniff(b">>> import torch\n>>> x = torch.ones(2)\n>>> x.cuda()\nRuntimeError: No CUDA GPUs are available\n") is None

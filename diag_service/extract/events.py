@@ -848,11 +848,13 @@ class Extractor:
             window_bytes = [tail_bytes] if head == tail else [_utf8(head), tail_bytes]  # type: ignore[arg-type]
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
-        # a file's completion counts only from its last block read (a later block without one clears it)
-        _last_block_mark(obs.completed, src.path, completion_line(tail_bytes))  # type: ignore[arg-type]
-        end_bytes = tail_bytes[-COMPLETION_TAIL_BYTES:]  # type: ignore[index]
-        bench = benchmark_line(end_bytes.decode("utf-8", "replace")) if b"Avg bus bandwidth" in end_bytes else None
-        _last_block_mark(obs.benchmarks, src.path, bench)
+        # a file's completion counts only from its last block read (a later block without one clears it), unless that
+        # block is blank: a file's last line without its newline (a paste's trailing ">" or spaces) comes alone
+        if not tail_bytes.isspace():  # type: ignore[union-attr]
+            _last_block_mark(obs.completed, src.path, completion_line(tail_bytes))  # type: ignore[arg-type]
+            end_bytes = tail_bytes[-COMPLETION_TAIL_BYTES:]  # type: ignore[index]
+            bench = benchmark_line(end_bytes.decode("utf-8", "replace")) if b"Avg bus bandwidth" in end_bytes else None
+            _last_block_mark(obs.benchmarks, src.path, bench)
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1

@@ -1,11 +1,14 @@
-"""Container-runtime and log-shipper envelopes around log lines, unwrapped to the lines a terminal showed.
+"""Envelopes around log lines (container runtimes, log shippers, a Markdown quote), unwrapped to the lines a terminal
+showed.
 
-A log copied off a Kubernetes node or out of a log store is rarely what the process printed:
+A log copied off a Kubernetes node, out of a log store or out of a discussion is rarely what the process printed:
 
 * **CRI** (containerd and CRI-O, the kubelet's ``/var/log/pods/<ns>_<pod>_<uid>/<container>/N.log``; the
   format of the Kubernetes CRI logging proposal, ``kubernetes/design-proposals-archive``
   ``node/kubelet-cri-logging.md``): ``<RFC 3339 nanosecond time> <stdout|stderr> <F|P> <text>``, ``P`` for a
   partial line that the runtime split (16 KiB) and the next record continues;
+* **a Markdown quote**: ``> `` before every line, a log quoted in an issue's reply or a forum post (every level is
+  removed, a Python prompt ``>>>`` is kept);
 * **JSON lines** (Docker's ``json-file`` driver, ``/var/lib/docker/containers/<id>/<id>-json.log``:
   ``{"log": "<text>\\n", "stream": "stderr", "time": "..."}``; Fluent Bit / Fluentd records, whose text is under
   ``log``; exports of Loki, Vector or Elasticsearch, under ``message``; Google Cloud Logging, ``textPayload``).
@@ -14,7 +17,8 @@ Inside those, a traceback's quotes and indentation are escaped and every line st
 neither the line-prefix detection (``[rank3]:``, ``gpu-node-001: ``) nor the traceback reader sees them.
 :func:`sniff` decides from a member's first lines whether it is one of these; :func:`unwrap` turns a block of
 complete lines into ``<time> <text>`` lines, the shape ``kubectl logs --timestamps`` gives, which
-:mod:`diag_service.logformat` reads (the time is the collector's, the text keeps its own prefixes).
+:mod:`diag_service.logformat` reads (the time is the collector's, the text keeps its own prefixes); a quoted line
+into its text.
 
 One record gives one line, so line numbers in evidence stay those of the file (a partial record is not
 joined to the next; a shipper's record holding several lines, a multiline-parser traceback, gives several).
@@ -43,6 +47,12 @@ SNIFF_SHARE = 0.8
 class Envelope(StrEnum):
     CRI = "cri"
     JSON = "json"
+    QUOTE = "quote"
+
+
+#: A Markdown quote's marker at a line's start: a log quoted in an issue's reply or a forum post (``> > `` for a
+#: quote of a quote; a Python prompt ``>>> `` is not one).
+QUOTE_LINE = re.compile(rb">(?: |$)")
 
 
 def _json_text(line: bytes) -> tuple[str, str | None] | None:
@@ -76,7 +86,20 @@ def sniff(head: bytes) -> Envelope | None:
         return Envelope.CRI
     if sum(_json_text(x) is not None for x in lines) >= need:
         return Envelope.JSON
+    if sum(QUOTE_LINE.match(x.rstrip(b"\r")) is not None for x in lines) >= need:
+        return Envelope.QUOTE
     return None
+
+
+def _unquote(line: bytes) -> bytes:
+    """``line`` without its quote markers (every level of ``> ``, or a bare ``>`` ending an empty quoted line)."""
+    body = line.rstrip(b"\r")
+    i = 0
+    while body.startswith(b"> ", i):
+        i += 2
+    if body[i:] == b">":
+        i += 1
+    return line[i:]
 
 
 def unwrap(block: bytes, kind: Envelope) -> bytes:
@@ -88,6 +111,9 @@ def unwrap(block: bytes, kind: Envelope) -> bytes:
     if block.endswith(b"\n"):
         lines.pop()
     for line in lines:
+        if kind is Envelope.QUOTE:
+            out.append(_unquote(line))
+            continue
         if kind is Envelope.CRI:
             m = CRI_LINE.fullmatch(line.rstrip(b"\r"))
             out.append(m.group(1) + b" " + m.group(2) if m else line)
