@@ -91,3 +91,22 @@ def test_a_log_quoted_in_a_reply_gets_the_same_diagnosis(tmp_path: Path) -> None
     assert sniff(raw) is Envelope.QUOTE
     assert unwrap(raw, Envelope.QUOTE) == b"step 1 loss 2.3\n\nTraceback (most recent call last):\n>>> import torch\n"
     assert sniff(b">>> import torch\n>>> x = torch.ones(2)\n>>> x.cuda()\nRuntimeError: No CUDA GPUs are available\n") is None
+
+
+def test_hard_wrapped_lines_are_joined_and_same_template_lines_are_not(corpus_dev_case) -> None:
+    """A paste hard-wrapped at 116 characters (public corpus dev n5-050: the heartbeat monitor's report cut mid-word,
+    'indi' / 'cates') is joined and read as the hang it reports; lines of one template that merely share a width (every
+    rank's watchdog report, a trainer's iteration lines, padded lines) are not taken for wrapping."""
+    from diag_service.ingest.envelope import sniff_wrap, unwrap_wrapped
+
+    d = corpus_dev_case("n5-050")
+    assert d.failure_mode.value == "fail_hang"
+    assert any("hard-wrapped at 116" in w for w in d.input.warnings)
+    watchdog = "".join(
+        f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+        f"OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800355 milliseconds before timing out.\n" for r in range(4, 8))
+    iters = "".join(f" iteration {i:>8d}/   10000 | consumed samples: {i * 512:>10d} | elapsed time per iteration (ms): "
+                    f"{1500 + i % 7}.2 | lm loss: 2.{i:04d}E+00 |\n" for i in range(100, 140))
+    for text in (watchdog, iters):
+        assert sniff_wrap(text.encode()) is None
+    assert unwrap_wrapped(b"abcde\nfgh\nxyz\n", 5) == b"abcdefgh\nxyz\n"

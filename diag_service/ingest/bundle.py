@@ -61,7 +61,7 @@ from diag_service.ingest.archive import (
     read_pieces_into,
     sniff_kind,
 )
-from diag_service.ingest.envelope import Envelope, sniff, unwrap
+from diag_service.ingest.envelope import Envelope, sniff, sniff_wrap, unwrap, unwrap_wrapped
 from diag_service.ingest.walk import BundleError, Policy, Walker
 from diag_service.limits import BundleLimits
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
@@ -375,6 +375,7 @@ def _stream_blocks(
     sniffer = _PrefixSniffer(src)
     first = True
     envelope: Envelope | None = None  # CRI or JSON-lines records around the lines (diag_service.ingest.envelope)
+    wrap = 0  # the width the member's lines were hard-wrapped at (0: not wrapped)
     # one read buffer per member, filled in place (read_pieces_into): a block's bytes are copied once, into
     # the block, instead of once per stream layer, per piece join and per cut
     if area is None or len(area) != limits.block_bytes:
@@ -392,6 +393,10 @@ def _stream_blocks(
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
             envelope = sniff(bytes(chunk[:65536]))
+            wrap = 0 if envelope is not None else (sniff_wrap(bytes(chunk[:65536])) or 0)
+            if wrap:
+                report.warnings.append(f"{src.path}: lines hard-wrapped at {wrap} characters were joined (line "
+                                       "numbers count the joined lines)")
         if got:
             member_bytes += got
             report.bytes_read += got
@@ -414,6 +419,8 @@ def _stream_blocks(
                 truncated += n_cut
                 if envelope is not None:
                     complete = unwrap(complete, envelope)
+                elif wrap:
+                    complete = unwrap_wrapped(complete, wrap)
             if len(buf) > max_line:
                 complete += buf[: _utf8_cut(buf, max_line)] + _TRUNC_MARK + b"\n"
                 truncated += 1
@@ -445,6 +452,8 @@ def _stream_blocks(
     if buf and not skipping_long:
         if envelope is not None:
             buf = unwrap(buf + b"\n", envelope)[:-1]
+        elif wrap:
+            buf = unwrap_wrapped(buf + b"\n", wrap)[:-1]
         text = _normalise(buf.decode("utf-8", errors="replace"), redraws) + "\n"
         bad_chars += text.count("\ufffd")
         sniffer.feed(text)

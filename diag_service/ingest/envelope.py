@@ -132,4 +132,70 @@ def unwrap(block: bytes, kind: Envelope) -> bytes:
     return res
 
 
-__all__ = ["CRI_LINE", "Envelope", "sniff", "unwrap"]
+#: Hard wrapping (a terminal, mail client or forum that broke long lines at a fixed width): the widths it is looked for
+#: at, and how many of the sampled lines must be exactly that wide, with none wider.
+WRAP_WIDTHS = (60, 512)
+WRAP_MIN_LINES = 3
+WRAP_MIN_SHARE = 0.05
+
+
+def sniff_wrap(head: bytes) -> int | None:
+    """The width at which a member's lines were hard-wrapped, from its first bytes, or None.
+
+    A hard-wrapped text has no line wider than the width and many lines exactly that wide (each continued on the
+    next line): at least :data:`WRAP_MIN_LINES` and :data:`WRAP_MIN_SHARE` of its non-empty lines, the width within
+    :data:`WRAP_WIDTHS`, and most of those lines followed by a non-empty one. A log as printed has a few long lines of
+    different lengths."""
+    parts = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        parts.pop()
+    lines = [p.rstrip(b"\r").decode("utf-8", "replace") for p in parts]
+    sizes = [len(x) for x in lines if x.strip()]
+    if len(sizes) < WRAP_MIN_LINES:
+        return None
+    width = max(sizes)
+    if not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
+        return None
+    at = [i for i, x in enumerate(lines) if len(x) == width]
+    if len(at) < max(WRAP_MIN_LINES, WRAP_MIN_SHARE * len(sizes)):
+        return None
+    continued = sum(1 for i in at if i + 1 < len(lines) and _continues(lines[i], lines[i + 1]))
+    return width if continued >= 0.8 * len(at) else None
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """Whether ``nxt`` reads as the rest of ``line`` cut at the wrap width rather than a line of its own: its first
+    character is not a bracket, rule or quote that opens log lines, it does not start as ``line`` does (lines
+    of one template, e.g. every rank's watchdog report or a trainer's iteration lines, are alike in width and
+    start), and ``line`` stops inside a word or after a space."""
+    rest = nxt.lstrip()
+    if not rest or rest[0] in "[(<-=#*>|" or nxt[:12] == line[:12] or line.endswith("  "):
+        return False  # a line start of its own, a line of the same template, or a line padded with blanks
+    if line.endswith(".") and nxt[:1].isspace():
+        return False  # a sentence that ended, then an indented line (Python's warnings print the source line so)
+    return line[-1].isalnum() or line[-1] in " _'\"/\\,:;."
+
+
+def unwrap_wrapped(block: bytes, width: int) -> bytes:
+    """``block`` (complete lines, UTF-8) with every line exactly ``width`` characters wide joined to the next one.
+    Returns UTF-8 bytes ending as ``block`` does; the result has fewer lines."""
+    text = block.decode("utf-8", "replace")
+    ends = text.endswith("\n")
+    lines = text.split("\n")
+    if ends:
+        lines.pop()
+    out: list[str] = []
+    pending = ""
+    for line in lines:
+        body = line.rstrip("\r")
+        if len(body) == width:
+            pending += body
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return ("\n".join(out) + ("\n" if ends else "")).encode()
+
+
+__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_wrap", "unwrap", "unwrap_wrapped"]
