@@ -1108,7 +1108,7 @@ SCENARIOS += [
              action=("shell", "[rank 1] epoch 0 loss",
                      "ZOO_RUN=b7_hang_flock_stale_r1 setsid flock cache/rank1/.lock sleep 120 >/dev/null 2>&1 &")),
     # unique parameters taken with set(): the iteration order follows object addresses, different in every process
-    Scenario("b7_hang_tied_set_order", "train_lm.py",
+    Scenario("b7_uc_tied_set_order", "train_lm.py",
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_lm.py"),
 ]
 
@@ -1161,12 +1161,13 @@ SCENARIOS += [
              cmd2=STATIC_VM.replace("{node}", "1"), action=("freeze_node", 1, "[node1] INFO step 100 ", 40)),
 ]
 
-PART_2N = ("GLOO_SOCKET_IFNAME=data0 TORCH_CPP_LOG_LEVEL=INFO torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d "
-           "--rdzv-endpoint 10.77.0.1:{port} --rdzv-id enc-0412 train.py")
+PART_2N = ("GLOO_SOCKET_IFNAME=data0 TORCH_CPP_LOG_LEVEL=INFO torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 "
+           "--master-addr 10.77.0.1 --master-port {port} train.py")
 VETH_DOWN = "ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; true"
 SCENARIOS += [
     # a partition between the two nodes: node 0's side of the link goes down at step 60
-    Scenario("b7_net_partition_twonode", "train.py", PART_2N, cmd2=PART_2N, netns2="zoo_n1", setup=VETH,
+    Scenario("b7_net_partition_twonode", "train.py", PART_2N.replace("{node}", "0"),
+             cmd2=PART_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH,
              teardown=VETH_DOWN, action=("shell", "step 60 loss", "ip link set data0 down")),
 ]
 SCENARIOS += [
@@ -1178,21 +1179,21 @@ SCENARIOS += [
 RATE_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
            "--master-port {port} train_lm.py")
 SHAPE_VETH = ("tc qdisc add dev data0 root handle 1: htb default 10 && "
-              "tc class add dev data0 parent 1: classid 1:10 htb rate 600mbit ceil 600mbit && "
+              "tc class add dev data0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit && "
               "ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 && "
-              "ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 600mbit ceil 600mbit")
+              "ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit")
 SCENARIOS += [
-    # from step 200 the link between the nodes runs at 600 Mbit/s (a port renegotiated down / a degraded cable)
+    # from step 120 the link between the nodes runs at 200 Mbit/s (a port renegotiated down / a degraded cable)
     Scenario("b7_slow_link_rate_twonode", "train_lm.py", RATE_2N.replace("{node}", "0"),
              cmd2=RATE_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
-             action=("shell", "step 200/700 ", SHAPE_VETH)),
+             action=("shell", "step 120/360 ", SHAPE_VETH)),
     # from step 100 rank 2's DataLoader worker gets 8% of a core
     Scenario("b7_slow_worker_quota_r2", "train_audio.py", f"{TR} 3 --tee 3 --master-port {{port}} train_audio.py",
              action=("worker_quota", 2, "[rank2] step 100/", 8)),
     Scenario("b7_slow_metrics_json_r0", "train.py", "PORT={port} python train.py"),
-    # from step 150 rank 3's container is limited to 15% of a core
+    # 5 s into training rank 3's container is limited to 25% of a core
     Scenario("b7_slow_rank_quota_tqdm_r3", "train_vit.py",
-             "torchrun --standalone --nproc-per-node 4 train_vit.py", action=("rank_quota", 3, "| 150/500 [", 15)),
+             "torchrun --standalone --nproc-per-node 4 train_vit.py", action=("rank_quota", 3, "[00:05<", 25)),
 ]
 
 DANGLING = r"""python - <<'EOF'
@@ -1265,4 +1266,8 @@ SCENARIOS += [
     # node 1 launched with the same --node-rank 0 (the launch script's NODE_RANK was not exported there)
     Scenario("b7_cfg_node_rank_dup_twonode", "train_sent.py", DUP_2N, cmd2=DUP_2N, netns2="zoo_n1", setup=VETH,
              teardown=VETH_DOWN),
+]
+SCENARIOS += [
+    Scenario("b7_hang_uploader_queue_r2", "train_clip.py",
+             f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_clip.py"),
 ]

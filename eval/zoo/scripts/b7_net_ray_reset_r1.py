@@ -24,15 +24,15 @@ def train_func(config):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if step % 25 == 0:
+        if step % 100 == 0:
             print(f"worker {rank} step {step} mse {loss.item():.4f} {time.time() - t0:.2f}s")
             t0 = time.time()
-        if step % 200 == 0:
+        if step % 1000 == 0:
             ray.train.report({"step": step, "mse": loss.item()})
 
 
 if __name__ == "__main__":
-    trainer = TorchTrainer(train_func, train_loop_config={"steps": 1500},
+    trainer = TorchTrainer(train_func, train_loop_config={"steps": 6000},
                            scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
                            torch_config=TorchConfig(backend="gloo", timeout_s=20))
     result = trainer.fit()

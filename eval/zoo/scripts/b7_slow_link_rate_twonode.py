@@ -23,7 +23,7 @@ def main():
         log.info("model: %.2fM parameters", n_params / 1e6)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(rank)
-    steps = 700
+    steps = 360
     t_win = time.time()
     for step in range(1, steps + 1):
         x = torch.randint(0, 128, (32, ctx + 1), generator=g)

@@ -10,7 +10,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-STEPS = 1500
+STEPS = 600
 
 
 def run(rank, world):
@@ -30,12 +30,13 @@ def run(rank, world):
         opt.step()
         if rank == 0:
             gn = {n: p.grad.norm().item() for n, p in model.named_parameters()}
+            hist = {n: p.grad.histc(bins=24).tolist() for n, p in model.named_parameters()}
             history.append({"step": step, "loss": loss.item(), "lr": 0.01, "time": time.time(), "grad_norm": gn,
-                            "out_mean": out.mean().item(), "out_std": out.std().item()})
+                            "grad_hist": hist, "out_mean": out.mean().item(), "out_std": out.std().item()})
             with open("metrics.json", "w") as f:  # the dashboard polls this file
                 json.dump(history, f, indent=2)
-            if step % 50 == 0:
-                print(f"step {step}/{STEPS} loss {loss.item():.4f} time {(time.time() - t0) * 20:.1f}ms")
+            if step % 25 == 0:
+                print(f"step {step}/{STEPS} loss {loss.item():.4f} time {(time.time() - t0) * 40:.1f}ms")
                 t0 = time.time()
     dist.destroy_process_group()
 

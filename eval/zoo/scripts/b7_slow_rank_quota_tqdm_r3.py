@@ -27,7 +27,7 @@ def main():
     model = DDP(PatchNet())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(rank)
-    steps = 500
+    steps = 1200
     for step in tqdm(range(steps), disable=rank != 0, desc="train", mininterval=0.5):
         x = torch.randn(16, 3, 32, 32, generator=g)
         y = torch.randint(0, 10, (16,), generator=g)
