@@ -702,15 +702,15 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind in ("freeze_node", "rank_quota", "worker_quota", "ray_ss_kill"):  # batch 7
+        _act_batch7(sc, procs or [proc], stop, wd)
+        return
     if kind.startswith("ray_"):
         _act_ray(sc, stop, wd)
         return
     deadline = time.time() + 30
     if kind in ("hogx", "stopcont_until", "stall_every", "quota_until", "pin_hogx"):
         _act_batch4(sc, procs or [proc], stop, wd)
-        return
-    if kind in ("freeze_node", "rank_quota", "worker_quota", "ray_ss_kill"):
-        _act_batch7(sc, procs or [proc], stop, wd)
         return
     if kind in ("freeze", "tc_flap", "cpuset_shrink"):
         _act_batch6(sc, procs or [proc], stop, wd)
