@@ -1271,3 +1271,10 @@ SCENARIOS += [
     Scenario("b7_hang_uploader_queue_r2", "train_clip.py",
              f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_clip.py"),
 ]
+SCENARIOS += [
+    # the checkpoint mount hangs before the step-300 save: rank 0's open() of the new file never returns (made as a
+    # named pipe with no reader at that path)
+    Scenario("b7_hang_ckpt_nfs_write_r0", "train_dae.py",
+             "TORCH_CPP_LOG_LEVEL=INFO torchrun --nproc-per-node 3 --master-port {port} train_dae.py",
+             setup="mkdir -p ckpt && mkfifo ckpt/model_step00300.pt"),
+]
