@@ -45,6 +45,7 @@ REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
     ("/work/wt/h16", "/home/user/proj"),  # batch 5 (before /work/wt/h1, its prefix)
+    ("/work/wt/h27", "/home/user/proj"),  # batch 7
     ("/work/wt/h24", "/home/user/proj"),  # batch 6 (before /work/wt/h2x prefixes)
     ("/work/wt/h1", "/home/user/proj"),
     ("/work/wt/h4", "/home/user/proj"),
@@ -55,6 +56,7 @@ CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_job")
 JOB_MEM_CGROUP = Path("/sys/fs/cgroup/memory/zoo_job")  # batch 6
 JOB_PIDS_CGROUP = Path("/sys/fs/cgroup/pids/zoo_job")  # batch 6
 FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer/zoo_rank")  # batch 6
+RANK_CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_rank")  # batch 7
 
 
 @dataclass
@@ -617,6 +619,61 @@ def _act_batch6(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
 
 
+def _act_batch7(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    if kind == "freeze_node":
+        # a whole simulated node (its agent and every worker) paused, as a hypervisor pauses a VM (live migration,
+        # host maintenance): cgroup v1 freezer, thawed thaw_s later
+        _, node, after, thaw_s = sc.action
+        if _waited4(stop, after, wd):
+            return
+        FREEZER_CGROUP.mkdir(exist_ok=True)
+        root = procs[node].pid
+        for p in [root, *_descendants(root)]:
+            with contextlib.suppress(OSError):
+                (FREEZER_CGROUP / "cgroup.procs").write_text(str(p))
+        (FREEZER_CGROUP / "freezer.state").write_text("FROZEN")
+        print(f"  freeze_node: node {node} frozen", file=sys.stderr)
+        stop.wait(thaw_s)
+        (FREEZER_CGROUP / "freezer.state").write_text("THAWED")
+        print("  freeze_node: thawed", file=sys.stderr)
+        return
+    if kind == "ray_ss_kill":
+        # a Ray Train worker's established TCP connections destroyed (ss -K), as a switch or NIC reset does
+        _, rank, after = sc.action
+        pid = _ray_rank_pid(wd, rank, time.time() + 80)
+        if pid is None:
+            print(f"  !! ray worker {rank} not found", file=sys.stderr)
+            return
+        if _waited4(stop, after, wd):
+            return
+        pairs = _sockets_of(pid)
+        for local, peer in pairs:
+            lh, lp = local.rsplit(":", 1)
+            ph, pp = peer.rsplit(":", 1)
+            subprocess.run(["ss", "-K", "dst", ph, "dport", "=", pp, "src", lh, "sport", "=", lp], capture_output=True)
+        print(f"  ray_ss_kill: worker {rank} pid {pid}: {len(pairs)} connections", file=sys.stderr)
+        return
+    pid = _scenario_rank_pid(roots, sc)
+    if pid is None:
+        return
+    # ("rank_quota", rank, after, percent): the rank (and its threads and children) in a CPU cgroup at `percent` of
+    # one core (its container's CPU limit lowered, a noisy neighbour's share) | ("worker_quota", rank, after, percent):
+    # only the rank's DataLoader workers in that cgroup (its data-loading processes starved of CPU)
+    _, _, after, percent = sc.action
+    if _waited4(stop, after, wd):
+        return
+    RANK_CPU_CGROUP.mkdir(exist_ok=True)
+    (RANK_CPU_CGROUP / "cpu.cfs_period_us").write_text("100000")
+    (RANK_CPU_CGROUP / "cpu.cfs_quota_us").write_text(str(percent * 1000))
+    targets = [pid, *_descendants(pid)] if kind == "rank_quota" else _workers_of(pid)
+    for p in targets:
+        with contextlib.suppress(OSError):
+            (RANK_CPU_CGROUP / "cgroup.procs").write_text(str(p))
+    print(f"  {kind}: rank {sc.action[1]} pids {targets} at {percent}%", file=sys.stderr)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -645,6 +702,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind in ("freeze_node", "rank_quota", "worker_quota", "ray_ss_kill"):  # batch 7
+        _act_batch7(sc, procs or [proc], stop, wd)
+        return
     if kind.startswith("ray_"):
         _act_ray(sc, stop, wd)
         return
@@ -697,7 +757,9 @@ def record(sc: Scenario, i: int) -> None:
     env.update({k: v.replace("{port}", str(port)) for k, v in sc.env.items()})
     env.pop("VIRTUAL_ENV", None)
     if sc.setup:
-        subprocess.run(["bash", "-c", sc.setup.replace("{port}", str(port))], cwd=wd, env=env, check=True)
+        # batch 7: {port_asset} is a port of a service the job uses (the scenario's port + 3)
+        setup = sc.setup.replace("{port_asset}", str(port + 3)).replace("{port}", str(port))
+        subprocess.run(["bash", "-c", setup], cwd=wd, env=env, check=True)
     cmd = sc.cmd.replace("{port}", str(port))
     holder = None
     if sc.action and sc.action[0] == "hold_port":
@@ -738,6 +800,8 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup()
     if CPU_CGROUP.exists():
         _rmcgroup(CPU_CGROUP)
+    if RANK_CPU_CGROUP.exists():  # batch 7
+        _rmcgroup(RANK_CPU_CGROUP)
     for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
         if cg.exists():
             if cg == FREEZER_CGROUP:
@@ -819,7 +883,7 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
 
 
 def _rmcgroup(path: Path = CGROUP) -> None:
-    if path == CPU_CGROUP:  # move what is left back to the root before removing
+    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP):  # move what is left back to the root before removing
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (path.parent / "cgroup.procs").write_text(pid)

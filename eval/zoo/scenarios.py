@@ -1081,3 +1081,200 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node=2 --log-dir logs --tee 3 --master_port={port} "
              "train_denoise.py --iters 700 --ema-start 250"),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 7 (ids b7_*): hangs, fail_slow, network and infrastructure faults on two simulated nodes
+
+PATCHES_NFS = r"""python - <<'EOF'
+import os, numpy as np
+rng = np.random.default_rng(7)
+for r in range(4):
+    d = f"data/patches/shard{r}"
+    os.makedirs(d, exist_ok=True)
+    for k in range(4):
+        p = f"{d}/part-{k:03d}.npy"
+        if r == 3 and k == 2:
+            os.mkfifo(p)  # the NFS server stopped answering: a read of this part never returns
+            continue
+        np.save(p, rng.standard_normal((320, 5, 24, 24)).astype(np.float32))
+EOF"""
+
+SCENARIOS += [
+    # rank 3's next data part sits on a hung NFS export: its read blocks forever (made as a named pipe nobody writes)
+    Scenario("b7_hang_nfs_fifo_r3", "train_seg.py",
+             f"{TR} 4 --log-dir logs --tee 3 --master-port {{port}} train_seg.py", setup=PATCHES_NFS),
+    # a cache-cleaner process started on the node takes rank 1's cache lock during epoch 1 and hangs holding it
+    Scenario("b7_hang_flock_stale_r1", "prep_and_train.py", "python prep_and_train.py --port {port}",
+             action=("shell", "[rank 1] epoch 0 loss",
+                     "ZOO_RUN=b7_hang_flock_stale_r1 setsid flock cache/rank1/.lock sleep 120 >/dev/null 2>&1 &")),
+    # unique parameters taken with set(): the iteration order follows object addresses, different in every process
+    Scenario("b7_uc_tied_set_order", "train_lm.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_lm.py"),
+]
+
+SQUADISH = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/squadish_{r}.jsonl", "w") as f:
+        for i in range(400):
+            n = rng.randint(30, 90)
+            if r == 0 and 320 <= i < 336:  # a run of long passages from one scraped site, next to each other
+                n = rng.randint(140, 400)
+            s = rng.randrange(n - 5)
+            f.write(json.dumps({"ids": [rng.randrange(1, 8000) for _ in range(n)], "start": s,
+                                "end": s + rng.randrange(5)}) + "\n")
+EOF"""
+
+MANIFEST_HTTP = r"""python - <<'EOF'
+import json, os, numpy as np
+os.makedirs("data/img", exist_ok=True)
+rng = np.random.default_rng(1)
+for r in range(2):
+    with open(f"data/manifest_{r}.jsonl", "w") as f:
+        for i in range(480):
+            if r == 1 and i >= 320:
+                src = f"http://127.0.0.1:{ASSET_PORT}/assets/{r}_{i:05d}.npy"  # not yet mirrored locally
+            else:
+                src = f"data/img/{r}_{i:05d}.npy"
+                np.save(src, rng.integers(0, 256, (32, 32, 3), dtype=np.uint8))
+            f.write(json.dumps({"src": src, "label": int(rng.integers(10))}) + "\n")
+EOF
+# the asset server: accepts connections, never answers (a wedged gateway); ended with the run (ZOO_RUN)
+setsid python -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', ASSET_PORT)); s.listen(128); time.sleep(300)" >/dev/null 2>&1 &
+sleep 0.5"""
+
+SCENARIOS += [
+    Scenario("b7_hang_data_skip_r0", "finetune_qa.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} finetune_qa.py --max-len 96",
+             setup=SQUADISH),
+    Scenario("b7_hang_loader_http_r1", "train_img.py", f"{TR} 2 --master-port {{port}} train_img.py",
+             setup=MANIFEST_HTTP.replace("ASSET_PORT", "{port_asset}")),
+]
+
+STATIC_VM = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+             "train_kws.py")
+SCENARIOS += [
+    # node 1 (agent and rank) paused by its hypervisor for 40 s (a live migration), then resumed
+    Scenario("b7_inf_vm_paused_node1", "train_kws.py", STATIC_VM.replace("{node}", "0"),
+             cmd2=STATIC_VM.replace("{node}", "1"), action=("freeze_node", 1, "[node1] INFO step 100 ", 40)),
+]
+
+PART_2N = ("GLOO_SOCKET_IFNAME=data0 TORCH_CPP_LOG_LEVEL=INFO torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 "
+           "--master-addr 10.77.0.1 --master-port {port} train.py")
+VETH_DOWN = "ip netns del zoo_n1 2>/dev/null; ip link del data0 2>/dev/null; true"
+SCENARIOS += [
+    # a partition between the two nodes: node 0's side of the link goes down at step 60
+    Scenario("b7_net_partition_twonode", "train.py", PART_2N.replace("{node}", "0"),
+             cmd2=PART_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH,
+             teardown=VETH_DOWN, action=("shell", "step 60 loss", "ip link set data0 down")),
+]
+SCENARIOS += [
+    # worker 1's TCP connections reset (ss -K) mid-training
+    Scenario("b7_net_ray_reset_r1", "train.py", "python train.py", env={"RAY_DEDUP_LOGS": "0"},
+             action=("ray_ss_kill", 1, "worker 1 step 1000 ")),
+]
+
+RATE_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+           "--master-port {port} train_lm.py")
+SHAPE_VETH = ("tc qdisc add dev data0 root handle 1: htb default 10 && "
+              "tc class add dev data0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit && "
+              "ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 && "
+              "ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 200mbit ceil 200mbit")
+SCENARIOS += [
+    # from step 120 the link between the nodes runs at 200 Mbit/s (a port renegotiated down / a degraded cable)
+    Scenario("b7_slow_link_rate_twonode", "train_lm.py", RATE_2N.replace("{node}", "0"),
+             cmd2=RATE_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "step 120/360 ", SHAPE_VETH)),
+    # from step 100 rank 2's DataLoader worker gets 8% of a core
+    Scenario("b7_slow_worker_quota_r2", "train_audio.py", f"{TR} 3 --tee 3 --master-port {{port}} train_audio.py",
+             action=("worker_quota", 2, "[rank2] step 100/", 8)),
+    Scenario("b7_slow_metrics_json_r0", "train.py", "PORT={port} python train.py"),
+    # 5 s into training rank 3's container is limited to 25% of a core
+    Scenario("b7_slow_rank_quota_tqdm_r3", "train_vit.py",
+             "torchrun --standalone --nproc-per-node 4 train_vit.py", action=("rank_quota", 3, "[00:05<", 25)),
+]
+
+DANGLING = r"""python - <<'EOF'
+import os, torch, torch.nn as nn
+os.makedirs("checkpoints", exist_ok=True)
+m = nn.Sequential(nn.Linear(40, 128), nn.ReLU(), nn.Linear(128, 5))
+o = torch.optim.Adam(m.parameters())
+for step in (300, 400):
+    torch.save({"model": m.state_dict(), "opt": o.state_dict(), "step": step}, f"checkpoints/step_{step:06d}.pt")
+os.symlink("step_000400.pt", "checkpoints/latest")
+# the retention job of the shared filesystem deleted the newest checkpoint (the one `latest` points at)
+os.remove("checkpoints/step_000400.pt")
+EOF"""
+
+INTENTS = r"""python - <<'EOF'
+import os, torch
+os.makedirs("data/intents", exist_ok=True)
+for r in range(4):
+    g = torch.Generator().manual_seed(r)
+    y = torch.randint(0, 21, (1500,), generator=g)
+    if r == 3:
+        y = y.double()  # this shard was re-exported through a dataframe with a nullable column: float64 labels
+    torch.save({"features": torch.randn(1500, 48, generator=g), "intent": y}, f"data/intents/shard_{r:02d}.pt")
+EOF"""
+
+CHURN = r"""python - <<'EOF'
+import os, torch
+os.makedirs("data/churn", exist_ok=True)
+for r, n in enumerate((2048, 2048, 2049)):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(n, 30, generator=g)
+    torch.save({"x": x, "y": (x[:, 0] + x[:, 1] > 0).long()}, f"data/churn/part-{r}.pt")
+EOF"""
+
+STALE_INIT = r"""mkdir -p shared && python - <<'EOF'
+# yesterday's run of the same job was killed (SIGKILL) after initialising: its rendezvous file stayed behind
+import datetime, multiprocessing as mp, os
+def f(r):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method="file://" + os.path.abspath("shared/dist_init"), rank=r, world_size=2,
+                            timeout=datetime.timedelta(seconds=20))
+    dist.barrier()
+    os._exit(0)
+ps = [mp.Process(target=f, args=(r,)) for r in range(2)]
+[p.start() for p in ps]
+[p.join() for p in ps]
+EOF
+ls -la shared"""
+
+SCENARIOS += [
+    Scenario("b7_st_latest_pointer_dangling", "train.py", "torchrun --standalone --nproc-per-node 2 train.py",
+             setup=DANGLING),
+    Scenario("b7_data_float_labels_r3", "train_intent.py",
+             "python -m torch.distributed.run --nproc_per_node=4 --log-dir logs --master_port={port} train_intent.py",
+             setup=INTENTS),
+    # rank 0 runs in a container with 900 MiB
+    Scenario("b7_oom_gather_eval_r0", "train_retrieval.py",
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_retrieval.py", action=("cgroup", 0, 900)),
+    Scenario("b7_uc_bn_last_batch_r2", "train_churn.py", f"{TR} 3 --tee 3 --master-port {{port}} train_churn.py",
+             setup=CHURN),
+    Scenario("b7_cfg_file_init_stale", "train.py",
+             "RANK=0 WORLD_SIZE=2 python train.py --init-file $PWD/shared/dist_init & "
+             "RANK=1 WORLD_SIZE=2 python train.py --init-file $PWD/shared/dist_init; wait",
+             setup=STALE_INIT),
+]
+
+DUP_2N = ("torchrun --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 10.77.0.1 --master-port {port} "
+          "--rdzv-conf timeout=20 train_sent.py")
+SCENARIOS += [
+    # node 1 launched with the same --node-rank 0 (the launch script's NODE_RANK was not exported there)
+    Scenario("b7_cfg_node_rank_dup_twonode", "train_sent.py", DUP_2N, cmd2=DUP_2N, netns2="zoo_n1", setup=VETH,
+             teardown=VETH_DOWN),
+]
+SCENARIOS += [
+    Scenario("b7_hang_uploader_queue_r2", "train_clip.py",
+             f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_clip.py"),
+]
+SCENARIOS += [
+    # the checkpoint mount hangs before the step-300 save: rank 0's open() of the new file never returns (made as a
+    # named pipe with no reader at that path)
+    Scenario("b7_hang_ckpt_nfs_write_r0", "train_dae.py",
+             "TORCH_CPP_LOG_LEVEL=INFO torchrun --nproc-per-node 3 --master-port {port} train_dae.py",
+             setup="mkdir -p ckpt && mkfifo ckpt/model_step00300.pt"),
+]
