@@ -3,6 +3,8 @@ each one, seen at the end of a realistic traceback, decides the diagnosis."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from catalog_checks import assert_signature_decides
 
@@ -114,6 +116,12 @@ CASES = [
         "in _try_replicate_spec_for_scalar_tensor\n"
         + "[rank1]: RuntimeError: aten.embedding.default got mixed torch.Tensor and DTensor, need to convert all "
         "torch.Tensor to DTensor before calling distributed operators!\n",
+    ),
+    (  # the last batch of rank 2's part holds one row: rank 2's lines of the real zoo dev run b7_uc_bn_last_batch_r2
+        "v_batchnorm_single_sample",
+        Category.USER_CODE,
+        "".join(ln for ln in (Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b7_uc_bn_last_batch_r2"
+                              / "console.log").read_text().splitlines(keepends=True) if ln.startswith("[default2]:")),
     ),
     (
         "v_torch_op_no_cuda_kernel",
