@@ -137,6 +137,7 @@ def unwrap(block: bytes, kind: Envelope) -> bytes:
 WRAP_WIDTHS = (60, 512)
 WRAP_MIN_LINES = 3
 WRAP_MIN_SHARE = 0.05
+_DIGITS = re.compile(r"\d")
 
 
 def sniff_wrap(head: bytes) -> int | None:
@@ -165,11 +166,12 @@ def sniff_wrap(head: bytes) -> int | None:
 
 def _continues(line: str, nxt: str) -> bool:
     """Whether ``nxt`` reads as the rest of ``line`` cut at the wrap width rather than a line of its own: its first
-    character is not a bracket, rule or quote that opens log lines, it does not start as ``line`` does (lines
-    of one template, e.g. every rank's watchdog report or a trainer's iteration lines, are alike in width and
-    start), and ``line`` stops inside a word or after a space."""
+    character is not a bracket, rule or quote that opens log lines, it does not start as ``line`` does, digits aside
+    (lines of one template, e.g. every rank's watchdog report, a trainer's iteration or timed step lines, are alike
+    in width and start), and ``line`` stops inside a word or after a space."""
     rest = nxt.lstrip()
-    if not rest or rest[0] in "[(<-=#*>|" or nxt[:12] == line[:12] or line.endswith("  "):
+    if not rest or rest[0] in "[(<-=#*>|" or _DIGITS.sub("0", nxt[:12]) == _DIGITS.sub("0", line[:12]) \
+            or line.endswith("  "):
         return False  # a line start of its own, a line of the same template, or a line padded with blanks
     if line.endswith(".") and nxt[:1].isspace():
         return False  # a sentence that ended, then an indented line (Python's warnings print the source line so)
