@@ -111,8 +111,9 @@ def ansi(text: str) -> str:
     return _COLOUR.sub(lambda m: "\x1b[1;31m" + m.group(0) + "\x1b[0m", text)
 
 
-TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {"k8s": k8s, "cri": cri, "docker_json": docker_json, "crlf": crlf,
-                                                   "ansi": ansi, "quoted": quoted, "wrapped": wrapped}
+TEXT_TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "k8s": k8s, "cri": cri, "docker_json": docker_json, "crlf": crlf, "ansi": ansi, "quoted": quoted, "wrapped": wrapped,
+}
 
 
 def transformed(src: Path, dst: Path, name: str) -> Path:
