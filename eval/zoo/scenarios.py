@@ -1142,7 +1142,9 @@ for r in range(2):
             f.write(json.dumps({"src": src, "label": int(rng.integers(10))}) + "\n")
 EOF
 # the asset server: accepts connections, never answers (a wedged gateway); ended with the run (ZOO_RUN)
-setsid python -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', ASSET_PORT)); s.listen(128); time.sleep(300)" >/dev/null 2>&1 &
+setsid python -c "import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', ASSET_PORT)); s.listen(128); time.sleep(300)" >/dev/null 2>&1 &
 sleep 0.5"""
 
 SCENARIOS += [
