@@ -110,3 +110,15 @@ def test_hard_wrapped_lines_are_joined_and_same_template_lines_are_not(corpus_de
     for text in (watchdog, iters):
         assert sniff_wrap(text.encode()) is None
     assert unwrap_wrapped(b"abcde\nfgh\nxyz\n", 5) == b"abcdefgh\nxyz\n"
+
+
+def test_a_structured_records_rank_field_names_the_rank(tmp_path: Path) -> None:
+    """JSON-lines exports of a structured logger ({"rank": 3, "message": ...}) keep who wrote each line."""
+    recs = [{"timestamp": f"2024-05-01T10:00:0{i}Z", "rank": r, "level": "INFO", "message": f"step {i} loss 2.3"}
+            for i in range(3) for r in range(4)]
+    recs.append({"timestamp": "2024-05-01T10:00:05Z", "rank": 2, "level": "ERROR",
+                 "message": "RuntimeError: CUDA error: an illegal memory access was encountered"})
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in recs))
+    d = run_diagnose(tmp_path)
+    assert d.first_failing_rank == 2
+    assert unwrap(json.dumps({"rank": 1, "message": "a\nb\n"}).encode() + b"\n", Envelope.JSON) == b"[rank1]: a\n[rank1]: b\n"

@@ -55,8 +55,13 @@ class Envelope(StrEnum):
 QUOTE_LINE = re.compile(rb">(?: |$)")
 
 
+#: Keys of a structured record that give the writer's global rank (kept as a ``[rankN]: `` prefix of its text).
+RANK_KEYS = ("rank", "global_rank")
+
+
 def _json_text(line: bytes) -> tuple[str, str | None] | None:
-    """``(text, time)`` of one JSON envelope line, ``None`` when the line is not one."""
+    """``(text, time)`` of one JSON envelope line, ``None`` when the line is not one. A record's integer ``rank``
+    (``global_rank``) field becomes the text's ``[rankN]: `` prefix, as torchrun prints it."""
     if not line.startswith(b"{"):
         return None
     try:
@@ -69,6 +74,9 @@ def _json_text(line: bytes) -> tuple[str, str | None] | None:
     if text is None:
         return None
     when = next((obj[k] for k in TIME_KEYS if isinstance(obj.get(k), str) and _RFC3339.match(obj[k])), None)
+    rank = next((obj[k] for k in RANK_KEYS if type(obj.get(k)) is int and 0 <= obj[k] < 1 << 20), None)
+    if rank is not None:
+        text = "".join(f"[rank{rank}]: {part}" if part else part for part in text.splitlines(keepends=True)) or text
     return text, when
 
 
