@@ -79,3 +79,16 @@ def test_events_option_bounds_the_event_table(tmp_path: Path) -> None:
     assert "Events (deduplicated" not in _run("diagnose", str(log), "--events", "0")
     assert f"{n} templates, the first 1 shown" in _run("diagnose", str(log), "--events", "1")
     assert f"Events (deduplicated, {n} templates)" in _run("diagnose", str(log))
+
+
+def test_a_fallback_summary_says_why_in_a_phrase_not_the_internal_error() -> None:
+    """The demo's first screen showed 'deterministic fallback (invalid answer (1 attempt(s)): the sentence that states
+    the first failure was dropped (not in the cited log lines ...' (a new user's trial, 2026-12-05)."""
+    from diag_service.cli.report import _fallback_why
+
+    long = ("invalid answer (1 attempt(s)): the sentence that states the first failure was dropped (not in the cited log "
+            "lines (loading, weights): Rank 3 on node node1 failed first with RuntimeError ... while loading weights")
+    assert _fallback_why(long) == "the local model's answer was set aside: it was not grounded in the cited log lines"
+    assert _fallback_why("backend unavailable: OSError: no model") == "the local model is unavailable"
+    assert _fallback_why("disabled") == "no model asked"
+    assert len(_fallback_why("x" * 500)) <= 80

@@ -19,6 +19,18 @@ _STYLE = {
 }
 
 
+def _fallback_why(reason: str | None) -> str:
+    """One short phrase for why the summary is the deterministic one (the full reason is in the JSON report)."""
+    r = reason or ""
+    if r.startswith("invalid answer"):
+        return "the local model's answer was set aside: it was not grounded in the cited log lines"
+    if r.startswith("backend unavailable"):
+        return "the local model is unavailable"
+    if r == "disabled":
+        return "no model asked"
+    return r[:80] or "no model answer"
+
+
 def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     """Print the diagnosis: headline, root cause, evidence, events, warnings and stage timings."""
     head = Text()
@@ -39,9 +51,8 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     if d.narrative is not None and d.narrative.text:
         body.append(Text(""))
         body.append(Text(d.narrative.text, style="italic"))
-        why = d.narrative.fallback_reason or "no model answer"
         who = (f"model {d.narrative.model}" if d.narrative.source == "model"
-               else f"deterministic fallback ({why[:200]}{'...' if len(why) > 200 else ''})")
+               else f"written from the evidence ({_fallback_why(d.narrative.fallback_reason)}; --json has the details)")
         cites = f", cites {', '.join(d.narrative.citations)}" if d.narrative.citations else ""
         body.append(Text(f"summary: {who}{cites}", style="dim"))
         for c in d.narrative.cited:
