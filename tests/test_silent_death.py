@@ -56,6 +56,13 @@ def test_a_rank_the_launchers_failure_report_leaves_out_exited_cleanly(tmp_path:
     # the SIGKILLed rank of the lab's runs is not read that way (its exit is reported, or the group restarted)
     d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_silent_rank")))
     assert not any("exit code 0" in f for f in d.findings)
+    # nor is a paste whose failure report was cut (rank 1's entry missing: the missing rank may have been killed)
+    text = (job / "console.log").read_text()
+    start = text.index("Failures:\n[1]:")
+    end = text.index("-" * 60, start + 10)
+    (job / "console.log").write_text(text[:start] + "Failures:\n  <NO_OTHER_FAILURES>\n" + text[end:])
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert not any("exit code 0" in f for f in d.findings)
 
 
 def test_the_launch_command_gives_the_jobs_size() -> None:

@@ -486,16 +486,17 @@ CLEAN_EXIT_FINDING = (
 
 
 def _left_cleanly(rank: int, groups: list[TemplateGroup], launches: int) -> bool:
-    """True when torchelastic's failure report (one agent, no restart of the worker group) lists other ranks as failed
-    but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker it leaves out
-    exited 0. After a restart the report is the last attempt's, and a worker killed in an earlier one is not in it
+    """True when torchelastic's failure report (one agent, no restart of the worker group) lists every other rank as
+    failed but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker it leaves
+    out exited 0. After a restart the report is the last attempt's, and a worker killed in an earlier one is not in it
     (the lab's ``stop_sigkill_restart``); with several agents (nodes) the rank may be another agent's."""
     if launches > 1:
         return False
     summaries = [g for g in groups if g.kind is EventKind.ELASTIC_SUMMARY]
     reported = {r for g in summaries for r in g.ranks}
     agents = {n for g in summaries for n in g.nodes}
-    return bool(reported) and rank not in reported and len(agents) <= 1
+    # every other rank is in the report: a report cut short by the paste (a SIGKILLed rank's entry missing) says nothing
+    return bool(reported) and reported == set(range(max(reported | {rank}) + 1)) - {rank} and len(agents) <= 1
 
 
 def _event_templates(
