@@ -524,3 +524,12 @@ def test_a_signature_anchored_at_the_line_start_is_found_behind_a_writer_tag(tmp
     d = _diag(tmp_path, f"{prefix}step 10 loss 2.31\n{prefix}step 11 loss 2.30\n{prefix}No devices were found\n")
     assert any(h.signature_id == "no_gpu_visible" for h in d.signature_hits), prefix
     assert d.category.value == "infrastructure"
+
+
+def test_composers_launcher_names_the_crashed_rank(corpus_dev_case) -> None:
+    """composer/cli/launcher.py: 'Rank N crashed with exit code -S' (a negative code is the signal; Python's
+    Popen.returncode). Public corpus dev n16a-006 (-7, SIGBUS) and n16a-007 (-11, SIGSEGV)."""
+    d = corpus_dev_case("n16a-006")
+    assert (d.category.value, d.first_failing_rank) == ("storage", 2)
+    d = corpus_dev_case("n16a-007")
+    assert d.first_failing_rank == 0 and any(h.signature_id == "segfault" for h in d.signature_hits)

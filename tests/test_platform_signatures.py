@@ -41,6 +41,8 @@ def _text(tmp_path: Path, text: str):
     # symptoms, as NCCL's watchdog timeouts are (CANN error-code reference)
     ("n15a-005", "unknown", "fail_hang", "ascend_hccl_notify_timeout"),
     ("n15a-006", "unknown", "fail_hang", "ascend_stream_sync_timeout"),
+    # MosaicML Composer's launcher quoting a negative return code: -7 is SIGBUS (/dev/shm in Docker)
+    ("n16a-006", "storage", "fail_stop", "sigbus_shm"),
     # NCCL 2.26's graph fallback to a NIC id that NIC fusion merged away (NVIDIA/nccl#1748, a NeMo container)
     ("n13b-022", "framework", "fail_stop", "nccl_net_id_not_found"),
     # a node's raylet received SIGTERM from the launcher that started it
