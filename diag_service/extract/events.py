@@ -1286,9 +1286,9 @@ class Extractor:
         frames = 0
         # Python prints frames ("  File ...") 2 deeper than the header and the exception line, their source lines
         # deeper still; torchelastic's failure report ("  traceback : Traceback ...") and indented pastes shift every
-        # line alike. A line shallower than the frames is not a source line: it is the exception.
-        base = 0
-        frame_indent: int | None = None
+        # line alike. A line at least as deep as the latest frame (before any frame: deeper than the header) is a
+        # source line; a shallower one is the exception.
+        source_from = 1
         while pos < size and scanned < MAX_TRACEBACK_SCAN:
             line, nxt = rd.line_at(pos)
             scanned += 1
@@ -1299,10 +1299,10 @@ class Extractor:
             body = att.text
             s = body.strip()
             is_header = "Traceback (most recent call last)" in body
+            indent = len(body) - len(body.lstrip(" \t"))
             if scanned == 1:
                 header_ts = self._line_ts(att, body)
-                indent = len(body) - len(body.lstrip(" \t"))
-                base = indent if is_header else max(0, indent - 2)
+                source_from = indent + 1
             if is_header and exc_line is not None and s.startswith(WRAPPED_TRACEBACK):
                 # a DataLoader worker's exception re-raised in the rank: its message carries the worker's
                 # original traceback, whose last exception is the cause (kept as the key, as for a chain)
@@ -1314,14 +1314,11 @@ class Extractor:
                 if is_header and exc_line is not None:
                     break  # a new traceback starts
                 if not is_header:
-                    ind = len(body) - len(body.lstrip(" \t"))
-                    frame_indent = ind  # the latest frame's: a paste's first line often lost its indentation
+                    source_from = indent  # the latest frame's: a paste's first line often lost its indentation
                 frames += 0 if is_header else 1
                 lines.append(s if is_header else body.rstrip()[:MAX_LINE_CHARS])
                 consumed.add(pos)
-            elif exc_line is None and s and (s.startswith(("^", "~")) or (
-                    len(body) - len(body.lstrip(" \t")) >= frame_indent if frame_indent is not None
-                    else len(body) - len(body.lstrip(" \t")) > base)):
+            elif exc_line is None and s and (s.startswith(("^", "~")) or indent >= source_from):
                 lines.append(body.rstrip()[:MAX_LINE_CHARS])  # source line under a frame
                 consumed.add(pos)
             elif exc_line is None and s and lines and NOT_AN_EXCEPTION_LINE.match(s):
