@@ -11,8 +11,8 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
   skipped;
 - invalid UTF-8 is decoded with U+FFFD replacement and counted;
 - a member written by a container runtime or a log shipper (CRI ``<time> stderr F <text>`` lines, Docker
-  ``json-file`` or other JSON-lines records) is unwrapped to ``<time> <text>`` lines
-  (:mod:`diag_service.ingest.envelope`);
+  ``json-file`` or other JSON-lines records) is unwrapped to ``<time> <text>`` lines, a Markdown quote loses its
+  ``> ``, and hard-wrapped lines are joined, with a warning (:mod:`diag_service.ingest.envelope`);
 - CRLF (and CR CR LF) becomes LF, ``\\r`` progress-bar redraws keep only their last segment (what a
   terminal shows; a tqdm bar with text written right after it is dropped), ANSI colour codes are
   removed;
@@ -61,7 +61,7 @@ from diag_service.ingest.archive import (
     read_pieces_into,
     sniff_kind,
 )
-from diag_service.ingest.envelope import Envelope, sniff, sniff_wrap, unwrap, unwrap_wrapped
+from diag_service.ingest.envelope import unwrapper
 from diag_service.ingest.walk import BundleError, Policy, Walker
 from diag_service.limits import BundleLimits
 from diag_service.logformat import UNAMBIGUOUS_KINDS, detect_prefixes
@@ -374,8 +374,8 @@ def _stream_blocks(
     truncated = bad_chars = member_bytes = 0
     sniffer = _PrefixSniffer(src)
     first = True
-    envelope: Envelope | None = None  # CRI or JSON-lines records around the lines (diag_service.ingest.envelope)
-    wrap = 0  # the width the member's lines were hard-wrapped at (0: not wrapped)
+    # turns the member's lines into the lines as printed: an envelope, a quote or hard wrapping undone (None: plain)
+    undo: Callable[[bytes], bytes] | None = None
     # one read buffer per member, filled in place (read_pieces_into): a block's bytes are copied once, into
     # the block, instead of once per stream layer, per piece join and per cut
     if area is None or len(area) != limits.block_bytes:
@@ -392,8 +392,7 @@ def _stream_blocks(
             if _looks_binary(bytes(chunk[:8192])):
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
-            envelope = sniff(bytes(chunk[:65536]))
-            wrap = 0 if envelope is not None else (sniff_wrap(bytes(chunk[:65536])) or 0)
+            undo, wrap = unwrapper(bytes(chunk[:65536]))
             if wrap:
                 report.warnings.append(f"{src.path}: lines hard-wrapped at {wrap} characters were joined (line "
                                        "numbers count the joined lines)")
@@ -417,10 +416,8 @@ def _stream_blocks(
             if complete:
                 complete, n_cut = _cut_long_lines(complete, max_line)
                 truncated += n_cut
-                if envelope is not None:
-                    complete = unwrap(complete, envelope)
-                elif wrap:
-                    complete = unwrap_wrapped(complete, wrap)
+                if undo is not None:
+                    complete = undo(complete)
             if len(buf) > max_line:
                 complete += buf[: _utf8_cut(buf, max_line)] + _TRUNC_MARK + b"\n"
                 truncated += 1
@@ -450,10 +447,8 @@ def _stream_blocks(
         if not got:
             break
     if buf and not skipping_long:
-        if envelope is not None:
-            buf = unwrap(buf + b"\n", envelope)[:-1]
-        elif wrap:
-            buf = unwrap_wrapped(buf + b"\n", wrap)[:-1]
+        if undo is not None:
+            buf = undo(buf + b"\n")[:-1]
         text = _normalise(buf.decode("utf-8", errors="replace"), redraws) + "\n"
         bad_chars += text.count("\ufffd")
         sniffer.feed(text)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from enum import StrEnum
 
 #: ``<time> <stream> <F|P> <text>`` (CRI); group 1 the time, group 2 the text.
@@ -208,4 +209,15 @@ def unwrap_wrapped(block: bytes, width: int) -> bytes:
     return ("\n".join(out) + ("\n" if ends else "")).encode()
 
 
-__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_wrap", "unwrap", "unwrap_wrapped"]
+def unwrapper(head: bytes) -> tuple[Callable[[bytes], bytes] | None, int]:
+    """What a member needs, from its first bytes: the function that turns a block of its complete lines into the
+    lines as printed (:func:`unwrap` for an envelope, else :func:`unwrap_wrapped` for hard-wrapped lines; None for
+    plain lines), and the wrap width (0 when not wrapped, for the reader's warning)."""
+    kind = sniff(head)
+    if kind is not None:
+        return (lambda block: unwrap(block, kind)), 0
+    width = sniff_wrap(head) or 0
+    return ((lambda block: unwrap_wrapped(block, width)) if width else None), width
+
+
+__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_wrap", "unwrap", "unwrap_wrapped", "unwrapper"]
