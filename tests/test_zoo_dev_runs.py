@@ -115,8 +115,8 @@ def test_one_collective_called_from_two_lines_of_the_job_is_a_mismatch(tmp_path:
 
 
 def test_the_same_call_of_a_collective_on_every_rank_is_no_mismatch(tmp_path: Path) -> None:
-    """The counter-example: the same run's log with rank 1's frame moved to rank 0's line (both ranks time out in the
-    same call, as when a third party stalls them) names no mismatch."""
+    """The counter-example: the same run's log with rank 1's frame moved to rank 0's line (both ranks of the job time
+    out in the same call) names no mismatch: both joined the collective, so the link between them is suspected."""
     job = tmp_path / "job"
     job.mkdir()
     log = (ZOO / "runs" / "hang_two_group_order" / "console.log").read_text()
@@ -124,8 +124,35 @@ def test_the_same_call_of_a_collective_on_every_rank_is_no_mismatch(tmp_path: Pa
     (job / "console.log").write_text(log.replace('train.py", line 23, in main', 'train.py", line 20, in main'))
     d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang"
-    assert d.category.value == "unknown"
+    assert d.category.value == "network" and d.first_failing_rank is None
     assert "different collectives" not in d.root_cause.summary
+
+
+@pytest.mark.parametrize("run", ["b7_net_partition_twonode", "b6_net_link_down_twonode", "b5_net_link_dead_r1"])
+def test_every_rank_waiting_in_the_same_call_is_the_link(tmp_path: Path, run: str) -> None:
+    """Batches 5-7: the link between the ranks dropped (a partition of two nodes, a veth link set down, a dead
+    loopback path); every rank of the job (4, 2, 2 by the torchrun command) times out in gloo's recv/send from the
+    same line of train.py. None is missing and none is in another collective: network, no rank, below 0.5."""
+    d = _diagnose(run, tmp_path)
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("network", "fail_hang", None)
+    assert d.confidence < 0.5
+    assert any("timed out waiting in the same collective" in f for f in d.findings), d.findings
+
+
+def test_a_rank_missing_from_the_timeouts_is_not_the_link(tmp_path: Path) -> None:
+    """The counter-example: b7_net_partition_twonode with rank 3's traceback taken out of node 1's console. Three
+    of four ranks time out and rank 3 says nothing: the rule needs every rank, so the link is not claimed."""
+    src = ZOO / "runs" / "b7_net_partition_twonode"
+    job = tmp_path / "job"
+    shutil.copytree(src, job)
+    node1 = job / "console_node1.log"
+    lines = node1.read_text().splitlines(keepends=True)
+    assert any(ln.startswith("[rank3]: ") for ln in lines)
+    node1.write_text("".join(ln for ln in lines if not ln.startswith("[rank3]: ")))
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value != "network"
+    assert not any("timed out waiting in the same collective" in f for f in d.findings)
 
 
 def test_one_snapshot_places_the_ranks_of_a_hang_the_logs_report(tmp_path: Path) -> None:

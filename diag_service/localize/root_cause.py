@@ -725,6 +725,13 @@ def localize(
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
+            common = None
+            if not hang_suspects and not mismatch:
+                common = _common_wait_site(symptoms, by_tid, sigs, world or ranks_seen)
+            if common is not None:
+                # every rank waits in the same call of the same collective: none is late, none is elsewhere
+                category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.45
+                hang_findings.append(common)
             if mismatch:
                 # ranks that issued different collectives at the same point: the job's own code (the rule of
                 # MISMATCH_KINDS for stack dumps; PyTorch distributed docs, "Collective functions")
@@ -1048,6 +1055,47 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
     where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
     return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
                  "than their peers are the ones the others wait for.")
+
+
+#: What :func:`_common_wait_site` finds; ``{n}`` ranks, ``{site}`` the job's call of the collective.
+COMMON_SITE_FINDING = (
+    "All {n} ranks of the job timed out waiting in the same collective, called from the same place ({site}): every "
+    "rank had joined it and none was elsewhere, so its data never arrived. The connection between the ranks failed "
+    "(a link or interface down, a partition, a firewall dropping the traffic), not a rank's code; check the path "
+    "between the hosts on the interface the job uses (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).")
+
+
+def _common_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                      sigs: SignatureSet | None, world: set[int]) -> str | None:
+    """The finding that every rank of the job times out in one and the same call of a collective, else None.
+
+    Read from the tracebacks of a synchronous backend's transport timeouts (a ``peer_loss`` hang symptom whose
+    report carries the rank's stack, such as gloo's "Timed out waiting ...ms for recv operation"; gloo runs the
+    collective on the calling thread, so the traceback shows the rank inside it). Every rank of a group calls the
+    same collectives in the same order (PyTorch distributed docs, "Collective functions"); a hang's culprits are
+    the ranks missing at the first collective the others wait in (the rule of the Flight Recorder's analysis,
+    NVIDIA/nvidia-resiliency-ext ``fr_attribution``: group by process group and sequence, suspects are the
+    missing ranks). When every rank of ``world`` (at least two, numbered from 0) reports the timeout from the same
+    innermost frame and the same line of the job's own code, no rank is missing and none is in another
+    collective: the transport between them failed. NCCL's watchdog reports are not read here: NCCL is
+    asynchronous, so a timed-out work item does not show that the rank's device ever reached the collective."""
+    if len(world) < 2 or world != set(range(len(world))):
+        return None
+    sites: dict[int, tuple[str, str, str]] = {}
+    for h in symptoms:
+        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
+            continue
+        for tid in h.template_ids:
+            for g in by_tid.get(tid, []):
+                for rank, ev in g.rank_first.items():
+                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
+                    own = [m for m in frames if frame_file_owner(m.group("file")) == "user"]
+                    if frames and own and rank not in sites:
+                        sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"),
+                                       f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}")
+    if set(sites) != world or len(set(sites.values())) != 1:
+        return None
+    return COMMON_SITE_FINDING.format(n=len(world), site=next(iter(sites.values()))[2])
 
 
 def _hang_source(hang: HangReport) -> str:
