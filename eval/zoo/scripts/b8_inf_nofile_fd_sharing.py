@@ -38,7 +38,8 @@ class Ranker(nn.Module):
 def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
     rank = dist.get_rank()
-    dl = DataLoader(Impressions(), batch_size=64, num_workers=4, collate_fn=collate, prefetch_factor=4)
+    dl = DataLoader(Impressions(), batch_size=64, num_workers=4, collate_fn=collate, prefetch_factor=4,
+                    timeout=30)
     model = DDP(Ranker())
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     for step, (exs, y) in enumerate(dl, 1):
