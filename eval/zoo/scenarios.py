@@ -1407,7 +1407,7 @@ SCENARIOS += [
     Scenario("b8_oom_ray_memory_monitor_r1", "train_rec.py", "python train_rec.py",
              env={"RAY_DEDUP_LOGS": "0", "RAY_memory_usage_threshold": "0.35"}),
     # fail_hang
-    Scenario("b8_hang_worker_sigstop_r1", "train_cifar.py", "PORT={port} python train_cifar.py",
+    Scenario("b8_hang_worker_sigstop_r1", "train_cifar.py", f"{TR} 3 --tee 3 --master-port {{port}} train_cifar.py",
              action=("worker_stop", 1, "[rank1] step 100/")),
     Scenario("b8_hang_stdin_prompt_r0", "train_sent.py", f"{TR} 2 --tee 3 --master-port {{port}} train_sent.py",
              setup="mkdir -p runs/sentiment && echo '{\"steps\": 300}' > runs/sentiment/config.json", stdin_open=True),

@@ -1,12 +1,10 @@
-"""Image classifier on three processes (torch.multiprocessing.spawn), 2 DataLoader workers per rank."""
+"""Image classifier on three ranks, 2 DataLoader workers per rank."""
 import datetime
-import os
 import time
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
@@ -25,9 +23,9 @@ class Synth(Dataset):
         return torch.from_numpy(img), int(rng.integers(10))
 
 
-def run(rank, world_size, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=15))
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=15))
+    rank = dist.get_rank()
     dl = DataLoader(Synth(rank), batch_size=32, num_workers=2, shuffle=True)
     model = DDP(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(16 * 16 * 16, 10)))
@@ -45,4 +43,4 @@ def run(rank, world_size, port):
 
 
 if __name__ == "__main__":
-    mp.spawn(run, args=(3, int(os.environ["PORT"])), nprocs=3)
+    main()
