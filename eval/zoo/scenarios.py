@@ -1374,15 +1374,19 @@ tc class add dev data0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit && \
 ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 && \
 ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit && \
 echo {port_asset} > .sink_port && \
-(setsid python -c "import socket
+(setsid python -c "import socket, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('10.77.0.1', {port_asset})); s.listen(4)
-c, _ = s.accept()
-while c.recv(1 << 20): pass" >/dev/null 2>&1 &) && sleep 0.3"""
-# another tenant's bulk transfer from node 1 to node 0 over the same link
-BULK = r"""ip netns exec zoo_n1 env ZOO_RUN=b8_slow_net_crosstraffic_twonode setsid python -c "import socket
-s = socket.create_connection(('10.77.0.1', $(cat .sink_port))); b = b'x' * (1 << 20)
-while True: s.sendall(b)" >/dev/null 2>&1 &"""
+s.bind(('10.77.0.1', {port_asset})); s.listen(16)
+def drain(c):
+    while c.recv(1 << 20): pass
+while True: threading.Thread(target=drain, args=(s.accept()[0],), daemon=True).start()" >/dev/null 2>&1 &) && sleep 0.3"""
+# another tenant's bulk transfer (8 parallel streams) from node 1 to node 0 over the same link
+BULK = r"""ip netns exec zoo_n1 env ZOO_RUN=b8_slow_net_crosstraffic_twonode setsid python -c "import socket, threading
+def send():
+    s = socket.create_connection(('10.77.0.1', $(cat .sink_port))); b = b'x' * (1 << 20)
+    while True: s.sendall(b)
+ts = [threading.Thread(target=send) for _ in range(8)]
+[t.start() for t in ts]" >/dev/null 2>&1 &"""
 
 SCENARIOS += [
     # fail_stop
@@ -1428,7 +1432,7 @@ SCENARIOS += [
     # fail_slow
     Scenario("b8_slow_net_crosstraffic_twonode", "train_lm.py", XT_2N.replace("{node}", "0"),
              cmd2=XT_2N.replace("{node}", "1"), netns2="zoo_n1", setup=GBE_SINK, teardown=VETH_DOWN,
-             action=("shell", "iter  150/", BULK)),
+             action=("shell", "iter  120/", BULK)),
     Scenario("b8_slow_objstore_latency_r1", "train_img.py",
              f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} train_img.py",
              setup=OBJSTORE.replace("ASSET_PORT", "{port_asset}")),

@@ -16,7 +16,7 @@ def main():
                               nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 128)))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(rank)
-    steps = 450
+    steps = 330
     t_win = time.time()
     for step in range(1, steps + 1):
         x = torch.randint(0, 128, (32, ctx + 1), generator=g)
