@@ -26,7 +26,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(rank)
     t0 = time.time()
-    steps = 900
+    steps = 420
     for step in range(1, steps + 1):
         idx = np.sort(rng.choice(feats.shape[0], 64, replace=False))
         x = torch.from_numpy(np.ascontiguousarray(feats[idx])) - mean

@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Level(Dataset):
-    def __init__(self, level, n=4096):
+    def __init__(self, level, n=40_000):
         self.level, self.n = level, n
 
     def __len__(self):
