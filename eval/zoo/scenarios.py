@@ -1442,8 +1442,8 @@ SCENARIOS += [
     Scenario("b8_slow_pagecache_thrash_r0", "train_emb.py",
              f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_emb.py", setup=MMAP_FEATS,
              action=("mem_squeeze", 0, "rank 0: iter 150/", 400)),
-    # from step 200 rank 2's scheduling group is reniced to 19
+    # from step 160 rank 2's scheduling group is reniced to 10
     Scenario("b8_slow_autogroup_nice_r2", "train_audio.py",
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_audio.py",
-             action=("autogroup_nice", 2, "step 200/600", 19)),
+             action=("autogroup_nice", 2, "step 160/420", 10)),
 ]

@@ -20,7 +20,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(rank)
     t0 = time.time()
-    steps = 600
+    steps = 420
     for step in range(1, steps + 1):
         x = torch.randn(128, 640, generator=g)
         y = torch.randint(0, 50, (128,), generator=g)
