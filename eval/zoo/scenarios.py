@@ -1436,8 +1436,8 @@ SCENARIOS += [
     Scenario("b8_slow_objstore_latency_r1", "train_img.py",
              f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} train_img.py",
              setup=OBJSTORE.replace("ASSET_PORT", "{port_asset}")),
-    Scenario("b8_slow_uc_loader_rebuild", "train_curr.py",
-             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_curr.py"),
+    # from step 150 on the script's evaluation helper leaves torch's intra-op threads at os.cpu_count() per rank
+    Scenario("b8_slow_uc_eval_threads", "train_mlp.py", "torchrun --standalone --nproc-per-node 2 train_mlp.py"),
     # rank 0's container memory limit lowered at step 150 to its anonymous memory + 400 MiB (the file is 586 MiB)
     Scenario("b8_slow_pagecache_thrash_r0", "train_emb.py",
              f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_emb.py", setup=MMAP_FEATS,
