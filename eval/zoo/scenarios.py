@@ -1447,3 +1447,26 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_audio.py",
              action=("autogroup_nice", 2, "step 160/420", 10)),
 ]
+
+WAVS = r"""python - <<'EOF'
+import os, wave, numpy as np
+os.makedirs("data/wav", exist_ok=True)
+rng = np.random.default_rng(8)
+for r in range(4):
+    with open(f"data/clips_{r}.txt", "w") as f:
+        for i in range(240):
+            sr = 44100 if (r == 3 and i >= 150) else 16000  # part of rank 3's list re-exported at 44.1 kHz
+            p = f"data/wav/{r}_{i:04d}.wav"
+            with wave.open(p, "wb") as w:
+                w.setnchannels(1); w.setsampwidth(2); w.setframerate(sr)
+                w.writeframes((rng.standard_normal(sr) * 3000).astype(np.int16).tobytes())
+            f.write(f"{p} {rng.integers(10)}\n")
+EOF"""
+
+SCENARIOS += [
+    # a script written for transformers 4.x run in an environment with transformers 5
+    Scenario("b8_cfg_hf_trainer_args_v5", "train_gpt2.py",
+             "TORCH_CPP_LOG_LEVEL=INFO torchrun --nproc-per-node 2 --master-port {port} train_gpt2.py"),
+    Scenario("b8_data_wav_rate_r3", "train_kws.py",
+             "torchrun --standalone --nproc-per-node 4 --log-dir logs --tee 3 train_kws.py", setup=WAVS),
+]
