@@ -43,6 +43,7 @@ CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h32", "/home/user/proj"),  # batch 8
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
     ("/work/wt/h16", "/home/user/proj"),  # batch 5 (before /work/wt/h1, its prefix)
     ("/work/wt/h27", "/home/user/proj"),  # batch 7
@@ -109,6 +110,9 @@ class Scenario:
     #: batch 6: the second node's agent runs in this network namespace (its own interfaces, set up by `setup`);
     #: the console's first line stays the command as typed
     netns2: str = ""
+    #: batch 8: the job's standard input is a pipe that stays open and is never written (a terminal nobody types
+    #: in, a wrapper that keeps stdin open); False = this recorder's own stdin, as before
+    stdin_open: bool = False
 
 
 def _port(i: int) -> int:
@@ -674,6 +678,50 @@ def _act_batch7(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
     print(f"  {kind}: rank {sc.action[1]} pids {targets} at {percent}%", file=sys.stderr)
 
 
+def _act_batch8(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    pid = _scenario_rank_pid(roots, sc)
+    if pid is None:
+        return
+    if kind == "worker_stop":
+        # ("worker_stop", rank, after): one of the rank's DataLoader workers stopped (SIGSTOP) and never continued
+        _, _, after = sc.action
+        if _waited4(stop, after, wd):
+            return
+        workers: list[int] = []
+        while not workers and not stop.wait(0.05):
+            workers = _workers_of(pid)
+        if workers:
+            os.kill(min(workers), signal.SIGSTOP)
+            print(f"  worker_stop: rank {sc.action[1]} worker {min(workers)} of {workers} stopped", file=sys.stderr)
+    elif kind == "autogroup_nice":
+        # ("autogroup_nice", rank, after, nice): the rank's scheduling group (its session's autogroup, which is what
+        # `renice` changes on this host) set to `nice`, as a node's priority daemon does
+        _, _, after, nice = sc.action
+        if _waited4(stop, after, wd):
+            return
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+        print(f"  autogroup_nice: rank {sc.action[1]} {Path(f'/proc/{pid}/autogroup').read_text().strip()}",
+              file=sys.stderr)
+    elif kind == "mem_squeeze":
+        # ("mem_squeeze", rank, after, headroom_mib): the rank runs in a memory cgroup (v1) from its start, without a
+        # limit; from the trigger the limit is its anonymous memory + headroom_mib (the container's limit lowered):
+        # the page cache it had is reclaimed and every later read of it faults again
+        _, _, after, headroom = sc.action
+        CGROUP.mkdir(exist_ok=True)
+        for p in [pid, *_descendants(pid)]:
+            with contextlib.suppress(OSError):
+                (CGROUP / "cgroup.procs").write_text(str(p))
+        if _waited4(stop, after, wd):
+            return
+        stat = dict(line.split() for line in (CGROUP / "memory.stat").read_text().splitlines())
+        limit = int(stat["total_rss"]) + headroom * 1024 * 1024
+        (CGROUP / "memory.limit_in_bytes").write_text(str(limit))
+        print(f"  mem_squeeze: rank {sc.action[1]} rss {int(stat['total_rss']) >> 20} MiB cache "
+              f"{int(stat['total_cache']) >> 20} MiB -> limit {limit >> 20} MiB", file=sys.stderr)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -702,6 +750,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind in ("worker_stop", "autogroup_nice", "mem_squeeze"):  # batch 8
+        _act_batch8(sc, procs or [proc], stop, wd)
+        return
     if kind in ("freeze_node", "rank_quota", "worker_quota", "ray_ss_kill"):  # batch 7
         _act_batch7(sc, procs or [proc], stop, wd)
         return
@@ -779,7 +830,8 @@ def record(sc: Scenario, i: int) -> None:
                 argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                         f"mount -t tmpfs -o size={sc.shm_mb}m tmpfs /dev/shm && exec bash -c {shlex.quote(cmd)}"]
             proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_limits(sc))
+                                    start_new_session=True, preexec_fn=_limits(sc),
+                                    stdin=subprocess.PIPE if sc.stdin_open else None)  # batch 8
             stop = threading.Event()
             th = threading.Thread(target=_act, args=(sc, proc, stop, None, wd), daemon=True)
             th.start()

@@ -1280,3 +1280,193 @@ SCENARIOS += [
              "TORCH_CPP_LOG_LEVEL=INFO torchrun --nproc-per-node 3 --master-port {port} train_dae.py",
              setup="mkdir -p ckpt && mkfifo ckpt/model_step00300.pt"),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 8 (ids b8_*)
+
+KWS_TARS = r"""python - <<'EOF'
+import io, os, tarfile, numpy as np
+os.makedirs("shards", exist_ok=True)
+for r in range(3):
+    rng = np.random.default_rng(r)
+    with tarfile.open(f"shards/kws-{r:04d}.tar", "w") as tf:
+        for i in range(3200):
+            buf = io.BytesIO()
+            np.save(buf, rng.standard_normal((40, 32)).astype(np.float32))
+            raw = buf.getvalue()
+            if r == 2 and i == 1900:  # bit rot on the storage node: the start of this member zeroed
+                raw = b"\0" * 128 + raw[128:]
+            for ext, data in (("npy", raw), ("cls", str(int(rng.integers(12))).encode())):
+                ti = tarfile.TarInfo(f"{r}_{i:06d}.{ext}")
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+EOF"""
+
+POSTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "the app works fine but login is slow today thanks team great update please fix sync".split()
+for r in range(4):
+    rng = random.Random(r)
+    with open(f"data/posts_{r}.jsonl", "w") as f:
+        for i in range(8200):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(4, 14)))
+            if i % 7 == 0:
+                text = "<b>v2</b> " + text  # markup first: cleaned by the re.sub branch
+            if r == 3 and i == 3300:  # a scraped post with a stretched word and punctuation
+                text = "this update is soooooooooooooooooooooooooooooooooooooooo good!!!"
+            f.write(json.dumps({"text": text, "label": rng.randrange(4)}) + "\n")
+EOF"""
+
+MMAP_FEATS = r"""python - <<'EOF'
+import os, numpy as np
+os.makedirs("features", exist_ok=True)
+for r in range(2):
+    rng = np.random.default_rng(r)
+    x = np.lib.format.open_memmap(f"features/part-{r}.npy", mode="w+", dtype=np.float32, shape=(300_000, 512))
+    for a in range(0, 300_000, 50_000):
+        x[a:a + 50_000] = rng.standard_normal((50_000, 512), dtype=np.float32)
+    x.flush()
+    np.save(f"features/target-{r}.npy", x[:, :8].mean(1))
+    del x
+    fd = os.open(f"features/part-{r}.npy", os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # not in the page cache when the job starts
+    os.close(fd)
+EOF"""
+
+OBJSTORE = r"""python - <<'EOF'
+import json, os, numpy as np
+os.makedirs("data/img", exist_ok=True)
+rng = np.random.default_rng(3)
+for r in range(2):
+    with open(f"data/manifest_{r}.jsonl", "w") as f:
+        for i in range(9600):
+            if r == 1 and i >= 3200:
+                src = f"http://127.0.0.1:ASSET_PORT/bucket/train/{r}_{i:05d}.npy"  # not cached on this node's disk
+            else:
+                src = f"data/img/{r}_{i % 400:05d}.npy"
+                if i < 400:
+                    np.save(src, rng.integers(0, 256, (32, 32, 3), dtype=np.uint8))
+            f.write(json.dumps({"src": src, "label": int(rng.integers(10))}) + "\n")
+EOF
+# the object store's gateway: answers every GET after ~12 ms; ended with the run (ZOO_RUN)
+setsid python -c "import http.server, io, time, numpy as np
+buf = io.BytesIO(); np.save(buf, np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)); body = buf.getvalue()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.0'
+    def do_GET(self):
+        time.sleep(0.012)
+        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(('127.0.0.1', ASSET_PORT), H).serve_forever()" >/dev/null 2>&1 &
+sleep 0.5"""
+
+MTU_2N = ("GLOO_SOCKET_IFNAME=data0 TORCH_CPP_LOG_LEVEL=INFO torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 "
+          "--master-addr 10.77.0.1 --master-port {port} train.py")
+UNREACH_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 --master-port {port} "
+              "--rdzv-conf timeout=20 train.py")
+XT_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+         "--master-port {port} train_lm.py")
+# the two nodes share a 1 GbE link (tc htb on both ends of the veth); a sink on node 0 for another tenant's transfer
+GBE_SINK = VETH + r""" && tc qdisc add dev data0 root handle 1: htb default 10 && \
+tc class add dev data0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit && \
+ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 && \
+ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit && \
+echo {port_asset} > .sink_port && \
+(setsid python -c "import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('10.77.0.1', {port_asset})); s.listen(16)
+def drain(c):
+    while c.recv(1 << 20): pass
+while True: threading.Thread(target=drain, args=(s.accept()[0],), daemon=True).start()" >/dev/null 2>&1 &) && sleep 0.3"""
+# another tenant's bulk transfer (8 parallel streams) from node 1 to node 0 over the same link
+BULK = r"""ip netns exec zoo_n1 env ZOO_RUN=b8_slow_net_crosstraffic_twonode setsid python -c "import socket, threading
+def send():
+    s = socket.create_connection(('10.77.0.1', $(cat .sink_port))); b = b'x' * (1 << 20)
+    while True: s.sendall(b)
+ts = [threading.Thread(target=send) for _ in range(8)]
+[t.start() for t in ts]" >/dev/null 2>&1 &"""
+
+SCENARIOS += [
+    # fail_stop
+    Scenario("b8_data_tar_member_corrupt_r2", "train_kws.py",
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_kws.py", setup=KWS_TARS),
+    # rank 1 (and the DataLoader workers it forks) in a 1000 MiB memory cgroup
+    Scenario("b8_oom_worker_cow_r1", "train_ctr.py",
+             "python -m torch.distributed.run --nproc_per_node=2 --master_port={port} train_ctr.py",
+             action=("cgroup", 1, 1000)),
+    # the pod's open-files limit (soft = hard)
+    Scenario("b8_inf_nofile_fd_sharing", "train_rank.py", "torchrun --standalone --nproc-per-node 2 train_rank.py",
+             nofile=1024),
+    # the compute nodes have no internet: the cluster's profile sets HF_HUB_OFFLINE=1; the model was never cached
+    Scenario("b8_cfg_hf_offline_uncached", "finetune.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} finetune.py",
+             env={"HF_HUB_OFFLINE": "1", "HF_HOME": "/tmp/zoo/b8_cfg_hf_offline_uncached/.cache/huggingface"}),
+    # the checkpoint directory is its own volume (tmpfs here); the script renames its temp file from /tmp into it
+    Scenario("b8_st_ckpt_rename_xdev_r0", "train_dae.py", "PORT={port} python train_dae.py",
+             setup="mkdir -p checkpoints && mount -t tmpfs -o size=256m tmpfs checkpoints",
+             teardown="umount checkpoints"),
+    Scenario("b8_uc_static_graph_layerdrop", "train_enc.py", f"{TR} 4 --master-port {{port}} train_enc.py"),
+    Scenario("b8_oom_ray_memory_monitor_r1", "train_rec.py", "python train_rec.py",
+             env={"RAY_DEDUP_LOGS": "0", "RAY_memory_usage_threshold": "0.35"}),
+    # fail_hang
+    Scenario("b8_hang_worker_sigstop_r1", "train_cifar.py", f"{TR} 3 --tee 3 --master-port {{port}} train_cifar.py",
+             action=("worker_stop", 1, "[rank1] step 100/")),
+    Scenario("b8_hang_stdin_prompt_r0", "train_sent.py", f"{TR} 2 --tee 3 --master-port {{port}} train_sent.py",
+             setup="mkdir -p runs/sentiment && echo '{\"steps\": 300}' > runs/sentiment/config.json", stdin_open=True),
+    Scenario("b8_hang_store_key_typo", "train_wlm.py",
+             "python -m torch.distributed.run --nproc_per_node=4 --master_port={port} train_wlm.py"),
+    Scenario("b8_hang_regex_backtrack_r3", "train_posts.py", f"{TR} 4 --master-port {{port}} train_posts.py",
+             setup=POSTS),
+    # both nodes' data interfaces use jumbo frames; at step 60 node 1's side is reset to 1500 (the path MTU shrinks)
+    Scenario("b8_hang_mtu_blackhole_twonode", "train.py", MTU_2N.replace("{node}", "0"),
+             cmd2=MTU_2N.replace("{node}", "1"), netns2="zoo_n1",
+             setup=VETH + " && ip link set data0 mtu 9000 && ip netns exec zoo_n1 ip link set data0 mtu 9000",
+             teardown=VETH_DOWN,
+             action=("shell", "[rank 0] step 60/", "ip netns exec zoo_n1 ip link set data0 mtu 1500")),
+    # node 1 cannot reach node 0's address: its traffic to 10.77.0.1 is rejected with host-unreachable
+    Scenario("b8_hang_rdzv_unreachable_node1", "train.py", UNREACH_2N.replace("{node}", "0"),
+             cmd2=UNREACH_2N.replace("{node}", "1"), netns2="zoo_n1",
+             setup=VETH + " && ip netns exec zoo_n1 ip route add unreachable 10.77.0.1/32", teardown=VETH_DOWN),
+    # fail_slow
+    Scenario("b8_slow_net_crosstraffic_twonode", "train_lm.py", XT_2N.replace("{node}", "0"),
+             cmd2=XT_2N.replace("{node}", "1"), netns2="zoo_n1", setup=GBE_SINK, teardown=VETH_DOWN,
+             action=("shell", "iter  120/", BULK)),
+    Scenario("b8_slow_objstore_latency_r1", "train_img.py",
+             f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} train_img.py",
+             setup=OBJSTORE.replace("ASSET_PORT", "{port_asset}")),
+    # from step 150 on the script's evaluation helper leaves torch's intra-op threads at os.cpu_count() per rank
+    Scenario("b8_slow_uc_eval_threads", "train_mlp.py", "torchrun --standalone --nproc-per-node 2 train_mlp.py"),
+    # rank 0's container memory limit lowered at step 150 to its anonymous memory + 400 MiB (the file is 586 MiB)
+    Scenario("b8_slow_pagecache_thrash_r0", "train_emb.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_emb.py", setup=MMAP_FEATS,
+             action=("mem_squeeze", 0, "rank 0: iter 150/", 400)),
+    # from step 160 rank 2's scheduling group is reniced to 10
+    Scenario("b8_slow_autogroup_nice_r2", "train_audio.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_audio.py",
+             action=("autogroup_nice", 2, "step 160/420", 10)),
+]
+
+WAVS = r"""python - <<'EOF'
+import os, wave, numpy as np
+os.makedirs("data/wav", exist_ok=True)
+rng = np.random.default_rng(8)
+for r in range(4):
+    with open(f"data/clips_{r}.txt", "w") as f:
+        for i in range(240):
+            sr = 44100 if (r == 3 and i >= 150) else 16000  # part of rank 3's list re-exported at 44.1 kHz
+            p = f"data/wav/{r}_{i:04d}.wav"
+            with wave.open(p, "wb") as w:
+                w.setnchannels(1); w.setsampwidth(2); w.setframerate(sr)
+                w.writeframes((rng.standard_normal(sr) * 3000).astype(np.int16).tobytes())
+            f.write(f"{p} {rng.integers(10)}\n")
+EOF"""
+
+SCENARIOS += [
+    # a script written for transformers 4.x run in an environment with transformers 5
+    Scenario("b8_cfg_hf_trainer_args_v5", "train_gpt2.py",
+             "TORCH_CPP_LOG_LEVEL=INFO torchrun --nproc-per-node 2 --master-port {port} train_gpt2.py"),
+    Scenario("b8_data_wav_rate_r3", "train_kws.py",
+             "torchrun --standalone --nproc-per-node 4 --log-dir logs --tee 3 train_kws.py", setup=WAVS),
+]
