@@ -1535,7 +1535,7 @@ ADDR_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --np
 SCENARIOS += [
     # fail_stop
     # a file named checkpoints/tab-reg-v3 is left from an earlier copy (scp of one checkpoint onto the directory name)
-    Scenario("b9_st_ckpt_parent_is_file_r0", "train_tab.py", f"{TR} 2 --master-port {{port}} train_tab.py",
+    Scenario("b9_st_ckpt_dir_is_file_r0", "train_tab.py", f"{TR} 2 --master-port {{port}} train_tab.py",
              setup="mkdir -p checkpoints && head -c 300000 /dev/urandom > checkpoints/tab-reg-v3"),
     Scenario("b9_uc_gather_object_match_r1", "train_comments.py", "PORT={port} python train_comments.py",
              setup=COMMENTS),
