@@ -8,7 +8,7 @@ from accelerate import Accelerator
 
 
 class Tagger(nn.Module):
-    def __init__(self, vocab=3000, d=64, tags=9, layers=6):
+    def __init__(self, vocab=3000, d=64, tags=9, layers=12):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
         self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d), nn.GELU()) for _ in range(layers))
@@ -38,8 +38,8 @@ def main():
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
                                           with_stack=True, profile_memory=True)
             prof.__enter__()  # TODO export a trace after a few steps
-        x = torch.randint(0, 3000, (16, 48), generator=g)
-        y = torch.randint(0, 9, (16, 48), generator=g)
+        x = torch.randint(0, 3000, (8, 32), generator=g)
+        y = torch.randint(0, 9, (8, 32), generator=g)
         loss = nn.functional.cross_entropy(model(x).reshape(-1, 9), y.reshape(-1))
         opt.zero_grad()
         acc.backward(loss)
@@ -48,6 +48,8 @@ def main():
             acc.print(f"step {step}/{args.steps} | loss {loss.item():.4f} | {(time.time() - t) * 100:.1f} ms/step")
             t = time.time()
     acc.wait_for_everyone()
+    if prof is not None:
+        prof.__exit__(None, None, None)
     acc.print("done")
 
 
