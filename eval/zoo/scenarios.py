@@ -1575,3 +1575,19 @@ SCENARIOS += [
     Scenario("b9_slow_data_stale_index_r1", "train_pairs.py",
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_pairs.py", setup=PAIRS),
 ]
+
+SWAPFILE = "fallocate -l 1G swapfile && chmod 600 swapfile && mkswap swapfile >/dev/null && swapon swapfile"
+SCENARIOS += [
+    # the node has swap; from step 150 rank 1's container memory limit is 120 MiB below what it holds
+    Scenario("b9_slow_oom_swap_r1", "train_rec.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_rec.py",
+             setup=SWAPFILE, teardown="swapoff swapfile; true",
+             action=("mem_squeeze", 1, "[rank1] step 150/450", -120)),
+    Scenario("b9_hang_p2p_tag_mismatch_r1", "train_pipe.py", "torchrun --standalone --nproc-per-node 2 train_pipe.py"),
+    # at step 60 node 0's neighbour entry for node 1 is replaced by a permanent one with a stale MAC address
+    # (node 1's NIC was swapped and an old static ARP entry is pushed by the node's config management)
+    Scenario("b9_hang_arp_stale_node0", "train.py", ADDR_2N.replace("{node}", "0"),
+             cmd2=ADDR_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "[rank 0] step 60/", "ip neigh replace 10.77.0.2 lladdr 02:42:ac:11:00:07 "
+                     "dev data0 nud permanent")),
+]
