@@ -762,6 +762,36 @@ def _act_batch9(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
             with contextlib.suppress(OSError):
                 (BLKIO_CGROUP / "cgroup.procs").write_text(str(p))
         print(f"  blkio_iops: {src} ({dev}) writes at {iops}/s for {len(pids)} processes", file=sys.stderr)
+    elif kind == "swap_squeeze":
+        # ("swap_squeeze", rank, after, below_mib): as batch 8's mem_squeeze, but the limit goes BELOW the rank's
+        # anonymous memory (total_rss - below_mib) on a node with swap (set up by the scenario), lowered 16 MiB at a
+        # time (a single write that far below usage fails with EBUSY): the rank's own pages are swapped out and
+        # faulted back in as it touches them
+        _, rank, after, below = sc.action
+        pid = _rank_pid([p.pid for p in procs], rank, sc.file, time.time() + 30)
+        if pid is None:
+            print(f"  !! rank {rank} not found", file=sys.stderr)
+            return
+        CGROUP.mkdir(exist_ok=True)
+        for p in [pid, *_descendants(pid)]:
+            with contextlib.suppress(OSError):
+                (CGROUP / "cgroup.procs").write_text(str(p))
+        if _waited4(stop, after, wd):
+            return
+        stat = dict(line.split() for line in (CGROUP / "memory.stat").read_text().splitlines())
+        target = int(stat["total_rss"]) - below * 1024 * 1024
+        cur = int(stat["total_rss"])
+        give_up = time.time() + 30
+        while cur > target and not stop.is_set() and time.time() < give_up:
+            nxt = max(target, cur - 16 * 1024 * 1024)
+            try:
+                (CGROUP / "memory.limit_in_bytes").write_text(str(nxt))
+                cur = nxt
+            except OSError:  # reclaim (swap-out) still in progress: try the same step again
+                stop.wait(0.2)
+        got = int((CGROUP / "memory.limit_in_bytes").read_text())
+        print(f"  swap_squeeze: rank {rank} rss {int(stat['total_rss']) >> 20} MiB -> limit {got >> 20} MiB",
+              file=sys.stderr)
 
 
 def _job_cgroups(sc: Scenario) -> list[Path]:
@@ -792,7 +822,7 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
-    if kind in ("oom_pause", "blkio_iops"):  # batch 9
+    if kind in ("oom_pause", "blkio_iops", "swap_squeeze"):  # batch 9
         _act_batch9(sc, procs or [proc], stop, wd)
         return
     if kind in ("worker_stop", "autogroup_nice", "mem_squeeze"):  # batch 8

@@ -1578,11 +1578,11 @@ SCENARIOS += [
 
 SWAPFILE = "fallocate -l 1G swapfile && chmod 600 swapfile && mkswap swapfile >/dev/null && swapon swapfile"
 SCENARIOS += [
-    # the node has swap; from step 150 rank 1's container memory limit is 120 MiB below what it holds
+    # the node has swap; from step 300 rank 1's container memory limit is lowered to 230 MiB below what it holds
     Scenario("b9_slow_oom_swap_r1", "train_rec.py",
              f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_rec.py",
              setup=SWAPFILE, teardown="swapoff swapfile; true",
-             action=("mem_squeeze", 1, "[rank1] step 150/450", -120)),
+             action=("swap_squeeze", 1, "[rank1] step 300/1500", 230)),
     Scenario("b9_hang_p2p_tag_mismatch_r1", "train_pipe.py", "torchrun --standalone --nproc-per-node 2 train_pipe.py"),
     # at step 60 node 0's neighbour entry for node 1 is replaced by a permanent one with a stale MAC address
     # (node 1's NIC was swapped and an old static ARP entry is pushed by the node's config management)

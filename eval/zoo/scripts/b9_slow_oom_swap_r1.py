@@ -24,7 +24,7 @@ def main():
     user = nn.Linear(32, 64)
     opt = torch.optim.Adam(list(tower.parameters()) + list(user.parameters()), lr=1e-3)
     t = time.time()
-    for step in range(1, 451):
+    for step in range(1, 1501):
         idx = np.sort(rng.integers(0, len(items), 256))
         x = torch.from_numpy(items[idx])
         u = torch.randn(256, 32)
@@ -32,8 +32,8 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if step % 25 == 0:
-            log.info("[rank%d] step %d/450 loss %.4f %.1f ms/step", rank, step, loss.item(), (time.time() - t) * 40)
+        if step % 50 == 0:
+            log.info("[rank%d] step %d/1500 loss %.4f %.1f ms/step", rank, step, loss.item(), (time.time() - t) * 20)
             t = time.time()
     dist.barrier()
     dist.destroy_process_group()
