@@ -1591,3 +1591,24 @@ SCENARIOS += [
              action=("shell", "[rank 0] step 60/", "ip neigh replace 10.77.0.2 lladdr 02:42:ac:11:00:07 "
                      "dev data0 nud permanent")),
 ]
+
+INTENTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "book a flight cancel my order play some music what is the weather set alarm for seven".split()
+for r in range(2):
+    rng = random.Random(r)
+    lines = [json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(3, 9))),
+                         "intent": rng.randrange(8)}) for _ in range(2400)]
+    data = "\n".join(lines) + "\n"
+    # part 1 was re-saved from a spreadsheet tool as "UTF-8 with BOM"
+    with open(f"data/intents-{r:02d}.jsonl", "w", encoding="utf-8-sig" if r == 1 else "utf-8") as f:
+        f.write(data)
+EOF"""
+
+SCENARIOS += [
+    # the HSDP layout of a 2-node x 4-GPU config launched as one 2-process job
+    Scenario("b9_cfg_fsdp2_hsdp_mesh", "train_lm.py",
+             "torchrun --standalone --nproc-per-node 2 --log-dir logs --tee 3 train_lm.py"),
+    Scenario("b9_data_ray_jsonl_bom_r1", "train_intents.py", "python train_intents.py", setup=INTENTS),
+]
