@@ -43,6 +43,7 @@ CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h35", "/home/user/proj"),  # batch 9
     ("/work/wt/h32", "/home/user/proj"),  # batch 8
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
     ("/work/wt/h16", "/home/user/proj"),  # batch 5 (before /work/wt/h1, its prefix)
@@ -58,6 +59,7 @@ JOB_MEM_CGROUP = Path("/sys/fs/cgroup/memory/zoo_job")  # batch 6
 JOB_PIDS_CGROUP = Path("/sys/fs/cgroup/pids/zoo_job")  # batch 6
 FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer/zoo_rank")  # batch 6
 RANK_CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_rank")  # batch 7
+BLKIO_CGROUP = Path("/sys/fs/cgroup/blkio/zoo_job")  # batch 9
 
 
 @dataclass
@@ -722,6 +724,76 @@ def _act_batch8(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
               f"{int(stat['total_cache']) >> 20} MiB -> limit {limit >> 20} MiB", file=sys.stderr)
 
 
+def _run_pids(run_id: str) -> list[int]:
+    """Batch 9: every process that inherited this run's ZOO_RUN variable (the job's processes)."""
+    return [int(p.name) for p in Path("/proc").iterdir()
+            if p.name.isdigit() and int(p.name) != os.getpid() and _env_of(int(p.name)).get("ZOO_RUN") == run_id]
+
+
+def _act_batch9(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    if kind == "oom_pause":
+        # ("oom_pause", rank, MiB): the rank (and what it forks) in a memory cgroup (v1) of MiB with the OOM killer
+        # disabled (memory.oom_control = 1, as a container run with --oom-kill-disable): at the limit the kernel
+        # neither reclaims enough nor kills; the rank's allocating thread waits in the cgroup's OOM wait queue
+        _, rank, mib = sc.action
+        pid = _rank_pid([p.pid for p in procs], rank, sc.file, time.time() + 30)
+        if pid is None:
+            print(f"  !! rank {rank} not found", file=sys.stderr)
+            return
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "memory.limit_in_bytes").write_text(str(mib * 1024 * 1024))
+        (CGROUP / "memory.oom_control").write_text("1")
+        (CGROUP / "cgroup.procs").write_text(str(pid))
+        print(f"  oom_pause: rank {rank} pid {pid} at {mib} MiB, oom_kill_disable 1", file=sys.stderr)
+    elif kind == "blkio_iops":
+        # ("blkio_iops", after, mount_dir, iops): from the trigger every process of the job is in a blkio cgroup (v1)
+        # whose writes to the block device behind mount_dir (a loop-mounted ext4 set up by the scenario, standing in
+        # for a shared filesystem) are throttled to `iops` per second: the filesystem turned slow
+        _, after, mnt, iops = sc.action
+        if _waited4(stop, after, wd):
+            return
+        src = subprocess.run(["findmnt", "-no", "SOURCE", str(wd / mnt)], capture_output=True, text=True).stdout.strip()
+        dev = subprocess.run(["lsblk", "-no", "MAJ:MIN", src], capture_output=True, text=True).stdout.strip()
+        BLKIO_CGROUP.mkdir(exist_ok=True)
+        (BLKIO_CGROUP / "blkio.throttle.write_iops_device").write_text(f"{dev} {iops}")
+        pids = _run_pids(sc.id)
+        for p in pids:
+            with contextlib.suppress(OSError):
+                (BLKIO_CGROUP / "cgroup.procs").write_text(str(p))
+        print(f"  blkio_iops: {src} ({dev}) writes at {iops}/s for {len(pids)} processes", file=sys.stderr)
+    elif kind == "swap_squeeze":
+        # ("swap_squeeze", rank, after, below_mib): as batch 8's mem_squeeze, but the limit goes BELOW the rank's
+        # anonymous memory (total_rss - below_mib) on a node with swap (set up by the scenario), lowered 16 MiB at a
+        # time (a single write that far below usage fails with EBUSY): the rank's own pages are swapped out and
+        # faulted back in as it touches them
+        _, rank, after, below = sc.action
+        pid = _rank_pid([p.pid for p in procs], rank, sc.file, time.time() + 30)
+        if pid is None:
+            print(f"  !! rank {rank} not found", file=sys.stderr)
+            return
+        CGROUP.mkdir(exist_ok=True)
+        for p in [pid, *_descendants(pid)]:
+            with contextlib.suppress(OSError):
+                (CGROUP / "cgroup.procs").write_text(str(p))
+        if _waited4(stop, after, wd):
+            return
+        stat = dict(line.split() for line in (CGROUP / "memory.stat").read_text().splitlines())
+        target = int(stat["total_rss"]) - below * 1024 * 1024
+        cur = int(stat["total_rss"])
+        give_up = time.time() + 30
+        while cur > target and not stop.is_set() and time.time() < give_up:
+            nxt = max(target, cur - 16 * 1024 * 1024)
+            try:
+                (CGROUP / "memory.limit_in_bytes").write_text(str(nxt))
+                cur = nxt
+            except OSError:  # reclaim (swap-out) still in progress: try the same step again
+                stop.wait(0.2)
+        got = int((CGROUP / "memory.limit_in_bytes").read_text())
+        print(f"  swap_squeeze: rank {rank} rss {int(stat['total_rss']) >> 20} MiB -> limit {got >> 20} MiB",
+              file=sys.stderr)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -750,6 +822,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind in ("oom_pause", "blkio_iops", "swap_squeeze"):  # batch 9
+        _act_batch9(sc, procs or [proc], stop, wd)
+        return
     if kind in ("worker_stop", "autogroup_nice", "mem_squeeze"):  # batch 8
         _act_batch8(sc, procs or [proc], stop, wd)
         return
@@ -854,6 +929,8 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup(CPU_CGROUP)
     if RANK_CPU_CGROUP.exists():  # batch 7
         _rmcgroup(RANK_CPU_CGROUP)
+    if BLKIO_CGROUP.exists():  # batch 9
+        _rmcgroup(BLKIO_CGROUP)
     for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
         if cg.exists():
             if cg == FREEZER_CGROUP:
@@ -935,7 +1012,7 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
 
 
 def _rmcgroup(path: Path = CGROUP) -> None:
-    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP):  # move what is left back to the root before removing
+    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP):  # move what is left back to the root before removing
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (path.parent / "cgroup.procs").write_text(pid)

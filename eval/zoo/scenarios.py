@@ -1470,3 +1470,145 @@ SCENARIOS += [
     Scenario("b8_data_wav_rate_r3", "train_kws.py",
              "torchrun --standalone --nproc-per-node 4 --log-dir logs --tee 3 train_kws.py", setup=WAVS),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 9 (ids b9_*)
+
+COMMENTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "great video thanks for sharing this helped me a lot nice work love it".split()
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/comments_{r}.jsonl", "w") as f:
+        for i in range(1600):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 18)))
+            if r == 1 and i % 97 == 13:  # rank 1's part comes from the channel with link spam
+                text += " check https://cheap-followers.example/promo"
+            f.write(json.dumps({"text": text, "label": rng.randrange(3)}) + "\n")
+EOF"""
+
+RESUME_CKPT = r"""python - <<'EOF'
+import os, torch, torch.nn as nn
+os.makedirs("checkpoints", exist_ok=True)
+m = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10))
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+m(torch.randn(2, 1024)).sum().backward(); opt.step()
+torch.save({"model": m.state_dict(), "opt": opt.state_dict(), "step": 12000}, "checkpoints/last.pt")
+EOF"""
+
+PAIRS = r"""python - <<'EOF'
+import json, os, numpy as np
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    rng = np.random.default_rng(r)
+    offs = []
+    with open(f"data/pairs-{r:03d}.jsonl", "wb") as f:
+        for i in range(6800):
+            offs.append(f.tell())
+            a = rng.standard_normal(64).round(3).tolist()
+            f.write((json.dumps({"a": a, "b": a[::-1], "score": float(rng.random())}) + "\n").encode())
+    if r == 1:  # part 1 was appended to after its index was built
+        offs = offs[:3000]
+    np.save(f"data/pairs-{r:03d}.jsonl.idx.npy", np.array(offs, dtype=np.int64))
+EOF"""
+
+# the node's metrics agent reads the pipe, then stalls (stuck on its upstream) and never reads again
+SIDECAR = r"""mkdir -p run && mkfifo run/metrics.pipe && (setsid python -c "import time
+f = open('run/metrics.pipe')
+for i in range(120):
+    f.readline()
+time.sleep(3600)" >/dev/null 2>&1 &) && sleep 0.3"""
+
+# the job's shared run directory: a small ext4 filesystem on a loop device (stands in for the shared filesystem)
+SLOWFS = ("truncate -s 128M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared")
+SLOWFS_DOWN = "umount shared; true"
+
+KILL_TEE = ("for p in /proc/[0-9]*; do grep -qz '^ZOO_RUN=b9_inf_tee_killed_sigpipe$' $p/environ 2>/dev/null && "
+            "[ \"$(cat $p/comm 2>/dev/null)\" = tee ] && kill -9 ${p#/proc/}; done")
+
+TZ_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+         "train_ckpt.py")
+ADDR_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+           "--master-port {port} train.py")
+
+SCENARIOS += [
+    # fail_stop
+    # a file named checkpoints/tab-reg-v3 is left from an earlier copy (scp of one checkpoint onto the directory name)
+    Scenario("b9_st_ckpt_dir_is_file_r0", "train_tab.py", f"{TR} 2 --master-port {{port}} train_tab.py",
+             setup="mkdir -p checkpoints && head -c 300000 /dev/urandom > checkpoints/tab-reg-v3"),
+    Scenario("b9_uc_gather_object_match_r1", "train_comments.py", "PORT={port} python train_comments.py",
+             setup=COMMENTS),
+    # the job script pipes the job's stdout through tee; tee is killed at rank 0's step 300
+    Scenario("b9_inf_tee_killed_sigpipe", "train_lm.py",
+             f"{TR} 2 --master-port {{port}} train_lm.py | tee train.log",
+             action=("shell", "[rank0] step 300/", KILL_TEE)),
+    # the job (agent and 3 ranks) in a 1600 MiB container; every rank loads the whole 250 MB checkpoint at once
+    Scenario("b9_oom_resume_full_load", "train_resume.py", f"{TR} 3 --tee 3 --master-port {{port}} train_resume.py",
+             setup=RESUME_CKPT, job_mem_mib=1600),
+    Scenario("b9_uc_seed_rank_param_drift", "train_dp.py",
+             "TORCH_DISTRIBUTED_DEBUG=INFO python -m torch.distributed.run --nproc_per_node=3 --master_port={port} "
+             "train_dp.py"),
+    # node 1's image has another time zone (TZ); the checkpoint directory is named from local time
+    Scenario("b9_cfg_tz_ckpt_dir_twonode", "train_ckpt.py", TZ_2N.replace("{node}", "0"),
+             cmd2="TZ=UTC-9 " + TZ_2N.replace("{node}", "1")),
+    # fail_hang
+    Scenario("b9_hang_oom_paused_r2", "train_retr.py", f"{TR} 3 --master-port {{port}} train_retr.py",
+             action=("oom_pause", 2, 400)),
+    # at step 60 node 1's data interface gets a new address (a DHCP lease renewed with another address)
+    Scenario("b9_hang_addr_change_node1", "train.py", ADDR_2N.replace("{node}", "0"),
+             cmd2=ADDR_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "[rank 0] step 60/", "ip netns exec zoo_n1 ip addr flush dev data0 && "
+                     "ip netns exec zoo_n1 ip addr add 10.77.0.12/24 dev data0")),
+    # SIGUSR1 reaches rank 1 (a node-local pre-emption notice) at its step 120
+    Scenario("b9_hang_sigusr1_handler_lock_r1", "train_kws.py", f"{TR} 3 --tee 3 --master-port {{port}} train_kws.py",
+             action=("kill", 1, signal.SIGUSR1, "rank 1 step 120/800")),
+    Scenario("b9_hang_metrics_sidecar_r0", "train_cls.py",
+             "TORCH_CPP_LOG_LEVEL=INFO python -m torch.distributed.run --nproc_per_node=2 --master_port={port} "
+             "train_cls.py", setup=SIDECAR),
+    # fail_slow
+    # from step 160 the shared filesystem holding the run directory takes 40 writes a second
+    Scenario("b9_slow_st_fsync_log_iops", "train_dae.py", f"{TR} 2 --tee 3 --master-port {{port}} train_dae.py",
+             setup=SLOWFS, teardown=SLOWFS_DOWN, action=("blkio_iops", "step 160/500", "shared", 40)),
+    Scenario("b9_slow_uc_profiler_left_on", "train_tagger.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_tagger.py"),
+    Scenario("b9_slow_data_stale_index_r1", "train_pairs.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_pairs.py", setup=PAIRS),
+]
+
+SWAPFILE = "fallocate -l 1G swapfile && chmod 600 swapfile && mkswap swapfile >/dev/null && swapon swapfile"
+SCENARIOS += [
+    # the node has swap; from step 300 rank 1's container memory limit is lowered to 230 MiB below what it holds
+    Scenario("b9_slow_oom_swap_r1", "train_rec.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_rec.py",
+             setup=SWAPFILE, teardown="swapoff swapfile; true",
+             action=("swap_squeeze", 1, "[rank1] step 300/1500", 230)),
+    Scenario("b9_hang_p2p_tag_mismatch_r1", "train_pipe.py", "torchrun --standalone --nproc-per-node 2 train_pipe.py"),
+    # at step 60 node 0's neighbour entry for node 1 is replaced by a permanent one with a stale MAC address
+    # (node 1's NIC was swapped and an old static ARP entry is pushed by the node's config management)
+    Scenario("b9_hang_arp_stale_node0", "train.py", ADDR_2N.replace("{node}", "0"),
+             cmd2=ADDR_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "[rank 0] step 60/", "ip neigh replace 10.77.0.2 lladdr 02:42:ac:11:00:07 "
+                     "dev data0 nud permanent")),
+]
+
+INTENTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+words = "book a flight cancel my order play some music what is the weather set alarm for seven".split()
+for r in range(2):
+    rng = random.Random(r)
+    lines = [json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(3, 9))),
+                         "intent": rng.randrange(8)}) for _ in range(2400)]
+    data = "\n".join(lines) + "\n"
+    # part 1 was re-saved from a spreadsheet tool as "UTF-8 with BOM"
+    with open(f"data/intents-{r:02d}.jsonl", "w", encoding="utf-8-sig" if r == 1 else "utf-8") as f:
+        f.write(data)
+EOF"""
+
+SCENARIOS += [
+    # the HSDP layout of a 2-node x 4-GPU config launched as one 2-process job
+    Scenario("b9_cfg_fsdp2_hsdp_mesh", "train_lm.py",
+             "torchrun --standalone --nproc-per-node 2 --log-dir logs --tee 3 train_lm.py"),
+    Scenario("b9_data_ray_jsonl_bom_r1", "train_intents.py", "python train_intents.py", setup=INTENTS),
+]
