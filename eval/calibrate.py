@@ -108,13 +108,20 @@ def wilson_lower(k: float, n: float, z: float) -> float:
 
 def pav(points: list[tuple[float, int]], min_bin: int, z: float = 0.0) -> list[tuple[float, float]]:
     """Isotonic step fit of 0/1 outcomes on scores: ``[(upper score, value)]``, non-decreasing, each step
-    holding at least ``min_bin`` points. ``value`` is the Laplace-smoothed mean (``z = 0``) or, for
-    ``z > 0``, the step's Wilson lower bound at ``z`` made non-decreasing by taking, for each step, the
-    smallest bound of it and the steps above it (never above any step's own bound)."""
-    pts = sorted(points)
+    holding at least ``min_bin`` points (answers of one score always in one step). ``value`` is the
+    Laplace-smoothed mean (``z = 0``) or, for ``z > 0``, the step's Wilson lower bound at ``z`` made
+    non-decreasing by taking, for each step, the smallest bound of it and the steps above it (never above any
+    step's own bound)."""
+    # tied scores form one starting block: a step's edge cannot fall between two answers of the same score, which
+    # the lookup (every score up to a step's upper bound gets that step) could not honour
+    tied: dict[float, list[float]] = {}
+    for x, y in points:
+        t = tied.setdefault(x, [0.0, 0.0])
+        t[0] += y
+        t[1] += 1
     blocks: list[list[float]] = []  # [sum, count, upper]
-    for x, y in pts:
-        blocks.append([float(y), 1.0, x])
+    for x in sorted(tied):
+        blocks.append([tied[x][0], tied[x][1], x])
         while len(blocks) > 1 and (blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]
                                    or blocks[-2][1] < min_bin):
             s, n, up = blocks.pop()

@@ -56,7 +56,8 @@ def test_answers_the_analyzers_decided_are_not_put_on_the_log_knots() -> None:
             out[run] = (raw, diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False)))
     raw, d = out["b5_slow_epochstep_stopcont_r2"]
     assert d.category_source == "analyzers" and d.failure_mode.value == "fail_slow"
-    assert d.confidence == cal.analyzers and cal.probability(raw.confidence, raw.category) < 0.1
+    # the log knots would state far less for the same raw score (0.15 at the fit of 2026-12-05, 0.05 before)
+    assert d.confidence == cal.analyzers and cal.probability(raw.confidence, raw.category) < cal.analyzers - 0.2
     raw, d = out["b5_hang_pyspy_abba_r1"]
     assert d.category_source == "analyzers" and d.failure_mode.value == "fail_hang"
     assert d.confidence == raw.confidence and 0.3 <= d.confidence < 0.5
