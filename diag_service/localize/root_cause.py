@@ -650,7 +650,8 @@ def localize(
         if category in NODE_LEVEL and isinstance(named_node, str) and named_node:
             # the message names the node it is about ("Node failure on gpu-node-003"), not the host that wrote it
             faulty_nodes = [named_node]
-        elif category in NODE_LEVEL and primary.nodes:
+        elif category in NODE_LEVEL and primary.nodes and not waiting:
+            # (a lost connection's report names the node that noticed, not the faulty one)
             if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
