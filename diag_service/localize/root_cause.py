@@ -1010,6 +1010,28 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
 _FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line (?P<line>\d+), in (?P<func>[\w.<>]+)')
 
 
+def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                sigs: SignatureSet | None) -> dict[int, tuple[tuple[str, str], str | None]]:
+    """Per rank, where its collective timeout waited: ``{rank: ((file name, function), call)}`` from the traceback of
+    its first ``peer_loss`` hang symptom (gloo's "Timed out waiting ...ms for recv operation"); the site is the
+    innermost frame, ``call`` the innermost frame of the job's own code as ``file:line`` (None without one). Ranks
+    whose report carries no frame are left out."""
+    found: dict[int, tuple[tuple[str, str], str | None]] = {}
+    for h in symptoms:
+        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
+            continue
+        for tid in h.template_ids:
+            for g in by_tid.get(tid, []):
+                for rank, ev in g.rank_first.items():
+                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
+                    if not frames or rank in found:
+                        continue
+                    own = [m for m in frames if frame_file_owner(m.group("file")) == "user"]
+                    call = f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}" if own else None
+                    found[rank] = ((frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func")), call)
+    return found
+
+
 def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
                    sigs: SignatureSet | None) -> tuple[list[int], str | None]:
     """The ranks that time out in another place than their peers, from the tracebacks of their collective
@@ -1026,20 +1048,9 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
     no rank named: ``([], why)``. When every rank's innermost frame is the same function, the innermost frame of
     the job's own code (file and line) tells the calls apart: ``all_reduce`` called at train.py:20 on one rank
     and at train.py:23 on another is two collectives; without such a frame on every rank, nothing is claimed."""
-    sites: dict[int, tuple[str, str]] = {}
-    calls: dict[int, str] = {}  # the innermost frame of the job's own code: which call of the collective
-    for h in symptoms:
-        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
-            continue
-        for tid in h.template_ids:
-            for g in by_tid.get(tid, []):
-                for rank, ev in g.rank_first.items():
-                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
-                    if frames and rank not in sites:
-                        sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"))
-                        own = [m for m in frames if frame_file_owner(m.group("file")) == "user"]
-                        if own:
-                            calls[rank] = f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}"
+    found = _wait_sites(symptoms, by_tid, sigs)
+    sites = {r: site for r, (site, _call) in found.items()}
+    calls = {r: call for r, (_site, call) in found.items() if call is not None}  # which call of the collective
     if len(sites) >= 2 and len(set(sites.values())) < 2 and len(calls) == len(sites) and len(set(calls.values())) > 1:
         # the same collective function, called from different lines of the job's code: different calls of it
         # (two all_reduce calls on two groups, a rank-only branch), as different a place as another function
@@ -1082,21 +1093,11 @@ def _common_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Templ
     asynchronous, so a timed-out work item does not show that the rank's device ever reached the collective."""
     if len(world) < 2 or world != set(range(len(world))):
         return None
-    sites: dict[int, tuple[str, str, str]] = {}
-    for h in symptoms:
-        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
-            continue
-        for tid in h.template_ids:
-            for g in by_tid.get(tid, []):
-                for rank, ev in g.rank_first.items():
-                    frames = [m for ln in ev.lines for m in [_FRAME_SITE.match(ln)] if m]
-                    own = [m for m in frames if frame_file_owner(m.group("file")) == "user"]
-                    if frames and own and rank not in sites:
-                        sites[rank] = (frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func"),
-                                       f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}")
+    sites = _wait_sites(symptoms, by_tid, sigs)
     if set(sites) != world or len(set(sites.values())) != 1:
         return None
-    return COMMON_SITE_FINDING.format(n=len(world), site=next(iter(sites.values()))[2])
+    (_site, call), = set(sites.values())
+    return None if call is None else COMMON_SITE_FINDING.format(n=len(world), site=call)
 
 
 def _hang_source(hang: HangReport) -> str:
