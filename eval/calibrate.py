@@ -142,7 +142,8 @@ def pav(points: list[tuple[float, int]], min_bin: int, z: float = 0.0) -> list[t
 
 
 #: The zoo's dev runs as the rules of each batch's freezing commit answered them (first contact: rules that had never
-#: seen them), one JSON object per run (``eval/results/zoo_first_contact_dev.jsonl``; ``category_source`` included).
+#: seen them), one JSON object per run (``eval/results/zoo_first_contact_dev.jsonl``, written by
+#: ``eval/zoo_first_contact.py``; ``category_source`` included).
 ZOO_FIRST_CONTACT = REPO / "eval" / "results" / "zoo_first_contact_dev.jsonl"
 
 #: Fewest first-contact analyzer answers to fit the constant on.
