@@ -30,18 +30,28 @@ SCHEMA_VERSION = "1.1"  # 1.1: Diagnosis.slow is a typed SlowReport (the same JS
 NODE_NAME = re.compile(r"(?=[^\n]{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9_.,\[\]-]*[A-Za-z0-9\]])?\Z")
 
 
+#: Every machine's own loopback name or address (RFC 6761 reserves ``localhost``; /etc/hosts' usual aliases):
+#: torchelastic's failure report prints ``host : localhost`` when a node has no other name, which names no node a
+#: scheduler can cordon or replace.
+LOOPBACK = re.compile(r"(?i)(?:localhost(?:\.localdomain)?6?|ip6-(?:localhost|loopback)|127(?:\.\d{1,3}){3})\.?\Z")
+
+
 def node_names(names: list[str]) -> tuple[list[str], list[str]]:
-    """``names`` split into those :data:`NODE_NAME` accepts and those it refuses, each in order, once."""
+    """``names`` split into those :data:`NODE_NAME` accepts and those it refuses (not host names, or a loopback
+    name, :data:`LOOPBACK`), each in order, once."""
     ok: list[str] = []
     refused: list[str] = []
     for n in dict.fromkeys(names):
-        (ok if NODE_NAME.match(n) else refused).append(n)
+        (ok if NODE_NAME.match(n) and not LOOPBACK.match(n) else refused).append(n)
     return ok, refused
 
 
 def refused_nodes_finding(refused: list[str]) -> str:
     """The finding that names node values kept out of ``faulty_nodes`` (each shown shortened, quoted)."""
     shown = ", ".join(repr(n[:80]) for n in refused[:4]) + (f" and {len(refused) - 4} more" if len(refused) > 4 else "")
+    if all(LOOPBACK.match(n) for n in refused):
+        return (f"Node name(s) {shown} in the logs are the machine's own loopback name, not a node a scheduler can "
+                "act on: left out of faulty_nodes.")
     return f"Node name(s) {shown} in the logs are not host names: left out of faulty_nodes."
 
 
