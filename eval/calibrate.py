@@ -75,24 +75,31 @@ def first_contact(refresh: bool = False) -> list[dict[str, Any]]:
         rows = [json.loads(line) for line in FIRST_CONTACT.read_text().splitlines() if line.strip()]
     done = {r["id"] for r in rows}
     doc = json.loads(SPLIT_FILE.read_text())
-    with tempfile.TemporaryDirectory(prefix="first-contact-") as tmp:
-        for part in [doc, *doc.get("additions", [])]:
-            sha, ids = part["commit"], [i for i in part.get("dev", []) if i not in done]
-            if not ids:
-                continue
-            wt = Path(tmp) / sha[:12]
-            subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), sha], cwd=REPO, check=True)
-            try:
-                env = {**os.environ, "PYTHONPATH": str(wt)}
-                res = subprocess.run([sys.executable, "-c", _RUNNER, str(CORPUS / "logs"), ",".join(ids)],
-                                     cwd=wt, env=env, capture_output=True, text=True, check=True)
-                rows += [{**json.loads(line), "commit": sha[:12]} for line in res.stdout.splitlines()
-                         if line.startswith("{")]
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=REPO, check=False)
-            print(f"first contact: {len(ids)} dev cases at {sha[:12]}", file=sys.stderr)
+    for part in [doc, *doc.get("additions", [])]:
+        sha, ids = part["commit"], [i for i in part.get("dev", []) if i not in done]
+        if not ids:
+            continue
+        rows += [{**r, "commit": sha[:12]} for r in run_at_commit(sha, _RUNNER, [str(CORPUS / "logs"), ",".join(ids)])]
+        print(f"first contact: {len(ids)} dev cases at {sha[:12]}", file=sys.stderr)
     FIRST_CONTACT.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
+
+
+def run_at_commit(sha: str, runner: str, args: list[str]) -> list[dict[str, Any]]:
+    """Run ``runner`` (Python source) with ``args`` in a temporary git worktree of commit ``sha``, its own
+    ``diag_service`` first on the path, and return the JSON objects it prints (one per line; other lines are
+    ignored). Raises ``subprocess.CalledProcessError`` when the commit cannot be checked out (a shallow clone) or
+    the runner fails; the worktree is removed either way."""
+    with tempfile.TemporaryDirectory(prefix="first-contact-") as tmp:
+        wt = Path(tmp) / sha[:12]
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), sha], cwd=REPO, check=True)
+        try:
+            env = {**os.environ, "PYTHONPATH": str(wt)}
+            res = subprocess.run([sys.executable, "-c", runner, *args], cwd=wt, env=env, capture_output=True,
+                                 text=True, check=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=REPO, check=False)
+    return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
 
 
 def wilson_lower(k: float, n: float, z: float) -> float:

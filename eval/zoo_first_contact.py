@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "eval"))
+
+from calibrate import run_at_commit  # noqa: E402
+
 ZOO = REPO / "eval" / "zoo"
 OUT = REPO / "eval" / "results" / "zoo_first_contact_dev.jsonl"
 
@@ -66,22 +67,13 @@ def first_contact(refresh: bool = False) -> list[dict[str, Any]]:
     if OUT.exists() and not refresh:
         rows = [json.loads(x) for x in OUT.read_text().splitlines() if x.strip()]
     done = {r["id"] for r in rows}
-    with tempfile.TemporaryDirectory(prefix="zoo-first-contact-") as tmp:
-        for batch, sha, ids in batches():
-            ids = [i for i in ids if i not in done]
-            if not ids:
-                continue
-            wt = Path(tmp) / sha[:12]
-            subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), sha], cwd=REPO, check=True)
-            try:
-                env = {**os.environ, "PYTHONPATH": str(wt)}
-                res = subprocess.run([sys.executable, "-c", _RUNNER, str(ZOO / "runs"), ",".join(ids)], cwd=wt, env=env,
-                                     capture_output=True, text=True, check=True)
-                rows += [{**json.loads(x), "commit": sha[:12], "batch": batch} for x in res.stdout.splitlines()
-                         if x.startswith("{")]
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=REPO, check=False)
-            print(f"zoo first contact: batch {batch}, {len(ids)} dev runs at {sha[:12]}", file=sys.stderr)
+    for batch, sha, ids in batches():
+        ids = [i for i in ids if i not in done]
+        if not ids:
+            continue
+        rows += [{**r, "commit": sha[:12], "batch": batch}
+                 for r in run_at_commit(sha, _RUNNER, [str(ZOO / "runs"), ",".join(ids)])]
+        print(f"zoo first contact: batch {batch}, {len(ids)} dev runs at {sha[:12]}", file=sys.stderr)
     OUT.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
