@@ -35,6 +35,7 @@ from diag_service.contracts import CollectiveTimeout, ProgressLog, RawEvent
 from diag_service.domain import EventKind
 from diag_service.extract.literal_scan import BUILD_AFTER_BYTES, LiteralScan, literal_scan_available
 from diag_service.ingest import Block, Source
+from diag_service.limits import LIMITS
 from diag_service.logformat import (
     FRAME_LINE,
     LEADING_TS,
@@ -203,17 +204,17 @@ _BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAI
 
 def launch_world(text: str) -> int | None:
     """The job's number of processes from a launch command in ``text`` (:data:`LAUNCH_NPROC`, :data:`LAUNCH_ACCEL`),
-    or None when there is none or its node count is a range."""
+    or None when there is none, its node count is a range, or it is more ranks than ``LIMITS.max_rank`` allows."""
     m = LAUNCH_NPROC.search(text)
     if m is not None:
         nodes = LAUNCH_NNODES.search(m.group(0))
         if nodes is not None and nodes.group(2):
             return None
         n = int(m.group(1)) * (int(nodes.group(1)) if nodes is not None else 1)
-        return n if 0 < n <= 1 << 20 else None
-    m = LAUNCH_ACCEL.search(text)
-    n = int(m.group(1)) if m is not None else 0
-    return n if 0 < n <= 1 << 20 else None
+    else:
+        m = LAUNCH_ACCEL.search(text)
+        n = int(m.group(1)) if m is not None else 0
+    return n if 0 < n <= LIMITS.max_rank + 1 else None
 
 
 def benchmark_line(tail: str) -> str | None:

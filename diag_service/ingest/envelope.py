@@ -32,6 +32,8 @@ import re
 from collections.abc import Callable
 from enum import StrEnum
 
+from diag_service.limits import LIMITS
+
 #: ``<time> <stream> <F|P> <text>`` (CRI); group 1 the time, group 2 the text.
 CRI_LINE = re.compile(
     rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) (?:stdout|stderr) [FP] ?(.*)"
@@ -75,7 +77,7 @@ def _json_text(line: bytes) -> tuple[str, str | None] | None:
     if text is None:
         return None
     when = next((obj[k] for k in TIME_KEYS if isinstance(obj.get(k), str) and _RFC3339.match(obj[k])), None)
-    rank = next((obj[k] for k in RANK_KEYS if type(obj.get(k)) is int and 0 <= obj[k] < 1 << 20), None)
+    rank = next((obj[k] for k in RANK_KEYS if type(obj.get(k)) is int and 0 <= obj[k] <= LIMITS.max_rank), None)
     if rank is not None:
         text = "".join(f"[rank{rank}]: {part}" if part else part for part in text.splitlines(keepends=True)) or text
     return text, when

@@ -54,6 +54,7 @@ from diag_service.domain import (
     node_names,
     refused_nodes_finding,
 )
+from diag_service.limits import LIMITS
 from diag_service.logformat import iso
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
@@ -571,7 +572,7 @@ def localize(
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
     size = progress.world_size or progress.launch_world
-    world = set(range(size)) if size and size <= 1 << 20 else set()
+    world = set(range(size)) if size and size <= LIMITS.max_rank + 1 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
     # worker's pid): the job's is the earliest of them.
