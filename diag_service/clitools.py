@@ -8,6 +8,8 @@ any command is printed as one line on stderr and ends the process with its kind'
 from __future__ import annotations
 
 import inspect
+import json
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -29,6 +31,8 @@ COMMAND_EXTRAS = {"serve": "service", "watch": "watch", "label": "label", "lab":
 
 
 def _handled(invoke: Callable[[click.Context], Any], ctx: click.Context) -> Any:
+    # a group hands its remaining arguments to the sub-command and clears them: keep them for _wants_json
+    rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
     try:
         try:
             return invoke(ctx)
@@ -38,12 +42,26 @@ def _handled(invoke: Callable[[click.Context], Any], ctx: click.Context) -> Any:
             name = ctx.info_name or ""
             raise missing_extra(exc, f"diag {name}".strip(), COMMAND_EXTRAS.get(name)) from exc
     except DiagError as exc:
-        _fail(exc)
+        _fail(exc, json_out=_wants_json(ctx, rest))
 
 
-def _fail(exc: DiagError) -> NoReturn:
-    """Print ``exc`` as one line on stderr and end with its kind's exit code."""
+def _wants_json(ctx: click.Context, rest: list[str]) -> bool:
+    """Whether the command that failed was asked for ``--json``: a parsed option of the command's own
+    context, or (for a command of a group, whose context the error has already left) ``--json`` among the
+    arguments the group passed on, before any ``--``."""
+    for p in ctx.command.params:
+        if "--json" in getattr(p, "opts", ()) and ctx.params.get(p.name or ""):
+            return True
+    return "--json" in (rest[:rest.index("--")] if "--" in rest else rest)
+
+
+def _fail(exc: DiagError, json_out: bool = False) -> NoReturn:
+    """Print ``exc`` as one line on stderr and end with its kind's exit code. With ``json_out`` the same
+    error is also printed on stdout as one JSON object, ``{"detail", "kind", "exit_code"}`` (the HTTP API's
+    error body plus the exit code), so a script reading ``--json`` output always gets JSON."""
     err.print(f"[red]{LABELS[exc.kind]}:[/red] {escape(str(exc))}", soft_wrap=True)
+    if json_out:
+        sys.stdout.write(json.dumps({"detail": str(exc), "kind": exc.kind.value, "exit_code": exit_code(exc)}) + "\n")
     raise typer.Exit(exit_code(exc)) from exc
 
 

@@ -179,3 +179,26 @@ def test_watch_without_its_extra_starts_no_job(tmp_path: Path, monkeypatch: pyte
 
     time.sleep(1.0)  # a started child would have written the marker by now
     assert not marker.exists()
+
+
+def test_with_json_an_error_is_also_one_json_object_on_stdout(tmp_path: Path) -> None:
+    """A script running ``diag ... --json | jq`` gets JSON on failure too: the HTTP API's error body
+    (``detail``, ``kind``) plus the exit code, for a command of the top-level group (diagnose, recover) and
+    for a mounted one (slow, hang, etpr); without ``--json`` stdout stays empty."""
+    runner = CliRunner()
+    nope = str(tmp_path / "nope")
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"job": "j1", "t": 0, "kind": "job_start", "gpus": 8}\n')
+    for argv in (["diagnose", nope, "--no-kb", "--no-llm", "--json"], ["recover", nope, "--json"],
+                 ["slow", nope, "--json"], ["hang", nope, "--json"],
+                 ["etpr", str(events), "--by", "colour", "--json"]):
+        res = runner.invoke(app, argv)
+        assert res.exit_code == EXIT_CODES[ErrorKind.INPUT], (argv, res.output)
+        body = json.loads(res.stdout)
+        assert body["kind"] == "input" and body["exit_code"] == 2 and body["detail"], (argv, body)
+        assert "error:" in res.stderr
+    res = runner.invoke(app, ["diagnose", nope, "--no-kb", "--no-llm"])
+    assert res.exit_code == 2 and res.stdout == "" and "error:" in res.stderr
+    # a "--json" after "--" is an argument, not the option
+    res = runner.invoke(app, ["diagnose", "--no-kb", "--no-llm", "--", nope])
+    assert res.stdout == ""
