@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import gzip
 import io
+import json
 import os
 import struct
 import tarfile
@@ -67,7 +68,10 @@ def test_empty_file(tmp_path: Path) -> None:
         run_diagnose(tmp_path / "stderr.log")
     res = run_cli("diagnose", str(tmp_path / "stderr.log"), "--json")
     assert res.exit_code == 2
-    assert "empty bundle" in res.output and "{" not in res.output
+    # no diagnosis: the error itself, as one JSON object on stdout (docs/errors.md) and one line on stderr
+    body = json.loads(res.stdout)
+    assert set(body) == {"detail", "kind", "exit_code"} and "empty bundle" in body["detail"]
+    assert "empty bundle" in res.stderr
 
 
 def test_an_empty_member_of_a_bundle_is_named(tmp_path: Path) -> None:
