@@ -303,10 +303,132 @@ def test_a_slowdown_with_a_debug_setting_that_slows_every_step_is_the_jobs(tmp_p
     assert any("slows every step" in f for f in d.findings)
 
 
-def test_the_same_setting_without_a_slowdown_changes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("setting", [
+    "autograd anomaly detection enabled",
+    "STAGE:2024-06-02 03:57:04 6093:6093 ActivityProfilerController.cpp:314] Completed Stage: Warm Up",
+])
+def test_the_same_setting_without_a_slowdown_changes_nothing(tmp_path: Path, setting: str) -> None:
     log = tmp_path / "train.log"
-    log.write_text("autograd anomaly detection enabled\n" + "".join(
+    log.write_text(setting + "\n" + "".join(
         f"step {i} | loss 0.5 | 20.0 ms/step\n" for i in range(1, 200)))
     d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
     assert d.failure_mode.value != "fail_slow" and d.category.value == "unknown"
 
+
+def test_a_slowdown_with_the_profiler_recording_is_the_jobs(tmp_path: Path) -> None:
+    """Zoo dev b9_slow_uc_profiler_left_on: from step 150 the script enters torch.profiler.profile(record_shapes,
+    with_stack, profile_memory) and never leaves it until exit; Kineto logs ``profiler_start``. A profiler
+    records every op of every step it is on (PyTorch's profiler docs): the job's own setting, user_code."""
+    run = "b9_slow_uc_profiler_left_on"
+    assert run in _zoo_dev()
+    d = _diagnose_dev(run, tmp_path)
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "user_code")
+    assert any("Torch profiler recording" in f for f in d.findings)
+
+
+
+def _zoo_dev() -> set[str]:
+    s = json.loads((ZOO / "split.json").read_text())
+    return set(s["dev"]) | {r for a in s.get("additions", []) for r in a["dev"]}
+
+
+@pytest.mark.parametrize(("line", "seconds", "data"), [
+    ("rank 2 step 90 loss 7.273 time_ms 669.6 data_ms 220.2", 0.6696, 0.2202),
+    # YOLOX's trainer line (seconds, named units)
+    ("epoch: 1/100, iter: 240/983, mem: 7746Mb, iter_time: 8.711s, data_time: 8.409s, total_loss: 5.8", 8.711, 8.409),
+    ("[rank1] step 86 loss 1.0433 step_time 179.4ms data 169.5ms fwd_bwd 9.9ms", 0.1794, 0.1695),
+    # a bare number takes the step time's unit
+    ("step 12 | time_ms 40.0 | data 12.5", 0.040, 0.0125),
+    # not a data wait: a path, a longer "data" word, a wait longer than the step
+    ("step 10 time 0.5 data/train.json", 0.5, None),
+    ("step 10 time 0.5 metadata 0.3", 0.5, None),
+    ("step 10 time_ms 50 data_ms 80", 0.05, None),
+])
+def test_a_step_lines_data_wait_is_read_with_its_unit(tmp_path: Path, line: str, seconds: float,
+                                                       data: float | None) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(line.replace(" 10 ", f" {i} ").replace(" 12 ", f" {i} ").replace(" 90 ", f" {i} ")
+                             .replace(" 86 ", f" {i} ").replace(" 240/", f" {i}/") for i in range(1, 4)) + "\n")
+    b = load_log_bundle(log).batch
+    assert len(b) == 3 and b.step_time[0] == pytest.approx(seconds)
+    if data is None:
+        assert np.isnan(b.data).all()
+    else:
+        assert b.data[0] == pytest.approx(data)
+        assert b.compute[0] == pytest.approx(seconds - data)  # the rest of the step
+
+
+def test_a_rank_whose_data_wait_the_others_wait_for_is_named_from_every_ranks_step_lines(tmp_path: Path) -> None:
+    """Zoo dev run: rank 1 SIGSTOPped 150 ms of every 250 ms from step 80; both ranks print ``step_time``,
+    ``data`` and ``fwd_bwd`` every step, on the console and in torchrun's --log-dir files (each line counted
+    once). Rank 0 waits inside its fwd_bwd (the all-reduce), rank 1's wait shows in its data phase: the
+    streaming rank test names rank 1; the category stays the job finding's (the pause is the host's)."""
+    run = "slow_stopcont_rank1_step80"
+    assert run in _zoo_dev()
+    feed = load_log_bundle(ZOO / "runs" / run)
+    assert feed.rank_batch is not None and sorted(set(feed.rank_batch.rank.tolist())) == [0, 1]
+    assert len(feed.rank_batch) == 500  # 250 steps x 2 ranks, not the 1,000 lines that hold them
+    d = _diagnose_dev(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.category.value == "infrastructure"
+    assert d.first_failing_rank == 1
+    s = d.slow.stragglers[0]
+    assert s.rank == 1 and s.kind.value == "data" and 80 <= s.first_step <= 110
+    assert "Rank 1 is an intermittent data straggler" in d.root_cause.summary
+
+
+def test_a_short_log_names_the_rank_whose_data_wait_made_the_episode(tmp_path: Path) -> None:
+    """Zoo dev run: rank 2's shard holds heavier samples from step 50; three ranks print ``time_ms`` and
+    ``data_ms`` every 10 steps (10 lines each: too few for the streaming rank test). The whole-log episode's
+    steps show rank 2's data wait rising by most of the job's rise, significantly: rank 2 is named."""
+    run = "slow_data_skew_rank2"
+    assert run in _zoo_dev()
+    d = _diagnose_dev(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 2
+    assert [s.rank for s in d.slow.stragglers] == [2] and d.slow.stragglers[0].confidence >= 0.7
+
+
+def test_equal_data_waits_name_no_rank(tmp_path: Path) -> None:
+    """Counter-example from the same run: every rank given rank 0's data wait (the job still slows from step 50)
+    -> a job episode, no straggler."""
+    lines = (ZOO / "runs" / "slow_data_skew_rank2" / "console.log").read_text().splitlines()
+    waits = {}
+    for ln in lines:
+        p = ln.split()
+        if len(p) > 9 and p[0] == "rank" and p[1] == "0" and p[8] == "data_ms":
+            waits[p[3]] = p[9]
+    out = []
+    for ln in lines:
+        p = ln.split()
+        if len(p) > 9 and p[0] == "rank" and p[8] == "data_ms" and p[3] in waits:
+            p[9] = waits[p[3]]
+            ln = " ".join(p)
+        out.append(ln)
+    assert len(waits) == 10
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(out) + "\n")
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(log)
+    assert rep.job_slowdown and not rep.stragglers
+
+
+@pytest.mark.parametrize("name", DEV_FEEDS[:6])
+def test_clean_runs_read_as_step_and_data_lines_name_no_straggler(name: str) -> None:
+    """Real clean lab runs (dev feeds) reduced to what such step lines give per rank: step time and data
+    wait. The rank test names no one (with the rest of the step passed as communication it named 5 ranks over
+    the 26 dev feeds: a rank with a shorter data wait has a longer rest)."""
+    from diag_service.slow.analyze import analyze_slow
+    from diag_service.slow.feeds import StepBatch, load_jsonl
+
+    b = load_jsonl(FEEDS / f"{name}.jsonl.gz").batch
+    t = b.end - b.start
+    ok = np.isfinite(t) & np.isfinite(b.data)
+    rb = StepBatch.from_columns(step=b.step[ok], rank=b.rank[ok], step_time=t[ok], data=b.data[ok])
+    assert not analyze_slow(rb).stragglers
+
+
+def _diagnose_dev(run: str, tmp_path: Path):
+    assert run in _zoo_dev(), f"{run} is not a dev run"
+    job = tmp_path / "job"
+    shutil.copytree(ZOO / "runs" / run, job)
+    return diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))

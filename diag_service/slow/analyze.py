@@ -8,6 +8,7 @@ once and the same feed streamed step by step give the same report.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -31,8 +32,8 @@ from diag_service.slow.feeds import (
     load_jsonl,
     load_table,
 )
-from diag_service.slow.logs import load_log_bundle
-from diag_service.slow.models import SlowConfig, SlowReport
+from diag_service.slow.logs import RANK_PHASE_MIN_STEPS, load_log_bundle
+from diag_service.slow.models import GroupFinding, SlowConfig, SlowEpisode, SlowReport, Straggler, StragglerKind
 from diag_service.slow.offline import whole_log_episode
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
 
@@ -165,6 +166,8 @@ def analyze_slow(
     if feed.stats.format.startswith("logs") and len(batch):
         _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
+        if feed.rank_batch is not None and not rep.stragglers:
+            _log_stragglers(rep, det, feed.rank_batch, config)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -216,6 +219,117 @@ def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
                 "kept across steps (a hidden state or loss carried without detach(), so each backward runs through "
                 "every earlier step, or a list or cache that each step walks).")
     rep.summary = said  # a log's series is the job's (rank -1): no straggler or group to keep
+
+
+def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config: SlowConfig | None) -> None:
+    """A log whose step lines give every rank's own step and data-loading times
+    (:attr:`~diag_service.slow.feeds.Feed.rank_batch`): the rank-level test of the streaming detector over
+    those records names the rank the others wait for. Stragglers and groups found join ``rep`` (its job
+    episodes, read from the job's series by ``job``, stay), with the category and summary they lead to."""
+    det = SlowDetector(config, source=rep.input.source, fmt=rep.input.format, units=rep.units)
+    stragglers: list[Straggler] = []
+    groups: list[GroupFinding] = []
+    if np.unique(ranks.step).size >= RANK_PHASE_MIN_STEPS:
+        det._register_ranks(ranks.rank)
+        for part in _sorted_steps(ranks):
+            det.update(part)
+        found = det.report()
+        stragglers, groups = found.stragglers, found.groups
+    if not (stragglers or groups) and rep.job_slowdown:
+        one = _episode_data_straggler(rep.job_slowdown[0], ranks, det.cfg.min_effect)
+        stragglers = [one] if one is not None else []
+    if not (stragglers or groups):
+        return
+    rep.stragglers, rep.groups = stragglers, groups
+    for ep in rep.job_slowdown:
+        hi = ep.end_step if ep.end_step is not None else float("inf")
+        expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]
+        ep.explained_by_ranks = sorted({s.rank for s in expl})[:64]
+        if expl:
+            kinds = [s.kind for s in expl]
+            ep.kind = max(set(kinds), key=kinds.count)
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    if not rep.job_slowdown:
+        rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)
+    # else the job's finding keeps its category: a log splits out only the data wait, so a rank paused anywhere
+    # in its step shows there (zoo dev: a rank SIGSTOPped 150 ms of every 250 ms, CPU throttling, is a "data"
+    # straggler on these lines; so is a rank whose shard holds heavier samples, a data fault): the rank is named,
+    # the kind does not say storage
+    if rep.job_slowdown and "whole-log" not in rep.summary and "grew steadily" not in rep.summary:
+        rep.summary = job._summary(rep.job_slowdown, rep.stragglers, rep.groups)  # the episode's phase is the straggler's
+    else:  # the whole-log test's episode (or none): its words, then the stragglers'
+        said = det._summary([], rep.stragglers, rep.groups)
+        rep.summary = f"{rep.summary} {said}" if rep.job_slowdown and rep.summary else said
+
+
+#: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps
+#: and above its excess before them, is at least this share of the episode's rise in step time (the rank's wait is
+#: most of what the job lost) -- and at least ``min_effect`` of the step time before the episode.
+EPISODE_DATA_SHARE = 0.5
+#: ... and when that rise is significant against the rank's own excess before the episode: z >= 3.09 (one-sided
+#: alpha = 0.001 per rank, the whole-log test's level; diag_service.slow.offline).
+EPISODE_DATA_Z = 3.09
+
+
+def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float) -> Straggler | None:
+    """A job episode found in a log with every rank's data wait on its step lines, too few lines for the
+    streaming rank test (a line every 10-50 steps): the one rank whose data wait, over its peers' (their median;
+    the other's when there are two), rose on the episode's steps by at least :data:`EPISODE_DATA_SHARE` of the
+    job's rise in step time, significantly (:data:`EPISODE_DATA_Z`: the rise over the standard error from the
+    rank's excess before the episode). ``None`` when no rank or more than one does, or there are fewer than 2 of
+    its lines in the episode or 2 before it. Confidence ``1 - 0.5 ** (z / 3.09)``, the streaming test's form
+    (evidence over threshold)."""
+    hi = ep.end_step if ep.end_step is not None else np.inf
+    steps = np.unique(ranks.step)
+    units = np.unique(ranks.rank)
+    if units.size < 2:
+        return None
+    col = {int(r): i for i, r in enumerate(units)}
+    row = {int(s): i for i, s in enumerate(steps)}
+    data = np.full((steps.size, units.size), np.nan)
+    t = np.full((steps.size, units.size), np.nan)
+    for s, r, d, x in zip(ranks.step, ranks.rank, ranks.data, ranks.step_time, strict=True):
+        data[row[int(s)], col[int(r)]] = d
+        t[row[int(s)], col[int(r)]] = x
+    inside = (steps >= ep.start_step) & (steps <= hi)
+    before = steps < ep.start_step
+    if inside.sum() < 2 or before.sum() < 2:
+        return None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        job_t = np.nanmedian(t, axis=1)
+        base = float(np.nanmedian(job_t[before]))
+        rise = float(np.nanmean(job_t[inside])) - base
+        excess = np.full_like(data, np.nan)
+        for j in range(units.size):
+            peers = np.delete(data, j, axis=1)
+            excess[:, j] = data[:, j] - np.nanmedian(peers, axis=1)
+        up = np.nanmean(excess[inside], axis=0) - np.nanmean(excess[before], axis=0)
+        n_in = np.isfinite(excess[inside]).sum(axis=0)
+        n_before = np.isfinite(excess[before]).sum(axis=0)
+        sd = np.maximum(np.nanstd(excess[before], axis=0, ddof=1), 0.001 * base)
+        z = up / (sd * np.sqrt(1.0 / np.maximum(n_in, 1) + 1.0 / np.maximum(n_before, 1)))
+    if not (base > 0 and rise > 0):
+        return None
+    need = max(EPISODE_DATA_SHARE * rise, min_effect * base)
+    hit = np.flatnonzero(np.isfinite(up) & (up >= need) & (z >= EPISODE_DATA_Z) & (n_in >= 2) & (n_before >= 2))
+    if hit.size != 1:
+        return None
+    j = int(hit[0])
+    ref = np.nanmedian(np.delete(data, j, axis=1)[inside], axis=1)
+    own = data[inside, j]
+    ok = np.isfinite(own) & np.isfinite(ref)
+    slow = ok & (own - ref >= min_effect * base)
+    in_steps = steps[inside]
+    return Straggler(
+        rank=int(units[j]), kind=StragglerKind.DATA,
+        slowdown_factor=round(float(own[ok].sum() / max(ref[ok].sum(), 1e-12)), 4),
+        first_step=ep.start_step, last_step=int(in_steps[slow].max()) if slow.any() else ep.start_step,
+        detected_at_step=ep.detected_at_step, confidence=round(1 - 0.5 ** (float(z[j]) / EPISODE_DATA_Z), 3),
+        intermittent=bool(slow.mean() < 0.7) if ok.any() else False,
+        slow_fraction=round(float(slow.sum() / max(ok.sum(), 1)), 4),
+        time_lost_s=round(float(np.clip(own[ok] - ref[ok], 0, None).sum()), 6), active=bool(ep.ongoing),
+    )
 
 
 def _empty_stats(fmt: str, batch: StepBatch):  # noqa: ANN202 - FeedStats

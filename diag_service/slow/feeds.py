@@ -195,6 +195,9 @@ class Feed:
     stats: FeedStats
     units: str = "seconds"
     log_evidence: dict[int, Evidence] = field(default_factory=dict)
+    #: for logs whose step lines give every rank's own step and data-loading times: those, one record per rank
+    #: and step (``step_time`` and ``data``), for the straggler test only (the job's series is ``batch``)
+    rank_batch: StepBatch | None = None
 
 
 def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:

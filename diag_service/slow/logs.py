@@ -19,8 +19,11 @@ Formats (each documented by the line its framework prints):
 * **A script's own step lines**: a step counter, then a per-step time under a key that names it
   (``step 120 loss 2.31 time_ms 148.2``; :data:`GENERIC_STEP`).
 
-Lines are attributed to ranks and nodes with :mod:`diag_service.logformat`; when several ranks print the
-same iteration, the median of their values is used. Unparseable numbers are skipped and counted. A bundle
+Lines are attributed to ranks and nodes with :mod:`diag_service.logformat` and a script's own rank marker
+(:data:`SCRIPT_RANK`); when several ranks print the same iteration, the median of their values is used. A step
+line's data wait (:data:`DATA_PHASE`) becomes the series' data phase and, when two or more ranks print it, every
+rank's own record for the straggler test (:attr:`~diag_service.slow.feeds.Feed.rank_batch`).
+Unparseable numbers are skipped and counted. A bundle
 member named ``timing*.jsonl`` (a per-rank timing feed, e.g. inside a ``.tar.gz``) is read as the feed
 instead, since it says more than iteration lines.
 """
@@ -81,6 +84,18 @@ UNIT_TIME = re.compile(
     r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)\s*(?:(ms|s|sec)\s*/\s*(?:step|it|iter|iteration|batch)\b|(it/s)\b|(ms)\b(?!\s*/))"
 )
 STEP_ONLY = re.compile(STEP_COUNTER)
+#: A training script's own rank marker on its step line (``[rank1] step 86``, ``rank 2 step 90``, ``Rank 0 |``,
+#: ``[RANK 3]``); ``nranks``, ``world_rank`` and ``rank/``-style keys are not markers.
+SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;]))(?i:rank)\s?[:=#]?\s?(\d{1,6})\b(?![./])")
+#: The data-loading part of a step on the same line as its step time (``step 90 time_ms 669.6 data_ms 220.2``,
+#: ``iter_time: 8.711s, data_time: 8.409s`` (YOLOX), ``step_time 46.9ms data 30.2ms fwd_bwd 16.7ms``, MMEngine's
+#: ``time: 0.42  data_time: 0.02``): the time the rank waited for its next batch, which every one of these loggers
+#: counts inside the step time. ``_ms`` keys and an ``ms`` unit are milliseconds; a bare number takes the step
+#: time's unit.
+DATA_PHASE = re.compile(
+    r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b"
+    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+)
 #: A cumulative clock on a step line (``it: 100 elapsed: 12.3s``, ``time elapsed 0:01:23``): the step time is
 #: its rise over the steps between two lines.
 CUM_CLOCK = re.compile(
@@ -113,6 +128,8 @@ class _Point:
     time: float | None
     compute: float = math.nan
     comm: float = math.nan
+    #: the data-loading part of ``value`` (seconds; NaN when the line does not give it)
+    data: float = math.nan
     evidence: _Ev | None = None
 
 
@@ -173,7 +190,12 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         return
     att = attribute(raw, frozenset())
     text = att.text
-    rank = att.rank if att.rank is not None else rank
+    if att.rank is not None:
+        rank = att.rank
+    elif "ank" in text and (sr := SCRIPT_RANK.search(text)) is not None:
+        rank = int(sr.group(1))
+    elif rank is None and att.local_rank is not None:  # torchrun's --tee prefix ("[default1]:") on one node
+        rank = att.local_rank
     node = att.node or node
     r = rank if rank is not None else -1
     ts = parse_timestamp(raw, year)
@@ -235,7 +257,8 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             st.bad += 1
             return
         step = n if epoch is None else (epoch - 1) * total + n  # MMEngine counts epochs from 1
-        _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
+        _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+                  _data_phase(text, sec, ms=False))
         return
     m = TQDM.search(text) if "%|" in text else None
     if m:
@@ -264,7 +287,9 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             st.bad += 1
             return
         ms = m.group(5).lower().endswith("_ms") or m.group(7) == "ms"
-        _add_step(st, "step_lines", key, step, x / 1000.0 if ms else x, r, ts, _ev(path, lineno, raw, rank, node, ts))
+        sec = x / 1000.0 if ms else x
+        _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+                  _data_phase(text, sec, ms))
         return
     m = STEP_ONLY.search(text)
     if m is None or (step := _global_step(m, text)) is None:
@@ -321,15 +346,31 @@ def _global_step(m: re.Match[str], text: str) -> int | None:
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
-              ev: _Ev) -> None:
-    """One logged step of ``sec`` seconds per iteration; a line covers the iterations since the same writer's
-    previous one (a log interval), a repeated or earlier step is a redraw and is skipped."""
+              ev: _Ev, data: float = math.nan) -> None:
+    """One logged step of ``sec`` seconds per iteration (``data`` of them waiting for the batch, when the line
+    says); a line covers the iterations since the same writer's previous one (a log interval), a repeated or
+    earlier step is a redraw and is skipped."""
     prev = st.prev.get(key)
     if prev is not None and step <= prev:
         return
     st.prev[key] = step
     st.formats.add(fmt)
-    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, evidence=ev))
+    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, data=data, evidence=ev))
+
+
+def _data_phase(text: str, step_sec: float, ms: bool) -> float:
+    """The data-loading seconds a step line gives (:data:`DATA_PHASE`), NaN when it gives none or one that
+    cannot be part of a step of ``step_sec`` seconds (more than 1.05 x the step: another quantity, or a time
+    the logger keeps outside the step). ``ms``: the step time's unit was milliseconds (a bare number takes it)."""
+    if "ata" not in text:
+        return math.nan
+    m = DATA_PHASE.search(text)
+    x = _num(m.group(2)) if m is not None else None
+    if x is None or x < 0:
+        return math.nan
+    in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)  # type: ignore[union-attr]
+    sec = x / 1000.0 if in_ms else x
+    return sec if sec <= 1.05 * step_sec else math.nan
 
 
 #: Timestamped step lines kept per writer for :func:`_clock_points` (bounded state).
@@ -398,7 +439,7 @@ def _merge_steps(cols: dict[str, list[float]], k: int) -> dict[str, list[float]]
     w = grid("weight", 0.0)
     out: dict[str, list[float]] = {"step": [cols["step"][min(i + k, n) - 1] for i in range(0, n, k)],
                                    "weight": w.sum(axis=1).tolist()}
-    for key in ("step_time", "compute", "comm"):
+    for key in ("step_time", "compute", "comm", "data"):
         x = grid(key, math.nan)
         ok = np.isfinite(x) & (w > 0)
         den = np.where(ok, w, 0.0).sum(axis=1)
@@ -483,17 +524,22 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
         by_step.setdefault(p.step, []).append(p)
     steps = sorted(by_step)
     raw_ev: dict[int, Any] = {}
-    cols: dict[str, list[float]] = {k: [] for k in ("step", "step_time", "weight", "end", "compute", "comm")}
+    cols: dict[str, list[float]] = {k: [] for k in ("step", "step_time", "weight", "end", "compute", "comm", "data")}
     for s in steps:
         ps = by_step[s]
         cols["step"].append(s)
-        cols["step_time"].append(_median([p.value for p in ps]))
+        t = _median([p.value for p in ps])
+        cols["step_time"].append(t)
         cols["weight"].append(_median([p.weight for p in ps]))
         times = [p.time for p in ps if p.time is not None]
         cols["end"].append(max(times) if times else math.nan)
         comp = [p.compute for p in ps if math.isfinite(p.compute)]
         comm = [p.comm for p in ps if math.isfinite(p.comm)]
-        cols["compute"].append(_median(comp) if comp else math.nan)
+        data = [p.data for p in ps if math.isfinite(p.data)]
+        d = _median(data) if data else math.nan
+        cols["data"].append(d)
+        # a line giving the data wait but no other phase: the rest of the step is compute (and communication)
+        cols["compute"].append(_median(comp) if comp else max(t - d, 0.0) if data and not comm else math.nan)
         cols["comm"].append(_median(comm) if comm else math.nan)
         if ps[0].evidence is not None:
             raw_ev[s] = ps[0].evidence
@@ -503,7 +549,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     evidence = {s: _evidence(raw_ev[s]) for s in cols["step"] if s in raw_ev}
     n = len(cols["step"])
     batch = StepBatch.from_columns(step=cols["step"], rank=np.full(n, -1), step_time=cols["step_time"],
-                                   weight=cols["weight"], end=cols["end"], compute=cols["compute"], comm=cols["comm"])
+                                   weight=cols["weight"], end=cols["end"], compute=cols["compute"], comm=cols["comm"],
+                                   data=cols["data"])
     warnings = list(report.warnings)
     if not n:
         warnings.append("no iteration lines (Megatron-LM, DeepSpeed, Hugging Face Trainer, Lightning) found")
@@ -516,4 +563,38 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                         f"at a time ({n} records)")
     stats = FeedStats(source=str(path), format="logs:" + ",".join(sorted(st.formats)) if st.formats else "logs",
                       records=n, bad_records=st.bad, warnings=warnings)
-    return Feed(batch, stats, units=units, log_evidence=evidence)
+    return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=_rank_phases(st.points))
+
+
+#: Per-rank data-loading times go to the streaming rank test with at least two ranks giving them on at least this
+#: many steps each (its warm-up and baseline take 25 steps; SlowConfig); to the whole-log comparison of a job
+#: episode's steps (:func:`diag_service.slow.analyze._episode_data_straggler`) with at least
+#: :data:`RANK_PHASE_MIN_LINES` (a log line every 10-50 steps).
+RANK_PHASE_MIN_STEPS = 30
+RANK_PHASE_MIN_LINES = 6
+
+
+def _rank_phases(points: list[_Point]) -> StepBatch | None:
+    """Every rank's own step and data-loading times (:attr:`~diag_service.slow.feeds.Feed.rank_batch`), when
+    at least two ranks print both on at least :data:`RANK_PHASE_MIN_LINES` steps and the log is not merged
+    (at most :data:`LOG_MAX_RECORDS` steps); else None.
+
+    In a synchronous job every rank's step time is the slowest rank's, so a straggler shows only in a part of
+    the step: a rank whose data wait is longer than its peers' is the one the others wait for, inside the rest of
+    their step. The rest (compute and the all-reduce's wait, which these lines do not split) is not passed on: a
+    rank with a shorter data wait has a longer rest, which is not a fault (as ``comm`` it gave 5 communication
+    stragglers on the 26 clean dev feeds of ``eval/slow_feeds`` read this way; data alone gave none).
+    """
+    by_rank: dict[int, list[_Point]] = {}
+    seen: set[tuple[int, int]] = set()
+    for p in points:  # a rank's line read twice (the console and torchrun's --log-dir file) counts once
+        if p.rank >= 0 and math.isfinite(p.data) and (p.rank, p.step) not in seen:
+            seen.add((p.rank, p.step))
+            by_rank.setdefault(p.rank, []).append(p)
+    ranks = [r for r, ps in by_rank.items() if len(ps) >= RANK_PHASE_MIN_LINES]
+    if len(ranks) < 2 or len({p.step for r in ranks for p in by_rank[r]}) > LOG_MAX_RECORDS:
+        return None
+    ps = [p for r in ranks for p in by_rank[r]]
+    return StepBatch.from_columns(step=[p.step for p in ps], rank=[p.rank for p in ps],
+                                  step_time=[p.value for p in ps], weight=[p.weight for p in ps],
+                                  data=[p.data for p in ps])
