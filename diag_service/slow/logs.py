@@ -572,12 +572,15 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
 #: :data:`RANK_PHASE_MIN_LINES` (a log line every 10-50 steps).
 RANK_PHASE_MIN_STEPS = 30
 RANK_PHASE_MIN_LINES = 6
+#: ... and with at most this many (rank, step) records: the rank test costs about 1 ms per step of a 64-rank job on
+#: this host, so a log of thousands of ranks printing every step is not read per rank (its job series still is).
+RANK_PHASE_MAX_RECORDS = 262_144
 
 
 def _rank_phases(points: list[_Point]) -> StepBatch | None:
     """Every rank's own step and data-loading times (:attr:`~diag_service.slow.feeds.Feed.rank_batch`), when
-    at least two ranks print both on at least :data:`RANK_PHASE_MIN_LINES` steps and the log is not merged
-    (at most :data:`LOG_MAX_RECORDS` steps); else None.
+    at least two ranks print both on at least :data:`RANK_PHASE_MIN_LINES` steps, the log is not merged (at
+    most :data:`LOG_MAX_RECORDS` steps) and the records are at most :data:`RANK_PHASE_MAX_RECORDS`; else None.
 
     In a synchronous job every rank's step time is the slowest rank's, so a straggler shows only in a part of
     the step: a rank whose data wait is longer than its peers' is the one the others wait for, inside the rest of
@@ -592,7 +595,8 @@ def _rank_phases(points: list[_Point]) -> StepBatch | None:
             seen.add((p.rank, p.step))
             by_rank.setdefault(p.rank, []).append(p)
     ranks = [r for r, ps in by_rank.items() if len(ps) >= RANK_PHASE_MIN_LINES]
-    if len(ranks) < 2 or len({p.step for r in ranks for p in by_rank[r]}) > LOG_MAX_RECORDS:
+    if len(ranks) < 2 or len({p.step for r in ranks for p in by_rank[r]}) > LOG_MAX_RECORDS \
+            or sum(len(by_rank[r]) for r in ranks) > RANK_PHASE_MAX_RECORDS:
         return None
     ps = [p for r in ranks for p in by_rank[r]]
     return StepBatch.from_columns(step=[p.step for p in ps], rank=[p.rank for p in ps],
