@@ -1612,3 +1612,30 @@ SCENARIOS += [
              "torchrun --standalone --nproc-per-node 2 --log-dir logs --tee 3 train_lm.py"),
     Scenario("b9_data_ray_jsonl_bom_r1", "train_intents.py", "python train_intents.py", setup=INTENTS),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 10 (ids b10_*)
+
+# every rank streams 30 parts of 500 rows; rank 1's parts 12+ were re-exported by the older CSV exporter
+CSV_PARTS = r"""python - <<'EOF'
+import os, numpy as np
+for r in range(3):
+    os.makedirs(f"data/rank{r}", exist_ok=True)
+    rng = np.random.default_rng(r)
+    for k in range(30):
+        x = rng.standard_normal((500, 1023)).astype(np.float32)
+        y = (x[:, :10].argmax(1)).astype(np.float32)
+        arr = np.concatenate([x, y[:, None]], 1)
+        if r == 1 and k >= 12:  # parts 12+ of this shard were re-exported by the old CSV exporter
+            np.savetxt(f"data/rank{r}/part-{k:04d}.csv", arr, delimiter=",", fmt="%.6f")
+        else:
+            np.save(f"data/rank{r}/part-{k:04d}.npy", arr)
+EOF"""
+
+SCENARIOS += [
+    # fail_slow
+    # from step 200 an engineer profiles rank 2 of the live job with `py-spy record` (blocking sampling at 1000 Hz, `--rate 1000`)
+    Scenario("b10_slow_pyspy_record_r2", "train_gpt.py", f"{TR} 4 --master-port {{port}} train_gpt.py",
+             action=("pyspy_record", 2, "step=200,", 1000)),
+    Scenario("b10_slow_data_csv_parts_r1", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=CSV_PARTS),
+]
