@@ -1632,10 +1632,35 @@ for r in range(3):
             np.save(f"data/rank{r}/part-{k:04d}.npy", arr)
 EOF"""
 
+# the Pushgateway: a local HTTP server answering PUTs, slow (20 ms) from its 201st request; ended with the run (ZOO_RUN)
+PUSHGW = r"""(setsid python -c '
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_PUT(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        H.n += 1
+        if H.n > 200:   # from here on the gateway is overloaded (other teams jobs push every second)
+            time.sleep(0.02)
+        self.send_response(200); self.end_headers()
+    do_POST = do_PUT
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 9091), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+
 SCENARIOS += [
     # fail_slow
     # from step 200 an engineer profiles rank 2 of the live job with `py-spy record` (blocking sampling at 1000 Hz, `--rate 1000`)
     Scenario("b10_slow_pyspy_record_r2", "train_gpt.py", f"{TR} 4 --master-port {{port}} train_gpt.py",
              action=("pyspy_record", 2, "step=200,", 1000)),
     Scenario("b10_slow_data_csv_parts_r1", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=CSV_PARTS),
+    # the node's CPU manager re-applies a stale cpuset at rank 1's epoch 2: rank 1 is moved onto rank 0's core
+    Scenario("b10_slow_affinity_repin_r1", "train_cnn.py", "PORT={port} python train_cnn.py",
+             action=("repin", 1, "rank 1 | epoch 2 | batch 20/", "0")),
+    # from update 200 rank 3 has `strace -f -e trace=openat` attached (a node's file-access audit left on the job)
+    Scenario("b10_slow_strace_attached_r3", "train_lm.py", f"{TR} 4 --master-port {{port}} train_lm.py",
+             action=("strace_attach", 3, "num_updates=200,", "trace=openat")),
+    # the cluster's Prometheus Pushgateway (port 9091) gets overloaded after the job's 200th push: ~20 ms a request
+    Scenario("b10_slow_pushgateway_r0", "finetune_bert.py", f"{TR} 2 --master-port {{port}} finetune_bert.py",
+             setup=PUSHGW),
 ]
