@@ -1648,6 +1648,13 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", 9091), H).serve_forever()
 ' >/dev/null 2>&1 &) && sleep 0.5"""
 
+# the shared dataset volume: 80 MiB feature shards per rank on a loop-mounted ext4, remounted so that nothing is cached
+FEATFS = ("truncate -s 320M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared && "
+          "mkdir -p shared/feats && python -c \"import numpy as np\nfor r in range(3):\n"
+          "    m = np.memmap(f'shared/feats/shard-{r:02d}.f32', dtype=np.float32, mode='w+', shape=(20480, 1024))\n"
+          "    m[:] = np.random.default_rng(r).standard_normal(m.shape, dtype=np.float32)\n    m.flush()\" && "
+          "umount shared && mount -o loop shared.img shared")
+
 SCENARIOS += [
     # fail_slow
     # from step 200 an engineer profiles rank 2 of the live job with `py-spy record` (blocking sampling at 1000 Hz, `--rate 1000`)
@@ -1663,4 +1670,8 @@ SCENARIOS += [
     # the cluster's Prometheus Pushgateway (port 9091) gets overloaded after the job's 200th push: ~20 ms a request
     Scenario("b10_slow_pushgateway_r0", "finetune_bert.py", f"{TR} 2 --master-port {{port}} finetune_bert.py",
              setup=PUSHGW),
+    # the shared dataset volume (ext4 on a loop device, mounted fresh: nothing cached); from iteration 200 rank 2's reads
+    # from it are throttled to 8 MB/s (its node's path to the volume degraded)
+    Scenario("b10_slow_blkio_read_r2", "train_feat.py", f"{TR} 3 --master-port {{port}} train_feat.py",
+             setup=FEATFS, teardown=SLOWFS_DOWN, action=("blkio_read", 2, "Iter(train) [200/600]", "shared", 8000000)),
 ]
