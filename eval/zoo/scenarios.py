@@ -1675,3 +1675,18 @@ SCENARIOS += [
     Scenario("b10_slow_blkio_read_r2", "train_feat.py", f"{TR} 3 --master-port {{port}} train_feat.py",
              setup=FEATFS, teardown=SLOWFS_DOWN, action=("blkio_read", 2, "Iter(train) [200/600]", "shared", 8000000)),
 ]
+
+SCENARIOS += [
+    # fail_stop / fail_hang
+    # the batch system's job script sets a CPU-time limit per process (`ulimit -t 25`, the queue's cput limit)
+    Scenario("b10_inf_cpu_time_limit_sigxcpu", "train_char.py", f"{TR} 3 --tee 3 --master-port {{port}} train_char.py",
+             cpu_s=25),
+    # the user's SSH session drops (laptop suspended) at step 300; the job was started in the foreground, without
+    # nohup / tmux, so the launcher gets SIGHUP
+    Scenario("b10_inf_ssh_hangup_sighup", "train_dae.py",
+             "python -m torch.distributed.run --nproc_per_node=2 --master_port={port} train_dae.py",
+             action=("kill_launcher", signal.SIGHUP, "step 300/3000")),
+    # a script that spawns its own workers (mp.spawn, meant for `python train_sent.py`) launched with the cluster's
+    # torchrun template: 2 agents' workers x 2 spawned processes share the agent's MASTER_ADDR/MASTER_PORT
+    Scenario("b10_cfg_torchrun_plus_spawn", "train_sent.py", f"{TR} 2 --master-port {{port}} train_sent.py"),
+]
