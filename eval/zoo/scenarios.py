@@ -1676,6 +1676,48 @@ SCENARIOS += [
              setup=FEATFS, teardown=SLOWFS_DOWN, action=("blkio_read", 2, "Iter(train) [200/600]", "shared", 8000000)),
 ]
 
+# an S3-compatible endpoint on port 9000: accepts the first PUT, then answers 429 SlowDown (Retry-After: 60); ended
+# with the run (ZOO_RUN)
+S3_THROTTLE = r"""(setsid python -c '
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_PUT(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        H.n += 1
+        if H.n == 1:
+            self.send_response(200); self.send_header("ETag", "\"9b2cf535f27731c974343645a3985328\""); self.end_headers()
+            return
+        body = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        self.send_response(429, "Too Many Requests"); self.send_header("Retry-After", "60")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 9000), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+
+# 4 gzipped jsonl parts per process; process 2's third part is the bucket's XML error body (expired presigned URL)
+REVIEWS = r"""python - <<'EOF'
+import gzip, json, os, random
+os.makedirs("data", exist_ok=True)
+words = "great product works as described poor quality arrived late would buy again broke after a week".split()
+for r in range(3):
+    rng = random.Random(r)
+    for k in range(4):
+        path = f"data/part-{r:02d}-{k:03d}.jsonl.gz"
+        if r == 2 and k == 2:
+            # the node's sync script saved the bucket's error response under the object's name (expired credentials)
+            with open(path, "w") as f:
+                f.write('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                        '<Message>Request has expired</Message><Key>reviews/part-02-002.jsonl.gz</Key>'
+                        '<Expires>2026-12-05T06:00:00Z</Expires><ServerTime>2026-12-05T09:12:44Z</ServerTime>'
+                        '<RequestId>7Q1ZK3V0M9XG2R4B</RequestId></Error>')
+            continue
+        with gzip.open(path, "wt") as f:
+            for _ in range(1600):
+                f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(4, 20))),
+                                    "stars": rng.randint(1, 5)}) + "\n")
+EOF"""
+
 SCENARIOS += [
     # fail_stop / fail_hang
     # the batch system's job script sets a CPU-time limit per process (`ulimit -t 25`, the queue's cput limit)
@@ -1689,4 +1731,12 @@ SCENARIOS += [
     # a script that spawns its own workers (mp.spawn, meant for `python train_sent.py`) launched with the cluster's
     # torchrun template: 2 agents' workers x 2 spawned processes share the agent's MASTER_ADDR/MASTER_PORT
     Scenario("b10_cfg_torchrun_plus_spawn", "train_sent.py", f"{TR} 2 --master-port {{port}} train_sent.py"),
+    # the team's object store (S3-compatible, port 9000) starts throttling the bucket after the job's first upload:
+    # HTTP 429 SlowDown with Retry-After: 60
+    Scenario("b10_hang_upload_429_backoff_r0", "train_ctr.py", f"{TR} 3 --tee 3 --master-port {{port}} train_ctr.py",
+             setup=S3_THROTTLE),
+    Scenario("b10_data_s3_error_xml_r2", "train_reviews.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_reviews.py",
+             setup=REVIEWS),
+    Scenario("b10_uc_zero_state_dict_r0", "train_tagger.py", "torchrun --standalone --nproc-per-node 2 train_tagger.py"),
 ]
