@@ -1739,4 +1739,14 @@ SCENARIOS += [
              "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_reviews.py",
              setup=REVIEWS),
     Scenario("b10_uc_zero_state_dict_r0", "train_tagger.py", "torchrun --standalone --nproc-per-node 2 train_tagger.py"),
+    # from rank 1's iteration 160 its two Pool workers (not the rank) are in a 250 MiB memory cgroup (the node's
+    # per-task memory accounting); their decoded-sample caches keep growing until the kernel kills one
+    Scenario("b10_hang_pool_worker_oom_r1", "train_kpt.py", f"{TR} 2 --master-port {{port}} train_kpt.py",
+             action=("worker_cgroup", 1, 250, "[rank 1] it 160/")),
+    # from step 200 node 1's uplink (its side of the veth, egress only) runs at 400 Mbit/s: a port renegotiated down on
+    # node 1's NIC; traffic towards node 1 is unaffected
+    Scenario("b10_slow_net_egress_node1", "train.py", LINK_2N.replace("{node}", "0"),
+             cmd2=LINK_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "step 200/800 ", "ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 "
+                     "&& ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 400mbit ceil 400mbit")),
 ]
