@@ -1718,6 +1718,20 @@ for r in range(3):
                                     "stars": rng.randint(1, 5)}) + "\n")
 EOF"""
 
+# 9600 clips per rank; rank 2's manifest lists 48 kHz clips from clip 3200 (step 200 at batch 16)
+KWS_MANIFESTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("manifests", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"manifests/train_rank{r}.jsonl", "w") as f:
+        for i in range(9600):
+            # rank 2's manifest: from clip 3200 on, the clips of a newly added source recorded at 48 kHz
+            sr = 48000 if (r == 2 and i >= 3200) else 16000
+            f.write(json.dumps({"path": f"clips/{r}/{i:06d}.wav", "sr": sr, "seed": r * 100000 + i,
+                                "label": rng.randrange(12)}) + "\n")
+EOF"""
+
 SCENARIOS += [
     # fail_stop / fail_hang
     # the batch system's job script sets a CPU-time limit per process (`ulimit -t 25`, the queue's cput limit)
@@ -1749,4 +1763,7 @@ SCENARIOS += [
              cmd2=LINK_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
              action=("shell", "step 200/800 ", "ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 "
                      "&& ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 400mbit ceil 400mbit")),
+    Scenario("b10_slow_uc_debug_dump_r1", "train_ctr.py", "python train_ctr.py"),
+    Scenario("b10_slow_data_resample_r2", "train_kws.py", f"{TR} 3 --master-port {{port}} train_kws.py",
+             setup=KWS_MANIFESTS),
 ]
