@@ -1767,3 +1767,40 @@ SCENARIOS += [
     Scenario("b10_slow_data_resample_r2", "train_kws.py", f"{TR} 3 --master-port {{port}} train_kws.py",
              setup=KWS_MANIFESTS),
 ]
+
+# the head node (node 0, 10.77.0.1) runs the team's tracking server on port 5000 (and a log aggregator on port 24224);
+# node 1's kernel has a narrow ephemeral port range (64 ports: the node image reserves the rest for services)
+PORTS_N1 = VETH + r""" && ip netns exec zoo_n1 sysctl -q -w net.ipv4.ip_local_port_range="61000 61063" && \
+(setsid python -c '
+import http.server, socket, threading
+agg = socket.socket(); agg.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+agg.bind(("10.77.0.1", 24224)); agg.listen(512)
+held = []
+def accept():
+    while True:
+        held.append(agg.accept()[0])
+threading.Thread(target=accept, daemon=True).start()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("10.77.0.1", 5000), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+# node 1's system-metrics exporter (it posts to the same tracking server) starts leaking connections: one every 50 ms,
+# never closed, until the node's ephemeral ports towards 10.77.0.1:5000 are used up
+LEAK_N1 = r"""ip netns exec zoo_n1 env ZOO_RUN=b10_net_ephemeral_ports_node1 setsid python -c "import socket, time
+held = []
+while True:
+    try:
+        held.append(socket.create_connection(('10.77.0.1', 5000)))
+    except OSError:
+        pass
+    time.sleep(0.05)" >/dev/null 2>&1 &"""
+PORTS_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+            "--master-port {port} train_news.py")
+SCENARIOS += [
+    Scenario("b10_net_ephemeral_ports_node1", "train_news.py", PORTS_2N.replace("{node}", "0"),
+             cmd2=PORTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=PORTS_N1, teardown=VETH_DOWN,
+             action=("shell", "rank=0 step=100 ", LEAK_N1)),
+]
