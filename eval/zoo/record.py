@@ -799,7 +799,7 @@ def _act_batch9(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
               file=sys.stderr)
 
 
-B10_ACTIONS = ("pyspy_record", "strace_attach", "repin", "blkio_read")
+B10_ACTIONS = ("pyspy_record", "strace_attach", "repin", "blkio_read", "blkio_write")
 
 
 def _act_batch10(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
@@ -843,21 +843,23 @@ def _act_batch10(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Ev
         for p in [pid, *_descendants(pid)]:
             subprocess.run(["taskset", "-a", "-p", "-c", cores, str(p)], capture_output=True)
         print(f"  repin: rank {sc.action[1]} pid {pid} -> cores {cores}", file=sys.stderr)
-    elif kind == "blkio_read":
-        # ("blkio_read", rank, after, mount_dir, bps): from the trigger, the rank (and its children) in a blkio
-        # cgroup (v1) whose reads from the block device behind mount_dir are throttled to `bps` bytes/s
+    elif kind in ("blkio_read", "blkio_write"):
+        # ("blkio_read" | "blkio_write", rank, after, mount_dir, bps): from the trigger, the rank (and its children)
+        # in a blkio cgroup (v1) whose reads from / writes to the block device behind mount_dir are throttled to `bps`
+        # bytes/s (writes: those the rank submits itself, e.g. by fsync)
         _, _, after, mnt, bps = sc.action
         if _waited4(stop, after, wd):
             return
         src = subprocess.run(["findmnt", "-no", "SOURCE", str(wd / mnt)], capture_output=True, text=True).stdout.strip()
         dev = subprocess.run(["lsblk", "-no", "MAJ:MIN", src], capture_output=True, text=True).stdout.strip()
         RANK_BLKIO_CGROUP.mkdir(exist_ok=True)
-        (RANK_BLKIO_CGROUP / "blkio.throttle.read_bps_device").write_text(f"{dev} {bps}")
+        rw = "read" if kind == "blkio_read" else "write"
+        (RANK_BLKIO_CGROUP / f"blkio.throttle.{rw}_bps_device").write_text(f"{dev} {bps}")
         pids = [pid, *_descendants(pid)]
         for p in pids:
             with contextlib.suppress(OSError):
                 (RANK_BLKIO_CGROUP / "cgroup.procs").write_text(str(p))
-        print(f"  blkio_read: rank {sc.action[1]} {src} ({dev}) reads at {bps} B/s for {pids}", file=sys.stderr)
+        print(f"  {kind}: rank {sc.action[1]} {src} ({dev}) {rw}s at {bps} B/s for {pids}", file=sys.stderr)
 
 
 def _job_cgroups(sc: Scenario) -> list[Path]:

@@ -1804,3 +1804,11 @@ SCENARIOS += [
              cmd2=PORTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=PORTS_N1, teardown=VETH_DOWN,
              action=("shell", "rank=0 step=100 ", LEAK_N1)),
 ]
+
+# the checkpoint volume: a 64 MiB ext4 on a loop device mounted at ckpt/
+CKPTFS = "truncate -s 64M ckpt.img && mkfs.ext4 -q ckpt.img && mkdir -p ckpt && mount -o loop ckpt.img ckpt"
+SCENARIOS += [
+    # from step 200 rank 0's writes to the checkpoint volume go at 4 MB/s (its node's path to the volume degraded)
+    Scenario("b10_slow_ckpt_volume_r0", "train_tagger.py", f"{TR} 2 --master-port {{port}} train_tagger.py",
+             setup=CKPTFS, teardown="umount ckpt; true", action=("blkio_write", 0, "step 200/600 ", "ckpt", 4000000)),
+]
