@@ -43,6 +43,7 @@ CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h40", "/home/user/proj"),  # batch 10
     ("/work/wt/h35", "/home/user/proj"),  # batch 9
     ("/work/wt/h32", "/home/user/proj"),  # batch 8
     ("/root/.pyenv/versions/3.11.7", "/usr/local"),
@@ -60,6 +61,7 @@ JOB_PIDS_CGROUP = Path("/sys/fs/cgroup/pids/zoo_job")  # batch 6
 FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer/zoo_rank")  # batch 6
 RANK_CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_rank")  # batch 7
 BLKIO_CGROUP = Path("/sys/fs/cgroup/blkio/zoo_job")  # batch 9
+RANK_BLKIO_CGROUP = Path("/sys/fs/cgroup/blkio/zoo_rank")  # batch 10
 
 
 @dataclass
@@ -115,6 +117,9 @@ class Scenario:
     #: batch 8: the job's standard input is a pipe that stays open and is never written (a terminal nobody types
     #: in, a wrapper that keeps stdin open); False = this recorder's own stdin, as before
     stdin_open: bool = False
+    #: batch 10: the job's CPU-time limit in seconds (RLIMIT_CPU, `ulimit -t` of a batch system's job script; each
+    #: process gets SIGXCPU when its own CPU time passes it); 0 = none
+    cpu_s: int = 0
 
 
 def _port(i: int) -> int:
@@ -794,6 +799,69 @@ def _act_batch9(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
               file=sys.stderr)
 
 
+B10_ACTIONS = ("pyspy_record", "strace_attach", "repin", "blkio_read", "blkio_write")
+
+
+def _act_batch10(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    kind = sc.action[0]
+    roots = [p.pid for p in procs]
+    pid = _scenario_rank_pid(roots, sc)
+    if pid is None:
+        return
+    if kind == "pyspy_record":
+        # ("pyspy_record", rank, after, rate): from the trigger on, `py-spy record` samples the rank at `rate` Hz
+        # (its default blocking mode: the process is stopped while each sample is read), as an engineer profiling a
+        # live job does; ended with the run
+        _, _, after, rate = sc.action
+        if _waited4(stop, after, wd):
+            return
+        spy = subprocess.Popen([str(VENV / "bin" / "py-spy"), "record", "--pid", str(pid), "--rate", str(rate),
+                                "--threads", "-o", str(wd.parent / f"{sc.id}.pyspy.svg")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        print(f"  pyspy_record: rank {sc.action[1]} pid {pid} at {rate} Hz", file=sys.stderr)
+        stop.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(spy.pid, signal.SIGKILL)
+    elif kind == "strace_attach":
+        # ("strace_attach", rank, after, expr): `strace -f -p` attached to the rank and every thread (a node's
+        # syscall auditing / a debugging session left attached); output discarded; detached when the run ends
+        _, _, after, expr = sc.action
+        if _waited4(stop, after, wd):
+            return
+        st = subprocess.Popen(["strace", "-f", "-qq", "-e", expr, "-o", "/dev/null", "-p", str(pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        print(f"  strace_attach: rank {sc.action[1]} pid {pid} -e {expr}", file=sys.stderr)
+        stop.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(st.pid, signal.SIGKILL)
+    elif kind == "repin":
+        # ("repin", rank, after, cores): every thread of the rank (and its children) re-pinned to `cores`, as a
+        # node's CPU manager re-applying a stale cpuset does
+        _, _, after, cores = sc.action
+        if _waited4(stop, after, wd):
+            return
+        for p in [pid, *_descendants(pid)]:
+            subprocess.run(["taskset", "-a", "-p", "-c", cores, str(p)], capture_output=True)
+        print(f"  repin: rank {sc.action[1]} pid {pid} -> cores {cores}", file=sys.stderr)
+    elif kind in ("blkio_read", "blkio_write"):
+        # ("blkio_read" | "blkio_write", rank, after, mount_dir, bps): from the trigger, the rank (and its children)
+        # in a blkio cgroup (v1) whose reads from / writes to the block device behind mount_dir are throttled to `bps`
+        # bytes/s (writes: those the rank submits itself, e.g. by fsync)
+        _, _, after, mnt, bps = sc.action
+        if _waited4(stop, after, wd):
+            return
+        src = subprocess.run(["findmnt", "-no", "SOURCE", str(wd / mnt)], capture_output=True, text=True).stdout.strip()
+        dev = subprocess.run(["lsblk", "-no", "MAJ:MIN", src], capture_output=True, text=True).stdout.strip()
+        RANK_BLKIO_CGROUP.mkdir(exist_ok=True)
+        rw = "read" if kind == "blkio_read" else "write"
+        (RANK_BLKIO_CGROUP / f"blkio.throttle.{rw}_bps_device").write_text(f"{dev} {bps}")
+        pids = [pid, *_descendants(pid)]
+        for p in pids:
+            with contextlib.suppress(OSError):
+                (RANK_BLKIO_CGROUP / "cgroup.procs").write_text(str(p))
+        print(f"  {kind}: rank {sc.action[1]} {src} ({dev}) {rw}s at {bps} B/s for {pids}", file=sys.stderr)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -822,6 +890,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind in B10_ACTIONS:  # batch 10
+        _act_batch10(sc, procs or [proc], stop, wd)
+        return
     if kind in ("oom_pause", "blkio_iops", "swap_squeeze"):  # batch 9
         _act_batch9(sc, procs or [proc], stop, wd)
         return
@@ -931,6 +1002,8 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup(RANK_CPU_CGROUP)
     if BLKIO_CGROUP.exists():  # batch 9
         _rmcgroup(BLKIO_CGROUP)
+    if RANK_BLKIO_CGROUP.exists():  # batch 10
+        _rmcgroup(RANK_BLKIO_CGROUP)
     for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
         if cg.exists():
             if cg == FREEZER_CGROUP:
@@ -958,7 +1031,7 @@ def record(sc: Scenario, i: int) -> None:
 
 def _limits(sc: Scenario):
     cgroups = _job_cgroups(sc)
-    if not sc.nofile and not sc.fsize and not cgroups:
+    if not sc.nofile and not sc.fsize and not sc.cpu_s and not cgroups:
         return None
 
     def apply() -> None:
@@ -968,6 +1041,8 @@ def _limits(sc: Scenario):
             resource.setrlimit(resource.RLIMIT_NOFILE, (sc.nofile, sc.nofile))
         if sc.fsize:  # batch 6
             resource.setrlimit(resource.RLIMIT_FSIZE, (sc.fsize, sc.fsize))
+        if sc.cpu_s:  # batch 10: soft limit SIGXCPU, hard limit a little later (SIGKILL), as the kernel does
+            resource.setrlimit(resource.RLIMIT_CPU, (sc.cpu_s, sc.cpu_s + 30))
         for cg in cgroups:  # batch 6: the job's container cgroups
             with open(cg / "cgroup.procs", "w") as fh:
                 fh.write(str(os.getpid()))
@@ -1012,7 +1087,7 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
 
 
 def _rmcgroup(path: Path = CGROUP) -> None:
-    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP):  # move what is left back to the root before removing
+    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP, RANK_BLKIO_CGROUP):  # move what is left back to the root before removing
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (path.parent / "cgroup.procs").write_text(pid)

@@ -1612,3 +1612,203 @@ SCENARIOS += [
              "torchrun --standalone --nproc-per-node 2 --log-dir logs --tee 3 train_lm.py"),
     Scenario("b9_data_ray_jsonl_bom_r1", "train_intents.py", "python train_intents.py", setup=INTENTS),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 10 (ids b10_*)
+
+# every rank streams 30 parts of 500 rows; rank 1's parts 12+ were re-exported by the older CSV exporter
+CSV_PARTS = r"""python - <<'EOF'
+import os, numpy as np
+for r in range(3):
+    os.makedirs(f"data/rank{r}", exist_ok=True)
+    rng = np.random.default_rng(r)
+    for k in range(30):
+        x = rng.standard_normal((500, 1023)).astype(np.float32)
+        y = (x[:, :10].argmax(1)).astype(np.float32)
+        arr = np.concatenate([x, y[:, None]], 1)
+        if r == 1 and k >= 12:  # parts 12+ of this shard were re-exported by the old CSV exporter
+            np.savetxt(f"data/rank{r}/part-{k:04d}.csv", arr, delimiter=",", fmt="%.6f")
+        else:
+            np.save(f"data/rank{r}/part-{k:04d}.npy", arr)
+EOF"""
+
+# the Pushgateway: a local HTTP server answering PUTs, slow (20 ms) from its 201st request; ended with the run (ZOO_RUN)
+PUSHGW = r"""(setsid python -c '
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_PUT(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        H.n += 1
+        if H.n > 200:   # from here on the gateway is overloaded (other teams jobs push every second)
+            time.sleep(0.02)
+        self.send_response(200); self.end_headers()
+    do_POST = do_PUT
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 9091), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+
+# the shared dataset volume: 80 MiB feature shards per rank on a loop-mounted ext4, remounted so that nothing is cached
+FEATFS = ("truncate -s 320M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared && "
+          "mkdir -p shared/feats && python -c \"import numpy as np\nfor r in range(3):\n"
+          "    m = np.memmap(f'shared/feats/shard-{r:02d}.f32', dtype=np.float32, mode='w+', shape=(20480, 1024))\n"
+          "    m[:] = np.random.default_rng(r).standard_normal(m.shape, dtype=np.float32)\n    m.flush()\" && "
+          "umount shared && mount -o loop shared.img shared")
+
+SCENARIOS += [
+    # fail_slow
+    # from step 200 an engineer profiles rank 2 of the live job with `py-spy record` (blocking sampling at 1000 Hz, `--rate 1000`)
+    Scenario("b10_slow_pyspy_record_r2", "train_gpt.py", f"{TR} 4 --master-port {{port}} train_gpt.py",
+             action=("pyspy_record", 2, "step=200,", 1000)),
+    Scenario("b10_slow_data_csv_parts_r1", "train.py", f"{TR} 3 --master-port {{port}} train.py", setup=CSV_PARTS),
+    # the node's CPU manager re-applies a stale cpuset at rank 1's epoch 2: rank 1 is moved onto rank 0's core
+    Scenario("b10_slow_affinity_repin_r1", "train_cnn.py", "PORT={port} python train_cnn.py",
+             action=("repin", 1, "rank 1 | epoch 2 | batch 20/", "0")),
+    # from update 200 rank 3 has `strace -f -e trace=openat` attached (a node's file-access audit left on the job)
+    Scenario("b10_slow_strace_attached_r3", "train_lm.py", f"{TR} 4 --master-port {{port}} train_lm.py",
+             action=("strace_attach", 3, "num_updates=200,", "trace=openat")),
+    # the cluster's Prometheus Pushgateway (port 9091) gets overloaded after the job's 200th push: ~20 ms a request
+    Scenario("b10_slow_pushgateway_r0", "finetune_bert.py", f"{TR} 2 --master-port {{port}} finetune_bert.py",
+             setup=PUSHGW),
+    # the shared dataset volume (ext4 on a loop device, mounted fresh: nothing cached); from iteration 200 rank 2's reads
+    # from it are throttled to 8 MB/s (its node's path to the volume degraded)
+    Scenario("b10_slow_blkio_read_r2", "train_feat.py", f"{TR} 3 --master-port {{port}} train_feat.py",
+             setup=FEATFS, teardown=SLOWFS_DOWN, action=("blkio_read", 2, "Iter(train) [200/600]", "shared", 8000000)),
+]
+
+# an S3-compatible endpoint on port 9000: accepts the first PUT, then answers 429 SlowDown (Retry-After: 60); ended
+# with the run (ZOO_RUN)
+S3_THROTTLE = r"""(setsid python -c '
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_PUT(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        H.n += 1
+        if H.n == 1:
+            self.send_response(200); self.send_header("ETag", "\"9b2cf535f27731c974343645a3985328\""); self.end_headers()
+            return
+        body = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        self.send_response(429, "Too Many Requests"); self.send_header("Retry-After", "60")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 9000), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+
+# 4 gzipped jsonl parts per process; process 2's third part is the bucket's XML error body (expired presigned URL)
+REVIEWS = r"""python - <<'EOF'
+import gzip, json, os, random
+os.makedirs("data", exist_ok=True)
+words = "great product works as described poor quality arrived late would buy again broke after a week".split()
+for r in range(3):
+    rng = random.Random(r)
+    for k in range(4):
+        path = f"data/part-{r:02d}-{k:03d}.jsonl.gz"
+        if r == 2 and k == 2:
+            # the node's sync script saved the bucket's error response under the object's name (expired credentials)
+            with open(path, "w") as f:
+                f.write('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                        '<Message>Request has expired</Message><Key>reviews/part-02-002.jsonl.gz</Key>'
+                        '<Expires>2026-12-05T06:00:00Z</Expires><ServerTime>2026-12-05T09:12:44Z</ServerTime>'
+                        '<RequestId>7Q1ZK3V0M9XG2R4B</RequestId></Error>')
+            continue
+        with gzip.open(path, "wt") as f:
+            for _ in range(1600):
+                f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(4, 20))),
+                                    "stars": rng.randint(1, 5)}) + "\n")
+EOF"""
+
+# 9600 clips per rank; rank 2's manifest lists 48 kHz clips from clip 3200 (step 200 at batch 16)
+KWS_MANIFESTS = r"""python - <<'EOF'
+import json, os, random
+os.makedirs("manifests", exist_ok=True)
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"manifests/train_rank{r}.jsonl", "w") as f:
+        for i in range(9600):
+            # rank 2's manifest: from clip 3200 on, the clips of a newly added source recorded at 48 kHz
+            sr = 48000 if (r == 2 and i >= 3200) else 16000
+            f.write(json.dumps({"path": f"clips/{r}/{i:06d}.wav", "sr": sr, "seed": r * 100000 + i,
+                                "label": rng.randrange(12)}) + "\n")
+EOF"""
+
+SCENARIOS += [
+    # fail_stop / fail_hang
+    # the batch system's job script sets a CPU-time limit per process (`ulimit -t 25`, the queue's cput limit)
+    Scenario("b10_inf_cpu_time_limit_sigxcpu", "train_char.py", f"{TR} 3 --tee 3 --master-port {{port}} train_char.py",
+             cpu_s=25),
+    # the user's SSH session drops (laptop suspended) at step 300; the job was started in the foreground, without
+    # nohup / tmux, so the launcher gets SIGHUP
+    Scenario("b10_inf_ssh_hangup_sighup", "train_dae.py",
+             "python -m torch.distributed.run --nproc_per_node=2 --master_port={port} train_dae.py",
+             action=("kill_launcher", signal.SIGHUP, "step 300/3000")),
+    # a script that spawns its own workers (mp.spawn, meant for `python train_sent.py`) launched with the cluster's
+    # torchrun template: 2 agents' workers x 2 spawned processes share the agent's MASTER_ADDR/MASTER_PORT
+    Scenario("b10_cfg_torchrun_plus_spawn", "train_sent.py", f"{TR} 2 --master-port {{port}} train_sent.py"),
+    # the team's object store (S3-compatible, port 9000) starts throttling the bucket after the job's first upload:
+    # HTTP 429 SlowDown with Retry-After: 60
+    Scenario("b10_hang_upload_429_backoff_r0", "train_ctr.py", f"{TR} 3 --tee 3 --master-port {{port}} train_ctr.py",
+             setup=S3_THROTTLE),
+    Scenario("b10_data_s3_error_xml_r2", "train_reviews.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_reviews.py",
+             setup=REVIEWS),
+    Scenario("b10_uc_zero_state_dict_r0", "train_tagger.py", "torchrun --standalone --nproc-per-node 2 train_tagger.py"),
+    # from rank 1's iteration 160 its two Pool workers (not the rank) are in a 250 MiB memory cgroup (the node's
+    # per-task memory accounting); their decoded-sample caches keep growing until the kernel kills one
+    Scenario("b10_hang_pool_worker_oom_r1", "train_kpt.py", f"{TR} 2 --master-port {{port}} train_kpt.py",
+             action=("worker_cgroup", 1, 250, "[rank 1] it 160/")),
+    # from step 200 node 1's uplink (its side of the veth, egress only) runs at 400 Mbit/s: a port renegotiated down on
+    # node 1's NIC; traffic towards node 1 is unaffected
+    Scenario("b10_slow_net_egress_node1", "train.py", LINK_2N.replace("{node}", "0"),
+             cmd2=LINK_2N.replace("{node}", "1"), netns2="zoo_n1", setup=VETH, teardown=VETH_DOWN,
+             action=("shell", "step 200/800 ", "ip netns exec zoo_n1 tc qdisc add dev data0 root handle 1: htb default 10 "
+                     "&& ip netns exec zoo_n1 tc class add dev data0 parent 1: classid 1:10 htb rate 400mbit ceil 400mbit")),
+    Scenario("b10_slow_uc_debug_dump_r1", "train_ctr.py", "python train_ctr.py"),
+    Scenario("b10_slow_data_resample_r2", "train_kws.py", f"{TR} 3 --master-port {{port}} train_kws.py",
+             setup=KWS_MANIFESTS),
+]
+
+# the head node (node 0, 10.77.0.1) runs the team's tracking server on port 5000 (and a log aggregator on port 24224);
+# node 1's kernel has a narrow ephemeral port range (64 ports: the node image reserves the rest for services)
+PORTS_N1 = VETH + r""" && ip netns exec zoo_n1 sysctl -q -w net.ipv4.ip_local_port_range="61000 61063" && \
+(setsid python -c '
+import http.server, socket, threading
+agg = socket.socket(); agg.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+agg.bind(("10.77.0.1", 24224)); agg.listen(512)
+held = []
+def accept():
+    while True:
+        held.append(agg.accept()[0])
+threading.Thread(target=accept, daemon=True).start()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("10.77.0.1", 5000), H).serve_forever()
+' >/dev/null 2>&1 &) && sleep 0.5"""
+# node 1's system-metrics exporter (it posts to the same tracking server) starts leaking connections: one every 50 ms,
+# never closed, until the node's ephemeral ports towards 10.77.0.1:5000 are used up
+LEAK_N1 = r"""ip netns exec zoo_n1 env ZOO_RUN=b10_net_ephemeral_ports_node1 setsid python -c "import socket, time
+held = []
+while True:
+    try:
+        held.append(socket.create_connection(('10.77.0.1', 5000)))
+    except OSError:
+        pass
+    time.sleep(0.05)" >/dev/null 2>&1 &"""
+PORTS_2N = ("GLOO_SOCKET_IFNAME=data0 torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 10.77.0.1 "
+            "--master-port {port} train_news.py")
+SCENARIOS += [
+    Scenario("b10_net_ephemeral_ports_node1", "train_news.py", PORTS_2N.replace("{node}", "0"),
+             cmd2=PORTS_2N.replace("{node}", "1"), netns2="zoo_n1", setup=PORTS_N1, teardown=VETH_DOWN,
+             action=("shell", "rank=0 step=100 ", LEAK_N1)),
+]
+
+# the checkpoint volume: a 64 MiB ext4 on a loop device mounted at ckpt/
+CKPTFS = "truncate -s 64M ckpt.img && mkfs.ext4 -q ckpt.img && mkdir -p ckpt && mount -o loop ckpt.img ckpt"
+SCENARIOS += [
+    # from step 200 rank 0's writes to the checkpoint volume go at 4 MB/s (its node's path to the volume degraded)
+    Scenario("b10_slow_ckpt_volume_r0", "train_tagger.py", f"{TR} 2 --master-port {{port}} train_tagger.py",
+             setup=CKPTFS, teardown="umount ckpt; true", action=("blkio_write", 0, "step 200/600 ", "ckpt", 4000000)),
+]
