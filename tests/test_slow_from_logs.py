@@ -432,3 +432,60 @@ def _diagnose_dev(run: str, tmp_path: Path):
     job = tmp_path / "job"
     shutil.copytree(ZOO / "runs" / run, job)
     return diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+
+
+@pytest.mark.parametrize(("lines", "fmt", "steps", "seconds"), [
+    # torchvision's references MetricLogger (utils.py log_every): the iteration counts from 0 within the epoch
+    (["Epoch: [0]  [ 10/468]  eta: 0:00:07  loss: 2.3129 (2.3120)  lr: 0.0500 (0.0500)  img/s: 2189.9  time: 0.0163  "
+      "data: 0.0006  max mem: 120",
+      "Epoch: [0]  [ 20/468]  eta: 0:00:07  loss: 2.3039 (2.3062)  time: 0.0157  data: 0.0004",
+      "Epoch: [1]  [  0/468]  eta: 0:00:09  loss: 2.1 (2.1)  time: 0.0201  data: 0.0050",
+      "Test:  [ 10/79]  eta: 0:00:01  loss: 2.2  time: 0.0100  data: 0.0010"],  # evaluation: not a training step
+     "logs:metric_logger", [10, 20, 468], [0.0163, 0.0157, 0.0201]),
+    # fairseq's train_inner line: 1 / ups, at the global update count
+    (["2026-12-05 11:19:22 | INFO | train_inner | epoch 001:     75 / 700 loss=9.970, ppl=1003.26, wps=43221.0, "
+      "ups=28.14, wpb=1536, bsz=64, num_updates=75, lr=0.0005, gnorm=0.051, train_wall=2, gb_free=0, wall=2",
+      "2026-12-05 11:19:23 | INFO | train_inner | epoch 001:    100 / 700 loss=9.968, ppl=1001.72, wps=43418.3, "
+      "ups=25.0, wpb=1536, bsz=64, num_updates=100, lr=0.0005, gnorm=0.052, train_wall=3, gb_free=0, wall=3"],
+     "logs:fairseq", [75, 100], [1 / 28.14, 0.04]),
+])
+def test_framework_step_lines_are_read(tmp_path: Path, lines: list[str], fmt: str, steps: list[int],
+                                       seconds: list[float]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    f = load_log_bundle(log)
+    assert f.stats.format == fmt
+    assert f.batch.step.tolist() == steps and f.batch.step_time.tolist() == pytest.approx(seconds)
+
+
+def test_checkpoint_saves_that_got_slower_are_the_checkpoint_storage(tmp_path: Path) -> None:
+    """Zoo dev b10_slow_ckpt_volume_r0: rank 0 saves a checkpoint every 50 steps (``saved ckpt/last.pt (step N)``,
+    then its ``step N/600 ... (Y ms/step)`` line); from step 200 its checkpoint volume is throttled: every reading
+    that covers a save takes ~280 ms/step instead of ~28, the others stay. The streaming detector drops those
+    recurring outliers as checkpoint pauses; comparing the saves with each other finds it: storage."""
+    run = "b10_slow_ckpt_volume_r0"
+    d = _diagnose_dev(run, tmp_path)
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "storage"), d.root_cause.summary
+    ep = d.slow.job_slowdown[0]
+    assert 150 <= ep.start_step <= 250 and ep.slowdown_factor > 2
+    assert d.root_cause.summary.startswith("Checkpoint saves got slower")
+
+
+def test_saves_that_were_always_slow_are_the_jobs_pause(tmp_path: Path) -> None:
+    """Counter-example from the same run: every save's reading as slow as the late ones, from the first save on
+    (a job whose checkpoint simply takes 2.5 s): no checkpoint finding."""
+    text = (ZOO / "runs" / "b10_slow_ckpt_volume_r0" / "console.log").read_text()
+    out, after_save = [], False
+    for ln in text.splitlines():
+        if "saved ckpt/last.pt" in ln:
+            after_save = True
+        elif after_save and "ms/step)" in ln:
+            ln = ln[: ln.rindex("(")] + "(281.0 ms/step)"
+            after_save = False
+        out.append(ln)
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(out) + "\n")
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(log)
+    assert not rep.summary.startswith("Checkpoint saves got slower") and rep.category.value != "storage"

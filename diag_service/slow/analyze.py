@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from diag_service.domain import FailureMode
+from diag_service.domain import Category, FailureMode
 from diag_service.fsutil import open_regular
 from diag_service.ingest import BundleError
 from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
@@ -168,6 +168,8 @@ def analyze_slow(
         _whole_log(rep, batch)
         if feed.rank_batch is not None and not rep.stragglers:
             _log_stragglers(rep, det, feed.rank_batch, config)
+        if feed.save_steps and not rep.stragglers:
+            _checkpoint_slowdown(rep, batch, feed.save_steps)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -260,6 +262,73 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
     else:  # the whole-log test's episode (or none): its words, then the stragglers'
         said = det._summary([], rep.stragglers, rep.groups)
         rep.summary = f"{rep.summary} {said}" if rep.job_slowdown and rep.summary else said
+
+
+#: The checkpoint-cost test of a log: at least this many readings that cover a save before the change and after it.
+CHECKPOINT_MIN_SAVES = 3
+#: ... and the saves after it cost at least this share of the step time before (over a reading's iterations) more than
+#: before: a save that grew from nothing to half a step's worth every save interval.
+CHECKPOINT_MIN_EXTRA = 0.5
+
+
+def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int]) -> None:
+    """A log whose readings that cover a checkpoint save (``saves``: a save line before the reading in the same
+    file) cost much more from some save on than the saves before it: writing the checkpoint got slower, which is the
+    checkpoint storage (its throughput or IOPS, a throttled or nearly full volume), not the training steps. The
+    streaming detector excludes such recurring outliers as checkpoint pauses (a job's normal pause never alarms), so
+    this compares the saves with each other: per save reading, its excess over the median of the other readings
+    around it (x its iterations); the split of the saves in time (at least :data:`CHECKPOINT_MIN_SAVES` on each side)
+    where every later save but one costs more than every earlier one, and their median extra cost is at least
+    :data:`CHECKPOINT_MIN_EXTRA` step times. Found: an episode from that save on (factor = mean step time since /
+    before) leads the report, category storage. A save that was always slow is the job's pause, not this."""
+    order = np.argsort(batch.step, kind="stable")
+    step, t = batch.step[order], batch.step_time[order]
+    w = batch.weight[order]
+    is_save = np.isin(step, np.fromiter(saves, dtype=np.int64, count=len(saves)))
+    idx = np.flatnonzero(is_save)
+    plain = np.flatnonzero(~is_save)
+    if idx.size < 2 * CHECKPOINT_MIN_SAVES or plain.size < 10:
+        return
+    near = [plain[np.argsort(np.abs(plain - i), kind="stable")[:10]] for i in idx]
+    ref = np.array([np.median(t[j]) for j in near])
+    cost = (t[idx] - ref) * w[idx]  # seconds a save reading took beyond the steps around it
+    best = None
+    for spare in (0, 1):  # every later save above every earlier one; else all but one (a save before the change)
+        for k in range(CHECKPOINT_MIN_SAVES, idx.size - CHECKPOINT_MIN_SAVES + 1):
+            early, late = cost[:k], cost[k:]
+            if np.sort(late)[spare if late.size > 3 else 0] <= early.max():
+                continue
+            extra = float(np.median(late) - np.median(early))
+            if best is None or extra > best[1]:
+                best = (k, extra)
+        if best is not None:
+            break
+    if best is None:
+        return
+    k, extra = best
+    first = idx[k]
+    base = float(np.median(t[:first][~is_save[:first]]))
+    if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * base * float(np.median(w[idx]))):
+        return
+    # the episode starts where the first slow save's reading starts: after the reading before it
+    since = slice(int(idx[k - 1]) + 1, None)
+    tw, ww = float((t[since] * w[since]).sum()), float(w[since].sum())
+    factor = round((tw / ww) / base, 4) if ww > 0 else 1.0
+    lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
+    ep = SlowEpisode(start_step=int(step[idx[k - 1]]) + 1, end_step=None,
+                     detected_at_step=int(step[idx[min(k + CHECKPOINT_MIN_SAVES - 1, idx.size - 1)]]), steps=int(ww),
+                     slowdown_factor=factor, time_lost_s=round(lost, 6), ongoing=True, intermittent=True)
+    kept = [e for e in rep.job_slowdown if e.slowdown_factor > factor]  # a larger slowdown of its own stays
+    rep.job_slowdown = [ep, *kept]
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.category = Category.STORAGE
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    said = (f"Checkpoint saves got slower from the save at step {int(step[first])} on: each of the {idx.size - k} "
+            f"since costs about {float(np.median(cost[k:])):.3g}s beyond the steps around it (about "
+            f"{float(np.median(cost[:k])):.3g}s for the {k} before), {factor:.2f}x the step time before "
+            f"({base:.4g}s/step) on average since: writing the checkpoint got slower, which points at the checkpoint "
+            "storage (its throughput or IOPS, a throttled or nearly full volume), not at the training steps.")
+    rep.summary = f"{said} {rep.summary}" if kept else said
 
 
 #: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps

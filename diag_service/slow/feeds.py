@@ -198,6 +198,8 @@ class Feed:
     #: for logs whose step lines give every rank's own step and data-loading times: those, one record per rank
     #: and step (``step_time`` and ``data``), for the straggler test only (the job's series is ``batch``)
     rank_batch: StepBatch | None = None
+    #: for logs: the steps whose reading covers a checkpoint save (a save line before it in the same file)
+    save_steps: frozenset[int] = frozenset()
 
 
 def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:

@@ -16,6 +16,9 @@ Formats (each documented by the line its framework prints):
   rate is an exponential moving average, so the series is smoothed).
 * **MMEngine** (OpenMMLab): ``Iter(train) [ 100/1000] ... time: 0.4234`` / ``Epoch(train) [1][ 50/1251] ... time:``
   (:data:`MMENGINE`).
+* **torchvision's reference MetricLogger** (also DETR, DeiT, MAE): ``Epoch: [0]  [ 10/468]  eta: ...  time: 0.0163
+  data: 0.0006`` (:data:`METRIC_LOGGER`), and **fairseq**'s ``epoch 001: 100 / 700 ..., ups=28.27, ...,
+  num_updates=100`` (:data:`FAIRSEQ`, step time 1 / ups).
 * **A script's own step lines**: a step counter, then a per-step time under a key that names it
   (``step 120 loss 2.31 time_ms 148.2``; :data:`GENERIC_STEP`).
 
@@ -114,6 +117,26 @@ THROUGHPUT = re.compile(
 MMENGINE = re.compile(
     r"(?:Iter|Epoch)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)\s*/\s*(\d+)\].{0,400}?\btime:\s*([0-9]+(?:\.[0-9]+)?)"
 )
+#: torchvision's reference scripts' MetricLogger.log_every (references/classification/utils.py; also DETR, DeiT, MAE):
+#: ``Epoch: [0]  [ 10/468]  eta: 0:00:07  loss: 2.31 (2.31)  ...  time: 0.0163  data: 0.0006  max mem: 1234``, the
+#: step's time and data wait in seconds (averages over the logger's window); the iteration counts from 0 within the
+#: epoch. Evaluation (``Test:``) lines have no ``Epoch:`` header.
+METRIC_LOGGER = re.compile(
+    r"Epoch: \[(\d+)\](?:\s*\[[^\]]{0,20}\])?\s+\[\s*(\d+)\s*/\s*(\d+)\].{0,600}?"
+    r"\btime: ([0-9]+(?:\.[0-9]+)?)\s+data: ([0-9]+(?:\.[0-9]+)?)"
+)
+#: fairseq's training log line (fairseq/logging/progress_bar.py; ``train_inner``): ``epoch 001:  100 / 700 loss=9.968,
+#: ..., ups=28.27, ..., num_updates=100, ...``: updates per second over the log interval, and the global update count.
+FAIRSEQ = re.compile(r"\bups=([0-9]+(?:\.[0-9]+)?)\b.{0,200}?\bnum_updates=(\d+)\b")
+#: A checkpoint being saved, as frameworks log it: transformers' Trainer ``Saving model checkpoint to out/checkpoint-500``,
+#: Lightning's ModelCheckpoint ``... saving model to '.../epoch=1.ckpt'``, DeepSpeed's ``Saving model checkpoint: ...``,
+#: Megatron-LM's ``saving checkpoint at iteration 100 to ...``, accelerate's ``Saving current state to ...``, MMEngine's
+#: ``Saving checkpoint at 100 iterations``, and scripts' ``saved ckpt/last.pt``, ``checkpoint saved to ...``. Loading
+#: (``Loading checkpoint``, ``resume from``) is not saving.
+SAVE_LINE = re.compile(
+    r"(?i)\b(?:sav(?:e|ed|ing)|wrote|writing)\b[^\n]{0,60}?(?:checkpoint|ckpt|\.pth?\b|\.safetensors\b|\bmodel to\b"
+    r"|\bstate to\b)|\bcheckpoint\b[^\n]{0,40}?\b(?:saved|written)\b"
+)
 TQDM = re.compile(
     r"(?:(?i:epoch) (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -131,6 +154,8 @@ class _Point:
     #: the data-loading part of ``value`` (seconds; NaN when the line does not give it)
     data: float = math.nan
     evidence: _Ev | None = None
+    #: the interval this reading covers held a checkpoint save (a :data:`SAVE_LINE` of the same file before it)
+    save: bool = False
 
 
 @dataclass
@@ -149,6 +174,8 @@ class _State:
     #: only (step, seconds per unit of work, evidence)
     cum: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
     thr: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
+    #: files with a checkpoint save line not yet followed by a step reading
+    pending_save: set[str] = field(default_factory=set)
 
 
 #: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
@@ -185,8 +212,11 @@ def _count(s: str | None) -> int | None:
 
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
+    if ("av" in raw or "rit" in raw or "heckpoint" in raw) and SAVE_LINE.search(raw) and "oad" not in raw:
+        st.pending_save.add(path)
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw):
+            or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
+            or "ups=" in raw):
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -259,6 +289,24 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         step = n if epoch is None else (epoch - 1) * total + n  # MMEngine counts epochs from 1
         _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
                   _data_phase(text, sec, ms=False))
+        return
+    m = METRIC_LOGGER.search(text) if "Epoch: [" in text else None
+    if m:
+        epoch, n, total, sec, data = (_count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)),
+                                      _num(m.group(5)))
+        if epoch is None or n is None or total is None or sec is None or sec <= 0 or epoch * total + n > LIMITS.max_step:
+            st.bad += 1
+            return
+        _add_step(st, "metric_logger", key, epoch * total + n, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+                  data if data is not None and data <= 1.05 * sec else math.nan)
+        return
+    m = FAIRSEQ.search(text) if "num_updates=" in text else None
+    if m:
+        ups, step = _num(m.group(1)), _count(m.group(2))
+        if ups is None or step is None or ups <= 0:
+            st.bad += 1
+            return
+        _add_step(st, "fairseq", key, step, 1.0 / ups, r, ts, _ev(path, lineno, raw, rank, node, ts))
         return
     m = TQDM.search(text) if "%|" in text else None
     if m:
@@ -488,7 +536,12 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                     year = _dt.datetime.fromtimestamp(ts, tz=_dt.UTC).year
             # a progress bar's redraws (``\r``) are the updates a terminal overwrote: each is a reading
             for seg in line.split("\r") if "\r" in line else (line,):
+                before = len(st.points)
                 parse_line(st, src.path, block.first_line + i, seg, src.rank, src.node, year if year != 1970 else 2024)
+                if len(st.points) > before and src.path in st.pending_save:  # the reading after a save covers it
+                    st.pending_save.discard(src.path)
+                    for p in st.points[before:]:
+                        p.save = True
         found = len(st.points) + len(st.ds_rate) + sum(map(len, st.clock.values())) + sum(map(len, st.cum.values())) \
             + sum(map(len, st.thr.values()))
         if found > seen_lines:
@@ -563,7 +616,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                         f"at a time ({n} records)")
     stats = FeedStats(source=str(path), format="logs:" + ",".join(sorted(st.formats)) if st.formats else "logs",
                       records=n, bad_records=st.bad, warnings=warnings)
-    return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=_rank_phases(st.points))
+    saves = frozenset(p.step for p in st.points if p.save) if not merged else frozenset()
+    return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=_rank_phases(st.points), save_steps=saves)
 
 
 #: Per-rank data-loading times go to the streaming rank test with at least two ranks giving them on at least this
