@@ -1087,7 +1087,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
 
 
 def _rmcgroup(path: Path = CGROUP) -> None:
-    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP, RANK_BLKIO_CGROUP):  # move what is left back to the root before removing
+    # move what is left back to the root before removing
+    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP, RANK_BLKIO_CGROUP):
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (path.parent / "cgroup.procs").write_text(pid)

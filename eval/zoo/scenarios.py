@@ -1688,7 +1688,8 @@ class H(http.server.BaseHTTPRequestHandler):
         if H.n == 1:
             self.send_response(200); self.send_header("ETag", "\"9b2cf535f27731c974343645a3985328\""); self.end_headers()
             return
-        body = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        body = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+                b"<Message>Please reduce your request rate.</Message></Error>")
         self.send_response(429, "Too Many Requests"); self.send_header("Retry-After", "60")
         self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
     def log_message(self, *a): pass
