@@ -489,3 +489,29 @@ def test_saves_that_were_always_slow_are_the_jobs_pause(tmp_path: Path) -> None:
 
     rep = analyze_slow(log)
     assert not rep.summary.startswith("Checkpoint saves got slower") and rep.category.value != "storage"
+
+
+def test_a_warm_up_block_and_a_stall_over_two_blocks_do_not_hide_a_step_up(tmp_path: Path) -> None:
+    """Zoo dev b10_slow_net_egress_node1: rank 0 logs every 10 steps; its first reading is a 176 ms warm-up, a host
+    stall spans the readings at steps 110-120 (94 and 261 ms, two of the test's blocks), and from step 210 node 1's
+    egress is shaped: ~18 -> ~28 ms for 600 steps. The warm-up block and the two-block stall inflated the noise and
+    took the best stretch; flattened as lone pauses, the step up is found."""
+    run = "b10_slow_net_egress_node1"
+    assert run in _zoo_dev()
+    feed = load_log_bundle(ZOO / "runs" / run)
+    ep = whole_log_episode(feed.batch.step, feed.batch.step_time, feed.batch.weight)
+    assert ep is not None and ep.ongoing and 200 <= ep.start_step <= 240 and 1.4 < ep.slowdown_factor < 1.8
+
+
+@pytest.mark.parametrize("name", DEV_FEEDS[:4])
+def test_a_stall_over_two_log_intervals_in_a_clean_run_is_no_slowdown(name: str) -> None:
+    """Counter-example on real clean runs (dev feeds) logged every 10 steps: two consecutive readings 5x and 12x
+    (a stall straddling a log line) and a 6x first reading -> no stretch."""
+    t = job_series(name)
+    n = t.size // 10
+    x = t[: n * 10].reshape(n, 10).mean(axis=1)
+    x[0] *= 6.0
+    x[n // 3] *= 5.0
+    x[n // 3 + 1] *= 12.0
+    steps = np.arange(10, 10 * n + 1, 10)
+    assert whole_log_episode(steps, x, np.full(n, 10.0)) is None

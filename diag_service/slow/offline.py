@@ -136,13 +136,23 @@ def _blocks(t: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _despike(y: np.ndarray, sigma: float) -> np.ndarray:
+    """Lone pauses flattened to the level around them: a block (or two in a row: a stall that straddles a block
+    boundary) at least :data:`SPIKE_SIGMAS` sigmas above the blocks on both sides, the first block when it is that
+    far above the second (warm-up), the last when above the one before (a final save or evaluation)."""
     out = y.copy()
+    gap = SPIKE_SIGMAS * sigma
     for i in range(1, y.size - 1):
         hi = max(y[i - 1], y[i + 1])
-        if y[i] > hi + SPIKE_SIGMAS * sigma:
+        if y[i] > hi + gap:
             out[i] = hi
-    if y.size >= 2 and y[-1] > y[-2] + SPIKE_SIGMAS * sigma:
+    for i in range(1, y.size - 2):  # two in a row
+        hi = max(y[i - 1], y[i + 2])
+        if min(y[i], y[i + 1]) > hi + gap:
+            out[i] = out[i + 1] = hi
+    if y.size >= 2 and y[-1] > y[-2] + gap:
         out[-1] = y[-2]  # a final save or evaluation
+    if y.size >= 2 and y[0] > y[1] + gap:
+        out[0] = y[1]  # warm-up
     return out
 
 
