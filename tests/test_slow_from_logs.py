@@ -515,3 +515,62 @@ def test_a_stall_over_two_log_intervals_in_a_clean_run_is_no_slowdown(name: str)
     x[n // 3 + 1] *= 12.0
     steps = np.arange(10, 10 * n + 1, 10)
     assert whole_log_episode(steps, x, np.full(n, 10.0)) is None
+
+
+def _per_rank_files(tmp_path: Path, ranks: int = 8, slow_rank: int = 6, onset: int = 200) -> Path:
+    """One file per rank (``worker-R.log``), a line every 10 steps with the rank's step time and data wait, as
+    a script's logger writes them; from ``onset`` ``slow_rank``'s reader takes 250 ms more and every rank's step
+    time grows by it (the others wait in their all-reduce)."""
+    import random
+
+    rnd = random.Random(3)
+    d = tmp_path / "job"
+    d.mkdir()
+    for r in range(ranks):
+        lines = []
+        for step in range(10, 510, 10):
+            extra = 0.25 if step >= onset else 0.0
+            data = 0.010 + rnd.random() * 0.003 + (extra if r == slow_rank else 0.0)
+            t = 0.450 + rnd.random() * 0.010 + extra
+            lines.append(f"rank {r} step {step} loss 7.{rnd.randint(10, 99)} time_ms {t * 1000:.1f} data_ms {data * 1000:.1f}")
+        (d / f"worker-{r}.log").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_diagnose_reads_every_ranks_file_when_the_lines_give_data_waits(tmp_path: Path) -> None:
+    """A new user's trial: ``diag slow`` named rank 6 of a folder of per-rank files, ``diag diagnose`` (which reads
+    the step lines of two members, enough for the job's series) named no one. Lines that give each rank's data
+    wait make every member worth reading; the straggler's time lost counts the 10 steps each line stands for."""
+    from diag_service.slow.analyze import analyze_slow
+
+    job = _per_rank_files(tmp_path)
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 6
+    rep = analyze_slow(job)
+    assert [s.rank for s in rep.stragglers] == [6] and rep.input.ranks == 8
+    ep = rep.job_slowdown[0]
+    assert 0.7 * ep.time_lost_s < rep.stragglers[0].time_lost_s < 1.3 * ep.time_lost_s  # both in seconds of the job
+    assert not any("not enough to learn a baseline" in w for w in rep.input.warnings)
+    assert rep.log_evidence[0].text.startswith("rank 6 step ")  # the straggler's own line is cited first
+    assert d.recovery is not None and d.recovery.rule_id == "straggler_rank_drain_at_checkpoint"
+
+
+def test_a_log_line_stamp_gives_the_episodes_start_time(tmp_path: Path) -> None:
+    """Stamped step lines without a start time (the episode's start is the stamp of the line before it, less the
+    steps that line covers): YOLOX-style lines every 10 iterations, 2x from iteration 300."""
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 12, 4, 8, 0, 0)
+    lines, now = [], t0
+    for it in range(10, 610, 10):
+        per = 0.5 if it <= 300 else 1.0
+        now += dt.timedelta(seconds=10 * per)
+        lines.append(f"{now:%Y-%m-%d %H:%M:%S} | INFO     | yolox.core.trainer:261 - epoch: 1/300, iter: {it}/983, "
+                     f"mem: 18342Mb, iter_time: {per:.3f}s, data_time: 0.010s, total_loss: 6.1")
+    log = tmp_path / "train_log.txt"
+    log.write_text("\n".join(lines) + "\n")
+    from diag_service.slow.analyze import analyze_slow
+
+    ep = analyze_slow(log).job_slowdown[0]
+    assert ep.start_time is not None and 280 <= ep.start_step <= 330
+    assert abs(ep.start_time - (t0 + dt.timedelta(seconds=150)).replace(tzinfo=dt.UTC).timestamp()) < 60

@@ -178,6 +178,10 @@ def analyze_slow(
         first = min(feed.log_evidence)
         chosen.setdefault(first, feed.log_evidence[first])
         rep.log_evidence = log_evidence_list(chosen)
+        # a straggler named from every rank's lines: its own lines where its wait stood out, first
+        for s in rep.stragglers[:3]:
+            own = sorted(k[1] for k in feed.rank_evidence if k[0] == s.rank and k[1] >= s.first_step)[:2]
+            rep.log_evidence = [feed.rank_evidence[(s.rank, k)] for k in own] + rep.log_evidence
     rep.timings_ms = {"load": round((t_load - t0) * 1000, 3), **rep.timings_ms,
                       "total": round((time.perf_counter() - t0) * 1000, 3)}
     return rep
@@ -209,6 +213,8 @@ def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
     rep.job_slowdown = [ep]
     rep.failure_mode = FailureMode.FAIL_SLOW
     rep.time_lost_s = ep.time_lost_s
+    # the streaming detector's "too few records for a baseline" is answered by this test
+    rep.input.warnings = [w for w in rep.input.warnings if "not enough to learn a baseline" not in w]
     rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)
     base = ep.evidence[0].baseline_s if ep.evidence else None
     u = "s" if rep.units == "seconds" else f" {rep.units}"
@@ -242,7 +248,11 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
         stragglers = [one] if one is not None else []
     if not (stragglers or groups):
         return
+    per_line = float(np.median(ranks.weight))  # a line every N steps stands for N steps of excess
+    for st in stragglers:
+        st.time_lost_s = round(st.time_lost_s * per_line, 6)
     rep.stragglers, rep.groups = stragglers, groups
+    rep.input.ranks = max(rep.input.ranks, int(np.unique(ranks.rank).size))
     for ep in rep.job_slowdown:
         hi = ep.end_step if ep.end_step is not None else float("inf")
         expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]

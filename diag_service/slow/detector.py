@@ -284,7 +284,10 @@ class SlowDetector:
             t0 = float(np.nanmin(b.start)) if np.isfinite(b.start).any() else None
             t1 = float(np.nanmax(b.end)) if np.isfinite(b.end).any() else None
         t_max = float(np.nanmax(dur)) if np.isfinite(dur).sum() >= 2 else math.nan
-        ctx = StepCtx(step=step, T=T, T_max=t_max, weight=median(b.weight) if len(b) else 1.0, kind=int(b.kind.max()),
+        w_step = median(b.weight) if len(b) else 1.0
+        if t0 is None and t1 is not None and math.isfinite(T):  # a log line's stamp ends the steps it covers
+            t0 = t1 - T * w_step
+        ctx = StepCtx(step=step, T=T, T_max=t_max, weight=w_step, kind=int(b.kind.max()),
                       start_time=t0, end_time=t1, phases=phases,  # type: ignore[arg-type]
                       payload=(rb, idx, dur, busy) if len(rb) >= 2 else None)
         if not len(rb):
@@ -502,7 +505,7 @@ class SlowDetector:
             warnings.append(f"{st.incomplete_steps} step(s) were missing some ranks")
         if self.job.base is None and self._steps:
             warnings.append(
-                f"only {self._steps} step(s): not enough to learn a baseline "
+                f"only {self._steps} step record(s): not enough to learn a baseline "
                 f"({self.cfg.warmup_steps} warm-up + {self.cfg.baseline_steps} baseline steps needed); no job-level verdict")
         st.warnings = list(dict.fromkeys(warnings))
         found = bool(episodes or stragglers or groups)

@@ -200,6 +200,8 @@ class Feed:
     rank_batch: StepBatch | None = None
     #: for logs: the steps whose reading covers a checkpoint save (a save line before it in the same file)
     save_steps: frozenset[int] = frozenset()
+    #: for logs with ``rank_batch``: (rank, step) -> that rank's line, for lines whose data wait stands out
+    rank_evidence: dict[tuple[int, int], Evidence] = field(default_factory=dict)
 
 
 def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:

@@ -506,7 +506,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     ``report`` holds the read's warnings. A block of a member named like a timing feed is read as that feed.
     ``max_members``: stop at the first member after this many have given step lines (the ranks of a
     synchronous job step together, so a few writers give the job's series; a 1,024-rank bundle need not be
-    read whole for it)."""
+    read whole for it), unless their lines give each rank's data wait: then every member is read for the
+    straggler test, up to :data:`RANK_PHASE_MAX_RECORDS` readings."""
     report = report if report is not None else InputReport(path=source)
     path = source
     st = _State()
@@ -516,11 +517,13 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     feed_bad = 0
     feed_src: str | None = None
     stepped: set[str] = set()  # members that gave step lines
+    phased = False  # some rank's lines give its data wait
     seen_lines = 0
     for block in blocks:
         src = block.source
-        if max_members is not None and src.path not in stepped and len(stepped) >= max_members:
-            break
+        if max_members is not None and src.path not in stepped and len(stepped) >= max_members and not (
+                phased and len(st.points) <= RANK_PHASE_MAX_RECORDS):
+            break  # (every rank's file when they give data waits: the straggler test needs all of them)
         if FEED_MEMBER.search(src.path) and not src.path.lower().endswith((".csv", ".parquet")):
             # a JSONL timing feed inside the bundle (archive member or file)
             feed_src = feed_src or src.path
@@ -542,6 +545,7 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                     st.pending_save.discard(src.path)
                     for p in st.points[before:]:
                         p.save = True
+        phased = phased or any(p.rank >= 0 and math.isfinite(p.data) for p in st.points[-8:])
         found = len(st.points) + len(st.ds_rate) + sum(map(len, st.clock.values())) + sum(map(len, st.cum.values())) \
             + sum(map(len, st.thr.values()))
         if found > seen_lines:
@@ -617,7 +621,34 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     stats = FeedStats(source=str(path), format="logs:" + ",".join(sorted(st.formats)) if st.formats else "logs",
                       records=n, bad_records=st.bad, warnings=warnings)
     saves = frozenset(p.step for p in st.points if p.save) if not merged else frozenset()
-    return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=_rank_phases(st.points), save_steps=saves)
+    rank_batch = _rank_phases(st.points)
+    return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=rank_batch, save_steps=saves,
+                rank_evidence=_waiting_lines(st.points) if rank_batch is not None else {})
+
+
+#: At most this many per-rank lines are kept as a straggler's evidence (:func:`_waiting_lines`).
+RANK_EVIDENCE_MAX = 4096
+
+
+def _waiting_lines(points: list[_Point]) -> dict[tuple[int, int], Evidence]:
+    """(rank, step) -> the rank's own line, for the lines whose data wait is at least 1.5x the step's median over
+    ranks (the lines a data straggler's report cites); at most :data:`RANK_EVIDENCE_MAX`."""
+    by_step: dict[int, list[_Point]] = {}
+    for p in points:
+        if p.rank >= 0 and math.isfinite(p.data) and p.evidence is not None:
+            by_step.setdefault(p.step, []).append(p)
+    out: dict[tuple[int, int], Evidence] = {}
+    for step in sorted(by_step):
+        ps = by_step[step]
+        if len(ps) < 2:
+            continue
+        med = _median([p.data for p in ps])
+        for p in ps:
+            if p.data >= 1.5 * med and p.data > 0 and (p.rank, step) not in out:
+                out[(p.rank, step)] = _evidence(p.evidence)  # type: ignore[arg-type]
+                if len(out) >= RANK_EVIDENCE_MAX:
+                    return out
+    return out
 
 
 #: Per-rank data-loading times go to the streaming rank test with at least two ranks giving them on at least this
