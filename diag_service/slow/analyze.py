@@ -279,6 +279,9 @@ CHECKPOINT_MIN_SAVES = 3
 #: ... and the saves after it cost at least this share of the step time before (over a reading's iterations) more than
 #: before: a save that grew from nothing to half a step's worth every save interval.
 CHECKPOINT_MIN_EXTRA = 0.5
+#: ... and at most this many save readings (a save every few steps is the job's rhythm, not a pause; the split search is
+#: quadratic in the saves).
+CHECKPOINT_MAX_SAVES = 512
 
 
 def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int]) -> None:
@@ -297,7 +300,7 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
     is_save = np.isin(step, np.fromiter(saves, dtype=np.int64, count=len(saves)))
     idx = np.flatnonzero(is_save)
     plain = np.flatnonzero(~is_save)
-    if idx.size < 2 * CHECKPOINT_MIN_SAVES or plain.size < 10:
+    if idx.size < 2 * CHECKPOINT_MIN_SAVES or idx.size > CHECKPOINT_MAX_SAVES or plain.size < 10:
         return
     near = [plain[np.argsort(np.abs(plain - i), kind="stable")[:10]] for i in idx]
     ref = np.array([np.median(t[j]) for j in near])
