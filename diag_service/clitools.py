@@ -120,15 +120,15 @@ class LazyDiagGroup(DiagGroup):
             if not obj.registered_commands and not obj.registered_groups and cb is not None and cb.callback:
                 # a callback-only app (diag slow / diag etpr) is one command: shown as such, without
                 # the "COMMAND [ARGS]" of a group that has no sub-commands
-                one = typer.Typer()
+                one = typer.Typer(add_completion=False)  # completion is the top-level diag's option
                 one.command(name, help=obj.info.help, cls=DiagCommand,
                             context_settings=obj.info.context_settings)(cb.callback)
                 return typer.main.get_command(one)
             # mounted as a sub-group, so it does not carry a top-level app's --install-completion
-            outer = typer.Typer()
+            outer = typer.Typer(add_completion=False)  # completion is the top-level diag's option
             outer.add_typer(obj, name=name)
             return typer.main.get_command(outer).commands[name]  # type: ignore[attr-defined]
-        one = typer.Typer()
+        one = typer.Typer(add_completion=False)  # completion is the top-level diag's option
         # a function may carry click's context settings (diag watch takes the command after "--")
         # its docstring is its full help (usage forms, examples); the registry's line is the listing's
         one.command(name, help=inspect.getdoc(obj) or help_, cls=DiagCommand,

@@ -4,6 +4,7 @@ without the knowledge base and the model is not spent importing the HTTP service
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,15 @@ def test_lab_help_and_list_import_neither_torch_nor_the_runner() -> None:
         "assert 'diag_service.lab.runner' not in sys.modules and 'psutil' not in sys.modules\n"
     )
     assert "torch" not in _imported(body)
+
+
+def test_only_the_top_level_diag_offers_shell_completion() -> None:
+    """A new user's trial: ``diag slow --help`` listed ``--install-completion`` (the one-command apps mounted lazily were
+    built as apps of their own). Run as a user runs it (a process; the test runner hides completion options)."""
+    def help_of(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "diag_service.cli", *args, "--help"], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "COLUMNS": "200"}).stdout
+
+    assert "--install-completion" in help_of()
+    for sub in ("slow", "etpr", "hang", "kb"):
+        assert "--install-completion" not in help_of(sub), sub
