@@ -317,7 +317,7 @@ def test_builder_matches_torchelastic_format(monkeypatch: pytest.MonkeyPatch, tm
         ("[E314 13:12:48.4 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught", set(), 3, None, None, None, None),
         ("gpu-node-001:48213:48301 [2] NCCL WARN NET/IB : Got completion with error", set(), None, 2, "gpu-node-001", None, None),
         # a script's own "[rankN] " at the start of its line (no colon: not torchrun's prefix, kept in the text)
-        ("[rank2] step 86 loss 1.04 step_time 179.4ms", set(), 2, None, None, None, "[rank2] step 86 loss 1.04 step_time 179.4ms"),
+        ("[rank2] step 86 loss 1.04 step_time 179.4", set(), 2, None, None, None, "[rank2] step 86 loss 1.04 step_time 179.4"),
         ("epoch 3 [rank2] step 86", set(), None, None, None, None, None),
     ],
 )

@@ -574,3 +574,14 @@ def test_a_log_line_stamp_gives_the_episodes_start_time(tmp_path: Path) -> None:
     ep = analyze_slow(log).job_slowdown[0]
     assert ep.start_time is not None and 280 <= ep.start_step <= 330
     assert abs(ep.start_time - (t0 + dt.timedelta(seconds=150)).replace(tzinfo=dt.UTC).timestamp()) < 60
+
+
+def test_a_world_size_below_the_ranks_seen_is_said() -> None:
+    """A new user's trial: ``--world-size 2`` on a 4-rank feed gave no word. A real clean 4-rank lab feed (dev):
+    a warning with both numbers; the right world size gives none."""
+    from diag_service.slow.analyze import analyze_slow
+
+    feed = FEEDS / f"{next(n for n in DEV_FEEDS if n.startswith('quiet-r4'))}.jsonl.gz"
+    said = [w for w in analyze_slow(feed, world_size=2).input.warnings if "world size" in w]
+    assert said and said[0].startswith("4 ranks seen, more than the given world size 2")
+    assert not [w for w in analyze_slow(feed, world_size=4).input.warnings if "world size" in w]

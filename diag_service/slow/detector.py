@@ -503,6 +503,9 @@ class SlowDetector:
             warnings.append(f"{st.duplicates} duplicate record(s) for a (step, rank); the last (highest attempt) was kept")
         if st.incomplete_steps:
             warnings.append(f"{st.incomplete_steps} step(s) were missing some ranks")
+        if self.world_size and self.n_units > self.world_size:
+            warnings.append(f"{int(self.n_units)} ranks seen, more than the given world size {self.world_size}: "
+                            "the world size is too small, or the feed mixes jobs")
         if self.job.base is None and self._steps:
             warnings.append(
                 f"only {self._steps} step record(s): not enough to learn a baseline "
