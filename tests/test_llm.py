@@ -280,7 +280,7 @@ def test_a_timing_feed_without_findings_is_not_evidence(example_diag: Diagnosis)
         summary="Rank 3 computes 2.0x longer than its peers since step 40.", input=feed, stragglers=[straggler])})
     pack = build_evidence_pack(slow)
     texts = [i.text for i in pack.items if i.kind == "slow"]
-    assert texts[0].startswith("Rank 3 computes 2.0x") and "rank 3 is a compute straggler, 2.0x slower" in texts
+    assert texts[0].startswith("Rank 3 computes 2.0x") and "rank 3 is a compute straggler: its compute time 2.0x its peers' on its slow steps" in texts
     assert pack.facts["slow"] == 1
 
 
@@ -864,3 +864,23 @@ def test_a_fallback_says_why(example_diag: Diagnosis, cfg: LlmConfig) -> None:
     assert r.narrative.fallback_reason == r.fallback_reason and "does not state the first failure" in r.narrative.fallback_reason
     used = summarize_detailed(example_diag, cfg, backend=ScriptedBackend(GOOD))
     assert used.narrative.source == "model" and used.narrative.fallback_reason is None
+
+
+def test_a_slowdowns_summary_says_nothing_failed() -> None:
+    """Check 10 on a real slow run (zoo dev slow_stopcont_rank1_step80: rank 1 paused, every rank's step 2.2x):
+    'Rank 1 failed first with 2.23x slower...' (a small model's wording after the fail-stop example) is dropped; a
+    sentence that says what is slower is kept. The straggler's item says whose factor it is."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "slow_stopcont_rank1_step80"
+    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
+    pack = build_evidence_pack(d)
+    assert pack.facts["failure_mode"] == "fail_slow"
+    item = next(i for i in pack.items if i.text.startswith("rank 1 is a data straggler"))
+    assert "its peers'" in item.text
+    with pytest.raises(AnswerError, match="a slowdown is not a failure"):
+        check_answer(parse_answer(json.dumps({"summary": "Rank 1 failed first with 2.23x slower steps [E1, E2]."})), pack)
+    ok = check_answer(parse_answer(json.dumps(
+        {"summary": "The job ran 2.23x slower than its baseline on average, its slow steps recurring [E1]. "
+                    "Rank 1 is a data straggler whose data time is 5.6x its peers' on its slow steps [E2]."})), pack)
+    assert ok.citations == ["E1", "E2"]

@@ -64,6 +64,8 @@ from diag_service.llm.fallback import fallback_summary
 from diag_service.llm.pack import BACKGROUND_KINDS, EvidencePack
 
 MAX_SUMMARY_CHARS = 900
+#: Check 10: words that say something failed.
+_FAILED = re.compile(r"(?i)\bfail(?:ed|s|ure|ures|ing)?\b|\bcrash(?:ed|es)?\b")
 #: Items at or above this priority state the failure itself (first failure line, deciding signature,
 #: hang or slow finding); a summary must cite at least one of them.
 LEAD_PRIORITY = 84
@@ -411,6 +413,7 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     corpus = pack.corpus()
     deterministic = fallback_summary(pack)[0]
     ranks = known_ranks(pack)
+    slow = pack.facts.get("failure_mode") == FailureMode.FAIL_SLOW.value
     kinds = {i.id: i.kind for i in pack.items}
     item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
     pack_ngrams = word_ngrams(corpus) if prompt_ngrams else set()
@@ -461,6 +464,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         wrong = first_rank_claim(body)
         if wrong is not None and not resemblance and wrong != pack.facts.get("first_failing_rank"):
             dropped.append(f"wrong first rank ({wrong}): {sentence}")
+            continue
+        if slow and not resemblance and _FAILED.search(body):
+            dropped.append(f"a slowdown is not a failure: {sentence}")
             continue
         if resemblance and not any(kinds.get(i) == "similar" for i in ids):
             dropped.append(f"resemblance without a past incident: {sentence}")

@@ -278,7 +278,9 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
         if d.slow.summary:
             out.append(_Candidate(kind="slow", label="timing analysis", text=d.slow.summary, priority=88))
         for j, s in enumerate(d.slow.stragglers[:2]):
-            text = f"rank {s.rank} is a {s.kind.value} straggler, {s.slowdown_factor:.1f}x slower"
+            # the factor is the rank's phase over its peers' on its slow steps, not the job's slowdown
+            text = (f"rank {s.rank} is a {s.kind.value} straggler: its {s.kind.value} time {s.slowdown_factor:.1f}x its "
+                    "peers' on its slow steps")
             if s.stage is not None:
                 text += f" in {s.stage}"
             out.append(_Candidate(kind="slow", label=_label("straggler", _ranks_label([s.rank]), s.node and f"node {s.node}"),
