@@ -280,7 +280,8 @@ def test_a_timing_feed_without_findings_is_not_evidence(example_diag: Diagnosis)
         summary="Rank 3 computes 2.0x longer than its peers since step 40.", input=feed, stragglers=[straggler])})
     pack = build_evidence_pack(slow)
     texts = [i.text for i in pack.items if i.kind == "slow"]
-    assert texts[0].startswith("Rank 3 computes 2.0x") and "rank 3 is a compute straggler: its compute time 2.0x its peers' on its slow steps" in texts
+    assert texts[0].startswith("Rank 3 computes 2.0x")
+    assert "rank 3 is a compute straggler: its compute time 2.0x its peers' on its slow steps" in texts
     assert pack.facts["slow"] == 1
 
 
