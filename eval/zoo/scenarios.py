@@ -1886,3 +1886,21 @@ SCENARIOS += [
     Scenario("b11_st_dataset_mount_missing_node1", "train_lm.py", MOUNT_2N.replace("{node}", "0"),
              cmd2=MOUNT_2N.replace("{node}", "1"), mask2="datasets", setup=WIKI_TOK),
 ]
+SCENARIOS += [
+    Scenario("b11_st_ckpt_name_too_long_r0", "train_dae.py",
+             f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_dae.py"),
+]
+SCENARIOS += [
+    Scenario("b11_uc_json_tensor_metric_r0", "train_churn.py",
+             "torchrun --standalone --nproc-per-node 4 --tee 3 train_churn.py"),
+]
+# the node's raylet dies (SIGKILL, as in a crash of the raylet process) once worker 0 logs iteration 200
+RAYLET_KILL = ("for p in $(pgrep -x raylet); do tr '\\0' '\\n' < /proc/$p/environ | "
+               "grep -qx ZOO_RUN=b11_inf_ray_raylet_killed && kill -9 $p; done")
+SCENARIOS += [
+    Scenario("b11_inf_ray_raylet_killed", "train_gru.py", "python train_gru.py",
+             action=("shell", "iter 200/800 ", RAYLET_KILL)),
+]
+SCENARIOS += [
+    Scenario("b11_hang_spawn_workers_no_main_guard", "train_seg.py", f"{TR} 2 --master-port {{port}} train_seg.py"),
+]
