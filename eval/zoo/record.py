@@ -43,6 +43,7 @@ CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h41", "/home/user/proj"),  # batch 11
     ("/work/wt/h40", "/home/user/proj"),  # batch 10
     ("/work/wt/h35", "/home/user/proj"),  # batch 9
     ("/work/wt/h32", "/home/user/proj"),  # batch 8
@@ -120,6 +121,10 @@ class Scenario:
     #: batch 10: the job's CPU-time limit in seconds (RLIMIT_CPU, `ulimit -t` of a batch system's job script; each
     #: process gets SIGXCPU when its own CPU time passes it); 0 = none
     cpu_s: int = 0
+    #: batch 11: on the second node this directory (relative to the work dir) is an empty tmpfs: a mount that did not
+    #: come up on that node, leaving the bare mount point; the agent runs in a mount namespace of its own (gone with
+    #: it), the console's first line stays the command as typed
+    mask2: str = ""
 
 
 def _port(i: int) -> int:
@@ -1065,6 +1070,9 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         argv = ["bash", "-c", c]
         if k and sc.netns2:  # batch 6: node 1 in its own network namespace
             argv = ["ip", "netns", "exec", sc.netns2, *argv]
+        if k and sc.mask2:  # batch 11
+            argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
+                    f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(sc.mask2)} && exec bash -c {shlex.quote(c)}"]
         procs.append(subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True))
     stop = threading.Event()
