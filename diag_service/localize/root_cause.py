@@ -720,16 +720,20 @@ def localize(
                 # one rank issued a collective that every peer skipped: its code took a path theirs did not
                 hang_suspects, mismatch = [lone], True
                 hang_findings.append(LONE_FINDING.format(rank=lone))
+            wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
                 if not hang_suspects:
-                    hang_suspects, why = _odd_wait_site(symptoms, by_tid, sigs)
+                    wait_sites = _wait_sites(symptoms, by_tid, sigs)
+                    hang_suspects, why = _odd_wait_site(wait_sites)
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
             common = None
             if not hang_suspects and not mismatch:
-                common = _common_wait_site(symptoms, by_tid, sigs, world or ranks_seen)
+                if wait_sites is None:
+                    wait_sites = _wait_sites(symptoms, by_tid, sigs)
+                common = _common_wait_site(wait_sites, world or ranks_seen)
             if common is not None:
                 # every rank waits in the same call of the same collective: none is late, none is elsewhere
                 category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.45
@@ -1033,11 +1037,10 @@ def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGro
     return found
 
 
-def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
-                   sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str | None]:
     """The ranks that time out in another place than their peers, from the tracebacks of their collective
-    timeouts (a ``peer_loss`` hang symptom such as gloo's "Timed out waiting ...ms for recv operation"), and
-    why; ``([], None)`` when the sites agree or too few ranks report.
+    timeouts (``found``: :func:`_wait_sites`, from a ``peer_loss`` hang symptom such as gloo's "Timed out waiting
+    ...ms for recv operation"), and why; ``([], None)`` when the sites agree or too few ranks report.
 
     A rank's site is its traceback's innermost frame (file name and function: ``barrier`` in
     distributed_c10d.py, ``_engine_run_backward`` for DDP's gradient all-reduce). Every rank of a process
@@ -1049,7 +1052,6 @@ def _odd_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Template
     no rank named: ``([], why)``. When every rank's innermost frame is the same function, the innermost frame of
     the job's own code (file and line) tells the calls apart: ``all_reduce`` called at train.py:20 on one rank
     and at train.py:23 on another is two collectives; without such a frame on every rank, nothing is claimed."""
-    found = _wait_sites(symptoms, by_tid, sigs)
     sites = {r: site for r, (site, _call) in found.items()}
     calls = {r: call for r, (_site, call) in found.items() if call is not None}  # which call of the collective
     if len(sites) >= 2 and len(set(sites.values())) < 2 and len(calls) == len(sites) and len(set(calls.values())) > 1:
@@ -1078,9 +1080,9 @@ COMMON_SITE_FINDING = (
     "between the hosts on the interface the job uses (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).")
 
 
-def _common_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
-                      sigs: SignatureSet | None, world: set[int]) -> str | None:
-    """The finding that every rank of the job times out in one and the same call of a collective, else None.
+def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]], world: set[int]) -> str | None:
+    """The finding that every rank of the job times out in one and the same call of a collective, else None
+    (``sites``: :func:`_wait_sites`).
 
     Read from the tracebacks of a synchronous backend's transport timeouts (a ``peer_loss`` hang symptom whose
     report carries the rank's stack, such as gloo's "Timed out waiting ...ms for recv operation"; gloo runs the
@@ -1094,7 +1096,6 @@ def _common_wait_site(symptoms: list[SignatureHit], by_tid: dict[int, list[Templ
     asynchronous, so a timed-out work item does not show that the rank's device ever reached the collective."""
     if len(world) < 2 or world != set(range(len(world))):
         return None
-    sites = _wait_sites(symptoms, by_tid, sigs)
     if set(sites) != world or len(set(sites.values())) != 1:
         return None
     (_site, call), = set(sites.values())
