@@ -73,17 +73,3 @@ def test_the_launch_command_gives_the_jobs_size() -> None:
     assert launch_world("python -m torch.distributed.run --nnodes 1:4 --nproc_per_node 8 train.py\n") is None
     assert launch_world("accelerate launch --multi_gpu --num_processes 4 train.py\n") == 4
     assert launch_world("torchrun train.py --epochs 3\n") is None
-
-
-def test_a_cpu_time_limit_signal_is_the_environments_limit() -> None:
-    """Zoo dev b10_inf_cpu_time_limit_sigxcpu (a real torchrun run under RLIMIT_CPU): ranks 0 and 1 end on signal 24,
-    rank 2 is torn down with SIGTERM. setrlimit(2): SIGXCPU is the CPU-time limit -> infrastructure, not a crash of
-    unknown cause."""
-    from pathlib import Path
-
-    from diag_service.pipeline import DiagnoseRequest, diagnose
-
-    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b10_inf_cpu_time_limit_sigxcpu"
-    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
-    assert (d.failure_mode.value, d.category.value) == ("fail_stop", "infrastructure"), d.root_cause.summary
-    assert any(h.signature_id == "resource_limit_signal" for h in d.signature_hits)

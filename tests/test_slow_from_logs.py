@@ -320,16 +320,12 @@ def test_a_slowdown_with_the_profiler_recording_is_the_jobs(tmp_path: Path) -> N
     with_stack, profile_memory) and never leaves it until exit; Kineto logs ``profiler_start``. A profiler
     records every op of every step it is on (PyTorch's profiler docs): the job's own setting, user_code."""
     run = "b9_slow_uc_profiler_left_on"
-    assert run in _zoo_dev()
-    d = _diagnose_dev(run, tmp_path)
+    assert run in DEV_RUNS
+    d = _diagnose(run, tmp_path)
     assert (d.failure_mode.value, d.category.value) == ("fail_slow", "user_code")
     assert any("Torch profiler recording" in f for f in d.findings)
 
 
-
-def _zoo_dev() -> set[str]:
-    s = json.loads((ZOO / "split.json").read_text())
-    return set(s["dev"]) | {r for a in s.get("additions", []) for r in a["dev"]}
 
 
 @pytest.mark.parametrize(("line", "seconds", "data"), [
@@ -364,11 +360,11 @@ def test_a_rank_whose_data_wait_the_others_wait_for_is_named_from_every_ranks_st
     once). Rank 0 waits inside its fwd_bwd (the all-reduce), rank 1's wait shows in its data phase: the
     streaming rank test names rank 1; the category stays the job finding's (the pause is the host's)."""
     run = "slow_stopcont_rank1_step80"
-    assert run in _zoo_dev()
+    assert run in DEV_RUNS
     feed = load_log_bundle(ZOO / "runs" / run)
     assert feed.rank_batch is not None and sorted(set(feed.rank_batch.rank.tolist())) == [0, 1]
     assert len(feed.rank_batch) == 500  # 250 steps x 2 ranks, not the 1,000 lines that hold them
-    d = _diagnose_dev(run, tmp_path)
+    d = _diagnose(run, tmp_path)
     assert d.failure_mode.value == "fail_slow" and d.category.value == "infrastructure"
     assert d.first_failing_rank == 1
     s = d.slow.stragglers[0]
@@ -381,8 +377,8 @@ def test_a_short_log_names_the_rank_whose_data_wait_made_the_episode(tmp_path: P
     ``data_ms`` every 10 steps (10 lines each: too few for the streaming rank test). The whole-log episode's
     steps show rank 2's data wait rising by most of the job's rise, significantly: rank 2 is named."""
     run = "slow_data_skew_rank2"
-    assert run in _zoo_dev()
-    d = _diagnose_dev(run, tmp_path)
+    assert run in DEV_RUNS
+    d = _diagnose(run, tmp_path)
     assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 2
     assert [s.rank for s in d.slow.stragglers] == [2] and d.slow.stragglers[0].confidence >= 0.7
 
@@ -427,12 +423,6 @@ def test_clean_runs_read_as_step_and_data_lines_name_no_straggler(name: str) -> 
     assert not analyze_slow(rb).stragglers
 
 
-def _diagnose_dev(run: str, tmp_path: Path):
-    assert run in _zoo_dev(), f"{run} is not a dev run"
-    job = tmp_path / "job"
-    shutil.copytree(ZOO / "runs" / run, job)
-    return diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
-
 
 @pytest.mark.parametrize(("lines", "fmt", "steps", "seconds"), [
     # torchvision's references MetricLogger (utils.py log_every): the iteration counts from 0 within the epoch
@@ -464,7 +454,7 @@ def test_checkpoint_saves_that_got_slower_are_the_checkpoint_storage(tmp_path: P
     that covers a save takes ~280 ms/step instead of ~28, the others stay. The streaming detector drops those
     recurring outliers as checkpoint pauses; comparing the saves with each other finds it: storage."""
     run = "b10_slow_ckpt_volume_r0"
-    d = _diagnose_dev(run, tmp_path)
+    d = _diagnose(run, tmp_path)
     assert (d.failure_mode.value, d.category.value) == ("fail_slow", "storage"), d.root_cause.summary
     ep = d.slow.job_slowdown[0]
     assert 150 <= ep.start_step <= 250 and ep.slowdown_factor > 2
@@ -497,7 +487,7 @@ def test_a_warm_up_block_and_a_stall_over_two_blocks_do_not_hide_a_step_up(tmp_p
     egress is shaped: ~18 -> ~28 ms for 600 steps. The warm-up block and the two-block stall inflated the noise and
     took the best stretch; flattened as lone pauses, the step up is found."""
     run = "b10_slow_net_egress_node1"
-    assert run in _zoo_dev()
+    assert run in DEV_RUNS
     feed = load_log_bundle(ZOO / "runs" / run)
     ep = whole_log_episode(feed.batch.step, feed.batch.step_time, feed.batch.weight)
     assert ep is not None and ep.ongoing and 200 <= ep.start_step <= 240 and 1.4 < ep.slowdown_factor < 1.8

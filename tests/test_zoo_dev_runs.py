@@ -45,6 +45,15 @@ def _diagnose(run: str, tmp_path: Path):
     ("data_schema_missing_key", "data", 2, "python_user_exception"),
     # nll_loss's own target-shape check
     ("uc_target_shape", "user_code", None, "shape_mismatch"),
+    # node 1's ephemeral port range used up by per-step metric posts: rank 1's urllib 'Cannot assign requested
+    # address' (connect(2) EADDRNOTAVAIL); node 0's rank only loses its peer
+    ("b10_net_ephemeral_ports_node1", "network", 1, "h_no_ephemeral_port"),
+    # OneCycleLR sized for optimizer steps, stepped per micro-batch under gradient accumulation: both ranks raise
+    # at the same step (the label names no rank)
+    ("b11_uc_onecycle_accum_steps", "user_code", None, "onecycle_steps_exceeded"),
+    # ranks 0 and 1 end on signal 24 under RLIMIT_CPU, rank 2 is torn down with SIGTERM: setrlimit(2), the
+    # environment's CPU-time limit (the label names no rank)
+    ("b10_inf_cpu_time_limit_sigxcpu", "infrastructure", None, "resource_limit_signal"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
