@@ -19,7 +19,7 @@ from diag_service.domain import Category, FailureMode
 from diag_service.fsutil import open_regular
 from diag_service.ingest import BundleError
 from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
-from diag_service.slow.detector import SlowDetector, log_evidence_list
+from diag_service.slow.detector import SlowDetector, explain_episodes, log_evidence_list
 from diag_service.slow.feeds import (
     Feed,
     FeedError,
@@ -253,13 +253,7 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
         st.time_lost_s = round(st.time_lost_s * per_line, 6)
     rep.stragglers, rep.groups = stragglers, groups
     rep.input.ranks = max(rep.input.ranks, int(np.unique(ranks.rank).size))
-    for ep in rep.job_slowdown:
-        hi = ep.end_step if ep.end_step is not None else float("inf")
-        expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]
-        ep.explained_by_ranks = sorted({s.rank for s in expl})[:64]
-        if expl:
-            kinds = [s.kind for s in expl]
-            ep.kind = max(set(kinds), key=kinds.count)
+    explain_episodes(rep.job_slowdown, stragglers)
     rep.failure_mode = FailureMode.FAIL_SLOW
     if not rep.job_slowdown:
         rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)

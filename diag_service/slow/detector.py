@@ -469,13 +469,7 @@ class SlowDetector:
         stragglers = [self._straggler(r) for r in self.ranks.snapshot()]
         stragglers.sort(key=lambda s: (-s.time_lost_s, s.rank))
         groups = self._groups(stragglers)
-        for ep in episodes:
-            hi = ep.end_step if ep.end_step is not None else math.inf
-            expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]
-            ep.explained_by_ranks = sorted({s.rank for s in expl})[:64]
-            if expl:
-                kinds = [s.kind for s in expl]
-                ep.kind = max(set(kinds), key=kinds.count)
+        explain_episodes(episodes, stragglers)
         st = self.stats
         st.ranks = int(self.n_units)
         st.nodes = len(self.conv.node_names)
@@ -622,6 +616,18 @@ class SlowDetector:
                 return "Not enough steps to judge the job's pace; no straggler found."
             return f"No slowdown: the job kept its baseline pace ({base:.4g}{u}/step) and no rank lagged its peers."
         return " ".join(parts)
+
+
+def explain_episodes(episodes: list[SlowEpisode], stragglers: list[Straggler]) -> None:
+    """Each episode's ``explained_by_ranks`` (the stragglers active during it, at most 64) and, when there are
+    any, its ``kind`` (theirs, the most common); in place."""
+    for ep in episodes:
+        hi = ep.end_step if ep.end_step is not None else math.inf
+        expl = [s for s in stragglers if s.first_step <= hi and s.last_step >= ep.start_step]
+        ep.explained_by_ranks = sorted({s.rank for s in expl})[:64]
+        if expl:
+            kinds = [s.kind for s in expl]
+            ep.kind = max(set(kinds), key=kinds.count)
 
 
 def log_evidence_list(evidence: dict[int, Evidence], limit: int = 20) -> list[Evidence]:
