@@ -89,7 +89,8 @@ class ProgressLog:
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
-    ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``).
+    ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``), one
+    loop's step lines show an advancing counter, or a checkpoint of a later step is saved (``STEP_SAVED``).
     ``completed``: per file, the run's report of its own completion (``diag_service.extract.events.COMPLETION``)
     found near the end of the file's last block read so far (``{path: line}``, first 4,096 files).
     ``benchmarks``: per file, the summary line of an nccl-tests run that reached its end (``# Avg bus bandwidth :

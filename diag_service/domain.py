@@ -513,8 +513,9 @@ class Diagnosis(BaseModel):
     )
     findings: list[str] = Field(default_factory=list, description="Secondary observations (cascade, etc.).")
     trained: bool | None = Field(default=None, description=(
-        "True when some line reports a training step's loss (the job trained before it failed), False when "
-        "none does (it failed in set-up, or the excerpt holds no such line), None when not known."))
+        "True when some line reports a training step's loss, a step counter advances in one loop's lines, or a "
+        "checkpoint of a later step is written (the job trained before it failed), False when none does (it "
+        "failed in set-up, or the excerpt holds no such line), None when not known."))
     restarts: JobRestarts | None = Field(default=None, description=(
         "The job's restarts so far, when its lifecycle is known (a live job); the recovery policy's restart "
         "conditions read them instead of the recovery history's count."))

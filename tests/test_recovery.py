@@ -307,6 +307,17 @@ _AGENT_FAILURE = (
         (" iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 812.3 | "
          "learning rate: 1.500E-04 | global batch size:   512 | lm loss: 7.351832E+00 | loss scale: 65536.0 |\n",
          True, RecoveryLevel.L2, "default_restart_once"),
+        # a loop printing its step, no loss (zoo dev oom_worker_killed): the counter advanced, so it trained
+        ("rank 0 epoch 0 step 0\nrank 1 epoch 0 step 0\nrank 1 epoch 0 step 20\n", True, RecoveryLevel.L2,
+         "default_restart_once"),
+        # a checkpoint written at step 50 (zoo dev st_disk_full_ckpt's only line before the failure)
+        ("[default0]:saved /mnt/ckpt/step_000050.pt\n", True, RecoveryLevel.L2, "default_restart_once"),
+        # a Trainer's header counts the steps to take and a resume names the step it starts from: no step taken
+        ("  Total optimization steps = 1,000\n  Gradient Accumulation steps = 4\n"
+         "  Continuing training from global step 500\n  Will skip the first 0 epochs then the first 500 batches\n",
+         False, RecoveryLevel.L4, "failed_before_training"),
+        # a step line printed once (at step 0) is no progress yet
+        ("rank 0 epoch 0 step 0\n", False, RecoveryLevel.L4, "failed_before_training"),
     ],
 )
 def test_a_failure_before_any_training_step_is_handed_over(tmp_path: Path, before: str, trained: bool,

@@ -248,6 +248,30 @@ TRAINING_LINE = (
     r"[-+]?(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)\b|\bstep=\d+, skipped=\d+"
 )
 TRAINING_FAST = re2.compile(TRAINING_LINE)
+#: A step counter's line shape: the line with every run of digits masked, so that ``rank 0 epoch 0 step 0`` and
+#: ``rank 1 epoch 0 step 20`` are one loop's lines (first :data:`STEP_SHAPE_CHARS` characters; at most
+#: :data:`STEP_SHAPE_MAX` shapes and :data:`STEP_SHAPE_LINES` step matches per block are looked at).
+STEP_SHAPE_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+STEP_SHAPE_CHARS = 160
+STEP_SHAPE_MAX = 4096
+STEP_SHAPE_LINES = 256
+#: A checkpoint written at a step or iteration after the first (``saved /mnt/ckpt/step_000050.pt``, Trainer's
+#: ``Saving model checkpoint to out/checkpoint-500``, DeepSpeed's ``global_step500``, Megatron's ``saving checkpoint
+#: at iteration 100``): the job trained before it (its save lines in transformers, DeepSpeed and Megatron-LM).
+STEP_SAVED = (
+    r"(?i)\b(?:sav(?:ed|ing)|wr(?:ote|iting))\b[^\n]{0,160}?\b(?:global_)?(?:step|checkpoint|iter(?:ation)?|ckpt)"
+    r"(?:[-_]|\s*[=:]?\s*)0*[1-9]\d*\b"
+)
+STEP_SAVED_FAST = re2.compile(STEP_SAVED)
+_STEP_WORDS = ("step", "Step", "iter", "Iter")
+_STEP_WORDS_B = tuple(w.encode() for w in _STEP_WORDS)
+#: a line about resuming or loading a step's state, not a step taken (Trainer's "Continuing training from global
+#: step", DeepSpeed's "loading checkpoint ... global_step500", Megatron's "loaded checkpoint ... at iteration"),
+#: or a count of steps to take (a Trainer header's "Total optimization steps = 1,000")
+_RESUME_WORDS = re.compile(
+    r"(?i)\b(?:resum(?:e|ed|es|ing)|continu(?:e|ed|es|ing)|load(?:s|ed|ing)?|restor(?:e|ed|es|ing)|skipp(?:ed|ing)"
+    r"|total (?:optimization |training )?steps|max_steps|num_steps|steps_per)\b"
+)
 #: Marks of the scheduler a log was written under (Slurm's srun/slurmstepd lines and variables, the
 #: Kubernetes kubelet's and the Kubeflow operator's words, Volcano's job kinds): which platform's commands
 #: a recovery plan should give when the caller did not say.
@@ -714,6 +738,7 @@ class Extractor:
         self.year = time.gmtime().tm_year
         self._year_learned = False
         self._starts_seen: dict[str, float | None] = {}  # per file, the time of its launcher's first start line
+        self._step_shapes: dict[str, int] = {}  # per step-line shape, the first step counter it showed
         # parse_timestamp(text, year) per (first 120 characters, year): a pure function of those, asked again for
         # the same lines by the backward timestamp search of neighbouring events
         self._ts_cache: dict[tuple[str, int], float | None] = {}
@@ -872,6 +897,10 @@ class Extractor:
                     obs.platforms[platform] += 1
         if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
+        if not obs.trained:
+            obs.trained = self._steps_advance(rd) or (
+                ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text))  # type: ignore[operator]
+                and STEP_SAVED_FAST.search(rd.data) is not None)
         if obs.world_size is None and ((b"nranks" in text) if asc else ("nranks" in text)):  # type: ignore[operator]
             m_world = (NRANKS_BYTES if asc else NRANKS_RE).search(text)  # type: ignore[arg-type]
             if m_world:
@@ -949,6 +978,37 @@ class Extractor:
                 continue
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
+
+    def _steps_advance(self, rd: _BlockReader) -> bool:
+        """True when one line shape (the line with every digit run masked, :data:`STEP_SHAPE_DIGITS`) has
+        shown a larger step counter (:data:`PROGRESS_RE`) than it showed before: a loop printing its step
+        (``rank 0 epoch 0 step 20``) trained, loss or not. One mention of a step (a resume's ``Continuing
+        training from global step 500``, a Trainer header's ``Total optimization steps = 1,000``) is no
+        progress. At most :data:`STEP_SHAPE_LINES` matches per block, :data:`STEP_SHAPE_MAX` shapes in all."""
+        text = rd.hay
+        if not any(w in text for w in (_STEP_WORDS_B if rd.ascii else _STEP_WORDS)):  # type: ignore[operator]
+            return False
+        seen = self._step_shapes
+        last_ls = -1
+        for i, m in enumerate((PROGRESS_BYTES if rd.ascii else PROGRESS_RE).finditer(text)):  # type: ignore[arg-type]
+            if i >= STEP_SHAPE_LINES:
+                break
+            ls = text.rfind(rd.nl, 0, m.start()) + 1  # type: ignore[arg-type]
+            if ls == last_ls:
+                continue
+            last_ls = ls
+            line, _ = rd.line_at(ls)
+            mm = PROGRESS_RE.search(line)
+            if mm is None or _RESUME_WORDS.search(line):
+                continue
+            step = int(mm.group(1))
+            shape = STEP_SHAPE_DIGITS.sub("#", line.strip())[:STEP_SHAPE_CHARS]
+            before = seen.get(shape)
+            if before is not None and step > before:
+                return True
+            if before is None and len(seen) < STEP_SHAPE_MAX:
+                seen[shape] = step
+        return False
 
     def _launches(self, rd: _BlockReader) -> None:
         """Record the times of a launcher's restarts, at most 64 per block: a start line (:data:`LAUNCH_MARKS`) in

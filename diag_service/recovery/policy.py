@@ -51,7 +51,7 @@ class When(BaseModel):
     category: list[Category] | None = None
     signature_ids: list[str] | None = None
     not_signature_ids: list[str] | None = None  # the primary hit is none of these (or there is none)
-    trained: bool | None = None  # Diagnosis.trained: a training step's loss was logged before the failure
+    trained: bool | None = None  # Diagnosis.trained: a training step (loss, step counter, step checkpoint) before it
     xid_codes: list[int] | None = None
     min_confidence: float | None = Field(default=None, ge=0, le=1)
     max_confidence: float | None = Field(default=None, ge=0, le=1)
