@@ -74,6 +74,24 @@ def test_empty_file(tmp_path: Path) -> None:
     assert "empty bundle" in res.stderr
 
 
+def test_a_file_of_blank_lines_is_empty_too(tmp_path: Path) -> None:
+    """A log collector that wrote only newlines (a pod's stdout with nothing but blank prints): no log line to
+    diagnose, the same input error as an empty file (it was answered unknown, confidence 0.40, exit 0)."""
+    (tmp_path / "stdout.log").write_bytes(b"\n\n   \n\t\r\n" * 50)
+    with pytest.raises(BundleError, match=r"empty bundle.*stdout\.log: blank \(200 line\(s\) of whitespace only\)"):
+        run_diagnose(tmp_path / "stdout.log")
+    res = run_cli("diagnose", str(tmp_path / "stdout.log"))
+    assert res.exit_code == 2
+
+
+def test_a_blank_member_beside_a_real_log_is_named(tmp_path: Path) -> None:
+    built = B.torchrun_logdir(tmp_path)
+    (built.path / "node1" / "console.log").write_bytes(b"\n" * 3)
+    d = run_diagnose(built.path)
+    assert_oom_found(d, OOM_MEMBER, built.oom_line)
+    assert warnings_about(d, "node1/console.log") == ["node1/console.log: blank (3 line(s) of whitespace only)"]
+
+
 def test_an_empty_member_of_a_bundle_is_named(tmp_path: Path) -> None:
     """A node's console that came back empty (a collector that ran after the pod was gone): the answer rests
     on the other files, and the report says which one held nothing."""

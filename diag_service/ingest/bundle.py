@@ -372,6 +372,7 @@ def _stream_blocks(
     line_no = 1
     skipping_long = False  # inside a line already cut (and counted): drop it up to its newline
     truncated = bad_chars = member_bytes = 0
+    blank = True  # only whitespace so far: such a member holds no log line (counted as no lines, with a warning)
     sniffer = _PrefixSniffer(src)
     first = True
     # turns the member's lines into the lines as printed: an envelope, a quote or hard wrapping undone (None: plain)
@@ -423,6 +424,8 @@ def _stream_blocks(
                 truncated += 1
                 buf = b""
                 skipping_long = True
+            if blank and complete and not complete.isspace():  # isspace stops at the first other byte
+                blank = False
             if complete and complete.isascii() and b"\r" not in complete and b"\x1b" not in complete:
                 # nothing to replace or normalise: the bytes are the text, decoded only where it is read
                 sniffer.feed(complete)
@@ -447,6 +450,8 @@ def _stream_blocks(
         if not got:
             break
     if buf and not skipping_long:
+        if blank and not buf.isspace():
+            blank = False
         if undo is not None:
             buf = undo(buf + b"\n")[:-1]
         text = _normalise(buf.decode("utf-8", errors="replace"), redraws) + "\n"
@@ -454,7 +459,9 @@ def _stream_blocks(
         sniffer.feed(text)
         yield Block(source=src, text=text, first_line=line_no)
         line_no += 1
-    if not budget.captured(src.path):
+    if blank and line_no > 1:
+        report.warnings.append(f"{src.path}: blank ({line_no - 1} line(s) of whitespace only)")
+    elif not budget.captured(src.path):
         report.lines += line_no - 1
     if truncated:
         report.warnings.append(f"{src.path}: {truncated} line(s) longer than {max_line} bytes truncated")
