@@ -290,8 +290,13 @@ _RE2_OPTIONS.max_mem = 64 << 20
 #: The pre-filter's options: only where a match starts is read, so no group is captured. With the catalogue's
 #: ~750 patterns the union holds hundreds of groups, and RE2 ran its submatch engine over every match to fill
 #: them: about 10 us per match, 0.7 s for the ~70,000 matches of the bench bundle's failure cascade.
+#: Its memory budget bounds the DFA's state cache, and each state grows with the union's program (~114,000
+#: instructions for ~850 catalogue patterns): at 64 MiB the cache thrashed on text of many distinct lines (the
+#: corpus dev logs, 0.5 MB: 2.5 s a scan, the second as slow as the first); at 256 MiB the first scan takes 0.6x
+#: as long, a second one (a service's later requests) 0.01x, for +69 MiB of resident cache against +28
+#: (``eval/bench/bench_prefilter.py``; RE2 allocates the cache as it needs it).
 _SCAN_OPTIONS = re2.Options()
-_SCAN_OPTIONS.max_mem = 64 << 20
+_SCAN_OPTIONS.max_mem = 256 << 20
 _SCAN_OPTIONS.never_capture = True
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _SCAN_OPTIONS)
 #: the alternatives of each pre-filter union built here, by its pattern (for literal_scan.LiteralScan)
