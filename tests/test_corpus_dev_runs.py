@@ -1,0 +1,34 @@
+"""Public corpus dev cases (``eval/corpus/logs``, dev split) answered by a catalogue entry written from the vendor's
+own text: each log as pasted in its thread goes through the pipeline, and the named signature decides.
+
+Only dev cases are listed here (``eval/corpus/split.json``); test cases are never looked at to write rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("case", "category", "signature"), [
+    # Open MPI (NeMo on Kubernetes) could not create its session directory under /tmp: the node, not a path in
+    # the job's config, although the same lines say "No such file or directory"
+    ("n20a-010", "infrastructure", "openmpi_session_dir_failed"),
+    # CPython's none_dealloc abort after vLLM woke its weights: a C extension's reference-count bug
+    ("n20a-025", "framework", "python_fatal_c_extension"),
+    # vLLM's CPU gloo group could not connect its workers (the paste cut inside "failed")
+    ("n20a-023", "network", "gloo_full_mesh_failed"),
+    # Horovod in Docker without ptrace: every shared-memory single copy refused (errno 38), the job crawled
+    ("n20b-011", "config", "openmpi_cma_unavailable"),
+    # one node's ranks put their allreduce on the CPU: the nodes' environments differ
+    ("n20b-017", "config", "f_horovod_device_mismatch"),
+])
+def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.category.value == category, d.root_cause.summary
+    assert d.signature_hits and d.signature_hits[0].signature_id == signature, [h.signature_id for h in d.signature_hits]
