@@ -130,6 +130,20 @@ def test_pack_puts_first_failure_first_and_never_shows_the_recovery(example_diag
     assert [i.priority for i in pack.items] == sorted((i.priority for i in pack.items), reverse=True)
 
 
+def test_the_first_failure_item_is_the_first_failing_ranks_own_line() -> None:
+    # a two-node log: the deciding line came from rank 0, which printed the same error after rank 3 did; the
+    # diagnosis names rank 3, so E1 ("first failure") must be rank 3's line, not rank 0's
+    r0 = _ev(40, "RuntimeError: CUDA error: an illegal memory access was encountered", rank=0)
+    r3 = _ev(12, "RuntimeError: CUDA error: an illegal memory access was encountered", rank=3)
+    d = _diag([_event(1, EventRole.ROOT, r0, [0, 3])], [r0, r3], first_rank=3)
+    pack = build_evidence_pack(d, PackConfig())
+    assert pack.items[0].kind == "first_failure" and pack.items[0].ranks == [3]
+    assert pack.items[1].ranks == [0]
+    # no line of the named rank: the order is kept
+    d = _diag([_event(1, EventRole.ROOT, r0, [0])], [r0], first_rank=3)
+    assert build_evidence_pack(d, PackConfig()).items[0].ranks == [0]
+
+
 def test_pack_fits_budget_by_priority_without_cutting_items() -> None:
     root = _ev(10, "RuntimeError: boom on rank 3", rank=3)
     events = [_event(1, EventRole.ROOT, root, [3])]

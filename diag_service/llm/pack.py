@@ -260,7 +260,15 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
         out.append(_Candidate(kind=kind, label=_label(prefix, _ranks_label(r), _nodes_label(n), extra, key),
                               text=ev.text, priority=priority, ranks=r, nodes=n, location=key))
 
-    for i, ev in enumerate(d.root_cause.evidence[:4]):
+    evidence = list(d.root_cause.evidence[:4])
+    # the first-failure item is the named first failing rank's own line when the evidence holds one (the deciding
+    # signature's line can be another rank's: a two-node log whose rank 0 also printed the error later)
+    ffr = d.first_failing_rank
+    if ffr is not None and evidence and evidence[0].rank is not None and evidence[0].rank != ffr:
+        own = next((k for k, ev in enumerate(evidence) if ev.rank == ffr), None)
+        if own is not None:
+            evidence.insert(0, evidence.pop(own))
+    for i, ev in enumerate(evidence):
         if i == 0:
             add_line("first_failure", "first failure", ev, 100)
         else:
