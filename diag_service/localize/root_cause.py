@@ -722,7 +722,7 @@ def localize(
                 hang_findings.append(LONE_FINDING.format(rank=lone))
             wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
             if not hang_suspects:
-                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs)
+                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
                 if not hang_suspects:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                     hang_suspects, why = _odd_wait_site(wait_sites)
@@ -988,7 +988,7 @@ def _lone_submitter(hits: list[SignatureHit], world_size: int | None, ranks_seen
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
-                        sigs: SignatureSet | None) -> tuple[list[int], str | None]:
+                        sigs: SignatureSet | None, world_known: bool = False) -> tuple[list[int], str | None]:
     """Ranks that hang reports name as never having arrived, and why; ``([], None)`` when none do.
 
     - ``monitored_barrier``: rank 0 names the ranks that did not pass it ("Ranks 1, 2 failed to pass
@@ -996,19 +996,27 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
     - two ranks: when the logs show ranks 0 and 1 and no other (or NCCL's world size is 2) and only one
       reports a collective timeout (a ``peer_loss`` hang symptom naming one rank), the other one never
       entered that collective; a collective of two has no third party to wait for. A paste of one rank's
-      log shows one rank only, and names nobody.
+      log shows one rank only, and names nobody;
+    - all but one: in a job of three or more whose size is known (``world_known``: NCCL's ``nranks`` or the
+      launch command's process count, and ``ranks`` is exactly ``0..n-1``), every rank but one reported a
+      collective timeout: the silent one is the rank they waited for (it never entered the collective; a rank
+      that crashed instead is named by its own exit before this is asked).
     """
     for h in symptoms:
         named = sorted(_missing_ranks(h))
         if named:
             return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
-    if ranks == {0, 1}:
+    n = len(ranks)
+    if ranks == set(range(n)) and (n == 2 or (n >= 3 and world_known)):
         waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
                    for r in h.ranks}
-        if len(waiting) == 1:
-            other = next(iter({0, 1} - waiting))
-            return [other], (f"Of the job's two ranks only rank {next(iter(waiting))} timed out waiting in a "
-                             f"collective: rank {other} never entered it.")
+        if len(waiting) == n - 1 and waiting <= ranks:
+            other = next(iter(ranks - waiting))
+            if n == 2:
+                return [other], (f"Of the job's two ranks only rank {next(iter(waiting))} timed out waiting in a "
+                                 f"collective: rank {other} never entered it.")
+            return [other], (f"Of the job's {n} ranks every one but rank {other} timed out waiting in a collective: "
+                             f"rank {other} never entered it.")
     return [], None
 
 
