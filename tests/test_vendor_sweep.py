@@ -93,3 +93,22 @@ def test_healthy_lines_match_no_sweep_signature(line: str) -> None:
     sigs = load_signatures()
     hit = [c.spec.id for c in sigs.signatures if c.spec.id.startswith("vs_") and c.search(line)]
     assert hit == [], (line, hit)
+
+
+def test_prefilter_union_fits_re2_dfa_budget() -> None:
+    """The extractor's pre-filter is one re2 union of every catalogue pattern; past re2's DFA memory budget
+    (``_SCAN_OPTIONS.max_mem``) re2 logs "DFA out of memory" and falls back to a scan ~50x slower. The catalogue
+    (with this file's ~200 patterns) sat at program size ~123k of a ~127k limit when this test was written."""
+    import subprocess
+    import sys
+
+    code = (
+        "from diag_service.signatures.catalog import load_signatures\n"
+        "from diag_service.extract.events import prefilter_with\n"
+        "pre = prefilter_with(load_signatures().prefilter_patterns())\n"
+        "pre.search('step 1 | loss 2.0\\n' * 50)\n"
+        "print(pre.programsize)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "DFA out of memory" not in r.stderr, f"pre-filter union too large for re2's DFA: {r.stdout.strip()}"
