@@ -1904,3 +1904,57 @@ SCENARIOS += [
 SCENARIOS += [
     Scenario("b11_hang_spawn_workers_no_main_guard", "train_seg.py", f"{TR} 2 --master-port {{port}} train_seg.py"),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 12 (ids b12_*)
+
+# the support-ticket corpus as 4 jsonl parts of token ids (streamed by the script)
+TICKETS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data/tickets", exist_ok=True)
+for k in range(4):
+    r = random.Random(k)
+    with open(f"data/tickets/part-{k:03d}.jsonl", "w") as f:
+        for i in range(500):
+            f.write(json.dumps({"ids": [r.randrange(4096) for _ in range(r.randint(20, 80))]}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_cfg_hf_iterable_no_max_steps", "run_clm.py", f"{TR} 2 --master-port {{port}} run_clm.py",
+             setup=TICKETS),
+]
+
+# three per-rank CSV shards; rank 2's was assembled by the export job with `cat export-*.csv > train_2.csv`, so the
+# header rows of the 2nd and 3rd exports sit in the middle of the file
+CHURN_CSV = r"""python - <<'EOF2'
+import os, random
+os.makedirs("data/shards", exist_ok=True)
+header = ",".join([f"f{i}" for i in range(16)] + ["label"]) + "\n"
+def rows(rng, n):
+    out = []
+    for _ in range(n):
+        x = [rng.gauss(0, 1) for _ in range(16)]
+        out.append(",".join(f"{v:.5f}" for v in x) + f",{int(x[0] + x[3] > 0)}\n")
+    return out
+for r in range(3):
+    rng = random.Random(r)
+    if r == 2:
+        os.makedirs("exports", exist_ok=True)
+        for k in range(3):
+            with open(f"exports/export-{k}.csv", "w") as f:
+                f.write(header); f.writelines(rows(rng, 1100))
+        os.system("cat exports/export-*.csv > data/shards/train_2.csv")
+    else:
+        with open(f"data/shards/train_{r}.csv", "w") as f:
+            f.write(header); f.writelines(rows(rng, 3300))
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_data_csv_concat_header_r2", "train_churn.py", f"{TR} 3 --tee 3 --master-port {{port}} train_churn.py",
+             setup=CHURN_CSV),
+]
+# the node's scratch purge (a cron job deleting run directories it considers stale) removes the run's directory
+# on scratch after the step-100 checkpoint
+PURGE = "rm -rf scratch/kws-run-0412"
+SCENARIOS += [
+    Scenario("b12_st_scratch_purged_ckpt_r0", "train_kws.py", "PORT={port} python train_kws.py",
+             action=("shell", "[rank0] step 150/400", PURGE)),
+]
