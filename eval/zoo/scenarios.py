@@ -349,7 +349,7 @@ SCENARIOS += [
     # host_oom
     Scenario("oom_dataloader_workers_accel", "train.py",
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
-             action=("cgroup", 0, 900)),
+             action=("cgroup", 0, 1000)),
     Scenario("oom_graph_leak_spawn", "train.py", "python train.py", action=("cgroup", 1, 700)),
     Scenario("oom_twonode_cgroup", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py"),
              action=("cgroup", 3, 800)),
@@ -1253,7 +1253,7 @@ SCENARIOS += [
              setup=INTENTS),
     # rank 0 runs in a container with 900 MiB
     Scenario("b7_oom_gather_eval_r0", "train_retrieval.py",
-             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_retrieval.py", action=("cgroup", 0, 900)),
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_retrieval.py", action=("cgroup", 0, 1000)),
     Scenario("b7_uc_bn_last_batch_r2", "train_churn.py", f"{TR} 3 --tee 3 --master-port {{port}} train_churn.py",
              setup=CHURN),
     Scenario("b7_cfg_file_init_stale", "train.py",
@@ -1957,4 +1957,13 @@ PURGE = "rm -rf scratch/kws-run-0412"
 SCENARIOS += [
     Scenario("b12_st_scratch_purged_ckpt_r0", "train_kws.py", "PORT={port} python train_kws.py",
              action=("shell", "[rank0] step 150/400", PURGE)),
+]
+SCENARIOS += [
+    Scenario("b12_uc_plateau_step_no_metric", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_sentiment.py"),
+]
+SCENARIOS += [
+    # rank 0's container has a 1000 MiB memory limit (cgroup v1)
+    Scenario("b12_oom_fsdp2_probe_views_r0", "pretrain_mlm.py",
+             f"{TR} 2 --master-port {{port}} pretrain_mlm.py", action=("cgroup", 0, 1000)),
 ]
