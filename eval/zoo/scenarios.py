@@ -1967,3 +1967,14 @@ SCENARIOS += [
     Scenario("b12_oom_fsdp2_probe_views_r0", "pretrain_mlm.py",
              f"{TR} 2 --master-port {{port}} pretrain_mlm.py", action=("cgroup", 0, 1000)),
 ]
+# the scheduler's warning signal before the job's time limit (as Slurm's `--signal=USR1@90` of the team's job template,
+# written for frameworks that requeue on SIGUSR1) reaches the training processes at rank 0's iteration 400; the
+# recorder sends SIGUSR1 to the three worker processes (those with RANK in their environment), not to the launcher
+USR1_RANKS = ("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "
+              "ZOO_RUN=b12_inf_sigusr1_default_kill || continue; tr '\\0' '\\n' < $p/environ | grep -q '^RANK=' && "
+              "kill -USR1 ${p#/proc/}; done")
+SCENARIOS += [
+    Scenario("b12_inf_sigusr1_default_kill", "train_recsys.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} --log-dir logs --tee 3 "
+             "train_recsys.py", action=("shell", "iter 400/3000", USR1_RANKS)),
+]
