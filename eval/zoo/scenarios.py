@@ -1978,3 +1978,40 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} --log-dir logs --tee 3 "
              "train_recsys.py", action=("shell", "iter 400/3000", USR1_RANKS)),
 ]
+# two parts of 4000 labelled comments; in rank 1's part one record written by the older version of the labelling
+# tool has the key "lable" instead of "label"
+TOX = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data/labelled", exist_ok=True)
+words = [f"w{i}" for i in range(3000)]
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/labelled/part-{r}.jsonl", "w") as f:
+        for i in range(4000):
+            rec = {"tokens": [rng.choice(words) for _ in range(rng.randint(5, 40))], "label": rng.randint(0, 1)}
+            if r == 1 and i == 2411:
+                rec["lable"] = rec.pop("label")
+            f.write(json.dumps(rec) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_hang_finally_barrier_r1", "train_tox.py", "torchrun --standalone --nproc-per-node 2 train_tox.py",
+             setup=TOX),
+]
+# the job's token cache directory (cache/) is on each node's local disk: node 1's agent sees its own, empty cache/
+# (Scenario.mask2), not the one rank 0 writes on node 0
+WIKI_RAW = r"""mkdir -p cache && python - <<'EOF2'
+import os, random
+os.makedirs("raw", exist_ok=True)
+rng = random.Random(0)
+words = [f"tok{i}" for i in range(5000)]
+for k in range(4):
+    with open(f"raw/wiki-{k:02d}.txt", "w") as f:
+        for _ in range(3000):
+            f.write(" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) + "\n")
+EOF2"""
+CACHE_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+            "train_lm.py")
+SCENARIOS += [
+    Scenario("b12_hang_nodelocal_cache_twonode", "train_lm.py", CACHE_2N.replace("{node}", "0"),
+             cmd2=CACHE_2N.replace("{node}", "1"), mask2="cache", setup=WIKI_RAW),
+]
