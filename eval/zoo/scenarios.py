@@ -2015,3 +2015,33 @@ SCENARIOS += [
     Scenario("b12_hang_nodelocal_cache_twonode", "train_lm.py", CACHE_2N.replace("{node}", "0"),
              cmd2=CACHE_2N.replace("{node}", "1"), mask2="cache", setup=WIKI_RAW),
 ]
+SCENARIOS += [
+    Scenario("b12_uc_fsdp2_optional_branch_r1", "train_itm.py", f"{TR} 2 --master-port {{port}} train_itm.py"),
+]
+# the nodes' nvidia-smi: a stand-in (tools/bin/nvidia-smi on the job's PATH) that answers like the real tool while the
+# node's GPU driver is healthy (the state file node/gpu-ok-<node rank> exists) and otherwise blocks, as the real tool
+# does inside a wedged driver. At node 1's step 100 its GPU stops responding (the recorder removes node/gpu-ok-1), so
+# rank 1's next stats query (step 150) never returns. Node 0 fails on its gloo timeout; its user then presses Ctrl-C
+# in node 1's terminal (SIGINT to node 1's agent, 3 s after node 0's failure report)
+NVSMI = r"""mkdir -p tools/bin node && echo ok > node/gpu-ok-0 && echo ok > node/gpu-ok-1 && cat > tools/bin/nvidia-smi <<'EOF2'
+#!/bin/bash
+# stand-in for the driver's tool (see scenarios.py)
+if [ -e node/gpu-ok-${GROUP_RANK:-0} ]; then
+  printf '0, 31245, 97, 71\n1, 31190, 96, 69\n2, 31302, 97, 72\n3, 31270, 95, 70\n'
+else
+  exec sleep 3600
+fi
+EOF2
+chmod +x tools/bin/nvidia-smi"""
+NVSMI_WEDGE = ("rm -f node/gpu-ok-1; until grep -q ChildFailedError console_node0.log; do sleep 0.2; done; sleep 3; "
+               "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+               "grep -qx ZOO_RUN=b12_hang_nvsmi_wedged_node1 || continue; tr '\\0' ' ' < $p/cmdline | "
+               "grep -q 'torchrun --nnodes 2 --node-rank 1' && kill -INT ${p#/proc/}; done")
+NVSMI_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+            "train_retrieval.py")
+SCENARIOS += [
+    Scenario("b12_hang_nvsmi_wedged_node1", "train_retrieval.py", NVSMI_2N.replace("{node}", "0"),
+             cmd2=NVSMI_2N.replace("{node}", "1"), setup=NVSMI,
+             action=("shell", ":rank1] step 100/", NVSMI_WEDGE),
+             env={"PATH": "tools/bin:/work/main/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}),
+]
