@@ -2045,3 +2045,6 @@ SCENARIOS += [
              action=("shell", ":rank1] step 100/", NVSMI_WEDGE),
              env={"PATH": "tools/bin:/work/main/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}),
 ]
+SCENARIOS += [
+    Scenario("b12_slow_uc_gc_collect_callback", "finetune_query.py", f"{TR} 2 --master-port {{port}} finetune_query.py"),
+]
