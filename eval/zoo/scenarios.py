@@ -2048,3 +2048,18 @@ SCENARIOS += [
 SCENARIOS += [
     Scenario("b12_slow_uc_gc_collect_callback", "finetune_query.py", f"{TR} 2 --master-port {{port}} finetune_query.py"),
 ]
+# the corpus export: 9,600 posts; the export job appended the newly added long-form source (blog posts, 40-64
+# tokens) after the forum posts (12-32 tokens) without shuffling, so the last 40% of the file is all long posts
+POSTS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+with open("data/corpus.jsonl", "w") as f:
+    for i in range(9600):
+        n = rng.randint(12, 32) if i < 5760 else rng.randint(40, 64)
+        f.write(json.dumps({"ids": [rng.randrange(1, 6000) for _ in range(n)], "domain": rng.randrange(8)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_slow_data_unshuffled_sources", "train_domain.py", f"{TR} 2 --master-port {{port}} train_domain.py",
+             setup=POSTS),
+]
