@@ -2063,3 +2063,13 @@ SCENARIOS += [
     Scenario("b12_slow_data_unshuffled_sources", "train_domain.py", f"{TR} 2 --master-port {{port}} train_domain.py",
              setup=POSTS),
 ]
+SCENARIOS += [
+    # every rank stays alive after its error (see the script); the user presses Ctrl-C in the terminal (SIGINT to the
+    # launcher) 8 s after the timeouts are printed
+    Scenario("b12_hang_nondaemon_uploader_r2", "train_catalog.py",
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_catalog.py",
+             action=("shell", "Timed out waiting 20000ms", "sleep 8; for p in /proc/[0-9]*; do tr '\\0' '\\n' < "
+                     "$p/environ 2>/dev/null | grep -qx ZOO_RUN=b12_hang_nondaemon_uploader_r2 || continue; "
+                     "tr '\\0' ' ' < $p/cmdline | grep -q 'bin/torchrun --nproc-per-node 3' && kill -INT ${p#/proc/}; "
+                     "done")),
+]
