@@ -2073,3 +2073,17 @@ SCENARIOS += [
                      "tr '\\0' ' ' < $p/cmdline | grep -q 'bin/torchrun --nproc-per-node 3' && kill -INT ${p#/proc/}; "
                      "done")),
 ]
+# the team's shared dataset volume (batch 10's loop-mounted ext4, mounted fresh: nothing cached); from rank 0's step
+# 200 the volume serves reads at 3 MB/s to the whole job (the file server overloaded by other jobs): every process of
+# the run (ZOO_RUN) in a blkio cgroup (v1) zoo_job with blkio.throttle.read_bps_device on the volume's loop device;
+# the recorder removes the cgroup after the run
+VOL_READ_SLOW = ("dev=$(lsblk -no MAJ:MIN $(findmnt -no SOURCE shared)) && mkdir -p /sys/fs/cgroup/blkio/zoo_job && "
+                 "echo \"$dev 3000000\" > /sys/fs/cgroup/blkio/zoo_job/blkio.throttle.read_bps_device && "
+                 "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+                 "grep -qx ZOO_RUN=b12_slow_st_shared_volume_read && echo ${p#/proc/} > "
+                 "/sys/fs/cgroup/blkio/zoo_job/cgroup.procs 2>/dev/null; done; true")
+SCENARIOS += [
+    Scenario("b12_slow_st_shared_volume_read", "train_probe.py",
+             "torchrun --standalone --nproc-per-node 2 train_probe.py", setup=FEATFS, teardown=SLOWFS_DOWN,
+             action=("shell", "train step=200 ", VOL_READ_SLOW)),
+]
