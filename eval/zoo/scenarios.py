@@ -2087,3 +2087,22 @@ SCENARIOS += [
              "torchrun --standalone --nproc-per-node 2 train_probe.py", setup=FEATFS, teardown=SLOWFS_DOWN,
              action=("shell", "train step=200 ", VOL_READ_SLOW)),
 ]
+# three regional shards of listings (price in units of 100k); in rank 1's region one listing from a new feed has its
+# price in dollars (a unit error), so the batch holding it (step 127) has a huge loss
+PRICES = r"""python - <<'EOF2'
+import os, torch
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(4800, 12, generator=g)
+    y = 3.0 + x[:, :4].sum(1) * 0.5 + 0.1 * torch.randn(4800, generator=g)
+    if r == 1:
+        y[2019] = 349000.0
+    torch.save({"x": x, "y": y}, f"data/region_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # the job's stdin is a pipe nobody writes (a launcher wrapper that keeps stdin open)
+    Scenario("b12_hang_breakpoint_left_r1", "train_prices.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_prices.py",
+             setup=PRICES, stdin_open=True),
+]
