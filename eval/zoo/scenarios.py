@@ -349,7 +349,7 @@ SCENARIOS += [
     # host_oom
     Scenario("oom_dataloader_workers_accel", "train.py",
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train.py",
-             action=("cgroup", 0, 900)),
+             action=("cgroup", 0, 1000)),
     Scenario("oom_graph_leak_spawn", "train.py", "python train.py", action=("cgroup", 1, 700)),
     Scenario("oom_twonode_cgroup", "train.py", _static(0, "train.py"), cmd2=_static(1, "train.py"),
              action=("cgroup", 3, 800)),
@@ -1253,7 +1253,7 @@ SCENARIOS += [
              setup=INTENTS),
     # rank 0 runs in a container with 900 MiB
     Scenario("b7_oom_gather_eval_r0", "train_retrieval.py",
-             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_retrieval.py", action=("cgroup", 0, 900)),
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_retrieval.py", action=("cgroup", 0, 1000)),
     Scenario("b7_uc_bn_last_batch_r2", "train_churn.py", f"{TR} 3 --tee 3 --master-port {{port}} train_churn.py",
              setup=CHURN),
     Scenario("b7_cfg_file_init_stale", "train.py",
@@ -1903,4 +1903,206 @@ SCENARIOS += [
 ]
 SCENARIOS += [
     Scenario("b11_hang_spawn_workers_no_main_guard", "train_seg.py", f"{TR} 2 --master-port {{port}} train_seg.py"),
+]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 12 (ids b12_*)
+
+# the support-ticket corpus as 4 jsonl parts of token ids (streamed by the script)
+TICKETS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data/tickets", exist_ok=True)
+for k in range(4):
+    r = random.Random(k)
+    with open(f"data/tickets/part-{k:03d}.jsonl", "w") as f:
+        for i in range(500):
+            f.write(json.dumps({"ids": [r.randrange(4096) for _ in range(r.randint(20, 80))]}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_cfg_hf_iterable_no_max_steps", "run_clm.py", f"{TR} 2 --master-port {{port}} run_clm.py",
+             setup=TICKETS),
+]
+
+# three per-rank CSV shards; rank 2's was assembled by the export job with `cat export-*.csv > train_2.csv`, so the
+# header rows of the 2nd and 3rd exports sit in the middle of the file
+CHURN_CSV = r"""python - <<'EOF2'
+import os, random
+os.makedirs("data/shards", exist_ok=True)
+header = ",".join([f"f{i}" for i in range(16)] + ["label"]) + "\n"
+def rows(rng, n):
+    out = []
+    for _ in range(n):
+        x = [rng.gauss(0, 1) for _ in range(16)]
+        out.append(",".join(f"{v:.5f}" for v in x) + f",{int(x[0] + x[3] > 0)}\n")
+    return out
+for r in range(3):
+    rng = random.Random(r)
+    if r == 2:
+        os.makedirs("exports", exist_ok=True)
+        for k in range(3):
+            with open(f"exports/export-{k}.csv", "w") as f:
+                f.write(header); f.writelines(rows(rng, 1100))
+        os.system("cat exports/export-*.csv > data/shards/train_2.csv")
+    else:
+        with open(f"data/shards/train_{r}.csv", "w") as f:
+            f.write(header); f.writelines(rows(rng, 3300))
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_data_csv_concat_header_r2", "train_churn.py", f"{TR} 3 --tee 3 --master-port {{port}} train_churn.py",
+             setup=CHURN_CSV),
+]
+# the node's scratch purge (a cron job deleting run directories it considers stale) removes the run's directory
+# on scratch after the step-100 checkpoint
+PURGE = "rm -rf scratch/kws-run-0412"
+SCENARIOS += [
+    Scenario("b12_st_scratch_purged_ckpt_r0", "train_kws.py", "PORT={port} python train_kws.py",
+             action=("shell", "[rank0] step 150/400", PURGE)),
+]
+SCENARIOS += [
+    Scenario("b12_uc_plateau_step_no_metric", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_sentiment.py"),
+]
+SCENARIOS += [
+    # rank 0's container has a 1000 MiB memory limit (cgroup v1)
+    Scenario("b12_oom_fsdp2_probe_views_r0", "pretrain_mlm.py",
+             f"{TR} 2 --master-port {{port}} pretrain_mlm.py", action=("cgroup", 0, 1000)),
+]
+# the scheduler's warning signal before the job's time limit (as Slurm's `--signal=USR1@90` of the team's job template,
+# written for frameworks that requeue on SIGUSR1) reaches the training processes at rank 0's iteration 400; the
+# recorder sends SIGUSR1 to the three worker processes (those with RANK in their environment), not to the launcher
+USR1_RANKS = ("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "
+              "ZOO_RUN=b12_inf_sigusr1_default_kill || continue; tr '\\0' '\\n' < $p/environ | grep -q '^RANK=' && "
+              "kill -USR1 ${p#/proc/}; done")
+SCENARIOS += [
+    Scenario("b12_inf_sigusr1_default_kill", "train_recsys.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} --log-dir logs --tee 3 "
+             "train_recsys.py", action=("shell", "iter 400/3000", USR1_RANKS)),
+]
+# two parts of 4000 labelled comments; in rank 1's part one record written by the older version of the labelling
+# tool has the key "lable" instead of "label"
+TOX = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data/labelled", exist_ok=True)
+words = [f"w{i}" for i in range(3000)]
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/labelled/part-{r}.jsonl", "w") as f:
+        for i in range(4000):
+            rec = {"tokens": [rng.choice(words) for _ in range(rng.randint(5, 40))], "label": rng.randint(0, 1)}
+            if r == 1 and i == 2411:
+                rec["lable"] = rec.pop("label")
+            f.write(json.dumps(rec) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_hang_finally_barrier_r1", "train_tox.py", "torchrun --standalone --nproc-per-node 2 train_tox.py",
+             setup=TOX),
+]
+# the job's token cache directory (cache/) is on each node's local disk: node 1's agent sees its own, empty cache/
+# (Scenario.mask2), not the one rank 0 writes on node 0
+WIKI_RAW = r"""mkdir -p cache && python - <<'EOF2'
+import os, random
+os.makedirs("raw", exist_ok=True)
+rng = random.Random(0)
+words = [f"tok{i}" for i in range(5000)]
+for k in range(4):
+    with open(f"raw/wiki-{k:02d}.txt", "w") as f:
+        for _ in range(3000):
+            f.write(" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) + "\n")
+EOF2"""
+CACHE_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+            "train_lm.py")
+SCENARIOS += [
+    Scenario("b12_hang_nodelocal_cache_twonode", "train_lm.py", CACHE_2N.replace("{node}", "0"),
+             cmd2=CACHE_2N.replace("{node}", "1"), mask2="cache", setup=WIKI_RAW),
+]
+SCENARIOS += [
+    Scenario("b12_uc_fsdp2_optional_branch_r1", "train_itm.py", f"{TR} 2 --master-port {{port}} train_itm.py"),
+]
+# the nodes' nvidia-smi: a stand-in (tools/bin/nvidia-smi on the job's PATH) that answers like the real tool while the
+# node's GPU driver is healthy (the state file node/gpu-ok-<node rank> exists) and otherwise blocks, as the real tool
+# does inside a wedged driver. At node 1's step 100 its GPU stops responding (the recorder removes node/gpu-ok-1), so
+# rank 1's next stats query (step 150) never returns. Node 0 fails on its gloo timeout; its user then presses Ctrl-C
+# in node 1's terminal (SIGINT to node 1's agent, 3 s after node 0's failure report)
+NVSMI = r"""mkdir -p tools/bin node && echo ok > node/gpu-ok-0 && echo ok > node/gpu-ok-1 && cat > tools/bin/nvidia-smi <<'EOF2'
+#!/bin/bash
+# stand-in for the driver's tool (see scenarios.py)
+if [ -e node/gpu-ok-${GROUP_RANK:-0} ]; then
+  printf '0, 31245, 97, 71\n1, 31190, 96, 69\n2, 31302, 97, 72\n3, 31270, 95, 70\n'
+else
+  exec sleep 3600
+fi
+EOF2
+chmod +x tools/bin/nvidia-smi"""
+NVSMI_WEDGE = ("rm -f node/gpu-ok-1; until grep -q ChildFailedError console_node0.log; do sleep 0.2; done; sleep 3; "
+               "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+               "grep -qx ZOO_RUN=b12_hang_nvsmi_wedged_node1 || continue; tr '\\0' ' ' < $p/cmdline | "
+               "grep -q 'torchrun --nnodes 2 --node-rank 1' && kill -INT ${p#/proc/}; done")
+NVSMI_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+            "train_retrieval.py")
+SCENARIOS += [
+    Scenario("b12_hang_nvsmi_wedged_node1", "train_retrieval.py", NVSMI_2N.replace("{node}", "0"),
+             cmd2=NVSMI_2N.replace("{node}", "1"), setup=NVSMI,
+             action=("shell", ":rank1] step 100/", NVSMI_WEDGE),
+             env={"PATH": "tools/bin:/work/main/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}),
+]
+SCENARIOS += [
+    Scenario("b12_slow_uc_gc_collect_callback", "finetune_query.py", f"{TR} 2 --master-port {{port}} finetune_query.py"),
+]
+# the corpus export: 9,600 posts; the export job appended the newly added long-form source (blog posts, 40-64
+# tokens) after the forum posts (12-32 tokens) without shuffling, so the last 40% of the file is all long posts
+POSTS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+with open("data/corpus.jsonl", "w") as f:
+    for i in range(9600):
+        n = rng.randint(12, 32) if i < 5760 else rng.randint(40, 64)
+        f.write(json.dumps({"ids": [rng.randrange(1, 6000) for _ in range(n)], "domain": rng.randrange(8)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b12_slow_data_unshuffled_sources", "train_domain.py", f"{TR} 2 --master-port {{port}} train_domain.py",
+             setup=POSTS),
+]
+SCENARIOS += [
+    # every rank stays alive after its error (see the script); the user presses Ctrl-C in the terminal (SIGINT to the
+    # launcher) 8 s after the timeouts are printed
+    Scenario("b12_hang_nondaemon_uploader_r2", "train_catalog.py",
+             f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_catalog.py",
+             action=("shell", "Timed out waiting 20000ms", "sleep 8; for p in /proc/[0-9]*; do tr '\\0' '\\n' < "
+                     "$p/environ 2>/dev/null | grep -qx ZOO_RUN=b12_hang_nondaemon_uploader_r2 || continue; "
+                     "tr '\\0' ' ' < $p/cmdline | grep -q 'bin/torchrun --nproc-per-node 3' && kill -INT ${p#/proc/}; "
+                     "done")),
+]
+# the team's shared dataset volume (batch 10's loop-mounted ext4, mounted fresh: nothing cached); from rank 0's step
+# 200 the volume serves reads at 3 MB/s to the whole job (the file server overloaded by other jobs): every process of
+# the run (ZOO_RUN) in a blkio cgroup (v1) zoo_job with blkio.throttle.read_bps_device on the volume's loop device;
+# the recorder removes the cgroup after the run
+VOL_READ_SLOW = ("dev=$(lsblk -no MAJ:MIN $(findmnt -no SOURCE shared)) && mkdir -p /sys/fs/cgroup/blkio/zoo_job && "
+                 "echo \"$dev 3000000\" > /sys/fs/cgroup/blkio/zoo_job/blkio.throttle.read_bps_device && "
+                 "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+                 "grep -qx ZOO_RUN=b12_slow_st_shared_volume_read && echo ${p#/proc/} > "
+                 "/sys/fs/cgroup/blkio/zoo_job/cgroup.procs 2>/dev/null; done; true")
+SCENARIOS += [
+    Scenario("b12_slow_st_shared_volume_read", "train_probe.py",
+             "torchrun --standalone --nproc-per-node 2 train_probe.py", setup=FEATFS, teardown=SLOWFS_DOWN,
+             action=("shell", "train step=200 ", VOL_READ_SLOW)),
+]
+# three regional shards of listings (price in units of 100k); in rank 1's region one listing from a new feed has its
+# price in dollars (a unit error), so the batch holding it (step 127) has a huge loss
+PRICES = r"""python - <<'EOF2'
+import os, torch
+os.makedirs("data", exist_ok=True)
+for r in range(3):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(4800, 12, generator=g)
+    y = 3.0 + x[:, :4].sum(1) * 0.5 + 0.1 * torch.randn(4800, generator=g)
+    if r == 1:
+        y[2019] = 349000.0
+    torch.save({"x": x, "y": y}, f"data/region_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # the job's stdin is a pipe nobody writes (a launcher wrapper that keeps stdin open)
+    Scenario("b12_hang_breakpoint_left_r1", "train_prices.py",
+             "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_prices.py",
+             setup=PRICES, stdin_open=True),
 ]
