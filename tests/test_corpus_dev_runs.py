@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n20b-011", "config", "openmpi_cma_unavailable"),
     # one node's ranks put their allreduce on the CPU: the nodes' environments differ
     ("n20b-017", "config", "f_horovod_device_mismatch"),
+    # the collective timed out while the main process's tokenizer bar (~100 columns of bar) was still running
+    ("n20a-027", "config", "nccl_watchdog_timeout"),
+    # c10d's store client gave up ("poll for socket ... returned 0, likely a timeout") inside a tokenizing bar
+    ("hf-045", "config", "c10d_store_wait_timeout"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))

@@ -54,6 +54,14 @@ def _diagnose(run: str, tmp_path: Path):
     # ranks 0 and 1 end on signal 24 under RLIMIT_CPU, rank 2 is torn down with SIGTERM: setrlimit(2), the
     # environment's CPU-time limit (the label names no rank)
     ("b10_inf_cpu_time_limit_sigxcpu", "infrastructure", None, "resource_limit_signal"),
+    # every rank ended by SIGUSR1 (exitcode -10): a scheduler's warning signal the job installed no handler for
+    ("b12_inf_sigusr1_default_kill", "infrastructure", None, "user_signal_death"),
+    # a breakpoint() left on rank 1's loss-spike branch: pdb's location line and prompt; ranks 0 and 2 time out,
+    # so the rank at the prompt is the one they waited for
+    ("b12_hang_breakpoint_left_r1", "user_code", 1, "pdb_breakpoint_left"),
+    # rank 2's ZeroDivisionError; a non-daemon thread kept the processes alive until Ctrl-C: the interrupt
+    # (torchrun's "Received 2 death signal") is the operator's response, not the scheduler's cancellation
+    ("b12_hang_nondaemon_uploader_r2", "user_code", 2, "python_user_exception"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
@@ -218,3 +226,12 @@ def test_all_but_one_rank_timing_out_names_it_only_when_the_jobs_size_is_known(t
     assert d.failure_mode.value == "fail_hang"
     assert d.first_failing_rank is None
     assert not any("never entered it" in f for f in d.findings), d.findings
+
+
+def test_an_interrupted_launcher_after_a_stuck_progress_bar_is_a_hang(tmp_path: Path) -> None:
+    # the Trainer's bar stops at 20/400 and torchrun is interrupted (SIGINT): not a scheduler's cancellation
+    d = _diagnose("hf_hang_rank0_callback", tmp_path)
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value != "infrastructure"
+    assert any(h.signature_id == "elastic_agent_death_signal" and h.details.get("context_rule") == "elastic_agent_interrupted"
+               for h in d.signature_hits)

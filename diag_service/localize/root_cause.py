@@ -619,13 +619,21 @@ def localize(
             first_rank = absent[0] if len(absent) == 1 else None
             if first_rank is not None and why:
                 findings.append(why)
+        elif primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks:
+            # a hang's cause on a line no rank wrote (a debugger's prompt): the rank is the one its peers waited
+            # for, when their reports tell; the first to exit is a waiting rank, so the launcher's table does not
+            absent, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
+            first_rank = absent[0] if len(absent) == 1 else None
+            if first_rank is not None and why:
+                findings.append(why)
         elif len(primary.ranks) == 1 and not waiting:
             first_rank = primary.ranks[0]
         elif len(rank_ts) >= 2 and not waiting:
             ordered = sorted(rank_ts.items(), key=lambda kv: kv[1])
             if ordered[1][1] - ordered[0][1] >= 0.001:
                 first_rank = ordered[0][0]
-        if elastic_root is not None and elastic_root.rank is not None and not waiting and (
+        hang_root = primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks
+        if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
         ):
             first_rank = elastic_root.rank
