@@ -98,7 +98,8 @@ def test_healthy_lines_match_no_sweep_signature(line: str) -> None:
 def test_prefilter_union_fits_re2_dfa_budget() -> None:
     """The extractor's pre-filter is one re2 union of every catalogue pattern; past re2's DFA memory budget
     (``_SCAN_OPTIONS.max_mem``) re2 logs "DFA out of memory" and falls back to a scan ~50x slower. The catalogue
-    (with this file's ~200 patterns) sat at program size ~123k of a ~127k limit when this test was written."""
+    (with this file's ~200 patterns) sat at program size ~123k of the ~127k that a 64 MiB budget allowed when this
+    test was written; the budget is 256 MiB since (docs/pipeline.md)."""
     import subprocess
     import sys
 
