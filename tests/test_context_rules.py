@@ -59,6 +59,27 @@ def test_innermost_frame_owner() -> None:
     assert innermost_frame_owner(["RuntimeError: x"]) is None
 
 
+_FORWARD = [  # zoo dev b12_uc_plateau_step_no_metric: accelerate's scheduler wrapper forwards the job's call
+    "Traceback (most recent call last):",
+    '  File "/home/user/proj/train_sentiment.py", line 46, in main',
+    "    sched.step()",
+    '  File "/opt/venv/lib/python3.11/site-packages/accelerate/scheduler.py", line 82, in step',
+    "    self.scheduler.step(*args, **kwargs)",
+    "TypeError: ReduceLROnPlateau.step() missing 1 required positional argument: 'metrics'",
+]
+
+
+def test_a_librarys_forwarding_wrapper_stands_for_its_caller() -> None:
+    # the forwarded call failed to bind the caller's arguments: the job's call is the one that erred
+    assert innermost_frame_owner(_FORWARD) == "user"
+    # a library line that does its own work (not a pass-through) stays the library's
+    own = [*_FORWARD[:4], "    self.scheduler.step(self._last_metric)", _FORWARD[5]]
+    assert innermost_frame_owner(own) == "framework"
+    # the job's own pass-through wrapper at the innermost frame stays the job's
+    job = [_FORWARD[0], '  File "/home/user/proj/utils.py", line 9, in call', "    return fn(*args, **kwargs)", _FORWARD[5]]
+    assert innermost_frame_owner(job) == "user"
+
+
 def test_the_standard_library_does_not_own_a_frame_and_source_checkouts_of_frameworks_do() -> None:
     # os.makedirs called from the job's own script: the job's code, whatever os.py is
     user_then_os = ['  File "/workspace/train.py", line 88, in save', "    os.makedirs(ckpt_dir)",

@@ -62,6 +62,8 @@ def _diagnose(run: str, tmp_path: Path):
     # rank 2's ZeroDivisionError; a non-daemon thread kept the processes alive until Ctrl-C: the interrupt
     # (torchrun's "Received 2 death signal") is the operator's response, not the scheduler's cancellation
     ("b12_hang_nondaemon_uploader_r2", "user_code", 2, "python_user_exception"),
+    # ReduceLROnPlateau.step() called without its metric through accelerate's forwarding wrapper: the job's call
+    ("b12_uc_plateau_step_no_metric", "user_code", None, "python_user_exception"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:

@@ -222,6 +222,11 @@ def frame_file_owner(path: str) -> str:
 #: the object does not have (torch's ``Module.__getattr__`` raising AttributeError for ``model.encoder`` on a DDP
 #: wrapper), so the frame that called it is the one that erred (Python data model, "Customizing attribute access").
 _ACCESS_HOOK = re.compile(r", in (?:__getattr__|__getattribute__|__getitem__|__missing__)\s*$")
+#: A library's pass-through wrapper whose own line is the innermost frame (accelerate's scheduler ``step``:
+#: ``self.scheduler.step(*args, **kwargs)``): the call it forwards failed as it was made (Python binds the arguments
+#: before the callee's first line: "missing 1 required positional argument"), so the caller that chose the
+#: arguments is the frame that erred (Python language reference, "Calls").
+_FORWARDING_CALL = re.compile(r"^\s*(?:return\s+)?[\w.\[\]'\"]+\(\*\w+, \*\*\w+\)\s*$")
 
 
 def innermost_frame_owner(lines: list[str]) -> str | None:
@@ -229,19 +234,25 @@ def innermost_frame_owner(lines: list[str]) -> str | None:
     is not the Python standard library's (framework: under site-packages or dist-packages, or inside a
     package directory of :data:`FRAMEWORK_PACKAGES`; a traceback of standard-library frames only is
     ``framework``); None without frames. An innermost library frame inside an attribute or item hook
-    (:data:`_ACCESS_HOOK`) stands for its caller."""
+    (:data:`_ACCESS_HOOK`), or whose line forwards ``*args, **kwargs`` (:data:`_FORWARDING_CALL`), stands for its
+    caller."""
     last = None
     caller = None
     stdlib = False
-    for line in lines:
+    code_of_last: str | None = None
+    for i, line in enumerate(lines):
         if FRAME_LINE.match(line):
             if _STDLIB_FRAME.search(line):
                 stdlib = True
             else:
                 caller, last = last, line
-    if last is not None and caller is not None and _ACCESS_HOOK.search(last) and (
-            _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last)):
-        last = caller  # a library's hook refusing the caller's request; a job's own __getitem__ stays the job's
+                code_of_last = lines[i + 1] if i + 1 < len(lines) else None
+    library_last = last is not None and bool(_SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last))
+    if last is not None and caller is not None and library_last and (
+            _ACCESS_HOOK.search(last) or (code_of_last is not None and _FORWARDING_CALL.match(code_of_last))):
+        # a library's hook refusing the caller's request, or its wrapper forwarding the caller's arguments to a call
+        # that failed to bind them; a job's own __getitem__ or wrapper stays the job's
+        last = caller
     if last is None:
         return "framework" if stdlib else None
     return "framework" if _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last) else "user"
