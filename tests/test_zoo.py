@@ -23,6 +23,9 @@ def _labels() -> list[dict]:
 SLOW_KEYS = {"onset_step", "intended_factor", "measured_factor", "measured_how", "duty"}
 #: batch 5: a recording's note (a kept re-recording and why), optional on any run
 NOTE_KEYS = {"note"}
+#: batch 12's labels also carry what the corpus's do (README, "Batch 12"): the cause in a sentence, substrings of the
+#: run's files that carry it, the source of the fault kind, the recorder's own recovery words, the two-node run's node
+DETAIL_KEYS = {"root_cause", "evidence", "source", "recovery_level", "faulty_node"}
 
 
 def test_labels_schema():
@@ -33,9 +36,12 @@ def test_labels_schema():
     categories = {c.value for c in Category}
     modes = {m.value for m in FailureMode}
     for c in labels:
-        assert KEYS <= set(c) <= KEYS | SLOW_KEYS | NOTE_KEYS, c["id"]
+        assert KEYS <= set(c) <= KEYS | SLOW_KEYS | NOTE_KEYS | DETAIL_KEYS, c["id"]
         assert "note" not in c or (isinstance(c["note"], str) and c["note"]), c["id"]
-        if set(c) - KEYS - NOTE_KEYS:  # batch 4's fail_slow runs: the injected and the measured size
+        if "evidence" in c:
+            files = "".join(p.read_text(errors="replace") for p in (ZOO / "runs" / c["id"]).rglob("*") if p.is_file())
+            assert c["evidence"] and all(isinstance(e, str) and e in files for e in c["evidence"]), c["id"]
+        if set(c) - KEYS - NOTE_KEYS - DETAIL_KEYS:  # batch 4's fail_slow runs: the injected and the measured size
             assert c["failure_mode"] == "fail_slow" and c["measured_factor"] > 1.0, c["id"]
         assert c["category"] in categories, c["id"]
         assert c["failure_mode"] in modes, c["id"]
