@@ -322,7 +322,8 @@ ISO_TS = re.compile(
 #: (``examples/pytorch/*/run_*.py``' ``logging.basicConfig``); a first field above 12 is a day (``%d/%m/%Y``).
 US_TS = re.compile(r"(?<![\d/])(\d{2})/(\d{2})/(\d{4})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
 # glog's MMDD; PyTorch's C++ logging drops the month's leading zero ("E726" is 26 July).
-GLOG_TS = re.compile(r"(?<![\w])[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
+#: A terminal echoes Ctrl-C as "^C" before the next line it prints (the agent's "Received 2 death signal" line).
+GLOG_TS = re.compile(r"(?:(?<![\w])|(?<=\^C))[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
 SYSLOG_TS = re.compile(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?: (\d{4})\b)?"
 )

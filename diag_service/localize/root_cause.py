@@ -581,6 +581,14 @@ def localize(
         for ev in g.examples if ev.fields.get("root") == "1"
     ]
     elastic_root = min(elastic_roots, key=lambda e: (e.ts is None, e.ts or 0.0), default=None)
+    # every rank of the launcher's table ended by the same signal in the same second: one signal to them all (the
+    # scheduler's to the agent, forwarded), so its "first observed failure" is a tie, not a rank or node at fault
+    broadcast = _same_signal_at_once(
+        [ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples])
+    if broadcast:
+        elastic_root = None
+        findings.append("Every rank in the launcher's failure table ended by the same signal in the same second: one "
+                        "signal reached them all, so no rank or node is singled out.")
 
     evidence: list[Evidence] = []
     first_rank: int | None = None
@@ -656,7 +664,9 @@ def localize(
             first_rank = lone
             findings.append(LONE_FINDING.format(rank=lone))
         named_node = primary.details.get("node")
-        if category in NODE_LEVEL and isinstance(named_node, str) and named_node:
+        if broadcast:
+            pass  # one signal to every rank: no node singled out
+        elif category in NODE_LEVEL and isinstance(named_node, str) and named_node:
             # the message names the node it is about ("Node failure on gpu-node-003"), not the host that wrote it
             faulty_nodes = [named_node]
         elif category in NODE_LEVEL and primary.nodes and not waiting:
@@ -755,10 +765,14 @@ def localize(
             findings.extend(hang_findings)
             if hang_suspects:
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
-            if not hang_findings:
+            interrupted = not hang_findings and _interrupted_only(symptoms)
+            if interrupted:
+                hang_findings = [INTERRUPTED_FINDING]
+                findings.extend(hang_findings)
+            elif not hang_findings:
                 hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
                 findings.extend(hang_findings)
-            summary = "The job hung in a collective: " + " ".join(hang_findings)
+            summary = ("The job was interrupted: " if interrupted else "The job hung in a collective: ") + " ".join(hang_findings)
             for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
                 if len(evidence) >= 2:
                     break
@@ -965,6 +979,32 @@ def _one_named_missing(hits: list[SignatureHit]) -> int | None:
     """The one rank that the hits' ``missing`` details name, or None when they name none or several."""
     named = {r for h in hits for r in _missing_ranks(h)}
     return next(iter(named)) if len(named) == 1 else None
+
+
+def _same_signal_at_once(table: list[RawEvent]) -> bool:
+    """True when the launcher's failure table (torchelastic's entries, :data:`EventKind.ELASTIC_SUMMARY`) lists two or
+    more ranks, every one ended by the same signal (one negative exit code) and all stamped within one second."""
+    codes = {ev.fields.get("exitcode", "") for ev in table}
+    times = [ev.ts for ev in table]
+    ranks = {ev.rank for ev in table}
+    return (len(ranks) >= 2 and len(codes) == 1 and next(iter(codes)).startswith("-")
+            and all(t is not None for t in times) and max(times) - min(times) <= 1.0)  # type: ignore[type-var,operator]
+
+
+#: What an answer whose only hang evidence is an interrupt says (:func:`_interrupted_only`).
+INTERRUPTED_FINDING = ("it was stopped from the keyboard (Ctrl-C, SIGINT) and no rank reported an error or a timeout "
+                       "before it: someone stopped it, usually because it had stopped making progress. Where each rank "
+                       "was when interrupted is in its KeyboardInterrupt traceback; nothing here says why it stalled.")
+
+
+def _interrupted_only(symptoms: list[SignatureHit]) -> bool:
+    """True when every hang symptom is an interrupt (Python's KeyboardInterrupt, torchrun's agent receiving SIGINT:
+    ``keyboard_interrupt``, the ``elastic_agent_interrupted`` rule) and there is at least one: no collective or store
+    timeout, no stall report, nothing but the operator's Ctrl-C says the job hung."""
+    hangs = [h for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG]
+    return bool(hangs) and all(
+        h.signature_id == "keyboard_interrupt" or h.details.get("context_rule") == "elastic_agent_interrupted"
+        for h in hangs)
 
 
 #: What :func:`_lone_submitter`'s rank is said to have done.
