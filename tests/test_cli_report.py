@@ -92,3 +92,13 @@ def test_a_fallback_summary_says_why_in_a_phrase_not_the_internal_error() -> Non
     assert _fallback_why("backend unavailable: OSError: no model") == "the local model is unavailable"
     assert _fallback_why("disabled") == "no model asked"
     assert len(_fallback_why("x" * 500)) <= 80
+
+
+def test_empty_per_rank_files_are_one_line_of_the_report_and_each_in_the_json() -> None:
+    # the bundled example: torchrun --log-dir wrote four empty stdout.log files (the ranks print to stderr)
+    example = Path(__file__).resolve().parents[1] / "examples" / "torchrun_shape_mismatch_2x2"
+    text = _run("diagnose", str(example))
+    lines = [ln for ln in text.splitlines() if ln.startswith("input warning:")]
+    assert len(lines) == 1 and "4 empty files (0 bytes): " in lines[0] and "and 1 more" in lines[0], lines
+    d = json.loads(_run("diagnose", str(example), "--json"))
+    assert sum(w.endswith(": empty (0 bytes)") for w in d["input"]["warnings"]) == 4

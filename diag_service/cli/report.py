@@ -19,6 +19,20 @@ _STYLE = {
 }
 
 
+
+_EMPTY = ": empty (0 bytes)"
+
+
+def _folded_warnings(warnings: list[str]) -> list[str]:
+    """The input warnings as the terminal report shows them: two or more empty files in one line (torchrun's per-rank
+    ``stdout.log`` files are empty when the ranks print to stderr), naming the first three; the others as they are
+    (``--json`` keeps every warning)."""
+    empty = [w[: -len(_EMPTY)] for w in warnings if w.endswith(_EMPTY)]
+    if len(empty) < 2:
+        return list(warnings)
+    names = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return [f"{len(empty)} empty files (0 bytes): {names}"] + [w for w in warnings if not w.endswith(_EMPTY)]
+
 def _fallback_why(reason: str | None) -> str:
     """One short phrase for why the summary is the deterministic one (the full reason is in the JSON report)."""
     r = reason or ""
@@ -58,10 +72,11 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
         for c in d.narrative.cited:
             body.append(Text(f"  {c.id} ({c.label}): {textwrap.shorten(c.text, 160, placeholder=' …')}", style="dim"))
     console.print(Panel(Group(*body), title=f"diagnosis: {escape(d.job_id or d.input.path)}", expand=True))
-    for w in d.input.warnings[:20]:
+    shown = _folded_warnings(d.input.warnings)
+    for w in shown[:20]:
         console.print(f"[yellow]input warning:[/yellow] {escape(w)}")
-    if len(d.input.warnings) > 20:
-        console.print(f"[yellow]… {len(d.input.warnings) - 20} more input warnings (see --json)[/yellow]")
+    if len(shown) > 20:
+        console.print(f"[yellow]… {len(shown) - 20} more input warnings (see --json)[/yellow]")
 
     if d.root_cause.evidence:
         console.print("[bold]Evidence[/bold]")
