@@ -250,11 +250,10 @@ TRAINING_LINE = (
 TRAINING_FAST = re2.compile(TRAINING_LINE)
 #: A step counter's line shape: the line with every run of digits masked, so that ``rank 0 epoch 0 step 0`` and
 #: ``rank 1 epoch 0 step 20`` are one loop's lines (first :data:`STEP_SHAPE_CHARS` characters; at most
-#: :data:`STEP_SHAPE_MAX` shapes and :data:`STEP_SHAPE_LINES` step matches per block are looked at).
+#: :data:`STEP_SHAPE_MAX` shapes are kept). Read on the progress lines the extractor samples (``_progress``).
 STEP_SHAPE_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 STEP_SHAPE_CHARS = 160
 STEP_SHAPE_MAX = 4096
-STEP_SHAPE_LINES = 256
 #: A checkpoint written at a step or iteration after the first (``saved /mnt/ckpt/step_000050.pt``, Trainer's
 #: ``Saving model checkpoint to out/checkpoint-500``, DeepSpeed's ``global_step500``, Megatron's ``saving checkpoint
 #: at iteration 100``): the job trained before it (its save lines in transformers, DeepSpeed and Megatron-LM).
@@ -263,8 +262,6 @@ STEP_SAVED = (
     r"(?:[-_]|\s*[=:]?\s*)0*[1-9]\d*\b"
 )
 STEP_SAVED_FAST = re2.compile(STEP_SAVED)
-_STEP_WORDS = ("step", "Step", "iter", "Iter")
-_STEP_WORDS_B = tuple(w.encode() for w in _STEP_WORDS)
 #: a line about resuming or loading a step's state, not a step taken (Trainer's "Continuing training from global
 #: step", DeepSpeed's "loading checkpoint ... global_step500", Megatron's "loaded checkpoint ... at iteration"),
 #: or a count of steps to take (a Trainer header's "Total optimization steps = 1,000")
@@ -902,10 +899,8 @@ class Extractor:
                     obs.platforms[platform] += 1
         if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
-        if not obs.trained:
-            obs.trained = self._steps_advance(rd) or (
-                ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text))  # type: ignore[operator]
-                and STEP_SAVED_FAST.search(rd.data) is not None)
+        if not obs.trained and ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text)):  # type: ignore[operator]
+            obs.trained = STEP_SAVED_FAST.search(rd.data) is not None
         if obs.world_size is None and ((b"nranks" in text) if asc else ("nranks" in text)):  # type: ignore[operator]
             m_world = (NRANKS_BYTES if asc else NRANKS_RE).search(text)  # type: ignore[arg-type]
             if m_world:
@@ -977,6 +972,8 @@ class Extractor:
             last_ls = ls
             line, _ = rd.line_at(ls)
             mm = PROGRESS_RE.search(line)
+            if mm is not None and not self.progress.trained:
+                self.progress.trained = self._step_advanced(line, int(mm.group(1)))
             att = rd.attr(line)
             ts = self._ts(att.text)
             if ts is None or mm is None:
@@ -984,36 +981,19 @@ class Extractor:
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
-    def _steps_advance(self, rd: _BlockReader) -> bool:
-        """True when one line shape (the line with every digit run masked, :data:`STEP_SHAPE_DIGITS`) has
-        shown a larger step counter (:data:`PROGRESS_RE`) than it showed before: a loop printing its step
-        (``rank 0 epoch 0 step 20``) trained, loss or not. One mention of a step (a resume's ``Continuing
-        training from global step 500``, a Trainer header's ``Total optimization steps = 1,000``) is no
-        progress. At most :data:`STEP_SHAPE_LINES` matches per block, :data:`STEP_SHAPE_MAX` shapes in all."""
-        text = rd.hay
-        if not any(w in text for w in (_STEP_WORDS_B if rd.ascii else _STEP_WORDS)):  # type: ignore[operator]
+    def _step_advanced(self, line: str, step: int) -> bool:
+        """True when ``line``'s shape (every digit run masked, :data:`STEP_SHAPE_DIGITS`) showed a smaller step
+        counter before: a loop printing its step (``rank 0 epoch 0 step 20``) trained, loss or not. One mention
+        of a step (a resume's ``Continuing training from global step 500``, a Trainer header's ``Total
+        optimization steps = 1,000``: :data:`_RESUME_WORDS`) is no progress. Keeps at most
+        :data:`STEP_SHAPE_MAX` shapes, each with the first counter it showed."""
+        if _RESUME_WORDS.search(line):
             return False
-        seen = self._step_shapes
-        last_ls = -1
-        for i, m in enumerate((PROGRESS_BYTES if rd.ascii else PROGRESS_RE).finditer(text)):  # type: ignore[arg-type]
-            if i >= STEP_SHAPE_LINES:
-                break
-            ls = text.rfind(rd.nl, 0, m.start()) + 1  # type: ignore[arg-type]
-            if ls == last_ls:
-                continue
-            last_ls = ls
-            line, _ = rd.line_at(ls)
-            mm = PROGRESS_RE.search(line)
-            if mm is None or _RESUME_WORDS.search(line):
-                continue
-            step = int(mm.group(1))
-            shape = STEP_SHAPE_DIGITS.sub("#", line.strip())[:STEP_SHAPE_CHARS]
-            before = seen.get(shape)
-            if before is not None and step > before:
-                return True
-            if before is None and len(seen) < STEP_SHAPE_MAX:
-                seen[shape] = step
-        return False
+        shape = STEP_SHAPE_DIGITS.sub("#", line.strip())[:STEP_SHAPE_CHARS]
+        before = self._step_shapes.get(shape)
+        if before is None and len(self._step_shapes) < STEP_SHAPE_MAX:
+            self._step_shapes[shape] = step
+        return before is not None and step > before
 
     def _launches(self, rd: _BlockReader) -> None:
         """Record the times of a launcher's restarts, at most 64 per block: a start line (:data:`LAUNCH_MARKS`) in
