@@ -18,8 +18,6 @@ _STYLE = {
     "fail_slow": "bold magenta",
 }
 
-
-
 _EMPTY = ": empty (0 bytes)"
 
 
@@ -32,6 +30,7 @@ def _folded_warnings(warnings: list[str]) -> list[str]:
         return list(warnings)
     names = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
     return [f"{len(empty)} empty files (0 bytes): {names}"] + [w for w in warnings if not w.endswith(_EMPTY)]
+
 
 def _fallback_why(reason: str | None) -> str:
     """One short phrase for why the summary is the deterministic one (the full reason is in the JSON report)."""

@@ -621,13 +621,14 @@ def localize(
                 for r, t in g.rank_first_ts.items():
                     rank_ts[r] = min(t, rank_ts.get(r, t))
         waiting = _cascade(primary, sigs) == "peer_loss"  # the rank that reports it waited for another
+        hang_root = primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks  # on no rank's line
         if waiting and primary.failure_mode is FailureMode.FAIL_HANG:
             # a hang cause read from the waiting ranks' reports (main_process_first): the rank they waited for
             absent, why = _reported_absentees([primary, *symptoms], ranks_seen | world, sigs)
             first_rank = absent[0] if len(absent) == 1 else None
             if first_rank is not None and why:
                 findings.append(why)
-        elif primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks:
+        elif hang_root:
             # a hang's cause on a line no rank wrote (a debugger's prompt): the rank is the one its peers waited
             # for, when their reports tell; the first to exit is a waiting rank, so the launcher's table does not
             absent, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
@@ -640,7 +641,6 @@ def localize(
             ordered = sorted(rank_ts.items(), key=lambda kv: kv[1])
             if ordered[1][1] - ordered[0][1] >= 0.001:
                 first_rank = ordered[0][0]
-        hang_root = primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks
         if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
         ):

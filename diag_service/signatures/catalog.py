@@ -208,6 +208,12 @@ FRAMEWORK_PACKAGES = (
 _PACKAGE_FRAME = re.compile(r'File "(?:[^"]*/)?(?:' + "|".join(FRAMEWORK_PACKAGES) + r')/[^"]*\.py"')
 
 
+def _library_frame(line: str) -> bool:
+    """A ``File "...", line N`` frame line inside site-packages, dist-packages or a :data:`FRAMEWORK_PACKAGES`
+    directory."""
+    return bool(_SITE_FRAME.search(line) or _PACKAGE_FRAME.search(line))
+
+
 def frame_file_owner(path: str) -> str:
     """``stdlib``, ``framework`` or ``user`` for the file of one traceback frame, by the rules of
     :func:`innermost_frame_owner` (standard library: ``<frozen ...>`` or under ``lib/pythonX.Y/`` outside
@@ -215,7 +221,7 @@ def frame_file_owner(path: str) -> str:
     line = f'File "{path}"'
     if _STDLIB_FRAME.search(line):
         return "stdlib"
-    return "framework" if _SITE_FRAME.search(line) or _PACKAGE_FRAME.search(line) else "user"
+    return "framework" if _library_frame(line) else "user"
 
 
 #: Python's attribute and item hooks: an exception a library raises inside one is the caller's request for something
@@ -247,15 +253,14 @@ def innermost_frame_owner(lines: list[str]) -> str | None:
             else:
                 caller, last = last, line
                 code_of_last = lines[i + 1] if i + 1 < len(lines) else None
-    library_last = last is not None and bool(_SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last))
-    if last is not None and caller is not None and library_last and (
+    if last is not None and caller is not None and _library_frame(last) and (
             _ACCESS_HOOK.search(last) or (code_of_last is not None and _FORWARDING_CALL.match(code_of_last))):
         # a library's hook refusing the caller's request, or its wrapper forwarding the caller's arguments to a call
         # that failed to bind them; a job's own __getitem__ or wrapper stays the job's
         last = caller
     if last is None:
         return "framework" if stdlib else None
-    return "framework" if _SITE_FRAME.search(last) or _PACKAGE_FRAME.search(last) else "user"
+    return "framework" if _library_frame(last) else "user"
 
 
 class ContextRule(BaseModel):

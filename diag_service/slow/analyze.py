@@ -376,10 +376,10 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
         job_t = np.nanmedian(t, axis=1)
         base = float(np.nanmedian(job_t[before]))
         rise = float(np.nanmean(job_t[inside])) - base
-        excess = np.full_like(data, np.nan)
+        peer_med = np.full_like(data, np.nan)  # per step, the other ranks' median data wait
         for j in range(units.size):
-            peers = np.delete(data, j, axis=1)
-            excess[:, j] = data[:, j] - np.nanmedian(peers, axis=1)
+            peer_med[:, j] = np.nanmedian(np.delete(data, j, axis=1), axis=1)
+        excess = data - peer_med
         up = np.nanmean(excess[inside], axis=0) - np.nanmean(excess[before], axis=0)
         n_in = np.isfinite(excess[inside]).sum(axis=0)
         n_before = np.isfinite(excess[before]).sum(axis=0)
@@ -392,7 +392,7 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
     if hit.size != 1:
         return None
     j = int(hit[0])
-    ref = np.nanmedian(np.delete(data, j, axis=1)[inside], axis=1)
+    ref = peer_med[inside, j]
     own = data[inside, j]
     ok = np.isfinite(own) & np.isfinite(ref)
     slow = ok & (own - ref >= min_effect * base)
