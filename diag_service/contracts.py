@@ -98,6 +98,9 @@ class ProgressLog:
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
     start banner, torchelastic's "will restart worker group"), first 1,024.
+    ``last_save``: the latest checkpoint save of a training step reported done (``saved``, ``wrote``) with a time on
+    its line (``STEP_SAVED``): ``(unix seconds, step or None, file path)``; ``last_saving``: the same for a save
+    reported begun (``Saving``, ``writing``), which may not have completed.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -114,6 +117,8 @@ class ProgressLog:
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
     launches: list[float] = field(default_factory=list)
+    last_save: tuple[float, int | None, str] | None = None
+    last_saving: tuple[float, int | None, str] | None = None
 
     def platform(self) -> str | None:
         """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),

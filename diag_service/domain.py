@@ -227,12 +227,26 @@ class RecoveryLevel(StrEnum):
     L4 = "L4"
 
 
+class CheckpointSeen(BaseModel):
+    """The latest checkpoint save of a training step that the logs show with a time."""
+
+    timestamp: str = Field(description="ISO-8601 time of the save line (UTC if the log gave no zone).")
+    step: int | None = Field(default=None, description="The step or iteration saved, when the line names it.")
+    file: str = Field(description="Path of the file inside the bundle holding the line.")
+    before_failure_s: float | None = Field(default=None, description=(
+        "Seconds of training after the save and before the job stopped progressing (its last progress line before "
+        "the first failure line, else that line); None when the failure has no time or came before the save."))
+
+
 class LostTime(BaseModel):
     """Estimated loss of one recovery option, in seconds of wall time and GPU-seconds."""
 
     restart_s: float = 0.0
     checkpoint_reload_s: float = 0.0
     lost_progress_s: float = 0.0
+    lost_progress_basis: str = Field(default="policy", description=(
+        "Where lost_progress_s comes from: 'logs' (the work since the last checkpoint save the logs show, "
+        "Diagnosis.last_checkpoint) or 'policy' (half the policy's checkpoint interval)."))
     node_replacement_s: float = 0.0
     total_s: float = 0.0
     gpu_seconds: float | None = Field(default=None, description="total_s x GPUs, when the GPU count is known.")
@@ -516,6 +530,9 @@ class Diagnosis(BaseModel):
         "True when some line reports a training step's loss, a step counter advances in one loop's lines, or a "
         "checkpoint of a later step is written (the job trained before it failed), False when none does (it "
         "failed in set-up, or the excerpt holds no such line), None when not known."))
+    last_checkpoint: CheckpointSeen | None = Field(default=None, description=(
+        "The latest checkpoint save of a step the logs show with a time; the recovery options' lost progress "
+        "is the work since it when the failure has a time too."))
     restarts: JobRestarts | None = Field(default=None, description=(
         "The job's restarts so far, when its lifecycle is known (a live job); the recovery policy's restart "
         "conditions read them instead of the recovery history's count."))

@@ -60,7 +60,7 @@ def test_dash_reads_standard_input() -> None:
     root = Path(__file__).resolve().parents[1]
     logs = b"".join(p.read_bytes() for p in sorted((root / "examples" / "torchrun_shape_mismatch_2x2").glob("console_*.log")))
     code = "import sys; from diag_service.cli.main import app; sys.argv = ['diag', *sys.argv[1:]]; app()"
-    r = subprocess.run([sys.executable, "-c", code, "diagnose", "-", "--json", "--no-kb", "--no-llm"],
+    r = subprocess.run([sys.executable, "-c", code, "diagnose", "-", "--json", "--no-kb", "--no-llm", "--platform", "kubernetes"],
                        input=logs, capture_output=True, timeout=300, cwd=root)
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     d = json.loads(r.stdout)

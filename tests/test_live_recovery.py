@@ -75,7 +75,7 @@ def executions(history: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def diag_l2() -> Any:
-    d = diagnose(DiagnoseRequest(path=str(CASE), job_id="train-7", llm=False))
+    d = diagnose(DiagnoseRequest(path=str(CASE), job_id="train-7", llm=False, platform="kubernetes"))
     assert d.recovery is not None and d.recovery.level.value == "L2" and d.recovery.rule_id == "default_restart_once"
     return d
 
@@ -128,7 +128,7 @@ def test_a_refused_or_failing_plan_is_audited(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
     pol = load_policy(allowing_policy(tmp_path))
     # a bundle's name is no Kubernetes object name: the plan says JOB_NAME, which the executor never runs
-    d = diagnose(DiagnoseRequest(path=str(CASE), job_id="run_7", llm=False))
+    d = diagnose(DiagnoseRequest(path=str(CASE), job_id="run_7", llm=False, platform="kubernetes"))
     rec = Recorder()
     r = IncidentRecovery(ShellExecutor(runner=rec), pol, tmp_path / "h.sqlite")
     out = r.submit(d, "live:run_7#1", "d1").result(timeout=60)
@@ -136,7 +136,7 @@ def test_a_refused_or_failing_plan_is_audited(tmp_path: Path, monkeypatch: pytes
     assert [(x["kind"], x.get("outcome")) for x in executions(tmp_path / "h.sqlite")] == [
         ("execution", None), ("outcome", "refused")]
     # a command that exits non-zero: failed, with its exit code in the audit log
-    d2 = diagnose(DiagnoseRequest(path=str(CASE), job_id="train-8", llm=False))
+    d2 = diagnose(DiagnoseRequest(path=str(CASE), job_id="train-8", llm=False, platform="kubernetes"))
     failing = Recorder(code=1)
     r2 = IncidentRecovery(ShellExecutor(runner=failing), pol, tmp_path / "h2.sqlite")
     out2 = r2.submit(d2, "live:train-8#1", "d1").result(timeout=60)

@@ -496,12 +496,12 @@ def test_the_plan_speaks_the_scheduler_the_logs_show(tmp_path: Path) -> None:
     plan = diagnose(DiagnoseRequest(path=str(d), job_id="123456")).recovery
     assert plan is not None and plan.platform == "slurm"
     assert any(c.startswith("scontrol ") for c in plan.commands)
-    # asked for explicitly, the platform is the caller's; with no marks at all it is Kubernetes
+    # asked for explicitly, the platform is the caller's; with no marks at all it is the job's own launcher
     assert diagnose(DiagnoseRequest(path=str(d), job_id="123456", platform="kubernetes")).recovery.platform == "kubernetes"
     k = tmp_path / "k"
     k.mkdir()
     (k / "train.log").write_text("Traceback (most recent call last):\nKeyError: 'lr'\n")
-    assert diagnose(DiagnoseRequest(path=str(k))).recovery.platform == "kubernetes"
+    assert diagnose(DiagnoseRequest(path=str(k))).recovery.platform == "torchrun"
 
 
 def test_a_restart_storm_stops_the_restarts(tmp_path: Path) -> None:
@@ -595,3 +595,25 @@ def test_every_policy_rule_that_hands_to_the_job_owner_says_who_acts() -> None:
     for rule in load_policy().rules:
         if "job owner" in rule.action and "on-call" not in rule.action:
             assert rule.responsible is Responsible.USER, rule.id
+
+
+def test_no_scheduler_in_the_logs_gets_the_launchers_steps_as_comments(tmp_path: Path) -> None:
+    """A plain torchrun log (no srun/slurmstepd, kubelet or PyTorchJob line) is not given kubectl commands: the plan
+    is the launcher's steps, as comments nothing executes."""
+    d = _diag(tmp_path, KILLED_WHILE_TRAINING, "job-t", recovery=True)
+    assert d.recovery is not None and d.recovery.platform == "torchrun" and d.recovery.level is RecoveryLevel.L2
+    assert d.recovery.commands and all(c.startswith("# ") for c in d.recovery.commands)
+    assert not any("kubectl" in c for c in d.recovery.commands)
+
+
+def test_host_names_in_the_launchers_steps_are_checked_too() -> None:
+    d = Diagnosis.model_validate({
+        "failure_mode": "fail_slow", "category": "gpu_hardware", "responsible": "platform", "confidence": 0.8,
+        "root_cause": {"summary": "rank 9 is 1.4x slower", "evidence": []}, "job_id": "run 7",
+        "faulty_nodes": [*HOSTILE_NODES, "gpu-node-008\nrm -rf /"], "input": {"path": "job.log"},
+    })
+    plan = recommend(d, platform="torchrun")
+    assert plan.level is RecoveryLevel.L3
+    assert all(c.startswith("#") and "\n" not in c for c in plan.commands)
+    assert any("take gpu-node-007 out of service" in c for c in plan.commands)
+    assert not any("take node;reboot" in c or "take --all" in c for c in plan.commands)

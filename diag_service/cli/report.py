@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from diag_service.domain import Category, Diagnosis, EventRole, RecoveryPlan, Responsible
+from diag_service.domain import Category, CheckpointSeen, Diagnosis, EventRole, RecoveryPlan, Responsible
 
 _STYLE = {
     "fail_stop": "bold red",
@@ -108,7 +108,7 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
             )
         console.print(t)
     if d.recovery is not None:
-        render_recovery(d.recovery, console)
+        render_recovery(d.recovery, console, checkpoint=d.last_checkpoint)
     if d.similar_incidents or d.novel:
         head = "Similar past incidents" + (" (this one looks new)" if d.novel else "")
         source = f"category decided by {d.category_source}" if d.category is not Category.UNKNOWN else "no category decided"
@@ -125,12 +125,13 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     )
 
 
-def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | None = None) -> None:
+def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | None = None,
+                    checkpoint: CheckpointSeen | None = None) -> None:
     """Print a recovery plan: level, action, why, its commands and each option's cost.
 
     The title says whether the commands were run: ``executed`` (``plan.executed``), ``not executed``
     when execution was asked for and refused (``not_executed`` is the refusal, shown in the panel),
-    else ``dry-run``.
+    else ``dry-run``. ``checkpoint``: the diagnosis' last checkpoint save, named beside the lost training.
     """
     when = " at the next checkpoint" if plan.timing == "next_checkpoint" else ""
     backoff = f" after a {plan.backoff_s:.0f} s back-off" if plan.backoff_s else ""
@@ -152,6 +153,18 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
         f"{o.level.value} {'owner-bound' if o.lost.unbounded else f'{o.lost.total_s / 60:.0f} min'}" for o in plan.options
     )
     lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
+    worked = next((o.lost for o in plan.options if o.lost.lost_progress_basis == "logs"), None)
+    if worked is not None:
+        which = ""
+        if checkpoint is not None:
+            which = (f" (step {checkpoint.step}, " if checkpoint.step is not None else " (") + \
+                f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file})"
+        lines.append(Text(f"(each restart loses the {worked.lost_progress_s / 60:.0f} min of training since the last "
+                          f"checkpoint save in the logs{which})", style="dim"))
+    elif any(o.lost.lost_progress_s for o in plan.options):
+        half = max(o.lost.lost_progress_s for o in plan.options)
+        lines.append(Text(f"(lost training assumed {half / 60:.0f} min, half the policy's checkpoint interval: no "
+                          "checkpoint save with a time in the logs)", style="dim"))
     if not_executed is not None:
         lines.append(Text(f"execution asked for, nothing run: {not_executed}", style="bold red"))
         mode = "not executed"

@@ -262,6 +262,12 @@ STEP_SAVED = (
     r"(?:[-_]|\s*[=:]?\s*)0*[1-9]\d*\b"
 )
 STEP_SAVED_FAST = re2.compile(STEP_SAVED)
+#: A block's checkpoint saves are looked for in its last MiB first, and at most this many from its end are read
+#: for a time (a save line without a time of its own is skipped).
+SAVE_TAIL_BYTES = 1 << 20
+SAVE_LINES = 16
+#: a save reported done (``saved``, ``wrote``), not begun (``Saving``, ``writing``: the failure may be in it)
+_SAVE_DONE = re.compile(r"(?i)(?:saved|wrote)\b")
 #: a line about resuming or loading a step's state, not a step taken (Trainer's "Continuing training from global
 #: step", DeepSpeed's "loading checkpoint ... global_step500", Megatron's "loaded checkpoint ... at iteration"),
 #: or a count of steps to take (a Trainer header's "Total optimization steps = 1,000")
@@ -899,8 +905,9 @@ class Extractor:
                     obs.platforms[platform] += 1
         if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
-        if not obs.trained and ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text)):  # type: ignore[operator]
-            obs.trained = STEP_SAVED_FAST.search(rd.data) is not None
+        saves = (b"av" in text or b"rot" in text or b"rit" in text) if asc else ("av" in text or "rot" in text or "rit" in text)  # type: ignore[operator]
+        if saves and self._last_save(rd):
+            obs.trained = True
         if obs.world_size is None and ((b"nranks" in text) if asc else ("nranks" in text)):  # type: ignore[operator]
             m_world = (NRANKS_BYTES if asc else NRANKS_RE).search(text)  # type: ignore[arg-type]
             if m_world:
@@ -980,6 +987,45 @@ class Extractor:
                 continue
             rank, _lr, node = _who(rd.src, att)
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
+
+    def _last_save(self, rd: _BlockReader) -> bool:
+        """True when the block holds a checkpoint save of a step after the first (:data:`STEP_SAVED`); the last such
+        line with a time of its own reported done (``saved``) and any later one reported begun (``Saving``) become
+        ``progress.last_save`` and ``last_saving`` when later than the ones kept (at most :data:`SAVE_LINES` read
+        back from the end: a save every step on every rank is still a bounded cost)."""
+        data = rd.data
+        tail = max(0, len(data) - SAVE_TAIL_BYTES)
+        found = list(STEP_SAVED_FAST.finditer(data, tail)) if tail else []
+        if not found:
+            found = list(STEP_SAVED_FAST.finditer(data))
+        if not found:
+            return False
+        begun = False
+        for m in reversed(found[-SAVE_LINES:]):
+            ls = data.rfind(b"\n", 0, m.start()) + 1
+            le = data.find(b"\n", m.end())
+            line = data[ls : le if le >= 0 else len(data)][:MAX_LINE_CHARS].decode("utf-8", "replace")
+            if _RESUME_WORDS.search(line):
+                continue
+            ts = self._ts(rd.attr(line).text)
+            if ts is None:
+                continue
+            said = m.group().decode("utf-8", "replace") if isinstance(m.group(), bytes) else m.group()
+            done = _SAVE_DONE.match(said) is not None
+            if not done and begun:
+                continue  # a later begun save is kept already; read back to a done one
+            kept = self.progress.last_save if done else self.progress.last_saving
+            if kept is None or ts > kept[0]:
+                digits = re.findall(r"\d+", said)
+                seen = (ts, int(digits[-1]) if digits else None, rd.src.path)
+                if done:
+                    self.progress.last_save = seen
+                else:
+                    self.progress.last_saving = seen
+            if done:
+                break
+            begun = True
+        return True
 
     def _step_advanced(self, line: str, step: int) -> bool:
         """True when ``line``'s shape (every digit run masked, :data:`STEP_SHAPE_DIGITS`) showed a smaller step

@@ -17,7 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
 from diag_service.contracts import Retriever, Summarizer
-from diag_service.domain import Diagnosis, FailureMode, JobRestarts, RootCause, job_id_from_name
+from diag_service.domain import (
+    CheckpointSeen,
+    Diagnosis,
+    Evidence,
+    FailureMode,
+    JobRestarts,
+    RootCause,
+    job_id_from_name,
+)
 from diag_service.extract import ProgressLog, extract_events
 from diag_service.hang.analyzer import analyze_dumps
 from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
@@ -25,6 +33,7 @@ from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
+from diag_service.logformat import iso
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.recovery.recommend import facts_of
 from diag_service.redact import redact_events
@@ -57,8 +66,8 @@ class DiagnoseRequest(BaseModel):
     #: record this diagnosis' restart and node faults in the history with its plan (False for a live job's
     #: diagnoses: the service records each incident's once, at its final diagnosis)
     record_counts: bool = True
-    #: kubernetes | volcano | slurm; None: the scheduler the logs show (srun/slurmstepd lines, kubelet ...),
-    #: else kubernetes
+    #: kubernetes | volcano | slurm | torchrun; None: the scheduler the logs show (srun/slurmstepd lines,
+    #: kubelet ...), else torchrun (no scheduler seen: the job's own launcher, the plan's steps as comments)
     platform: str | None = None
     kb: bool = False  # similar past incidents from the default knowledge base, when no ``retriever`` is given
     exclude: list[str] = []  # fnmatch patterns on bundle-relative paths or base names, e.g. "truth.json"
@@ -130,6 +139,45 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
         combine_slow(d, slow, sigs)
 
 
+
+def _unix(stamp: str | None) -> float | None:
+    if stamp is None:
+        return None
+    import datetime as _dt
+
+    try:
+        t = _dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=_dt.UTC)).timestamp()
+
+
+def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> CheckpointSeen | None:
+    """The latest timestamped checkpoint save the extractor saw (``progress.last_save``; a save reported only begun,
+    ``last_saving``, when training went on after it: else the failure may be in it), with the training time after
+    it: to the job's last progress line at or before its earliest evidence line's time (where a hang stopped making
+    progress, long before its timeout), else to that line. None without a save."""
+    failed = [t for t in (_unix(e.timestamp) for e in evidence) if t is not None]
+    end = min(failed) if failed else None
+    stamps = [t for series in progress.series.values() for t, _ in series]
+    seen = progress.last_save
+    begun = progress.last_saving
+    if begun is not None and (seen is None or begun[0] > seen[0]) and any(
+            begun[0] < t <= (end if end is not None else t) for t in stamps):
+        seen = begun
+    if seen is None:
+        return None
+    ts, step, path = seen
+    stamp = iso(ts)
+    if stamp is None:
+        return None
+    if end is not None:
+        last = max((t for t in stamps if t <= end), default=None)
+        if last is not None and last >= ts:
+            end = last
+    before = round(end - ts, 3) if end is not None and end >= ts else None
+    return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before)
+
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
     """Diagnose one job's log bundle.
 
@@ -189,6 +237,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         events=loc.events,
         findings=loc.findings,
         trained=progress.trained,
+        last_checkpoint=checkpoint_seen(progress, loc.evidence),
         restarts=req.restarts,
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
@@ -259,7 +308,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         pol = req.policy if req.policy is not None else _policy(req.policy_path)
         history = History(req.history_path) if req.history_path else None
         try:
-            platform = req.platform or progress.platform() or "kubernetes"
+            platform = req.platform or progress.platform() or "torchrun"
             # the watchers' findings: a restart storm of this job, a node behind several jobs' failures
             facts = facts_of(d, pol, history)
             d.findings.extend(facts.findings(d, pol))

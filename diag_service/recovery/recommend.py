@@ -159,13 +159,19 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
     return not (w.node_faults_at_least is not None and facts.node_faults < w.node_faults_at_least)
 
 
-def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None) -> LostTime:
+def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None, since_save_s: float | None = None) -> LostTime:
+    """The option's estimated loss: the policy's restart, reload and replacement costs, and the work since the last
+    checkpoint: ``since_save_s`` when the logs show it (:attr:`Diagnosis.last_checkpoint`), else half the policy's
+    checkpoint interval (a failure falls anywhere in it)."""
     c = pol.costs
     lost = LostTime()
     if level is not RecoveryLevel.L0:
         lost.restart_s = c.rank_restart_s if level is RecoveryLevel.L1 else c.job_restart_s
         lost.checkpoint_reload_s = c.checkpoint_reload_s
-        lost.lost_progress_s = c.checkpoint_interval_s / 2
+        if since_save_s is not None:
+            lost.lost_progress_s, lost.lost_progress_basis = round(since_save_s, 3), "logs"
+        else:
+            lost.lost_progress_s = c.checkpoint_interval_s / 2
     if level is RecoveryLevel.L3:
         lost.node_replacement_s = c.node_replacement_s
     lost.unbounded = level is RecoveryLevel.L4
@@ -320,12 +326,14 @@ def recommend(
         hint = hit.explanation
     reason = f"{d.failure_mode.value}/{d.category.value}" + (f" ({hit.name})" if hit else "") + f" -> rule {rule_id}"
     commands, refused = _commands(pol, platform, level, d, reason, namespace)
+    since_save = d.last_checkpoint.before_failure_s if d.last_checkpoint is not None else None
     plan = RecoveryPlan(
         level=level, action=action, rule_id=rule_id, reason=reason, timing=timing, backoff_s=backoff_s,
         target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
         target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
         fix_hint=hint, responsible=responsible, platform=platform, commands=commands, refused=refused,
-        options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus)) for lv in _LEVEL_ORDER],
+        options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus, since_save))
+                 for lv in _LEVEL_ORDER],
         history_note=note, idempotency_key=key,
     )
     if history is not None:

@@ -1,0 +1,85 @@
+"""A restart's lost training is the work since the last checkpoint save the logs show, not a constant.
+
+The logs follow the layout of a torchrun job with Python logging (``[default0]:[2026-12-04 19:10:35,920][rank 0][INFO]``,
+the zoo's ``long_st_ckpt_fills_disk`` run) and of HF Trainer's save line; the failure is a CUDA OOM traceback or
+a disk that fills during a save.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.domain import RecoveryLevel
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+
+def _line(hms: str, rank: int, text: str) -> str:
+    return f"[default{rank}]:[2026-12-04 {hms},000][rank {rank}][INFO] {text}\n"
+
+
+def _steps(start_min: int, end_min: int, first_step: int) -> str:
+    """Both ranks' step lines, one a minute from 10:<start_min> to 10:<end_min> (inclusive)."""
+    out = []
+    for i, m in enumerate(range(start_min, end_min + 1)):
+        for r in (0, 1):
+            out.append(_line(f"10:{m:02d}:00", r, f"step {first_step + 10 * i} loss 2.{i % 10}1 elapsed {60 * m}s"))
+    return "".join(out)
+
+
+OOM = (
+    "[default1]:Traceback (most recent call last):\n"
+    '[default1]:  File "/home/user/proj/train.py", line 88, in <module>\n'
+    "[default1]:    loss.backward()\n"
+    "[default1]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+    "79.15 GiB of which 1.21 GiB is free. Process 4121 has 77.93 GiB memory in use.\n"
+    "E1204 10:48:03.211000 4100 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 1 "
+    "(pid: 4121) of binary: /usr/bin/python3\n"
+)
+
+
+def _run(tmp_path: Path, text: str) -> object:
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "console.log").write_text(text)
+    return diagnose(DiagnoseRequest(path=str(d), job_id="job-7", recovery=True))
+
+
+def test_a_restart_loses_the_training_since_the_last_save(tmp_path: Path) -> None:
+    text = (_steps(0, 20, 0) + _line("10:20:30", 0, "saved /mnt/nfs/ckpt/exp7/step_000200.pt (6.0 MB)")
+            + _steps(21, 47, 210) + OOM)
+    d = _run(tmp_path, text)
+    assert d.category.value == "gpu_oom"
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 200
+    assert d.last_checkpoint.timestamp.startswith("2026-12-04T10:20:30")
+    # from the save to the last step line before the failure (10:47:00), not to the agent's report at 10:48
+    assert d.last_checkpoint.before_failure_s == 26 * 60 + 30
+    l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis == "logs" and l2.lost_progress_s == 26 * 60 + 30
+
+
+def test_a_save_begun_when_the_disk_filled_is_not_the_checkpoint_to_resume_from(tmp_path: Path) -> None:
+    text = (_steps(0, 20, 0) + _line("10:20:30", 0, "saved /mnt/nfs/ckpt/exp7/step_000200.pt (6.0 MB)")
+            + _steps(21, 40, 210)
+            + _line("10:40:10", 0, "Saving model checkpoint to /mnt/nfs/ckpt/exp7/checkpoint-400")
+            + "[default0]:OSError: [Errno 28] No space left on device\n")
+    d = _run(tmp_path, text)
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 200
+    assert d.last_checkpoint.before_failure_s == 19 * 60 + 30  # 10:20:30 to the last step line, 10:40:00
+    # a save begun and followed by more training was written: it is the one to resume from
+    text2 = (_steps(0, 20, 0) + _line("10:20:30", 0, "Saving model checkpoint to /mnt/nfs/ckpt/exp7/checkpoint-200")
+             + _steps(21, 47, 210) + OOM)
+    (tmp_path / "b").mkdir()
+    d2 = _run(tmp_path / "b", text2)
+    assert d2.last_checkpoint is not None and d2.last_checkpoint.step == 200
+
+
+def test_without_a_save_in_the_logs_the_policy_interval_is_said_to_be_assumed(tmp_path: Path) -> None:
+    d = _run(tmp_path, _steps(0, 47, 0) + OOM)
+    assert d.last_checkpoint is None
+    l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis == "policy" and l2.lost_progress_s == 1800
+    # a resume line names a step but is no save of this run
+    (tmp_path / "r").mkdir()
+    d2 = _run(tmp_path / "r", _line("09:59:00", 0, "Resuming from checkpoint saved at step 500") + _steps(0, 47, 500)
+              + OOM)
+    assert d2.last_checkpoint is None
