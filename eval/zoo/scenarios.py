@@ -2267,7 +2267,7 @@ SCENARIOS += [
              "torchrun --standalone --nproc-per-node 2 train_denoise.py"),
 ]
 # the embedding export, one directory per epoch; epoch 1's part 2 comes from a re-run of the export whose encoder
-# was switched to a 384-d model for 85% of the rows (those rows fail the 512-d validation)
+# was switched to a 384-d model for 90% of the rows (those rows fail the 512-d validation)
 EMB_EXPORT = r"""python - <<'EOF2'
 import json, os, random
 rng = random.Random(0)
@@ -2275,8 +2275,8 @@ for e in range(2):
     os.makedirs(f"export/epoch{e}", exist_ok=True)
     for r in range(3):
         with open(f"export/epoch{e}/part-{r}.jsonl", "w") as f:
-            for i in range(2400):
-                d = 384 if (e == 1 and r == 2 and rng.random() < 0.85) else 512
+            for i in range(4800):
+                d = 384 if (e == 1 and r == 2 and rng.random() < 0.9) else 512
                 f.write(json.dumps({"id": f"doc-{e}-{r}-{i}", "emb": [round(rng.gauss(0, 1), 5) for _ in range(d)],
                                     "label": rng.randrange(16)}) + "\n")
 EOF2"""
@@ -2284,4 +2284,9 @@ SCENARIOS += [
     Scenario("b13_slow_data_resample_bad_r2", "train_adapter.py",
              "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --tee 3 train_adapter.py",
              setup=EMB_EXPORT),
+]
+SCENARIOS += [
+    Scenario("b13_slow_uc_debug_fstring", "train_retrieval.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
+             "train_retrieval.py"),
 ]

@@ -23,7 +23,7 @@ def main():
     easy_loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=2, persistent_workers=True)
     easy_iter = iter(easy_loader)
     t0 = time.time()
-    for step in range(1, 301):
+    for step in range(1, 261):
         if step <= 150:
             x, y = next(easy_iter)
         else:
