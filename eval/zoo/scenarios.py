@@ -2263,7 +2263,7 @@ SCENARIOS += [
              f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_ctr.py", setup=CLICKS),
 ]
 SCENARIOS += [
-    Scenario("b13_slow_uc_loader_per_step", "train_denoise.py",
+    Scenario("b13_hang_uc_loader_per_step", "train_denoise.py",
              "torchrun --standalone --nproc-per-node 2 train_denoise.py"),
 ]
 # the embedding export, one directory per epoch; epoch 1's part 2 comes from a re-run of the export whose encoder
