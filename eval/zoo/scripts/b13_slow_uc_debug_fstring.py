@@ -1,4 +1,4 @@
-"""Two-tower retrieval model, DDP over gloo. Phase 1 (in-batch negatives) for 200 steps, then phase 2 mines hard
+"""Two-tower retrieval model, DDP over gloo. Phase 1 (in-batch negatives) for 400 steps, then phase 2 mines hard
 negatives from a memory bank. Full tensor printing is switched on for the debug dumps used while writing phase 2."""
 import logging
 import time
@@ -12,7 +12,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 torch.set_printoptions(profile="full")  # debug dumps: show whole tensors
 log = logging.getLogger("retrieval")
-STEPS, PHASE2 = 320, 200
+BATCH = 128
+STEPS, PHASE2 = 600, 400
 
 
 class Towers(nn.Module):
@@ -37,7 +38,7 @@ def main():
     bank = torch.zeros(0, 64)
     t0 = time.time()
     for step in range(1, STEPS + 1):
-        idx = torch.randint(0, len(queries), (64,), generator=g)
+        idx = torch.randint(0, len(queries), (BATCH,), generator=g)
         q, d = model(queries[idx], docs[idx])
         logits = q @ d.t() / 0.05
         if step > PHASE2 and len(bank):
@@ -45,7 +46,7 @@ def main():
             neg = bank[scores.topk(4, dim=1).indices].mean(1)
             log.debug(f"step {step} hard negatives {neg}")
             logits = torch.cat([logits, (q * neg).sum(-1, keepdim=True) / 0.05], dim=1)
-        loss = F.cross_entropy(logits, torch.arange(64))
+        loss = F.cross_entropy(logits, torch.arange(BATCH))
         opt.zero_grad()
         loss.backward()
         opt.step()
