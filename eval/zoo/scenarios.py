@@ -2290,3 +2290,12 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
              "train_retrieval.py"),
 ]
+# the stage configs; stage 2's eval_every was meant to be 100 ("1" left from a debugging session)
+STAGES = ("mkdir -p configs && printf 'steps: 200\\nlr: 0.001\\neval_every: 100\\n' > configs/stage1.yaml && "
+          "printf 'steps: 75\\nlr: 0.0003\\neval_every: 1\\n' > configs/stage2.yaml")
+RISK_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_risk.py")
+SCENARIOS += [
+    Scenario("b13_slow_cfg_eval_every_twonode", "train_risk.py", RISK_2N.replace("{node}", "0"),
+             cmd2=RISK_2N.replace("{node}", "1"), setup=STAGES),
+]
