@@ -2106,3 +2106,196 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node=3 --master_port={port} train_prices.py",
              setup=PRICES, stdin_open=True),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 13 (ids b13_*)
+
+# the forum corpus and two tokenizers of the team: forum-bpe-16k (current) and forum-bpe-12k (the previous project's);
+# node 1's job script still exports the old TOKENIZER_DIR
+FORUM_TOK = r"""python - <<'EOF2'
+import json, os, random
+rng = random.Random(0)
+for name, n in (("forum-bpe-16k", 16000), ("forum-bpe-12k", 12000)):
+    os.makedirs(f"tokenizers/{name}", exist_ok=True)
+    vocab = {"<unk>": 0, "</s>": 1, **{f"w{i}": i + 2 for i in range(n - 2)}}
+    json.dump(vocab, open(f"tokenizers/{name}/vocab.json", "w"))
+os.makedirs("data", exist_ok=True)
+with open("data/forum.txt", "w") as f:
+    for _ in range(4000):
+        f.write(" ".join(f"w{int(rng.paretovariate(1.1)) % 11000}" for _ in range(rng.randint(5, 30))) + "\n")
+EOF2"""
+TOK_2N = ("TOKENIZER_DIR=tokenizers/{tok} torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 "
+          "--master-addr 127.0.0.1 --master-port {port} train_lm.py")
+SCENARIOS += [
+    Scenario("b13_cfg_tokenizer_env_twonode", "train_lm.py",
+             TOK_2N.replace("{tok}", "forum-bpe-16k").replace("{node}", "0"),
+             cmd2=TOK_2N.replace("{tok}", "forum-bpe-12k").replace("{node}", "1"), setup=FORUM_TOK),
+]
+# per-rank embedding parts; part 1 was re-extracted with the new audio encoder (128-d instead of 96-d)
+AUDIO_EMB = r"""python - <<'EOF2'
+import os, numpy as np
+os.makedirs("embeddings", exist_ok=True)
+rng = np.random.default_rng(0)
+for r, d in ((0, 96), (1, 128)):
+    np.save(f"embeddings/part-{r}.npy", rng.standard_normal((3200, d)).astype(np.float32))
+    np.save(f"embeddings/part-{r}-labels.npy", rng.integers(0, 10, 3200))
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_data_feature_dim_r1", "train_audio.py", "PORT={port} python train_audio.py", setup=AUDIO_EMB),
+]
+SESSIONS = r"""python - <<'EOF2'
+import os, torch
+os.makedirs("sessions", exist_ok=True)
+for r in range(4):
+    g = torch.Generator().manual_seed(100 + r)
+    x = torch.randn(6000, 24, generator=g)
+    y = ((x[:, 0] + 0.5 * x[:, 1] - 0.3 * x[:, 5]) > 0.2).float()
+    torch.save({"x": x, "y": y}, f"sessions/shard-{r:02d}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_uc_bce_log_sigmoid_nan", "train_propensity.py",
+             f"{TR} 4 --log-dir logs --tee 3 --master-port {{port}} train_propensity.py", setup=SESSIONS),
+]
+SCENARIOS += [
+    Scenario("b13_cfg_accel_split_batches", "train_priority.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_priority.py",
+             setup="mkdir -p configs && printf 'batch_size: 64\\nlr: 0.001\\nepochs: 2\\n' > configs/train.yaml"),
+]
+# the team environment each node activates; node 1's shell picked the March build, whose textpipe 0.4 pads to the
+# longest sequence and has no max_len / pad_id arguments (added in textpipe 0.6)
+TEXTPIPE_ENVS = r"""python - <<'EOF2'
+import os, random
+for env, ver in (("nlp-2026.11", "0.6.2"), ("nlp-2026.03", "0.4.1")):
+    d = f"envs/{env}/lib/textpipe"
+    os.makedirs(d, exist_ok=True)
+    open(f"envs/{env}/activate", "w").write(f"export PYTHONPATH=$PWD/envs/{env}/lib${{PYTHONPATH:+:$PYTHONPATH}}\n")
+    src = f'__version__ = "{ver}"\nimport torch\n\n\ndef encode(text, vocab=8000):\n    return [1 + hash(w) % (vocab - 1) for w in text.split()]\n\n\n'
+    if ver == "0.6.2":
+        src += ("def pad_batch(seqs, max_len=None, pad_id=0):\n    n = max_len or max(len(s) for s in seqs)\n"
+                "    return torch.tensor([s[:n] + [pad_id] * (n - len(s[:n])) for s in seqs])\n")
+    else:
+        src += ("def pad_batch(seqs, pad_id=0):\n    n = max(len(s) for s in seqs)\n"
+                "    return torch.tensor([s + [pad_id] * (n - len(s)) for s in seqs])\n")
+    open(f"{d}/__init__.py", "w").write(src)
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+with open("data/ner_train.tsv", "w") as f:
+    for _ in range(3000):
+        n = rng.randint(4, 40)
+        f.write(" ".join(f"t{rng.randrange(6000)}" for _ in range(n)) + "\t" + " ".join(str(rng.randrange(9)) for _ in range(n)) + "\n")
+EOF2"""
+TP_2N = ("source envs/{env}/activate && torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+         "--rdzv-endpoint 127.0.0.1:{port} --rdzv-id ner-0412 train_ner.py")
+SCENARIOS += [
+    Scenario("b13_cfg_old_textpipe_node1", "train_ner.py", TP_2N.replace("{env}", "nlp-2026.11"),
+             cmd2=TP_2N.replace("{env}", "nlp-2026.03"), setup=TEXTPIPE_ENVS),
+]
+# the team's results volume (storage_path) has 6 MiB left: a 6 MiB tmpfs at shared/results
+RESULTS_FS = "mkdir -p shared/results && mount -t tmpfs -o size=6m tmpfs shared/results"
+SCENARIOS += [
+    Scenario("b13_st_ray_results_full", "train_churn.py", "python train_churn.py", setup=RESULTS_FS,
+             teardown="umount shared/results"),
+]
+# three plants' sensor exports; plant 2 has no humidity sensor installed and exports the column as a constant 0.0
+PLANTS = r"""python - <<'EOF2'
+import os, torch
+os.makedirs("plants", exist_ok=True)
+for r in range(3):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(5000, 12, generator=g) * (1 + r) + 10 * r
+    y = x[:, :4].sum(1) * 0.1 + torch.randn(5000, generator=g) * 0.05
+    if r == 2:
+        x[:, 7] = 0.0
+    torch.save({"x": x, "y": y}, f"plants/plant_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_data_constant_column_nan_r2", "train_drift.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} train_drift.py", setup=PLANTS),
+]
+# the checkpoint volume (ckpt/) has 3 MiB free: a 3 MiB tmpfs
+SCENARIOS += [
+    Scenario("b13_hang_ckpt_retry_enospc_r0", "train_kws.py", f"{TR} 3 --tee 3 --master-port {{port}} train_kws.py",
+             setup="mkdir -p ckpt && mount -t tmpfs -o size=3m tmpfs ckpt", teardown="umount ckpt"),
+]
+# 12 review shards; shard 07 comes from the new export job, which writes locale codes ("en_US") in the lang field
+REVIEWS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("reviews", exist_ok=True)
+words = [f"w{i}" for i in range(4000)]
+for k in range(12):
+    rng = random.Random(k)
+    with open(f"reviews/shard-{k:02d}.jsonl", "w") as f:
+        for _ in range(2500):
+            lang = rng.choice(["en"] * 8 + ["de", "fr"])
+            if k == 7:
+                lang = {"en": "en_US", "de": "de_DE", "fr": "fr_FR"}[lang]
+            f.write(json.dumps({"lang": lang, "stars": rng.randint(1, 5),
+                                "text": " ".join(rng.choice(words) for _ in range(rng.randint(3, 40)))}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_hang_locale_shard_r3", "train_reviews.py",
+             "torchrun --standalone --nproc-per-node 4 train_reviews.py", setup=REVIEWS),
+]
+QUERIES = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+intents = ["billing", "refund", "login", "shipping", "cancel", "upgrade"]
+with open("data/queries.jsonl", "w") as f:
+    for _ in range(3000):
+        f.write(json.dumps({"q": " ".join(f"q{rng.randrange(900)}" for _ in range(rng.randint(2, 12))),
+                            "intent": rng.choice(intents)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_hang_ray_task_no_cpu_r0", "train_intent.py", "python train_intent.py", setup=QUERIES),
+]
+# three days of click logs; day 2 has 3045 rows (not a multiple of the batch size 64), days 0 and 1 have 3008
+CLICKS = r"""python - <<'EOF2'
+import os, torch
+os.makedirs("clicks", exist_ok=True)
+for r, n in ((0, 3008), (1, 3008), (2, 3045)):
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(n, 8, 4, generator=g)
+    torch.save({"x": x, "y": (x[:, 0, 0] + x[:, 3, 1] > 0).float()}, f"clicks/day-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_hang_prefetch_lock_r2", "train_ctr.py",
+             f"{TR} 3 --log-dir logs --redirects 3 --master-port {{port}} train_ctr.py", setup=CLICKS),
+]
+SCENARIOS += [
+    Scenario("b13_hang_uc_loader_per_step", "train_denoise.py",
+             "torchrun --standalone --nproc-per-node 2 train_denoise.py"),
+]
+# the embedding export, one directory per epoch; epoch 1's part 2 comes from a re-run of the export whose encoder
+# was switched to a 384-d model for 90% of the rows (those rows fail the 512-d validation)
+EMB_EXPORT = r"""python - <<'EOF2'
+import json, os, random
+rng = random.Random(0)
+for e in range(2):
+    os.makedirs(f"export/epoch{e}", exist_ok=True)
+    for r in range(3):
+        with open(f"export/epoch{e}/part-{r}.jsonl", "w") as f:
+            for i in range(4800):
+                d = 384 if (e == 1 and r == 2 and rng.random() < 0.9) else 512
+                f.write(json.dumps({"id": f"doc-{e}-{r}-{i}", "emb": [round(rng.gauss(0, 1), 5) for _ in range(d)],
+                                    "label": rng.randrange(16)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b13_slow_data_resample_bad_r2", "train_adapter.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --tee 3 train_adapter.py",
+             setup=EMB_EXPORT),
+]
+SCENARIOS += [
+    Scenario("b13_slow_uc_debug_fstring", "train_retrieval.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
+             "train_retrieval.py"),
+]
+# the stage configs; stage 2's eval_every was meant to be 100 ("1" left from a debugging session)
+STAGES = ("mkdir -p configs && printf 'steps: 200\\nlr: 0.001\\neval_every: 100\\n' > configs/stage1.yaml && "
+          "printf 'steps: 75\\nlr: 0.0003\\neval_every: 1\\n' > configs/stage2.yaml")
+RISK_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_risk.py")
+SCENARIOS += [
+    Scenario("b13_slow_cfg_eval_every_twonode", "train_risk.py", RISK_2N.replace("{node}", "0"),
+             cmd2=RISK_2N.replace("{node}", "1"), setup=STAGES),
+]
