@@ -31,6 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n20a-027", "config", "nccl_watchdog_timeout"),
     # c10d's store client gave up ("poll for socket ... returned 0, likely a timeout") inside a tokenizing bar
     ("hf-045", "config", "c10d_store_wait_timeout"),
+    # NCCL bootstrapped on ib0's IPv6 link-local address and could not bind it (EADDRNOTAVAIL)
+    ("n21a-017", "network", "nccl_socket_bind_address"),
+    # pyxis could not start the container: enroot's 98-nvidia.sh hook found no nvidia-container-cli on the node
+    ("n21b-006", "infrastructure", "pyxis_container_start_failed"),
+    # UCX could not build the RoCE address handle to the other node (intra-node runs worked)
+    ("n21b-024", "network", "ucx_ib_address_handle_failed"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
