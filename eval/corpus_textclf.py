@@ -82,7 +82,8 @@ def main() -> int:
     x = [_text(i) for i in ids]
     y = [labels[i]["category"] for i in ids]
     n = len(ids)
-    res: dict[str, Any] = {"cases": n, "rules_first_contact_right": sum(r["category"] == t for r, t in zip(rules, y, strict=True))}
+    right = sum(r["category"] == t for r, t in zip(rules, y, strict=True))
+    res: dict[str, Any] = {"cases": n, "rules_first_contact_right": right}
     pred: list[str | None] = [None] * n
     prob = [0.0] * n
     for s in sorted(set(shard[i] for i in ids)):

@@ -2183,7 +2183,7 @@ with open("data/ner_train.tsv", "w") as f:
     for _ in range(3000):
         n = rng.randint(4, 40)
         f.write(" ".join(f"t{rng.randrange(6000)}" for _ in range(n)) + "\t" + " ".join(str(rng.randrange(9)) for _ in range(n)) + "\n")
-EOF2"""
+EOF2"""  # noqa: E501
 TP_2N = ("source envs/{env}/activate && torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
          "--rdzv-endpoint 127.0.0.1:{port} --rdzv-id ner-0412 train_ner.py")
 SCENARIOS += [
