@@ -83,3 +83,38 @@ def test_without_a_save_in_the_logs_the_policy_interval_is_said_to_be_assumed(tm
     d2 = _run(tmp_path / "r", _line("09:59:00", 0, "Resuming from checkpoint saved at step 500") + _steps(0, 47, 500)
               + OOM)
     assert d2.last_checkpoint is None
+
+
+def test_the_literal_scan_and_re2_find_the_same_last_save(monkeypatch) -> None:
+    """On ASCII blocks after the first bytes the save words come from the literal scan's marks; before, from RE2:
+    both give the same checkpoint (the later of a done save and a begun one that training went past)."""
+    import pytest
+
+    from diag_service.contracts import ProgressLog
+    from diag_service.extract import events as ev
+    from diag_service.extract import extract_events
+    from diag_service.ingest import Block, Source
+
+    pytest.importorskip("hyperscan")
+    text = (_steps(0, 20, 0) + _line("10:20:30", 0, "saved /mnt/nfs/ckpt/exp7/step_000200.pt (6.0 MB)")
+            + _steps(21, 30, 210) + _line("10:30:30", 0, "Saving model checkpoint to /mnt/nfs/ckpt/exp7/checkpoint-300")
+            + _steps(31, 47, 310) + OOM)
+    src = Source(path="console.log", prefixes=frozenset({"role"}))
+
+    def run() -> ProgressLog:
+        progress = ProgressLog()
+        block = Block(source=src, data=text.encode(), first_line=1, ascii=True, newlines=text.count("\n"))
+        list(extract_events([block], progress, ()))
+        return progress
+
+    import re2
+
+    words = ev.SAVE_WORD_FAST
+    monkeypatch.setattr(ev, "SAVE_WORD_FAST", re2.compile("x^"))  # the marks alone must find them
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1)
+    scanned = run()
+    monkeypatch.setattr(ev, "SAVE_WORD_FAST", words)
+    monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
+    by_re2 = run()
+    assert scanned.last_save == by_re2.last_save and scanned.last_save is not None and scanned.last_save[1] == 200
+    assert scanned.last_saving == by_re2.last_saving and scanned.last_saving is not None and scanned.last_saving[1] == 300
