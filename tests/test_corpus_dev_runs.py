@@ -42,3 +42,12 @@ def test_a_vendor_message_names_the_category(case: str, category: str, signature
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
     assert d.category.value == category, d.root_cause.summary
     assert d.signature_hits and d.signature_hits[0].signature_id == signature, [h.signature_id for h in d.signature_hits]
+
+
+def test_horovods_stall_warning_is_named_as_such_with_every_missing_rank_counted() -> None:
+    """A Horovod stall listing 15 missing ranks (a Keras/Horovod paste, dev case n2fw-009) is worded as Horovod's, not
+    as monitored_barrier's, and the ranks beyond the eight shown are counted; without the job's size no rank is
+    named (the coordinator's lines alone cannot tell a 16-rank job from a 32-rank one)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n2fw-009.log"), kb=False, llm=False))
+    assert "Horovod's stall warning reports that rank(s) [1, 2, 3, 4, 5, 6, 7, 8, ... (15 in all)]" in d.root_cause.summary
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank is None

@@ -1053,7 +1053,9 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
     for h in symptoms:
         named = sorted(_missing_ranks(h))
         if named:
-            return named, f"monitored_barrier reports that rank(s) {named[:8]} never reached it."
+            who = "Horovod's stall warning" if h.signature_id == "horovod_missing_ranks" else "monitored_barrier"
+            shown = f"{named[:8]}"[:-1] + (f", ... ({len(named)} in all)]" if len(named) > 8 else "]")
+            return named, f"{who} reports that rank(s) {shown} never reached it."
     n = len(ranks)
     if ranks == set(range(n)) and (n == 2 or (n >= 3 and world_known)):
         waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
