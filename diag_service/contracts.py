@@ -98,9 +98,10 @@ class ProgressLog:
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
     start banner, torchelastic's "will restart worker group"), first 1,024.
-    ``last_save``: the latest checkpoint save of a training step reported done (``saved``, ``wrote``) with a time on
-    its line (``STEP_SAVED``): ``(unix seconds, step or None, file path)``; ``last_saving``: the same for a save
-    reported begun (``Saving``, ``writing``), which may not have completed.
+    ``saves``: checkpoint saves of a training step with a time on their line (``STEP_SAVED``), the latest of each
+    block: ``(unix seconds, step or None, file path, done)``, ``done`` False for a save reported begun (``Saving``,
+    ``writing``), which may not have completed; the latest 256 by time are kept.
+    ``scheduler_job_id``: the Slurm job id the logs state (``diag_service.extract.events.SLURM_JOB_ID``), the first seen.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -117,8 +118,8 @@ class ProgressLog:
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
     launches: list[float] = field(default_factory=list)
-    last_save: tuple[float, int | None, str] | None = None
-    last_saving: tuple[float, int | None, str] | None = None
+    saves: list[tuple[float, int | None, str, bool]] = field(default_factory=list)
+    scheduler_job_id: str | None = None
 
     def platform(self) -> str | None:
         """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),

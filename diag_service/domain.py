@@ -530,6 +530,9 @@ class Diagnosis(BaseModel):
         "True when some line reports a training step's loss, a step counter advances in one loop's lines, or a "
         "checkpoint of a later step is written (the job trained before it failed), False when none does (it "
         "failed in set-up, or the excerpt holds no such line), None when not known."))
+    scheduler_job_id: str | None = Field(default=None, description=(
+        "The scheduler's job id as the logs state it (Slurm's slurmstepd/srun lines, a slurm-<id>.out file name); "
+        "the recovery commands use it when job_id is not one."))
     last_checkpoint: CheckpointSeen | None = Field(default=None, description=(
         "The latest checkpoint save of a step the logs show with a time; the recovery options' lost progress "
         "is the work since it when the failure has a time too."))

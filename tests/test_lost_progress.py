@@ -87,7 +87,7 @@ def test_without_a_save_in_the_logs_the_policy_interval_is_said_to_be_assumed(tm
 
 def test_the_literal_scan_and_re2_find_the_same_last_save(monkeypatch) -> None:
     """On ASCII blocks after the first bytes the save words come from the literal scan's marks; before, from RE2:
-    both give the same checkpoint (the later of a done save and a begun one that training went past)."""
+    both find the same saves (a done one and a begun one)."""
     import pytest
 
     from diag_service.contracts import ProgressLog
@@ -116,5 +116,24 @@ def test_the_literal_scan_and_re2_find_the_same_last_save(monkeypatch) -> None:
     monkeypatch.setattr(ev, "SAVE_WORD_FAST", words)
     monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
     by_re2 = run()
-    assert scanned.last_save == by_re2.last_save and scanned.last_save is not None and scanned.last_save[1] == 200
-    assert scanned.last_saving == by_re2.last_saving and scanned.last_saving is not None and scanned.last_saving[1] == 300
+    assert sorted(scanned.saves) == sorted(by_re2.saves)
+    assert [(s[1], s[3]) for s in sorted(scanned.saves)] == [(200, True), (300, False)]
+
+
+def test_the_save_is_the_last_one_before_the_failure_and_an_untimed_failure_ends_at_the_last_step(tmp_path: Path) -> None:
+    """A save logged after the first error is not the checkpoint (a new user's trial: rank 0 saved step 300 after rank
+    1's illegal memory access); the last one before the failure is. A failure line without a time (a torchrun --log-dir
+    tree's stderr) ends the job at its last step line, not at an unknown time."""
+    text = (_steps(0, 10, 0) + _line("10:10:03", 0, "saved /ckpt/step_000200.pt") + _steps(11, 20, 110)
+            + _line("10:20:00", 1, "RuntimeError: CUDA error: an illegal memory access was encountered")
+            + _line("10:20:30", 0, "saved /ckpt/step_000300.pt"))
+    d = _run(tmp_path, text)
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 200
+    assert d.last_checkpoint.before_failure_s == 9 * 60 + 57  # 10:10:03 to the last step line, 10:20:00
+    untimed = _steps(0, 10, 0) + _line("10:10:03", 0, "saved /ckpt/step_000200.pt") + _steps(11, 25, 110) + OOM.split(
+        "E1204")[0]
+    (tmp_path / "u").mkdir()
+    d2 = _run(tmp_path / "u", untimed)
+    assert d2.last_checkpoint is not None and d2.last_checkpoint.before_failure_s == 14 * 60 + 57
+    l2 = next(o.lost for o in d2.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis == "logs" and l2.lost_progress_s == 14 * 60 + 57

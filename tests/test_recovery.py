@@ -413,7 +413,7 @@ def test_a_valid_node_from_the_same_report_is_executed_through_the_runner(
     runner = _FakeRunner()
     monkeypatch.setattr(sys.modules["diag_service.recovery.recommend"], "run_subprocess", runner)
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
-    res = CliRunner().invoke(app, ["recover", str(f), "--execute"])
+    res = CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes", "--execute"])
     assert res.exit_code == 0, res.output
     assert runner.calls[0] == ["kubectl", "cordon", "gpu-node-07"] and len(runner.calls) == 4
     assert "kubectl cordon gpu-node-07 -> exit 0" in res.stdout
@@ -525,21 +525,21 @@ def test_recover_execute_says_whether_anything_ran_never_dry_run(tmp_path: Path,
     monkeypatch.setattr(sys.modules["diag_service.recovery.recommend"], "run_subprocess", runner)
     wide = {"COLUMNS": "400"}
     # asked to execute with the executor off: the plan is shown as not executed, with the reason; exit 4
-    res = CliRunner().invoke(app, ["recover", str(f), "--execute"], env={**wide, "DIAG_EXECUTOR": ""})
+    res = CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes", "--execute"], env={**wide, "DIAG_EXECUTOR": ""})
     assert res.exit_code == 4 and runner.calls == []
     assert "dry-run" not in res.output and "not executed" in res.output
     assert "execution is off" in res.stdout and "DIAG_EXECUTOR=shell" in res.stdout
     # executed: the title and the JSON say so
     monkeypatch.setenv("DIAG_EXECUTOR", "shell")
-    res = CliRunner().invoke(app, ["recover", str(f), "--execute"], env=wide)
+    res = CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes", "--execute"], env=wide)
     assert res.exit_code == 0 and runner.calls
     assert "dry-run" not in res.stdout and "executed)" in res.stdout
-    res = CliRunner().invoke(app, ["recover", str(f), "--execute", "--json"], env=wide)
+    res = CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes", "--execute", "--json"], env=wide)
     assert json.loads(res.stdout)["executed"] is True
     # without --execute it is a dry-run, as before
-    res = CliRunner().invoke(app, ["recover", str(f)], env=wide)
+    res = CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes"], env=wide)
     assert "dry-run)" in res.stdout and json.loads(
-        CliRunner().invoke(app, ["recover", str(f), "--json"]).stdout)["executed"] is False
+        CliRunner().invoke(app, ["recover", str(f), "--platform", "kubernetes", "--json"]).stdout)["executed"] is False
 
 
 @pytest.mark.parametrize("host", ["--all", "--selector=kubernetes.io/os=linux", "gpu-node-07;reboot", "$(hostname)"])
@@ -617,3 +617,40 @@ def test_host_names_in_the_launchers_steps_are_checked_too() -> None:
     assert all(c.startswith("#") and "\n" not in c for c in plan.commands)
     assert any("take gpu-node-007 out of service" in c for c in plan.commands)
     assert not any("take node;reboot" in c or "take --all" in c for c in plan.commands)
+
+
+def test_recover_keeps_the_platform_of_the_saved_diagnosis(tmp_path: Path) -> None:
+    """`diag recover DIAG.json` without --platform speaks the platform the diagnosis' own plan chose (a plain torchrun
+    log: the launcher's steps, no kubectl for a job without pods); --platform still overrides it."""
+    d = _diag(tmp_path, KILLED_WHILE_TRAINING, "job-r", recovery=True)
+    assert d.recovery is not None and d.recovery.platform == "torchrun"
+    f = tmp_path / "diag.json"
+    f.write_text(d.model_dump_json())
+    plan = json.loads(CliRunner().invoke(app, ["recover", str(f), "--json"]).stdout)
+    assert plan["platform"] == "torchrun" and not any("kubectl" in c for c in plan["commands"])
+    plan = json.loads(CliRunner().invoke(app, ["recover", str(f), "--json", "--platform", "slurm"]).stdout)
+    assert plan["platform"] == "slurm"
+
+
+SLURM_KILLED = KILLED_WHILE_TRAINING + (
+    "srun: error: gpu-node-002: task 1: Killed\n"
+    "slurmstepd: error: *** STEP 48213.0 ON gpu-node-001 CANCELLED AT 2026-12-04T09:27:43 ***\n"
+    "srun: error: gpu-node-001: task 0: Terminated\n")
+
+
+def test_slurms_own_job_id_is_offered_but_never_run_by_the_service(tmp_path: Path) -> None:
+    """Logs named after their file ('job.log') carry Slurm's job id in slurmstepd's lines: the plan names it, for a
+    person to confirm (logs are untrusted: a log must not choose which job the service requeues), so it is refused for
+    execution and its commands are comments; given --job-id, the caller's id is used and may run."""
+    d = _diag(tmp_path, SLURM_KILLED, "run_7", recovery=True)
+    assert d.scheduler_job_id == "48213" and d.recovery is not None and d.recovery.platform == "slurm"
+    assert d.recovery.refused is not None and "comes from the logs" in d.recovery.refused
+    assert any(c.startswith("# scontrol requeue 48213") for c in d.recovery.commands)
+    assert all(c.startswith("#") for c in d.recovery.commands)
+    given = _diag(tmp_path, SLURM_KILLED, "48213", recovery=True)
+    assert given.recovery is not None and given.recovery.refused is None
+    assert "scontrol requeue 48213" in given.recovery.commands
+    # a batch job's output file names it too
+    named = _diag(tmp_path, KILLED_WHILE_TRAINING + "srun: error: gpu-node-002: task 1: Killed\n", "x",
+                  name="slurm-7731_4.out", recovery=True)
+    assert named.scheduler_job_id == "7731_4"

@@ -127,7 +127,9 @@ def signatures_cmd(
 def recover_cmd(
     diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json` ('-' for stdin).")],
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite); records this recommendation.")] = None,
-    platform: Annotated[str, typer.Option(help="kubernetes | volcano | slurm | torchrun")] = "kubernetes",
+    platform: Annotated[str | None, typer.Option(
+        help="kubernetes | volcano | slurm | torchrun (default: the platform of the diagnosis' own plan, else "
+             "torchrun).")] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy file (default: the package's own).")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs of the job, for GPU-second estimates.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
@@ -148,14 +150,15 @@ def recover_cmd(
         raise InputError(f"{diagnosis} is not a diagnosis written by `diag diagnose --json` ({first})") from exc
     pol = load_policy(policy)
     hist = History(history) if history else None
-    plan = recommend(d, pol, hist, platform=platform, gpus=gpus)
+    chosen = platform or (d.recovery.platform if d.recovery is not None else None) or "torchrun"
+    plan = recommend(d, pol, hist, platform=chosen, gpus=gpus)
     ran: list[str] = []
     if execute:
         try:
             ran = ShellExecutor().run(plan)
         except ExecutionRefused as exc:
             if not json_out:  # the plan as it stands, titled as not executed; the error says why (exit 4)
-                render_recovery(plan, Console(), not_executed=str(exc))
+                render_recovery(plan, Console(), not_executed=str(exc), checkpoint=d.last_checkpoint)
             raise
         plan.executed = True
         if hist is not None:
@@ -163,6 +166,6 @@ def recover_cmd(
     if json_out:
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
         return
-    render_recovery(plan, Console())
+    render_recovery(plan, Console(), checkpoint=d.last_checkpoint)
     for line in ran:  # what --execute ran; the dry-run commands are in the panel above
         sys.stdout.write(line + "\n")

@@ -153,18 +153,21 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
         f"{o.level.value} {'owner-bound' if o.lost.unbounded else f'{o.lost.total_s / 60:.0f} min'}" for o in plan.options
     )
     lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
-    worked = next((o.lost for o in plan.options if o.lost.lost_progress_basis == "logs"), None)
+    worked = max((o.lost.lost_progress_s for o in plan.options if o.lost.lost_progress_basis == "logs"), default=None)
+    which = ""
+    if checkpoint is not None:
+        which = (f"step {checkpoint.step}, " if checkpoint.step is not None else "") + \
+            f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file}"
     if worked is not None:
-        which = ""
-        if checkpoint is not None:
-            which = (f" (step {checkpoint.step}, " if checkpoint.step is not None else " (") + \
-                f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file})"
-        lines.append(Text(f"(each restart loses the {worked.lost_progress_s / 60:.0f} min of training since the last "
-                          f"checkpoint save in the logs{which})", style="dim"))
+        span = "less than a minute" if worked < 60 else f"the {worked / 60:.0f} min"
+        lines.append(Text(f"(each restart loses {span} of training since the last checkpoint save in the logs"
+                          + (f" ({which})" if which else "") + ")", style="dim"))
     elif any(o.lost.lost_progress_s for o in plan.options):
         half = max(o.lost.lost_progress_s for o in plan.options)
-        lines.append(Text(f"(lost training assumed {half / 60:.0f} min, half the policy's checkpoint interval: no "
-                          "checkpoint save with a time in the logs)", style="dim"))
+        why = (f"the last checkpoint save in the logs ({which}) but no time for the failure" if which
+               else "no checkpoint save with a time in the logs")
+        lines.append(Text(f"(lost training assumed {half / 60:.0f} min, half the policy's checkpoint interval: {why})",
+                          style="dim"))
     if not_executed is not None:
         lines.append(Text(f"execution asked for, nothing run: {not_executed}", style="bold red"))
         mode = "not executed"

@@ -265,6 +265,7 @@ STEP_SAVED_FAST = re2.compile(STEP_SAVED)
 #: At most this many of a block's save words, from its end, are read for a checkpoint save with a time (a save line
 #: without a time of its own is skipped).
 SAVE_LINES = 16
+SAVES_KEPT = 256
 STEP_SAVED_RE = re.compile(STEP_SAVED)
 #: a save reported done (``saved``, ``wrote``), not begun (``Saving``, ``writing``: the failure may be in it)
 _SAVE_DONE = re.compile(r"(?i)(?:saved|wrote)\b")
@@ -284,6 +285,15 @@ PLATFORM_MARKS = {
     "volcano": ("volcano.sh", "vcjob", "vcctl "),
 }
 #: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
+#: Slurm's job id in its own lines: slurmstepd's ``*** JOB 48213 ON gpu-node-001 CANCELLED AT ...`` / ``*** STEP 48213.0
+#: ON ...``, ``Detected 1 oom_kill event in StepId=48213.0``, ``srun: job 48213 queued and waiting for resources``,
+#: ``SLURM_JOB_ID=48213`` in a dumped environment; and a batch job's output file ``slurm-48213.out`` (sbatch's default
+#: name, ``slurm-%j.out``; an array task's ``slurm-%A_%a.out``).
+SLURM_JOB_ID = re.compile(
+    r"\*\*\* (?:JOB|STEP) (\d{1,12})(?:[._]\d+)? ON \S+ CANCELLED|\bStepId=(\d{1,12})[._]"
+    r"|^srun: job (\d{1,12}) (?:queued|has been allocated)|\bSLURM_JOB_ID=(\d{1,12})\b", re.MULTILINE
+)
+SLURM_OUT_NAME = re.compile(r"slurm-(\d{1,12}(?:_\d{1,9})?)\.out")
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
 #: every platform mark, in order
@@ -896,6 +906,9 @@ class Extractor:
         name = src.path.rsplit("/", 1)[-1]
         if name.startswith("slurm-") and name.endswith(".out"):
             obs.platforms["slurm"] += 1
+            m_job = SLURM_OUT_NAME.fullmatch(name)
+            if m_job is not None and obs.scheduler_job_id is None:
+                obs.scheduler_job_id = m_job.group(1)
         if seen is not None:  # a mark wholly inside the head window ends by JOB_WINDOW, in the tail one starts after
             tail = max(0, rd.size - JOB_WINDOW)
             in_window = any(to <= JOB_WINDOW or to - len(m) >= tail for m in _PLATFORM_MARK_LIST for to in seen.get(m, ()))
@@ -907,6 +920,10 @@ class Extractor:
             for platform, marks in PLATFORM_MARKS.items():
                 if any(mark in t for mark in marks for t in windows):
                     obs.platforms[platform] += 1
+                    if platform == "slurm" and obs.scheduler_job_id is None:
+                        m_job = next((m for m in map(SLURM_JOB_ID.search, windows) if m is not None), None)
+                        if m_job is not None:
+                            obs.scheduler_job_id = next(g for g in m_job.groups() if g is not None)
         if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
         if not obs.trained and ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text)):  # type: ignore[operator]
@@ -993,42 +1010,35 @@ class Extractor:
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
     def _last_save(self, rd: _BlockReader, seen: dict[str, list[int]] | None) -> None:
-        """The block's last checkpoint save of a step after the first (:data:`STEP_SAVED`) with a time on its line
-        reported done (``saved``), and any later one reported begun (``Saving``), into ``progress.last_save`` and
-        ``last_saving`` when later than the ones kept. The save words come from the literal scan's marks
-        (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`; only the last :data:`SAVE_LINES`
-        of them are read: a save every step on every rank, or a log that says "writing" on every line, is still a
-        bounded cost."""
+        """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) with a time on their line, into
+        ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on every
+        rank, or a log that says "writing" on every line, is still a bounded cost). The save words come from the
+        literal scan's marks (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
         data = rd.data
         if seen is not None:
             found = sorted(to - 1 for w in SAVE_MARKS for to in seen.get(w, ()))
         else:
             found = [m.start() for m in SAVE_WORD_FAST.finditer(data)]
-        begun = False
+        saves = self.progress.saves
+        last_ls = -1
         for at in reversed(found[-SAVE_LINES:]):
             ls = data.rfind(b"\n", 0, at) + 1
+            if ls == last_ls:
+                continue
+            last_ls = ls
             le = data.find(b"\n", at)
             line = data[ls : le if le >= 0 else len(data)][:MAX_LINE_CHARS].decode("utf-8", "replace")
             m = STEP_SAVED_RE.search(line)
             if m is None or _RESUME_WORDS.search(line):
                 continue
-            done = _SAVE_DONE.match(m.group()) is not None
-            if not done and begun:
-                continue  # a later begun save is kept already; read back to a done one
             ts = self._ts(rd.attr(line).text)
             if ts is None:
                 continue
-            kept = self.progress.last_save if done else self.progress.last_saving
-            if kept is None or ts > kept[0]:
-                digits = re.findall(r"\d+", m.group())
-                seen = (ts, int(digits[-1]) if digits else None, rd.src.path)
-                if done:
-                    self.progress.last_save = seen
-                else:
-                    self.progress.last_saving = seen
-            if done:
-                break
-            begun = True
+            digits = re.findall(r"\d+", m.group())
+            saves.append((ts, int(digits[-1]) if digits else None, rd.src.path, _SAVE_DONE.match(m.group()) is not None))
+        if len(saves) > 2 * SAVES_KEPT:
+            saves.sort(key=lambda s: s[0])
+            del saves[:-SAVES_KEPT]
 
     def _step_advanced(self, line: str, step: int) -> bool:
         """True when ``line``'s shape (every digit run masked, :data:`STEP_SHAPE_DIGITS`) showed a smaller step

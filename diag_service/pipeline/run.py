@@ -153,29 +153,26 @@ def _unix(stamp: str | None) -> float | None:
 
 
 def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> CheckpointSeen | None:
-    """The latest timestamped checkpoint save the extractor saw (``progress.last_save``; a save reported only begun,
-    ``last_saving``, when training went on after it: else the failure may be in it), with the training time after
-    it: to the job's last progress line at or before its earliest evidence line's time (where a hang stopped making
-    progress, long before its timeout), else to that line. None without a save."""
+    """The checkpoint a restart resumes from, among the timestamped saves the extractor saw (``progress.saves``): the
+    latest one reported done, or reported begun when training went on after it (else the failure may be in it), at
+    or before the job stopped. The job stopped at its earliest evidence line's time, or, when no evidence line has a
+    time, at its last progress line. ``before_failure_s``: from the save to the job's last progress line at or
+    before that (a hang stops making progress long before its timeout fires). None without such a save."""
     failed = [t for t in (_unix(e.timestamp) for e in evidence) if t is not None]
-    end = min(failed) if failed else None
     stamps = [t for series in progress.series.values() for t, _ in series]
-    seen = progress.last_save
-    begun = progress.last_saving
-    if begun is not None and (seen is None or begun[0] > seen[0]) and any(
-            begun[0] < t <= (end if end is not None else t) for t in stamps):
-        seen = begun
-    if seen is None:
+    end = min(failed) if failed else (max(stamps) if stamps else None)
+    usable = [s for s in progress.saves if end is None or s[0] <= end]
+    usable = [s for s in usable if s[3] or any(s[0] < t <= (end if end is not None else t) for t in stamps)]
+    if not usable:
         return None
-    ts, step, path = seen
+    ts, step, path, _done = max(usable, key=lambda s: s[0])
     stamp = iso(ts)
     if stamp is None:
         return None
+    before = None
     if end is not None:
-        last = max((t for t in stamps if t <= end), default=None)
-        if last is not None and last >= ts:
-            end = last
-    before = round(end - ts, 3) if end is not None and end >= ts else None
+        last = max((t for t in stamps if ts <= t <= end), default=end)
+        before = round(last - ts, 3)
     return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before)
 
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
@@ -238,6 +235,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         findings=loc.findings,
         trained=progress.trained,
         last_checkpoint=checkpoint_seen(progress, loc.evidence),
+        scheduler_job_id=progress.scheduler_job_id,
         restarts=req.restarts,
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},

@@ -164,12 +164,12 @@ def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None, since_save_s: flo
     checkpoint: ``since_save_s`` when the logs show it (:attr:`Diagnosis.last_checkpoint`), else half the policy's
     checkpoint interval (a failure falls anywhere in it)."""
     c = pol.costs
-    lost = LostTime()
+    lost = LostTime(lost_progress_basis="logs" if since_save_s is not None else "policy")
     if level is not RecoveryLevel.L0:
         lost.restart_s = c.rank_restart_s if level is RecoveryLevel.L1 else c.job_restart_s
         lost.checkpoint_reload_s = c.checkpoint_reload_s
         if since_save_s is not None:
-            lost.lost_progress_s, lost.lost_progress_basis = round(since_save_s, 3), "logs"
+            lost.lost_progress_s = round(since_save_s, 3)
         else:
             lost.lost_progress_s = c.checkpoint_interval_s / 2
     if level is RecoveryLevel.L3:
@@ -208,7 +208,13 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
     rule = pol.job_ids.get(platform)
     # logs piped in (`kubectl logs POD | diag diagnose -`) without --job-id are named after the pipe, not the job
     piped = d.job_id == "stdin" and d.input.path in ("/dev/stdin", "-")
-    if rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job)):
+    logged = d.scheduler_job_id if platform == "slurm" else None
+    from_logs = False
+    if (rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job))
+            and logged is not None and re.fullmatch(rule.pattern, logged)):
+        out.append(f"# job id {logged}: from Slurm's own lines in the logs")
+        job, from_logs = logged, True
+    elif rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job)):
         # a bundle's or log's name ("run_7") is not always the platform's job id; never act on a guess
         out.append(f"# the logs came on standard input without --job-id: replace JOB_NAME with {rule.use}" if piped
                    else f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
@@ -220,6 +226,8 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
                        "replace NAMESPACE with the job's namespace")
             namespace = "NAMESPACE"
     refused = None
+    if from_logs:  # a target named by log text is shown to a person, never run by the service itself
+        refused = f"the job id {logged} comes from the logs, not from the caller: confirm it and run the commands by hand"
     if count > pol.max_nodes:
         refused = (f"this plan would act on {count} nodes, more than the policy allows (max_nodes {pol.max_nodes}); "
                    "confirm the nodes and run the commands by hand")
