@@ -233,6 +233,9 @@ class CheckpointSeen(BaseModel):
     timestamp: str = Field(description="ISO-8601 time of the save line (UTC if the log gave no zone).")
     step: int | None = Field(default=None, description="The step or iteration saved, when the line names it.")
     file: str = Field(description="Path of the file inside the bundle holding the line.")
+    kind: Literal["saved", "resumed"] = Field(default="saved", description=(
+        "'saved': the run wrote it; 'resumed': the run started from it (``Resuming from checkpoint at step 500``) and "
+        "saved nothing later."))
     before_failure_s: float | None = Field(default=None, description=(
         "Seconds of training after the save and before the job stopped progressing (its last progress line before "
         "the first failure line, else that line); None when the failure has no time or came before the save."))

@@ -78,11 +78,18 @@ def test_without_a_save_in_the_logs_the_policy_interval_is_said_to_be_assumed(tm
     assert d.last_checkpoint is None
     l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
     assert l2.lost_progress_basis == "policy" and l2.lost_progress_s == 1800
-    # a resume line names a step but is no save of this run
+    # a resume line is no save of this run, but it is the checkpoint a restart goes back to when nothing was saved
+    # after it (a new user's trial: six hours of steps after the resume, and the report assumed 30 min)
     (tmp_path / "r").mkdir()
     d2 = _run(tmp_path / "r", _line("09:59:00", 0, "Resuming from checkpoint saved at step 500") + _steps(0, 47, 500)
               + OOM)
-    assert d2.last_checkpoint is None
+    assert d2.last_checkpoint is not None and d2.last_checkpoint.kind == "resumed" and d2.last_checkpoint.step == 500
+    assert d2.last_checkpoint.before_failure_s == 48 * 60  # 09:59:00 to the last step line, 10:47:00
+    # HF's model loading bar names no step: no checkpoint
+    (tmp_path / "h").mkdir()
+    d3 = _run(tmp_path / "h", _line("09:59:00", 0, "Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00]")
+              + _steps(0, 47, 0) + OOM)
+    assert d3.last_checkpoint is None
 
 
 def test_the_literal_scan_and_re2_find_the_same_last_save(monkeypatch) -> None:
@@ -117,7 +124,7 @@ def test_the_literal_scan_and_re2_find_the_same_last_save(monkeypatch) -> None:
     monkeypatch.setattr(ev, "BUILD_AFTER_BYTES", 1 << 60)
     by_re2 = run()
     assert sorted(scanned.saves) == sorted(by_re2.saves)
-    assert [(s[1], s[3]) for s in sorted(scanned.saves)] == [(200, True), (300, False)]
+    assert [(s[1], s[3]) for s in sorted(scanned.saves)] == [(200, "saved"), (300, "begun")]
 
 
 def test_the_save_is_the_last_one_before_the_failure_and_an_untimed_failure_ends_at_the_last_step(tmp_path: Path) -> None:

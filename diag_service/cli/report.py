@@ -160,7 +160,9 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
             f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file}"
     if worked is not None:
         span = "less than a minute" if worked < 60 else f"the {worked / 60:.0f} min"
-        lines.append(Text(f"(each restart loses {span} of training since the last checkpoint save in the logs"
+        since = ("the checkpoint the run resumed from (nothing saved after it)"
+                 if checkpoint is not None and checkpoint.kind == "resumed" else "the last checkpoint save in the logs")
+        lines.append(Text(f"(each restart loses {span} of training since {since}"
                           + (f" ({which})" if which else "") + ")", style="dim"))
     elif any(o.lost.lost_progress_s for o in plan.options):
         half = max(o.lost.lost_progress_s for o in plan.options)

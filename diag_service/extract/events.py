@@ -267,6 +267,15 @@ STEP_SAVED_FAST = re2.compile(STEP_SAVED)
 SAVE_LINES = 16
 SAVES_KEPT = 256
 STEP_SAVED_RE = re.compile(STEP_SAVED)
+#: A run starting from a step's checkpoint (``Resuming from checkpoint at step 500``, Trainer's ``Continuing training
+#: from global step 500``, DeepSpeed's ``loading checkpoint ... global_step500``, Megatron's ``successfully loaded
+#: checkpoint from ... at iteration 1000``, Lightning's ``Restoring states from the checkpoint path at
+#: .../epoch=3-step=5000.ckpt``, torchtitan's ``Loading the checkpoint at step 500``): the checkpoint a restart goes
+#: back to when nothing is saved after it. Not HF's ``Loading checkpoint shards: 2/2`` (no step).
+RESUMED_FROM = re.compile(
+    r"(?i)\b(?:resum(?:e|ed|es|ing)|continuing training|load(?:ed|ing)|restor(?:e|ed|es|ing))\b[^\n]{0,200}?"
+    r"\b(?:global_)?(?:step|iter(?:ation)?|ckpt|checkpoint)(?:[-_=]|\s*[=:]?\s*)0*([1-9]\d{0,11})\b"
+)
 #: a save reported done (``saved``, ``wrote``), not begun (``Saving``, ``writing``: the failure may be in it)
 _SAVE_DONE = re.compile(r"(?i)(?:saved|wrote)\b")
 #: a line about resuming or loading a step's state, not a step taken (Trainer's "Continuing training from global
@@ -313,8 +322,11 @@ _SCAN_OPTIONS.max_mem = 256 << 20
 _SCAN_OPTIONS.never_capture = True
 #: the words a save line starts from: the literal scan's marks (:data:`SCAN_MARKS`, found in its one pass over an
 #: ASCII block), else this RE2 scan (0.7 GB/s on this host: a second pass over the bench bundle cost 0.4 s)
-SAVE_MARKS = ("saved", "Saved", "SAVED", "saving", "Saving", "SAVING", "wrote", "Wrote", "writing", "Writing")
-SAVE_WORD_FAST = re2.compile("|".join(SAVE_MARKS), _SCAN_OPTIONS)
+SAVE_MARKS = ("saved", "Saved", "SAVED", "saving", "Saving", "SAVING", "wrote", "Wrote", "writing", "Writing",
+              # a run resuming from a checkpoint: what a restart goes back to when nothing was saved after it
+              "Resum", "resum", "RESUM", "Continuing training", "oading checkpoint", "oaded checkpoint",
+              "oading the checkpoint", "Restor", "restor")
+SAVE_WORD_FAST = re2.compile("|".join(re2.escape(m) for m in SAVE_MARKS), _SCAN_OPTIONS)
 PREFILTER_FAST = re2.compile("(?m)" + PREFILTER.pattern, _SCAN_OPTIONS)
 #: the alternatives of each pre-filter union built here, by its pattern (for literal_scan.LiteralScan)
 _UNION_PARTS: dict[str, tuple[str, ...]] = {PREFILTER_FAST.pattern: PREFILTER_PARTS}
@@ -1010,10 +1022,11 @@ class Extractor:
             self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
 
     def _last_save(self, rd: _BlockReader, seen: dict[str, list[int]] | None) -> None:
-        """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) with a time on their line, into
-        ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on every
-        rank, or a log that says "writing" on every line, is still a bounded cost). The save words come from the
-        literal scan's marks (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
+        """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
+        (:data:`RESUMED_FROM`) with a time on their line, into ``progress.saves``: the last :data:`SAVE_LINES` save
+        words of the block are read (a save every step on every rank, or a log that says "writing" on every line, is
+        still a bounded cost). The save words come from the literal scan's marks (``seen``,
+        :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
         data = rd.data
         if seen is not None:
             found = sorted(to - 1 for w in SAVE_MARKS for to in seen.get(w, ()))
@@ -1028,14 +1041,20 @@ class Extractor:
             last_ls = ls
             le = data.find(b"\n", at)
             line = data[ls : le if le >= 0 else len(data)][:MAX_LINE_CHARS].decode("utf-8", "replace")
-            m = STEP_SAVED_RE.search(line)
-            if m is None or _RESUME_WORDS.search(line):
+            r = RESUMED_FROM.search(line)
+            m = None if r is not None else STEP_SAVED_RE.search(line)
+            if r is None and (m is None or _RESUME_WORDS.search(line)):
                 continue
             ts = self._ts(rd.attr(line).text)
             if ts is None:
                 continue
+            if r is not None:
+                saves.append((ts, int(r.group(1)), rd.src.path, "resumed"))
+                continue
+            assert m is not None
             digits = re.findall(r"\d+", m.group())
-            saves.append((ts, int(digits[-1]) if digits else None, rd.src.path, _SAVE_DONE.match(m.group()) is not None))
+            kind = "saved" if _SAVE_DONE.match(m.group()) is not None else "begun"
+            saves.append((ts, int(digits[-1]) if digits else None, rd.src.path, kind))
         if len(saves) > 2 * SAVES_KEPT:
             saves.sort(key=lambda s: s[0])
             del saves[:-SAVES_KEPT]

@@ -154,18 +154,19 @@ def _unix(stamp: str | None) -> float | None:
 
 def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> CheckpointSeen | None:
     """The checkpoint a restart resumes from, among the timestamped saves the extractor saw (``progress.saves``): the
-    latest one reported done, or reported begun when training went on after it (else the failure may be in it), at
-    or before the job stopped. The job stopped at its earliest evidence line's time, or, when no evidence line has a
-    time, at its last progress line. ``before_failure_s``: from the save to the job's last progress line at or
-    before that (a hang stops making progress long before its timeout fires). None without such a save."""
+    latest one reported done, or reported begun when training went on after it (else the failure may be in it), or
+    the one the run itself resumed from when it saved nothing later, at or before the job stopped. The job stopped
+    at its earliest evidence line's time, or, when no evidence line has a time, at its last progress line.
+    ``before_failure_s``: from the save to the job's last progress line at or before that (a hang stops making
+    progress long before its timeout fires). None without such a save."""
     failed = [t for t in (_unix(e.timestamp) for e in evidence) if t is not None]
     stamps = [t for series in progress.series.values() for t, _ in series]
     end = min(failed) if failed else (max(stamps) if stamps else None)
     usable = [s for s in progress.saves if end is None or s[0] <= end]
-    usable = [s for s in usable if s[3] or any(s[0] < t <= (end if end is not None else t) for t in stamps)]
+    usable = [s for s in usable if s[3] != "begun" or any(s[0] < t <= (end if end is not None else t) for t in stamps)]
     if not usable:
         return None
-    ts, step, path, _done = max(usable, key=lambda s: s[0])
+    ts, step, path, kind = max(usable, key=lambda s: s[0])
     stamp = iso(ts)
     if stamp is None:
         return None
@@ -173,7 +174,8 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
     if end is not None:
         last = max((t for t in stamps if ts <= t <= end), default=end)
         before = round(last - ts, 3)
-    return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before)
+    return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before,
+                          kind="resumed" if kind == "resumed" else "saved")
 
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
     """Diagnose one job's log bundle.
