@@ -293,7 +293,6 @@ PLATFORM_MARKS = {
     "kubernetes": ("kubectl ", "kubelet", "OOMKilled", "PyTorchJob", "training.kubeflow.org"),
     "volcano": ("volcano.sh", "vcjob", "vcctl "),
 }
-#: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 #: Slurm's job id in its own lines: slurmstepd's ``*** JOB 48213 ON gpu-node-001 CANCELLED AT ...`` / ``*** STEP 48213.0
 #: ON ...``, ``Detected 1 oom_kill event in StepId=48213.0``, ``srun: job 48213 queued and waiting for resources``,
 #: ``SLURM_JOB_ID=48213`` in a dumped environment; and a batch job's output file ``slurm-48213.out`` (sbatch's default
@@ -303,6 +302,7 @@ SLURM_JOB_ID = re.compile(
     r"|^srun: job (\d{1,12}) (?:queued|has been allocated)|\bSLURM_JOB_ID=(\d{1,12})\b", re.MULTILINE
 )
 SLURM_OUT_NAME = re.compile(r"slurm-(\d{1,12}(?:_\d{1,9})?)\.out")
+#: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
 #: every platform mark, in order
@@ -1042,19 +1042,19 @@ class Extractor:
             le = data.find(b"\n", at)
             line = data[ls : le if le >= 0 else len(data)][:MAX_LINE_CHARS].decode("utf-8", "replace")
             r = RESUMED_FROM.search(line)
-            m = None if r is not None else STEP_SAVED_RE.search(line)
-            if r is None and (m is None or _RESUME_WORDS.search(line)):
-                continue
-            ts = self._ts(rd.attr(line).text)
-            if ts is None:
-                continue
             if r is not None:
-                saves.append((ts, int(r.group(1)), rd.src.path, "resumed"))
-                continue
-            assert m is not None
-            digits = re.findall(r"\d+", m.group())
-            kind = "saved" if _SAVE_DONE.match(m.group()) is not None else "begun"
-            saves.append((ts, int(digits[-1]) if digits else None, rd.src.path, kind))
+                step: int | None = int(r.group(1))
+                kind = "resumed"
+            else:
+                m = STEP_SAVED_RE.search(line)
+                if m is None or _RESUME_WORDS.search(line):
+                    continue
+                digits = re.findall(r"\d+", m.group())
+                step = int(digits[-1]) if digits else None
+                kind = "saved" if _SAVE_DONE.match(m.group()) is not None else "begun"
+            ts = self._ts(rd.attr(line).text)
+            if ts is not None:
+                saves.append((ts, step, rd.src.path, kind))
         if len(saves) > 2 * SAVES_KEPT:
             saves.sort(key=lambda s: s[0])
             del saves[:-SAVES_KEPT]

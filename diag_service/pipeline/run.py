@@ -7,6 +7,8 @@ time spent upstream.
 
 from __future__ import annotations
 
+import bisect
+import math
 import time
 from collections.abc import Iterator
 from functools import lru_cache
@@ -159,11 +161,18 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
     at its earliest evidence line's time, or, when no evidence line has a time, at its last progress line.
     ``before_failure_s``: from the save to the job's last progress line at or before that (a hang stops making
     progress long before its timeout fires). None without such a save."""
+    if not progress.saves:
+        return None
     failed = [t for t in (_unix(e.timestamp) for e in evidence) if t is not None]
-    stamps = [t for series in progress.series.values() for t, _ in series]
-    end = min(failed) if failed else (max(stamps) if stamps else None)
-    usable = [s for s in progress.saves if end is None or s[0] <= end]
-    usable = [s for s in usable if s[3] != "begun" or any(s[0] < t <= (end if end is not None else t) for t in stamps)]
+    stamps = sorted(t for series in progress.series.values() for t, _ in series)
+    end = min(failed) if failed else (stamps[-1] if stamps else None)
+    limit = end if end is not None else math.inf
+
+    def progress_after(t0: float) -> bool:  # a progress line after t0, at or before the end
+        i = bisect.bisect_right(stamps, t0)
+        return i < len(stamps) and stamps[i] <= limit
+
+    usable = [s for s in progress.saves if s[0] <= limit and (s[3] != "begun" or progress_after(s[0]))]
     if not usable:
         return None
     ts, step, path, kind = max(usable, key=lambda s: s[0])
@@ -172,7 +181,8 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
         return None
     before = None
     if end is not None:
-        last = max((t for t in stamps if ts <= t <= end), default=end)
+        i = bisect.bisect_right(stamps, end)  # the last progress line at or before the end, if it is after the save
+        last = stamps[i - 1] if i > 0 and stamps[i - 1] >= ts else end
         before = round(last - ts, 3)
     return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before,
                           kind="resumed" if kind == "resumed" else "saved")
