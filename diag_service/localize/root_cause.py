@@ -622,16 +622,12 @@ def localize(
                     rank_ts[r] = min(t, rank_ts.get(r, t))
         waiting = _cascade(primary, sigs) == "peer_loss"  # the rank that reports it waited for another
         hang_root = primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks  # on no rank's line
-        if waiting and primary.failure_mode is FailureMode.FAIL_HANG:
-            # a hang cause read from the waiting ranks' reports (main_process_first): the rank they waited for
-            absent, why = _reported_absentees([primary, *symptoms], ranks_seen | world, sigs)
-            first_rank = absent[0] if len(absent) == 1 else None
-            if first_rank is not None and why:
-                findings.append(why)
-        elif hang_root:
-            # a hang's cause on a line no rank wrote (a debugger's prompt): the rank is the one its peers waited
-            # for, when their reports tell; the first to exit is a waiting rank, so the launcher's table does not
-            absent, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
+        if (waiting and primary.failure_mode is FailureMode.FAIL_HANG) or hang_root:
+            # the rank the others waited for, when their reports tell: a hang cause read from the waiting ranks'
+            # reports (main_process_first), or one on a line no rank wrote (a debugger's prompt), where the first
+            # to exit is a waiting rank, so the launcher's table does not tell
+            reports = [primary, *symptoms] if waiting else symptoms
+            absent, why = _reported_absentees(reports, ranks_seen | world, sigs, world_known=bool(world) and not waiting)
             first_rank = absent[0] if len(absent) == 1 else None
             if first_rank is not None and why:
                 findings.append(why)

@@ -35,7 +35,7 @@ from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
-from diag_service.logformat import iso
+from diag_service.logformat import iso, parse_timestamp
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.recovery.recommend import facts_of
 from diag_service.redact import redact_events
@@ -142,18 +142,6 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
 
 
 
-def _unix(stamp: str | None) -> float | None:
-    if stamp is None:
-        return None
-    import datetime as _dt
-
-    try:
-        t = _dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return (t if t.tzinfo else t.replace(tzinfo=_dt.UTC)).timestamp()
-
-
 def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> CheckpointSeen | None:
     """The checkpoint a restart resumes from, among the timestamped saves the extractor saw (``progress.saves``): the
     latest one reported done, or reported begun when training went on after it (else the failure may be in it), or
@@ -163,7 +151,7 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
     progress long before its timeout fires). None without such a save."""
     if not progress.saves:
         return None
-    failed = [t for t in (_unix(e.timestamp) for e in evidence) if t is not None]
+    failed = [t for t in (parse_timestamp(e.timestamp, 1970) for e in evidence if e.timestamp) if t is not None]
     stamps = sorted(t for series in progress.series.values() for t, _ in series)
     end = min(failed) if failed else (stamps[-1] if stamps else None)
     limit = end if end is not None else math.inf
