@@ -307,3 +307,47 @@ def test_an_unspecified_launch_failure_alone_is_a_suspect_on_its_rank(tmp_path: 
         assert d.category is Category.UNKNOWN, d.root_cause.summary
         assert "unspecified launch failure" in d.root_cause.summary.lower()
         assert d.first_failing_rank == 9, name
+
+
+SLURM_OOM = """\
+[2026-12-04 09:25:00,000][rank 0][INFO] step 1000 loss 1.48
+[2026-12-04 09:25:00,010][rank 1][INFO] step 1000 loss 1.48
+slurmstepd: error: Detected 1 oom_kill event in StepId=48213.0. Some of the step tasks have been OOM Killed.
+srun: error: gpu-node-002: task 1: Killed
+srun: Terminating StepId=48213.0
+slurmstepd: error: *** STEP 48213.0 ON gpu-node-001 CANCELLED AT 2026-12-04T09:27:43 ***
+srun: error: gpu-node-001: task 0: Terminated
+srun: Force Terminated StepId=48213.0
+"""
+
+
+def test_a_stepwide_oom_line_takes_the_rank_srun_says_was_killed(tmp_path: Path) -> None:
+    """Slurm's "Detected 1 oom_kill event in StepId" names no task; srun's "task 1: Killed" (the same cause, on one
+    rank) does, and the other task's "Terminated" is the step's cancellation (Slurm's srun/slurmstepd wording)."""
+    (tmp_path / "slurm-48213.out").write_text(SLURM_OOM)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.HOST_OOM
+    assert d.first_failing_rank == 1
+    assert "on rank 1" in d.root_cause.summary and "on 1 other rank(s)" in d.root_cause.summary
+    # with two tasks killed by the same signal, neither is singled out
+    (tmp_path / "slurm-48213.out").write_text(SLURM_OOM.replace("task 0: Terminated", "task 0: Killed"))
+    assert diagnose(DiagnoseRequest(path=str(tmp_path))).first_failing_rank is None
+
+
+def test_the_fallback_summary_does_not_call_the_agents_sigterm_an_error(tmp_path: Path) -> None:
+    from diag_service.llm.fallback import fallback_summary
+    from diag_service.llm.pack import build_evidence_pack
+
+    (tmp_path / "console.log").write_text(
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/workspace/train.py", line 88, in <module>\n'
+        "[rank1]:     loss.backward()\n"
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
+        "of 79.15 GiB of which 1.21 GiB is free.\n"
+        "W1204 09:25:01.000000 140300 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 140301 "
+        "closing signal SIGTERM\n"
+    )
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.GPU_OOM and d.first_failing_rank == 1
+    text = fallback_summary(build_evidence_pack(d))[0]
+    assert "closing signal SIGTERM" in text and "error" not in text.lower().replace("outofmemoryerror", "")

@@ -54,10 +54,12 @@ def fallback_summary(pack: EvidencePack) -> tuple[str, list[str]]:
     cascade = [i for i in pack.items if i.kind == "cascade"][:3]
     if cascade and len(sentences) < 3:
         others = f.get("other_failed_ranks")
-        who = f"the {others} other rank(s)" if isinstance(others, int) and others else "other ranks"
-        after = f" after rank {rank}" if rank is not None else ""
-        sentences.append((f"The errors on {who}{after} (such as \"{_excerpt(cascade[0].text, 90)}\") are consequences "
-                          "of the first failure", [i.id for i in cascade]))
+        on = f", on {others} other rank(s)," if isinstance(others, int) and others else ""
+        after = f" rank {rank}'s failure" if rank is not None else " the first failure"
+        # (neutral words: a cascade item can be the launcher's own action, "Sending process N closing signal
+        # SIGTERM", not an error of another rank)
+        sentences.append((f"What the logs show after{after}{on} (such as \"{_excerpt(cascade[0].text, 90)}\") "
+                          "follows from it", [i.id for i in cascade]))
     similar = _first(pack, "similar")
     if similar is not None and len(sentences) < 3:
         title = similar.text.split(":", 1)[0]

@@ -650,6 +650,13 @@ def localize(
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
+        if first_rank is None and not primary.ranks and not waiting:
+            # A cause stated on no rank's line (Slurm's "Detected 1 oom_kill event in StepId=...", the kernel's
+            # OOM report) whose own effect the launcher states for one rank ("srun: error: node: task 1:
+            # Killed"): a root of the same category on exactly one rank is that rank.
+            same = {r for h in corroborating for r in h.ranks}
+            if len(same) == 1:
+                first_rank = next(iter(same))
         # a hang's reporter (Horovod's coordinator, rank 0) is not its culprit: the rank it names as missing is
         absent = _one_named_missing(hits)
         lone = _lone_submitter(hits, progress.world_size, ranks_seen | progress.ranks) if absent is None else None
