@@ -34,6 +34,7 @@ from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
 from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
+from diag_service.limits import LIMITS
 from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
 from diag_service.logformat import iso, parse_timestamp
 from diag_service.recovery import History, Policy, load_policy, recommend
@@ -208,7 +209,9 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     t0 = time.perf_counter()
     hits, per_group = match_signatures(groups, sigs)
     timings["signatures"] = time.perf_counter() - t0
-    ranks_seen = {r for g in groups for r in g.ranks} | progress.ranks
+    # (a rank that only logged training progress, e.g. ``[time][rank 3][INFO] step 400``, is a rank of the job too)
+    ranks_seen = ({r for g in groups for r in g.ranks} | progress.ranks
+                  | {k[1] for k in progress.series if k[1] is not None and 0 <= k[1] <= LIMITS.max_rank})
     nodes_seen = {n for g in groups for n in g.nodes}
     t0 = time.perf_counter()
     loc = localize(groups, hits, per_group, progress, sigs, ranks_seen, nodes_seen)

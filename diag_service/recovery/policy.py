@@ -57,6 +57,9 @@ class When(BaseModel):
     max_confidence: float | None = Field(default=None, ge=0, le=1)
     has_faulty_nodes: bool | None = None
     has_evidence: bool | None = None  # any failure event, signature hit, hang or slow finding
+    #: the logs show a process of the job ending: an exit code or signal, a launcher's failure table
+    #: (events of kind ``exit`` or ``elastic_summary``)
+    exited: bool | None = None
     summary_matches: str | None = None
     job_restarts_at_least: int | None = Field(default=None, ge=0)
     same_cause_restarts_at_least: int | None = Field(default=None, ge=0)

@@ -23,6 +23,7 @@ from diag_service.domain import (
     REPEAT_OFFENDER,
     RESTART_STORM,
     Diagnosis,
+    EventKind,
     LostTime,
     RecoveryLevel,
     RecoveryOption,
@@ -120,6 +121,10 @@ def facts_of(d: Diagnosis, pol: Policy, history: History | None = None, now: flo
     return facts
 
 
+#: event kinds that show a process of the job ending (``When.exited``)
+_EXITED = frozenset({EventKind.EXIT, EventKind.ELASTIC_SUMMARY})
+
+
 def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -> bool:
     w = rule.when
     if w.failure_mode is not None and d.failure_mode not in w.failure_mode:
@@ -143,6 +148,8 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
     if w.has_faulty_nodes is not None and bool(d.faulty_nodes) != w.has_faulty_nodes:
         return False
     if w.has_evidence is not None and d.has_evidence() != w.has_evidence:
+        return False
+    if w.exited is not None and any(e.kind in _EXITED for e in d.events) != w.exited:
         return False
     if w.summary_matches is not None:
         text = d.root_cause.summary + " " + " ".join(d.findings)
