@@ -351,3 +351,31 @@ def test_the_fallback_summary_does_not_call_the_agents_sigterm_an_error(tmp_path
     assert d.category is Category.GPU_OOM and d.first_failing_rank == 1
     text = fallback_summary(build_evidence_pack(d))[0]
     assert "closing signal SIGTERM" in text and "error" not in text.lower().replace("outofmemoryerror", "")
+
+
+def test_a_logdir_trees_failing_folder_names_the_rank_on_one_node(tmp_path: Path) -> None:
+    """torchrun --log-dir: ``attempt_0/<local_rank>/stderr.log`` (DefaultLogsSpecs). One agent's tree and no global
+    rank anywhere: the folder of the stderr that holds the OOM is the rank; with two nodes' trees it is only a
+    local rank."""
+    oom = ("Traceback (most recent call last):\n"
+           '  File "/workspace/train.py", line 88, in <module>\n    loss.backward()\n'
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+           "79.15 GiB of which 1.21 GiB is free.\n")
+    for local in (0, 1):
+        d = tmp_path / "run" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text("[2026-12-04 10:25:00,000][INFO] step 350 loss 1.7200\n")
+        (d / "stderr.log").write_text(oom if local == 1 else "")
+    d1 = diagnose(DiagnoseRequest(path=str(tmp_path / "run")))
+    assert d1.category is Category.GPU_OOM and d1.first_failing_rank == 1
+    assert "on rank 1" in d1.root_cause.summary
+    two = tmp_path / "two"
+    for node in ("gpu-node-001", "gpu-node-002"):
+        for local in (0, 1):
+            d = two / node / "attempt_0" / str(local)
+            d.mkdir(parents=True)
+            (d / "stdout.log").write_text("[2026-12-04 10:25:00,000][INFO] step 350 loss 1.7200\n")
+            (d / "stderr.log").write_text(oom if (node, local) == ("gpu-node-002", 1) else "")
+    d2 = diagnose(DiagnoseRequest(path=str(two)))
+    assert d2.category is Category.GPU_OOM and d2.first_failing_rank is None
+    assert "local rank 1" in d2.root_cause.summary and "gpu-node-002" in d2.root_cause.summary
