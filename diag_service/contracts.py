@@ -98,10 +98,11 @@ class ProgressLog:
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
     ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
     start banner, torchelastic's "will restart worker group"), first 1,024.
-    ``saves``: checkpoint saves of a training step and resumptions from one with a time on their line (``STEP_SAVED``,
-    ``RESUMED_FROM``), the last few of each block: ``(unix seconds, step or None, file path, kind)``, ``kind``
-    ``saved``, ``begun`` (``Saving``, ``writing``: it may not have completed) or ``resumed``; the latest 256 by time
-    are kept.
+    ``saves``: checkpoint saves of a training step and resumptions from one with a time on their line or a few lines
+    above (``STEP_SAVED``, ``RESUMED_FROM``), the last few of each block: ``(unix seconds, step or None, file path,
+    kind, approx)``, ``kind`` ``saved``, ``begun`` (``Saving``, ``writing``: it may not have completed) or
+    ``resumed``; ``approx``: the line had no time of its own (the time is an earlier line's, a lower bound); the latest
+    256 by time are kept.
     ``scheduler_job_id``: the Slurm job id the logs state (``diag_service.extract.events.SLURM_JOB_ID``), the first seen.
     """
 
@@ -119,7 +120,7 @@ class ProgressLog:
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
     launches: list[float] = field(default_factory=list)
-    saves: list[tuple[float, int | None, str, str]] = field(default_factory=list)
+    saves: list[tuple[float, int | None, str, str, bool]] = field(default_factory=list)
     scheduler_job_id: str | None = None
 
     def platform(self) -> str | None:

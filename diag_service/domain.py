@@ -231,6 +231,9 @@ class CheckpointSeen(BaseModel):
     """The latest checkpoint save of a training step that the logs show with a time."""
 
     timestamp: str = Field(description="ISO-8601 time of the save line (UTC if the log gave no zone).")
+    timestamp_approx: bool = Field(default=False, description=(
+        "The save line had no time of its own: ``timestamp`` is the closest line above it that has one (a lower "
+        "bound; ``before_failure_s`` is then an upper bound)."))
     step: int | None = Field(default=None, description="The step or iteration saved, when the line names it.")
     file: str = Field(description="Path of the file inside the bundle holding the line.")
     kind: Literal["saved", "resumed"] = Field(default="saved", description=(

@@ -144,3 +144,20 @@ def test_the_save_is_the_last_one_before_the_failure_and_an_untimed_failure_ends
     assert d2.last_checkpoint is not None and d2.last_checkpoint.before_failure_s == 14 * 60 + 57
     l2 = next(o.lost for o in d2.recovery.options if o.level is RecoveryLevel.L2)
     assert l2.lost_progress_basis == "logs" and l2.lost_progress_s == 14 * 60 + 57
+
+
+def test_a_save_line_without_a_time_takes_its_writers_last_earlier_time(tmp_path: Path) -> None:
+    """A bare ``saved /ckpt/step_000200.pt`` printed between logging calls (a new user's trial) is dated by the line
+    above it, a lower bound that the report words as "at or after"; the lost training is then an upper bound."""
+    text = (_steps(0, 10, 0) + "saved /ckpt/step_000200.pt\n" + _steps(11, 25, 110) + OOM)
+    d = _run(tmp_path, text)
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 200
+    assert d.last_checkpoint.timestamp_approx is True
+    assert d.last_checkpoint.timestamp.startswith("2026-12-04T10:10:00")
+    l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis == "logs" and l2.lost_progress_s == d.last_checkpoint.before_failure_s
+    # a save with its own time is not approximate
+    (tmp_path / "t").mkdir()
+    timed = _run(tmp_path / "t", _steps(0, 10, 0) + _line("10:10:03", 0, "saved /ckpt/step_000200.pt")
+                 + _steps(11, 25, 110) + OOM)
+    assert timed.last_checkpoint is not None and timed.last_checkpoint.timestamp_approx is False

@@ -157,6 +157,7 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
     which = ""
     if checkpoint is not None:
         which = (f"step {checkpoint.step}, " if checkpoint.step is not None else "") + \
+            ("at or after " if checkpoint.timestamp_approx else "") + \
             f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file}"
     if worked is not None:
         span = "less than a minute" if worked < 60 else f"the {worked / 60:.0f} min"

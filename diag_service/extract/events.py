@@ -262,10 +262,10 @@ STEP_SAVED = (
     r"(?:[-_]|\s*[=:]?\s*)0*[1-9]\d*\b"
 )
 STEP_SAVED_FAST = re2.compile(STEP_SAVED)
-#: At most this many of a block's save words, from its end, are read for a checkpoint save with a time (a save line
-#: without a time of its own is skipped).
+#: At most this many of a block's save words, from its end, are read for a checkpoint save with a time.
 SAVE_LINES = 16
 SAVES_KEPT = 256
+
 STEP_SAVED_RE = re.compile(STEP_SAVED)
 #: A run starting from a step's checkpoint (``Resuming from checkpoint at step 500``, Trainer's ``Continuing training
 #: from global step 500``, DeepSpeed's ``loading checkpoint ... global_step500``, Megatron's ``successfully loaded
@@ -1023,8 +1023,8 @@ class Extractor:
 
     def _last_save(self, rd: _BlockReader, seen: dict[str, list[int]] | None) -> None:
         """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
-        (:data:`RESUMED_FROM`) with a time on their line, into ``progress.saves``: the last :data:`SAVE_LINES` save
-        words of the block are read (a save every step on every rank, or a log that says "writing" on every line, is
+        (:data:`RESUMED_FROM`) with a time on their line or their writer's last earlier one (:meth:`_ts_before`),
+        into ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on every rank, or a log that says "writing" on every line, is
         still a bounded cost). The save words come from the literal scan's marks (``seen``,
         :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
         data = rd.data
@@ -1052,9 +1052,15 @@ class Extractor:
                 digits = re.findall(r"\d+", m.group())
                 step = int(digits[-1]) if digits else None
                 kind = "saved" if _SAVE_DONE.match(m.group()) is not None else "begun"
-            ts = self._ts(rd.attr(line).text)
+            att = rd.attr(line)
+            ts = self._ts(att.text)
+            approx = False
+            if ts is None:
+                # a save line without a time of its own (``saved /ckpt/step_000200.pt`` printed bare) takes its
+                # writer's last earlier time, as an event does (:meth:`_ts_before`): a lower bound
+                ts, approx = self._ts_before(rd, ls, _who(rd.src, att)), True
             if ts is not None:
-                saves.append((ts, step, rd.src.path, kind))
+                saves.append((ts, step, rd.src.path, kind, approx))
         if len(saves) > 2 * SAVES_KEPT:
             saves.sort(key=lambda s: s[0])
             del saves[:-SAVES_KEPT]

@@ -164,7 +164,7 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
     usable = [s for s in progress.saves if s[0] <= limit and (s[3] != "begun" or progress_after(s[0]))]
     if not usable:
         return None
-    ts, step, path, kind = max(usable, key=lambda s: s[0])
+    ts, step, path, kind, approx = max(usable, key=lambda s: s[0])
     stamp = iso(ts)
     if stamp is None:
         return None
@@ -173,7 +173,7 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
         i = bisect.bisect_right(stamps, end)  # the last progress line at or before the end, if it is after the save
         last = stamps[i - 1] if i > 0 and stamps[i - 1] >= ts else end
         before = round(last - ts, 3)
-    return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before,
+    return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before, timestamp_approx=approx,
                           kind="resumed" if kind == "resumed" else "saved")
 
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
