@@ -1024,6 +1024,10 @@ class Extractor:
     def _last_save(self, rd: _BlockReader, seen: dict[str, list[int]] | None) -> None:
         """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
         (:data:`RESUMED_FROM`) with a time on their line or their writer's last earlier one (:meth:`_ts_before`),
+        into ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on
+        every rank, or a log that says "writing" on every line, is still a bounded cost). The save words come from
+        the literal scan's marks (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
+        (:data:`RESUMED_FROM`) with a time on their line or their writer's last earlier one (:meth:`_ts_before`),
         into ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on every rank, or a log that says "writing" on every line, is
         still a bounded cost). The save words come from the literal scan's marks (``seen``,
         :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
