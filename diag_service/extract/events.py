@@ -1026,11 +1026,7 @@ class Extractor:
         (:data:`RESUMED_FROM`) with a time on their line or their writer's last earlier one (:meth:`_ts_before`),
         into ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on
         every rank, or a log that says "writing" on every line, is still a bounded cost). The save words come from
-        the literal scan's marks (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
-        (:data:`RESUMED_FROM`) with a time on their line or their writer's last earlier one (:meth:`_ts_before`),
-        into ``progress.saves``: the last :data:`SAVE_LINES` save words of the block are read (a save every step on every rank, or a log that says "writing" on every line, is
-        still a bounded cost). The save words come from the literal scan's marks (``seen``,
-        :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
+        the literal scan's marks (``seen``, :meth:`_candidate_starts`), else from :data:`SAVE_WORD_FAST`."""
         data = rd.data
         if seen is not None:
             found = sorted(to - 1 for w in SAVE_MARKS for to in seen.get(w, ()))
