@@ -239,6 +239,10 @@ class CheckpointSeen(BaseModel):
     kind: Literal["saved", "resumed"] = Field(default="saved", description=(
         "'saved': the run wrote it; 'resumed': the run started from it (``Resuming from checkpoint at step 500``) and "
         "saved nothing later."))
+    unsure_timestamp: str | None = Field(default=None, description=(
+        "A later save reported done but not counted, because the failure is the storage's and no training step "
+        "followed it (the rest of that checkpoint may not have been written): its ISO-8601 time."))
+    unsure_step: int | None = Field(default=None, description="That later save's step, when its line names it.")
     before_failure_s: float | None = Field(default=None, description=(
         "Seconds of training after the save and before the job stopped progressing (its last progress line before "
         "the first failure line, else that line); None when the failure has no time or came before the save."))

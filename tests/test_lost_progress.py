@@ -161,3 +161,28 @@ def test_a_save_line_without_a_time_takes_its_writers_last_earlier_time(tmp_path
     timed = _run(tmp_path / "t", _steps(0, 10, 0) + _line("10:10:03", 0, "saved /ckpt/step_000200.pt")
                  + _steps(11, 25, 110) + OOM)
     assert timed.last_checkpoint is not None and timed.last_checkpoint.timestamp_approx is False
+
+
+def test_a_save_reported_done_right_before_the_disk_filled_is_not_counted(tmp_path: Path) -> None:
+    """A ``saved`` line and then No space left on device before any further step (a new user's trial: "less than a
+    minute" lost while the fix hint said the last checkpoint may be partial): the previous save is the one to resume
+    from, and the report says why the later one is passed over. After an OOM the same save counts."""
+    text = (_steps(0, 20, 0) + _line("10:20:30", 0, "saved /ckpt/step_000200.pt") + _steps(21, 40, 210)
+            + _line("10:40:01", 0, "saved /ckpt/step_000400.pt")
+            + "[default0]:OSError: [Errno 28] No space left on device\n")
+    d = _run(tmp_path, text)
+    assert d.category.value == "storage"
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 200
+    assert d.last_checkpoint.unsure_step == 400 and d.last_checkpoint.unsure_timestamp.startswith("2026-12-04T10:40:01")
+    from io import StringIO
+
+    from rich.console import Console
+
+    from diag_service.cli.report import render_recovery
+
+    out = StringIO()
+    render_recovery(d.recovery, Console(file=out, width=300), checkpoint=d.last_checkpoint)
+    assert "the save of step 400 at 2026-12-04 10:40:01 is not counted" in out.getvalue()
+    (tmp_path / "oom").mkdir()
+    d2 = _run(tmp_path / "oom", _steps(0, 40, 0) + _line("10:40:00", 0, "saved /ckpt/step_000400.pt") + OOM)
+    assert d2.last_checkpoint is not None and d2.last_checkpoint.step == 400 and d2.last_checkpoint.unsure_step is None

@@ -163,8 +163,13 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
         span = "less than a minute" if worked < 60 else f"the {worked / 60:.0f} min"
         since = ("the checkpoint the run resumed from (nothing saved after it)"
                  if checkpoint is not None and checkpoint.kind == "resumed" else "the last checkpoint save in the logs")
+        unsure = ""
+        if checkpoint is not None and checkpoint.unsure_timestamp is not None:
+            what = f"step {checkpoint.unsure_step}" if checkpoint.unsure_step is not None else "the checkpoint"
+            unsure = (f"; the save of {what} at {checkpoint.unsure_timestamp[:19].replace('T', ' ')} is not counted: "
+                      "the storage failed before any step after it, so it may be incomplete")
         lines.append(Text(f"(each restart loses {span} of training since {since}"
-                          + (f" ({which})" if which else "") + ")", style="dim"))
+                          + (f" ({which})" if which else "") + unsure + ")", style="dim"))
     elif any(o.lost.lost_progress_s for o in plan.options):
         half = max(o.lost.lost_progress_s for o in plan.options)
         why = (f"the last checkpoint save in the logs ({which}) but no time for the failure" if which

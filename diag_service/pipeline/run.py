@@ -20,6 +20,7 @@ from diag_service import __version__
 from diag_service.calibrate import Calibration, load_calibration
 from diag_service.contracts import Retriever, Summarizer
 from diag_service.domain import (
+    Category,
     CheckpointSeen,
     Diagnosis,
     Evidence,
@@ -143,11 +144,14 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
 
 
 
-def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> CheckpointSeen | None:
+def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_failed: bool = False) -> CheckpointSeen | None:
     """The checkpoint a restart resumes from, among the timestamped saves the extractor saw (``progress.saves``): the
     latest one reported done, or reported begun when training went on after it (else the failure may be in it), or
     the one the run itself resumed from when it saved nothing later, at or before the job stopped. The job stopped
     at its earliest evidence line's time, or, when no evidence line has a time, at its last progress line.
+    ``write_failed`` (the failure is the storage's): a save reported done counts only when training went on after
+    it too, as one begun does (a checkpoint is several files, and a disk that filled right after a ``saved`` line
+    may have cut the rest of the same checkpoint).
     ``before_failure_s``: from the save to the job's last progress line at or before that (a hang stops making
     progress long before its timeout fires). None without such a save."""
     if not progress.saves:
@@ -161,20 +165,26 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence]) -> Checkpoi
         i = bisect.bisect_right(stamps, t0)
         return i < len(stamps) and stamps[i] <= limit
 
-    usable = [s for s in progress.saves if s[0] <= limit and (s[3] != "begun" or progress_after(s[0]))]
+    unsure = ("begun", "saved") if write_failed else ("begun",)
+    usable = [s for s in progress.saves if s[0] <= limit and (s[3] not in unsure or progress_after(s[0]))]
     if not usable:
         return None
     ts, step, path, kind, approx = max(usable, key=lambda s: s[0])
     stamp = iso(ts)
     if stamp is None:
         return None
+    # the latest save reported done that the storage failure makes unsure (not counted above)
+    cut = max((s for s in progress.saves if ts < s[0] <= limit and s[3] == "saved"), key=lambda s: s[0], default=None)
     before = None
     if end is not None:
         i = bisect.bisect_right(stamps, end)  # the last progress line at or before the end, if it is after the save
         last = stamps[i - 1] if i > 0 and stamps[i - 1] >= ts else end
         before = round(last - ts, 3)
     return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before, timestamp_approx=approx,
-                          kind="resumed" if kind == "resumed" else "saved")
+                          kind="resumed" if kind == "resumed" else "saved",
+                          unsure_step=cut[1] if cut is not None else None,
+                          unsure_timestamp=iso(cut[0]) if cut is not None else None)
+
 
 def diagnose(req: DiagnoseRequest) -> Diagnosis:
     """Diagnose one job's log bundle.
@@ -237,7 +247,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         events=loc.events,
         findings=loc.findings,
         trained=progress.trained,
-        last_checkpoint=checkpoint_seen(progress, loc.evidence),
+        last_checkpoint=checkpoint_seen(progress, loc.evidence, write_failed=loc.category is Category.STORAGE),
         scheduler_job_id=progress.scheduler_job_id,
         restarts=req.restarts,
         input=report,
