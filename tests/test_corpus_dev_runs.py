@@ -37,6 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n21b-006", "infrastructure", "pyxis_container_start_failed"),
     # UCX could not build the RoCE address handle to the other node (intra-node runs worked)
     ("n21b-024", "network", "ucx_ib_address_handle_failed"),
+    # accelerate's prepare_model: an 8-bit model spread over GPUs while the accelerate config declares a distributed mode
+    ("n22a-007", "config", "f_accelerate_quantized_model_distributed"),
+    # fairscale FSDP's state assertion with the trunk's parameters frozen
+    ("n22a-009", "framework", "f_fsdp_training_state_assert"),
+    # ZeRO-3's allocator-cache flush warning, every step: memory pressure slows the job (the job ran on)
+    ("n22a-031", "config", "f_ds_zero3_allocator_cache_flushes"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
@@ -51,3 +57,10 @@ def test_horovods_stall_warning_is_named_as_such_with_every_missing_rank_counted
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n2fw-009.log"), kb=False, llm=False))
     assert "Horovod's stall warning reports that rank(s) [1, 2, 3, 4, 5, 6, 7, 8, ... (15 in all)]" in d.root_cause.summary
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank is None
+
+
+def test_a_guard_worded_valueerror_without_frames_is_a_configuration_refusal() -> None:
+    """LLaMA-Factory's guard "DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models." pasted with its
+    frame cut (dev case n22a-021): the library's wording decides, as when its frame is shown."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n22a-021.log"), kb=False, llm=False))
+    assert d.category.value == "config", d.root_cause.summary

@@ -30,7 +30,8 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         refines: [no_space_left]          # signature ids (any file)
         any_line: ['/dev/shm']            # one must match a line of the event (traceback lines included)
         none_line: []                     # none may match
-        frames: null                      # user | framework: where the traceback's innermost frame is
+        frames: null                      # user | framework | not_user: where the traceback's innermost frame is
+                                          # (not_user: a framework frame, or no frame in the excerpt)
         name: No space left on /dev/shm   # the rest overrides the signature's fields
         category: infrastructure
         explanation: ...
@@ -272,7 +273,7 @@ class ContextRule(BaseModel):
     refines: list[str] = Field(min_length=1)
     any_line: list[str] = Field(default_factory=list)
     none_line: list[str] = Field(default_factory=list)
-    frames: str | None = Field(default=None, pattern=r"^(?:user|framework)$")
+    frames: str | None = Field(default=None, pattern=r"^(?:user|framework|not_user)$")
     name: str
     category: Category | None = None
     failure_mode: FailureMode | None = None
@@ -308,7 +309,10 @@ class _Rule:
             return False
         if any(p.search(line) for p in self.none_line for line in lines):
             return False
-        return self.spec.frames is None or innermost_frame_owner(lines) == self.spec.frames
+        if self.spec.frames is None:
+            return True
+        owner = innermost_frame_owner(lines)
+        return owner != "user" if self.spec.frames == "not_user" else owner == self.spec.frames
 
 
 class SignatureFile(BaseModel):
