@@ -11,7 +11,8 @@ of that commit. This is cross-validated calibration (a held-out fit, as scikit-l
 current code's dev outputs instead (the method before 2026-12-05).
 
 The fit: isotonic regression (pool-adjacent-violators) of "category right" on the raw confidence for
-named categories; for ``unknown`` diagnoses, the smoothed share of right answers per situation (failure mode and
+named categories, then per category a log-odds offset (a ridge-penalised logistic fit on top of the knots,
+:func:`fit_offsets`; ``--cv`` compares both by leaving out one batch of the corpus at a time); for ``unknown`` diagnoses, the smoothed share of right answers per situation (failure mode and
 raw confidence, each a constant of the localizer: a hang known only from timeouts, an unexplained failure, logs
 with no event) with at least ``--min-bin`` answers, capped at ``UNKNOWN_MAX``, and over all of them for the rest. Bins with fewer
 than ``--min-bin`` cases are pooled with their neighbour so that no step rests on a handful of cases.
@@ -148,6 +149,101 @@ def pav(points: list[tuple[float, int]], min_bin: int, z: float = 0.0) -> list[t
     return out
 
 
+#: Prior sd (log-odds) of a category's offset, and the fewest first-contact answers of a category to fit one: a
+#: penalised (ridge) logistic fit shrinks a category with few answers toward the knots. Chosen by the
+#: leave-one-batch-out comparison of ``--cv`` on dev first contact (2026-12-05: tau 0.5 / 1 / 2 and 10 / 20 answers
+#: gave the same held-out figures within one answer).
+OFFSET_TAU = 1.0
+OFFSET_MIN = 20
+
+
+def _map(knots: list[tuple[float, float]], raw: float) -> float:
+    for up, v in knots:
+        if raw <= up + 1e-9:
+            return v
+    return knots[-1][1]
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 0.02), 0.98)
+    return math.log(p / (1 - p))
+
+
+def fit_offsets(named: list[tuple[str, float, int]], knots: list[tuple[float, float]], tau: float = OFFSET_TAU,
+                min_n: int = OFFSET_MIN) -> dict[str, float]:
+    """Per category, the log-odds shift ``b`` that maximises the likelihood of "category right" given the knots'
+    probability (``logit(p) + b``), with a normal prior of sd ``tau`` on ``b`` (Newton's method; ``named``:
+    ``(category, raw confidence, right)``). Categories with fewer than ``min_n`` answers get none, and so do those
+    whose fit is positive: an offset only lowers. Raising a category's answers above what their raw score says would
+    override the rules that mark some of them uncertain (a pod evicted for node memory pressure is host_oom with a low
+    raw score; host_oom answers are right 0.9 of the time at first contact, and +1.7 took that one to 0.77).
+    Leave-one-batch-out on dev first contact (2026-12-05): confidently wrong 47 (knots) -> 39 (both signs) -> 31
+    (lowering only) of 792, Brier 0.212 -> 0.182 -> 0.195; forward: 23 -> 16 -> 14 of 558, Brier 0.220 -> 0.201 ->
+    0.209."""
+    by: dict[str, list[tuple[float, int]]] = {}
+    for cat, raw, y in named:
+        by.setdefault(cat, []).append((_logit(_map(knots, raw)), y))
+    out: dict[str, float] = {}
+    for cat, v in sorted(by.items()):
+        if len(v) < min_n:
+            continue
+        b = 0.0
+        for _ in range(50):
+            ps = [1 / (1 + math.exp(-(x + b))) for x, _ in v]
+            g = sum(y - p for (_, y), p in zip(v, ps, strict=True)) - b / tau**2
+            h = -sum(p * (1 - p) for p in ps) - 1 / tau**2
+            step = g / h
+            b -= step
+            if abs(step) < 1e-9:
+                break
+        if b < 0:
+            out[cat] = round(b, 3)
+    return out
+
+
+def _prob(knots: list[tuple[float, float]], offsets: dict[str, float], cat: str, raw: float) -> float:
+    p = _map(knots, raw)
+    return 1 / (1 + math.exp(-(_logit(p) + offsets[cat]))) if cat in offsets else p
+
+
+def cross_validate(named: list[tuple[str, float, int, str]], min_bin: int, n_all: dict[str, int],
+                   forward: bool = False) -> dict[str, Any]:
+    """Comparison of the knots alone and the knots with category offsets, each fitted without the batch it scores (a
+    batch: the dev cases one commit froze, in freezing order): leave-one-batch-out, or ``forward`` (fitted on the
+    earlier batches only, from the first batch with 100 earlier named answers: how a new addition meets the map).
+    Confidently wrong (probability >= 0.5 and wrong, over all the scored batches' answers, ``n_all`` per batch,
+    ``unknown`` ones included, which never reach 0.5), Brier score and ECE (5 bins) of the named answers.
+    ``named``: ``(category, raw, right, batch)``."""
+    batches = list(dict.fromkeys(b for *_, b in named))
+    preds: dict[str, list[tuple[float, int]]] = {"knots": [], "knots+offsets": []}
+    scored = 0
+    for i, held in enumerate(batches):
+        train = [x for x in named if (batches.index(x[3]) < i if forward else x[3] != held)]
+        if forward and len(train) < 100:
+            continue
+        scored += n_all.get(held, 0)
+        knots = pav([(raw, y) for _, raw, y, _ in train], min_bin)
+        offsets = fit_offsets([(c, raw, y) for c, raw, y, _ in train], knots)
+        for c, raw, y, b in named:
+            if b == held:
+                preds["knots"].append((_map(knots, raw), y))
+                preds["knots+offsets"].append((_prob(knots, offsets, c, raw), y))
+    out: dict[str, Any] = {"mode": "forward" if forward else "leave-one-batch-out", "batches": len(batches),
+                           "named_scored": len(preds["knots"]), "all_scored": scored}
+    for name, pv in preds.items():
+        bins: dict[int, list[float]] = {}
+        for p, y in pv:
+            b = bins.setdefault(min(int(p * 5), 4), [0, 0.0, 0])
+            b[0] += 1
+            b[1] += p
+            b[2] += y
+        cw = sum(1 for p, y in pv if p >= 0.5 and not y)
+        out[name] = {"confidently_wrong": cw, "confidently_wrong_rate": round(cw / max(scored, 1), 4),
+                     "brier": round(sum((p - y) ** 2 for p, y in pv) / len(pv), 4),
+                     "ece_named": round(sum(abs(b[1] - b[2]) for b in bins.values()) / len(pv), 4)}
+    return out
+
+
 #: The zoo's dev runs as the rules of each batch's freezing commit answered them (first contact: rules that had never
 #: seen them), one JSON object per run (``eval/results/zoo_first_contact_dev.jsonl``, written by
 #: ``eval/zoo_first_contact.py``; ``category_source`` included).
@@ -190,6 +286,9 @@ def main() -> None:
                          "(0). Tried z=1 on dev (2026-12-02): confidently wrong stayed at 7.7 %%, ECE rose from "
                          "0.105 to 0.145, so the mean fit stays the default")
     ap.add_argument("--out", default=str(REPO / "knowledge_base" / "calibration.yaml"))
+    ap.add_argument("--cv", action="store_true",
+                    help="also compare the knots alone and the knots with category offsets by leave-one-batch-out "
+                         "(eval/results/calibration_cv.json)")
     a = ap.parse_args()
     labels = load_labels(CORPUS)
     split = assign(labels)
@@ -201,6 +300,7 @@ def main() -> None:
         answers = [diagnose_case({"id": cid}, raw=True) for cid in truth]
         basis = f"current code at commit {_commit()[:12]}"
     named: list[tuple[float, int]] = []
+    named_cat: list[tuple[str, float, int, str]] = []
     unk_right = unk_n = 0
     cells: dict[tuple[str, float], list[int]] = {}
     for g in answers:
@@ -213,7 +313,16 @@ def main() -> None:
             cells.setdefault((g["failure_mode"], round(g["confidence"], 3)), []).append(right)
         else:
             named.append((g["confidence"], right))
+            named_cat.append((g["category"], g["confidence"], right, g.get("commit", "")))
     knots = pav(named, a.min_bin, a.z)
+    offsets = fit_offsets([(c, raw, y) for c, raw, y, _ in named_cat], knots)
+    if a.cv:
+        per_batch: dict[str, int] = {}
+        for g in answers:
+            per_batch[g.get("commit", "")] = per_batch.get(g.get("commit", ""), 0) + 1
+        cv = [cross_validate(named_cat, a.min_bin, per_batch, forward=f) for f in (False, True)]
+        (REPO / "eval" / "results" / "calibration_cv.json").write_text(json.dumps(cv, indent=1) + "\n")
+        print(json.dumps(cv, indent=1))
     unknown_by = [{"failure_mode": mode, "raw": raw, "probability": round(min((sum(v) + 1) / (len(v) + 2), UNKNOWN_MAX), 3),
                    "cases": len(v)} for (mode, raw), v in sorted(cells.items()) if len(v) >= a.min_bin]
     analyzers, analyzers_basis = fit_analyzers()
@@ -224,6 +333,7 @@ def main() -> None:
         "unknown": round((unk_right + 1) / (unk_n + 2), 3),
         "unknown_by": unknown_by,
         "analyzers": analyzers,
+        "category_offsets": offsets,
     }
     Path(a.out).write_text("# Fitted by eval/calibrate.py on the public corpus's dev split (never test); see "
                            "diag_service/calibrate.\n" + yaml.safe_dump(doc, sort_keys=False))

@@ -342,7 +342,9 @@ def test_a_master_address_that_is_a_path_is_the_launch_value(tmp_path: Path, hos
 
 
 # DDP's "mark a variable ready only once" is a parameter's gradient seen twice (reentrant activation
-# checkpointing under DDP, dev n4fw-007), not the unused-parameter case, and not confidently the code's.
+# checkpointing under DDP, dev n4fw-007), not the unused-parameter case, and not confidently the code's. (The
+# unused-parameter signature's own score is confident; the calibrated one of a user_code answer is lower, as such
+# answers were right less often at first contact.)
 @pytest.mark.parametrize(
     ("error", "category", "confident"),
     [
@@ -366,7 +368,9 @@ def test_ddp_variable_ready_twice_is_not_the_unused_parameter_case(tmp_path: Pat
     )
     d = _diag(tmp_path, "rank0.log", text)
     assert d.category.value == category, d.root_cause.summary
-    assert (d.confidence >= 0.5) is confident
+    raw = diagnose(DiagnoseRequest(path=str(tmp_path / "rank0.log"), calibration=None))
+    assert (raw.confidence >= 0.5) is confident
+    assert d.confidence < 0.5
 
 
 # A pod evicted for node memory pressure may have been evicted for its neighbours' use (no requests:

@@ -5,7 +5,8 @@ Entry points: :func:`load_calibration` (``knowledge_base/calibration.yaml`` in, 
 (a diagnosis in, its confidence replaced in place). The map is fitted by ``eval/calibrate.py`` on the
 development split of the public corpus only (never on the frozen test split): isotonic regression
 (pool-adjacent-violators) of "category right" on the pipeline's raw confidence, one map for named
-categories; for ``unknown`` answers, one probability per situation the localizer answers ``unknown`` in (its
+categories, shifted down per category in log-odds where a category's answers are right less often than the
+map says; for ``unknown`` answers, one probability per situation the localizer answers ``unknown`` in (its
 failure mode and raw confidence: a hang known only from timeouts, a failure no signature explains, logs with no
 event at all), and one constant for the rest.
 """
@@ -13,6 +14,7 @@ event at all), and one constant for the rest.
 from __future__ import annotations
 
 import bisect
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -56,6 +58,10 @@ class Calibration(BaseModel):
     ``analyzers``: the probability for a named category of a slowdown that the analyzers
     decided (``category_source == "analyzers"``, ``fail_slow``: from step times or a timing feed), which the knots,
     fitted on log signatures, do not describe. A hang culprit's category from stacks keeps its own bounded score.
+    ``category_offsets``: per named category, a shift of the knots' probability in log-odds (``logit(p) + b``,
+    the knots' value clipped to 0.02-0.98 first): some categories' answers are right less often than their raw
+    confidence says at first contact (a ``user_code`` answer far less often). The fit only lowers
+    (``eval/calibrate.py``'s ``fit_offsets``); categories without an offset keep the knots' value.
     ``fitted_on``: provenance (split, cases, commit).
     """
 
@@ -66,6 +72,7 @@ class Calibration(BaseModel):
     unknown: float = Field(ge=0, le=1)
     unknown_by: list[UnknownCell] = Field(default_factory=list)
     analyzers: float | None = Field(default=None, ge=0, le=1)
+    category_offsets: dict[Category, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _monotone(self) -> Calibration:
@@ -73,6 +80,8 @@ class Calibration(BaseModel):
         ys = [k[1] for k in self.knots]
         if xs != sorted(xs) or ys != sorted(ys) or not all(0 <= v <= 1 for v in xs + ys):
             raise ValueError("knots must have increasing bounds and non-decreasing probabilities in [0, 1]")
+        if Category.UNKNOWN in self.category_offsets:
+            raise ValueError("category_offsets: unknown answers have their own cells (unknown_by), not an offset")
         return self
 
     def probability(self, raw: float, category: Category, mode: FailureMode | None = None) -> float:
@@ -83,7 +92,12 @@ class Calibration(BaseModel):
                     return round(cell.probability, 3)
             return round(min(raw, self.unknown), 3)
         i = bisect.bisect_left([k[0] for k in self.knots], raw)
-        return round(self.knots[min(i, len(self.knots) - 1)][1], 3)
+        p = self.knots[min(i, len(self.knots) - 1)][1]
+        b = self.category_offsets.get(category)
+        if b:
+            p = min(max(p, 0.02), 0.98)
+            p = 1.0 / (1.0 + math.exp(-(math.log(p / (1 - p)) + b)))
+        return round(p, 3)
 
     def apply(self, d: Diagnosis) -> None:
         """Replace ``d.confidence`` by its calibrated value (in place)."""
