@@ -13,9 +13,10 @@ current code's dev outputs instead (the method before 2026-12-05).
 The fit: isotonic regression (pool-adjacent-violators) of "category right" on the raw confidence for
 named categories, then per category a log-odds offset (a ridge-penalised logistic fit on top of the knots,
 :func:`fit_offsets`, lowering only; ``--cv`` compares both without the batch scored); for ``unknown`` diagnoses,
-the smoothed share of right answers per situation (failure mode and raw confidence, each a constant of the localizer: a hang known only from timeouts, an unexplained failure, logs
-with no event) with at least ``--min-bin`` answers, capped at ``UNKNOWN_MAX``, and over all of them for the rest. Bins with fewer
-than ``--min-bin`` cases are pooled with their neighbour so that no step rests on a handful of cases.
+the smoothed share of right answers per situation (failure mode and raw confidence, each a constant of the
+localizer: a hang known only from timeouts, an unexplained failure, logs with no event) with at least ``--min-bin``
+answers, capped at ``UNKNOWN_MAX``, and over all of them for the rest. Bins with fewer than ``--min-bin`` cases are
+pooled with their neighbour so that no step rests on a handful of cases.
 First-contact outputs are kept in ``eval/results/corpus_first_contact_dev.jsonl`` (new additions are
 appended on the next run; ``--refresh`` rebuilds all, about 4 minutes on 2 cores).
 
