@@ -43,6 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n22a-009", "framework", "f_fsdp_training_state_assert"),
     # ZeRO-3's allocator-cache flush warning, every step: memory pressure slows the job (the job ran on)
     ("n22a-031", "config", "f_ds_zero3_allocator_cache_flushes"),
+    # SIGFPE (integer divide by zero) inside cublasLt's heuristic, a UCX-style native backtrace
+    ("n23b-019", "framework", "sigfpe"),
+    # the driver API's CUresult 2 (CUDA_ERROR_OUT_OF_MEMORY) printed by torch_memory_saver
+    ("n23b-021", "gpu_oom", "cuda_oom"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
