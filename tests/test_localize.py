@@ -379,3 +379,15 @@ def test_a_logdir_trees_failing_folder_names_the_rank_on_one_node(tmp_path: Path
     d2 = diagnose(DiagnoseRequest(path=str(two)))
     assert d2.category is Category.GPU_OOM and d2.first_failing_rank is None
     assert "local rank 1" in d2.root_cause.summary and "gpu-node-002" in d2.root_cause.summary
+
+
+def test_a_pasted_py_spy_dump_with_hex_thread_ids_is_a_hang(tmp_path: Path) -> None:
+    """py-spy's thread header carries the native id in hex in older releases and on macOS (``Thread 0x7FA6E7C01740
+    (idle)``, dev case n23a-001) as well as in decimal: both are stack dumps of a live job, not "no failure evidence"."""
+    for tid in ("0x7FA6E7C01740", "36380"):
+        (tmp_path / "dump.log").write_text(
+            f'Thread {tid} (idle): "MainThread"\n'
+            "    wait (threading.py:302)\n    get (queue.py:170)\n"
+            "    __next__ (fairseq/data/iterators.py:648)\n    train (fairseq_cli/train.py:274)\n")
+        d = diagnose(DiagnoseRequest(path=str(tmp_path / "dump.log")))
+        assert d.failure_mode is FailureMode.FAIL_HANG, (tid, d.root_cause.summary)

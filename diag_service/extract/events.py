@@ -80,7 +80,7 @@ PREFILTER_PARTS = (
     r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
     r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
     r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
-    r"Thread \d+ \((?:idle|active|gil|Thread 0x)",
+    r"Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x)",
     r"<defunct>",
     r"Unable to determine the device handle|fallen off the bus",
 )
@@ -454,8 +454,10 @@ INFO_LINE = re.compile(
     r"|\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:-\s*\S+\s*-\s*INFO\b|\[INFO\]|\|\s*INFO\s*\||INFO\b))"
 )
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
-#: py-spy dump's ``Thread 1234 (idle)``; gdb's ``thread apply all bt`` on a process, ``Thread 9 (Thread 0x7f.. (LWP 153338)):``
-STACK_DUMP = re.compile(r"^Thread \d+ \((?:idle|active|gil|Thread 0x[0-9a-fA-F]+ \(LWP \d+\)\))")
+#: py-spy's thread header (its native thread id in decimal, or in hex as older py-spy and macOS print it: ``Thread
+#: 0x7FA6E7C01740 (idle): "MainThread"``; the hang analyzer's ``PYSPY_THREAD`` reads both) or gdb's ``Thread 2
+#: (Thread 0x7f... (LWP N))`` (``thread apply all bt`` on a process)
+STACK_DUMP = re.compile(r"^Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x[0-9a-fA-F]+ \(LWP \d+\)\))")
 _ELASTIC_ENTRY = re.compile(r"^\[\d+\]:$")  # an entry's "[1]:" in the failure report's list
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 ELASTIC_RANK = re.compile(r"(\d+)\s*\(local[_ ]rank:?\s*(\d+)\)")
