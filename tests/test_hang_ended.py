@@ -48,3 +48,16 @@ def test_a_hang_the_watchdog_ended_gets_a_restart_with_the_flight_recorder(tmp_p
     assert d.failure_mode is FailureMode.FAIL_HANG
     assert d.recovery is not None and d.recovery.rule_id == "hang_restart"
     assert "stack dumps" in d.recovery.action
+
+
+def test_the_watchdogs_own_fatal_line_ends_the_job_too(tmp_path: Path) -> None:
+    """ProcessGroupNCCL's "[F...] Terminating the process after attempting to dump debug info" is the watchdog ending
+    its process (before abort): with no launcher line at all, the hang has ended (a new user's trial, Slurm)."""
+    text = _log(exited=False) + "".join(
+        f"[rank{r}]:[F1204 10:38:00.70000000{r} ProcessGroupNCCL.cpp:1418] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+        "Terminating the process after attempting to dump debug info, due to collective timeout or exception.\n"
+        for r in range(3))
+    (tmp_path / "train.log").write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG and d.first_failing_rank == 3
+    assert d.recovery is not None and d.recovery.rule_id == "hang_ended_restart"

@@ -329,6 +329,8 @@ def test_a_stepwide_oom_line_takes_the_rank_srun_says_was_killed(tmp_path: Path)
     assert d.category is Category.HOST_OOM
     assert d.first_failing_rank == 1
     assert "on rank 1" in d.root_cause.summary and "on 1 other rank(s)" in d.root_cause.summary
+    # srun's report names the node the task ran on
+    assert d.faulty_nodes == ["gpu-node-002"]
     # with two tasks killed by the same signal, neither is singled out
     (tmp_path / "slurm-48213.out").write_text(SLURM_OOM.replace("task 0: Terminated", "task 0: Killed"))
     assert diagnose(DiagnoseRequest(path=str(tmp_path))).first_failing_rank is None
@@ -391,3 +393,39 @@ def test_a_pasted_py_spy_dump_with_hex_thread_ids_is_a_hang(tmp_path: Path) -> N
             "    __next__ (fairseq/data/iterators.py:648)\n    train (fairseq_cli/train.py:274)\n")
         d = diagnose(DiagnoseRequest(path=str(tmp_path / "dump.log")))
         assert d.failure_mode is FailureMode.FAIL_HANG, (tid, d.root_cause.summary)
+
+
+def test_srun_killing_the_rest_of_the_step_is_not_a_cause(tmp_path: Path) -> None:
+    """A new user's trial: ranks 0-2's watchdog aborted them after a collective timeout, and srun then killed rank
+    3 (which never reached the collective) as it terminated the step: "task 3: Killed" after "tasks 0-2: Aborted"
+    is srun's cleanup (srun(1), --kill-on-bad-exit / --wait), not rank 3's host OOM."""
+    lines = [f"{r}: [rank{r}]:[E1205 02:25:00.20{r}000 7781 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+             "collective operation timeout: WorkNCCL(SeqNum=20931, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+             "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n" for r in range(3)]
+    lines += [f"{r}: [2026-12-05 02:{m:02d}:00,000][rank {r}][INFO] step {s} loss 1.4\n"
+              for m, s in ((10, 900), (14, 950)) for r in range(4)]
+    lines += [f"{r}: [2026-12-05 02:15:00,000][rank {r}][INFO] step 1000 loss 1.4\n" for r in range(3)]
+    lines += ["srun: error: gpu-b044: tasks 0-2: Aborted (core dumped)\n", "srun: error: gpu-b044: task 3: Killed\n",
+              "srun: Force Terminated StepId=5512090.0\n"]
+    (tmp_path / "slurm-5512090.out").write_text("".join(lines))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG and d.category is Category.UNKNOWN, d.root_cause.summary
+    assert d.first_failing_rank == 3
+    assert d.recovery is not None and d.recovery.rule_id == "hang_ended_restart"
+    # the same "Killed" as the first ending srun reports stays the cause
+    (tmp_path / "slurm-5512090.out").write_text(SLURM_OOM.replace("slurmstepd: error: Detected 1 oom_kill event in "
+                                                                  "StepId=48213.0. Some of the step tasks have been "
+                                                                  "OOM Killed.\n", ""))
+    d2 = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d2.category is Category.HOST_OOM and d2.first_failing_rank == 1
+
+
+def test_a_kernel_log_named_after_its_host_gives_the_faulty_node(tmp_path: Path) -> None:
+    """``dmesg_hpc-gpu042.txt`` beside the Slurm output: the Xid's node is the file's host."""
+    (tmp_path / "dmesg_hpc-gpu042.txt").write_text(
+        "[Sat Dec  5 10:09:58 2026] NVRM: Xid (PCI:0000:cb:00): 79, pid=88211, name=python, GPU has fallen off the "
+        "bus.\n")
+    (tmp_path / "slurm-7730012.out").write_text("srun: error: hpc-gpu042: task 13: Exited with exit code 1\n"
+                                                 "srun: error: hpc-gpu041: tasks 0-7: Killed\n")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.category is Category.GPU_HARDWARE and d.faulty_nodes == ["hpc-gpu042"]

@@ -1633,14 +1633,17 @@ def _path_who(path: str) -> tuple[int | None, int | None, str | None]:
 
 _KERNEL = re.compile(r"\bXid\b|NVRM|\bECC\b|mce:|kernel:|Hardware Error|fallen off the bus|device handle")
 _NCCL = re.compile(r"NCCL|nccl[A-Z]")
-_EXIT = re.compile(r"[Ee]xit ?code|exit status|[Ee]xited with|[Kk]illed|\bSIG[A-Z]{2,5}\b|[Ss]ignal \d|core dumped")
+#: (ProcessGroupNCCL's watchdog ends its own process after a collective timeout: "Terminating the process after
+#: attempting to dump debug info" (its fatal log line before abort), "we are taking the entire process down")
+_EXIT = re.compile(r"[Ee]xit ?code|exit status|[Ee]xited with|[Kk]illed|\bSIG[A-Z]{2,5}\b|[Ss]ignal \d|core dumped"
+                   r"|Terminating the process after|taking the entire process down")
 
 
 PY_WARNING = re.compile(r"(?:^|[\s:])(?:[\w.]+\.)?[A-Z]\w*Warning: |^warnings\.warn\(")
 # Substrings every match of these regexes holds: tested first, they spare the backtracking searches
 # (about 10 us each on a 150-character line) on the lines that cannot match.
 _KERNEL_LITERALS = ("Xid", "NVRM", "ECC", "mce:", "kernel:", "Hardware Error", "fallen off the bus", "device handle")
-_EXIT_LITERALS = ("xit", "illed", "SIG", "ignal ", "core dumped")
+_EXIT_LITERALS = ("xit", "illed", "SIG", "ignal ", "core dumped", "Terminating the process", "entire process down")
 
 
 def _classify(s: str, key: str | None = None) -> EventKind:

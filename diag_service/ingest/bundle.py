@@ -178,6 +178,13 @@ def attribute_path(path: str) -> Source:
                 m = _NODE_TOKEN.search(stem)
                 if m:
                     src.node = m.group(1)
+                else:
+                    # a host name after an underscore (``dmesg_hpc-gpu042.txt``, ``syslog_gpu-node-007``): a
+                    # token with a hyphen, so that a device index (``stderr_gpu3``) is not read as a node
+                    for tok in reversed(stem.split("_")[1:]):
+                        if "-" in tok and _NODE_NAME.match(tok):
+                            src.node = tok
+                            break
     if src.layout == "plain" and (src.rank is not None or src.node is not None):
         src.layout = "per_rank_file" if src.rank is not None else "per_node_file"
     return src

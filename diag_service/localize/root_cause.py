@@ -338,6 +338,40 @@ def _demote_late_roots(
     return kept
 
 
+#: srun's report of tasks that ended abnormally: ``srun: error: gpu-node-001: tasks 0-2: Aborted (core dumped)``
+_SRUN_REPORT = re.compile(r"^srun: error: \S+: tasks? [\d,\-]+: (?P<status>.+)$")
+_SRUN_CLEANUP = ("Killed", "Terminated")
+
+
+def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], by_tid: dict[int, list[TemplateGroup]],
+                  findings: list[str]) -> list[SignatureHit]:
+    """srun reports the step's tasks in the order they ended. Once one task ended abnormally (an abort, a non-zero
+    exit, a crash), srun terminates the rest of the step (``--kill-on-bad-exit``; ``--wait``'s "terminating all
+    remaining tasks", srun(1)), and reports them ``Killed`` or ``Terminated``. A root whose every line is such a
+    later ``Killed``/``Terminated`` report, after an earlier report of another ending in the same file, is that
+    cleanup, not a cause (a hang whose watchdog aborted ranks 0-2, and srun then killed the silent rank 3, is not
+    rank 3's host OOM)."""
+    first_other: dict[str, int] = {}  # per file, the first srun report of an ending that is not a kill
+    for g in groups:
+        for ev in g.examples:
+            m = _SRUN_REPORT.match(ev.key)
+            if m and not m.group("status").startswith(_SRUN_CLEANUP):
+                first_other[ev.path] = min(ev.line, first_other.get(ev.path, ev.line))
+    if not first_other:
+        return roots
+    kept: list[SignatureHit] = []
+    for h in roots:
+        evs = [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
+        late = [ev for ev in evs if (m := _SRUN_REPORT.match(ev.key)) and m.group("status").startswith(_SRUN_CLEANUP)
+                and ev.line > first_other.get(ev.path, ev.line)]
+        if evs and len(late) == len(evs):
+            findings.append(f"{h.name}: srun reported those tasks after another task of the step had ended: srun "
+                            "terminating the rest of the step, not a cause.")
+            continue
+        kept.append(h)
+    return kept
+
+
 def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: SignatureSet | None) -> list[SignatureHit]:
     """A rank's report of a lost peer (``cascade: peer_loss``: a closed or reset connection, NCCL's remote
     error, a store timeout) is what every cause of a vanished peer produces, so it yields to a failure of
@@ -575,6 +609,7 @@ def localize(
     if retried:
         hits = [h for h in hits if id(h) not in retried]
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs, progress.launches)
+    roots = _srun_cleanup(roots, groups, by_tid, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
@@ -632,6 +667,7 @@ def localize(
                 for r, t in g.rank_first_ts.items():
                     rank_ts[r] = min(t, rank_ts.get(r, t))
         waiting = _cascade(primary, sigs) == "peer_loss"  # the rank that reports it waited for another
+        corroborated_node: str | None = None
         hang_root = primary.failure_mode is FailureMode.FAIL_HANG and not primary.ranks  # on no rank's line
         if (waiting and primary.failure_mode is FailureMode.FAIL_HANG) or hang_root:
             # the rank the others waited for, when their reports tell: a hang cause read from the waiting ranks'
@@ -670,6 +706,10 @@ def localize(
             same = {r for h in corroborating for r in h.ranks}
             if len(same) == 1:
                 first_rank = next(iter(same))
+                # and its node, when the launcher's line names it (srun's report does) and the message does not
+                same_nodes = {n for h in corroborating if first_rank in h.ranks for n in h.nodes}
+                if not primary.nodes and len(same_nodes) == 1:
+                    corroborated_node = next(iter(same_nodes))
         # a hang's reporter (Horovod's coordinator, rank 0) is not its culprit: the rank it names as missing is
         absent = _one_named_missing(hits)
         lone = _lone_submitter(hits, progress.world_size, ranks_seen | progress.ranks) if absent is None else None
@@ -691,6 +731,8 @@ def localize(
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
             faulty_nodes = [elastic_root.node]
+        elif category in NODE_LEVEL and corroborated_node is not None:
+            faulty_nodes = [corroborated_node]
         faulty_nodes, refused = node_names(faulty_nodes)
         if refused:
             findings.append(refused_nodes_finding(refused))
