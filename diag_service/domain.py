@@ -256,7 +256,8 @@ class LostTime(BaseModel):
     lost_progress_s: float = 0.0
     lost_progress_basis: str = Field(default="policy", description=(
         "Where lost_progress_s comes from: 'logs' (the work since the last checkpoint save the logs show, "
-        "Diagnosis.last_checkpoint) or 'policy' (half the policy's checkpoint interval)."))
+        "Diagnosis.last_checkpoint), 'no_training' (the recovery rule decided on the logs showing no training step "
+        "before the failure: nothing trained is lost) or 'policy' (half the policy's checkpoint interval)."))
     node_replacement_s: float = 0.0
     total_s: float = 0.0
     gpu_seconds: float | None = Field(default=None, description="total_s x GPUs, when the GPU count is known.")

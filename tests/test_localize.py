@@ -328,7 +328,7 @@ def test_a_stepwide_oom_line_takes_the_rank_srun_says_was_killed(tmp_path: Path)
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.category is Category.HOST_OOM
     assert d.first_failing_rank == 1
-    assert "on rank 1" in d.root_cause.summary and "on 1 other rank(s)" in d.root_cause.summary
+    assert "on rank 1" in d.root_cause.summary and "1 other rank(s) failed after it" in d.root_cause.summary
     # srun's report names the node the task ran on
     assert d.faulty_nodes == ["gpu-node-002"]
     # with two tasks killed by the same signal, neither is singled out

@@ -186,3 +186,40 @@ def test_a_save_reported_done_right_before_the_disk_filled_is_not_counted(tmp_pa
     (tmp_path / "oom").mkdir()
     d2 = _run(tmp_path / "oom", _steps(0, 40, 0) + _line("10:40:00", 0, "saved /ckpt/step_000400.pt") + OOM)
     assert d2.last_checkpoint is not None and d2.last_checkpoint.step == 400 and d2.last_checkpoint.unsure_step is None
+
+
+def test_a_failure_line_dated_only_by_an_early_line_does_not_hide_later_saves(tmp_path: Path) -> None:
+    """The failing rank's traceback has no time and its writer's last timed line is hours earlier (a new user's
+    trial, DeepSpeed): that borrowed time is a lower bound, so the saves and steps logged after it still count."""
+    text = (_line("07:00:05", 1, "initialised")
+            + "".join(_line(f"08:{m:02d}:00", 0, f"step {100 * m} loss 2.{m % 10}1") for m in range(0, 11, 2))
+            + _line("08:10:30", 0, "saved /ckpt/step_001000.pt")
+            + "".join(_line(f"08:{m:02d}:00", 0, f"step {100 * m} loss 2.{m % 10}1") for m in range(12, 45, 2))
+            + OOM.split("E1204")[0])
+    d = _run(tmp_path, text)
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 1000
+    assert d.last_checkpoint.before_failure_s == 33 * 60 + 30  # 08:10:30 to the last step line, 08:44:00
+    assert d.root_cause.evidence[0].timestamp_approx  # the traceback's time is rank 1's 07:00:05, a lower bound
+
+
+def test_a_save_line_dated_by_its_collectors_stamp_keeps_that_time(tmp_path: Path) -> None:
+    """kubectl logs --timestamps puts an RFC 3339 stamp in front of each line; a save line whose own time has no
+    date (``INFO 12-01 11:31:02 train.py:140]``) is dated by it, not by an earlier line (a new user's trial)."""
+    lines = [f"2026-12-01T11:{m:02d}:00.000000000Z INFO 12-01 11:{m:02d}:00 train.py:120] iteration {100 * m} loss 2.1\n"
+             for m in range(20, 31)]
+    lines.insert(-1, "2026-12-01T11:29:30.000000000Z INFO 12-01 11:29:30 train.py:140] successfully saved checkpoint "
+                     "at iteration 2900 to /ckpt/llm\n")
+    lines.append("2026-12-01T11:35:00.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    d = _run(tmp_path, "".join(lines))
+    assert d.last_checkpoint is not None and d.last_checkpoint.step == 2900
+    assert d.last_checkpoint.timestamp.startswith("2026-12-01T11:29:30") and not d.last_checkpoint.timestamp_approx
+
+
+def test_a_job_that_failed_in_set_up_loses_no_training(tmp_path: Path) -> None:
+    """The rule that decides on "no training step before the failure" (failed_before_training) hands the job over
+    because it failed in set-up: a restart then loses no training, not half the policy's checkpoint interval."""
+    d = _run(tmp_path, 'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.11/site-packages/foo/run.py", '
+                       'line 3, in main\nfoo.errors.FooError: something went wrong\n')
+    assert d.trained is False and d.recovery.rule_id == "failed_before_training"
+    l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis == "no_training" and l2.lost_progress_s == 0.0

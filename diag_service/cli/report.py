@@ -154,12 +154,15 @@ def render_recovery(plan: RecoveryPlan, console: Console, not_executed: str | No
     )
     lines.append(Text(f"estimated loss per option: {costs}", style="dim"))
     worked = max((o.lost.lost_progress_s for o in plan.options if o.lost.lost_progress_basis == "logs"), default=None)
+    untrained = any(o.lost.lost_progress_basis == "no_training" for o in plan.options)
     which = ""
     if checkpoint is not None:
         which = (f"step {checkpoint.step}, " if checkpoint.step is not None else "") + \
             ("at or after " if checkpoint.timestamp_approx else "") + \
             f"{checkpoint.timestamp[:19].replace('T', ' ')}, {checkpoint.file}"
-    if worked is not None:
+    if untrained:
+        lines.append(Text("(no training step in the logs before the failure: a restart loses no training)", style="dim"))
+    elif worked is not None:
         span = "less than a minute" if worked < 60 else f"the {worked / 60:.0f} min"
         since = ("the checkpoint the run resumed from (nothing saved after it)"
                  if checkpoint is not None and checkpoint.kind == "resumed" else "the last checkpoint save in the logs")

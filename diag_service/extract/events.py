@@ -1056,6 +1056,8 @@ class Extractor:
                 kind = "saved" if _SAVE_DONE.match(m.group()) is not None else "begun"
             att = rd.attr(line)
             ts = self._ts(att.text)
+            if ts is None:  # a collector's stamp in front of it (kubectl --timestamps), or another prefix stamp
+                ts = self._line_ts(att, att.text)
             approx = False
             if ts is None:
                 # a save line without a time of its own (``saved /ckpt/step_000200.pt`` printed bare) takes its

@@ -777,9 +777,12 @@ def localize(
         if cascade:
             other_ranks = sorted({r for h in cascade for r in h.ranks} - ({first_rank} if first_rank is not None else set()))
             names = ", ".join(dict.fromkeys(label(h) for h in cascade[:4]))
+            # (the names are not all the other ranks': the root's own rank may report more of the same failure, a
+            # chained exception or its launcher's signal)
             who = f"{len(other_ranks)} other rank(s)" if other_ranks else "The logs"
             findings.append(f"{who} then reported: {names}. These follow from the root cause above.")
-            summary += f" Cascade: {names}" + (f" on {len(other_ranks)} other rank(s)" if other_ranks else "") + "."
+            summary += f" Cascade: {names}" + (f" ({len(other_ranks)} other rank(s) failed after it)" if other_ranks
+                                               else "") + "."
         if slow is not None:
             findings.append(f"Throughput fell {slow.factor:.0f}x before the failure ({slow.stream}).")
     else:

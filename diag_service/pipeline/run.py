@@ -148,7 +148,8 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_faile
     """The checkpoint a restart resumes from, among the timestamped saves the extractor saw (``progress.saves``): the
     latest one reported done, or reported begun when training went on after it (else the failure may be in it), or
     the one the run itself resumed from when it saved nothing later, at or before the job stopped. The job stopped
-    at its earliest evidence line's time, or, when no evidence line has a time, at its last progress line.
+    at its earliest evidence line's time, or, when no evidence line has a time of its own, at the latest of their
+    borrowed times (lower bounds) and its last progress line.
     ``write_failed`` (the failure is the storage's): a save reported done counts only when training went on after
     it too, as one begun does (a checkpoint is several files, and a disk that filled right after a ``saved`` line
     may have cut the rest of the same checkpoint).
@@ -156,9 +157,16 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_faile
     progress long before its timeout fires). None without such a save."""
     if not progress.saves:
         return None
-    failed = [t for t in (parse_timestamp(e.timestamp, 1970) for e in evidence if e.timestamp) if t is not None]
+    # an evidence line without a time of its own carries its writer's last earlier time, a lower bound that can lie
+    # hours before the failure (a traceback after a long quiet stretch): without an exact time the job stopped at the
+    # latest of those bounds and its last progress line
+    failed = [t for t in (parse_timestamp(e.timestamp, 1970) for e in evidence if e.timestamp and not e.timestamp_approx)
+              if t is not None]
+    bounds = [t for t in (parse_timestamp(e.timestamp, 1970) for e in evidence if e.timestamp and e.timestamp_approx)
+              if t is not None]
     stamps = sorted(t for series in progress.series.values() for t, _ in series)
-    end = min(failed) if failed else (stamps[-1] if stamps else None)
+    latest = bounds + stamps[-1:]
+    end = min(failed) if failed else (max(latest) if latest else None)
     limit = end if end is not None else math.inf
 
     def progress_after(t0: float) -> bool:  # a progress line after t0, at or before the end
@@ -323,8 +331,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             # the watchers' findings: a restart storm of this job, a node behind several jobs' failures
             facts = facts_of(d, pol, history)
             d.findings.extend(facts.findings(d, pol))
-            d.recovery = recommend(d, pol, history, platform=platform, gpus=len(ranks_seen) or None,
-                                   record_counts=req.record_counts, facts=facts)
+            # GPU-seconds for the job's size when the logs state it (NCCL's nranks, the launch command), else the
+            # ranks seen
+            gpus = progress.world_size or progress.launch_world or len(ranks_seen) or None
+            d.recovery = recommend(d, pol, history, platform=platform, gpus=gpus, record_counts=req.record_counts,
+                                   facts=facts)
             # who acts is the plan's (its rule may hand over a failure its category gives the platform)
             if d.recovery.responsible is not None and d.recovery.responsible is not d.responsible:
                 d.findings.append(f"Responsible: {d.recovery.responsible.value}, by recovery rule {d.recovery.rule_id} "

@@ -166,12 +166,16 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
     return not (w.node_faults_at_least is not None and facts.node_faults < w.node_faults_at_least)
 
 
-def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None, since_save_s: float | None = None) -> LostTime:
+def _lost(level: RecoveryLevel, pol: Policy, gpus: int | None, since_save_s: float | None = None,
+          untrained: bool = False) -> LostTime:
     """The option's estimated loss: the policy's restart, reload and replacement costs, and the work since the last
-    checkpoint: ``since_save_s`` when the logs show it (:attr:`Diagnosis.last_checkpoint`), else half the policy's
+    checkpoint: ``since_save_s`` when the logs show it (:attr:`Diagnosis.last_checkpoint`), none when the rule
+    decided on the logs showing no training step (``untrained``: the job failed in set-up), else half the policy's
     checkpoint interval (a failure falls anywhere in it)."""
     c = pol.costs
-    lost = LostTime(lost_progress_basis="logs" if since_save_s is not None else "policy")
+    if untrained:
+        since_save_s = 0.0
+    lost = LostTime(lost_progress_basis="no_training" if untrained else "logs" if since_save_s is not None else "policy")
     if level is not RecoveryLevel.L0:
         lost.restart_s = c.rank_restart_s if level is RecoveryLevel.L1 else c.job_restart_s
         lost.checkpoint_reload_s = c.checkpoint_reload_s
@@ -347,7 +351,8 @@ def recommend(
         target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
         target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
         fix_hint=hint, responsible=responsible, platform=platform, commands=commands, refused=refused,
-        options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus, since_save))
+        options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus, since_save,
+                                                                             untrained=rule.when.trained is False))
                  for lv in _LEVEL_ORDER],
         history_note=note, idempotency_key=key,
     )
