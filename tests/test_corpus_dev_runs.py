@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n23b-019", "framework", "sigfpe"),
     # the driver API's CUresult 2 (CUDA_ERROR_OUT_OF_MEMORY) printed by torch_memory_saver
     ("n23b-021", "gpu_oom", "cuda_oom"),
+    # AMD-Vi IO page faults for a GPU's PCI device on a host whose multi-GPU jobs hang (NCCL's ACS/IOMMU guidance)
+    ("n23a-017", "infrastructure", "h_iommu_dma_fault"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
