@@ -639,3 +639,14 @@ def test_a_file_without_failure_evidence_gets_a_warning_and_no_action(tmp_path: 
     real = diagnose(DiagnoseRequest(path=str(Path(__file__).resolve().parents[1] / "examples" / "torchrun_shape_mismatch_2x2")))
     assert not any(w.startswith("no failure evidence") for w in real.input.warnings)
     assert real.recovery is not None and real.recovery.rule_id != "no_failure_evidence"
+
+
+def test_a_utf16_log_is_named_as_such_with_its_conversion(tmp_path: Path) -> None:
+    """Windows PowerShell's ``>`` writes UTF-16LE with a byte-order mark (a new user's trial: "binary content"):
+    the error says what it is and how to convert it."""
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    p = tmp_path / "train.log"
+    p.write_bytes("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\r\n".encode("utf-16"))
+    with pytest.raises(BundleError, match=r"UTF-16 text.*iconv -f UTF-16 -t UTF-8"):
+        diagnose(DiagnoseRequest(path=str(p)))

@@ -397,6 +397,12 @@ def _stream_blocks(
             if not got and error is None:
                 report.warnings.append(f"{src.path}: empty (0 bytes)")
                 return
+            if bytes(chunk[:2]) in (b"\xff\xfe", b"\xfe\xff"):
+                # a UTF-16 byte-order mark: text (Windows PowerShell's ">" writes UTF-16LE), not binary, but every
+                # other byte is NUL to a UTF-8 reader; said so, with the conversion, rather than "binary"
+                report.warnings.append(f"{src.path}: UTF-16 text (byte-order mark), skipped: convert it with "
+                                       "`iconv -f UTF-16 -t UTF-8`")
+                return
             if _looks_binary(bytes(chunk[:8192])):
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
