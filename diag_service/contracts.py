@@ -104,6 +104,8 @@ class ProgressLog:
     ``resumed``; ``approx``: the line had no time of its own (the time is an earlier line's, a lower bound); the latest
     256 by time are kept.
     ``scheduler_job_id``: the Slurm job id the logs state (``diag_service.extract.events.SLURM_JOB_ID``), the first seen.
+    ``k8s_namespace``: the Kubernetes namespace the logs state (``diag_service.extract.events.K8S_NAMESPACE``), the
+    first seen.
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -122,6 +124,7 @@ class ProgressLog:
     launches: list[float] = field(default_factory=list)
     saves: list[tuple[float, int | None, str, str, bool]] = field(default_factory=list)
     scheduler_job_id: str | None = None
+    k8s_namespace: str | None = None
 
     def platform(self) -> str | None:
         """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),

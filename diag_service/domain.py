@@ -544,6 +544,9 @@ class Diagnosis(BaseModel):
     scheduler_job_id: str | None = Field(default=None, description=(
         "The scheduler's job id as the logs state it (Slurm's slurmstepd/srun lines, a slurm-<id>.out file name); "
         "the recovery commands use it when job_id is not one."))
+    k8s_namespace: str | None = Field(default=None, description=(
+        "The Kubernetes namespace as the logs state it (kubectl describe's Namespace line, a namespace= field); the "
+        "recovery commands use it when the caller gave none, and such a plan is not run by the service."))
     last_checkpoint: CheckpointSeen | None = Field(default=None, description=(
         "The latest checkpoint save of a step the logs show with a time; the recovery options' lost progress "
         "is the work since it when the failure has a time too."))

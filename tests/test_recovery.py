@@ -654,3 +654,20 @@ def test_slurms_own_job_id_is_offered_but_never_run_by_the_service(tmp_path: Pat
     named = _diag(tmp_path, KILLED_WHILE_TRAINING + "srun: error: gpu-node-002: task 1: Killed\n", "x",
                   name="slurm-7731_4.out", recovery=True)
     assert named.scheduler_job_id == "7731_4"
+
+
+def test_the_namespace_the_logs_state_is_shown_not_run(tmp_path: Path) -> None:
+    """kubectl describe's ``Namespace:`` line (a new user's trial: "-n default" for a pod in ml-train): the commands
+    name that namespace, and a plan whose namespace comes from log text is not run by the service; a caller's
+    namespace, or none in the logs ("default"), keeps the plan executable."""
+    describe = ("Name:         bert-ft-worker-1\nNamespace:    ml-train\nLabels:       training.kubeflow.org/job-name=bert-ft\n"
+                "    State:          Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
+    d = _diag(tmp_path, describe, "bert-ft", name="describe_pod.txt")
+    assert d.k8s_namespace == "ml-train"
+    plan = recommend(d, platform="kubernetes")
+    assert any("-n ml-train" in c for c in plan.commands) and plan.refused and "ml-train" in plan.refused
+    mine = recommend(d, platform="kubernetes", namespace="team-a")
+    assert any("-n team-a" in c for c in mine.commands) and not mine.refused
+    quiet = _diag(tmp_path, describe.replace("Namespace:    ml-train\n", ""), "bert-ft", name="describe_pod.txt")
+    plain = recommend(quiet, platform="kubernetes")
+    assert quiet.k8s_namespace is None and any("-n default" in c for c in plain.commands) and not plain.refused

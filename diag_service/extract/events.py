@@ -302,6 +302,12 @@ SLURM_JOB_ID = re.compile(
     r"|^srun: job (\d{1,12}) (?:queued|has been allocated)|\bSLURM_JOB_ID=(\d{1,12})\b", re.MULTILINE
 )
 SLURM_OUT_NAME = re.compile(r"slurm-(\d{1,12}(?:_\d{1,9})?)\.out")
+#: The Kubernetes namespace a log states (in a block that carries a Kubernetes mark): ``kubectl describe``'s
+#: ``Namespace:    ml-train`` line, or a structured ``namespace=team-nlp`` / ``"namespace": "team-nlp"`` field; a DNS-1123
+#: label (Kubernetes' rule for namespace names).
+K8S_NAMESPACE = re.compile(
+    r"^Namespace:\s+([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\s*$"
+    r"|\bnamespace\"?\s*[=:]\s*\"?([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)(?![-\w.])", re.MULTILINE)
 #: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
@@ -938,6 +944,10 @@ class Extractor:
                         m_job = next((m for m in map(SLURM_JOB_ID.search, windows) if m is not None), None)
                         if m_job is not None:
                             obs.scheduler_job_id = next(g for g in m_job.groups() if g is not None)
+                    if platform == "kubernetes" and obs.k8s_namespace is None:
+                        m_ns = next((m for m in map(K8S_NAMESPACE.search, windows) if m is not None), None)
+                        if m_ns is not None:
+                            obs.k8s_namespace = next(g for g in m_ns.groups() if g is not None)
         if not obs.trained and ((b"oss" in text or b"skipped=" in text) if asc else ("oss" in text or "skipped=" in text)):  # type: ignore[operator]
             obs.trained = TRAINING_FAST.search(rd.data) is not None
         if not obs.trained and ((b"av" in text or b"rot" in text) if asc else ("av" in text or "rot" in text)):  # type: ignore[operator]

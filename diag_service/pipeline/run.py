@@ -257,6 +257,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         trained=progress.trained,
         last_checkpoint=checkpoint_seen(progress, loc.evidence, write_failed=loc.category is Category.STORAGE),
         scheduler_job_id=progress.scheduler_job_id,
+        k8s_namespace=progress.k8s_namespace,
         restarts=req.restarts,
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},

@@ -202,7 +202,7 @@ _OPTION_TEXT = {
 
 
 def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, reason: str,
-              namespace: str) -> tuple[list[str], str | None]:
+              namespace: str | None) -> tuple[list[str], str | None]:
     """The plan's commands, and why the plan must not be executed (None when it may be).
 
     Every value put in a command is checked against the platform's name rule first: a job id
@@ -230,8 +230,15 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
         out.append(f"# the logs came on standard input without --job-id: replace JOB_NAME with {rule.use}" if piped
                    else f"# {job[:80]!r} is not {rule.what}: replace JOB_NAME with {rule.use}")
         job = "JOB_NAME"
+    ns_from_logs = None
     if any("{namespace}" in t for t in templates):
         ns_rule = pol.namespaces.get(platform) or FALLBACK_NAME
+        if namespace is None:  # the caller gave none: the one the logs state, shown, never run; else "default"
+            if d.k8s_namespace and re.fullmatch(ns_rule.pattern, d.k8s_namespace):
+                out.append(f"# namespace {d.k8s_namespace}: from the logs")
+                namespace = ns_from_logs = d.k8s_namespace
+            else:
+                namespace = "default"
         if not re.fullmatch(ns_rule.pattern, namespace):
             out.append(f"# namespace refused: {namespace[:80]!r} is not {ns_rule.what}; "
                        "replace NAMESPACE with the job's namespace")
@@ -239,6 +246,9 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
     refused = None
     if from_logs:  # a target named by log text is shown to a person, never run by the service itself
         refused = f"the job id {logged} comes from the logs, not from the caller: confirm it and run the commands by hand"
+    elif ns_from_logs is not None:
+        refused = (f"the namespace {ns_from_logs} comes from the logs, not from the caller: confirm it and run the "
+                   "commands by hand")
     if count > pol.max_nodes:
         refused = (f"this plan would act on {count} nodes, more than the policy allows (max_nodes {pol.max_nodes}); "
                    "confirm the nodes and run the commands by hand")
@@ -304,7 +314,7 @@ def recommend(
     history: History | None = None,
     platform: str = "kubernetes",
     gpus: int | None = None,
-    namespace: str = "default",
+    namespace: str | None = None,
     now: float | None = None,
     record_counts: bool = True,
     facts: Facts | None = None,
