@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n23b-021", "gpu_oom", "cuda_oom"),
     # AMD-Vi IO page faults for a GPU's PCI device on a host whose multi-GPU jobs hang (NCCL's ACS/IOMMU guidance)
     ("n23a-017", "infrastructure", "h_iommu_dma_fault"),
+    # NCCL's init.cc refusing a rank outside the communicator (rank 2 of 2) on an AML Kubernetes compute
+    ("n24b-003", "config", "nle_invalid_rank"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
