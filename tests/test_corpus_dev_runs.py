@@ -51,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n23a-017", "infrastructure", "h_iommu_dma_fault"),
     # NCCL's init.cc refusing a rank outside the communicator (rank 2 of 2) on an AML Kubernetes compute
     ("n24b-003", "config", "nle_invalid_rank"),
+    # Coqui's trainer started as one process with two GPUs visible
+    ("n25b-004", "config", "f_coqui_several_gpus_one_process"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
