@@ -343,14 +343,14 @@ _SRUN_REPORT = re.compile(r"^srun: error: \S+: tasks? [\d,\-]+: (?P<status>.+)$"
 _SRUN_CLEANUP = ("Killed", "Terminated")
 
 
-def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], by_tid: dict[int, list[TemplateGroup]],
+def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], root_events: dict[int, list[RawEvent]],
                   findings: list[str]) -> list[SignatureHit]:
     """srun reports the step's tasks in the order they ended. Once one task ended abnormally (an abort, a non-zero
     exit, a crash), srun terminates the rest of the step (``--kill-on-bad-exit``; ``--wait``'s "terminating all
     remaining tasks", srun(1)), and reports them ``Killed`` or ``Terminated``. A root whose every line is such a
     later ``Killed``/``Terminated`` report, after an earlier report of another ending in the same file, is that
     cleanup, not a cause (a hang whose watchdog aborted ranks 0-2, and srun then killed the silent rank 3, is not
-    rank 3's host OOM)."""
+    rank 3's host OOM). ``root_events``: each root's example events, by ``id(hit)``."""
     first_other: dict[str, int] = {}  # per file, the first srun report of an ending that is not a kill
     for g in groups:
         for ev in g.examples:
@@ -361,7 +361,7 @@ def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], by_tid
         return roots
     kept: list[SignatureHit] = []
     for h in roots:
-        evs = [ev for tid in h.template_ids for g in by_tid.get(tid, []) for ev in g.examples]
+        evs = root_events.get(id(h), [])
         late = [ev for ev in evs if (m := _SRUN_REPORT.match(ev.key)) and m.group("status").startswith(_SRUN_CLEANUP)
                 and ev.line > first_other.get(ev.path, ev.line)]
         if evs and len(late) == len(evs):
@@ -609,7 +609,7 @@ def localize(
     if retried:
         hits = [h for h in hits if id(h) not in retried]
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs, progress.launches)
-    roots = _srun_cleanup(roots, groups, by_tid, findings)
+    roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
