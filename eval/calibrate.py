@@ -41,7 +41,8 @@ sys.path.insert(0, str(REPO / "eval"))
 import yaml  # noqa: E402
 from corpus_eval import CORPUS, SPLIT_FILE, _commit, assign, diagnose_case, load_labels  # noqa: E402
 
-from diag_service.calibrate import UNKNOWN_MAX  # noqa: E402
+from diag_service.calibrate import UNKNOWN_MAX, Calibration  # noqa: E402
+from diag_service.domain import Category  # noqa: E402
 
 FIRST_CONTACT = REPO / "eval" / "results" / "corpus_first_contact_dev.jsonl"
 
@@ -158,11 +159,12 @@ OFFSET_TAU = 1.0
 OFFSET_MIN = 20
 
 
-def _map(knots: list[tuple[float, float]], raw: float) -> float:
-    for up, v in knots:
-        if raw <= up + 1e-9:
-            return v
-    return knots[-1][1]
+def _prob(knots: list[tuple[float, float]], offsets: dict[str, float], cat: str, raw: float) -> float:
+    """What the service would state for a named ``cat`` answer at ``raw`` under these knots and offsets: the
+    production map itself (:meth:`Calibration.probability`), so that the fit and the comparison score what runs."""
+    cal = Calibration(fitted_on="eval", knots=knots, unknown=0.0,
+                      category_offsets={Category(c): b for c, b in offsets.items()})
+    return cal.probability(raw, Category(cat))
 
 
 def _logit(p: float) -> float:
@@ -183,7 +185,7 @@ def fit_offsets(named: list[tuple[str, float, int]], knots: list[tuple[float, fl
     0.209."""
     by: dict[str, list[tuple[float, int]]] = {}
     for cat, raw, y in named:
-        by.setdefault(cat, []).append((_logit(_map(knots, raw)), y))
+        by.setdefault(cat, []).append((_logit(_prob(knots, {}, cat, raw)), y))
     out: dict[str, float] = {}
     for cat, v in sorted(by.items()):
         if len(v) < min_n:
@@ -200,11 +202,6 @@ def fit_offsets(named: list[tuple[str, float, int]], knots: list[tuple[float, fl
         if b < 0:
             out[cat] = round(b, 3)
     return out
-
-
-def _prob(knots: list[tuple[float, float]], offsets: dict[str, float], cat: str, raw: float) -> float:
-    p = _map(knots, raw)
-    return 1 / (1 + math.exp(-(_logit(p) + offsets[cat]))) if cat in offsets else p
 
 
 def cross_validate(named: list[tuple[str, float, int, str]], min_bin: int, n_all: dict[str, int],
@@ -227,7 +224,7 @@ def cross_validate(named: list[tuple[str, float, int, str]], min_bin: int, n_all
         offsets = fit_offsets([(c, raw, y) for c, raw, y, _ in train], knots)
         for c, raw, y, b in named:
             if b == held:
-                preds["knots"].append((_map(knots, raw), y))
+                preds["knots"].append((_prob(knots, {}, c, raw), y))
                 preds["knots+offsets"].append((_prob(knots, offsets, c, raw), y))
     out: dict[str, Any] = {"mode": "forward" if forward else "leave-one-batch-out", "batches": len(batches),
                            "named_scored": len(preds["knots"]), "all_scored": scored}
