@@ -116,9 +116,10 @@ INLINE_RANK = re.compile(
 JAX_TASK = re.compile(
     r"/job:[\w-]+/replica:\d+/task:(\d{1,6}) (?:has been set to ERROR|unexpectedly tried to connect|heartbeat timeout)"
 )
-#: Slurm's report of one task: ``srun: error: gpu-node-001: task 3: Out Of Memory`` (task = SLURM_PROCID; the host
-#: is the node the task ran on, srun's own wording).
-SRUN_TASK = re.compile(r"^srun: error: (\S+): task (\d{1,6}): ")
+#: Slurm's report of tasks that ended abnormally: ``srun: error: gpu-node-001: task 3: Out Of Memory``,
+#: ``srun: error: gpu-node-001: tasks 0-2: Aborted (core dumped)`` (task = SLURM_PROCID; the host is the node the tasks
+#: ran on; srun's own wording). Groups: ``host``, ``tasks`` (one id, or a list/range), ``status``.
+SRUN_REPORT = re.compile(r"^srun: error: (?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<status>.+)$")
 
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
@@ -302,11 +303,11 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         if m:
             att.rank = int(m.group(1))
     if att.task is None and body.startswith("srun: error: "):
-        m = SRUN_TASK.match(body)
-        if m:
-            att.task = int(m.group(2))
+        m = SRUN_REPORT.match(body)
+        if m and m.group("tasks").isdigit() and len(m.group("tasks")) <= 6:  # one task, not a list or range
+            att.task = int(m.group("tasks"))
             if att.node is None:
-                att.node = m.group(1)
+                att.node = m.group("host")
     if "NCCL " in body and _NCCL_ORIGIN_HINT.search(body):  # both are in every NCCL_ORIGIN match
         m = NCCL_ORIGIN.search(body)
         if m:

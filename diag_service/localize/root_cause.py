@@ -55,7 +55,7 @@ from diag_service.domain import (
     refused_nodes_finding,
 )
 from diag_service.limits import LIMITS
-from diag_service.logformat import iso
+from diag_service.logformat import SRUN_REPORT, iso
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
 from diag_service.slow.models import SlowReport
@@ -338,8 +338,6 @@ def _demote_late_roots(
     return kept
 
 
-#: srun's report of tasks that ended abnormally: ``srun: error: gpu-node-001: tasks 0-2: Aborted (core dumped)``
-_SRUN_REPORT = re.compile(r"^srun: error: \S+: tasks? [\d,\-]+: (?P<status>.+)$")
 _SRUN_CLEANUP = ("Killed", "Terminated")
 
 
@@ -354,7 +352,7 @@ def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], root_e
     first_other: dict[str, int] = {}  # per file, the first srun report of an ending that is not a kill
     for g in groups:
         for ev in g.examples:
-            m = _SRUN_REPORT.match(ev.key)
+            m = SRUN_REPORT.match(ev.key)
             if m and not m.group("status").startswith(_SRUN_CLEANUP):
                 first_other[ev.path] = min(ev.line, first_other.get(ev.path, ev.line))
     if not first_other:
@@ -362,7 +360,7 @@ def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], root_e
     kept: list[SignatureHit] = []
     for h in roots:
         evs = root_events.get(id(h), [])
-        late = [ev for ev in evs if (m := _SRUN_REPORT.match(ev.key)) and m.group("status").startswith(_SRUN_CLEANUP)
+        late = [ev for ev in evs if (m := SRUN_REPORT.match(ev.key)) and m.group("status").startswith(_SRUN_CLEANUP)
                 and ev.line > first_other.get(ev.path, ev.line)]
         if evs and len(late) == len(evs):
             findings.append(f"{h.name}: srun reported those tasks after another task of the step had ended: srun "
