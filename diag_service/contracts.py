@@ -83,6 +83,9 @@ class ProgressLog:
     ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
     ``source_nodes``: the nodes that files are attributed to by their names or folders (``console_node0.log``,
     ``node1/``), whether or not they hold an event (first 4,096).
+    ``launcher_local_ranks``: per file of torchrun's ``--log-dir`` tree (``<run_id>/attempt_N/<local_rank>/...``,
+    ingest's ``torchrun_logdir`` layout), the local rank its folder names: the launcher's own attribution of every
+    line in it (first 4,096 files).
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
     ``launch_world``: the number of processes a launch command shown in the logs asks for (torchrun's
     ``--nproc-per-node`` x ``--nnodes``, accelerate's ``--num_processes``; ``diag_service.extract.events.launch_world``).
@@ -114,6 +117,7 @@ class ProgressLog:
     last_completed: dict[int, int] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
     source_nodes: set[str] = field(default_factory=set)
+    launcher_local_ranks: dict[str, int] = field(default_factory=dict)
     world_size: int | None = None
     launch_world: int | None = None
     job_output: bool = False

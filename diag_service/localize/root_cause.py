@@ -454,17 +454,6 @@ def _training_output(groups: list[TemplateGroup], progress: ProgressLog, ranks_s
                 or progress.trained or progress.world_size or any(g.kind is EventKind.NCCL for g in groups))
 
 
-#: torchrun's ``--log-dir`` layout, ``<run_id>/attempt_<N>/<local_rank>/{stdout,stderr}.log``
-#: (torch.distributed.elastic.multiprocessing ``DefaultLogsSpecs``)
-_LOGDIR_FILE = re.compile(r"(?:^|/)attempt_\d+/(\d{1,6})/[^/]+$")
-
-
-def _logdir_local_rank(path: str) -> int | None:
-    """The local rank of a file of torchrun's ``--log-dir`` tree, from its folder, or None."""
-    m = _LOGDIR_FILE.search(path)
-    return int(m.group(1)) if m else None
-
-
 def _sole_erring_rank(events: list[EventTemplate]) -> int | None:
     """The one rank that wrote an error of its own (traceback, exception, NCCL error, error line) when no
     other rank did, or None.
@@ -693,7 +682,8 @@ def localize(
             # (not NCCL's "[dev]", which is a CUDA device index and is 0 in every process that sees one GPU)
             # So does the folder of torchrun's --log-dir tree that holds the failing rank's stderr.
             locals_ = {ev.local_rank for ev in pevs if ev.local_rank is not None
-                       and (ev.kind is EventKind.EXIT or _logdir_local_rank(ev.path) == ev.local_rank)}
+                       and (ev.kind is EventKind.EXIT
+                                                     or progress.launcher_local_ranks.get(ev.path) == ev.local_rank)}
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
