@@ -53,11 +53,25 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n24b-003", "config", "nle_invalid_rank"),
     # Coqui's trainer started as one process with two GPUs visible
     ("n25b-004", "config", "f_coqui_several_gpus_one_process"),
+    # NCCL INFO's error trace from its socket code (misc/socket.cc -> 2) after a Docker bridge interface was chosen
+    ("n26a-012", "network", "nccl_network_error_trace"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
     assert d.category.value == category, d.root_cause.summary
     assert d.signature_hits and d.signature_hits[0].signature_id == signature, [h.signature_id for h in d.signature_hits]
+
+
+def test_a_traceback_cut_inside_main_process_firsts_wait_is_the_preprocessing_timeout() -> None:
+    """A rank's traceback cut at ``with training_args.main_process_first(...)`` -> contextlib ``__enter__`` while the
+    main process's tokeniser bar stood at 29:55 (dev case n26a-007, LLaMA-Factory): the wait, not the work, failed;
+    config (raise ddp_timeout or preprocess once), not 'no signature'. The same cut traceback inside the ``with``
+    body's ``dataset.map`` is not this rule (the rule's counter-example, checked at catalogue load)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n26a-007.log"), kb=False, llm=False))
+    assert d.category.value == "config", d.root_cause.summary
+    top = d.signature_hits[0]
+    assert top.details.get("context_rule") == "cut_short_in_main_process_first", [h.details for h in d.signature_hits]
+    assert "ddp_timeout" in d.root_cause.summary
 
 
 def test_horovods_stall_warning_is_named_as_such_with_every_missing_rank_counted() -> None:
