@@ -89,6 +89,8 @@ class ProgressLog:
     ``world_size``: from NCCL's ``comm ... rank R nranks N`` init lines, when present.
     ``launch_world``: the number of processes a launch command shown in the logs asks for (torchrun's
     ``--nproc-per-node`` x ``--nnodes``, accelerate's ``--num_processes``; ``diag_service.extract.events.launch_world``).
+    ``stated_world``: the world size the job's own output states in the first 64 KiB of a file (``world_size=4``,
+    ``world size: 4``, ``WORLD_SIZE=4``; ``diag_service.extract.events.STATED_WORLD``), the first seen.
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.
@@ -120,6 +122,7 @@ class ProgressLog:
     launcher_local_ranks: dict[str, int] = field(default_factory=dict)
     world_size: int | None = None
     launch_world: int | None = None
+    stated_world: int | None = None
     job_output: bool = False
     completed: dict[str, str] = field(default_factory=dict)
     benchmarks: dict[str, str] = field(default_factory=dict)

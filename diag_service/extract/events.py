@@ -32,7 +32,7 @@ from pathlib import Path
 import re2  # google-re2: linear-time DFA matching; Python's re backtracks through every alternative
 
 from diag_service.contracts import CollectiveTimeout, ProgressLog, RawEvent
-from diag_service.domain import EventKind
+from diag_service.domain import LOOPBACK, EventKind
 from diag_service.extract.literal_scan import BUILD_AFTER_BYTES, LiteralScan, literal_scan_available
 from diag_service.ingest import Block, Source
 from diag_service.limits import LIMITS
@@ -200,6 +200,12 @@ def completion_line(tail: bytes) -> str | None:
 #: a collector or launcher puts in front of a line (``kubectl logs --timestamps``' stamp, ``[1,0]<stdout>:``, ``0: ``).
 _BENCH_AVG = re.compile(r"^[^#\n]{0,80}# Avg bus bandwidth\s*: *([0-9.]+(?:e[-+]?\d+)?)\s*$", re.M)
 _BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAILED)\s*$", re.M)
+
+
+#: A world-size banner of the job's own output (scripts print ``world_size=4``; torchrun's environment is
+#: ``WORLD_SIZE``; ``world size: 4``): the number of processes the job was started with.
+STATED_WORLD = re.compile(r"\b(?:world_size|world size|WORLD_SIZE|World size)\s?[=:]\s?(\d{1,6})\b")
+STATED_WORLD_BYTES = re.compile(STATED_WORLD.pattern.encode("ascii"))
 
 
 def launch_world(text: str) -> int | None:
@@ -756,6 +762,9 @@ def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | N
     rank = att.rank if att.rank is not None else src.rank
     local_rank = att.local_rank if att.local_rank is not None else src.local_rank
     node = att.node or src.node
+    if att.node is not None and src.node is not None and LOOPBACK.match(att.node):
+        # torchrun's failure table says ``host : localhost`` on every node: the file's node says which one it was
+        node = src.node
     if att.task is not None:
         if rank is None and local_rank is None:
             rank = att.task  # srun -l with one task per GPU: the task id is the rank
@@ -961,6 +970,10 @@ class Extractor:
                 obs.world_size = int(m_world.group(1))
         if obs.launch_world is None and ((b"--n" in head) if asc else ("--n" in head)):  # type: ignore[operator]
             obs.launch_world = launch_world(head if not asc else head.decode("ascii"))  # type: ignore[union-attr,arg-type]
+        if obs.stated_world is None and ((b"orld" in head) if asc else ("orld" in head)):  # type: ignore[operator]
+            m_stated = (STATED_WORLD_BYTES if asc else STATED_WORLD).search(head)  # type: ignore[arg-type]
+            if m_stated is not None and 0 < int(m_stated.group(1)) <= LIMITS.max_rank + 1:
+                obs.stated_world = int(m_stated.group(1))
         consumed: set[int] = set()
         if len(self._ray_rank) < 65536 and (
             any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)
@@ -1601,6 +1614,8 @@ class Extractor:
         if m and ts is None:
             ts = parse_timestamp("{}-{}-{} {}:{}:{}".format(*m.groups()), self.year)
         host = entry.get("host") or who[2]
+        if who[2] and LOOPBACK.match(host):  # every agent's table says "localhost"; the file's node says which one
+            host = who[2]
         what = "first observed failure" if root else "failure"
         key = f"torchelastic {what}: rank {rank} (local_rank {local_rank}) exitcode: {exitcode} {signal}".strip()
         fields = {k: v for k, v in entry.items() if k != "traceback"}

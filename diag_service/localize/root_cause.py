@@ -604,7 +604,7 @@ def localize(
     kinds_present = {g.kind for g in groups}
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
-    size = progress.world_size or progress.launch_world
+    size = progress.world_size or progress.launch_world or progress.stated_world
     world = set(range(size)) if size and size <= LIMITS.max_rank + 1 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
@@ -814,6 +814,14 @@ def localize(
             findings.extend(hang_findings)
             if hang_suspects:
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
+                if first_rank is not None:
+                    # the node the silent rank's own lines come from (its progress lines' file or prefix, its events)
+                    where_nodes = {n for (_p, r, n) in progress.series if r == first_rank and n} | {
+                        g.rank_first[first_rank].node for g in groups
+                        if first_rank in g.rank_first and g.rank_first[first_rank].node}
+                    named_nodes, _ = node_names(sorted(where_nodes))
+                    if len(where_nodes) == 1 and named_nodes:
+                        faulty_nodes = named_nodes
             interrupted = not hang_findings and _interrupted_only(symptoms)
             if interrupted:
                 hang_findings = [INTERRUPTED_FINDING]
@@ -973,6 +981,9 @@ def localize(
 
 #: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
 COMPLETED_FINDING = "The run reported its own completion; nothing here needs recovery."
+#: The same run, slow: nothing to restart; the slowdown is for the next run (the policy's ``slow_after_completion``).
+COMPLETED_SLOW_FINDING = ("The run reported its own completion: there is no job to restart; deal with the slowdown "
+                          "before its next run.")
 
 #: Confidence of a hang inferred only from a training log that ends without any error, exit or launcher report.
 #: Below every other hang's (0.25 stack dumps, 0.3 collective timeouts): a timing feed's slowdown overrides it.
@@ -1349,6 +1360,7 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
         d.findings.append(finding)
     if d.failure_mode is FailureMode.NONE:  # it finished, slowly: the slowdown is what needs a look
         d.findings = [f for f in d.findings if f != COMPLETED_FINDING]
+        d.findings.append(COMPLETED_SLOW_FINDING)
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
     d.category_source = "analyzers"

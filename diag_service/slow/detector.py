@@ -58,6 +58,14 @@ _KIND_CATEGORY = {
 }
 
 
+#: A job-wide compute slowdown with no rank standing out, in a feed without ``comm_wait_s``: what a straggler looks like
+#: when the feed times "compute" around ``backward()``, where DDP's gradient all-reduce waits for the slowest rank.
+HIDDEN_STRAGGLER_HINT = (
+    "every rank's compute time rose alike and no rank stands out; if compute is timed around backward() (DDP's gradient "
+    "all-reduce runs inside it), one slow rank makes every rank slow: time the work before backward apart from "
+    "backward and its all-reduce, or record comm_wait_s, to locate it (docs/slow.md, record format)")
+
+
 def _r(v: float) -> float | None:
     return round(float(v), 6) if math.isfinite(v) else None
 
@@ -504,6 +512,9 @@ class SlowDetector:
             warnings.append(
                 f"only {self._steps} step record(s): not enough to learn a baseline "
                 f"({self.cfg.warmup_steps} warm-up + {self.cfg.baseline_steps} baseline steps needed); no job-level verdict")
+        if (episodes and not stragglers and not groups and self.n_units >= 2 and "comm_wait" not in self._phases
+                and any(e.kind is StragglerKind.COMPUTE for e in episodes)):
+            warnings.append(HIDDEN_STRAGGLER_HINT)
         st.warnings = list(dict.fromkeys(warnings))
         found = bool(episodes or stragglers or groups)
         rep = SlowReport(
