@@ -114,12 +114,14 @@ def test_no_signature_may_claim_no_failure() -> None:
 
 def test_a_run_that_finished_slowly_is_a_slowdown_without_the_completion_finding() -> None:
     """A real zoo run (dev split) whose Trainer reported completion after rank 0 slowed the job: fail_slow, and the
-    'nothing here needs recovery' of the completion verdict is gone."""
+    'nothing here needs recovery' of the completion verdict is gone; what stays is that there is no job to restart
+    (the policy's slow_after_completion)."""
     run = ROOT / "eval" / "zoo" / "runs" / "hf_slow_stopcont_rank0"
     assert "hf_slow_stopcont_rank0" in json.loads((ROOT / "eval" / "zoo" / "split.json").read_text())["dev"]
     d = _diagnose(run)
     assert d.failure_mode is FailureMode.FAIL_SLOW
-    assert not any("reported its own completion" in f for f in d.findings)
+    assert not any("nothing here needs recovery" in f for f in d.findings)
+    assert any("there is no job to restart" in f for f in d.findings)
 
 
 _NCCL_TESTS = """\

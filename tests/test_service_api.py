@@ -82,6 +82,8 @@ def test_small_upload_is_answered_with_the_diagnosis(diagnosed: dict[str, Any], 
     ev = d.root_cause.evidence[0]
     assert "shapes cannot be multiplied" in ev.text and ev.rank == 3 and ev.node == "node1"
     assert d.recovery is not None and d.recovery.level.value == "L4"
+    # no platform configured: the plan is the one the logs show (two torchrun agents, no scheduler), not kubectl
+    assert d.recovery.platform == "torchrun" and not any("kubectl" in c for c in d.recovery.commands)
     assert d.similar_incidents, "the knowledge base was consulted"
     # stored: the same answer by id, and in the list
     again = srv.client.get(diagnosed["links"]["self"]).json()

@@ -28,7 +28,7 @@ def hang_cmd(
     min_stuck: Annotated[int, typer.Option(min=1, max=10_000, help="Unchanged snapshots that make a rank stuck.")] = 3,
 ) -> None:
     """Is the job hung, since when, which rank(s) are the culprits, and where is each stuck.
-
+    \f
     Raises :class:`~diag_service.hang.analyzer.HangInputError` (exit 2, from the one CLI handler) when
     there is nothing to analyse."""
     # analyze_hang finds a bundle's dumps/ folder itself

@@ -234,7 +234,9 @@ class Settings(BaseSettings):
                       "without a usable model the deterministic summary is used.")
 
     recovery: bool = True
-    platform: Literal["kubernetes", "volcano", "slurm", "torchrun"] = "kubernetes"
+    platform: Literal["kubernetes", "volcano", "slurm", "torchrun"] | None = Field(
+        default=None, description="Scheduler whose commands recovery plans carry; unset: the one the logs show, as "
+                                  "`diag diagnose` does (torchrun's manual steps when they show none).")
     recovery_history: bool = Field(default=True, description="Record recommendations in <data_dir>/recovery_history.sqlite.")
     recovery_policy: Path | None = Field(
         default=None, description="Recovery policy file (default: the built-in knowledge_base/recovery_policy.yaml); "

@@ -80,7 +80,7 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
             warnings.append(f"knowledge base not consulted: {type(exc).__name__}: {exc}")
     d = diagnose(DiagnoseRequest(
         path=task["path"], job_id=task.get("job_id"), exclude=task.get("exclude") or [], limits=limits,
-        recovery=task.get("recovery", True), platform=task.get("platform", "kubernetes"),
+        recovery=task.get("recovery", True), platform=task.get("platform"),
         history_path=task.get("history_path"), policy_path=task.get("policy_path"), retriever=retriever,
         summarizer=summarizer() if task.get("llm") else None,
         restarts=JobRestarts.model_validate(task["restarts"]) if task.get("restarts") else None,
