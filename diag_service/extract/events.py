@@ -970,7 +970,8 @@ class Extractor:
                 obs.world_size = int(m_world.group(1))
         if obs.launch_world is None and ((b"--n" in head) if asc else ("--n" in head)):  # type: ignore[operator]
             obs.launch_world = launch_world(head if not asc else head.decode("ascii"))  # type: ignore[union-attr,arg-type]
-        if obs.stated_world is None and ((b"orld" in head) if asc else ("orld" in head)):  # type: ignore[operator]
+        if obs.stated_world is None and block.first_line <= 1 and (
+                (b"orld" in head) if asc else ("orld" in head)):  # type: ignore[operator]
             m_stated = (STATED_WORLD_BYTES if asc else STATED_WORLD).search(head)  # type: ignore[arg-type]
             if m_stated is not None and 0 < int(m_stated.group(1)) <= LIMITS.max_rank + 1:
                 obs.stated_world = int(m_stated.group(1))
