@@ -74,3 +74,14 @@ def test_a_straggler_of_a_run_that_finished_is_not_drained_and_relaunched() -> N
     assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 3
     assert d.recovery is not None and d.recovery.rule_id == "slow_after_completion"
     assert d.recovery.level.value == "L0"
+
+
+def test_only_the_jobs_world_size_is_read_as_its_size_not_a_nodes() -> None:
+    from diag_service.extract.events import STATED_WORLD
+
+    said = {t: (m.group(1) if (m := STATED_WORLD.search(t)) else None) for t in (
+        "2026-12-05 20:09:46,796 INFO [rank2] init done world_size=4 local_rank=0 node=node1",
+        "World size: 16", "WORLD_SIZE=8 RANK=3", "local world size: 8", "LOCAL_WORLD_SIZE=8", "Local world size: 8")}
+    assert said == {"2026-12-05 20:09:46,796 INFO [rank2] init done world_size=4 local_rank=0 node=node1": "4",
+                    "World size: 16": "16", "WORLD_SIZE=8 RANK=3": "8", "local world size: 8": None,
+                    "LOCAL_WORLD_SIZE=8": None, "Local world size: 8": None}

@@ -204,7 +204,7 @@ _BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAI
 
 #: A world-size banner of the job's own output (scripts print ``world_size=4``; torchrun's environment is
 #: ``WORLD_SIZE``; ``world size: 4``): the number of processes the job was started with.
-STATED_WORLD = re.compile(r"\b(?:world_size|world size|WORLD_SIZE|World size)\s?[=:]\s?(\d{1,6})\b")
+STATED_WORLD = re.compile(r"(?<![Ll]ocal )(?<!LOCAL )\b(?:world_size|world size|WORLD_SIZE|World size)\s?[=:]\s?(\d{1,6})\b")
 STATED_WORLD_BYTES = re.compile(STATED_WORLD.pattern.encode("ascii"))
 
 
