@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n25b-004", "config", "f_coqui_several_gpus_one_process"),
     # NCCL INFO's error trace from its socket code (misc/socket.cc -> 2) after a Docker bridge interface was chosen
     ("n26a-012", "network", "nccl_network_error_trace"),
+    # the same trace out of NCCL's shared-memory transport (transport/shm.cc:101 -> 2) in a container
+    ("n27b-011", "storage", "nccl_shm_error_trace"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
@@ -72,6 +74,19 @@ def test_a_traceback_cut_inside_main_process_firsts_wait_is_the_preprocessing_ti
     top = d.signature_hits[0]
     assert top.details.get("context_rule") == "cut_short_in_main_process_first", [h.details for h in d.signature_hits]
     assert "ddp_timeout" in d.root_cause.summary
+
+
+@pytest.mark.parametrize("case", ["n27a-028", "n27a-030"])
+def test_a_timeout_printed_into_a_data_preparation_bar_is_the_preparation_outliving_the_timeout(case: str) -> None:
+    """Dev cases n27a-028 (Gloo's monitored_barrier message printed into a datasets `Map (num_proc=14)` bar at 6:39:53)
+    and n27a-030 (an NCCL watchdog timeout printed into DeepSpeed-Chat's `Creating dataset split` bar at 29:56): config,
+    as the rule's datasets-library bars already were. In n27a-028 the waiting rank got no answer from rank 0, whose
+    logs name no missing rank: rank 0 is the one that never took part (ProcessGroupGloo's monitoredBarrier)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.category.value == "config", d.root_cause.summary
+    assert d.signature_hits[0].details.get("context_rule") == "timeout_during_dataset_preparation"
+    if case == "n27a-028":
+        assert d.first_failing_rank == 0
 
 
 def test_horovods_stall_warning_is_named_as_such_with_every_missing_rank_counted() -> None:

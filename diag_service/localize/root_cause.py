@@ -700,10 +700,16 @@ def localize(
                     corroborated_node = next(iter(same_nodes))
         # a hang's reporter (Horovod's coordinator, rank 0) is not its culprit: the rank it names as missing is
         absent = _one_named_missing(hits)
-        lone = _lone_submitter(hits, progress.world_size, ranks_seen | progress.ranks) if absent is None else None
+        silent_collector = _one_unanswered_by(hits) if absent is None else None
+        lone = (_lone_submitter(hits, progress.world_size, ranks_seen | progress.ranks)
+                if absent is None and silent_collector is None else None)
         if absent is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
             first_rank = absent
             findings.append(f"Rank {absent} is the one rank the logs name as never having arrived.")
+        elif silent_collector is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
+            first_rank = silent_collector
+            findings.append(f"Rank {silent_collector} collects monitored_barrier and answered no rank, and its logs name "
+                            "no missing rank: it never took part.")
         elif lone is not None and (first_rank is None or primary.failure_mode is FailureMode.FAIL_HANG):
             first_rank = lone
             findings.append(LONE_FINDING.format(rank=lone))
@@ -1035,6 +1041,15 @@ def _missing_ranks(h: SignatureHit) -> set[int]:
     return {int(x) for x in str(h.details.get("missing") or "").replace(" ", "").split(",") if x.isdigit()}
 
 
+def _one_unanswered_by(hits: list[SignatureHit]) -> int | None:
+    """The one rank that ranks waiting in monitored_barrier got no answer from (the hits' ``unanswered_by`` detail:
+    "received errors while waiting for send/recv from rank 0"), when no hit names missing ranks; else None."""
+    if any(_missing_ranks(h) for h in hits):
+        return None
+    named = {int(h.details["unanswered_by"]) for h in hits if str(h.details.get("unanswered_by", "")).isdigit()}
+    return next(iter(named)) if len(named) == 1 else None
+
+
 def _one_named_missing(hits: list[SignatureHit]) -> int | None:
     """The one rank that the hits' ``missing`` details name, or None when they name none or several."""
     named = {r for h in hits for r in _missing_ranks(h)}
@@ -1116,6 +1131,15 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
             who = "Horovod's stall warning" if h.signature_id == "horovod_missing_ranks" else "monitored_barrier"
             shown = f"{named[:8]}"[:-1] + (f", ... ({len(named)} in all)]" if len(named) > 8 else "]")
             return named, f"{who} reports that rank(s) {shown} never reached it."
+    # monitored_barrier's other side: a rank that reached the barrier and got no answer from the rank that collects
+    # it (rank 0; ProcessGroupGloo.cpp monitoredBarrier: "... received errors while waiting for send/recv from rank
+    # 0. Please check rank 0 logs for faulty rank."). With no "failed to pass" report from that rank (checked above),
+    # it never took part: it is the one they waited for.
+    r = _one_unanswered_by(symptoms)
+    if r is not None:
+        waiting = sorted({x for h in symptoms if h.details.get("unanswered_by") is not None for x in h.ranks} - {r})
+        return [r], ("monitored_barrier: " + (f"rank(s) {waiting[:8]} " if waiting else "a rank ") + "reached the barrier and "
+                     f"got no answer from rank {r}, whose logs name no missing rank: rank {r} never took part in it.")
     n = len(ranks)
     if ranks == set(range(n)) and (n == 2 or (n >= 3 and world_known)):
         waiting = {r for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and _cascade(h, sigs) == "peer_loss"
