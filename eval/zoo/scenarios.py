@@ -2299,3 +2299,155 @@ SCENARIOS += [
     Scenario("b13_slow_cfg_eval_every_twonode", "train_risk.py", RISK_2N.replace("{node}", "0"),
              cmd2=RISK_2N.replace("{node}", "1"), setup=STAGES),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 14 (ids b14_*): common kinds in launch shapes and log layouts earlier batches used little
+REC_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+          "{extra}train_rec.py")
+SCENARIOS += [
+    # node 1's container has a lower memory limit (another instance type): rank 3 in a 650 MiB memory cgroup
+    Scenario("b14_oom_node1_rank3_twonode", "train_rec.py", REC_2N.replace("{node}", "0").replace("{extra}", ""),
+             cmd2=REC_2N.replace("{node}", "1").replace("{extra}", "--log-dir logs/node1 --tee 3 "),
+             action=("cgroup", 3, 650)),
+    # rank 2 SIGKILLed from outside (a node agent / an operator's kill -9) in the middle of epoch 1
+    Scenario("b14_inf_sigkill_r2_tqdm", "train_sentiment.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} train_sentiment.py",
+             action=("kill", 2, signal.SIGKILL, "[rank2] epoch 1 step 40/")),
+    # worker 1 of an mp.spawn job SIGTERMed from outside mid-epoch (a cleanup script, a preempting scheduler)
+    Scenario("b14_inf_sigterm_spawn_r1", "train_forecast.py", "python train_forecast.py --nprocs 2 --port {port}",
+             action=("kill", 1, signal.SIGTERM, "rank 1 epoch 1 iter 50/")),
+]
+# the shared dataset volume: a loop-mounted ext4, remounted so nothing is cached; rank 2's reads from it are then
+# throttled to 64 KiB/s (a degraded disk / a saturated NFS server for that node)
+MELS = r"""truncate -s 256M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared && python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for e in range(3):
+    os.makedirs(f"shared/mels/epoch{e}", exist_ok=True)
+    for r in range(3):
+        np.save(f"shared/mels/epoch{e}/part-{r}.npy", rng.standard_normal((1600, 64, 32)).astype(np.float32))
+        np.save(f"shared/mels/epoch{e}/part-{r}-labels.npy", rng.integers(0, 10, 1600))
+EOF2
+umount shared && mount -o loop shared.img shared"""
+SCENARIOS += [
+    Scenario("b14_hang_io_wait_r2", "train_tagger.py", f"{TR} 3 --log-dir logs --tee 3 --master-port {{port}} train_tagger.py",
+             setup=MELS, teardown="umount shared; true",
+             action=("blkio_read", 2, "[rank2] epoch 0 step 20 ", "shared", 65536)),
+    # the team volume at ./outputs is mounted read-only on this node
+    Scenario("b14_st_trainer_readonly_output", "train_intent.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_intent.py",
+             setup="mkdir -p outputs && mount -t tmpfs -o ro,size=1m tmpfs outputs", teardown="umount outputs; true"),
+    # the previous attempt's node died while rank 0 wrote checkpoints/last.pt: the file exists with 0 bytes
+    Scenario("b14_st_resume_empty_ckpt", "train_mae.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 train_mae.py",
+             setup="mkdir -p checkpoints && : > checkpoints/last.pt"),
+]
+# per-sample .npy files synced from the object store; one file of shard 3 was left empty by an interrupted sync
+SAMPLES = r"""python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for r in range(4):
+    os.makedirs(f"samples/shard-{r}", exist_ok=True)
+    for i in range(640):
+        lab = int(rng.integers(0, 10))
+        p = f"samples/shard-{r}/img{i:05d}_{lab}_.npy"
+        if r == 3 and i == 417:
+            open(p, "wb").close()
+            continue
+        np.save(p, rng.integers(0, 256, (32, 32, 3), dtype=np.uint8))
+EOF2"""
+PAIRS14 = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data/pairs", exist_ok=True)
+rng = random.Random(0)
+for r in range(2):
+    with open(f"data/pairs/part-{r}.jsonl", "w") as f:
+        for _ in range(2000):
+            f.write(json.dumps({"f": [round(rng.random(), 3) for _ in range(32)], "rel": rng.randint(0, 1)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b14_data_empty_sample_worker_r3", "train_cls.py",
+             f"{TR} 4 --tee 3 --master-port {{port}} train_cls.py", setup=SAMPLES),
+    # launched by hand from a login shell, not through the cluster's job template that exports DATA_ROOT
+    Scenario("b14_cfg_missing_env_var", "train_ranker.py",
+             f"{TR} 2 --log-dir logs --redirects 3 --master-port {{port}} train_ranker.py", setup=PAIRS14,
+             unset=("DATA_ROOT", "RUN_NAME")),
+    # the scheduler started node 0's task; node 1's never started (its agent never ran): only node 0's terminal
+    Scenario("b14_inf_node1_never_started", "train_langid.py",
+             "torchrun --nnodes 2 --node-rank 0 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+             "--rdzv-conf timeout=20 train_langid.py"),
+    # a previous run's process still holds MASTER_PORT on this machine
+    Scenario("b14_inf_port_in_use_spawn", "train_vit.py", "MASTER_PORT={port} python train_vit.py 2",
+             action=("hold_port",)),
+    # rank 1 throttled from its step 200 (stopped 60 ms of every 160 ms: a node in thermal/power capping)
+    Scenario("b14_slow_straggler_r1", "train_codelm.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} train_codelm.py",
+             action=("stopcont_until", 1, "[rank1] step 200/500", None, 100, 60)),
+]
+# per-worker CSV parts; part 1 has one listing whose price was exported as NaN (a missing value)
+HOUSES = r"""python - <<'EOF2'
+import csv, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(0)
+for r in range(2):
+    with open(f"data/part-{r}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["sqft", "rooms", "age", "lat", "lon", "price"])
+        for i in range(6000):
+            sqft, rooms, age = rng.randint(400, 4000), rng.randint(1, 7), rng.randint(0, 90)
+            price = 120 * sqft + 9000 * rooms - 800 * age + rng.gauss(0, 20000)
+            w.writerow([sqft, rooms, age, round(rng.uniform(47, 48), 4), round(rng.uniform(-123, -122), 4),
+                        "NaN" if (r == 1 and i == 4711) else round(price)])
+EOF2"""
+SCENARIOS += [
+    Scenario("b14_data_nan_row_ray_r1", "train_house.py", "python train_house.py", setup=HOUSES),
+    # the run's checkpoint volume has 10 MiB: the first save_state fits, the second does not
+    Scenario("b14_st_accel_save_state_full_r0", "train_spk.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_spk.py",
+             setup="mkdir -p ckpt && mount -t tmpfs -o size=10m tmpfs ckpt", teardown="umount ckpt; true"),
+]
+# two nodes, c10d rendezvous; node 1's job script was edited by hand and has the rendezvous port mistyped (one digit
+# off: the scenario's port + 1, where nothing listens)
+RDZV_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{p} --rdzv-id titles-77 "
+           "--rdzv-conf join_timeout=20,read_timeout=15 train_titles.py")
+SCENARIOS += [
+    Scenario("b14_cfg_rdzv_port_typo_node1", "train_titles.py", RDZV_2N.replace("{p}", "{port}"),
+             cmd2=RDZV_2N.replace("{p}", "{port_next}")),
+]
+# rank 1's DataLoader workers run in a 300 MiB memory cgroup (the node's container limit for them): the decoded-clip
+# cache in each worker grows until the kernel's OOM killer ends one
+SCENARIOS += [
+    Scenario("b14_oom_trainer_worker_r1", "train_tagger_hf.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_tagger_hf.py",
+             action=("worker_cgroup", 1, 300, 1.0)),
+]
+# the team's feature service (HTTP, on {port_asset}); its replica for shard 1 turns unhealthy after 90 requests and
+# answers 503 from then on; ended with the run (ZOO_RUN)
+FEATSVC = r"""setsid python -c "
+import json, random, re
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen = {'1': 0}
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        m = re.search(r'shard-(\d+)/batch-(\d+)', self.path)
+        shard = m.group(1)
+        if shard == '1':
+            seen['1'] += 1
+            if seen['1'] > 90:
+                self.send_response(503, 'Service Unavailable'); self.end_headers(); return
+        rng = random.Random(int(m.group(2)) * 7 + int(shard))
+        x = [[rng.gauss(0, 1) for _ in range(40)] for _ in range(64)]
+        y = [float(r[0] + r[3] > 0) for r in x]
+        body = json.dumps({'x': x, 'y': y}).encode()
+        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer(('127.0.0.1', ASSET_PORT), H).serve_forever()
+" >/dev/null 2>&1 &
+mkdir -p configs && echo '{"url": "http://127.0.0.1:ASSET_PORT/v1/features"}' > configs/features.json
+sleep 0.8"""
+SCENARIOS += [
+    Scenario("b14_hang_featstore_503_r1", "train_ctr.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} "
+             "train_ctr.py", setup=FEATSVC.replace("ASSET_PORT", "{port_asset}")),
+]
