@@ -64,6 +64,10 @@ def _diagnose(run: str, tmp_path: Path):
     ("b12_hang_nondaemon_uploader_r2", "user_code", 2, "python_user_exception"),
     # ReduceLROnPlateau.step() called without its metric through accelerate's forwarding wrapper: the job's call
     ("b12_uc_plateau_step_no_metric", "user_code", None, "python_user_exception"),
+    # os.environ["DATA_ROOT"] on a shell without the cluster's job template: KeyError from os's __getitem__ (config)
+    ("b14_cfg_missing_env_var", "config", 0, "python_user_exception"),
+    # mp.spawn reports its first abnormal exit; SIGTERM there came from outside (it terminates the rest only after)
+    ("b14_inf_sigterm_spawn_r1", "infrastructure", 1, "spawn_sigterm_first_failure"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
