@@ -2319,7 +2319,8 @@ SCENARIOS += [
 ]
 # the shared dataset volume: a loop-mounted ext4, remounted so nothing is cached; rank 2's reads from it are then
 # throttled to 64 KiB/s (a degraded disk / a saturated NFS server for that node)
-MELS = r"""truncate -s 256M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared && python - <<'EOF2'
+MELS = r"""truncate -s 256M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && """ \
+    r"""mount -o loop shared.img shared && python - <<'EOF2'
 import os, numpy as np
 rng = np.random.default_rng(0)
 for e in range(3):
