@@ -827,7 +827,13 @@ def localize(
                         if first_rank in g.rank_first and g.rank_first[first_rank].node}
                     named_nodes, _ = node_names(sorted(where_nodes))
                     if len(where_nodes) == 1 and named_nodes:
-                        faulty_nodes = named_nodes
+                        # where to look (py-spy, its kernel log), said in words; faulty_nodes (the node to act on,
+                        # and a node fault in the recovery history) only for a node-level category: a rank stuck in
+                        # the job's code or its data says nothing against its node
+                        hang_findings.append(f"Rank {first_rank} runs on node {named_nodes[0]}.")
+                        findings.append(hang_findings[-1])
+                        if category in NODE_LEVEL:
+                            faulty_nodes = named_nodes
             interrupted = not hang_findings and _interrupted_only(symptoms)
             if interrupted:
                 hang_findings = [INTERRUPTED_FINDING]
