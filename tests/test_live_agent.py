@@ -562,6 +562,55 @@ def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_ph
     jobs.close()
 
 
+def test_a_phase_is_over_once_the_job_steps_again_and_a_hang_soon_after_is_not_held(tmp_path: Path) -> None:
+    # a new user's live trial: rank 0 saved a checkpoint, training went on for 40 steps, then a rank hung 4 s after
+    # the save line; the phase (4 x the floor) was held for its whole length, past gloo's own timeout
+    from diag_service.live.jobs import LiveJobs, LiveSettings
+
+    clock = Clock()
+    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0), clock=clock)
+
+    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ack, _ = jobs.apply("job-8", AgentBatch.model_validate(batch))
+        return 200, ack.model_dump(mode="json")
+
+    agents, logs = {}, {}
+    for node in ("node0", "node1"):
+        logs[node] = tmp_path / node / "logs"
+        logs[node].mkdir(parents=True)
+        cfg = WatchSettings(job_id="job-8", node=node, log_dir=logs[node], state_dir=tmp_path / node / "state",
+                            hang_floor_s=5.0, hang_factor=1.0, hang_phase_factor=4.0, heartbeat_s=2.0)
+        agents[node] = Agent(cfg, service, clock=clock, stack_dumper=lambda pid: ("py-spy-json", "[]"))
+
+    def tick(seconds: float) -> None:
+        for _ in range(int(seconds / 0.5)):
+            for a in agents.values():
+                a.step()
+                assert a.sender is not None
+                a.sender.send_pending()
+            clock.t += 0.5
+
+    for step in range(1, 6):
+        for node in agents:
+            _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
+        tick(1.0)
+    _append(logs["node0"] / "train.log", "[rank0] Saving model checkpoint to /ckpt/checkpoint-5\n")
+    tick(3.0)
+    assert agents["node1"].hang_timeout() == pytest.approx(20.0)  # the job-wide phase reached node1
+    for step in range(6, 9):  # the save is done: every rank steps again
+        for node in agents:
+            _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
+        tick(1.0)
+    assert agents["node1"].hang_timeout() == pytest.approx(5.0)
+    assert agents["node0"].hang_timeout() == pytest.approx(5.0)
+    hung_at = clock.t
+    tick(12.0)  # then a rank stops: no step on any node
+    view = jobs.view("job-8")
+    assert view is not None and view.detected_time is not None, "the hang was held for the whole phase"
+    assert view.detected_time - hung_at < 8.0
+    jobs.close()
+
+
 def test_watch_help_shows_how_to_run_it_beside_torchrun() -> None:
     # a new user's trial: the help showed only "Usage: diag watch [OPTIONS]" and one line
     from typer.testing import CliRunner

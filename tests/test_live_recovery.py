@@ -167,7 +167,9 @@ def test_diag_executor_values() -> None:
 
 
 def _service(tmp: Path, policy: Path | None, **live: Any) -> TestClient:
-    settings = service_settings(tmp, recovery_policy=policy,
+    # a Kubernetes site (DIAG_PLATFORM): without it the plan is the scheduler the logs show, here none (torchrun's
+    # manual steps, nothing to execute)
+    settings = service_settings(tmp, recovery_policy=policy, platform="kubernetes",
                                 live={"debounce_s": 0.05, "settle_s": 0.4, "heartbeat_s": 5, **live})
     settings.tokens.append(type(settings.tokens[0]).model_validate({"name": "node-agents", "token": AGENT, "scopes": ["agent"]}))
     c = TestClient(create_app(settings), base_url="http://127.0.0.1")

@@ -91,6 +91,12 @@ PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|check
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
+#: Seconds by which a repeated acknowledgement's phase end may differ from the one already known (the remaining time
+#: is rounded to milliseconds and measured on the service's clock when it acknowledges, a send's latency earlier).
+PHASE_END_SLACK_S = 2.0
+#: A step read this long after a reported phase was adopted ends it (a poll reads lines within 0.5 s of their writing,
+#: and the report reaches this agent through another agent's poll, the service and an acknowledgement).
+PHASE_STEP_AFTER_S = 1.0
 #: The longest job-wide phase (seconds) adopted from one acknowledgement: a checkpoint save or evaluation
 #: pass that another agent reported (the service's answer is bounded by its own settings too).
 MAX_PHASE_S = 3600.0
@@ -175,6 +181,10 @@ class Agent:
         self.spool = Spool(cfg.state_dir / "spool")
         self.heartbeat_s = cfg.heartbeat_s  # adopted from the service's acknowledgements (_on_ack)
         self.job_phase_until = 0.0  # unix seconds: a phase another agent of the job reported (_on_ack)
+        # the end of a reported phase that this node's steps have already outlived: the service repeats the phase's
+        # remaining seconds in every acknowledgement until its end, and those repeats are the same phase
+        self.job_phase_over_until = 0.0
+        self.job_phase_adopted = 0.0  # when the latest reported phase was adopted (this agent's clock)
         self.withdraw_hang = False  # set by _on_ack: the hang declared was a wait for that phase
         self.sender = Sender(self.spool, send, on_ack=self._on_ack) if send is not None else None
         self.launcher = launcher
@@ -278,8 +288,13 @@ class Agent:
             self.heartbeat_s = float(v)
         ph = ack.get("job_phase_s")
         if isinstance(ph, int | float) and not isinstance(ph, bool) and 0 < ph <= MAX_PHASE_S:
+            end = self.clock() + float(ph)
+            if end <= self.job_phase_over_until + PHASE_END_SLACK_S:
+                return  # the same phase, repeated: steps here went on after it began, so it is over
             # another node's rank is saving a checkpoint or evaluating: a stall here is waiting for it
-            self.job_phase_until = max(self.job_phase_until, self.clock() + float(ph))
+            if end > self.job_phase_until:
+                self.job_phase_adopted = self.clock()
+            self.job_phase_until = max(self.job_phase_until, end)
             self.withdraw_hang = self.hung  # a hang declared meanwhile was this wait: the service held it
 
     # ------------------------------------------------------------------ input
@@ -316,7 +331,8 @@ class Agent:
             entering = not self.progress.in_phase
             self.progress.in_phase, self.progress.phase_time = True, now
             if entering:  # the other nodes' ranks will wait for this one: the service tells their agents
-                self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300])
+                self._event(LiveEventKind.PHASE, now, duration=self.hang_timeout(), cause=line.strip()[:300],
+                            step=self.progress.max_step if self.progress.max_step >= 0 else None)
                 self.urgent = True
         if saved:
             # the step the line names ("saved checkpoint at step 39", "from iteration 1000"), else the last step read;
@@ -367,6 +383,13 @@ class Agent:
         # (the step's timing record can come after the "saving checkpoint" line that followed it)
         p.max_step, p.last_time = step, now
         p.in_phase = p.in_phase and p.phase_time == now
+        if self.job_phase_until > now and now >= self.job_phase_adopted + PHASE_STEP_AFTER_S:
+            # a step after another node's phase was reported: the job is training again (a synchronous step needs
+            # every rank), so that phase is over here; the hang timeout is the plain one from now on. (A step read
+            # within PHASE_STEP_AFTER_S of the report may be one logged before the phase began.)
+            self.job_phase_over_until, self.job_phase_until = self.job_phase_until, 0.0
+            self._event(LiveEventKind.PROGRESS, now, step=step)  # the service ends the phase for every agent
+            self.urgent = True
         if self.hung:
             self.hung = False
             log.info("progress again at step %d: the hang is over", step)

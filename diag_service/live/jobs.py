@@ -171,6 +171,7 @@ class JobState(BaseModel):
     incident_failure: bool = False  # the current incident includes a failure (announced when final)
     announced: int = 0  # the last incident announced while the job was still running
     phase_until: float | None = None  # service clock: end of a checkpoint/evaluation phase an agent reported
+    phase_step: int | None = None  # the step the reporting agent had read when the phase began (None: not said)
     held_hangs: int = 0  # hang detections held back because the job was in such a phase
     restarts: int = 0  # restarts of the job (one per relaunch, however many agents reported it)
     restart_marks: list[RestartMark] = Field(default_factory=list)  # the latest restarts
@@ -687,7 +688,14 @@ class LiveJobs:
             if ev.event == LiveEventKind.PHASE:  # a checkpoint or evaluation phase: the other agents are told
                 grace = min(ev.duration if ev.duration is not None else self.settings.phase_s, self.settings.phase_s)
                 st.phase_until = max(st.phase_until or 0.0, now + grace)
+                st.phase_step = ev.step
                 continue
+            if (ev.event in (LiveEventKind.FIRST_STEP, LiveEventKind.PROGRESS) and self._in_phase(st, now)
+                    and ev.step is not None and st.phase_step is not None and ev.step > st.phase_step):
+                # a step beyond the one the phase began after: the job trains again (a synchronous step needs every
+                # rank), so the phase is over and a stall from now on is a hang (a new user's live trial: a save 4 s
+                # before a rank hung held every hang for the phase's whole 40 s, past gloo's own timeout)
+                st.phase_until, st.phase_step = None, None
             if ev.event == LiveEventKind.HANG_DETECTED and self._in_phase(st, now):
                 # ranks of other nodes wait in the next collective while one saves or evaluates: the agent is
                 # told (BatchAck.job_phase_s), withdraws it and declares a hang again if the wait outlasts the phase
