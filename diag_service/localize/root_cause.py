@@ -735,8 +735,15 @@ def localize(
             mode = FailureMode.FAIL_HANG
             findings.append("Stack dumps were taken and no process exited: the job was alive but stuck.")
         first_ev = pevs[0] if pevs else None
-        ev_node = first_ev.node if first_ev is not None and first_ev.node not in refused else None
-        where = _where(first_rank, first_ev.local_rank if first_ev else None, faulty_nodes[0] if faulty_nodes else ev_node)
+        # the node and local rank said with the first failing rank are that rank's own: the earliest event of the
+        # cause may be another rank's (every rank raised the same error; a launcher's table named the first)
+        where_ev = first_ev
+        if first_rank is not None and first_ev is not None and first_ev.rank not in (None, first_rank):
+            where_ev = next((ev for ev in pevs if ev.rank == first_rank), None)
+            if where_ev is None and elastic_root is not None and elastic_root.rank == first_rank:
+                where_ev = elastic_root
+        ev_node = where_ev.node if where_ev is not None and where_ev.node not in refused else None
+        where = _where(first_rank, where_ev.local_rank if where_ev else None, faulty_nodes[0] if faulty_nodes else ev_node)
         when = ""
         if first_ev and first_ev.ts is not None:
             # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound

@@ -1,0 +1,19 @@
+"""Real runs from a new user's trial of the live mode (2026-12-05, `tests/fixtures/trial11/`): two torchrun agents on
+one host as node0 and node1 (c10d rendezvous: node0's agent got global ranks 2-3), each with its console and its
+`--log-dir` tree; every rank printed `node=nodeN` at init."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial11"
+
+
+def test_the_node_said_with_the_first_failing_rank_is_that_ranks_own() -> None:
+    """Every rank raised the same TypeError in its DataLoader at start; torchrun's table on node0 names rank 2 first.
+    The summary said "rank 2 on node node1": the node of the earliest TypeError line, rank 1's on node1."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "same_error_every_rank"), kb=False, llm=False))
+    assert d.category.value == "user_code" and d.first_failing_rank == 2
+    assert "on rank 2 on node node0" in d.root_cause.summary, d.root_cause.summary
