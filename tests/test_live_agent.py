@@ -245,6 +245,27 @@ def test_a_batch_the_service_refuses_is_kept_not_retried(tmp_path: Path) -> None
     assert [p.name for p in (tmp_path / "spool" / "rejected").glob("*.json")] == ["1-000000000.json"]
 
 
+def test_a_refused_token_is_said_and_does_not_hold_the_agents_exit(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # a new user's trial: with DIAG_AGENT_TOKEN unset or mistyped the agent said nothing of the 401s and held the
+    # wrapped job's exit for the whole 30 s drain
+    import time
+
+    spool = Spool(tmp_path / "spool")
+    spool.put("1", 0, {"seq": 0})
+    sender = Sender(spool, lambda b: (401, {"detail": "missing or invalid token"}), drain_s=30.0)
+    with caplog.at_level("WARNING", logger="diag.watch"):
+        sender.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        sender.stop()
+        sender.join(timeout=10)
+        assert not sender.is_alive() and time.monotonic() - t0 < 5.0
+    assert [p.name for p in spool.pending()] == ["1-000000000.json"]  # kept for a run with the right token
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "HTTP 401" in said and "DIAG_AGENT_TOKEN" in said and "refuses this agent's token" in said
+
+
 def test_secrets_are_redacted_before_they_are_spooled(tmp_path: Path) -> None:
     clock = Clock()
     agent = _agent(tmp_path, clock, batch_s=0.0)

@@ -90,7 +90,11 @@ def watch(
         cfg.node = node
     if not cmd and pid is None and log_dir is not None:
         cfg.pid = _attach(log_dir)
-    send = http_sender(service, job_id, os.environ.get("DIAG_AGENT_TOKEN")) if service else None
+    token = os.environ.get("DIAG_AGENT_TOKEN")
+    if service and not token:
+        logging.getLogger("diag.watch").warning(
+            "DIAG_AGENT_TOKEN is not set: a service that requires tokens (docs/service.md) refuses every batch")
+    send = http_sender(service, job_id, token) if service else None
     launcher = pump = None
     if cmd:
         try:

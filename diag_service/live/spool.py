@@ -132,6 +132,7 @@ class Sender(threading.Thread):
         self.failures = 0
         self.last_error: str | None = None
         self.last_ack: dict[str, Any] | None = None
+        self.refused: int | None = None  # the service refuses the agent's token (401/403): waiting cannot help
 
     def stop(self) -> None:
         self._halt.set()
@@ -150,9 +151,12 @@ class Sender(threading.Thread):
                 self.wake.wait(1.0)
                 self.wake.clear()
                 continue
-            if stop_at is not None and time.monotonic() > stop_at:
-                log.warning("%d batch(es) left in %s: the service accepted none for %.0f s; the next agent run "
-                            "with this state folder sends them", len(pending), self.spool.root, self.drain_s)
+            if stop_at is not None and (time.monotonic() > stop_at or self.refused is not None):
+                why = (f"the service refuses this agent's token (HTTP {self.refused})" if self.refused is not None
+                       else f"the service accepted none for {self.drain_s:.0f} s"
+                       + (f" (last error: {self.last_error})" if self.last_error else ""))
+                log.warning("%d batch(es) left in %s: %s; the next agent run with this state folder sends them",
+                            len(pending), self.spool.root, why)
                 return
             if self._send_one(pending[0]):
                 delay = BACKOFF_S[0]
@@ -198,7 +202,16 @@ class Sender(threading.Thread):
         if status == 409 and isinstance(body.get("expected_seq"), int) and body["expected_seq"] > batch.get("seq", -1):
             self.spool.done(path)  # the service has it already (an ack lost on the way)
             return True
-        if status in (401, 403, 408, 409, 429) or status >= 500:
+        if status in (401, 403):
+            if self.refused != status:
+                log.error("the service refused this agent's batches (HTTP %d): give the agent a token with the "
+                          "'agent' scope in DIAG_AGENT_TOKEN (docs/service.md); nothing reaches the service until "
+                          "then, and the batches are kept in %s", status, self.spool.root)
+            self.refused = status
+            self.last_error = f"HTTP {status}: {str(body)[:300]}"
+            return False
+        self.refused = None
+        if status in (408, 409, 429) or status >= 500:
             self.last_error = f"HTTP {status}: {str(body)[:300]}"
             return False
         self.spool.reject(path, f"HTTP {status}: {json.dumps(body)[:3000]}")
