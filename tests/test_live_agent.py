@@ -632,6 +632,42 @@ def test_a_phase_is_over_once_the_job_steps_again_and_a_hang_soon_after_is_not_h
     jobs.close()
 
 
+def test_step_lines_with_a_step_time_feed_the_services_streaming_slow_detector(tmp_path: Path) -> None:
+    # a new user's live trial: a script's own step lines ("step 150/650 loss 43.8 step_time 109 ms") raised no live
+    # slow alarm, since only a timing feed gave the service step records
+    import random
+
+    from diag_service.live.jobs import LiveJobs, LiveSettings
+
+    clock = Clock()
+    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0), clock=clock)
+
+    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ack, _ = jobs.apply("job-9", AgentBatch.model_validate(batch))
+        return 200, ack.model_dump(mode="json")
+
+    logs = tmp_path / "logs"
+    cfg = WatchSettings(job_id="job-9", node="node0", log_dir=logs, state_dir=tmp_path / "state", heartbeat_s=2.0)
+    agent = Agent(cfg, service, clock=clock, stack_dumper=lambda pid: ("py-spy-json", "[]"))
+    rng = random.Random(7)
+    t = 1_800_000_000.0
+    for step in range(10, 2010, 10):
+        for rank in (0, 1):
+            ms = 80.0 * (1.5 if step > 1000 else 1.0) * rng.uniform(0.95, 1.05)
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + ".000"
+            _append(logs / f"rank{rank}.log", f"{stamp} [rank{rank}] step {step}/2000 loss 2.0 step_time {ms:.1f} ms\n")
+        t += 0.8
+        clock.t = t
+        agent.step()
+        assert agent.sender is not None
+        agent.sender.send_pending()
+    view = jobs.view("job-9")
+    assert view is not None and view.slow_detected_time is not None, view
+    assert view.status == "slow" and any("since step 1010" in a for a in view.slow_alarms), view.slow_alarms
+    assert view.slow_detected_time - 1_800_000_000.0 < 100 * 0.8 + 30  # within 30 s of the onset (step 1000)
+    jobs.close()
+
+
 def test_watch_help_shows_how_to_run_it_beside_torchrun() -> None:
     # a new user's trial: the help showed only "Usage: diag watch [OPTIONS]" and one line
     from typer.testing import CliRunner

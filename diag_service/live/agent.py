@@ -204,6 +204,10 @@ class Agent:
         self.logs: list[LogChunk] = []
         self.stacks: list[StackSample] = []
         self.steps: list[dict[str, Any]] = []
+        self.feed_seen = False  # a timing feed gives this node's step records; step lines then do not
+        from diag_service.slow.logs import StepLineReader  # numpy and the log formats: only once an agent runs
+
+        self.step_lines = StepLineReader()  # step records from the logs' step lines (their stated time per step)
         self.fr: list[FrDump] = []
         self._fr_seen: dict[str, tuple[int, int]] = {}  # name -> (size, mtime_ns) last polled
         self._fr_sent: dict[str, tuple[int, int]] = {}
@@ -318,8 +322,14 @@ class Agent:
         if FEED_NAME.search(chunk.rel):
             self._on_feed(rel, chunk.text, now)
             return
+        # step lines with a time per step become step records (the service's streaming fail-slow detector), unless a
+        # timing feed gives them; the launcher's console only when there are no worker logs (with --tee its lines are
+        # the workers' again, and a line without a global rank marker names only a local rank)
+        steps_from = self.feed_seen is False and (root != "console" or "logs" not in self.roots)
         for line in chunk.text.splitlines():
             self._on_line(line, now, rank, local_rank)
+            if steps_from and ("tep" in line or "ter" in line or "it/s" in line or "s/it" in line or "time" in line):
+                self.steps.extend(self.step_lines.read(rel, line, rank, self.cfg.node))
 
     def _on_line(self, line: str, now: float, rank: int | None, local_rank: int | None) -> None:
         phase, saved = PHASE_LINE.search(line), CHECKPOINT_SAVED.search(line)
@@ -360,6 +370,7 @@ class Agent:
             self.urgent = True
 
     def _on_feed(self, rel: str, text: str, now: float, own_node: bool = False) -> None:
+        self.feed_seen = True
         for _n, rec in iter_jsonl(text.splitlines()):  # a line that is not a JSON object is skipped
             if own_node and rec.get("node") not in (None, self.cfg.node):
                 continue

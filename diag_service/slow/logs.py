@@ -375,6 +375,58 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             thr.append((step, 1.0 / x, _ev(path, lineno, raw, rank, node, ts)))
 
 
+class StepLineReader:
+    """Step records from a live log, line by line: the formats :func:`parse_line` reads (each line's step and the
+    time per step it states, and its data wait), for a streaming :class:`~diag_service.slow.SlowDetector`.
+
+    :meth:`read` takes one line of file ``path`` (with the rank and node its file gives, when known) and returns the
+    records of the docs/slow.md format it yields: ``{"step", "step_time_s", "iterations"}`` (the steps since the
+    writer's previous line), ``rank`` and ``node`` when known, ``end`` (the line's own time, unix seconds, when it has
+    one), ``data_s`` when the line states the data wait, and ``kind: checkpoint`` for the first reading after a
+    checkpoint save line of the same file (it covers the save: excluded by the detector). Lines that only carry a
+    clock or a throughput (read as a whole series by :func:`log_feed`) give none; DeepSpeed's throughput lines give
+    records once its batch size is known. Bounded state: the last step per writer."""
+
+    def __init__(self, year: int | None = None) -> None:
+        self._st = _State()
+        self._year = year if year is not None else _dt.datetime.now(_dt.UTC).year
+
+    def read(self, path: str, line: str, rank: int | None = None, node: str | None = None) -> list[dict[str, Any]]:
+        st = self._st
+        for seg in line.split("\r") if "\r" in line else (line,):  # a progress bar's redraws: each is a reading
+            before = len(st.points)
+            parse_line(st, path, 0, seg, rank, node, self._year)
+            if len(st.points) > before and path in st.pending_save:  # the reading after a save covers it
+                st.pending_save.discard(path)
+                for p in st.points[before:]:
+                    p.save = True
+        st.clock.clear()  # series that only a whole log gives (clocks, throughputs): not kept
+        st.cum.clear()
+        st.thr.clear()
+        if st.ds_rate and st.batch_size:
+            for step, rate, _, ts in st.ds_rate:
+                st.points.append(_Point(step, st.batch_size / rate, 1.0, -1, ts))
+        st.ds_rate.clear()
+        out: list[dict[str, Any]] = []
+        for p in st.points:
+            if not (math.isfinite(p.value) and p.value > 0):
+                continue
+            rec: dict[str, Any] = {"step": p.step, "step_time_s": p.value, "iterations": p.weight}
+            if p.rank >= 0:
+                rec["rank"] = p.rank
+            if node is not None:
+                rec["node"] = node
+            if p.time is not None:
+                rec["end"] = p.time
+            if math.isfinite(p.data):
+                rec["data_s"] = p.data
+            if p.save:
+                rec["kind"] = "checkpoint"  # a reading that covers a checkpoint save is not a training step's time
+            out.append(rec)
+        st.points.clear()
+        return out
+
+
 def _global_step(m: re.Match[str], text: str) -> int | None:
     """The step of a :data:`STEP_COUNTER` match; a counter out of a total after an epoch number (``Epoch 2
     Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter``."""
