@@ -537,22 +537,23 @@ def test_a_checkpoint_saved_once_is_one_event_at_the_step_it_names(tmp_path: Pat
     assert [e.step for e in saved] == [39, 79]
 
 
-def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
-    # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
+def _two_nodes(tmp_path: Path, job: str) -> tuple[Any, dict[str, Agent], dict[str, Path], Clock, Any]:
+    """A live service core and two agents (node0, node1; floor 5 s, phase factor 4) on one clock, and ``tick(s)``:
+    every agent polls and delivers each 0.5 s of it."""
     from diag_service.live.jobs import LiveJobs, LiveSettings
 
     clock = Clock()
     jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0), clock=clock)
 
     def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        ack, _ = jobs.apply("job-7", AgentBatch.model_validate(batch))
+        ack, _ = jobs.apply(job, AgentBatch.model_validate(batch))
         return 200, ack.model_dump(mode="json")
 
     agents, logs = {}, {}
     for node in ("node0", "node1"):
         logs[node] = tmp_path / node / "logs"
         logs[node].mkdir(parents=True)
-        cfg = WatchSettings(job_id="job-7", node=node, log_dir=logs[node], state_dir=tmp_path / node / "state",
+        cfg = WatchSettings(job_id=job, node=node, log_dir=logs[node], state_dir=tmp_path / node / "state",
                             hang_floor_s=5.0, hang_factor=1.0, hang_phase_factor=4.0, heartbeat_s=2.0)
         agents[node] = Agent(cfg, service, clock=clock, stack_dumper=lambda pid: ("py-spy-json", "[]"))
 
@@ -564,6 +565,12 @@ def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_ph
                 a.sender.send_pending()
             clock.t += 0.5
 
+    return jobs, agents, logs, clock, tick
+
+
+def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
+    # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
+    jobs, agents, logs, _clock, tick = _two_nodes(tmp_path, "job-7")
     for step in range(1, 6):
         for node in agents:
             _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
@@ -586,31 +593,7 @@ def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_ph
 def test_a_phase_is_over_once_the_job_steps_again_and_a_hang_soon_after_is_not_held(tmp_path: Path) -> None:
     # a new user's live trial: rank 0 saved a checkpoint, training went on for 40 steps, then a rank hung 4 s after
     # the save line; the phase (4 x the floor) was held for its whole length, past gloo's own timeout
-    from diag_service.live.jobs import LiveJobs, LiveSettings
-
-    clock = Clock()
-    jobs = LiveJobs(tmp_path / "live", LiveSettings(heartbeat_s=2.0), clock=clock)
-
-    def service(batch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        ack, _ = jobs.apply("job-8", AgentBatch.model_validate(batch))
-        return 200, ack.model_dump(mode="json")
-
-    agents, logs = {}, {}
-    for node in ("node0", "node1"):
-        logs[node] = tmp_path / node / "logs"
-        logs[node].mkdir(parents=True)
-        cfg = WatchSettings(job_id="job-8", node=node, log_dir=logs[node], state_dir=tmp_path / node / "state",
-                            hang_floor_s=5.0, hang_factor=1.0, hang_phase_factor=4.0, heartbeat_s=2.0)
-        agents[node] = Agent(cfg, service, clock=clock, stack_dumper=lambda pid: ("py-spy-json", "[]"))
-
-    def tick(seconds: float) -> None:
-        for _ in range(int(seconds / 0.5)):
-            for a in agents.values():
-                a.step()
-                assert a.sender is not None
-                a.sender.send_pending()
-            clock.t += 0.5
-
+    jobs, agents, logs, clock, tick = _two_nodes(tmp_path, "job-8")
     for step in range(1, 6):
         for node in agents:
             _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
