@@ -57,6 +57,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n26a-012", "network", "nccl_network_error_trace"),
     # the same trace out of NCCL's shared-memory transport (transport/shm.cc:101 -> 2) in a container
     ("n27b-011", "storage", "nccl_shm_error_trace"),
+    # aws-ofi-nccl on the tcp provider in a container started without the EFA devices
+    ("n28b-001", "config", "nccl_ofi_not_efa"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
