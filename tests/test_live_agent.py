@@ -651,6 +651,20 @@ def test_step_lines_with_a_step_time_feed_the_services_streaming_slow_detector(t
     jobs.close()
 
 
+def test_the_step_reading_after_a_checkpoint_save_line_is_marked_as_covering_it(tmp_path: Path) -> None:
+    # Trainer's "Saving model checkpoint to ..." names no step: the reading after it covers the save and must reach the
+    # detector as kind checkpoint (excluded), not as a 900 ms training step (the agent had its own pre-check of step
+    # words in front of the line reader's, and it let no such save line through)
+    clock = Clock()
+    agent = _agent(tmp_path, clock, batch_s=0.0)
+    lines = [f"step {s} loss 2.0 step_time 80 ms\n" for s in (10, 20, 30)]
+    lines += ["Saving model checkpoint to /ckpt/checkpoint-30\n", "step 40 loss 2.0 step_time 900 ms\n"]
+    _append(tmp_path / "logs" / "train.log", "".join(lines))
+    agent.step()
+    got = [(r["step"], r.get("kind")) for b in _batches(agent) for r in b.steps]
+    assert got == [(10, None), (20, None), (30, None), (40, "checkpoint")]
+
+
 def test_watch_help_shows_how_to_run_it_beside_torchrun() -> None:
     # a new user's trial: the help showed only "Usage: diag watch [OPTIONS]" and one line
     from typer.testing import CliRunner

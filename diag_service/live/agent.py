@@ -328,7 +328,7 @@ class Agent:
         steps_from = self.feed_seen is False and (root != "console" or "logs" not in self.roots)
         for line in chunk.text.splitlines():
             self._on_line(line, now, rank, local_rank)
-            if steps_from and ("tep" in line or "ter" in line or "it/s" in line or "s/it" in line or "time" in line):
+            if steps_from:  # (parse_line skips a line without a step or save word at once)
                 self.steps.extend(self.step_lines.read(rel, line, rank, self.cfg.node))
 
     def _on_line(self, line: str, now: float, rank: int | None, local_rank: int | None) -> None:
