@@ -682,8 +682,7 @@ def localize(
             # (not NCCL's "[dev]", which is a CUDA device index and is 0 in every process that sees one GPU)
             # So does the folder of torchrun's --log-dir tree that holds the failing rank's stderr.
             locals_ = {ev.local_rank for ev in pevs if ev.local_rank is not None
-                       and (ev.kind is EventKind.EXIT
-                                                     or progress.launcher_local_ranks.get(ev.path) == ev.local_rank)}
+                       and (ev.kind is EventKind.EXIT or progress.launcher_local_ranks.get(ev.path) == ev.local_rank)}
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
