@@ -762,7 +762,7 @@ def _who(src: Source, att: Attribution) -> tuple[int | None, int | None, str | N
     rank = att.rank if att.rank is not None else src.rank
     local_rank = att.local_rank if att.local_rank is not None else src.local_rank
     node = att.node or src.node
-    if att.node is not None and src.node is not None and LOOPBACK.match(att.node):
+    if att.node is not None and src.node is not None and att.node != src.node and LOOPBACK.match(att.node):
         # torchrun's failure table says ``host : localhost`` on every node: the file's node says which one it was
         node = src.node
     if att.task is not None:
