@@ -899,3 +899,18 @@ def test_a_slowdowns_summary_says_nothing_failed() -> None:
         {"summary": "The job ran 2.23x slower than its baseline on average, its slow steps recurring [E1]. "
                     "Rank 1 is a data straggler whose data time is 5.6x its peers' on its slow steps [E2]."})), pack)
     assert ok.citations == ["E1", "E2"]
+
+
+def test_a_sentence_placing_a_rank_on_another_ranks_node_is_dropped() -> None:
+    """Check 10 (a fresh-clone trial: "Rank 2 on node node0" where rank 2's lines came from node1): a rank put on a node
+    the pack names only with other ranks is dropped; the pack's own pairing passes."""
+    rank1 = _ev(9, "RuntimeError: Timed out waiting 20000ms for recv operation to complete", rank=1, node="node0")
+    rank2 = _ev(30, "ValueError: bad shard header", rank=2, node="node1")
+    d = _diag([_event(1, EventRole.ROOT, rank2, [2]), _event(2, EventRole.SYMPTOM, rank1, [1])], [rank2, rank1],
+              first_rank=2)
+    pack = build_evidence_pack(d)
+    wrong = check_answer(parse_answer(json.dumps({"summary": (
+        "Rank 2 on node node0 failed first with a bad shard header [E1]. "
+        "Rank 2 on node node1 failed first with a bad shard header [E1].")})), pack)
+    assert wrong.text == "Rank 2 on node node1 failed first with a bad shard header [E1]."
+    assert wrong.dropped[0].startswith("rank 2 is not on node0 in the evidence")

@@ -17,3 +17,14 @@ def test_the_node_said_with_the_first_failing_rank_is_that_ranks_own() -> None:
     d = diagnose(DiagnoseRequest(path=str(RUNS / "same_error_every_rank"), kb=False, llm=False))
     assert d.category.value == "user_code" and d.first_failing_rank == 2
     assert "on rank 2 on node node0" in d.root_cause.summary, d.root_cause.summary
+
+
+def test_the_summary_models_facts_put_the_first_failing_rank_on_its_own_node() -> None:
+    """The evidence pack's ``first_failing_node`` was the first evidence line's node, here rank 1's (node1): the model
+    then wrote "rank 2 on node node1". It is rank 2's own line's node (a fresh-clone trial saw the same on a hang)."""
+    from diag_service.llm.pack import build_evidence_pack
+
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "same_error_every_rank"), kb=False, llm=False))
+    assert d.root_cause.evidence[0].rank == 1 and d.first_failing_rank == 2
+    facts = build_evidence_pack(d).facts
+    assert (facts["first_failing_rank"], facts["first_failing_node"]) == (2, "node0")

@@ -42,7 +42,10 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
    a paraphrase found nowhere ("two shapes disagree") is left to check 6;
 9. a sentence that says which rank failed first (``rank N`` and "first" in one clause) names the
    diagnosis' first failing rank; when the diagnosis names none, it names none (a sentence that
-   claims a resemblance is about the past incident and is not checked).
+   claims a resemblance is about the past incident and is not checked);
+10. a sentence that places a rank on a node the pack names (``rank 2 on node node0``) puts it where the pack does:
+   the facts' first failing rank and its node, or an item of that one rank and that one node
+   (:func:`rank_node_pairs`; a fresh-clone trial: "Rank 2 on node node0" for a rank whose lines came from node1).
 
 At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
 cite none of the items that state the failure itself (first failure line, deciding signature, hang
@@ -376,6 +379,26 @@ def evidence_sources(pack: EvidencePack, ids: list[str], resemblance: bool, dete
 _FIRST_RANK = re.compile(r"(?i)\brank\s+(\d+)\b(?=[^;]*\bfirst\b)|\bfirst\b[^;]*?\brank\s+(\d+)\b")
 
 
+#: "rank 2 on node node1", "Rank 3 (on gpu-node-002)", "rank 1 at node0": a rank placed on a node
+_RANK_ON_NODE = re.compile(r"(?i)\brank\s+(\d+)\s*\(?\s*(?:on|at)\s+(?:node\s+|host\s+)?([A-Za-z][\w.-]*[\w])")
+
+
+def rank_node_pairs(pack: EvidencePack) -> tuple[set[tuple[int, str]], set[str]]:
+    """``(pairs, nodes)``: the (rank, node) pairs the pack states (the facts' first failing rank and its node; every item
+    of one rank and one node), and every node it names (check 10: a rank placed on a node the pack never puts it on)."""
+    pairs: set[tuple[int, str]] = set()
+    nodes: set[str] = {str(n) for n in (pack.facts.get("faulty_nodes") or [])}  # type: ignore[union-attr]
+    r, n = pack.facts.get("first_failing_rank"), pack.facts.get("first_failing_node")
+    if isinstance(r, int) and isinstance(n, str):
+        pairs.add((r, n))
+        nodes.add(n)
+    for item in pack.items:
+        nodes.update(item.nodes)
+        if len(item.ranks) == 1 and len(item.nodes) == 1:
+            pairs.add((item.ranks[0], item.nodes[0]))
+    return pairs, nodes
+
+
 def first_rank_claim(body: str) -> int | None:
     """The rank ``body`` says failed first (``rank N`` and the word "first" in one clause: "rank 3 on
     node1 failed first", "the first failure on rank 3"), else None (check 9)."""
@@ -413,6 +436,7 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     corpus = pack.corpus()
     deterministic = fallback_summary(pack)[0]
     ranks = known_ranks(pack)
+    pairs, nodes = rank_node_pairs(pack)
     slow = pack.facts.get("failure_mode") == FailureMode.FAIL_SLOW.value
     kinds = {i.id: i.kind for i in pack.items}
     item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
@@ -464,6 +488,11 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
         wrong = first_rank_claim(body)
         if wrong is not None and not resemblance and wrong != pack.facts.get("first_failing_rank"):
             dropped.append(f"wrong first rank ({wrong}): {sentence}")
+            continue
+        placed = [(int(m.group(1)), m.group(2)) for m in _RANK_ON_NODE.finditer(body) if m.group(2) in nodes]
+        misplaced = next((rn for rn in placed if rn not in pairs), None)
+        if misplaced is not None and not resemblance:
+            dropped.append(f"rank {misplaced[0]} is not on {misplaced[1]} in the evidence: {sentence}")
             continue
         if slow and not resemblance and _FAILED.search(body):
             dropped.append(f"a slowdown is not a failure: {sentence}")

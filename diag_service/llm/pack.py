@@ -343,6 +343,10 @@ def _event_priority(ev: EventTemplate, root_i: int, symptom_i: int, summary_i: i
 
 def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
     first = d.root_cause.evidence[0] if d.root_cause.evidence else None
+    if d.first_failing_rank is not None and first is not None and first.rank not in (None, d.first_failing_rank):
+        # the first failing rank's node is its own line's: the first evidence line may be another rank's (a hang's
+        # waiting rank, a launcher's table on another node); none when no evidence line is that rank's
+        first = next((e for e in d.root_cause.evidence if e.rank == d.first_failing_rank), None)
     others: set[int] = set()
     for ev in d.events:
         if ev.role in (EventRole.SYMPTOM, EventRole.SUMMARY):
