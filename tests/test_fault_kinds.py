@@ -28,7 +28,7 @@ CASES = {
         "fail_stop", "storage",
     ),
     "segfault": (
-        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n", "fail_stop", "framework"
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n", "fail_stop", "unknown"
     ),
     "nan_loss": (
         "Traceback (most recent call last):\n  File \"train.py\", line 212, in <module>\n"
