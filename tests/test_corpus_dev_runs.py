@@ -105,3 +105,27 @@ def test_a_guard_worded_valueerror_without_frames_is_a_configuration_refusal() -
     frame cut (dev case n22a-021): the library's wording decides, as when its frame is shown."""
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n22a-021.log"), kb=False, llm=False))
     assert d.category.value == "config", d.root_cause.summary
+
+
+@pytest.mark.parametrize(("case", "signature"), [
+    ("n24a-005", "nccl_system_error"),          # "unhandled system error" with no Last-error reason of its own
+    ("n27b-002", "nccl_unhandled_cuda_error"),  # "unhandled cuda error" with no CUDA error or Xid beside it
+    ("n29b-013", "segfault"),                   # Paddle's SIGSEGV inside ncclCommInitAll, never explained
+])
+def test_an_error_class_that_says_where_not_why_is_unknown_with_its_line_as_evidence(case: str, signature: str) -> None:
+    """NCCL's bare error classes and a segmentation fault name where a failure surfaced, not its cause: the answer
+    is ``unknown`` (dev cases, the threads split over several causes), and the line is still the evidence."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.category.value == "unknown", d.root_cause.summary
+    assert d.signature_hits[0].signature_id == signature
+    assert d.root_cause.evidence, d.root_cause.summary
+
+
+@pytest.mark.parametrize("case", ["n29a-012", "n29a-013", "n27c-005"])
+def test_a_traceback_cut_beside_a_collective_timeout_is_the_timeouts_own(case: str) -> None:
+    """A watchdog's collective timeout and a traceback cut before its exception (through ``backward()`` or a
+    broadcast; dev cases from YOLOv5/v7 and a DDP stall): the timeout is the one error the log names, so the job
+    hung, not a framework failure read from the frame the paste stopped in."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert d.category.value == "unknown", d.root_cause.summary

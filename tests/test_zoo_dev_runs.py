@@ -99,6 +99,9 @@ def test_a_dataloader_workers_original_traceback_is_the_cause(tmp_path: Path) ->
     # three ranks (torchrun --nproc-per-node 3), ranks 0 and 1 time out, rank 2 (its memory cgroup frozen) is silent
     ("b9_hang_oom_paused_r2", 2, "unknown", "every one but rank 2 timed out waiting in a collective: rank 2 never",
      "Timed out waiting 15000ms"),
+    # Ray Train, two workers: rank 1's gloo timeout and its traceback cut by Ray's re-print; rank 0 never entered it
+    ("b13_hang_ray_task_no_cpu_r0", 0, "unknown", "only rank 1 timed out waiting in a collective: rank 0 never",
+     "Timed out waiting 20000ms"),
 ])
 def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, rank: int, category: str,
                                                    finding: str, evidence: str) -> None:
@@ -108,7 +111,8 @@ def test_a_hang_names_the_rank_the_others_wait_for(tmp_path: Path, run: str, ran
     assert d.category.value == category
     assert any(finding in f for f in d.findings), d.findings
     first = d.root_cause.evidence[0]  # the report that names the culprit, or the culprit's own
-    assert evidence in first.text and first.rank == {"hang_uneven_shards": rank, "b9_hang_oom_paused_r2": 1}.get(run, 0), first
+    assert evidence in first.text and first.rank == {"hang_uneven_shards": rank, "b9_hang_oom_paused_r2": 1,
+                                                                            "b13_hang_ray_task_no_cpu_r0": 1}.get(run, 0), first
 
 
 def test_a_node_whose_logs_just_stop_while_its_peers_lose_connections_was_lost(tmp_path: Path) -> None:

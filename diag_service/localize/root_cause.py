@@ -403,6 +403,27 @@ def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: Sign
     return rest + moved
 
 
+#: The context rules of a cut traceback that name no cause of their own (a library's frame is only where it was cut).
+_CUT_SHORT_PLAIN = frozenset({"", "cut_short_in_framework"})
+
+
+def _cut_traceback_yields(roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str]) -> list[SignatureHit]:
+    """A traceback cut before its exception line (``traceback_cut_short``, unrefined or refined only by the library
+    frame it stops in) is no root when the logs report a collective or store timeout (a hit of mode ``fail_hang``):
+    the timeout is the one error the logs name, and a rank's traceback through ``backward()`` or a collective is
+    how that timeout surfaced (PyTorch raises the watchdog's timeout from the waiting call). It becomes a symptom."""
+    if not any(h.failure_mode is FailureMode.FAIL_HANG and h.role in (EventRole.ROOT, EventRole.SYMPTOM)
+               for h in hits):
+        return roots
+    cut = [h for h in roots if h.signature_id == "traceback_cut_short"
+           and h.details.get("context_rule", "") in _CUT_SHORT_PLAIN]
+    if not cut:
+        return roots
+    findings.append("A traceback cut before its exception line, beside a collective or store timeout: read as the "
+                    "timeout's own traceback.")
+    return [h for h in roots if h not in cut]
+
+
 #: Event kinds a rank writes about a failure of its own (a launcher's exit report or summary is not one).
 _OWN_ERROR_KINDS = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKind.CPP_FRAMES, EventKind.NCCL,
                               EventKind.KERNEL, EventKind.ERROR_LINE})
@@ -598,6 +619,7 @@ def localize(
     roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs, progress.launches)
     roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
+    roots = _cut_traceback_yields(roots, hits, findings)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
