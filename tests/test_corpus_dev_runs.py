@@ -129,3 +129,15 @@ def test_a_traceback_cut_beside_a_collective_timeout_is_the_timeouts_own(case: s
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
     assert d.category.value == "unknown", d.root_cause.summary
+
+
+@pytest.mark.parametrize(("case", "category", "signature"), [
+    ("n29c-013", "storage", "ray_session_disk_full"),         # the raylet: /tmp/ray over 95 % full, 0 GB available
+    ("n29c-020", "infrastructure", "ray_node_marked_dead"),   # an actor's owner died with its node ("node has crashed")
+])
+def test_rays_own_words_for_a_full_session_disk_and_a_dead_node_decide(case: str, category: str, signature: str) -> None:
+    """Ray's raylet and GCS state the cause themselves (file_system_monitor.cc at no space left; gcs_actor_manager's
+    "Owner's node has crashed"): dev cases from RLinf and EasyR1 runs."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.category.value == category, d.root_cause.summary
+    assert d.signature_hits[0].signature_id == signature
