@@ -134,6 +134,7 @@ def test_a_traceback_cut_beside_a_collective_timeout_is_the_timeouts_own(case: s
 @pytest.mark.parametrize(("case", "category", "signature"), [
     ("n29c-013", "storage", "ray_session_disk_full"),         # the raylet: /tmp/ray over 95 % full, 0 GB available
     ("n29c-020", "infrastructure", "ray_node_marked_dead"),   # an actor's owner died with its node ("node has crashed")
+    ("n29c-017", "config", "trl_vllm_server_endpoint_missing"),  # GRPO's vLLM client got 404 from a plain vLLM server
 ])
 def test_rays_own_words_for_a_full_session_disk_and_a_dead_node_decide(case: str, category: str, signature: str) -> None:
     """Ray's raylet and GCS state the cause themselves (file_system_monitor.cc at no space left; gcs_actor_manager's
