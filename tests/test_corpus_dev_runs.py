@@ -136,9 +136,9 @@ def test_a_traceback_cut_beside_a_collective_timeout_is_the_timeouts_own(case: s
     ("n29c-020", "infrastructure", "ray_node_marked_dead"),   # an actor's owner died with its node ("node has crashed")
     ("n29c-017", "config", "trl_vllm_server_endpoint_missing"),  # GRPO's vLLM client got 404 from a plain vLLM server
 ])
-def test_rays_own_words_for_a_full_session_disk_and_a_dead_node_decide(case: str, category: str, signature: str) -> None:
+def test_rays_and_trls_own_words_decide(case: str, category: str, signature: str) -> None:
     """Ray's raylet and GCS state the cause themselves (file_system_monitor.cc at no space left; gcs_actor_manager's
-    "Owner's node has crashed"): dev cases from RLinf and EasyR1 runs."""
+    "Owner's node has crashed"), and TRL's vLLM client its server's 404: dev cases from RLinf, EasyR1 and trl runs."""
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
     assert d.category.value == category, d.root_cause.summary
     assert d.signature_hits[0].signature_id == signature
