@@ -142,3 +142,15 @@ def test_rays_and_trls_own_words_decide(case: str, category: str, signature: str
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
     assert d.category.value == category, d.root_cause.summary
     assert d.signature_hits[0].signature_id == signature
+
+
+@pytest.mark.parametrize("case", ["n29b-008", "n27c-006"])
+def test_a_paste_without_any_error_or_exit_is_a_job_that_was_alive(case: str) -> None:
+    """BytePS's ZMQ start-up lines, Lightning Fabric's launch lines under Slurm (dev cases whose threads report a
+    hang): no line is an error, an exit or a launcher's failure report, so the job was still running (a hang or a
+    slowdown), and the input warning says that no line is failure evidence."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert d.category.value == "unknown"
+    assert "The logs end without an error" in d.root_cause.summary
+    assert any(w.startswith("no failure evidence") for w in d.input.warnings), d.input.warnings

@@ -134,13 +134,18 @@ def ascii_bytes_pattern(pattern: str, flags: int = 0) -> re.Pattern[bytes]:
 
 PROGRESS_BYTES = ascii_bytes_pattern(PROGRESS_PATTERN)  # over an ASCII block's bytes (Block.ascii)
 #: Lines only a distributed training job writes: NCCL's INFO lines, rank / world-size banners (torchrun's
-#: environment, Lightning's "GLOBAL_RANK: 0, MEMBER: 1/8"), tqdm progress bars ("12/1752 [00:57<1:22:40,
-#: 2.86s/it]"), loss and step lines, launcher and framework names. Used only to tell a training log that
-#: ends without any error (a job still running: hung or slow) from a text that is not a training log.
+#: environment, Lightning's "GLOBAL_RANK: 0, MEMBER: 1/8", DETR-style "| distributed init (rank 1, world 2)"),
+#: tqdm progress bars ("12/1752 [00:57<1:22:40, 2.86s/it]"), loss and step lines, launcher and framework names;
+#: and a program logger's own marks: glog's prefix ("I0411 01:28:05.820414"), a source location
+#: ("src/postoffice.cc:25:", "[block_pool.py:264]"), an upper-case level word ("INFO"). Used only to tell a log
+#: that ends without any error (a job still running: hung or slow) from a text that is not a program's output
+#: (notes, a host name file). Public corpus dev: pastes of a job's start-up lines only (ps-lite's ZMQ van, glog,
+#: vLLM's INFO lines) were of hung jobs in most threads.
 JOB_OUTPUT = (
     r"NCCL INFO|GLOBAL_RANK|LOCAL_RANK|local_rank|[Ww]orld[_ ]size|WORLD_SIZE|MASTER_ADDR|(?:\d+(?:\.\d+)?|\?)(?:it/s|s/it)\]"
     r"|'loss':|\bloss[:=]\s*\d|\b(?:[Ii]teration|global_step)\b|\b[Ee]poch\b|torch\.distributed|torchrun|[Dd]eep[Ss]peed"
     r"|[Aa]ccelerate|[Ll]ightning|[Hh]orovod|TorchTrainer|ray\.train|Megatron|NeMo|\bDDP\b|\bFSDP\b"
+    r"|distributed init|\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d|[\w/.-]\.(?:py|cc|cpp|cu|h|hpp):\d+\b|\b(?:INFO|DEBUG|WARNING|ERROR)\b"
 )
 JOB_OUTPUT_FAST = re2.compile(JOB_OUTPUT)
 #: A run's own report that it finished, looked for only near the end of each file (the last block's tail) and used
