@@ -14,6 +14,8 @@ Prefixes recognised (outermost first, several may nest, e.g. ``0: [default3]:``)
 - ``(RayTrainWorker pid=2123, ip=10.0.0.2) `` Ray's driver echoing a worker's, actor's or daemon's
   output (``(raylet)``, ``(pid=81331)``); SkyPilot's ``(head, rank=0, pid=4773)`` / ``(worker1, rank=1,
   pid=…, ip=…)`` on multi-node tasks. The ``ip`` (or SkyPilot's node name) is the node.
+- ``trainer/0 `` TorchX's ``{role}/{replica}`` in front of each replica's lines (``torchx log``; a replica is one
+  node's torchrun agent), read only before a torchrun ``[roleN]:`` / ``[rankN]:`` prefix; stripped (it names no host).
 - ``2024-03-14T13:02:41.118123456Z `` a log collector's stamp in front of every line
   (``kubectl logs --timestamps``, ``docker logs -t``), outside all the others.
 
@@ -31,6 +33,8 @@ from datetime import date as _date
 # --- prefixes -------------------------------------------------------------------------------------
 
 RANK_PREFIX = re.compile(r"\[rank(\d{1,6})\]:\s?")
+#: TorchX's replica prefix (``{role}/{replica_id} ``, torchx's log streaming), only right before torchrun's tee prefix
+TORCHX_PREFIX = re.compile(r"([A-Za-z_][\w.-]{0,63}/\d{1,5}) (?=\[[A-Za-z_]*\d{1,6}\]:)")
 ROLE_PREFIX = re.compile(r"\[([A-Za-z_][A-Za-z_]*?)(\d{1,6})\]:\s?")
 NUM_PREFIX = re.compile(r"\[(\d{1,6})\]:\s?")
 SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
@@ -124,7 +128,7 @@ SRUN_REPORT = re.compile(r"^srun: error: (?P<host>\S+): tasks? (?P<tasks>[\d,\-]
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
-PREFIX_KINDS = ("stamp", "syslog", "ray", "mpi", "rank", "role", "num", "srun", "host")
+PREFIX_KINDS = ("stamp", "syslog", "torchx", "ray", "mpi", "rank", "role", "num", "srun", "host")
 
 
 def _unnamed(pattern: str) -> str:
@@ -143,7 +147,7 @@ _ANY_PREFIX = re.compile(
 #: or not the file's sample showed them. A combined console carries ``[rankN]:`` only on the lines the
 #: excepthook and C++ logging wrote (tracebacks, c10d errors), often far fewer than 20% of the lines,
 #: and often first after a long preamble; ``[defaultN]:`` only on the workers' lines, not the agent's.
-UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi", "ray"})
+UNAMBIGUOUS_KINDS = frozenset({"rank", "role", "mpi", "ray", "torchx"})
 #: A plain date-time in front of a writer's own prefix (``2024-11-20 14:37:16 [rank3]: ...``: a console piped through
 #: ``ts`` or a collector that writes local time): taken as the line's stamp only right before a ``[rankN]:``,
 #: ``[roleN]:`` or Open MPI tag, so that an application's own dated log records are left whole.
@@ -190,6 +194,9 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
         if m:
             counts["syslog"] += 1
             line = line[m.end():]
+        if line[:1].isalpha() and (m := TORCHX_PREFIX.match(line)) is not None:
+            counts["torchx"] += 1
+            line = line[m.end():]
         for _ in range(3):
             r = _ray_prefix(line) if line.startswith("(") else None
             if r is not None:
@@ -231,7 +238,8 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
     """
     att = Attribution(text=line)
     dated = STAMP_BEFORE_PREFIX.match(line) if line[:1].isdigit() else None
-    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds or dated is not None:
+    if kinds - UNAMBIGUOUS_KINDS or line.startswith(("[", "(")) or "mpi" in kinds or "torchx" in kinds \
+            or dated is not None:
         kinds = kinds | UNAMBIGUOUS_KINDS
         text = line
         if "stamp" in kinds:
@@ -247,6 +255,10 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             if m:
                 att.stamp = att.stamp or m.group(1)
                 att.node = m.group(2)
+                text = text[m.end():]
+        if "torchx" in kinds and text[:1].isalpha():
+            m = TORCHX_PREFIX.match(text)
+            if m:  # the replica (role/index) names no host: the node stays for the line's other marks
                 text = text[m.end():]
         for _ in range(4):
             r = _ray_prefix(text) if text.startswith("(") else None

@@ -533,3 +533,17 @@ def test_composers_launcher_names_the_crashed_rank(corpus_dev_case) -> None:
     assert (d.category.value, d.first_failing_rank) == ("storage", 2)
     d = corpus_dev_case("n16a-007")
     assert d.first_failing_rank == 0 and any(h.signature_id == "segfault" for h in d.signature_hits)
+
+
+def test_torchx_replica_prefix_before_torchruns_tee_prefix_is_stripped() -> None:
+    """TorchX streams each replica's lines behind ``{role}/{replica} `` (``torchx log``); torchrun's ``[defaultN]:`` and
+    ``[rankN]:`` follow it (a public dev paste, n27a-021). The replica names no host; a path-like word before any
+    other text stays."""
+    from diag_service.logformat import attribute, detect_prefixes
+
+    line = "i.pretrain/0 [default2]:[rank2]: RuntimeError: Rank 2, node gpu-node-001, device 2, iteration -1"
+    kinds = detect_prefixes([line])
+    a = attribute(line, kinds)
+    assert (a.rank, a.local_rank, a.node) == (2, 2, None) and a.text.startswith("RuntimeError: Rank 2")
+    plain = attribute("src/0 loss went up", detect_prefixes(["src/0 loss went up"]))
+    assert plain.text == "src/0 loss went up" and plain.rank is None
