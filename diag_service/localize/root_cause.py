@@ -376,14 +376,17 @@ def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: Sign
     the peer's own: such a report moves behind every other root on a rank it does not name, unless that
     root was first stamped more than :data:`LATE_ROOT_S` after it (then it may be the loss's
     consequence) or names no category (a traceback cut before its exception says nothing of a failure).
-    Needs ranks on both hits; the order among the rest is kept.
+    The other root needs ranks; a report without ranks (an elastic agent's own lost connection to the c10d store,
+    which the agent of the store's node hosts and takes with it when its workers fail) yields to any such root,
+    unless a context rule refined it (it then names a cause of its own).
+    The order among the rest is kept.
 
     PyTorch's gloo transport words it itself: "Connection closed by peer ... This is typically caused by a
     remote worker crashing. Check the logs of the remote worker" (``gloo/transport/tcp/pair.cc``)."""
 
     def yields(h: SignatureHit) -> bool:
-        if _cascade(h, sigs) != "peer_loss" or not h.ranks:
-            return False
+        if _cascade(h, sigs) != "peer_loss" or (not h.ranks and h.details.get("context_rule")):
+            return False  # a context rule that refined a report without ranks named a cause of its own
         t = _ts_of(h)
         for o in roots:
             if (o is h or _cascade(o, sigs) == "peer_loss" or o.category is Category.UNKNOWN or not o.ranks
