@@ -378,6 +378,9 @@ class CollectiveStall(BaseModel):
     )
     mismatch_detail: str = ""
     where: str = Field(default="", description="Call site of the collective on a joined rank (innermost user frame).")
+    since: float | None = Field(
+        default=None, description="Unix seconds: the earliest time a member enqueued it (Flight Recorder's "
+                                  "time_created_ns), when the dumps record it: the stall began no later.")
 
 
 class P2PStall(BaseModel):

@@ -32,3 +32,27 @@ def test_an_agents_lost_store_after_rank_0_raised_is_its_consequence() -> None:
     assert d.category.value == "user_code", d.root_cause.summary
     assert d.first_failing_rank == 0
     assert "KeyError" in d.root_cause.evidence[0].text
+
+
+def test_an_operator_ending_a_hang_is_its_teardown_not_a_preemption() -> None:
+    """Rank 3 (node1) blocks on a file lock; three py-spy snapshots and the gloo Flight Recorder were taken, then the
+    operator SIGTERMed both agents. The agents' death signal (infrastructure, "preempted", both nodes) came after the
+    stalled all-reduce was enqueued (the Flight Recorder's time, the snapshots having none): teardown. The culprit's
+    own frame decides (user_code), and no node is blamed for the signal."""
+    d = _diagnose("r01_lock_hang_sigterm")
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert d.first_failing_rank == 3 and d.faulty_nodes == []
+    assert d.hang is not None and d.hang.stuck_since_time is not None
+    assert any("consequence of the hang (its teardown)" in f for f in d.findings), d.findings
+
+
+def test_one_snapshot_places_the_ranks_when_the_flight_recorder_shows_the_hang() -> None:
+    """Rank 1 polls for a flag file forever; one py-spy snapshot per rank and the Flight Recorder (rank 1 never
+    joined all-reduce #125), then the job was killed. One snapshot is enough to say where the culprit is once the
+    Flight Recorder shows the hang: the job's own frame (train_ddp.py:89), user_code."""
+    d = _diagnose("r12_flag_hang_one_snapshot")
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert d.first_failing_rank == 1 and d.faulty_nodes == []
+    assert "train_ddp.py:89" in d.root_cause.summary

@@ -158,7 +158,8 @@ def analyze_hang(req: HangRequest) -> HangReport:
             if fr is None:
                 raise HangInputError(f"no parseable stack dump or Flight Recorder dump under {root}")
         else:
-            stacks = analyze_dumps(dumps, req.min_stuck_snapshots)
+            stacks = analyze_dumps(dumps, req.min_stuck_snapshots,
+                                   hung_from_logs=fr is not None and bool(fr.stalls or fr.p2p))
             stacks.warnings = [*bundle.report.warnings[:20], *stacks.warnings][:200]
     return fuse(stacks, fr)
 
@@ -168,7 +169,8 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     from :meth:`~diag_service.ingest.open.Bundle.dumps`). Raises :class:`HangInputError` (a ``ValueError``) if no snapshot holds a
     parseable dump; damaged dumps of some ranks are warnings in the report.
 
-    ``hung_from_logs``: the job's logs already show the hang (collective timeouts). Then fewer snapshots than
+    ``hung_from_logs``: other evidence already shows the hang (the logs' collective timeouts, or Flight Recorder
+    dumps with a collective some members never joined). Then fewer snapshots than
     ``min_stuck_snapshots`` (one ``py-spy dump`` per rank, the usual first response) still place the ranks: each
     rank's last stack is where it waits, and the rank outside the collective the others wait in is the suspect.
     The hang itself is the logs' finding, not the stacks'."""
@@ -338,7 +340,8 @@ def _explain(
                     "every rank, some seconds apart, while it is stuck.")
         return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
                 f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
-    parts = ([f"The logs show the hang (collective timeouts); {n_snap} stack snapshot(s) place its {n_ranks} rank(s)."]
+    parts = ([f"The logs (collective timeouts) or the Flight Recorder show the hang; {n_snap} stack snapshot(s) "
+              f"place its {n_ranks} rank(s)."]
              if placed else [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."])
     if majority is not None and majority.in_collective:
         site = majority.top_frames[1] if len(majority.top_frames) > 1 else majority.top_frames[0]

@@ -380,11 +380,14 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
         missing = sorted([r for r in have if prog[(g, r)][0] < front] + [r for r in ranks if r not in dumps])
         sigs: dict[int, tuple[str, str]] = {}
         sites: dict[int, str] = {}
+        created: list[int] = []
         for r in joined:
             e = prog[(g, r)][2].get(front)
             if e is not None:
                 sigs[r] = (e.op, e.in_sizes)
                 sites[r] = e.where
+                if e.time_ns:
+                    created.append(e.time_ns)
         mismatched: list[int] = []
         detail = ""
         common = Counter(sigs.values()).most_common()
@@ -412,6 +415,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                 mismatched=mismatched,
                 mismatch_detail=detail,
                 where=where,
+                since=min(created) / 1e9 if created else None,
             )
         )
         for r in joined:

@@ -51,6 +51,12 @@ def explain_collectives(fr: CollectiveReport) -> str:
     return text
 
 
+def _stall_began(fr: CollectiveReport) -> float | None:
+    """Unix seconds when the earliest stalled collective was first enqueued (a bound on when the hang began), or
+    None when the dumps record no creation time."""
+    return min((st.since for st in fr.stalls if st.since is not None), default=None)
+
+
 def _report_from_fr(fr: CollectiveReport) -> HangReport:
     suspects = [HangSuspect(rank=c.rank, score=_fr_score(c), reason=c.reason, kind=c.kind) for c in fr.culprits]
     suspects.sort(key=lambda s: (-s.score, s.rank))
@@ -65,6 +71,7 @@ def _report_from_fr(fr: CollectiveReport) -> HangReport:
         snapshots=0,
         ranks=len(fr.ranks_dumped) + len(fr.ranks_missing_dump),
         stuck_ranks=sorted(int(r) for r in fr.waiting),
+        stuck_since_time=_stall_began(fr),
         suspects=suspects,
         explanation=explanation,
         warnings=list(fr.warnings),
@@ -127,5 +134,6 @@ def fuse(stacks: HangReport | None, fr: CollectiveReport | None) -> HangReport:
             "warnings": [*stacks.warnings, *fr.warnings][:200],
             "evidence": ["stacks", "flight_recorder"],
             "collectives": fr,
+            "stuck_since_time": stacks.stuck_since_time if stacks.stuck_since_time is not None else _stall_began(fr),
         }
     )

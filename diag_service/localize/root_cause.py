@@ -1377,8 +1377,9 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
 def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     """A log verdict first stamped after the ranks were seen stuck (the hang's first stuck snapshot) is the
     hang's teardown (the job killed from outside, peers' connections and store lookups failing, watchdog
-    timeouts), not its cause: the category goes back to ``unknown`` and the stacks name the culprit. A
-    cause logged before the hang (a GPU that fell off the bus) keeps its category."""
+    timeouts), not its cause: the category goes back to ``unknown``, the nodes it named are dropped, and the stacks
+    name the culprit. The hang began at the first stuck snapshot, or else when the stalled collective was first
+    enqueued (Flight Recorder). A cause logged before the hang (a GPU that fell off the bus) keeps its category."""
     hit = d.primary_hit()
     t = _ts_of(hit) if hit is not None and d.category is not Category.UNKNOWN else None
     if hit is None or t is None or hang.stuck_since_time is None or t <= hang.stuck_since_time:
@@ -1389,6 +1390,7 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     )
     d.category = Category.UNKNOWN
     d.responsible = Responsible.PLATFORM
+    d.faulty_nodes = []  # the teardown's nodes (every node whose agent was signalled), not the hang's
 
 
 def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None) -> None:

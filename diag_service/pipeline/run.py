@@ -268,18 +268,20 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     if dumps is not None or fr_folder is not None or archived_fr:
         t0 = time.perf_counter()
         stacks = fr = None
-        if dumps is not None:
-            try:
-                # a hang the logs report (collective timeouts) lets even one snapshot per rank place the ranks
-                logs_hung = d.failure_mode is FailureMode.FAIL_HANG and any(
-                    h.failure_mode is FailureMode.FAIL_HANG for h in d.signature_hits)
-                stacks = analyze_dumps(dumps, hung_from_logs=logs_hung)
-            except (OSError, ValueError) as exc:
-                report.warnings.append(f"stack dumps not analysed: {exc}")
         if fr_folder is not None:
             fr = analyze_fr_files(fr_folder.files, fr_folder.warnings)
         elif archived_fr:
             fr = analyze_fr_members(archived_fr)
+        if dumps is not None:
+            try:
+                # a hang the logs report (collective timeouts) or the Flight Recorder shows (a collective some
+                # members never joined) lets even one snapshot per rank place the ranks
+                logs_hung = d.failure_mode is FailureMode.FAIL_HANG and any(
+                    h.failure_mode is FailureMode.FAIL_HANG for h in d.signature_hits)
+                fr_hung = fr is not None and bool(fr.stalls or fr.p2p)
+                stacks = analyze_dumps(dumps, hung_from_logs=logs_hung or fr_hung)
+            except (OSError, ValueError) as exc:
+                report.warnings.append(f"stack dumps not analysed: {exc}")
         if stacks is not None or fr is not None:
             d.hang = fuse(stacks, fr)
             combine_hang(d, d.hang)
