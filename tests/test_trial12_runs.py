@@ -56,3 +56,13 @@ def test_one_snapshot_places_the_ranks_when_the_flight_recorder_shows_the_hang()
     assert d.category.value == "user_code", d.root_cause.summary
     assert d.first_failing_rank == 1 and d.faulty_nodes == []
     assert "train_ddp.py:89" in d.root_cause.summary
+
+
+def test_a_straggler_named_in_two_phases_is_the_diagnosis_rank_and_node() -> None:
+    """Rank 2 (node1) in a CPU-quota cgroup from step 100, with the timing feed: the detector names rank 2 as an
+    intermittent compute straggler and, through its late all-reduce, a communication one (two findings, one rank).
+    The text named it; the structured fields (first failing rank, faulty nodes) now carry it too."""
+    d = _diagnose("r14_cpu_straggler_feed")
+    assert d.failure_mode.value == "fail_slow"
+    assert d.first_failing_rank == 2 and d.faulty_nodes == ["node1"]
+    assert d.slow is not None and {s.rank for s in d.slow.stragglers} == {2}

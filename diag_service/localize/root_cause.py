@@ -1438,8 +1438,10 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
         d.findings.append(f"Category {setting.category.value} from a setting in the logs that slows every step: "
                           f"{setting.name}.")
     top = slow.stragglers[0] if slow.stragglers else None
-    unique = len(slow.stragglers) == 1 or (top is not None and slow.stragglers[1].confidence < top.confidence)
-    if top is not None and top.confidence >= 0.7 and unique:
+    # one rank named (in one phase or several: a straggler's slow compute also shows in its communication)
+    one_rank = top is not None and all(s.rank == top.rank for s in slow.stragglers)
+    unique = one_rank or (top is not None and slow.stragglers[1].confidence < top.confidence)
+    if top is not None and unique and (top.confidence >= 0.7 or (one_rank and top.confidence >= 0.5)):
         d.first_failing_rank = top.rank
         d.confidence = max(d.confidence, round(min(0.8, top.confidence), 3))
     nodes = [g.name for g in slow.groups if g.group == "node"]
