@@ -66,3 +66,13 @@ def test_a_straggler_named_in_two_phases_is_the_diagnosis_rank_and_node() -> Non
     assert d.failure_mode.value == "fail_slow"
     assert d.first_failing_rank == 2 and d.faulty_nodes == ["node1"]
     assert d.slow is not None and {s.rank for s in d.slow.stragglers} == {2}
+
+
+def test_an_agent_signalled_on_one_node_does_not_take_a_rank_from_the_other_nodes_table() -> None:
+    """node1's torchrun agent got SIGTERM (a preemption); node0's agent then reported its own rank 1 as its "first
+    observed failure" (a cascade: its peers on node1 were gone). The cause is node1's; node0's table does not name the
+    first failing rank (it was rank 1, on node0)."""
+    d = _diagnose("r13_node1_agent_sigterm")
+    assert d.category.value == "infrastructure"
+    assert d.faulty_nodes == ["node1"]
+    assert d.first_failing_rank is None, d.root_cause.summary

@@ -698,6 +698,8 @@ def localize(
                 first_rank = ordered[0][0]
         if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
+            # a cause reported only on other nodes (an agent signalled on node1): another node's table is a cascade
+            and (primary.ranks or not primary.nodes or elastic_root.node is None or elastic_root.node in primary.nodes)
         ):
             first_rank = elastic_root.rank
             evidence.append(_evidence(elastic_root))
