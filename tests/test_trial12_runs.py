@@ -76,3 +76,13 @@ def test_an_agent_signalled_on_one_node_does_not_take_a_rank_from_the_other_node
     assert d.category.value == "infrastructure"
     assert d.faulty_nodes == ["node1"]
     assert d.first_failing_rank is None, d.root_cause.summary
+
+
+def test_a_corrupt_checkpoint_read_by_every_node_blames_no_node_and_says_the_ranks_own() -> None:
+    """Every rank of both nodes fails in torch.load on the same truncated file (shared storage). The summary said "rank 2
+    on node node0" (rank 2 runs on node1: its own line says so) and both nodes were faulty; the same error on every
+    node singles none out."""
+    d = _diagnose("r08_corrupt_checkpoint_all_nodes")
+    assert d.category.value == "storage"
+    assert d.faulty_nodes == []
+    assert d.first_failing_rank == 2 and "on rank 2 on node node1" in d.root_cause.summary, d.root_cause.summary

@@ -746,8 +746,10 @@ def localize(
             # the message names the node it is about ("Node failure on gpu-node-003"), not the host that wrote it
             faulty_nodes = [named_node]
         elif category in NODE_LEVEL and primary.nodes and not waiting:
-            # (a lost connection's report names the node that noticed, not the faulty one)
-            if len(primary.nodes) <= max(4, len(nodes_seen) // 10):
+            # (a lost connection's report names the node that noticed, not the faulty one); the same error on every
+            # node of two or more (a corrupt file on shared storage read by all) singles none out
+            every = len(primary.nodes) >= 2 and set(primary.nodes) >= (nodes_seen | progress.source_nodes)
+            if len(primary.nodes) <= max(4, len(nodes_seen) // 10) and not every:
                 faulty_nodes = list(primary.nodes)
         elif category in NODE_LEVEL and elastic_root is not None and elastic_root.node and first_rank == elastic_root.rank:
             faulty_nodes = [elastic_root.node]
@@ -769,7 +771,10 @@ def localize(
             if where_ev is None and elastic_root is not None and elastic_root.rank == first_rank:
                 where_ev = elastic_root
         ev_node = where_ev.node if where_ev is not None and where_ev.node not in refused else None
-        where = _where(first_rank, where_ev.local_rank if where_ev else None, faulty_nodes[0] if faulty_nodes else ev_node)
+        # the rank's own event says its node; a faulty node stands in only when it is the one named
+        where = _where(first_rank, where_ev.local_rank if where_ev else None,
+                       ev_node if ev_node is not None and first_rank is not None
+                       else faulty_nodes[0] if len(faulty_nodes) == 1 else ev_node)
         when = ""
         if first_ev and first_ev.ts is not None:
             # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound
