@@ -86,3 +86,17 @@ def test_a_corrupt_checkpoint_read_by_every_node_blames_no_node_and_says_the_ran
     assert d.category.value == "storage"
     assert d.faulty_nodes == []
     assert d.first_failing_rank == 2 and "on rank 2 on node node1" in d.root_cause.summary, d.root_cause.summary
+
+
+def test_logs_holding_only_the_launchers_banner_point_at_the_rendezvous() -> None:
+    """Both nodes' torchrun agents started (their OMP_NUM_THREADS banner) and waited in the rendezvous, its port held by
+    another process; the operator killed them after 100 s. The answer was fail_stop "no known failure" and L0 "check
+    that these are the failed job's logs"; the logs say the job never got past its start."""
+    from diag_service.domain import RecoveryLevel
+    from diag_service.pipeline import DiagnoseRequest, diagnose
+
+    d = diagnose(DiagnoseRequest(path=str(FIX / "r06_rendezvous_port_taken"), kb=False, llm=False, recovery=True))
+    assert d.failure_mode.value == "fail_hang"
+    assert d.root_cause.summary.startswith("The logs hold only the launcher's start-up lines")
+    assert d.recovery is not None and d.recovery.rule_id == "rendezvous_never_left"
+    assert d.recovery.level is RecoveryLevel.L4

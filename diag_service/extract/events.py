@@ -1132,6 +1132,8 @@ class Extractor:
                 ts = self._ts(rd.attr(line).text)
                 first = rd.src.path not in starts
                 starts.setdefault(rd.src.path, ts)
+                if first and i == 0:
+                    obs.launcher_started += 1
                 restart = i > 0 or (not first and ts is not None and abs(ts - (starts[rd.src.path] or ts)) > 0.5)
                 if restart and ts is not None and (not obs.launches or abs(obs.launches[-1] - ts) > 0.5):
                     obs.launches.append(ts)  # one banner's several lines (a framed block) are one start

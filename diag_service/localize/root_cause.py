@@ -406,6 +406,12 @@ def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: Sign
     return rest + moved
 
 
+#: At most this many lines per launcher start banner make logs that hold nothing else: torchrun's banner is 4 lines
+#: (its OMP_NUM_THREADS notice between two rules and a blank glog line), plus its warnings on the launch's arguments.
+BANNER_LINES = 8
+#: ... and this many bytes per banner (its lines are about 130 to 250 characters; a progress bar that redraws itself
+#: on one line is a worker's output of thousands)
+BANNER_BYTES = 2048
 #: The context rules of a cut traceback that name no cause of their own (a library's frame is only where it was cut).
 _CUT_SHORT_PLAIN = frozenset({"", "cut_short_in_framework"})
 
@@ -943,6 +949,17 @@ def localize(
                     "typically in communicator set-up), unless the excerpt stops short."
                 )
                 findings.append("NCCL warned, but no rank raised an error or exited: the job was alive and waiting.")
+            elif progress.launcher_started and not groups and not ranks_seen and not progress.ranks \
+                    and not progress.series and 0 < progress.lines_read <= BANNER_LINES * progress.launcher_started \
+                    and progress.bytes_read <= BANNER_BYTES * progress.launcher_started:
+                summary = (
+                    "The logs hold only the launcher's start-up lines (torchrun's banner) and nothing a worker wrote, "
+                    "and no error or exit: the job was still starting when they were taken. If its workers never "
+                    "started, it is stuck in the rendezvous: check that the --rdzv-endpoint host and port are the same "
+                    "on every node, reachable and not held by another process, that --rdzv-id matches and that every "
+                    "node was launched; if they did start, these logs lack their output (torchrun --tee 3 or "
+                    "--log-dir)."
+                )
             else:
                 summary = (
                     "The logs end without an error, an exit code or a launcher's failure report: the job was still "

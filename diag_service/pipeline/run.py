@@ -232,6 +232,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
                   | {k[1] for k in progress.series if k[1] is not None and 0 <= k[1] <= LIMITS.max_rank})
     nodes_seen = {n for g in groups for n in g.nodes}
     t0 = time.perf_counter()
+    progress.lines_read, progress.bytes_read = report.lines, report.bytes_read
     loc = localize(groups, hits, per_group, progress, sigs, ranks_seen, nodes_seen)
     timings["localize"] = time.perf_counter() - t0
     report.ranks_seen = len(ranks_seen)
