@@ -100,3 +100,21 @@ def test_logs_holding_only_the_launchers_banner_point_at_the_rendezvous() -> Non
     assert d.root_cause.summary.startswith("The logs hold only the launcher's start-up lines")
     assert d.recovery is not None and d.recovery.rule_id == "rendezvous_never_left"
     assert d.recovery.level is RecoveryLevel.L4
+
+
+def test_diag_hang_with_the_logs_agrees_with_diagnose_on_one_snapshot() -> None:
+    """Rank 2's DataLoader worker blocks on a socket; the others time out in gloo's all-reduce; one py-spy snapshot per
+    rank. `diag hang DUMPS --logs LOGS` said "not hung: not enough snapshots" while `diag diagnose` on the same
+    bundle, reading the timeouts, named rank 2: the logs' timeouts now let the one snapshot place the ranks here too."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from diag_service.cli import app
+
+    run = FIX / "r02_loader_hang_one_snapshot"
+    res = CliRunner().invoke(app, ["hang", str(run / "dumps"), "--logs", str(run), "--json"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["hung"] is True and rep["suspects"][0]["rank"] == 2
+    assert _diagnose("r02_loader_hang_one_snapshot").first_failing_rank == 2

@@ -62,11 +62,14 @@ class HangInputError(DiagError, ValueError):
 class HangRequest(BaseModel):
     """``dumps_dir``: ``<snapshot>/rank-<R>.txt|.json`` folders (sorted by name = time order),
     optional ``ranks.json`` {rank: {node, pid, local_rank}} and ``index.json`` [{dir, time}]; and/or
-    Flight Recorder dumps. ``world_size``: ranks expected (ranks without any dump are then reported)."""
+    Flight Recorder dumps. ``world_size``: ranks expected (ranks without any dump are then reported).
+    ``hung_from_logs``: the job's logs show the hang (collective timeouts): fewer snapshots then place the ranks
+    (:func:`analyze_dumps`)."""
 
     dumps_dir: str
     min_stuck_snapshots: int = Field(default=3, ge=1, le=10_000)
     world_size: int | None = Field(default=None, ge=1, le=LIMITS.max_world_size)
+    hung_from_logs: bool = False
 
 
 def find_dumps_dir(bundle: str | os.PathLike[str]) -> Path | None:
@@ -142,8 +145,9 @@ def analyze_hang(req: HangRequest) -> HangReport:
     stacks: HangReport | None = None
     inner = find_dumps_dir(root)
     served, served_warnings = debug_server_dumps(root) if inner is None and root.is_dir() else (None, [])
+    fr_hung = fr is not None and bool(fr.stalls or fr.p2p)
     if served is not None:  # the PyTorch debug server's dump_dir
-        stacks = analyze_dumps(served, req.min_stuck_snapshots)
+        stacks = analyze_dumps(served, req.min_stuck_snapshots, hung_from_logs=req.hung_from_logs or fr_hung)
         stacks.warnings = [*served_warnings, *stacks.warnings][:200]
     elif inner is not None or fr is None:
         bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
@@ -159,7 +163,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
                 raise HangInputError(f"no parseable stack dump or Flight Recorder dump under {root}")
         else:
             stacks = analyze_dumps(dumps, req.min_stuck_snapshots,
-                                   hung_from_logs=fr is not None and bool(fr.stalls or fr.p2p))
+                                   hung_from_logs=req.hung_from_logs or (fr is not None and bool(fr.stalls or fr.p2p)))
             stacks.warnings = [*bundle.report.warnings[:20], *stacks.warnings][:200]
     return fuse(stacks, fr)
 

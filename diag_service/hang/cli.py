@@ -31,9 +31,8 @@ def hang_cmd(
     \f
     Raises :class:`~diag_service.hang.analyzer.HangInputError` (exit 2, from the one CLI handler) when
     there is nothing to analyse."""
-    # analyze_hang finds a bundle's dumps/ folder itself
-    rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck))
     log_diag = None
+    log_warnings: list[str] = []
     if logs is not None:
         from diag_service.ingest import BundleError
         from diag_service.pipeline import DiagnoseRequest, diagnose
@@ -41,9 +40,15 @@ def hang_cmd(
         try:
             log_diag = diagnose(DiagnoseRequest(path=str(logs), recovery=False))
         except BundleError as exc:
-            rep.warnings.append(f"logs not read: {exc}")
+            log_warnings.append(f"logs not read: {exc}")
         else:
-            rep.warnings.extend(f"logs: {f}" for f in log_diag.findings)
+            log_warnings.extend(f"logs: {f}" for f in log_diag.findings)
+    # the logs' collective timeouts show the hang, as `diag diagnose` reads them: one snapshot then places the ranks
+    logs_hung = log_diag is not None and log_diag.failure_mode.value == "fail_hang" and any(
+        h.failure_mode.value == "fail_hang" for h in log_diag.signature_hits)
+    # analyze_hang finds a bundle's dumps/ folder itself
+    rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck, hung_from_logs=logs_hung))
+    rep.warnings.extend(log_warnings)
     if json_out:
         sys.stdout.write(rep.model_dump_json(indent=2) + "\n")
         return
