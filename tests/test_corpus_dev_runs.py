@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(("case", "category", "signature"), [
     # hipCaffe on four MI25s: ROCm's runtime aborts on a GPU page fault (its form of CUDA's illegal memory access)
     ("n30b-002", "framework", "rocm_memory_access_fault"),
+    # a datasets cache moved to a network file system: ECOMM on its .incomplete folder, then a missing arrow file
+    ("n30c-011", "storage", "checkpoint_io_error"),
     # Open MPI (NeMo on Kubernetes) could not create its session directory under /tmp: the node, not a path in
     # the job's config, although the same lines say "No such file or directory"
     ("n20a-010", "infrastructure", "openmpi_session_dir_failed"),
