@@ -101,6 +101,8 @@ class ProgressLog:
     ``benchmarks``: per file, the summary line of an nccl-tests run that reached its end (``# Avg bus bandwidth :
     X``, GB/s; ``diag_service.extract.events.benchmark_line``), found as ``completed`` is.
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
+    ``backends``: the collective backends the job's output names (``gloo``, ``nccl``, ...; ``diag_service.extract.events
+    .BACKEND``), looked for in each block's head and tail.
     ``launcher_started``: the number of files that show a launcher's start banner (torchrun's OMP_NUM_THREADS notice).
     ``lines_read``, ``bytes_read``: the input read (set by the pipeline from ingest's report; 0 when not known).
     ``launches``: unix times of a launcher's (re)start lines (``diag_service.extract.events.LAUNCH_MARKS``: torchrun's
@@ -130,6 +132,7 @@ class ProgressLog:
     benchmarks: dict[str, str] = field(default_factory=dict)
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)
+    backends: set[str] = field(default_factory=set)
     launcher_started: int = 0
     lines_read: int = 0
     bytes_read: int = 0

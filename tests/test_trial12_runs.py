@@ -68,6 +68,14 @@ def test_a_straggler_named_in_two_phases_is_the_diagnosis_rank_and_node() -> Non
     assert d.slow is not None and {s.rank for s in d.slow.stragglers} == {2}
 
 
+def test_a_compute_straggler_of_a_cpu_job_is_its_hosts_not_a_gpus() -> None:
+    """The same run's logs name only the gloo backend (`backend=gloo`, no NCCL line): the slow rank's compute ran on a
+    CPU in a throttled cgroup, so the category is the host's (infrastructure), not gpu_hardware as it read."""
+    d = _diagnose("r14_cpu_straggler_feed")
+    assert d.category.value == "infrastructure", d.root_cause.summary
+    assert any("runs on CPUs" in f for f in d.findings)
+
+
 def test_an_agent_signalled_on_one_node_does_not_take_a_rank_from_the_other_nodes_table() -> None:
     """node1's torchrun agent got SIGTERM (a preemption); node0's agent then reported its own rank 1 as its "first
     observed failure" (a cascade: its peers on node1 were gone). The cause is node1's; node0's table does not name the

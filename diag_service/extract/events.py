@@ -148,6 +148,11 @@ JOB_OUTPUT = (
     r"|distributed init|\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d|[\w/.-]\.(?:py|cc|cpp|cu|h|hpp):\d+\b|\b(?:INFO|DEBUG|WARNING|ERROR)\b"
 )
 JOB_OUTPUT_FAST = re2.compile(JOB_OUTPUT)
+#: The collective backend a job names: its own banner (``backend=gloo``, ``dist_backend: nccl``), PyTorch's process
+#: group classes (``ProcessGroupGloo``, ``ProcessGroupNCCL``) or NCCL's own INFO/WARN lines (which only a job using
+#: NCCL writes). Read on each block's head and tail (bounded cost); used to tell a CPU job (gloo only) from a GPU one.
+BACKEND = re.compile(r"""(?i:backend)['"]?\s*[=:]\s*['"]?(gloo|nccl|mpi|hccl|xccl|ucc)\b|ProcessGroup(Gloo|NCCL)\b"""
+                     r"|\bNCCL (INFO|WARN)\b")
 #: A run's own report that it finished, looked for only near the end of each file (the last block's tail) and used
 #: only where the logs show no failure at all, to tell a completed run from one whose logs stop while it hangs:
 #: transformers' Trainer ("Training completed. Do not forget to share your model ...", and the final metrics'
@@ -932,6 +937,12 @@ class Extractor:
             window_bytes = [tail_bytes] if head == tail else [_utf8(head), tail_bytes]  # type: ignore[arg-type]
         if not obs.job_output:
             obs.job_output = any(JOB_OUTPUT_FAST.search(t) is not None for t in window_bytes)
+        if "nccl" not in obs.backends and len(obs.backends) < 4:  # NCCL settles it: a GPU job
+            for t in window_bytes:
+                if (b"ackend" in t or b"ProcessGroup" in t or b"NCCL " in t):  # type: ignore[operator]
+                    for m in BACKEND.finditer(t.decode("utf-8", "replace")):  # type: ignore[union-attr]
+                        name = m.group(1) or m.group(2) or "nccl"
+                        obs.backends.add(name.lower())
         # a file's completion counts only from its last block read (a later block without one clears it), unless that
         # block is blank: a file's last line without its newline (a paste's trailing ">" or spaces) comes alone
         if not tail_bytes.isspace():  # type: ignore[union-attr]

@@ -1417,7 +1417,7 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     d.faulty_nodes = []  # the teardown's nodes (every node whose agent was signalled), not the hang's
 
 
-def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None) -> None:
+def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None, cpu_job: bool = False) -> None:
     """Fold a fail-slow report into a diagnosis (in place).
 
     A confident fail-stop or hang diagnosis keeps its mode; the slowdown is a finding. A hang inferred
@@ -1425,7 +1425,9 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     slowdown makes the diagnosis ``fail_slow`` with the report's category and summary, the top
     straggler as first failing rank when its confidence is at least 0.7, and the blamed node(s). A job-wide
     slowdown (no straggler) in logs that show a setting which slows every step (a ``cascade: slows``
-    signature of ``sigs``, e.g. autograd anomaly detection) takes that setting's category.
+    signature of ``sigs``, e.g. autograd anomaly detection) takes that setting's category. ``cpu_job``: the logs name
+    only the gloo backend (no NCCL): a compute straggler's device is a CPU, so its category is the host's
+    (infrastructure: contention, throttling, a CPU quota), not ``gpu_hardware``.
     """
     if slow.failure_mode is not FailureMode.FAIL_SLOW:
         return
@@ -1450,8 +1452,12 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
         d.findings.append(COMPLETED_SLOW_FINDING)
     d.failure_mode = FailureMode.FAIL_SLOW
     d.category = slow.category
+    if cpu_job and d.category is Category.GPU_HARDWARE:
+        d.category = Category.INFRASTRUCTURE
+        d.findings.append("The job runs on CPUs (its logs name the gloo backend and no NCCL): a rank whose compute is "
+                          "slow is slowed by its host (CPU contention, throttling or a CPU quota), not by a GPU.")
     d.category_source = "analyzers"
-    d.responsible = DEFAULT_RESPONSIBLE[slow.category]
+    d.responsible = DEFAULT_RESPONSIBLE[d.category]
     # the inferred hang's "still running, stopped making progress" is what the slowdown replaces
     d.root_cause.summary = slow.summary if inferred_hang else slow.summary + " " + d.root_cause.summary
     setting = next((h for h in d.signature_hits if _cascade(h, sigs) == "slows"), None) if not slow.stragglers else None

@@ -126,7 +126,8 @@ STEP_LOG_MEMBERS = 2
 MIN_STEP_RECORDS = 7
 
 
-def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet | None = None) -> None:
+def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet | None = None,
+                    cpu_job: bool = False) -> None:
     """Fail-slow from the logs' own step lines (a bundle without a timing feed): the job's step-time series
     (:func:`~diag_service.slow.logs.log_feed`) through :func:`~diag_service.slow.analyze.analyze_slow`;
     a slowdown found is folded in by :func:`~diag_service.localize.combine_slow`."""
@@ -140,7 +141,7 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
         return
     if slow.failure_mode is FailureMode.FAIL_SLOW:
         d.slow = slow
-        combine_slow(d, slow, sigs)
+        combine_slow(d, slow, sigs, cpu_job=cpu_job)
 
 
 
@@ -298,11 +299,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             if slow is not None:
                 report.warnings.extend(f"timing feed: {w}" for w in slow.input.warnings[:5])
                 d.slow = slow
-                combine_slow(d, slow, sigs)
+                combine_slow(d, slow, sigs, cpu_job=progress.backends == {"gloo"})
         timings["slow"] = time.perf_counter() - t0
     elif (progress.trained or progress.series or progress.job_output) and report.bytes_read <= STEP_LOG_MAX_BYTES:
         t0 = time.perf_counter()
-        _slow_from_logs(d, bundle, req.path, sigs)
+        _slow_from_logs(d, bundle, req.path, sigs, cpu_job=progress.backends == {"gloo"})
         timings["slow"] = time.perf_counter() - t0
     retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None
     if retriever is not None:
