@@ -18,6 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(("case", "category", "signature"), [
     # hipCaffe on four MI25s: ROCm's runtime aborts on a GPU page fault (its form of CUDA's illegal memory access)
     ("n30b-002", "framework", "rocm_memory_access_fault"),
+    # ms-swift's vLLM rollout: world size 8 is not tensor-parallel 4 x pipeline-parallel 1
+    ("n31b-023", "config", "size_divisibility_check"),
+    # SageMaker smp: 8 MPI processes per host on a 4-GPU instance
+    ("n31a-010", "config", "size_divisibility_check"),
+    # a RayCluster GPU worker pod rejected by the kubelet's device admission
+    ("n31a-005", "infrastructure", "k8s_device_admission_failed"),
     # a datasets cache moved to a network file system: ECOMM on its .incomplete folder, then a missing arrow file
     ("n30c-011", "storage", "checkpoint_io_error"),
     # Open MPI (NeMo on Kubernetes) could not create its session directory under /tmp: the node, not a path in
