@@ -420,6 +420,11 @@ class CollectiveReport(BaseModel):
     )
     warnings: list[str] = Field(default_factory=list)
 
+    @property
+    def stalled(self) -> bool:
+        """True when the dumps show a hang: a collective some members never joined, or a send/recv never matched."""
+        return bool(self.stalls or self.p2p)
+
 
 class HangReport(BaseModel):
     """Fail-hang localisation by temporal stack invariance (``diag hang``).
@@ -578,6 +583,12 @@ class Diagnosis(BaseModel):
     def primary_hit(self) -> SignatureHit | None:
         """The root signature that decided the category (hits are sorted by priority), None without one."""
         return next((h for h in self.signature_hits if h.role is EventRole.ROOT and h.category == self.category), None)
+
+    def hang_in_logs(self) -> bool:
+        """True when the logs themselves report the hang: the diagnosis is ``fail_hang`` and a signature of mode
+        ``fail_hang`` (a collective or store timeout) matched."""
+        return self.failure_mode is FailureMode.FAIL_HANG and any(
+            h.failure_mode is FailureMode.FAIL_HANG for h in self.signature_hits)
 
     def has_evidence(self) -> bool:
         """True when the diagnosis rests on something: an event template, a signature hit, evidence lines,

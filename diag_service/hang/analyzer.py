@@ -145,7 +145,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
     stacks: HangReport | None = None
     inner = find_dumps_dir(root)
     served, served_warnings = debug_server_dumps(root) if inner is None and root.is_dir() else (None, [])
-    fr_hung = fr is not None and bool(fr.stalls or fr.p2p)
+    fr_hung = fr is not None and fr.stalled
     if served is not None:  # the PyTorch debug server's dump_dir
         stacks = analyze_dumps(served, req.min_stuck_snapshots, hung_from_logs=req.hung_from_logs or fr_hung)
         stacks.warnings = [*served_warnings, *stacks.warnings][:200]
@@ -163,7 +163,7 @@ def analyze_hang(req: HangRequest) -> HangReport:
                 raise HangInputError(f"no parseable stack dump or Flight Recorder dump under {root}")
         else:
             stacks = analyze_dumps(dumps, req.min_stuck_snapshots,
-                                   hung_from_logs=req.hung_from_logs or (fr is not None and bool(fr.stalls or fr.p2p)))
+                                   hung_from_logs=req.hung_from_logs or fr_hung)
             stacks.warnings = [*bundle.report.warnings[:20], *stacks.warnings][:200]
     return fuse(stacks, fr)
 

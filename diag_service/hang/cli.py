@@ -44,8 +44,7 @@ def hang_cmd(
         else:
             log_warnings.extend(f"logs: {f}" for f in log_diag.findings)
     # the logs' collective timeouts show the hang, as `diag diagnose` reads them: one snapshot then places the ranks
-    logs_hung = log_diag is not None and log_diag.failure_mode.value == "fail_hang" and any(
-        h.failure_mode.value == "fail_hang" for h in log_diag.signature_hits)
+    logs_hung = log_diag is not None and log_diag.hang_in_logs()
     # analyze_hang finds a bundle's dumps/ folder itself
     rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck, hung_from_logs=logs_hung))
     rep.warnings.extend(log_warnings)

@@ -60,7 +60,7 @@ def _stall_began(fr: CollectiveReport) -> float | None:
 def _report_from_fr(fr: CollectiveReport) -> HangReport:
     suspects = [HangSuspect(rank=c.rank, score=_fr_score(c), reason=c.reason, kind=c.kind) for c in fr.culprits]
     suspects.sort(key=lambda s: (-s.score, s.rank))
-    hung = bool(fr.stalls or fr.p2p)
+    hung = fr.stalled
     explanation = explain_collectives(fr)
     if suspects:
         explanation += f" Culprit: rank {suspects[0].rank}, {suspects[0].reason}."
@@ -127,7 +127,7 @@ def fuse(stacks: HangReport | None, fr: CollectiveReport | None) -> HangReport:
     explanation += " Stacks: " + stacks.explanation
     return stacks.model_copy(
         update={
-            "hung": stacks.hung or bool(fr.stalls or fr.p2p),
+            "hung": stacks.hung or fr.stalled,
             "suspects": merged,
             "suspect_nodes": sorted({s.node for s in merged if s.node and s.score >= 0.7}),
             "explanation": explanation,

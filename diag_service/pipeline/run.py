@@ -278,10 +278,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             try:
                 # a hang the logs report (collective timeouts) or the Flight Recorder shows (a collective some
                 # members never joined) lets even one snapshot per rank place the ranks
-                logs_hung = d.failure_mode is FailureMode.FAIL_HANG and any(
-                    h.failure_mode is FailureMode.FAIL_HANG for h in d.signature_hits)
-                fr_hung = fr is not None and bool(fr.stalls or fr.p2p)
-                stacks = analyze_dumps(dumps, hung_from_logs=logs_hung or fr_hung)
+                stacks = analyze_dumps(dumps, hung_from_logs=d.hang_in_logs() or (fr is not None and fr.stalled))
             except (OSError, ValueError) as exc:
                 report.warnings.append(f"stack dumps not analysed: {exc}")
         if stacks is not None or fr is not None:
@@ -289,6 +286,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
     feeds = bundle.feeds()
+    cpu_job = progress.backends == {"gloo"}  # the logs name only gloo: a CPU job (combine_slow)
     if feeds:
         t0 = time.perf_counter()
         try:
@@ -299,11 +297,11 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             if slow is not None:
                 report.warnings.extend(f"timing feed: {w}" for w in slow.input.warnings[:5])
                 d.slow = slow
-                combine_slow(d, slow, sigs, cpu_job=progress.backends == {"gloo"})
+                combine_slow(d, slow, sigs, cpu_job=cpu_job)
         timings["slow"] = time.perf_counter() - t0
     elif (progress.trained or progress.series or progress.job_output) and report.bytes_read <= STEP_LOG_MAX_BYTES:
         t0 = time.perf_counter()
-        _slow_from_logs(d, bundle, req.path, sigs, cpu_job=progress.backends == {"gloo"})
+        _slow_from_logs(d, bundle, req.path, sigs, cpu_job=cpu_job)
         timings["slow"] = time.perf_counter() - t0
     retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None
     if retriever is not None:
