@@ -568,14 +568,19 @@ def _two_nodes(tmp_path: Path, job: str) -> tuple[Any, dict[str, Agent], dict[st
     return jobs, agents, logs, clock, tick
 
 
-def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
-    # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
-    jobs, agents, logs, _clock, tick = _two_nodes(tmp_path, "job-7")
+def _five_steps_then_node0_saves(agents: dict, logs: dict, tick) -> None:
+    """Every node logs steps 1-5, one a second; then rank 0 on node0 (only it) logs a checkpoint save."""
     for step in range(1, 6):
         for node in agents:
             _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
         tick(1.0)
     _append(logs["node0"] / "train.log", "[rank0] Saving model checkpoint to /ckpt/checkpoint-5\n")
+
+
+def test_another_nodes_checkpoint_holds_this_nodes_hang_until_it_outlasts_the_phase(tmp_path: Path) -> None:
+    # rank 0 on node0 saves a checkpoint (only it says so); node1's ranks wait in the next all-reduce
+    jobs, agents, logs, _clock, tick = _two_nodes(tmp_path, "job-7")
+    _five_steps_then_node0_saves(agents, logs, tick)
     tick(9.0)  # node1 sees no step for 9 s > its 5 s floor, without a phase line of its own
     view = jobs.view("job-7")
     assert view is not None and view.detected_time is None and view.status != "hung"
@@ -594,11 +599,7 @@ def test_a_phase_is_over_once_the_job_steps_again_and_a_hang_soon_after_is_not_h
     # a new user's live trial: rank 0 saved a checkpoint, training went on for 40 steps, then a rank hung 4 s after
     # the save line; the phase (4 x the floor) was held for its whole length, past gloo's own timeout
     jobs, agents, logs, clock, tick = _two_nodes(tmp_path, "job-8")
-    for step in range(1, 6):
-        for node in agents:
-            _append(logs[node] / "train.log", f"step {step} loss 2.0\n")
-        tick(1.0)
-    _append(logs["node0"] / "train.log", "[rank0] Saving model checkpoint to /ckpt/checkpoint-5\n")
+    _five_steps_then_node0_saves(agents, logs, tick)
     tick(3.0)
     assert agents["node1"].hang_timeout() == pytest.approx(20.0)  # the job-wide phase reached node1
     for step in range(6, 9):  # the save is done: every rank steps again
