@@ -164,3 +164,20 @@ def test_a_paste_without_any_error_or_exit_is_a_job_that_was_alive(case: str) ->
     assert d.category.value == "unknown"
     assert "The logs end without an error" in d.root_cause.summary
     assert any(w.startswith("no failure evidence") for w in d.input.warnings), d.input.warnings
+
+
+def test_a_failure_report_record_pasted_without_its_heading_names_its_rank(tmp_path: Path) -> None:
+    """n31c-010: the paste starts at the record's ``time :`` line (no "Root Cause" heading, no "[0]:"); the record
+    and its closing rule still say which rank died. A record followed by the next ``[n]:`` entry is one of the
+    report's other failures, not its root cause."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n31c-010.log"), kb=False, llm=False))
+    assert d.first_failing_rank == 0
+    assert [e.first.text for e in d.events if e.kind.value == "elastic_summary"] == [
+        "torchelastic first observed failure: rank 0 (local_rank 0) exitcode: -11"]
+    lines = (ROOT / "eval/corpus/logs/n31c-010.log").read_text().splitlines()
+    other = tmp_path / "other.log"
+    other.write_text("\n".join([*lines[:6], "[1]:", *lines[:6]]) + "\n")
+    reports = sorted(e.first.text for e in diagnose(DiagnoseRequest(path=str(other), kb=False, llm=False)).events
+                     if e.kind.value == "elastic_summary")
+    assert reports == ["torchelastic failure: rank 0 (local_rank 0) exitcode: -11",
+                       "torchelastic first observed failure: rank 0 (local_rank 0) exitcode: -11"]

@@ -1277,6 +1277,12 @@ class Extractor:
         if "Root Cause (first observed failure)" in body or stripped == "Failures:":
             yield from self._elastic(rd, ls, line_no, who, consumed, root=stripped != "Failures:")
             return
+        if stripped.startswith("exitcode") and (m_field := ELASTIC_FIELD.match(stripped)) is not None \
+                and ELASTIC_EXIT.match(m_field.group(2)):
+            headless = self._elastic_headless(rd, ls, line_no, who, consumed)
+            if headless is not None:
+                yield headless
+                return
         if CPP_FRAME.match(stripped) or "(most recent call first)" in body:
             yield self._cpp_frames(rd, ls, line_no, who, consumed, body)
             return
@@ -1617,6 +1623,49 @@ class Extractor:
             pos, n = nxt, n + 1
         if entry:
             yield self._elastic_event(rd, entry, entry_line, who, root, collected)
+
+    def _elastic_headless(
+        self, rd: _BlockReader, ls: int, line_no: int, who: tuple, consumed: set[int]
+    ) -> RawEvent | None:
+        """One record of torchelastic's failure report pasted without the report's heading (a paste that starts
+        at ``time :`` or ``host :``): the ``exitcode`` line at ``ls`` and the field lines around it, when a
+        ``rank : N (local_rank: M)`` field is among them (the report's own shape; a lone ``exitcode :`` is not
+        enough). The record is the report's root cause when the report's closing ``====`` rule or the end of the
+        text follows it; ``----`` or the next ``[n]:`` entry means it was one of the other failures. None when
+        the lines are not such a record."""
+        entry: dict[str, str] = {}
+        first_line, pos, back = line_no, ls, []
+        for _ in range(3):  # time, host, rank come before exitcode in _FAILURE_FORMAT_TEMPLATE
+            if pos <= 0:
+                break
+            prev, att, _w = rd.line_before(pos)
+            m = ELASTIC_FIELD.match(att.text.strip())
+            if m is None or m.group(1) not in ("time", "host", "rank"):
+                break
+            entry[m.group(1)] = m.group(2).strip()
+            back.append(prev)
+            pos, first_line = prev, first_line - 1
+        if not ELASTIC_RANK.match(entry.get("rank", "")):
+            return None
+        line, pos = rd.line_at(ls)
+        entry["exitcode"] = ELASTIC_FIELD.match(rd.attr(line).text.strip()).group(2).strip()  # type: ignore[union-attr]
+        ends = [ls, *back]
+        root = True
+        for _ in range(3):
+            if pos >= rd.size:
+                break
+            line, nxt = rd.line_at(pos)
+            s = rd.attr(line).text.strip()
+            m = ELASTIC_FIELD.match(s)
+            if m is not None and m.group(1) in ("error_file", "traceback"):
+                entry[m.group(1)] = m.group(2).strip()
+                ends.append(pos)
+                pos = nxt
+                continue
+            root = not (s.startswith("----") or _ELASTIC_ENTRY.match(s))
+            break
+        consumed.update(ends)
+        return self._elastic_event(rd, entry, first_line, who, root)
 
     def _elastic_event(self, rd: _BlockReader, entry: dict[str, str], line_no: int, who: tuple, root: bool,
                        collected: float | None = None) -> RawEvent:
