@@ -68,6 +68,10 @@ def _diagnose(run: str, tmp_path: Path):
     ("b14_cfg_missing_env_var", "config", 0, "python_user_exception"),
     # mp.spawn reports its first abnormal exit; SIGTERM there came from outside (it terminates the rest only after)
     ("b14_inf_sigterm_spawn_r1", "infrastructure", 1, "spawn_sigterm_first_failure"),
+    # auto-resume from a 0-byte checkpoint: torch.load's weights-only unpickler raises a bare EOFError (storage)
+    ("b14_st_resume_empty_ckpt", "storage", None, "empty_file_on_load"),
+    # the same end-of-file error from numpy.load in a DataLoader worker's __getitem__: an empty sample file (data)
+    ("b14_data_empty_sample_worker_r3", "data", 3, "empty_file_on_load"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
