@@ -181,3 +181,22 @@ def test_a_failure_report_record_pasted_without_its_heading_names_its_rank(tmp_p
                      if e.kind.value == "elastic_summary")
     assert reports == ["torchelastic failure: rank 0 (local_rank 0) exitcode: -11",
                        "torchelastic first observed failure: rank 0 (local_rank 0) exitcode: -11"]
+
+
+@pytest.mark.parametrize(("case", "category", "rule"), [
+    # Lightning Fabric on MIG slices: cut inside get_device_capability (one MIG instance visible per process)
+    ("n14a-009", "config", "cut_short_in_cuda_device_setup"),
+    # accelerate's PartialState -> torch.cuda.set_device(local rank) on a node with fewer visible GPUs
+    ("n26c-010", "config", "cut_short_in_cuda_device_setup"),
+    # srun tasks whose GPU binding clashes with the job's device index: cut in get_device_properties
+    ("n8-017", "config", "cut_short_in_cuda_device_setup"),
+    # torch.save's zip writer on a Windows volume, and Megatron's checkpoint save, both cut inside serialization.py
+    ("n14b-018", "storage", "cut_short_in_checkpoint_save"),
+    ("n20a-031", "storage", "cut_short_in_checkpoint_save"),
+])
+def test_a_traceback_cut_in_a_known_library_step_says_what_the_step_was(case: str, category: str, rule: str) -> None:
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs" / f"{case}.log"), kb=False, llm=False))
+    hit = d.primary_hit()
+    assert hit is not None and hit.signature_id == "traceback_cut_short"
+    assert hit.details.get("context_rule") == rule, hit.details
+    assert d.category.value == category
