@@ -200,3 +200,14 @@ def test_a_traceback_cut_in_a_known_library_step_says_what_the_step_was(case: st
     assert hit is not None and hit.signature_id == "traceback_cut_short"
     assert hit.details.get("context_rule") == rule, hit.details
     assert d.category.value == category
+
+
+def test_nccls_own_bind_failure_is_not_read_as_the_c10d_port() -> None:
+    """n33b-012: NCCL's socket.h 'Call to bind failed : Address already in use' after a killed two-node run. The
+    port is NCCL's own (ephemeral unless NCCL_COMM_ID fixes it), so the c10d MASTER_PORT explanation and its
+    confidence (config 0.79 at first contact; the thread never settled the cause) do not apply."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n33b-012.log"), kb=False, llm=False))
+    hits = [h for h in d.signature_hits if h.signature_id == "address_in_use"]
+    assert hits and hits[0].details.get("context_rule") == "nccl_bind_address_in_use"
+    assert d.confidence < 0.5
+    assert "TCPStore" not in d.root_cause.summary
