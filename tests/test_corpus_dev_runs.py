@@ -211,3 +211,22 @@ def test_nccls_own_bind_failure_is_not_read_as_the_c10d_port() -> None:
     assert hits and hits[0].details.get("context_rule") == "nccl_bind_address_in_use"
     assert d.confidence < 0.5
     assert "TCPStore" not in d.root_cause.summary
+
+
+def test_a_few_step_lines_and_no_error_read_as_a_job_that_was_progressing(tmp_path: Path) -> None:
+    """n24a-021: three Megatron iteration lines (elapsed time per iteration) and nothing else, pasted to show its
+    speed: the job was making progress, so fail_slow with its pace, L0 (keep it running); the summary still says
+    what to do had it stopped. The same lines repeated until the whole-log change test can read them (no change
+    found) are a job that ran at its pace: the earlier reading (alive, hang or slow) stays."""
+    log = ROOT / "eval/corpus/logs/n24a-021.log"
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow" and d.category.value == "unknown"
+    assert "3 timed step lines" in d.root_cause.summary and "stack dumps" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.rule_id == "slow_pace_unjudged" and d.recovery.level.value == "L0"
+    lines = [ln for ln in log.read_text().splitlines() if "elapsed time per iteration" in ln]
+    first = int(lines[0].split("iteration")[1].split("/")[0])
+    longer = tmp_path / "longer.log"
+    longer.write_text("\n".join(lines[0].replace(f"iteration {first:>8}/", f"iteration {first + 10 * k:>8}/", 1)
+                                for k in range(12)) + "\n")
+    d2 = diagnose(DiagnoseRequest(path=str(longer), kb=False, llm=False))
+    assert d2.failure_mode.value == "fail_hang", d2.root_cause.summary

@@ -4,6 +4,6 @@ Entry point: :func:`localize` (template groups, signature hits and observations 
 :class:`Localization` out).
 """
 
-from diag_service.localize.root_cause import Localization, combine_hang, combine_retrieval, combine_slow, localize
+from diag_service.localize.root_cause import Localization, combine_hang, combine_pace, combine_retrieval, combine_slow, localize
 
-__all__ = ["Localization", "combine_hang", "combine_retrieval", "combine_slow", "localize"]
+__all__ = ["Localization", "combine_hang", "combine_pace", "combine_retrieval", "combine_slow", "localize"]

@@ -961,12 +961,8 @@ def localize(
                     "--log-dir)."
                 )
             else:
-                summary = (
-                    "The logs end without an error, an exit code or a launcher's failure report: the job was still "
-                    f"running when they were taken, so it stopped making progress (a hang; {DUMPS_ADVICE}) or ran "
-                    "slowly, unless the excerpt stops short."
-                )
-                findings.append("No rank reports an error or an exit, and no launcher reports a failure: the job was alive.")
+                summary = ALIVE_SUMMARY
+                findings.append(ALIVE_FINDING)
         else:
             mode = FailureMode.FAIL_STOP
             confidence = 0.15 if groups else 0.05
@@ -1058,6 +1054,17 @@ ALIVE_NO_ERROR_CONFIDENCE = 0.15
 
 #: What the log stage advises when the logs cannot say who hung; dropped once a hang analysis is folded in.
 DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
+
+#: The reading of training logs that end without any error, exit or launcher report, and its finding.
+ALIVE_SUMMARY = ("The logs end without an error, an exit code or a launcher's failure report: the job was still running "
+                 f"when they were taken, so it stopped making progress (a hang; {DUMPS_ADVICE}) or ran slowly, unless "
+                 "the excerpt stops short.")
+ALIVE_FINDING = "No rank reports an error or an exit, and no launcher reports a failure: the job was alive."
+ALIVE_PACING_FINDING = ("No rank reports an error or an exit, and no launcher reports a failure, and the job's own step "
+                        "lines report its pace to the end: the job was alive and making progress.")
+#: Fewest timed step records (step lines with a time per step or a throughput) that make such logs a report of the
+#: job's pace (:func:`combine_pace`).
+PACE_RECORDS = 2
 
 #: Below this confidence a category read from the logs yields the first failing rank to a hang culprit.
 CONFIDENT_LOGS = 0.5
@@ -1415,6 +1422,35 @@ def _teardown_is_not_the_cause(d: Diagnosis, hang: HangReport) -> None:
     d.category = Category.UNKNOWN
     d.responsible = Responsible.PLATFORM
     d.faulty_nodes = []  # the teardown's nodes (every node whose agent was signalled), not the hang's
+
+
+def combine_pace(d: Diagnosis, records: int, last_step: int | None = None, last_s: float | None = None) -> None:
+    """Read logs that end without an error while the job's own step lines report its pace as a job that was
+    making progress (in place): ``fail_slow`` instead of the hang :data:`ALIVE_SUMMARY` infers, category unchanged.
+
+    ``records``: timed step records of the logs' series (step lines with a time per step or a throughput,
+    :func:`~diag_service.slow.logs.log_feed`); ``last_step``, ``last_s``: the last one's step and seconds per step
+    (None when unknown or the series is not in seconds). Only for that inferred hang (:data:`ALIVE_FINDING`, no
+    hang analysis) and from :data:`PACE_RECORDS` records up to fewer than the whole-log change test needs (the
+    pipeline's ``MIN_STEP_RECORDS``): a short excerpt of step lines with no error is, far more often than a hang, a
+    report of the job's speed (public corpus dev, such logs: 8 slowdowns, 1 hang whose watchdog line was cut mid-word,
+    1 failure), while a longer log that the change test read without finding a slowdown is a job that ran at its pace
+    (the zoo's clean control runs), and stays the hang reading. The summary still says what to do if it had stopped.
+    """
+    if (d.failure_mode is not FailureMode.FAIL_HANG or d.hang is not None or ALIVE_FINDING not in d.findings
+            or records < PACE_RECORDS):
+        return
+    d.failure_mode = FailureMode.FAIL_SLOW
+    pace = f"; the last, step {last_step}, took {last_s:.3g} s" if last_step is not None and last_s is not None else ""
+    said = (f"The logs end without an error, an exit code or a launcher's failure report while the job's own step lines "
+            f"still report its pace ({records} timed step lines{pace}): it was making progress when they were taken, "
+            "too few lines to tell whether its pace changed. If the complaint is its speed, compare that pace with "
+            "the expected one (a timing feed or NCCL_DEBUG=INFO's transport lines show where the time goes: a slow "
+            "network path, data loading, a straggler); if it stopped after its last step line, it hung: "
+            f"{DUMPS_ADVICE}.")
+    d.root_cause.summary = d.root_cause.summary.replace(ALIVE_SUMMARY, said) if ALIVE_SUMMARY in d.root_cause.summary \
+        else said
+    d.findings = [ALIVE_PACING_FINDING if f == ALIVE_FINDING else f for f in d.findings]
 
 
 def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None, cpu_job: bool = False) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from diag_service import __version__
@@ -36,7 +37,7 @@ from diag_service.hang.fusion import fuse
 from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.limits import LIMITS
-from diag_service.localize import combine_hang, combine_retrieval, combine_slow, localize
+from diag_service.localize import combine_hang, combine_pace, combine_retrieval, combine_slow, localize
 from diag_service.logformat import iso, parse_timestamp
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.recovery.recommend import facts_of
@@ -133,15 +134,21 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
     a slowdown found is folded in by :func:`~diag_service.localize.combine_slow`."""
     try:
         feed = log_feed(bundle.step_blocks(), path, max_members=STEP_LOG_MEMBERS)
-        if len(feed.batch) < MIN_STEP_RECORDS:
-            return
-        slow = analyze_slow(feed)
+        slow = analyze_slow(feed) if len(feed.batch) >= MIN_STEP_RECORDS else None
     except (BundleError, FeedError, OSError, ValueError) as exc:
         d.input.warnings.append(f"step times of the logs not analysed: {exc}")
         return
-    if slow.failure_mode is FailureMode.FAIL_SLOW:
+    if slow is not None and slow.failure_mode is FailureMode.FAIL_SLOW:
         d.slow = slow
         combine_slow(d, slow, sigs, cpu_job=cpu_job)
+    elif 0 < len(feed.batch) < MIN_STEP_RECORDS:  # a few step lines: too few for the change test
+        b = feed.batch
+        last = int(np.argmax(b.step))
+        sec = float(b.step_time[last])
+        if not math.isfinite(sec):
+            sec = float(b.end[last] - b.start[last]) / max(float(b.weight[last]), 1.0)
+        combine_pace(d, len(b), int(b.step[last]),
+                     sec if feed.units == "seconds" and math.isfinite(sec) and sec > 0 else None)
 
 
 
