@@ -43,6 +43,7 @@ CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h81", "/home/user/proj"),  # batch 15
     ("/work/wt/h64", "/home/user/proj"),  # batch 14
     ("/work/wt/h48", "/home/user/proj"),  # batch 13 (before /work/wt/h4, its prefix)
     ("/work/wt/h45", "/home/user/proj"),  # batch 12 (before /work/wt/h4, its prefix)

@@ -2452,3 +2452,239 @@ SCENARIOS += [
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} "
              "train_ctr.py", setup=FEATSVC.replace("ASSET_PORT", "{port_asset}")),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 15 (ids b15_*): common kinds, other phases, launchers and libraries than batches 1-14
+SCENARIOS += [
+    # rank 1's container is smaller (1100 MiB): Trainer's evaluation keeps every gathered logit batch in memory
+    Scenario("b15_oom_hf_eval_logits_r1", "train_tickets_lm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_tickets_lm.py", action=("cgroup", 1, 1100)),
+]
+SCENARIOS += [
+    # the scheduler preempts the job (SIGTERM to the launcher) while the ranks still build their vocabularies
+    Scenario("b15_inf_sigterm_agent_init", "train_ner.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 train_ner.py",
+             action=("kill_launcher", signal.SIGTERM, "tokenized 60000/120000")),
+]
+SCENARIOS += [
+    # process 1 SIGTERMed from outside (a node drain / cleanup script) while the job runs its epoch-1 validation
+    Scenario("b15_inf_sigterm_eval_accel_r1", "train_tiles.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_tiles.py",
+             action=("kill", 1, signal.SIGTERM, "epoch 1: train loss")),
+]
+SCENARIOS += [
+    # the checkpoint volume goes read-only under the running job (the storage server's remount after an error)
+    Scenario("b15_st_safetensors_ro_remount_r0", "train_kws.py",
+             "torchrun --standalone --nproc-per-node 2 train_kws.py",
+             setup="mkdir -p ckpt && mount -t tmpfs -o size=64m tmpfs ckpt", teardown="umount ckpt; true",
+             action=("shell", "rank 0 step 150/600", "mount -o remount,ro ckpt")),
+]
+# the previous attempt saved checkpoints/step_000200 and was killed (node lost) while writing step_000400: that
+# directory holds a partial __0_0.distcp and no .metadata (DCP writes it last, on the coordinator)
+QUERYLM_CKPTS = r"""python - <<'EOF2' 2>/dev/null
+import os, torch, torch.nn as nn
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict
+torch.manual_seed(0)
+m = nn.Sequential(nn.Embedding(8000, 128), nn.Flatten(), nn.Linear(128 * 16, 256), nn.ReLU(), nn.Linear(256, 8000))
+opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+m(torch.randint(0, 8000, (8, 16))).sum().backward()
+opt.step()
+for step in (200, 400):
+    msd, osd = get_state_dict(m, opt)
+    dcp.save({"model": msd, "optim": osd, "step": torch.tensor(step)}, checkpoint_id=f"checkpoints/step_{step:06d}")
+os.remove("checkpoints/step_000400/.metadata")
+p = "checkpoints/step_000400/__0_0.distcp"
+os.truncate(p, os.path.getsize(p) * 3 // 5)
+EOF2"""
+SCENARIOS += [
+    Scenario("b15_st_dcp_resume_no_metadata", "train_querylm.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} train_querylm.py", setup=QUERYLM_CKPTS),
+]
+# the team reader fastrec (its native copy path stood in by ctypes.memmove) and two record parts; in part 1 the
+# length field of record 1337 was damaged in transfer (0x6F3A9C10 instead of 5120)
+FASTREC = r'''mkdir -p vendor/fastrec data && cat > vendor/fastrec/__init__.py <<'EOF2'
+"""fastrec 0.3.1: zero-copy reader for length-prefixed record files (<u32 length><payload>, a sidecar .idx of
+offsets). The native fast path copies each payload straight out of the mapped file."""
+import ctypes
+import mmap
+import struct
+
+import numpy as np
+
+__version__ = "0.3.1"
+_memmove = ctypes.memmove
+
+
+def count(path):
+    with open(path + ".idx", "rb") as f:
+        return len(f.read()) // 8
+
+
+class RecordFile:
+    def __init__(self, path):
+        self._f = open(path, "rb")
+        self._mm = mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_COPY)
+        self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._mm))
+        with open(path + ".idx", "rb") as f:
+            raw = f.read()
+        self._idx = struct.unpack(f"<{len(raw) // 8}Q", raw)
+
+    def read(self, i):
+        off = self._idx[i]
+        n, label = struct.unpack_from("<IH", self._mm, off)
+        out = np.empty(n // 4, dtype=np.float32)
+        _memmove(out.ctypes.data, self._base + off + 6, n)
+        return out, label
+EOF2
+python - <<'EOF2'
+import struct, numpy as np
+rng = np.random.default_rng(0)
+for r in range(2):
+    offs = []
+    with open(f"data/mfcc-part-{r}.rec", "wb") as f:
+        for i in range(2000):
+            lab = int(rng.integers(0, 12))
+            x = (rng.standard_normal(40 * 32) + lab * 0.1).astype(np.float32).tobytes()
+            n = len(x)
+            if r == 1 and i == 1337:
+                n = 0x6F3A9C10  # the length field of this record was damaged in transfer
+            offs.append(f.tell())
+            f.write(struct.pack("<IH", n, lab) + x)
+    open(f"data/mfcc-part-{r}.rec.idx", "wb").write(struct.pack(f"<{len(offs)}Q", *offs))
+EOF2'''
+SCENARIOS += [
+    Scenario("b15_data_decoder_segv_ray_r1", "train_kws_ray.py", "PYTHONPATH=$PWD/vendor python train_kws_ray.py",
+             setup=FASTREC),
+]
+# chat utterances exported from the support channel; a few are nothing but a link, a mention or an emoji code
+INTENTS = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+rng = random.Random(3)
+words = ("reset password account locked refund order cancel shipping address change plan upgrade invoice card "
+         "declined login error app crash delivery late where is my package talk to agent hours open").split()
+with open("data/chat_intents.jsonl", "w") as f:
+    for i in range(8000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 14)))
+        if rng.random() < 0.3:
+            text += " @support_bot"
+        if i in (2113, 4790, 6021):
+            text = rng.choice(["https://imgur.com/a/x8Fq2Lw", ":pleading_face: :pleading_face:", "@maria_k"])
+        f.write(json.dumps({"text": text, "intent": rng.randrange(24)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b15_uc_collate_none_accel", "train_intents.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_intents.py",
+             setup=INTENTS),
+]
+# two nodes; node 1 is started by last month's launch script, which still passes --batch-size 48 (node 0: the new
+# default, 64)
+CLIP_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_clip.py --lr 5e-4{extra}")
+SCENARIOS += [
+    Scenario("b15_cfg_batch_mismatch_twonode", "train_clip.py",
+             CLIP_2N.replace("{node}", "0").replace("{extra}", ""),
+             cmd2=CLIP_2N.replace("{node}", "1").replace("{extra}", " --batch-size 48")),
+]
+# the team's evaluation CLI: prints one line per dev query (3000 lines, ~250 KB), then the recall
+DPR_EVAL = r"""mkdir -p data && python - <<'EOF2'
+import random
+rng = random.Random(5)
+with open("data/dev_queries.tsv", "w") as f:
+    for i in range(3000):
+        f.write(f"q{i:05d}\t" + " ".join(rng.choice("how what when install error gpu driver cuda python pip "
+                "version update fails memory slow network login".split()) for _ in range(8)) + "\n")
+EOF2
+cat > eval_recall.py <<'EOF2'
+import argparse, random, torch
+ap = argparse.ArgumentParser()
+ap.add_argument("--ckpt"); ap.add_argument("--queries")
+a = ap.parse_args()
+sd = torch.load(a.ckpt)
+rng = random.Random(0)
+hits = 0
+for line in open(a.queries):
+    qid, text = line.rstrip("\n").split("\t")
+    top = [f"p{rng.randrange(10**6):07d}" for _ in range(5)]
+    hit = rng.random() < 0.4
+    hits += hit
+    print(f"{qid}\t{text[:40]:40s}\ttop5={','.join(top)}\thit={int(hit)}")
+print(f"recall@10 = {hits / 3000:.4f}")
+EOF2"""
+SCENARIOS += [
+    Scenario("b15_hang_subprocess_pipe_r0", "train_dpr.py", "python train_dpr.py --nprocs 2 --port {port}",
+             setup=DPR_EVAL),
+]
+SCENARIOS += [
+    # from rank 1's step 250 another tenant's process runs on rank 1's core (the ranks are pinned one per core)
+    Scenario("b15_slow_pinhog_tqdm_spawn_r1", "train_widedeep.py", "python train_widedeep.py --nprocs 2 --port {port}",
+             action=("pin_hogx", 1, "[rank 1] step 250/", 1)),
+]
+SCENARIOS += [
+    # launched with the deprecated torch.distributed.launch of the repo's README, which (since PyTorch 2.0) passes
+    # --local-rank=N; the script only knows --local_rank
+    Scenario("b15_cfg_launch_local_rank_arg", "run_tagger.py",
+             "python -m torch.distributed.launch --nproc_per_node 2 --master_port {port} run_tagger.py "
+             "--data_dir data/titles --train_batch_size 32"),
+]
+SCENARIOS += [
+    # rank 1 SIGKILLed from outside (a node health agent) while it writes its share of the step-200 checkpoint
+    Scenario("b15_inf_sigkill_dcp_save_r1", "pretrain_speech.py",
+             f"{TR} 2 --log-dir logs --tee 3 --master-port {{port}} pretrain_speech.py",
+             action=("kill_when_file", 1, signal.SIGKILL, "ckpt/step_000200/__1_0.distcp", 8 * 1024 * 1024)),
+]
+# the dataset volume: a loop-mounted ext4 with one part per rank, remounted so nothing is cached; from node 1's
+# step 150 its reads from the volume are throttled to 1 MB/s (node 1's path to the file server degraded)
+EVENTS = r"""truncate -s 320M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && """ \
+    r"""mount -o loop shared.img shared && python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+os.makedirs("shared/feats", exist_ok=True)
+for r in range(2):
+    a = np.lib.format.open_memmap(f"shared/feats/part-{r}.npy", mode="w+", dtype=np.float32, shape=(12000, 64, 32))
+    for s in range(0, 12000, 1000):
+        a[s:s + 1000] = rng.standard_normal((1000, 64, 32), dtype=np.float32)
+    a.flush()
+    del a
+EOF2
+umount shared && mount -o loop shared.img shared"""
+EVENTS_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+             "train_events.py")
+SCENARIOS += [
+    Scenario("b15_slow_st_node1_volume_twonode", "train_events.py", EVENTS_2N.replace("{node}", "0"),
+             cmd2=EVENTS_2N.replace("{node}", "1"), setup=EVENTS, teardown="umount shared; true",
+             action=("blkio_read", 1, "[node1 rank1] step 150/", "shared", 1024 * 1024)),
+]
+# per-tile features (13 bands) and labels; tile 2's label export was re-run with a cloud mask and has 9,000 rows for
+# its 10,000 pixels
+TILES = r"""python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(2)
+os.makedirs("features", exist_ok=True)
+os.makedirs("labels", exist_ok=True)
+for r in range(3):
+    x = rng.standard_normal((10000, 13)).astype(np.float32)
+    y = (np.abs(x[:, 0] * 3 + x[:, 5]) * 2).astype(np.int64) % 10
+    np.save(f"features/tile-{r}.npy", x)
+    np.save(f"labels/tile-{r}.npy", y[:9000] if r == 2 else y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b15_data_label_rows_short_r2", "train_landcover.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 3 train_landcover.py", setup=TILES),
+]
+# the shared cache directory still holds the lock file of a job that was killed while it tokenized (a soft lock:
+# a plain file, never removed); the titles corpus itself is fine
+TITLES = r"""mkdir -p data cache && python - <<'EOF2'
+import json, random
+rng = random.Random(4)
+w = "new best cheap how to review guide top free fast easy home garden kitchen travel phone laptop deal".split()
+with open("data/titles.jsonl", "w") as f:
+    for _ in range(6000):
+        f.write(json.dumps({"title": " ".join(rng.choice(w) for _ in range(rng.randint(4, 14)))}) + "\n")
+EOF2
+: > cache/tokenized-train.pt.lock && touch -d '-2 days' cache/tokenized-train.pt.lock"""
+SCENARIOS += [
+    Scenario("b15_hang_stale_softlock_r0", "train_titlegen.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_titlegen.py", setup=TITLES),
+]
