@@ -72,6 +72,9 @@ def _diagnose(run: str, tmp_path: Path):
     ("b14_st_resume_empty_ckpt", "storage", None, "empty_file_on_load"),
     # the same end-of-file error from numpy.load in a DataLoader worker's __getitem__: an empty sample file (data)
     ("b14_data_empty_sample_worker_r3", "data", 3, "empty_file_on_load"),
+    # resume from a DCP checkpoint directory whose .metadata (written last by the coordinator) is missing: the save
+    # that wrote it never finished (storage), not ranks racing on a path in the library's save code
+    ("b15_st_dcp_resume_no_metadata", "storage", None, "checkpoint_path_race"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
