@@ -39,11 +39,15 @@ SCRIPTS = ZOO / "scripts"
 RUNS = ZOO / "runs"
 WORK = Path("/tmp/zoo")
 VENV = Path("/work/main/.venv")
-CGROUP = Path("/sys/fs/cgroup/memory/zoo_rank")
+#: batch 15: another recorder may share the host; ZOO_CGROUP_TAG suffixes this recorder's cgroup names and
+#: ZOO_PORT_OFFSET shifts its ports, so two recorders never share a cgroup or a port
+_TAG = os.environ.get("ZOO_CGROUP_TAG", "")
+CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
-    ("/work/wt/h81", "/home/user/proj"),  # batch 15
+    ("/work/wt/h81", "/home/user/proj"),  # batch 15 (h81)
+    ("/work/wt/h79", "/home/user/proj"),  # batch 16 (recorded as a second batch 15)
     ("/work/wt/h64", "/home/user/proj"),  # batch 14
     ("/work/wt/h48", "/home/user/proj"),  # batch 13 (before /work/wt/h4, its prefix)
     ("/work/wt/h45", "/home/user/proj"),  # batch 12 (before /work/wt/h4, its prefix)
@@ -60,13 +64,13 @@ REWRITES = [
     ("/work/wt/h7", "/home/user/proj"),
     ("/root/", "/home/user/"),  # batch 3: Ray's default results directory (~/ray_results)
 ]
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_job")
-JOB_MEM_CGROUP = Path("/sys/fs/cgroup/memory/zoo_job")  # batch 6
-JOB_PIDS_CGROUP = Path("/sys/fs/cgroup/pids/zoo_job")  # batch 6
-FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer/zoo_rank")  # batch 6
-RANK_CPU_CGROUP = Path("/sys/fs/cgroup/cpu/zoo_rank")  # batch 7
-BLKIO_CGROUP = Path("/sys/fs/cgroup/blkio/zoo_job")  # batch 9
-RANK_BLKIO_CGROUP = Path("/sys/fs/cgroup/blkio/zoo_rank")  # batch 10
+CPU_CGROUP = Path(f"/sys/fs/cgroup/cpu/zoo_job{_TAG}")
+JOB_MEM_CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_job{_TAG}")  # batch 6
+JOB_PIDS_CGROUP = Path(f"/sys/fs/cgroup/pids/zoo_job{_TAG}")  # batch 6
+FREEZER_CGROUP = Path(f"/sys/fs/cgroup/freezer/zoo_rank{_TAG}")  # batch 6
+RANK_CPU_CGROUP = Path(f"/sys/fs/cgroup/cpu/zoo_rank{_TAG}")  # batch 7
+BLKIO_CGROUP = Path(f"/sys/fs/cgroup/blkio/zoo_job{_TAG}")  # batch 9
+RANK_BLKIO_CGROUP = Path(f"/sys/fs/cgroup/blkio/zoo_rank{_TAG}")  # batch 10
 
 
 @dataclass
@@ -132,7 +136,7 @@ class Scenario:
 
 
 def _port(i: int) -> int:
-    return 31100 + 7 * i
+    return 31100 + 7 * i + int(os.environ.get("ZOO_PORT_OFFSET", "0"))
 
 
 def _children(pid: int) -> list[int]:

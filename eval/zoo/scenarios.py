@@ -2688,3 +2688,141 @@ SCENARIOS += [
     Scenario("b15_hang_stale_softlock_r0", "train_titlegen.py",
              "torchrun --nproc-per-node 2 --master-port {port} train_titlegen.py", setup=TITLES),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 15 (ids b16_*): common kinds in launch shapes and log layouts earlier batches used little; recorded with
+# ZOO_CGROUP_TAG=_h79 ZOO_PORT_OFFSET=4000 (another recorder shared the host)
+SCENARIOS += [
+    # rank 1 SIGKILLed from outside while it writes its shard of the step-100 DCP checkpoint (4 MB of 16 written)
+    Scenario("b16_inf_sigkill_dcp_save_r1", "train_recsys.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 "
+             "train_recsys.py",
+             action=("kill_when_file", 1, signal.SIGKILL, "ckpt/step_000100/__1_0.distcp", 4_000_000)),
+    # process 1 SIGTERMed from outside while it still builds its part of the index, before the first step
+    Scenario("b16_inf_sigterm_init_r1", "train_codesearch.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_codesearch.py",
+             action=("kill", 1, signal.SIGTERM, "[RANK 1] indexing corpus: 24000/")),
+    # rank 1 in a 1500 MiB memory cgroup (its container's limit); the Trainer's evaluation keeps every gathered
+    # logit (no eval_accumulation_steps) and grows past it
+    Scenario("b16_oom_trainer_eval_accum_r1", "train_codelm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_codelm.py",
+             action=("cgroup", 1, 1500)),
+]
+# packed record files, one per rank; record 650 of part 2 has its payload-length field overwritten
+RECORDS15 = r"""python - <<'EOF2'
+import os, struct, numpy as np
+rng = np.random.default_rng(0)
+os.makedirs("records", exist_ok=True)
+HDR = struct.Struct("<HHIB")
+for r in range(3):
+    with open(f"records/part-{r}.rec", "wb") as f:
+        for i in range(1200):
+            img = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+            n = img.nbytes
+            if r == 2 and i == 650:
+                n = 0x7FFFFFF0
+            f.write(HDR.pack(32, 32, n, int(rng.integers(0, 10))) + img.tobytes())
+EOF2"""
+# support tickets; two of 6000 are longer than the collate's MAX_LEN (128)
+TICKETS15 = r"""python - <<'EOF2'
+import json, os, random
+rng = random.Random(3)
+os.makedirs("data", exist_ok=True)
+with open("data/tickets.jsonl", "w") as f:
+    for i in range(6000):
+        n = rng.randint(140, 400) if i in (4180, 5391) else rng.randint(8, 110)
+        f.write(json.dumps({"id": f"T-{100000 + i}", "ids": [rng.randrange(1, 6000) for _ in range(n)],
+                            "label": rng.randrange(12)}) + "\n")
+EOF2"""
+# the team's scorer: per-token lines, per-tag counts, then the overall line (~600 KB on stdout)
+SCORER15 = r"""mkdir -p tools && cat > tools/score_ner.py <<'EOF2'
+import collections
+import sys
+
+sents, cur = [], []
+for line in open(sys.argv[1]):
+    line = line.split()
+    if not line:
+        sents.append(cur)
+        cur = []
+        continue
+    cur.append(line)
+tp = collections.Counter()
+n = 0
+for k, s in enumerate(sents):
+    ok = sum(1 for t in s if t[1] == t[2])
+    n += len(s)
+    tp["all"] += ok
+    for t in s:
+        print(f"sent {k:05d} {t[0]:>10s} gold={t[1]} pred={t[2]} {'OK' if t[1] == t[2] else 'ERR'}")
+for tag in sorted({t[2] for s in sents for t in s}):
+    print(f"{tag:>6s}: predicted {sum(1 for s in sents for t in s if t[2] == tag)}")
+print(f"processed {n} tokens with {len(sents)} sentences; accuracy: {100 * tp['all'] / max(n, 1):.2f}%")
+EOF2"""
+DUPQ_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_dupq.py{extra}")
+# the previous job's last checkpoint, copied from the results bucket; the copy was interrupted at 5/8
+CATCLF15 = r"""python - <<'EOF2'
+import os, torch, torch.nn as nn
+m = nn.Sequential(nn.Linear(4096, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 48))
+os.makedirs("checkpoints/catclf-v3/checkpoint_000007", exist_ok=True)
+p = "checkpoints/catclf-v3/checkpoint_000007/model.pt"
+torch.save({"model": m.state_dict(), "epoch": 7}, p)
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[: len(raw) * 5 // 8])
+EOF2"""
+SCENARIOS += [
+    Scenario("b16_data_worker_segv_decoder_r2", "train_thumbs.py",
+             "torchrun --standalone --nproc-per-node 3 train_thumbs.py", setup=RECORDS15),
+    Scenario("b16_uc_collate_mask_trunc", "train_tickets.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} train_tickets.py",
+             setup=TICKETS15),
+    # the checkpoint volume has 12 MiB: the step-40 checkpoint (10 MB) fits, the step-80 one does not
+    Scenario("b16_st_dcp_enospc", "train_kws.py", f"{TR} 3 --tee 3 --master-port {{port}} train_kws.py",
+             setup="mkdir -p checkpoints && mount -t tmpfs -o size=12m tmpfs checkpoints",
+             teardown="umount checkpoints; true"),
+    Scenario("b16_hang_scorer_pipe_full_r0", "train_ner.py", "torchrun --nproc-per-node 3 --master-port {port} train_ner.py",
+             setup=SCORER15),
+    # node 1's launch line carries --eval-batch-size 48 (left from an earlier job); node 0 uses the default 64
+    Scenario("b16_cfg_eval_batch_node1_twonode", "train_dupq.py",
+             DUPQ_2N.replace("{node}", "0").replace("{extra}", ""),
+             cmd2=DUPQ_2N.replace("{node}", "1").replace("{extra}", " --eval-batch-size 48")),
+    # from rank 0's iteration 200 two busy processes of another tenant share rank 0's core (ranks pinned one per core)
+    Scenario("b16_slow_pinhog_spawn_r0", "train_fraud.py", "PORT={port} python train_fraud.py 2",
+             action=("pin_hogx", 0, "rank 0 it 200/450", 2)),
+    Scenario("b16_st_ray_resume_partial_ckpt", "train_catclf.py",
+             "python train_catclf.py --init-from checkpoints/catclf-v3/checkpoint_000007/model.pt", setup=CATCLF15),
+    # from process 1's step 140 its two DataLoader workers get 8 % of a core (the node's CPU limit for them)
+    Scenario("b16_slow_accel_worker_quota_r1", "train_audio.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_audio.py",
+             action=("worker_quota", 1, "[RANK 1] step 140/", 8)),
+    # the job script's wall-clock limit (timeout -s INT) ends the job during an evaluation pass
+    Scenario("b16_inf_walltime_sigint_eval", "train_reviews.py",
+             "timeout -s INT 30 torchrun --nproc-per-node 3 --master-port {port} train_reviews.py"),
+]
+# both nodes run the team's launch line copied from the three-node job (--nnodes 3); only two nodes were allocated
+INTENT_2N = ("torchrun --nnodes 3 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id intent-0412 --rdzv-conf join_timeout=20,read_timeout=15 train_intent.py")
+SCENARIOS += [
+    Scenario("b16_cfg_nnodes3_two_nodes_c10d", "train_intent.py", INTENT_2N, cmd2=INTENT_2N),
+]
+SCENARIOS += [
+    Scenario("b16_hang_cache_lock_barrier_r0", "train_pairs.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
+             "train_pairs.py"),
+]
+# the preprocessing job's output: its worker for part 2 failed, so only 3 of the 4 parts exist
+CLICK_PARTS15 = r"""python - <<'EOF2'
+import json, os, random
+os.makedirs("data", exist_ok=True)
+for k in (0, 1, 3):
+    rng = random.Random(k)
+    with open(f"data/train-{k:05d}-of-00004.jsonl", "w") as f:
+        for _ in range(3000):
+            feats = [round(rng.random(), 4) for _ in range(24)]
+            f.write(json.dumps({"f": feats, "click": int(feats[0] + feats[5] > 1.1)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b16_data_missing_part_logdir_r2", "train_ctr.py",
+             f"{TR} 4 --log-dir logs --tee 3 --master-port {{port}} train_ctr.py", setup=CLICK_PARTS15),
+]
