@@ -230,3 +230,19 @@ def test_a_few_step_lines_and_no_error_read_as_a_job_that_was_progressing(tmp_pa
                                 for k in range(12)) + "\n")
     d2 = diagnose(DiagnoseRequest(path=str(longer), kb=False, llm=False))
     assert d2.failure_mode.value == "fail_hang", d2.root_cause.summary
+
+
+@pytest.mark.parametrize(("case", "category", "primary"), [
+    # the launcher's kill report and nothing a rank wrote: the rank died without a word (a signal), host memory
+    ("mem-030", "host_oom", "deepspeed_launcher_killed"),
+    ("n28a-011", "host_oom", "deepspeed_launcher_killed"),
+    # a rank's own error before the launcher's report decides (the report has the lowest priority of any root)
+    ("n30a-006", "storage", "checkpoint_corrupt"),
+    ("n30c-009", "config", "file_not_found"),
+])
+def test_deepspeeds_kill_report_decides_only_when_no_rank_said_anything(case: str, category: str,
+                                                                        primary: str) -> None:
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs" / f"{case}.log"), kb=False, llm=False))
+    hit = d.primary_hit()
+    assert hit is not None and hit.signature_id == primary
+    assert d.category.value == category
