@@ -344,8 +344,8 @@ def _explain(
                     "every rank, some seconds apart, while it is stuck.")
         return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
                 f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
-    parts = ([f"The logs (collective timeouts) or the Flight Recorder show the hang; {n_snap} stack snapshot(s) "
-              f"place its {n_ranks} rank(s)."]
+    parts = ([f"The logs (collective timeouts, or no progress long before the job was stopped) or the Flight Recorder "
+              f"show the hang; {n_snap} stack snapshot(s) place its {n_ranks} rank(s)."]
              if placed else [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."])
     if majority is not None and majority.in_collective:
         site = majority.top_frames[1] if len(majority.top_frames) > 1 else majority.top_frames[0]

@@ -416,6 +416,60 @@ BANNER_BYTES = 2048
 _CUT_SHORT_PLAIN = frozenset({"", "cut_short_in_framework"})
 
 
+#: A launcher signalled this long after the job's last progress line, in multiples of the job's own interval between
+#: progress lines and at least :data:`STALL_MIN_S` seconds, was signalled after the job had stopped making progress
+#: (:func:`_signal_after_stall`): a preemption or time limit arrives while steps still come (within about one
+#: interval of the last); an operator, or a watchdog, ends a job that has been silent for many.
+STALL_INTERVALS = 20
+STALL_MIN_S = 10.0
+#: Fewest progress lines of one stream before the job's interval between them is trusted.
+STALL_MIN_POINTS = 5
+#: The context-rule id a signal after a stall is marked with, and what the answer says of it.
+SIGNAL_AFTER_STALL = "signalled_after_stall"
+STALLED_FINDING = ("no rank reported an error or a timeout, and the launcher was signalled {gap} after the job's last "
+                   "progress line (step {step}; its progress lines had come every {every}): the job had stopped making "
+                   "progress, and whoever sent the signal ended a hang. Nothing in the logs says why it stalled; a "
+                   "restart may stall at the same point.")
+
+
+def _signal_after_stall(roots: list[SignatureHit], progress: ProgressLog) -> list[SignatureHit]:
+    """The roots without the torchrun agent's report of a death signal (SIGTERM, SIGHUP; ``elastic_agent_death_signal``)
+    that came long after the job's last progress line: at least :data:`STALL_INTERVALS` of the job's own intervals
+    between progress lines (the median over its streams, each of at least :data:`STALL_MIN_POINTS` lines) and
+    :data:`STALL_MIN_S` seconds. Such a hit becomes a hang symptom in place (``fail_hang``, role symptom, category
+    unknown, ``details['context_rule']`` :data:`SIGNAL_AFTER_STALL` with the gap): the signal ended a job that had
+    stopped making progress (a new user's trial, r24: steps every 12 ms, 15 s of silence, then the on-call's SIGTERM
+    to torchrun, read "the scheduler cancelled healthy workers, restart"). A signal within a few intervals of the last
+    step (a preemption, a time limit) stays the root."""
+    hit = next((h for h in roots if h.signature_id == "elastic_agent_death_signal"
+                and not h.details.get("context_rule") and not h.first_timestamp_approx), None)
+    t_sig = _ts_of(hit) if hit is not None else None
+    if hit is None or t_sig is None:
+        return roots
+    gaps: list[float] = []
+    last: tuple[float, int] | None = None
+    for series in progress.series.values():
+        pts = sorted(p for p in series if p[0] <= t_sig)
+        if len(pts) < STALL_MIN_POINTS:
+            continue
+        gaps.extend(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False) if b[0] > a[0])
+        if last is None or pts[-1][0] > last[0]:
+            last = pts[-1]
+    if last is None or not gaps:
+        return roots
+    every = float(sorted(gaps)[len(gaps) // 2])
+    gap = t_sig - last[0]
+    if gap < max(STALL_INTERVALS * every, STALL_MIN_S):
+        return roots
+    hit.role = EventRole.SYMPTOM
+    hit.failure_mode = FailureMode.FAIL_HANG
+    hit.category = Category.UNKNOWN
+    hit.details = {**hit.details, "context_rule": SIGNAL_AFTER_STALL, "stalled_s": f"{gap:.1f}",
+                   "last_step": str(last[1]), "every_s": f"{every:.3g}"}
+    hit.name = "The launcher was signalled after the job had stopped making progress"
+    return [h for h in roots if h is not hit]
+
+
 def _cut_traceback_yields(roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str]) -> list[SignatureHit]:
     """A traceback cut before its exception line (``traceback_cut_short``, unrefined or refined only by the library
     frame it stops in) is no root when the logs report a collective or store timeout (a hit of mode ``fail_hang``):
@@ -629,6 +683,7 @@ def localize(
     roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
     roots = _cut_traceback_yields(roots, hits, findings)
+    roots = _signal_after_stall(roots, progress)
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
@@ -879,13 +934,21 @@ def localize(
                         if category in NODE_LEVEL:
                             faulty_nodes = named_nodes
             interrupted = not hang_findings and _interrupted_only(symptoms)
-            if interrupted:
+            stalled = next((h for h in symptoms if h.details.get("context_rule") == SIGNAL_AFTER_STALL), None)
+            if interrupted and stalled is not None:
+                hang_findings = [STALLED_FINDING.format(gap=f"{float(stalled.details['stalled_s']):.0f} s",
+                                                        step=stalled.details["last_step"],
+                                                        every=f"{float(stalled.details['every_s']):.3g} s")]
+                findings.extend(hang_findings)
+            elif interrupted:
                 hang_findings = [INTERRUPTED_FINDING]
                 findings.extend(hang_findings)
             elif not hang_findings:
                 hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
                 findings.extend(hang_findings)
-            summary = ("The job was interrupted: " if interrupted else "The job hung in a collective: ") + " ".join(hang_findings)
+            lead = ("The job stalled, then was stopped: " if interrupted and stalled is not None
+                    else "The job was interrupted: " if interrupted else "The job hung in a collective: ")
+            summary = lead + " ".join(hang_findings)
             for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
                 if len(evidence) >= 2:
                     break
@@ -1146,7 +1209,8 @@ def _interrupted_only(symptoms: list[SignatureHit]) -> bool:
     timeout, no stall report, nothing but the operator's Ctrl-C says the job hung."""
     hangs = [h for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG]
     return bool(hangs) and all(
-        h.signature_id == "keyboard_interrupt" or h.details.get("context_rule") == "elastic_agent_interrupted"
+        h.signature_id == "keyboard_interrupt"
+        or h.details.get("context_rule") in ("elastic_agent_interrupted", SIGNAL_AFTER_STALL)
         for h in hangs)
 
 

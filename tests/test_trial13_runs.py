@@ -1,0 +1,57 @@
+"""Real runs of a new user's trial (trial 13: gloo/CPU DDP jobs under torchrun), each the input of an answer the trial
+found wrong; the fixtures are the runs' bundles as the user handed them over (``tests/fixtures/trial13``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "trial13"
+
+
+def _diagnose(path: Path):
+    return diagnose(DiagnoseRequest(path=str(path), kb=False, llm=False))
+
+
+def test_an_operator_stopping_a_silent_job_ended_a_hang_not_a_preemption(tmp_path: Path) -> None:
+    """Rank 0 spins in its evaluation code after step 39; steps had come every few milliseconds; 15 s later the
+    on-call took one py-spy snapshot of every rank and SIGTERMed torchrun. The agent's death signal was the answer
+    (infrastructure, "the scheduler cancelled healthy workers", restart once): it came some two thousand step
+    intervals after the last step, so it ended a hang, and the one snapshot places the ranks."""
+    d = _diagnose(FIX / "r24_busy_eval_cancelled_one_snapshot")
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert d.category.value == "user_code" and d.first_failing_rank == 0
+    assert "run_eval (train.py:73)" in d.root_cause.summary
+    assert "launcher was signalled 15 s after the job's last progress line (step 39" in d.root_cause.summary
+    hit = next(h for h in d.signature_hits if h.signature_id == "elastic_agent_death_signal")
+    assert hit.details.get("context_rule") == "signalled_after_stall" and hit.role.value == "symptom"
+    assert d.recovery is not None and d.recovery.level.value == "L4"
+    # the logs alone: a hang of unknown cause, not a preemption
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FIX / "r24_busy_eval_cancelled_one_snapshot" / "console.log", logs / "console.log")
+    d = _diagnose(logs)
+    assert d.failure_mode.value == "fail_hang" and d.category.value == "unknown", d.root_cause.summary
+    assert d.root_cause.summary.startswith("The job stalled, then was stopped: ")
+
+
+def test_three_snapshots_of_the_same_stall_name_the_rank_and_its_code() -> None:
+    """The same run with three snapshots: rank 0 was found, but the answer stayed infrastructure / platform."""
+    d = _diagnose(FIX / "r24b_busy_eval_cancelled_three_snapshots")
+    assert d.failure_mode.value == "fail_hang"
+    assert d.category.value == "user_code" and d.first_failing_rank == 0, d.root_cause.summary
+
+
+def test_a_signal_while_the_job_still_steps_stays_the_cause(tmp_path: Path) -> None:
+    """The r24 console with the agent's signal lines stamped at the last step's time (02:05:51.3 -> 02:05:35.93):
+    a SIGTERM that arrives while steps still come is the scheduler's or an operator's stop of a working job, and
+    stays the root (infrastructure)."""
+    text = (FIX / "r24_busy_eval_cancelled_one_snapshot" / "console.log").read_text()
+    assert text.count("02:05:51.3") >= 4
+    (tmp_path / "console.log").write_text(text.replace("02:05:51.3", "02:05:35.93"))
+    d = _diagnose(tmp_path)
+    assert d.category.value == "infrastructure" and d.failure_mode.value == "fail_stop", d.root_cause.summary
+    hit = next(h for h in d.signature_hits if h.signature_id == "elastic_agent_death_signal")
+    assert "context_rule" not in hit.details
