@@ -55,3 +55,21 @@ def test_a_signal_while_the_job_still_steps_stays_the_cause(tmp_path: Path) -> N
     assert d.category.value == "infrastructure" and d.failure_mode.value == "fail_stop", d.root_cause.summary
     hit = next(h for h in d.signature_hits if h.signature_id == "elastic_agent_death_signal")
     assert "context_rule" not in hit.details
+
+
+def test_nodes_that_all_timed_out_in_the_rendezvous_never_met() -> None:
+    """r10: node1's --rdzv-endpoint port was mistyped, so each agent hosted its own store and waited alone; both
+    raised RendezvousTimeoutError. The answer named node0 ("on node node0") and a relaunch after a back-off, which
+    fails the same way: now every node is said to have waited, and the policy is to compare the launch commands."""
+    d = _diagnose(FIX / "r10_rdzv_port_mistyped_node1")
+    assert "Every node in these logs (node0, node1) timed out in it" in d.root_cause.summary
+    assert "on node node0" not in d.root_cause.summary and d.faulty_nodes == []
+    assert d.recovery is not None and d.recovery.rule_id == "rendezvous_never_met" and d.recovery.level.value == "L4"
+
+
+def test_a_node_that_waited_in_the_rendezvous_is_not_the_one_at_fault() -> None:
+    """r11: node1 was never started; node0's agent timed out waiting for it. node0 was the node named."""
+    d = _diagnose(FIX / "r11_node1_never_started")
+    assert "The agent of node0 reported it: that node arrived and waited" in d.root_cause.summary
+    assert "on node node0" not in d.root_cause.summary and d.faulty_nodes == []
+    assert d.recovery is not None and d.recovery.rule_id == "rendezvous_retry"

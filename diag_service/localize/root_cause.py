@@ -96,6 +96,26 @@ def _evidence(ev: RawEvent, text: str | None = None) -> Evidence:
     )
 
 
+#: Signatures of an agent that waited in the rendezvous for nodes that never came: the node that reports one is a node
+#: that arrived (torch.distributed.elastic.rendezvous: the join timeout elapses on the agents that joined).
+RENDEZVOUS_WAITS = frozenset({"rendezvous_timeout"})
+
+
+def _rendezvous_waiters(reported: list[str], nodes_seen: set[str]) -> str:
+    """What a rendezvous timeout reported by the agents of ``reported`` says about the nodes (a sentence): every node in
+    the logs waited alone (they never met: their launch commands disagree), or the reporting node waited for others
+    that never joined (it is not the one at fault)."""
+    names, _ = node_names(sorted(set(reported)))
+    shown = ", ".join(names) if names else ", ".join(sorted(set(reported)))
+    if len(set(reported)) >= 2 and set(reported) >= set(nodes_seen):
+        return (f"Every node in these logs ({shown}) timed out in it: each agent waited for the others and they never "
+                "met, so their launch commands most likely disagree (the --rdzv-endpoint host or port, --rdzv-id or "
+                "--nnodes): relaunching the same commands fails the same way.")
+    return (f"The agent of {shown} reported it: {'that node' if len(set(reported)) == 1 else 'those nodes'} arrived "
+            "and waited; the node at fault is one that never joined (not launched, or launched with another endpoint "
+            "or id), and it has no logs here.")
+
+
 def _where(rank: int | None, local_rank: int | None, node: str | None) -> str:
     parts = []
     if rank is not None:
@@ -846,6 +866,8 @@ def localize(
             if shown:
                 detail = " (" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
         summary = f"{primary.name}{detail} on {where}{when}. {primary.explanation}"
+        if primary.signature_id in RENDEZVOUS_WAITS and primary.nodes and first_rank is None:
+            summary = f"{primary.name}{when}. {_rendezvous_waiters(primary.nodes, nodes_seen)} {primary.explanation}"
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
         # A hit on the root cause's own lines (a generic signature matching the same event) is not its cascade.
