@@ -73,3 +73,12 @@ def test_a_node_that_waited_in_the_rendezvous_is_not_the_one_at_fault() -> None:
     assert "The agent of node0 reported it: that node arrived and waited" in d.root_cause.summary
     assert "on node node0" not in d.root_cause.summary and d.faulty_nodes == []
     assert d.recovery is not None and d.recovery.rule_id == "rendezvous_retry"
+
+
+def test_a_loss_printed_as_nan_after_its_key_is_a_diverged_run() -> None:
+    """r19: rank 1's config gives accumulation 0 and every rank's loss reads 'loss nan' from step 5 on; the run exits 0.
+    The answer was 'no known signature, restart once'; now the NaN loss (data: hand the run to its owner)."""
+    d = _diagnose(FIX / "r19_silent_nan_loss")
+    hit = d.primary_hit()
+    assert hit is not None and hit.signature_id == "nan_loss", d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
