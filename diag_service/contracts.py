@@ -77,6 +77,9 @@ class ProgressLog:
     """Observations gathered while extracting, beside the events.
 
     ``series``: training-progress lines per stream, ``(unix seconds, step)``, the last 4,096 each.
+    ``rank_last_step``: per global rank, the step of its last progress line read, with or without a time (first
+    4,096 ranks); ``steps_sampled``: some block had more progress lines than were read (about 64 per block), so a
+    rank's last step there may be an earlier one.
     ``stack_dumps``: number of stack-dump headers seen (py-spy ``Thread N (idle)``).
     ``collectives``: every collective-timeout report (first 100,000).
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
@@ -118,6 +121,8 @@ class ProgressLog:
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
+    rank_last_step: dict[int, int] = field(default_factory=dict)
+    steps_sampled: bool = False
     stack_dumps: int = 0
     collectives: list[CollectiveTimeout] = field(default_factory=list)
     last_completed: dict[int, int] = field(default_factory=dict)

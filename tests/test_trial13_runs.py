@@ -82,3 +82,13 @@ def test_a_loss_printed_as_nan_after_its_key_is_a_diverged_run() -> None:
     hit = d.primary_hit()
     assert hit is not None and hit.signature_id == "nan_loss", d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value == "L4"
+
+
+def test_the_rank_out_of_step_in_a_collective_mismatch_is_the_one_that_took_another_path() -> None:
+    """r08: rank 1 skipped a metric all-reduce at step 20 (a rank-dependent branch), so its next collective met its
+    peers' metric all-reduce; gloo aborted rank 0 (size mismatch), torchrun named rank 0, and with only the --log-dir
+    tree rank 2 was named. Rank 1 logged step 20, ranks 0 and 2 stopped at step 19: it is the one out of step."""
+    for path in (FIX / "r08_rank1_skips_allreduce", FIX / "r08_rank1_skips_allreduce" / "torchrun_logs"):
+        d = _diagnose(path)
+        assert d.category.value == "user_code" and d.first_failing_rank == 1, (path.name, d.root_cause.summary)
+        assert "Rank 1 logged step 20 while every other rank stopped at step 19" in d.root_cause.summary

@@ -1028,9 +1028,11 @@ class Extractor:
         if n <= 256 << 10:
             positions = [m.start() for m in (PROGRESS_BYTES if rd.ascii else PROGRESS_RE).finditer(text)]  # type: ignore[arg-type]
             if len(positions) > PROGRESS_SAMPLES:
+                self.progress.steps_sampled = True
                 step = len(positions) / PROGRESS_SAMPLES
                 positions = [positions[int(i * step)] for i in range(PROGRESS_SAMPLES)] + [positions[-1]]
         else:
+            self.progress.steps_sampled = True
             stride = n // PROGRESS_SAMPLES
             positions = []
             # re2 on a slice (its wrapper re-encodes a whole str on every call), of the bytes when they have
@@ -1059,11 +1061,16 @@ class Extractor:
             if mm is not None and not self.progress.trained:
                 self.progress.trained = self._step_advanced(line, int(mm.group(1)))
             att = rd.attr(line)
-            ts = self._ts(att.text)
-            if ts is None or mm is None:
+            if mm is None:
                 continue
             rank, _lr, node = _who(rd.src, att)
-            self.progress.add((rd.src.path, rank, node), ts, int(mm.group(1)))
+            step_no = int(mm.group(1))
+            if rank is not None and (rank in self.progress.rank_last_step or len(self.progress.rank_last_step) < 4096):
+                self.progress.rank_last_step[rank] = step_no  # the last read (a config banner's "steps=60" comes first)
+            ts = self._ts(att.text)
+            if ts is None:
+                continue
+            self.progress.add((rd.src.path, rank, node), ts, step_no)
 
     def _last_save(self, rd: _BlockReader, seen: dict[str, list[int]] | None) -> None:
         """The block's checkpoint saves of a step after the first (:data:`STEP_SAVED`) and resumptions from one
