@@ -92,3 +92,12 @@ def test_the_rank_out_of_step_in_a_collective_mismatch_is_the_one_that_took_anot
         d = _diagnose(path)
         assert d.category.value == "user_code" and d.first_failing_rank == 1, (path.name, d.root_cause.summary)
         assert "Rank 1 logged step 20 while every other rank stopped at step 19" in d.root_cause.summary
+
+
+def test_a_gloo_interface_name_the_host_does_not_have_is_the_launch_configuration() -> None:
+    """r25: GLOO_SOCKET_IFNAME=ens5 on a host without ens5; gloo's device lookup aborts every rank with 'Unable to
+    find address for: ens5'. The line was the top suspect of an 'unknown' answer."""
+    d = _diagnose(FIX / "r25_gloo_socket_ifname_typo")
+    hit = d.primary_hit()
+    assert hit is not None and hit.signature_id == "gloo_interface_not_found" and hit.details.get("iface") == "ens5"
+    assert d.category.value == "config"
