@@ -101,3 +101,11 @@ def test_a_gloo_interface_name_the_host_does_not_have_is_the_launch_configuratio
     hit = d.primary_hit()
     assert hit is not None and hit.signature_id == "gloo_interface_not_found" and hit.details.get("iface") == "ens5"
     assert d.category.value == "config"
+
+
+def test_the_first_evidence_line_is_the_named_ranks_own() -> None:
+    """r06: both ranks failed in torch.load on the same truncated file; torchrun's table names rank 1 first. The header
+    said rank 1 over rank 0's copy of the error as the first evidence line."""
+    d = _diagnose(FIX / "r06_truncated_checkpoint_every_rank")
+    assert d.first_failing_rank == 1
+    assert d.root_cause.evidence[0].rank == 1 and "PytorchStreamReader" in d.root_cause.evidence[0].text

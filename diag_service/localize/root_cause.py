@@ -852,9 +852,16 @@ def localize(
         # cause may be another rank's (every rank raised the same error; a launcher's table named the first)
         where_ev = first_ev
         if first_rank is not None and first_ev is not None and first_ev.rank not in (None, first_rank):
-            where_ev = next((ev for ev in pevs if ev.rank == first_rank), None)
+            where_ev = next((ev for ev in pevs if ev.rank == first_rank), None) or next(
+                (g.rank_first[first_rank] for tid in primary.template_ids for g in by_tid.get(tid, [])
+                 if first_rank in g.rank_first), None)
             if where_ev is None and elastic_root is not None and elastic_root.rank == first_rank:
                 where_ev = elastic_root
+            if where_ev is not None:
+                # the answer's first evidence line is the named rank's own (a new user's trial 13, r06: "rank 1" in
+                # the header over rank 0's copy of the same error)
+                own = _evidence(where_ev)
+                evidence[:] = [own, *(e for e in evidence if e != own)]
         ev_node = where_ev.node if where_ev is not None and where_ev.node not in refused else None
         # the rank's own event says its node; a faulty node stands in only when it is the one named
         where = _where(first_rank, where_ev.local_rank if where_ev else None,
