@@ -16,6 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("case", "category", "signature"), [
+    # torch_xla's xmp.spawn started on one host of a v3-64 pod: the TPU runtime sees 1 of the slice's hosts
+    ("n34a-007", "config", "f_tpu_pod_hosts_missing"),
+    # Neuron collectives on a trn1 node without EFA: fewer channels than the replica group needs
+    ("n34a-013", "config", "f_neuron_comm_fewer_channels"),
     # hipCaffe on four MI25s: ROCm's runtime aborts on a GPU page fault (its form of CUDA's illegal memory access)
     ("n30b-002", "framework", "rocm_memory_access_fault"),
     # ms-swift's vLLM rollout: world size 8 is not tensor-parallel 4 x pipeline-parallel 1
