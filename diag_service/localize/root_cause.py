@@ -109,13 +109,14 @@ def _rendezvous_waiters(reported: list[str], nodes_seen: set[str]) -> str:
     """What a rendezvous timeout reported by the agents of ``reported`` says about the nodes (a sentence): every node in
     the logs waited alone (they never met: their launch commands disagree), or the reporting node waited for others
     that never joined (it is not the one at fault)."""
-    names, _ = node_names(sorted(set(reported)))
-    shown = ", ".join(names) if names else ", ".join(sorted(set(reported)))
-    if len(set(reported)) >= 2 and set(reported) >= set(nodes_seen):
+    nodes = set(reported)
+    names, _ = node_names(sorted(nodes))
+    shown = ", ".join(names or sorted(nodes))
+    if len(nodes) >= 2 and nodes >= nodes_seen:
         return (f"Every node in these logs ({shown}) timed out in it: each agent waited for the others and they never "
                 "met, so their launch commands most likely disagree (the --rdzv-endpoint host or port, --rdzv-id or "
                 "--nnodes): relaunching the same commands fails the same way.")
-    return (f"The agent of {shown} reported it: {'that node' if len(set(reported)) == 1 else 'those nodes'} arrived "
+    return (f"The agent of {shown} reported it: {'that node' if len(nodes) == 1 else 'those nodes'} arrived "
             "and waited; the node at fault is one that never joined (not launched, or launched with another endpoint "
             "or id), and it has no logs here.")
 
@@ -1279,14 +1280,13 @@ def _out_of_step_rank(progress: ProgressLog) -> tuple[int, str] | None:
     last = progress.rank_last_step
     if progress.steps_sampled or len(last) < 3:
         return None
-    steps = sorted(set(last.values()))
-    if len(steps) != 2:
+    counts = Counter(last.values())  # one pass: a job may log thousands of ranks
+    if len(counts) != 2:
         return None
-    odd = [r for r, st in last.items() if list(last.values()).count(st) == 1]
-    if len(odd) != 1:
+    (others, _), (odd_step, n_odd) = counts.most_common()
+    if n_odd != 1:
         return None
-    rank = odd[0]
-    others = next(st for r, st in last.items() if r != rank)
+    rank = next(r for r, st in last.items() if st == odd_step)
     return rank, (f"Rank {rank} logged step {last[rank]} while every other rank stopped at step {others}: it was out of "
                   "step with its peers when the collectives stopped matching, so its code took another path around a "
                   "collective (skipped one they called, or called one they did not).")

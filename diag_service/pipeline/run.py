@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TypeVar
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from diag_service import __version__
@@ -142,13 +141,10 @@ def _slow_from_logs(d: Diagnosis, bundle: Bundle, path: str, sigs: SignatureSet 
         d.slow = slow
         combine_slow(d, slow, sigs, cpu_job=cpu_job)
     elif 0 < len(feed.batch) < MIN_STEP_RECORDS:  # a few step lines: too few for the change test
+        # a log series is sorted by step and carries each step's time (slow.logs.log_feed)
         b = feed.batch
-        last = int(np.argmax(b.step))
-        sec = float(b.step_time[last])
-        if not math.isfinite(sec):
-            sec = float(b.end[last] - b.start[last]) / max(float(b.weight[last]), 1.0)
-        combine_pace(d, len(b), int(b.step[last]),
-                     sec if feed.units == "seconds" and math.isfinite(sec) and sec > 0 else None)
+        sec = float(b.step_time[-1])
+        combine_pace(d, len(b), int(b.step[-1]), sec if feed.units == "seconds" and math.isfinite(sec) and sec > 0 else None)
 
 
 
