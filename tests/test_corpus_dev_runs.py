@@ -250,3 +250,14 @@ def test_deepspeeds_kill_report_decides_only_when_no_rank_said_anything(case: st
     hit = d.primary_hit()
     assert hit is not None and hit.signature_id == primary
     assert d.category.value == category
+
+
+def test_torch_1x_blocking_wait_timeout_is_a_collective_timeout() -> None:
+    """torch 1.8-1.10 with NCCL_BLOCKING_WAIT raises "[Rank N] Caught collective operation timeout: WorkNCCL(...) ran
+    for N milliseconds" from the waiting call (ProcessGroupNCCL.cpp, WorkNCCL::synchronizeInternal), not the watchdog's
+    "Watchdog caught ..." line. Dev case n29a-006 (YOLOv8, rank 1's broadcast outlived by rank 0's validation) is that
+    one line: a hang, read as the watchdog's timeout, its SeqNum and OpType parsed."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n29a-006.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert d.signature_hits[0].signature_id == "nccl_watchdog_timeout"
+    assert "BROADCAST" in d.root_cause.summary or any("BROADCAST" in e for e in d.root_cause.evidence)

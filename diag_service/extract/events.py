@@ -1446,7 +1446,7 @@ class Extractor:
 
     def _collective(self, key: str, who: tuple, ts: float | None) -> None:
         obs = self.progress
-        if ("Watchdog caught collective operation timeout" in key or "timed out in blocking wait" in key) \
+        if ("aught collective operation timeout" in key or "timed out in blocking wait" in key) \
                 and len(obs.collectives) < 100_000:
             m = WORK_RE.search(key)
             if m:

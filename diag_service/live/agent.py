@@ -73,7 +73,8 @@ log = logging.getLogger("diag.watch")
 #: c10d errors, the NCCL watchdog's timeout, CUDA OOM, fatal signals and crashes.
 FATAL_LINE = re.compile(
     r"Traceback \(most recent call last\)|ChildFailedError|failed \(exitcode: -?\d+\) local_rank"
-    r"|Signal \d+ \(SIG\w+\) received by PID|Watchdog caught collective operation timeout"
+    r"|Signal \d+ \(SIG\w+\) received by PID|[Ww]atchdog caught collective operation timeout"
+    r"|\] Caught collective operation timeout"
     r"|NCCL error|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage)Error|CUDA out of memory"
     r"|OutOfMemoryError|Segmentation fault|core dumped|Fatal Python error|CUDA error: |Bus error"
 )
