@@ -103,7 +103,8 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher
-#: ``Rank N crashed with exit code C`` (composer/cli/launcher.py).
+#: ``Rank N crashed with exit code C`` (composer/cli/launcher.py), and PyTorch Lightning's ``DeadlockDetectedException:
+#: DeadLock detected from rank: N`` (the rank whose exception it re-raises; strategies/ddp.py reconciliate_processes).
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
@@ -112,6 +113,7 @@ INLINE_RANK = re.compile(
     r"|^Abort\(-?\d+\) on node \d+ \(rank (\d{1,6}) in comm \d+\)"
     r"|^Container rank (\d{1,6}) status failed"
     r"|composer\.cli\.launcher:Rank (\d{1,6}) crashed with exit code"
+    r"|DeadlockDetectedException: DeadLock detected from rank: (\d{1,6})"
 )
 #: The JAX / XLA coordination service's report of a task that failed: its heartbeat lost (``/job:jax_worker/replica:0/
 #: task:37 has been set to ERROR in coordination service``, ``Task .../task:3 heartbeat timeout``) or restarted

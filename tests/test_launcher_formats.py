@@ -547,3 +547,30 @@ def test_torchx_replica_prefix_before_torchruns_tee_prefix_is_stripped() -> None
     assert (a.rank, a.local_rank, a.node) == (2, 2, None) and a.text.startswith("RuntimeError: Rank 2")
     plain = attribute("src/0 loss went up", detect_prefixes(["src/0 loss went up"]))
     assert plain.text == "src/0 loss went up" and plain.rank is None
+
+
+def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tmp_path: Path) -> None:
+    """PyTorch Lightning with PL_RECONCILE_PROCESS=1: the rank that raised SIGKILLs its peers and re-raises as
+    "DeadlockDetectedException: DeadLock detected from rank: 2" with its own traceback after it
+    (strategies/ddp.py reconciliate_processes). The traceback's exception decides the category; the line names
+    the rank, although no line of the traceback carries a rank prefix. Without the Lightning line, nobody."""
+    text = (Path(__file__).parent / "fixtures" / "lightning_deadlock_rank2.log").read_text()
+    d = _diag(tmp_path, text)
+    assert (d.category.value, d.first_failing_rank) == ("data", 2), d.root_cause.summary
+    bare = "\n".join(ln for ln in text.splitlines() if "DeadLock detected" not in ln)
+    d = _diag(tmp_path, bare)
+    assert d.category.value == "data" and d.first_failing_rank is None
+
+
+@pytest.mark.parametrize(("line", "signature", "category"), [
+    # torch <= 1.4 (torch/csrc/cuda/nccl.cpp): "NCCL Error <ncclResult_t>: <ncclGetErrorString>"
+    ("RuntimeError: NCCL Error 2: unhandled system error", "nccl_system_error", "unknown"),
+    # OpenSSH's sshconnect.c through mpirun's or pdsh's ssh launch: the node's sshd cannot be reached
+    ("ssh: connect to host gpu-node-002 port 22: Connection refused", "pdsh_ssh_failed", "infrastructure"),
+    ("huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/models/meta-llama/Llama-2-7b-hf", "hf_hub_rate_limited", "infrastructure"),
+])
+def test_older_and_tool_wordings_are_known(tmp_path: Path, line: str, signature: str, category: str) -> None:
+    d = _diag(tmp_path, line + "\n")
+    assert d.signature_hits and d.signature_hits[0].signature_id == signature, [h.signature_id for h in d.signature_hits]
+    assert d.category.value == category

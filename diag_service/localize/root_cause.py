@@ -103,6 +103,10 @@ BORROWED_ORDER_S = 1.0
 #: Signatures of an agent that waited in the rendezvous for nodes that never came: the node that reports one is a node
 #: that arrived (torch.distributed.elastic.rendezvous: the join timeout elapses on the agents that joined).
 RENDEZVOUS_WAITS = frozenset({"rendezvous_timeout"})
+#: Launcher or framework summaries whose line names the one rank whose own exception they re-raise (PyTorch
+#: Lightning's "DeadLock detected from rank: N", strategies/ddp.py reconciliate_processes): when no rank's own
+#: error line names a rank, that rank failed first.
+RAISER_SUMMARIES = frozenset({"lightning_deadlock_detected"})
 
 
 def _rendezvous_waiters(reported: list[str], nodes_seen: set[str]) -> str:
@@ -808,6 +812,9 @@ def localize(
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             first_rank = _sole_erring_rank(events)
+        if first_rank is None and not primary.ranks:
+            raisers = {r for h in hits if h.signature_id in RAISER_SUMMARIES for r in h.ranks}
+            first_rank = next(iter(raisers)) if len(raisers) == 1 else None
         if first_rank is None and not primary.ranks and not waiting:
             # A cause stated on no rank's line (Slurm's "Detected 1 oom_kill event in StepId=...", the kernel's
             # OOM report) whose own effect the launcher states for one rank ("srun: error: node: task 1:
