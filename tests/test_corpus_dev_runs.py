@@ -16,6 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("case", "category", "signature"), [
+    # Mask2Former on ROCm: four workers' MIOpen databases on one shared home fail SQLite's locking protocol
+    ("n36b-008", "storage", "miopen_db_sqlite_error"),
+    # StyleTTS2 under accelerate with 3 processes still wraps a sub-module in DataParallel over every GPU
+    ("n36c-005", "user_code", "dataparallel_device_mismatch"),
     # torch_xla's xmp.spawn started on one host of a v3-64 pod: the TPU runtime sees 1 of the slice's hosts
     ("n34a-007", "config", "f_tpu_pod_hosts_missing"),
     # Neuron collectives on a trn1 node without EFA: fewer channels than the replica group needs
@@ -261,3 +265,10 @@ def test_torch_1x_blocking_wait_timeout_is_a_collective_timeout() -> None:
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
     assert d.signature_hits[0].signature_id == "nccl_watchdog_timeout"
     assert "BROADCAST" in d.root_cause.summary or any("BROADCAST" in e for e in d.root_cause.evidence)
+
+
+def test_a_spawn_report_cut_after_terminated_with_still_names_the_process() -> None:
+    """icefall on two GPUs (dev case n36c-006): the paste ends at mp.spawn's "ProcessExitedException: process 1
+    terminated with" (its exit code or signal cut off). The report still names spawn index 1, the failed rank."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n36c-006.log"), kb=False, llm=False))
+    assert d.first_failing_rank == 1, d.root_cause.summary

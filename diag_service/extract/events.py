@@ -555,10 +555,11 @@ MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that pro
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
-#: exit code C" / "with signal S". N is the spawn index, the function's first argument: the local rank.
+#: exit code C" / "with signal S" (or the line cut right after "terminated with", as pastes cut it: the process is
+#: named, its end not). N is the spawn index, the function's first argument: the local rank.
 SPAWN_PROCESS = re.compile(
     r"(?:^-- Process (\d{1,6}) terminated with the following error:|"
-    r"\bprocess (\d{1,6}) terminated with (?:exit code (-?\d+)|signal (SIG[A-Z]+)))"
+    r"\bprocess (\d{1,6}) terminated with(?: exit code (-?\d+)| signal (SIG[A-Z]+)|\s*$))"
 )
 
 
