@@ -569,6 +569,23 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     ("ssh: connect to host gpu-node-002 port 22: Connection refused", "pdsh_ssh_failed", "infrastructure"),
     ("huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
      "https://huggingface.co/api/models/meta-llama/Llama-2-7b-hf", "hf_hub_rate_limited", "infrastructure"),
+    # NCCL's net_socket.cc when no interface matches NCCL_SOCKET_IFNAME (older wording)
+    ("gpu-node-001:1234:1290 [0] NCCL WARN NET/Socket : no usable interface found", "nccl_no_socket_interface",
+     "config"),
+    # Hugging Face datasets' free-space check before preparing a dataset (builder.py)
+    ("OSError: Not enough disk space. Needed: 45.31 GiB (download: 12.50 GiB, generated: 32.81 GiB, "
+     "post-processed: Unknown size)", "no_space_left", "storage"),
+    # gloo's timeout with its unbound_buffer.cc origin cut off by the paste
+    ("RuntimeError: Timed out waiting 1800000ms for send operation to complete", "gloo_timeout", "unknown"),
+    # a script started without the launcher that sets its variables
+    ("KeyError: 'LOCAL_RANK'", "launcher_env_var_missing", "config"),
+    # cudaErrorNvlinkUncorrectable (CUDA runtime error 220)
+    ("RuntimeError: CUDA error: an uncorrectable NVLink error was detected during the execution",
+     "nvlink_uncorrectable", "gpu_hardware"),
+    # XLA's compile-time HBM check on a TPU
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+     "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
+     "gpu_oom"),
 ])
 def test_older_and_tool_wordings_are_known(tmp_path: Path, line: str, signature: str, category: str) -> None:
     d = _diag(tmp_path, line + "\n")
