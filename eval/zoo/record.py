@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h88", "/home/user/proj"),  # batch 17 (h88)
     ("/work/wt/h81", "/home/user/proj"),  # batch 15 (h81)
     ("/work/wt/h79", "/home/user/proj"),  # batch 16 (recorded as a second batch 15)
     ("/work/wt/h64", "/home/user/proj"),  # batch 14

@@ -2826,3 +2826,153 @@ SCENARIOS += [
     Scenario("b16_data_missing_part_logdir_r2", "train_ctr.py",
              f"{TR} 4 --log-dir logs --tee 3 --master-port {{port}} train_ctr.py", setup=CLICK_PARTS15),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 17 (ids b17_*): common kinds in launch shapes and log layouts earlier batches used little; recorded with
+# ZOO_CGROUP_TAG=h88 ZOO_PORT_OFFSET=300 (other recorders share the host)
+KILL_R0_LOGGED17 = r"""for _ in $(seq 800); do
+  f=$(ls logs/*/attempt_0/0/stderr.log 2>/dev/null | head -1)
+  [ -n "$f" ] && [ $(stat -c %s "$f") -ge 2000 ] && break
+  sleep 0.1
+done
+for p in /proc/[0-9]*; do
+  tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'ZOO_RUN=b17_inf_sigkill_r0_redirects' || continue
+  tr '\0' '\n' < $p/environ | grep -qx 'RANK=0' && grep -q train_churn.py $p/cmdline && kill -9 ${p#/proc/}
+done"""
+SCENARIOS += [
+    # rank 1's container has 700 MiB; the negatives bank is never trimmed and grows ~6 MB a step on every rank
+    Scenario("b17_oom_negbank_json_r1", "train_dense.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --tee 3 train_dense.py",
+             action=("cgroup", 1, 700)),
+    # rank 0 SIGKILLed from outside (a node agent) mid-epoch, once its log file (under torchrun's run directory,
+    # whose name has a random suffix) has ~20 lines
+    Scenario("b17_inf_sigkill_r0_redirects", "train_churn.py",
+             f"{TR} 3 --master-port {{port}} --log-dir logs --redirects 3 train_churn.py",
+             action=("shell", 1.0, KILL_R0_LOGGED17)),
+    # the script falls back to the cluster's training head for MASTER_ADDR; run on a workstation outside the cluster
+    Scenario("b17_cfg_master_addr_dns_spawn", "train_kws.py", "MASTER_PORT={port} python train_kws.py --nprocs 2"),
+]
+# the node's scratch volume (32 MiB here) already holds 22 MB of another job's files; the corpus tokenizes to ~24 MB
+SCRATCH17 = r"""mkdir -p data scratch && mount -t tmpfs -o size=32m tmpfs scratch && mkdir -p scratch/feat-7731 && """ \
+    r"""for i in 0 1 2 3 4 5 6 7 8 9 10; do head -c 2000000 /dev/urandom > scratch/feat-7731/part-$i.bin; done && """ \
+    r"""python - <<'EOF2'
+import random
+rng = random.Random(7)
+words = [f"w{i}" for i in range(16000)]
+with open("data/corpus.txt", "w") as f:
+    for _ in range(100000):
+        f.write(" ".join(rng.choice(words) for _ in range(30)) + "\n")
+EOF2"""
+# the previous run's step-200 save_state; its model.safetensors was cut to 40 % (the copy back from the bucket broke)
+TITLES17 = ("python train_titles.py --steps 200 > /dev/null 2>&1 && "
+            "python -c \"import os; p='checkpoints/step_200/model.safetensors'; b=open(p,'rb').read(); "
+            "open(p,'wb').write(b[:len(b)*2//5])\"")
+# last week's checkpoint of the basket model, trained with --hidden 512 (the default is now 768)
+BASKET17 = r"""mkdir -p ckpt && python - <<'EOF2'
+import torch, torch.nn as nn
+h, n = 512, 5000
+sd = {"items.weight": torch.randn(n, h), "mlp.0.weight": torch.randn(h, h), "mlp.0.bias": torch.zeros(h),
+      "mlp.2.weight": torch.ones(h), "mlp.2.bias": torch.zeros(h), "head.weight": torch.randn(n, h),
+      "head.bias": torch.zeros(n)}
+torch.save({"model": sd, "epoch": 12}, "ckpt/basket-e12.pt")
+EOF2"""
+# packed 4-band uint8 patches (3000 x 4 x 128 x 128) and labels
+PATCHES17 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(3)
+a = np.lib.format.open_memmap("data/patches.npy", mode="w+", dtype=np.uint8, shape=(3000, 4, 128, 128))
+for s in range(0, 3000, 500):
+    a[s:s + 500] = rng.integers(0, 256, (500, 4, 128, 128), dtype=np.uint8)
+a.flush()
+np.save("data/labels.npy", rng.integers(0, 10, 3000))
+EOF2"""
+SAT_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+          "train_sat.py")
+SCENARIOS += [
+    Scenario("b17_st_cache_enospc_preproc_r0", "pretrain_lm.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} pretrain_lm.py", setup=SCRATCH17,
+             teardown="umount scratch; true"),
+    Scenario("b17_st_accel_resume_trunc", "train_titles.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_titles.py "
+             "--resume-from checkpoints/step_200", setup=TITLES17),
+    Scenario("b17_cfg_resume_width_spawn", "train_basket.py",
+             "python train_basket.py --nprocs 2 --port {port} --resume ckpt/basket-e12.pt", setup=BASKET17),
+    # every process of the job SIGTERMed at once (the scheduler cancelling the allocation: scancel, pod deletion)
+    Scenario("b17_inf_sigterm_all_scancel", "train_spk.py", f"{TR} 2 --master-port {{port}} train_spk.py",
+             action=("kill_node", 0, signal.SIGTERM, "step 360/900")),
+    Scenario("b17_hang_earlystop_local_ray", "train_fraud.py", "python train_fraud.py"),
+    # from rank 2's step 200, rank 2 stopped 150 ms of every 250 ms (a noisy neighbour's throttling)
+    Scenario("b17_slow_stopcont_r2_json", "train_prices.py", f"{TR} 3 --master-port {{port}} train_prices.py",
+             action=("stopcont_until", 2, '"rank": 2, "event": "train", "step": 200,', None, 100, 150)),
+    # from step 100 the job's cgroup gets 60 % of one core (the node's CPU limit lowered under the running pod)
+    Scenario("b17_slow_trainer_quota_job", "train_intent.py", f"{TR} 2 --master-port {{port}} train_intent.py",
+             action=("quota_until", "[rank 0] step 100/300", None, 60)),
+    # node 1's rank's two DataLoader workers (the decoded-patch cache of each) in a 160 MiB memory cgroup
+    Scenario("b17_oom_worker_cache_node1_twonode", "train_sat.py", SAT_2N.replace("{node}", "0"),
+             cmd2=SAT_2N.replace("{node}", "1"), setup=PATCHES17,
+             action=("worker_cgroup", 1, 160, "[node1 rank1] epoch 0 step 10/")),
+]
+# 1200 clips of 1.1-1.5 s at 16 kHz (int16); clip 568 (in rank 1's share of epoch 0) is 0.8 s long
+CLIPS17 = r"""mkdir -p data/clips && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(11)
+for i in range(1200):
+    n = 12800 if i == 568 else int(rng.integers(17600, 24000))
+    np.save(f"data/clips/clip_{i:05d}_{int(rng.integers(0, 20))}.npy",
+            (rng.standard_normal(n) * 3000).astype(np.int16))
+EOF2"""
+CTR_2N = ("torchrun --nnodes 2 --node-rank {node} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+          "train_ctr.py")
+SCENARIOS += [
+    Scenario("b17_uc_randcrop_short_clip_spawn", "train_tagger.py",
+             "python train_tagger.py --nprocs 2 --port {port}", setup=CLIPS17),
+    # ranks pinned one per core; from node 1's step 1000 two busy processes of another tenant on rank 1's core
+    Scenario("b17_slow_node1_pinhog_twonode", "train_ctr.py", CTR_2N.replace("{node}", "0"),
+             cmd2=CTR_2N.replace("{node}", "1"), action=("pin_hogx", 1, "[node1 rank1] step 1000/", 2)),
+]
+# one gzip jsonl part per process (20,000 reviews each); part 1's download was interrupted at 45 % of its bytes
+REVIEWS_GZ17 = r"""mkdir -p data && python - <<'EOF2'
+import gzip, json, random, os
+rng = random.Random(5)
+words = "great bad slow fast love hate works broke cheap quality return refund size fit color late ok".split()
+for k in range(2):
+    p = f"data/reviews-{k:05d}.jsonl.gz"
+    with gzip.open(p, "wt") as f:
+        for _ in range(20000):
+            f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(5, 40))),
+                                "stars": rng.randint(1, 5)}) + "\n")
+    if k == 1:
+        raw = open(p, "rb").read()
+        open(p, "wb").write(raw[: len(raw) * 45 // 100])
+EOF2"""
+SCENARIOS += [
+    Scenario("b17_data_gzip_truncated_accel_r1", "train_reviews.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_reviews.py",
+             setup=REVIEWS_GZ17),
+]
+# six exported parts per rank (2000 x 1024 float32 each); rank 1's parts 3-5 come from a re-run of the export job
+# that wrote compressed .npz files
+SENSOR_PARTS17 = r"""python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(9)
+for r in range(3):
+    os.makedirs(f"data/rank{r}", exist_ok=True)
+    for k in range(6):
+        x = np.round(rng.standard_normal((2000, 1024)), 2).astype(np.float32)
+        if r == 1 and k >= 3:
+            np.savez_compressed(f"data/rank{r}/part-{k}.npz", x=x)
+        else:
+            np.save(f"data/rank{r}/part-{k}.npy", x)
+EOF2"""
+SCENARIOS += [
+    Scenario("b17_slow_data_npz_parts_r1", "train_sensors.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 "
+             "train_sensors.py", setup=SENSOR_PARTS17),
+]
+SCENARIOS += [
+    # at process 0's step 400 its established TCP connections are destroyed (ss -K: a link flap / a firewall
+    # resetting the node's connections)
+    Scenario("b17_net_conn_reset_accel_r0", "train_relevance.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_relevance.py",
+             action=("ss_kill", 0, "[RANK 0] step 400/")),
+]
