@@ -36,6 +36,9 @@ DEV_FEEDS = json.loads((FEEDS / "split.json").read_text())["dev"]
     ("Epoch 2 Batch 30/200 loss=0.7 4.0 it/s", 430, 0.25),  # a counter within an epoch: 2 x 200 + 30
     # the PyTorch tutorials' line: epochs counted from 1 out of a total, a capitalised named time
     ("Epoch [2/4], Step [10/150], Loss: 1.6721, Time: 0.013s", 160, 0.013),
+    # a JSON-lines logger: quoted keys before the colon
+    ('{"ts": "2026-12-06T04:00:03.860+00:00", "rank": 0, "event": "train", "step": 10, "loss": 3.13, "data_ms": 0.14, '
+     '"step_ms": 27.8}', 10, 0.0278),
 ])
 def test_step_lines_whose_unit_says_it_is_a_step_time(tmp_path: Path, line: str, step: int, seconds: float) -> None:
     (tmp_path / "a.log").write_text(line + "\n")
@@ -575,3 +578,15 @@ def test_a_world_size_below_the_ranks_seen_is_said() -> None:
     said = [w for w in analyze_slow(feed, world_size=2).input.warnings if "world size" in w]
     assert said and said[0].startswith("4 ranks seen, more than the given world size 2")
     assert not [w for w in analyze_slow(feed, world_size=4).input.warnings if "world size" in w]
+
+
+def test_random_stalls_on_a_log_sampled_every_ten_steps_are_not_a_periodic_phase() -> None:
+    """Zoo dev run b17_slow_stopcont_r2_json: JSON step lines every 10 steps, rank 2 stopped and continued from step
+    ~200, so about a third of the logged steps are slow at no fixed period. A "period" of the log's own interval
+    took every record, and slow steps that fell three times on one phase by chance took every later step of it:
+    the stalls were excluded as an evaluation-like phase and the run read as healthy. A period must span at least
+    two record intervals, and a step at its phase at the normal pace undoes it."""
+    feed = load_log_bundle(ZOO / "runs" / "b17_slow_stopcont_r2_json")
+    assert len(feed.batch) == 80 and set(np.unique(feed.batch.step % 10)) == {0}
+    d = diagnose(DiagnoseRequest(path=str(ZOO / "runs" / "b17_slow_stopcont_r2_json"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow", d.root_cause.summary

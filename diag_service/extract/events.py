@@ -92,7 +92,7 @@ PREFILTER = re.compile("|".join(PREFILTER_PARTS), re.MULTILINE)
 #: trainer's step line than ``[Ii]teration|[Ii]ter|[Ss]tep|global_step``; the teration forms are still tried
 #: before the ter ones).
 PROGRESS_PATTERN = (
-    r"\b(?:Iteration|iteration|Iter|iter|Step|step|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
+    r"\b(?:Iteration|iteration|Iter|iter|Step|step|global_step)s?(?: at)?[\"']?\s*[:=#]?\s*\[?\s*(\d{1,12})\b"
 )
 PROGRESS_RE = re.compile(PROGRESS_PATTERN)
 

@@ -183,6 +183,10 @@ class JobDetector:
         self.held: StepCtx | None = None
         self.outliers: deque[int] = deque(maxlen=12)
         self.periodic: list[tuple[int, int]] = []
+        # the smallest step gap between consecutive records (a log sampled every N steps has N): a period is a
+        # multiple of at least two of them, or every record would be "periodic"
+        self.record_gap: int | None = None
+        self.prev_step: int | None = None
         self.excluded = 0
         self.S = 0.0
         self.run = _Acc()
@@ -260,12 +264,21 @@ class JobDetector:
         detectors must skip too. A step that looks like an outlier is held back one step (returned with the
         next call, or by :meth:`flush`).
         """
+        if self.prev_step is not None and c.step > self.prev_step:
+            gap = c.step - self.prev_step
+            self.record_gap = gap if self.record_gap is None else min(self.record_gap, gap)
+        self.prev_step = c.step
         if c.kind != 0 or not (c.T > 0 and math.isfinite(c.T)):
             self.excluded += 1
             return [(c, False)]
         if self.base is None:
             return self._learn(c)
         self._rate(c)
+        if self._periodic_hit(c.step) and not self._is_spike(c.T):
+            # a step at the period's phase at the normal pace: the slow steps that made the period were not a phase
+            # that recurs (an evaluation or checkpoint is slow every time), they fell on it by chance (a rank
+            # stalled at random, one step in a few)
+            self.periodic = [(g, r) for g, r in self.periodic if c.step % g != r]
         if self._periodic_hit(c.step):
             # an unmarked step at a recurring period (checkpoint or evaluation as far as the job can tell):
             # kept out of the job's CUSUM, but a rank that is slow on it is still compared with its peers,
@@ -357,8 +370,8 @@ class JobDetector:
         seen = set(self.outliers)
         for p in sorted(seen, reverse=True):
             g = step - p
-            if g < 2 or any(g == gg for gg, _ in self.periodic):
-                continue
+            if g < 2 * (self.record_gap or 1) or any(g == gg for gg, _ in self.periodic):
+                continue  # a "period" of one record interval would take every record
             # the last periodic_min_hits positions of this period must all have been outliers
             if all(step - i * g in seen for i in range(self.cfg.periodic_min_hits)):
                 self.periodic.append((g, step % g))

@@ -70,14 +70,14 @@ DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)"""
 #: per-step time under a key that names it (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``);
 #: ``_ms`` keys and an ``ms`` unit are milliseconds, others seconds. Cumulative clocks (``elapsed``, ``eta``) are
 #: not step times.
-STEP_COUNTER = (r"(?:\b(?i:step|iter|iteration|it)\b\s*[:=#]?\s*\[?\s*(\d+)\b(?:\s*/\s*(\d+)\b)?\]?"
+STEP_COUNTER = (r"(?:\b(?i:step|iter|iteration|it)\b[\"']?\s*[:=#]?\s*\[?\s*(\d+)\b(?:\s*/\s*(\d+)\b)?\]?"
                 r"|\b(?i:batch)\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)\b\]?)(?!\s*[%/])")  # "batch 256" is a size
 #: An epoch number before a step counter that restarts every epoch (``Epoch 2 Batch 30/180``).
 #: ``Epoch [2/4]`` counts epochs from 1 out of a total (the PyTorch tutorials' form), ``Epoch 2`` from 0 (Lightning).
 EPOCH_BEFORE = re.compile(r"\b(?i:epoch)\s*[:=#]?\s*\[?\s*(\d+)\b(\s*/\s*\d+)?")
 GENERIC_STEP = re.compile(
     STEP_COUNTER + r".{0,200}?"
-    r"\b((?i:time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time))\b\s*[:=]?\s*"
+    r"\b((?i:time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time))\b[\"']?\s*[:=]?\s*"
     r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
 #: The same step counter with an unnamed time that its unit makes a per-step time: ``148.2 ms/step``,
@@ -89,14 +89,14 @@ UNIT_TIME = re.compile(
 STEP_ONLY = re.compile(STEP_COUNTER)
 #: A training script's own rank marker on its step line (``[rank1] step 86``, ``rank 2 step 90``, ``Rank 0 |``,
 #: ``[RANK 3]``); ``nranks``, ``world_rank`` and ``rank/``-style keys are not markers.
-SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;]))(?i:rank)\s?[:=#]?\s?(\d{1,6})\b(?![./])")
+SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;{\"']))(?i:rank)[\"']?\s?[:=#]?\s?(\d{1,6})\b(?![./])")
 #: The data-loading part of a step on the same line as its step time (``step 90 time_ms 669.6 data_ms 220.2``,
 #: ``iter_time: 8.711s, data_time: 8.409s`` (YOLOX), ``step_time 46.9ms data 30.2ms fwd_bwd 16.7ms``, MMEngine's
 #: ``time: 0.42  data_time: 0.02``): the time the rank waited for its next batch, which every one of these loggers
 #: counts inside the step time. ``_ms`` keys and an ``ms`` unit are milliseconds; a bare number takes the step
 #: time's unit.
 DATA_PHASE = re.compile(
-    r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b"
+    r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b[\"']?"
     r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
 #: A cumulative clock on a step line (``it: 100 elapsed: 12.3s``, ``time elapsed 0:01:23``): the step time is
