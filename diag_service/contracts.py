@@ -100,7 +100,8 @@ class ProgressLog:
     ``trained``: some line reports a training step's loss (``diag_service.extract.events.TRAINING_LINE``), one
     loop's step lines show an advancing counter, or a checkpoint of a later step is saved (``STEP_SAVED``).
     ``completed``: per file, the run's report of its own completion (``diag_service.extract.events.COMPLETION``)
-    found near the end of the file's last block read so far (``{path: line}``, first 4,096 files).
+    found near the end of the file's last block read so far (``{path: line}``, first 4,096 files); ``completed_line``
+    the same mark's 1-based line number in its file (``{path: n}``), so a failure written after it is told apart.
     ``benchmarks``: per file, the summary line of an nccl-tests run that reached its end (``# Avg bus bandwidth :
     X``, GB/s; ``diag_service.extract.events.benchmark_line``), found as ``completed`` is.
     ``platforms``: blocks per scheduler whose marks they carry (``diag_service.extract.events.PLATFORM_MARKS``).
@@ -134,6 +135,7 @@ class ProgressLog:
     stated_world: int | None = None
     job_output: bool = False
     completed: dict[str, str] = field(default_factory=dict)
+    completed_line: dict[str, int] = field(default_factory=dict)
     benchmarks: dict[str, str] = field(default_factory=dict)
     trained: bool = False
     platforms: Counter[str] = field(default_factory=Counter)

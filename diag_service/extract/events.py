@@ -186,22 +186,32 @@ COMPLETION_TAIL_BYTES = 4096
 def completion_line(tail: bytes) -> str | None:
     """The last line of ``tail`` (a file's last bytes, UTF-8) in which the run reports its own completion
     (:data:`COMPLETION_VENDOR`, :data:`COMPLETION_WORDS`, or its step counter at the declared total), else None."""
+    found = completion_mark(tail)
+    return None if found is None else found[0]
+
+
+def completion_mark(tail: bytes) -> tuple[str, int] | None:
+    """:func:`completion_line`'s line (first 300 characters) and the number of newlines in ``tail`` before it, else
+    None."""
     found = None
     for m in _COMPLETION_FAST.finditer(tail):
         a = tail.rfind(b"\n", 0, m.start()) + 1
         b = tail.find(b"\n", m.end())
         line = tail[a : b if b >= 0 else len(tail)].decode("utf-8", "replace").strip()
         if _COMPLETION_VENDOR_RE.search(line) or not _COMPLETION_NOT.search(line):
-            found = line
+            found = (line, a)
     if found is not None:
-        return found[:300]
-    end = tail[-COMPLETION_TAIL_BYTES:].decode("utf-8", "replace")
-    steps = [ln for ln in end.splitlines() if _STEP_AT_TOTAL.search(ln)]
-    e = _EPOCH_AT_TOTAL.search(steps[-1]) if steps else None
-    if steps and ("epoch" not in steps[-1].lower() or (e is not None and e.group(1) == e.group(2))):
-        m = list(_STEP_AT_TOTAL.finditer(steps[-1]))[-1]
+        return found[0][:300], tail.count(b"\n", 0, found[1])
+    cut = max(0, len(tail) - COMPLETION_TAIL_BYTES)
+    end = tail[cut:].decode("utf-8", "replace")
+    lines = end.splitlines()
+    steps = [i for i, ln in enumerate(lines) if _STEP_AT_TOTAL.search(ln)]
+    last = lines[steps[-1]] if steps else ""
+    e = _EPOCH_AT_TOTAL.search(last) if steps else None
+    if steps and ("epoch" not in last.lower() or (e is not None and e.group(1) == e.group(2))):
+        m = list(_STEP_AT_TOTAL.finditer(last))[-1]
         if m.group(1) == m.group(2) and int(m.group(2)) >= 10:
-            return steps[-1].strip()[:300]
+            return last.strip()[:300], tail.count(b"\n", 0, cut) + steps[-1]
     return None
 
 
@@ -947,7 +957,14 @@ class Extractor:
         # a file's completion counts only from its last block read (a later block without one clears it), unless that
         # block is blank: a file's last line without its newline (a paste's trailing ">" or spaces) comes alone
         if not tail_bytes.isspace():  # type: ignore[union-attr]
-            _last_block_mark(obs.completed, src.path, completion_line(tail_bytes))  # type: ignore[arg-type]
+            mark = completion_mark(tail_bytes)  # type: ignore[arg-type]
+            _last_block_mark(obs.completed, src.path, mark[0] if mark else None)
+            if mark is None:
+                obs.completed_line.pop(src.path, None)
+            elif src.path in obs.completed:
+                # the mark's line in its file: the block's first line, the block's lines before its tail, the tail's
+                obs.completed_line[src.path] = (block.first_line + text.count("\n" if not asc else b"\n", 0,  # type: ignore[arg-type]
+                                                                     len(text) - len(tail)) + mark[1])
             end_bytes = tail_bytes[-COMPLETION_TAIL_BYTES:]  # type: ignore[index]
             bench = benchmark_line(end_bytes.decode("utf-8", "replace")) if b"Avg bus bandwidth" in end_bytes else None
             _last_block_mark(obs.benchmarks, src.path, bench)

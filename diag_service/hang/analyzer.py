@@ -349,9 +349,11 @@ def _explain(
              if placed else [f"Hung since snapshot {since}: {len(stuck)} of {n_ranks} rank(s) have not moved."])
     if majority is not None and majority.in_collective:
         site = majority.top_frames[1] if len(majority.top_frames) > 1 else majority.top_frames[0]
+        p2p = majority.collective in ("send", "recv", "isend", "irecv", "batch_isend_irecv")
         parts.append(
             f"{len(majority.ranks)} rank(s) wait in {majority.collective} at {site}; "
-            "a collective completes only when every rank joins it."
+            + ("a point-to-point call completes only when its peer posts the matching one." if p2p else
+               "a collective completes only when every rank joins it.")
         )
     if suspects:
         top = suspects[0]

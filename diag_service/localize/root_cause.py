@@ -965,9 +965,11 @@ def localize(
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                 common = _common_wait_site(wait_sites, world or ranks_seen)
             if common is not None:
-                # every rank waits in the same call of the same collective: none is late, none is elsewhere
-                category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.45
-                hang_findings.append(common)
+                # every rank waits in the same call of the same collective: none is late, none is elsewhere (the
+                # link); or in the same point-to-point call: a wait cycle of the job's own send/recv order
+                finding, category = common
+                responsible, confidence = DEFAULT_RESPONSIBLE[category], 0.45
+                hang_findings.append(finding)
             if mismatch:
                 # ranks that issued different collectives at the same point: the job's own code (the rule of
                 # MISMATCH_KINDS for stack dumps; PyTorch distributed docs, "Collective functions")
@@ -1154,6 +1156,10 @@ def localize(
             same = [hits_by_id[s] for s in e.signature_ids if s in hits_by_id]
             if e.role is EventRole.ROOT and not any(h.category == category and h.role is EventRole.ROOT for h in same):
                 e.role = EventRole.SYMPTOM
+    after = _failed_after_completion(events, benign, progress) if mode is FailureMode.FAIL_STOP else None
+    if after is not None:
+        summary = after + " " + summary
+        findings.append(after)
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     unique_evidence = list({(e.file, e.line, e.text): e for e in evidence}.values())
     return Localization(
@@ -1161,6 +1167,28 @@ def localize(
         summary=summary, evidence=unique_evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
         events=events[:200], findings=findings,
     )
+
+
+#: A failure written after the run's own report of completion (recovery rule ``failed_after_completion``).
+AFTER_COMPLETION_FINDING = (
+    "Training had completed before this failure ({mark!r} at {file}:{line}): it failed at shutdown, after its last "
+    "step, so the trained model and the checkpoints written before it stand; do not re-run the training.")
+
+
+def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int],
+                             progress: ProgressLog) -> str | None:
+    """:data:`AFTER_COMPLETION_FINDING` when every file that holds a failure event (an error, traceback, exit or
+    launcher report that is not a known-harmless line) holds the run's own report of completion
+    (``ProgressLog.completed_line``) and each such event first occurs after it, else None."""
+    marks = progress.completed_line
+    if not marks:
+        return None
+    kinds = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
+    failing = [e.first for e in events if e.kind in kinds and e.template_id not in benign]
+    if not failing or any(ev.file not in marks or ev.line <= marks[ev.file] for ev in failing):
+        return None
+    file = failing[0].file
+    return AFTER_COMPLETION_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
 
 
 #: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
@@ -1439,9 +1467,23 @@ COMMON_SITE_FINDING = (
     "between the hosts on the interface the job uses (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).")
 
 
-def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]], world: set[int]) -> str | None:
-    """The finding that every rank of the job times out in one and the same call of a collective, else None
-    (``sites``: :func:`_wait_sites`).
+#: torch.distributed's point-to-point calls (distributed_c10d.py): a rank blocked in one waits for one peer's matching
+#: call, not for a collective that every rank joins.
+P2P_CALLS = frozenset({"recv", "send", "irecv", "isend", "batch_isend_irecv", "recv_object_list", "send_object_list",
+                       "wait"})
+#: What :func:`_common_wait_site` finds when the shared call is point-to-point; ``{n}``, ``{op}``, ``{site}``.
+P2P_CYCLE_FINDING = (
+    "All {n} ranks of the job timed out in the same point-to-point {op}, called from the same place ({site}): each "
+    "waits for a peer that is itself waiting, so no matching call was ever posted (every rank receives before it "
+    "sends, or the ranks' send/recv order differs). A wait cycle in the job's own code, not the network; restarting "
+    "repeats it at the same step.")
+
+
+def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]],
+                      world: set[int]) -> tuple[str, Category] | None:
+    """``(finding, category)`` when every rank of the job times out in one and the same call, else None (``sites``:
+    :func:`_wait_sites`): ``network`` for a collective, ``user_code`` for a point-to-point call (:data:`P2P_CALLS`:
+    every rank blocked in the same recv or send waits for a peer that waits too, a cycle of the job's own order).
 
     Read from the tracebacks of a synchronous backend's transport timeouts (a ``peer_loss`` hang symptom whose
     report carries the rank's stack, such as gloo's "Timed out waiting ...ms for recv operation"; gloo runs the
@@ -1457,8 +1499,12 @@ def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]], worl
         return None
     if set(sites) != world or len(set(sites.values())) != 1:
         return None
-    (_site, call), = set(sites.values())
-    return None if call is None else COMMON_SITE_FINDING.format(n=len(world), site=call)
+    ((file, func), call), = set(sites.values())
+    if call is None:
+        return None
+    if file == "distributed_c10d.py" and func in P2P_CALLS:
+        return P2P_CYCLE_FINDING.format(n=len(world), op=func, site=call), Category.USER_CODE
+    return COMMON_SITE_FINDING.format(n=len(world), site=call), Category.NETWORK
 
 
 def _hang_source(hang: HangReport) -> str:

@@ -1,0 +1,54 @@
+"""Real runs of a new user's trial (trial 14: gloo/CPU DDP jobs), each the input of an answer the trial found wrong or
+misleading; the fixtures are the runs' bundles as the user handed them over (``tests/fixtures/trial14``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "trial14"
+
+
+def _diagnose(path: Path):
+    return diagnose(DiagnoseRequest(path=str(path), kb=False, llm=False))
+
+
+def test_every_rank_blocked_in_recv_from_the_other_is_the_jobs_wait_cycle_not_the_network(tmp_path: Path) -> None:
+    """r02: both ranks call dist.recv(src=peer) before their send at step 35; gloo times both out in recv. The
+    answer was "network, restart, cordon if it repeats" (the rule for every rank waiting in one collective). A
+    point-to-point recv is not a collective: every rank receiving from a peer that is itself receiving is a cycle
+    of the job's own send/recv order (user_code, L4), from the logs alone and with the py-spy dumps."""
+    d = _diagnose(FIX / "r02_sendrecv_deadlock")
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert "point-to-point recv" in d.root_cause.summary and "train_a.py:83" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FIX / "r02_sendrecv_deadlock" / "console.log", logs / "console.log")
+    d = _diagnose(logs)
+    assert d.category.value == "user_code", d.root_cause.summary
+
+
+def test_a_crash_at_shutdown_after_the_run_reported_completion_is_not_restarted(tmp_path: Path) -> None:
+    """r18: Lightning printed "`Trainer.fit` stopped: `max_epochs=2` reached.", then rank 1 aborted at exit
+    ("terminate called without an active exception", SIGABRT) and torchrun reported the job FAILED. The answer
+    was "restart from the last checkpoint" with 30 minutes of training assumed lost. The failure came after the
+    run's own report of completion: nothing to re-run (L0), the shutdown crash goes to the owner. With an error of
+    a rank's own written before the completion line, the failure is an ordinary one."""
+    d = _diagnose(FIX / "r18_completed_then_abort")
+    assert d.failure_mode.value == "fail_stop"
+    assert "Training had completed before this failure" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.rule_id == "failed_after_completion"
+    assert d.recovery.level.value == "L0"
+    text = (FIX / "r18_completed_then_abort" / "console.log").read_text()
+    mark = "`Trainer.fit` stopped: `max_epochs=2` reached.\n"
+    earlier = ("Traceback (most recent call last):\n  File \"/work/trial14_inputs/_scripts/train_d.py\", line 88, in "
+               "<module>\n    main()\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert mark in text
+    (tmp_path / "console.log").write_text(text.replace(mark, earlier + mark, 1))
+    d = _diagnose(tmp_path)
+    assert "Training had completed" not in d.root_cause.summary, d.root_cause.summary
+    assert d.recovery is None or d.recovery.rule_id != "failed_after_completion"
