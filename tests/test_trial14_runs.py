@@ -52,3 +52,15 @@ def test_a_crash_at_shutdown_after_the_run_reported_completion_is_not_restarted(
     d = _diagnose(tmp_path)
     assert "Training had completed" not in d.root_cause.summary, d.root_cause.summary
     assert d.recovery is None or d.recovery.rule_id != "failed_after_completion"
+
+
+def test_a_rank_that_returned_early_with_exit_0_is_named_not_the_peer_it_left_waiting() -> None:
+    """r03 (torchrun --log-dir, two ranks): rank 1 logs "reached max_steps for this shard (40), stopping" and exits 0
+    while rank 0 is in the next all-reduce; rank 0 gets "Connection closed by peer" and torchrun's report lists rank
+    0 alone. The answer named rank 0 (the victim), category unknown, restart once. In a job of two whose ranks'
+    own output are both in the logs, the one that reports no loss and no error is the rank its peer lost; the
+    report leaving it out means it exited 0: the job's code let it leave the loop early."""
+    d = _diagnose(FIX / "r03_early_return_logdir")
+    assert d.first_failing_rank == 1, d.root_cause.summary
+    assert d.category.value == "user_code"
+    assert "it ended with exit code 0 while its peers still waited on it" in d.root_cause.summary

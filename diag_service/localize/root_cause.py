@@ -594,18 +594,22 @@ def _sole_erring_rank(events: list[EventTemplate]) -> int | None:
     return rank
 
 
-def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) -> int | None:
+def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet,
+                 heard: frozenset[int] = frozenset()) -> int | None:
     """The one rank that says nothing while the other ranks report losing a peer, or None.
 
     The widest peer-loss report (``cascade: peer_loss`` signatures: closed connection, broken pipe,
     collective timeout; the earliest among equals) names every known rank but one, and that rank has no failure of its own
     (no signature hit other than peer-loss reports): a rank that vanished without a word (SIGKILL)
     is the one its peers lost. Later waves (a restarted group's rendezvous errors) do not count.
-    Global ranks are dense, so a gap below the highest rank seen is a rank. Needs two reporters.
+    Global ranks are dense, so a gap below the highest rank seen is a rank. Needs two reporters; in a job of two,
+    one, when both ranks' own output is in the logs (``heard``: ranks with progress lines of their own), so the
+    other's silence is not a file left out of the paste.
     """
     if ranks:
         ranks = set(range(max(ranks) + 1))
-    if len(ranks) < 3:
+    pair = len(ranks) == 2 and heard >= ranks
+    if len(ranks) < 3 and not pair:
         return None
 
     loss = [h for h in hits if _cascade(h, sigs) == "peer_loss" and h.ranks]
@@ -614,7 +618,7 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet) 
     # the widest report (earliest among equals): a restarted group's later wave names fewer ranks
     first = min(loss, key=lambda h: (-len(h.ranks), _ts_of(h) is None, _ts_of(h) or 0.0))
     quiet = ranks - set(first.ranks)
-    if len(quiet) != 1 or len(first.ranks) < 2:
+    if len(quiet) != 1 or len(first.ranks) < (1 if pair else 2):
         return None
     rank = next(iter(quiet))
     if any(rank in h.ranks for h in hits if _cascade(h, sigs) != "peer_loss" and h.role is EventRole.ROOT):
@@ -1111,7 +1115,12 @@ def localize(
             evidence = [e.first for e in ranked[:3]]
         if ranked:
             summary += " Most suspicious events: " + "; ".join(f"'{e.first.text[:160]}'" for e in ranked[:3]) + "."
-        silent = _silent_rank(hits, ranks_seen | world, sigs)
+        # ranks whose own output is in the logs: progress lines, or (one node: local ranks are global) a file of
+        # torchrun's --log-dir tree
+        heard = set(progress.rank_last_step)
+        if len(progress.source_nodes | nodes_seen) <= 1:
+            heard |= set(progress.launcher_local_ranks.values())
+        silent = _silent_rank(hits, ranks_seen | world, sigs, frozenset(heard))
         if silent is not None and first_rank is None:
             first_rank = silent
             if _left_cleanly(silent, groups, len(progress.launches)):
