@@ -3,6 +3,7 @@ misleading; the fixtures are the runs' bundles as the user handed them over (``t
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -64,3 +65,20 @@ def test_a_rank_that_returned_early_with_exit_0_is_named_not_the_peer_it_left_wa
     assert d.first_failing_rank == 1, d.root_cause.summary
     assert d.category.value == "user_code"
     assert "it ended with exit code 0 while its peers still waited on it" in d.root_cause.summary
+
+
+def test_save_lines_that_state_their_own_growing_durations_are_a_storage_slowdown(tmp_path: Path) -> None:
+    """r17 (torchrun --log-dir + --tee): rank 0's "saved checkpoint /tmp/t14_ckpt/step_000040.pt in 0.12s" grew to
+    7.68 s, 24 of the run's 28 s; its step lines' step_time leaves the save out, so the test that reads saves from the
+    step readings saw nothing and the run read "No failure". The durations the save lines state are compared with
+    each other; the same saves at a steady 0.12 s are no slowdown."""
+    d = _diagnose(FIX / "r17_slow_ckpt_writes_logdir")
+    assert d.failure_mode.value == "fail_slow", d.root_cause.summary
+    assert d.category.value == "storage"
+    assert "Checkpoint saves got slower" in d.root_cause.summary
+    steady = tmp_path / "steady"
+    shutil.copytree(FIX / "r17_slow_ckpt_writes_logdir", steady)
+    for f in steady.rglob("*.log"):
+        f.write_text(re.sub(r"(saved checkpoint \S+ in )[0-9.]+s", r"\g<1>0.12s", f.read_text()))
+    d = _diagnose(steady)
+    assert "Checkpoint saves got slower" not in d.root_cause.summary, d.root_cause.summary

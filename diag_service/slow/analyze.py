@@ -170,6 +170,8 @@ def analyze_slow(
             _log_stragglers(rep, det, feed.rank_batch, config)
         if feed.save_steps and not rep.stragglers:
             _checkpoint_slowdown(rep, batch, feed.save_steps)
+        if feed.save_durations and not rep.stragglers and rep.category is not Category.STORAGE:
+            _stated_save_slowdown(rep, batch, feed.save_durations)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -299,20 +301,11 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
     near = [plain[np.argsort(np.abs(plain - i), kind="stable")[:10]] for i in idx]
     ref = np.array([np.median(t[j]) for j in near])
     cost = (t[idx] - ref) * w[idx]  # seconds a save reading took beyond the steps around it
-    best = None
-    for spare in (0, 1):  # every later save above every earlier one; else all but one (a save before the change)
-        for k in range(CHECKPOINT_MIN_SAVES, idx.size - CHECKPOINT_MIN_SAVES + 1):
-            early, late = cost[:k], cost[k:]
-            if np.sort(late)[spare if late.size > 3 else 0] <= early.max():
-                continue
-            extra = float(np.median(late) - np.median(early))
-            if best is None or extra > best[1]:
-                best = (k, extra)
-        if best is not None:
-            break
-    if best is None:
+    found = _later_above(cost)  # every later save above every earlier one; else all but one (a save before the change)
+    if found is None:
         return
-    k, extra = best
+    k = found
+    extra = float(np.median(cost[k:]) - np.median(cost[:k]))
     first = idx[k]
     base = float(np.median(t[:first][~is_save[:first]]))
     if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * base * float(np.median(w[idx]))):
@@ -335,6 +328,67 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
             f"{float(np.median(cost[:k])):.3g}s for the {k} before), {factor:.2f}x the step time before "
             f"({base:.4g}s/step) on average since: writing the checkpoint got slower, which points at the checkpoint "
             "storage (its throughput or IOPS, a throttled or nearly full volume), not at the training steps.")
+    rep.summary = f"{said} {rep.summary}" if kept else said
+
+
+def _later_above(cost: np.ndarray) -> int | None:
+    """The split ``k`` of a series of save costs (at least :data:`CHECKPOINT_MIN_SAVES` on each side) where every later
+    cost but at most one is above every earlier one, with the largest rise of the median; None without one."""
+    best = None
+    for spare in (0, 1):
+        for k in range(CHECKPOINT_MIN_SAVES, cost.size - CHECKPOINT_MIN_SAVES + 1):
+            early, late = cost[:k], cost[k:]
+            if np.sort(late)[spare if late.size > 3 else 0] <= early.max():
+                continue
+            extra = float(np.median(late) - np.median(early))
+            if best is None or extra > best[1]:
+                best = (k, extra)
+        if best is not None:
+            return best[0]
+    return None
+
+
+def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[int, float], ...]) -> None:
+    """The same finding as :func:`_checkpoint_slowdown` from the durations the save lines state themselves (``saved
+    checkpoint ... in 0.12s``), for logs whose step times leave the save out: from some save on every save but one
+    takes longer than every save before, and the later saves' median is longer than the earlier ones' by at least
+    :data:`CHECKPOINT_MIN_EXTRA` of the training time between two saves (steps between saves x the median step time
+    before). Found: an episode from that save on, category storage; the time lost is the later saves' excess."""
+    if len(saves) < 2 * CHECKPOINT_MIN_SAVES or len(saves) > CHECKPOINT_MAX_SAVES or len(batch) < 10:
+        return
+    at = np.array([s for s, _ in saves], dtype=np.int64)
+    cost = np.array([c for _, c in saves], dtype=float)
+    k = _later_above(cost)
+    if k is None:
+        return
+    order = np.argsort(batch.step, kind="stable")
+    step, t = batch.step[order], batch.step_time[order]
+    before = t[step <= at[k - 1]]
+    gaps = np.diff(at)
+    if before.size == 0 or not np.any(gaps > 0):
+        return
+    base = float(np.median(before))
+    interval = float(np.median(gaps[gaps > 0])) * base  # training seconds between two saves
+    extra = float(np.median(cost[k:]) - np.median(cost[:k]))
+    if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * interval):
+        return
+    lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
+    train_s = float(np.sum(t[step > at[k - 1]] * batch.weight[order][step > at[k - 1]]))
+    factor = round((train_s + float(cost[k:].sum())) / train_s, 4) if train_s > 0 else 1.0
+    ep = SlowEpisode(start_step=int(at[k - 1]) + 1, end_step=None,
+                     detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
+                     steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
+                     ongoing=True, intermittent=True)
+    kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
+    rep.job_slowdown = [ep, *kept]
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.category = Category.STORAGE
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    said = (f"Checkpoint saves got slower from the save after step {int(at[k])} on: the save lines state "
+            f"{float(np.median(cost[k:])):.3g}s each for the {cost.size - k} since (median), {float(np.median(cost[:k])):.3g}s "
+            f"for the {k} before, against about {interval:.3g}s of training between two saves: writing the checkpoint "
+            "got slower, which points at the checkpoint storage (its throughput or IOPS, a throttled or nearly full "
+            "volume), not at the training steps.")
     rep.summary = f"{said} {rep.summary}" if kept else said
 
 

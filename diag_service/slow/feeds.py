@@ -200,6 +200,9 @@ class Feed:
     rank_batch: StepBatch | None = None
     #: for logs: the steps whose reading covers a checkpoint save (a save line before it in the same file)
     save_steps: frozenset[int] = frozenset()
+    #: for logs whose save lines state their own duration (``saved checkpoint ... in 0.12s``): (step of the reading
+    #: before the save, seconds), in log order, for the writer with the most of them
+    save_durations: tuple[tuple[int, float], ...] = ()
     #: for logs with ``rank_batch``: (rank, step) -> that rank's line, for lines whose data wait stands out
     rank_evidence: dict[tuple[int, int], Evidence] = field(default_factory=dict)
 

@@ -137,6 +137,11 @@ SAVE_LINE = re.compile(
     r"(?i)\b(?:sav(?:e|ed|ing)|wrote|writing)\b[^\n]{0,60}?(?:checkpoint|ckpt|\.pth?\b|\.safetensors\b|\bmodel to\b"
     r"|\bstate to\b)|\bcheckpoint\b[^\n]{0,40}?\b(?:saved|written)\b"
 )
+#: The duration a save line states for itself (``saved checkpoint ckpt/step_40.pt in 0.12s``, ``checkpoint saved
+#: (took 3.2 s)``, ``Saving ... done in 850 ms``): seconds or milliseconds after ``in``/``took``/``after``, or in brackets.
+SAVE_DURATION = re.compile(
+    r"(?:\b(?:in|took|taking|after)\s+|\(\s*)([0-9]+(?:\.[0-9]+)?)\s*(ms|s|secs?|seconds)\b"
+)
 TQDM = re.compile(
     r"(?:(?i:epoch) (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -176,6 +181,9 @@ class _State:
     thr: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
     #: files with a checkpoint save line not yet followed by a step reading
     pending_save: set[str] = field(default_factory=set)
+    #: per writer (file, rank): the durations its save lines state, with the step of the writer's file's last
+    #: reading before each: (step, seconds)
+    save_durations: dict[tuple[str, int], list[tuple[int, float]]] = field(default_factory=dict)
 
 
 #: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
@@ -214,6 +222,16 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if ("av" in raw or "rit" in raw or "heckpoint" in raw) and SAVE_LINE.search(raw) and "oad" not in raw:
         st.pending_save.add(path)
+        d = SAVE_DURATION.search(raw)
+        if d is not None:
+            sec = float(d.group(1)) / (1000.0 if d.group(2) == "ms" else 1.0)
+            r = rank if rank is not None else -1
+            sr = SCRIPT_RANK.search(raw) if "ank" in raw else None
+            if sr is not None:
+                r = int(sr.group(1))
+            last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
+            if math.isfinite(sec) and last is not None:
+                st.save_durations.setdefault((path, r), []).append((last, sec))
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
             or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
             or "ups=" in raw):
@@ -674,7 +692,9 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                       records=n, bad_records=st.bad, warnings=warnings)
     saves = frozenset(p.step for p in st.points if p.save) if not merged else frozenset()
     rank_batch = _rank_phases(st.points)
+    stated = max(st.save_durations.values(), key=len) if st.save_durations and not merged else []
     return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=rank_batch, save_steps=saves,
+                save_durations=tuple(stated),
                 rank_evidence=_waiting_lines(st.points) if rank_batch is not None else {})
 
 
