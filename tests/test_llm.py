@@ -914,3 +914,17 @@ def test_a_sentence_placing_a_rank_on_another_ranks_node_is_dropped() -> None:
         "Rank 2 on node node1 failed first with a bad shard header [E1].")})), pack)
     assert wrong.text == "Rank 2 on node node1 failed first with a bad shard header [E1]."
     assert wrong.dropped[0].startswith("rank 2 is not on node0 in the evidence")
+
+
+def test_the_fallback_summary_cuts_a_long_finding_between_words() -> None:
+    """Trial 14 (r02): the written-from-evidence summary ended "... at main (train_a.py:83); a colle [ [E2]." -- the
+    stack finding cut inside a word and its "..." stripped as if it were a full stop."""
+    from diag_service.llm.fallback import _excerpt
+
+    finding = ("The logs (collective timeouts, or no progress long before the job was stopped) or the Flight Recorder "
+               "show the hang; 2 stack snapshot(s) place its 2 rank(s). 2 rank(s) wait in recv at main "
+               "(train_a.py:83); a point-to-point call completes only when its peer posts the matching one.")
+    out = _excerpt(finding, 220)
+    assert out.endswith("...") and len(out) <= 220
+    kept = out[:-3]
+    assert finding.startswith(kept) and finding[len(kept)] in " ,;:(["

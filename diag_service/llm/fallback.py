@@ -16,8 +16,16 @@ _EXCERPT = 140
 
 
 def _excerpt(text: str, n: int = _EXCERPT) -> str:
+    """``text`` up to ``n`` characters, cut at a word boundary (not inside a word) and marked with "...";
+    a trailing full stop is left off."""
     text = text.strip().rstrip(".")
-    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+    if len(text) <= n:
+        return text
+    cut = text[: n - 3]
+    space = cut.rfind(" ")
+    if space >= n // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:([") + "..."
 
 
 def _first(pack: EvidencePack, kind: str) -> PackItem | None:
@@ -68,7 +76,7 @@ def fallback_summary(pack: EvidencePack) -> tuple[str, list[str]]:
         mode, cat = str(f.get("failure_mode")), str(f.get("category"))
         return (f"No failure evidence was found ({MODE_WORDS.get(mode, mode.replace('_', ' '))}; cause: "
                 f"{CATEGORY_WORDS.get(cat, cat.replace('_', ' '))}).", [])
-    text = " ".join(f"{s.rstrip('.')} [{', '.join(c)}]." for s, c in sentences[:3])
+    text = " ".join(f"{s if s.endswith('...') else s.rstrip('.')} [{', '.join(c)}]." for s, c in sentences[:3])
     cites: list[str] = []
     for _, c in sentences[:3]:
         cites.extend(x for x in c if x not in cites)
