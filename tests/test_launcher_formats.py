@@ -581,7 +581,24 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     ("KeyError: 'LOCAL_RANK'", "launcher_env_var_missing", "config"),
     # cudaErrorNvlinkUncorrectable (CUDA runtime error 220)
     ("RuntimeError: CUDA error: an uncorrectable NVLink error was detected during the execution",
-     "nvlink_uncorrectable", "gpu_hardware"),
+     "cuda_nvlink_uncorrectable", "gpu_hardware"),
+    # CPython's faulthandler naming the signal
+    ("Fatal Python error: Bus error", "sigbus_shm", "storage"),
+    # Triton's launcher out of device memory
+    ("RuntimeError: Triton Error [CUDA]: out of memory", "cuda_oom", "gpu_oom"),
+    # Lightning's wording of DDP's unused-parameter error
+    ("RuntimeError: It looks like your LightningModule has parameters that were not used in producing the loss "
+     "returned by training_step.", "ddp_unused_parameters", "user_code"),
+    # an object store's endpoint timing out, and a FUSE mount whose daemon died
+    ("urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='s3.amazonaws.com', port=443): Read timed out. "
+     "(read timeout=60)", "object_store_unavailable", "storage"),
+    ("OSError: [Errno 107] Transport endpoint is not connected: '/mnt/s3/ckpt/step_100'", "checkpoint_io_error",
+     "storage"),
+    # NCCL's IB transport: the peer sent another size than this rank posted
+    ("gpu-node-001:1:2 [0] NCCL WARN NET/IB : req 7/1 tag 7 peer 10.0.0.2<49732> collective mismatch error, local size "
+     "1048576 remote size 524288", "gloo_collective_size_mismatch", "user_code"),
+    # Slurm's munge credential expired: the nodes' clocks disagree
+    ("slurmstepd: error: Munge decode failed: Expired credential", "slurm_munge_credential_expired", "infrastructure"),
     # XLA's compile-time HBM check on a TPU
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
      "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
