@@ -592,7 +592,7 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     # an object store's endpoint timing out, and a FUSE mount whose daemon died
     ("urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='s3.amazonaws.com', port=443): Read timed out. "
      "(read timeout=60)", "object_store_unavailable", "storage"),
-    ("OSError: [Errno 107] Transport endpoint is not connected: '/mnt/s3/ckpt/step_100'", "checkpoint_io_error",
+    ("OSError: [Errno 121] Remote I/O error: '/mnt/lustre/ckpt/step_100/model.pt'", "checkpoint_io_error",
      "storage"),
     # NCCL's IB transport: the peer sent another size than this rank posted
     ("gpu-node-001:1:2 [0] NCCL WARN NET/IB : req 7/1 tag 7 peer 10.0.0.2<49732> collective mismatch error, local size "
