@@ -599,6 +599,21 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
      "1048576 remote size 524288", "gloo_collective_size_mismatch", "user_code"),
     # Slurm's munge credential expired: the nodes' clocks disagree
     ("slurmstepd: error: Munge decode failed: Expired credential", "slurm_munge_credential_expired", "infrastructure"),
+    # transformers' TrainingArguments refusing bf16 on the node it landed on
+    ("ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+     "hf_trainer_precision_unsupported", "config"),
+    # Gaudi's bridge out of device memory, amdgpu resetting a GPU, row remapping that failed, DCGM's Xid
+    ("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::1073741824 (1024)MB",
+     "gaudi_device_memory_exhausted", "gpu_oom"),
+    ("[ 1234.5678] amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!", "amdgpu_gpu_reset", "gpu_hardware"),
+    ("Row remapping failure occurred on GPU 0000:3B:00.0", "gpu_row_remap_failure", "gpu_hardware"),
+    ("dcgmi: ERROR: XID 79 detected on GPU 3", "xid", "gpu_hardware"),
+    # EFA's ENOMEM is the locked-memory limit, not the host's memory
+    ("libfabric:12345:1700000000::efa:cq:efa_rdm_pke_handle_send_error():400<warn> err: 12, message: Cannot allocate "
+     "memory (12)", "efa_memory_registration_failed", "config"),
+    # NCCL 2.19's socket wording, and its topology error quoted as the Last error
+    ("Last error: Net : Connect to 10.0.0.2<51234> failed : Connection refused", "nle_socket_connect_failed",
+     "network"),
     # XLA's compile-time HBM check on a TPU
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
      "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
