@@ -2976,3 +2976,150 @@ SCENARIOS += [
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_relevance.py",
              action=("ss_kill", 0, "[RANK 0] step 400/")),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 18 (ids b18_*): who-did-what failures (point-to-point order, a rank leaving early, uneven data, rank-0-only
+# collectives, a rank blocked outside torch, a crash after training) and a few usual kinds in new shapes; recorded
+# with ZOO_CGROUP_TAG=h95 ZOO_PORT_OFFSET=400 (other recorders share the host)
+# an on-call engineer's three `py-spy dump`s of every rank, 4 s apart, `delay` s after the trigger line
+PYSPY18 = r"""sleep @DELAY@
+for s in 1 2 3; do
+  mkdir -p dumps/snap$s
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'ZOO_RUN=@RUN@' || continue
+    grep -q @SCRIPT@ $p/cmdline 2>/dev/null || continue
+    r=$(tr '\0' '\n' < $p/environ 2>/dev/null | sed -n 's/^RANK=//p')
+    [ -n "$r" ] || continue
+    pp=$(awk '{print $4}' $p/stat)
+    tr '\0' '\n' < /proc/$pp/environ 2>/dev/null | grep -qx "RANK=$r" && continue
+    /work/main/.venv/bin/py-spy dump --pid $pid > dumps/snap$s/rank-$r.txt 2>&1
+  done
+  [ $s -lt 3 ] && sleep 4
+done
+true"""
+
+
+def _pyspy18(run: str, script: str, delay: float) -> str:
+    return PYSPY18.replace("@RUN@", run).replace("@SCRIPT@", script).replace("@DELAY@", str(delay))
+
+
+# each rank's slice of the impression log (the slices are cut by day: rank 1's day had 3x the traffic)
+IMPRESSIONS18 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+for r, n in ((0, 40000), (1, 120000)):
+    rng = random.Random(r)
+    with open(f"data/impressions-{r}.jsonl", "w") as f:
+        for _ in range(n):
+            ids = [rng.randrange(20000) for _ in range(12)]
+            f.write(json.dumps({"ids": ids, "click": int(ids[0] % 7 == 0)}) + "\n")
+EOF2"""
+# two pre-split parts of hashed review features; part 0 has 1900 rows, part 1 2000 (the split job balanced by bytes)
+REVIEW_PARTS18 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+for k, n in ((0, 1900), (1, 2000)):
+    rng = random.Random(k)
+    with open(f"data/train-part-{k}.jsonl", "w") as f:
+        for _ in range(n):
+            f.write(json.dumps({"h": [rng.randrange(65536) for _ in range(48)], "votes": rng.random() * 5}) + "\n")
+EOF2"""
+# two held-out files for the validation split (the job runs on 3 ranks)
+VAL_FILES18 = r"""mkdir -p data/val && python - <<'EOF2'
+import random
+rng = random.Random(1)
+for k in range(2):
+    with open(f"data/val/heldout-{k:02d}.py.txt", "w") as f:
+        for _ in range(4000):
+            f.write("    " + " ".join(rng.choice(["x", "=", "self.", "return", "(", ")", "for", "in"]) for _ in range(8)) + "\n")
+EOF2"""
+# last quarter's encoder in the legacy export format (compressed npz, ~30 MB)
+LEGACY18 = r"""mkdir -p legacy && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+np.savez_compressed("legacy/encoder_2026q3.npz", **{
+    "0__weight": rng.standard_normal((30000, 256), dtype=np.float32),
+    "1__weight": rng.standard_normal((256, 1024), dtype=np.float32), "1__bias": np.zeros(1024, np.float32),
+    "3__weight": rng.standard_normal((1024, 256), dtype=np.float32), "3__bias": np.zeros(256, np.float32)})
+EOF2"""
+# three monthly exports; one row of the October export has churned = "N/A" (a join that found no CRM record)
+ACCOUNTS18 = r"""mkdir -p exports && python - <<'EOF2'
+import json, random
+for k, m in enumerate(["2026-08", "2026-09", "2026-10"]):
+    rng = random.Random(k)
+    with open(f"exports/accounts-{m}.jsonl", "w") as f:
+        for i in range(6000):
+            r = {"account": f"A{k}{i:06d}", "logins_30d": rng.randint(0, 90), "tickets_30d": rng.randint(0, 6),
+                 "spend_30d": round(rng.random() * 900, 2), "tenure_m": rng.randint(1, 80), "seats": rng.randint(1, 40),
+                 "churned": int(rng.random() < 0.1)}
+            if m == "2026-10" and i == 4321:
+                r["churned"] = "N/A"
+            f.write(json.dumps(r) + "\n")
+EOF2"""
+# the team's trainlib: the current one in the project, an old copy (0.3, before WarmupCosine) in the shared home
+TRAINLIB18 = r"""mkdir -p tools && mv train_kws.py tools/ && python - <<'EOF2'
+import os
+cur, old = "trainlib", "nfs-home/src/trainlib"
+for d in (cur, old):
+    os.makedirs(d, exist_ok=True)
+    open(f"{d}/__init__.py", "w").close()
+    open(f"{d}/metrics.py", "w").write(
+        "class RunningMean:\n    def __init__(self, m=0.98):\n        self.m, self.value = m, None\n\n"
+        "    def update(self, x):\n        self.value = x if self.value is None else self.m * self.value + (1 - self.m) * x\n")
+open(f"{cur}/sched.py", "w").write(
+    "import math\n\nfrom torch.optim.lr_scheduler import LambdaLR\n\n\nclass WarmupCosine(LambdaLR):\n"
+    "    def __init__(self, opt, warmup, total):\n"
+    "        super().__init__(opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * "
+    "(1 + math.cos(math.pi * min(s, total) / total)))\n")
+open(f"{old}/sched.py", "w").write(
+    "from torch.optim.lr_scheduler import LambdaLR\n\n\nclass LinearWarmup(LambdaLR):\n"
+    "    def __init__(self, opt, warmup):\n        super().__init__(opt, lambda s: min(1.0, (s + 1) / warmup))\n")
+EOF2"""
+TOXIC_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id toxic-bert-0611 train_toxic.py")
+SCENARIOS += [
+    # rank 0's 1F1B warm-up count is computed from its own stage index (0) instead of num_stages - stage - 1:
+    # both stages block in recv at the first training step; three py-spy dumps of both ranks
+    Scenario("b18_hang_p2p_1f1b_warmup_tee", "train_pp.py", f"{TR} 2 --tee 3 --master-port {{port}} train_pp.py",
+             action=("shell", "initial val loss", _pyspy18("b18_hang_p2p_1f1b_warmup_tee", "train_pp.py", 3))),
+    # the operator touches STOP mid-run; each rank checks it on its own 5 s clock
+    Scenario("b18_uc_stopfile_exit0_json_r0", "train_ctr.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 "
+             "train_ctr.py", setup=IMPRESSIONS18, action=("shell", '"step": 600,', "touch STOP")),
+    Scenario("b18_hang_uneven_parts_accel_r0", "train_helpful.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_helpful.py",
+             setup=REVIEW_PARTS18),
+    Scenario("b18_hang_rank0_barrier_branch_spawn", "train_forecast.py",
+             "python train_forecast.py --nprocs 2 --port {port}"),
+    Scenario("b18_uc_ray_rank0_samples_r0", "train_intent.py", "python train_intent.py"),
+    Scenario("b18_uc_bincount_allreduce_logdir_r2", "train_landcover.py",
+             f"{TR} 3 --master-port {{port}} --log-dir logs train_landcover.py"),
+    # the job's stdin is a pipe nobody writes (the batch wrapper keeps it open); three py-spy dumps of every rank
+    Scenario("b18_hang_wc_stdin_val_r2", "train_codelm.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} train_codelm.py",
+             setup=VAL_FILES18, stdin_open=True,
+             action=("shell", "[rank0] step 200/400", _pyspy18("b18_hang_wc_stdin_val_r2", "train_codelm.py", 3))),
+    Scenario("b18_uc_barrier_after_destroy_exit", "train_tagger.py",
+             f"{TR} 2 --master-port {{port}} train_tagger.py"),
+    Scenario("b18_uc_init_ckpt_race_accel", "finetune_cls.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} finetune_cls.py",
+             setup=LEGACY18),
+    # rank 1's container has 700 MiB; the bigram table of a 1.5M-line shard needs more
+    Scenario("b18_oom_ngram_vocab_spawn_r1", "build_and_train.py", "python build_and_train.py --port {port}",
+             action=("cgroup", 1, 700)),
+    # node 1's worker SIGKILLed from outside at epoch 0.64 (after the step-100 checkpoint); the job template sets
+    # OMP_NUM_THREADS=1 (one process per node: torchrun leaves it unset)
+    Scenario("b18_inf_sigkill_node1_trainer_c10d", "train_toxic.py", TOXIC_2N, cmd2=TOXIC_2N,
+             env={"OMP_NUM_THREADS": "1"}, action=("kill", 1, signal.SIGKILL, "'epoch': '0.64'")),
+    # the checkpoint volume has 40 MiB; each full checkpoint is ~19 MB
+    Scenario("b18_st_enospc_rank0_save_logdir_r0", "train_recsys.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_recsys.py",
+             setup="mkdir -p checkpoints && mount -t tmpfs -o size=40m tmpfs checkpoints && mkdir -p checkpoints/recsys",
+             teardown="umount checkpoints; true"),
+    Scenario("b18_data_label_na_redirects_r2", "train_churn.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --redirects 3 "
+             "train_churn.py", setup=ACCOUNTS18),
+    # the job template exports PYTHONPATH to an old trainlib checkout in the shared home
+    Scenario("b18_cfg_pythonpath_old_lib", "train_kws.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} tools/train_kws.py",
+             setup=TRAINLIB18, env={"PYTHONPATH": "/tmp/zoo/b18_cfg_pythonpath_old_lib/nfs-home/src"}),
+]
