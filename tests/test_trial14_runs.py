@@ -82,3 +82,16 @@ def test_save_lines_that_state_their_own_growing_durations_are_a_storage_slowdow
         f.write_text(re.sub(r"(saved checkpoint \S+ in )[0-9.]+s", r"\g<1>0.12s", f.read_text()))
     d = _diagnose(steady)
     assert "Checkpoint saves got slower" not in d.root_cause.summary, d.root_cause.summary
+
+
+def test_two_ranks_waiting_in_different_collectives_are_the_jobs_path_not_an_absent_rank() -> None:
+    """Zoo dev run b18_hang_uneven_parts_accel_r0 (recorded blind after trial 14's r06): rank 0's data ran out and it
+    waits in an end-of-epoch barrier; rank 1 is still in backward's all-reduce. Only rank 0 timed out, so the
+    two-rank rule said "rank 1 never entered it", but rank 1's own "Connection closed by peer" was raised inside
+    the all-reduce: both waited, in different collectives. The job's code took a rank-dependent path (user_code);
+    which rank left the common path is not in the reports (zoo dev b7_hang_data_skip_r0 is the other direction)."""
+    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b18_hang_uneven_parts_accel_r0"
+    d = _diagnose(run)
+    assert d.failure_mode.value == "fail_hang" and d.category.value == "user_code", d.root_cause.summary
+    assert "never entered" not in d.root_cause.summary
+    assert "wait in different collectives" in d.root_cause.summary and d.first_failing_rank is None

@@ -957,9 +957,19 @@ def localize(
             wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
-                if not hang_suspects:
+                if len(hang_suspects) == 1 and why is not None and why.startswith("Of the job's two ranks only"):
+                    # the rank that did not time out may have been waiting too, in another collective: its report of
+                    # the lost peer (raised where it waited) says where
+                    pair = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs,
+                                       any_mode=True)
+                    if len(pair) == 2 and len(set(pair.values())) == 2:
+                        hang_suspects, why = _pair_wait_sites(pair)
+                        mismatch = True
+                if not hang_suspects and not mismatch:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
-                    hang_suspects, why = _odd_wait_site(wait_sites)
+                    hang_suspects, why = (_pair_wait_sites(wait_sites)
+                                          if len(wait_sites) == 2 and len(set(wait_sites.values())) == 2
+                                          else _odd_wait_site(wait_sites))
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
@@ -1412,14 +1422,15 @@ _FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line (?P<line>\d+), in 
 
 
 def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
-                sigs: SignatureSet | None) -> dict[int, tuple[tuple[str, str], str | None]]:
+                sigs: SignatureSet | None, any_mode: bool = False) -> dict[int, tuple[tuple[str, str], str | None]]:
     """Per rank, where its collective timeout waited: ``{rank: ((file name, function), call)}`` from the traceback of
     its first ``peer_loss`` hang symptom (gloo's "Timed out waiting ...ms for recv operation"); the site is the
     innermost frame, ``call`` the innermost frame of the job's own code as ``file:line`` (None without one). Ranks
-    whose report carries no frame are left out."""
+    whose report carries no frame are left out. ``any_mode``: also a lost peer's report that ends the rank (gloo's
+    "Connection closed by peer" raised where the rank waited), not only a timeout."""
     found: dict[int, tuple[tuple[str, str], str | None]] = {}
     for h in symptoms:
-        if h.failure_mode is not FailureMode.FAIL_HANG or _cascade(h, sigs) != "peer_loss":
+        if (h.failure_mode is not FailureMode.FAIL_HANG and not any_mode) or _cascade(h, sigs) != "peer_loss":
             continue
         for tid in h.template_ids:
             for g in by_tid.get(tid, []):
@@ -1431,6 +1442,19 @@ def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGro
                     call = f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}" if own else None
                     found[rank] = ((frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func")), call)
     return found
+
+
+def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str]:
+    """Two ranks that both wait, in different collectives (``sites``: :func:`_wait_sites`): the job's code took a
+    rank-dependent path around a collective (every rank must call the same collectives in the same order, PyTorch
+    distributed docs). Which of the two left the common path is not in the sites: a rank whose data ran out waits in
+    an end-of-epoch barrier while its peer is still in the step's gradient all-reduce, but a rank that skipped a step
+    (an empty batch it ``continue``d past) is the one in the all-reduce, ahead of its peer (zoo dev ``b7_hang_data_skip_r0``
+    and ``b18_hang_uneven_parts_accel_r0``: one of each). No rank is named."""
+    (ra, (sa, ca)), (rb, (sb, cb)) = sorted(sites.items())
+    return [], (f"The job's two ranks wait in different collectives (rank {ra} in {sa[1]} ({ca or sa[0]}); rank {rb} in "
+                f"{sb[1]} ({cb or sb[0]})), each for the other: the job's code took a different path on each around a "
+                "collective; which rank left the common path is not in these reports (compare their last logged steps).")
 
 
 def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str | None]:
