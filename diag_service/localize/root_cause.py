@@ -1041,6 +1041,13 @@ def localize(
                 f"Throughput collapsed about {slow.factor:.0f}x before the job ended ({slow.baseline_s:.2f} s/step "
                 f"normally, {slow.last_s:.2f} s/step at the end, from {slow.stream}); the cause is not in the logs."
             )
+            if progress.completed and not _own_errors(groups, nccl=False, benign=benign):
+                # the run then reported its own completion (trial 15's r08: both ranks' "training complete: 150
+                # steps" in torchrun's --log-dir files): nothing to restart (the policy's slow_after_completion)
+                path, line = next(iter(progress.completed.items()))
+                summary += (f" The run then reported its own completion ({line!r} in {path}): there is no job to "
+                            "restart; deal with the slowdown before its next run.")
+                findings.append(COMPLETED_SLOW_FINDING)
             for g in groups:
                 if g.first is not None and g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION, EventKind.NCCL):
                     evidence.append(_evidence(g.first))

@@ -1,0 +1,53 @@
+"""Real runs of a new user's trial (trial 15: gloo/CPU DDP jobs), each the input of an answer the trial found
+misleading or partly right; the fixtures are the runs' bundles as the user handed them over
+(``tests/fixtures/trial15``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "trial15"
+
+
+def _diagnose(path: Path):
+    return diagnose(DiagnoseRequest(path=str(path), kb=False, llm=False))
+
+
+def test_a_slowdown_at_the_end_of_a_run_that_reported_completion_is_not_restarted() -> None:
+    """r08 (torchrun --log-dir): both ranks' stderr.log end with "training complete: 150 steps", after evaluation
+    passes that grew from 0.02 s to 0.28 s. The step-time collapse at the end read as a failed job: "restart from
+    the last checkpoint" (L2). The run finished: the slowdown is for its next run (slow_after_completion, L0)."""
+    d = _diagnose(FIX / "r08_completed_eval_slow")
+    assert d.failure_mode.value == "fail_slow", d.root_cause.summary
+    assert "reported its own completion" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.rule_id == "slow_after_completion" and d.recovery.level.value == "L0"
+
+
+def test_a_store_address_where_another_service_answers_is_the_launch_configuration() -> None:
+    """r03: MASTER_ADDR/MASTER_PORT point at a host where an HTTP server listens; TCPStore's validation ping gets
+    "Expected: 15622, Got: 1347703880" (the bytes of "HTTP"). It read "no known signature", unknown."""
+    d = _diagnose(FIX / "r03_master_addr_wrong_service")
+    assert d.category.value == "config", d.root_cause.summary
+    assert d.signature_hits[0].signature_id == "c10d_store_wrong_endpoint"
+    assert "MASTER_ADDR or MASTER_PORT" in d.root_cause.summary
+
+
+def test_a_refused_upload_to_an_http_store_is_not_a_peer_ranks_connection() -> None:
+    """r11: after training, rank 0's upload of the final checkpoint to an artifact store gets urllib's
+    "<urlopen error [Errno 111] Connection refused>"; the answer said "a TCP connection to a peer rank or the store
+    was reset" (and matched network incidents). An HTTP service the job calls, not a rank."""
+    d = _diagnose(FIX / "r11_upload_refused_after_training")
+    assert d.signature_hits[0].signature_id == "http_endpoint_refused", [h.signature_id for h in d.signature_hits]
+    assert d.category.value == "infrastructure"
+    assert "Not a connection between ranks" in d.root_cause.summary
+
+
+def test_a_process_that_cannot_start_threads_is_named_as_such() -> None:
+    """r22: rank 1's DataLoader workers and threads hit the container's pids limit ("RuntimeError: can't start new
+    thread" three times). It had answered with a peer's connection reset as the suspect. The limit is named; the
+    category stays unknown (a node's limit or the job's thread leak: dev n36c-009's thread does not settle it)."""
+    d = _diagnose(FIX / "r22_pids_limit")
+    assert d.signature_hits[0].signature_id == "thread_start_failed", [h.signature_id for h in d.signature_hits]
+    assert "pids" in d.root_cause.summary and d.first_failing_rank == 1
