@@ -51,3 +51,12 @@ def test_a_process_that_cannot_start_threads_is_named_as_such() -> None:
     d = _diagnose(FIX / "r22_pids_limit")
     assert d.signature_hits[0].signature_id == "thread_start_failed", [h.signature_id for h in d.signature_hits]
     assert "pids" in d.root_cause.summary and d.first_failing_rank == 1
+
+
+def test_a_node_preempted_is_not_given_the_rank_of_the_peer_that_noticed() -> None:
+    """r17 (two torchrun agents, one console per node): node1's agent gets SIGTERM ("Received 15 death signal"),
+    and rank 0 on node0 then reports "Connection closed by peer". The answer said "on rank 0 on node node1": the one
+    rank with an error of its own was rank 0, whose error is the lost peer. The node is named, no rank."""
+    d = _diagnose(FIX / "r17_node1_agent_sigterm")
+    assert d.category.value == "infrastructure", d.root_cause.summary
+    assert d.faulty_nodes == ["node1"] and d.first_failing_rank != 0

@@ -567,19 +567,22 @@ def _training_output(groups: list[TemplateGroup], progress: ProgressLog, ranks_s
                 or progress.trained or progress.world_size or any(g.kind is EventKind.NCCL for g in groups))
 
 
-def _sole_erring_rank(events: list[EventTemplate]) -> int | None:
+def _sole_erring_rank(events: list[EventTemplate], lost_peer: frozenset[int] = frozenset()) -> int | None:
     """The one rank that wrote an error of its own (traceback, exception, NCCL error, error line) when no
     other rank did, or None.
 
     Events judged symptoms of another rank's failure (a lost peer, a watchdog timeout) or launcher
     summaries do not count, and a rank that also reported losing or waiting for a peer is not named: it
     noticed a failure elsewhere. Used when no signature named the rank, e.g. a pasted console where one
-    rank's traceback carries a ``[rankN]:`` or Open MPI ``[1,N]<stderr>:`` prefix.
+    rank's traceback carries a ``[rankN]:`` or Open MPI ``[1,N]<stderr>:`` prefix. ``lost_peer``: template ids of
+    lost-peer reports (``cascade: peer_loss`` signatures, whatever their role), not counted either.
     """
     ranks: set[int] = set()
     for e in events:
         if e.kind is EventKind.NCCL and " NCCL WARN " not in e.first.text:
             continue  # NCCL INFO lines (and garbled interleavings of them) are not errors
+        if e.template_id in lost_peer:
+            continue  # a lost peer's report (cascade peer_loss): the noticing rank's, not its own failure
         if e.kind in _OWN_ERROR_KINDS and e.role not in (EventRole.SYMPTOM, EventRole.SUMMARY):
             if e.n_ranks > 1:
                 return None
@@ -815,7 +818,10 @@ def localize(
                        and (ev.kind is EventKind.EXIT or progress.launcher_local_ranks.get(ev.path) == ev.local_rank)}
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
-            first_rank = _sole_erring_rank(events)
+            # a cause on no rank's line (an agent signalled on node1): the one rank that reported losing its peer
+            # noticed it, it did not fail first (trial 15's r17 named rank 0 of node0 for node1's preemption)
+            first_rank = _sole_erring_rank(events, frozenset(
+                tid for h in hits if _cascade(h, sigs) == "peer_loss" for tid in h.template_ids))
         if first_rank is None and not primary.ranks:
             raisers = {r for h in hits if h.signature_id in RAISER_SUMMARIES for r in h.ranks}
             first_rank = next(iter(raisers)) if len(raisers) == 1 else None
