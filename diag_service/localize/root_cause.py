@@ -1141,7 +1141,7 @@ def localize(
         # ranks whose own output is in the logs: progress lines, or (one node: local ranks are global) a file of
         # torchrun's --log-dir tree
         heard = set(progress.rank_last_step)
-        if len(progress.source_nodes | nodes_seen) <= 1:
+        if len(progress.source_nodes) <= 1:  # the files' own nodes (a host named on a pasted NCCL line is no agent)
             heard |= set(progress.launcher_local_ranks.values())
         silent = _silent_rank(hits, ranks_seen | world, sigs, frozenset(heard))
         if silent is not None and first_rank is None:
