@@ -614,6 +614,19 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     # NCCL 2.19's socket wording, and its topology error quoted as the Last error
     ("Last error: Net : Connect to 10.0.0.2<51234> failed : Connection refused", "nle_socket_connect_failed",
      "network"),
+    # the kernel's hung-task detector, a NIC's link down, the container runtime without loop devices
+    ("INFO: task python:12345 blocked for more than 120 seconds.", "kernel_hung_task", "infrastructure"),
+    ("mlx5_core 0000:17:00.0: Port module event: module 0, Cable unplugged", "nic_link_down", "network"),
+    ("FATAL:   container creation failed: mount /proc/self/fd/3->/var/lib/singularity/mnt/session/rootfs error: "
+     "while mounting image /proc/self/fd/3: failed to find loop device: could not attach image file to loop device: "
+     "no loop devices available", "singularity_no_loop_device", "infrastructure"),
+    # Megatron's sequence parallelism without CUDA_DEVICE_MAX_CONNECTIONS=1; torchrun's --nproc-per-node values
+    ("RuntimeError: Using sequence parallelism requires setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS "
+     "to 1", "launch_env_requirement_unmet", "config"),
+    ("ValueError: Unsupported nproc_per_node value: ''", "launch_env_requirement_unmet", "config"),
+    # the kubelet's events: a node NotReady, a pod sandbox that could not be created
+    ("  Warning  NodeNotReady  pod/trainer-worker-1  Node is not ready", "k8s_node_or_sandbox_failure",
+     "infrastructure"),
     # XLA's compile-time HBM check on a TPU
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
      "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
