@@ -318,16 +318,22 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
     ep = SlowEpisode(start_step=int(step[idx[k - 1]]) + 1, end_step=None,
                      detected_at_step=int(step[idx[min(k + CHECKPOINT_MIN_SAVES - 1, idx.size - 1)]]), steps=int(ww),
                      slowdown_factor=factor, time_lost_s=round(lost, 6), ongoing=True, intermittent=True)
-    kept = [e for e in rep.job_slowdown if e.slowdown_factor > factor]  # a larger slowdown of its own stays
+    _lead_with_saves(rep, ep, (
+        f"Checkpoint saves got slower from the save at step {int(step[first])} on: each of the {idx.size - k} "
+        f"since costs about {float(np.median(cost[k:])):.3g}s beyond the steps around it (about "
+        f"{float(np.median(cost[:k])):.3g}s for the {k} before), {factor:.2f}x the step time before "
+        f"({base:.4g}s/step) on average since: writing the checkpoint got slower, which points at the checkpoint "
+        "storage (its throughput or IOPS, a throttled or nearly full volume), not at the training steps."))
+
+
+def _lead_with_saves(rep: SlowReport, ep: SlowEpisode, said: str) -> None:
+    """Make ``ep`` (checkpoint saves that got slower) the report's leading episode, category storage, with ``said``
+    first in its summary; a larger slowdown of the report's own stays beside it."""
+    kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
     rep.job_slowdown = [ep, *kept]
     rep.failure_mode = FailureMode.FAIL_SLOW
     rep.category = Category.STORAGE
     rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
-    said = (f"Checkpoint saves got slower from the save at step {int(step[first])} on: each of the {idx.size - k} "
-            f"since costs about {float(np.median(cost[k:])):.3g}s beyond the steps around it (about "
-            f"{float(np.median(cost[:k])):.3g}s for the {k} before), {factor:.2f}x the step time before "
-            f"({base:.4g}s/step) on average since: writing the checkpoint got slower, which points at the checkpoint "
-            "storage (its throughput or IOPS, a throttled or nearly full volume), not at the training steps.")
     rep.summary = f"{said} {rep.summary}" if kept else said
 
 
@@ -379,17 +385,12 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
                      detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
                      steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
                      ongoing=True, intermittent=True)
-    kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
-    rep.job_slowdown = [ep, *kept]
-    rep.failure_mode = FailureMode.FAIL_SLOW
-    rep.category = Category.STORAGE
-    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
-    said = (f"Checkpoint saves got slower from the save after step {int(at[k])} on: the save lines state "
-            f"{float(np.median(cost[k:])):.3g}s each for the {cost.size - k} since (median), {float(np.median(cost[:k])):.3g}s "
-            f"for the {k} before, against about {interval:.3g}s of training between two saves: writing the checkpoint "
-            "got slower, which points at the checkpoint storage (its throughput or IOPS, a throttled or nearly full "
-            "volume), not at the training steps.")
-    rep.summary = f"{said} {rep.summary}" if kept else said
+    _lead_with_saves(rep, ep, (
+        f"Checkpoint saves got slower from the save after step {int(at[k])} on: the save lines state "
+        f"{float(np.median(cost[k:])):.3g}s each for the {cost.size - k} since (median), {float(np.median(cost[:k])):.3g}s "
+        f"for the {k} before, against about {interval:.3g}s of training between two saves: writing the checkpoint got "
+        "slower, which points at the checkpoint storage (its throughput or IOPS, a throttled or nearly full volume), "
+        "not at the training steps."))
 
 
 #: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps
