@@ -60,3 +60,19 @@ def test_a_node_preempted_is_not_given_the_rank_of_the_peer_that_noticed() -> No
     d = _diagnose(FIX / "r17_node1_agent_sigterm")
     assert d.category.value == "infrastructure", d.root_cause.summary
     assert d.faulty_nodes == ["node1"] and d.first_failing_rank != 0
+
+
+def test_a_slowdown_that_follows_a_log_flood_is_the_jobs_own_output(tmp_path: Path) -> None:
+    """r09 (two torchrun agents as nodes): from step 30 node0's rank prints 3,000 "DEBUG grad stats ..." lines per
+    step and the job runs 3x slower; the answer was "infrastructure, check the straggler node's GPUs, links and
+    neighbours". The fixture keeps every 50th DEBUG line (60 per step; the real console is 12.7 MB). The step lines'
+    own positions show the flood from the step the slowdown follows: user_code. Without the DEBUG lines the same step
+    times stay the platform's slowdown."""
+    d = _diagnose(FIX / "r09_log_flood_thinned")
+    assert d.failure_mode.value == "fail_slow" and d.category.value == "user_code", d.root_cause.summary
+    assert "log flood" in d.root_cause.summary and "node0.console.log" in d.root_cause.summary
+    for f in (FIX / "r09_log_flood_thinned").iterdir():
+        (tmp_path / f.name).write_text("".join(ln for ln in f.read_text().splitlines(keepends=True)
+                                               if not ln.startswith("DEBUG grad stats")))
+    d = _diagnose(tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.category.value != "user_code", d.root_cause.summary

@@ -172,6 +172,8 @@ def analyze_slow(
             _checkpoint_slowdown(rep, batch, feed.save_steps)
         if feed.save_durations and not rep.stragglers and rep.category is not Category.STORAGE:
             _stated_save_slowdown(rep, batch, feed.save_durations)
+        if feed.log_evidence:
+            _log_flood(rep, feed.log_evidence)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -335,6 +337,48 @@ def _lead_with_saves(rep: SlowReport, ep: SlowEpisode, said: str) -> None:
     rep.category = Category.STORAGE
     rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
     rep.summary = f"{said} {rep.summary}" if kept else said
+
+
+#: A log flood: from some reading on, the lines a file holds between two step readings of its own reach at least this
+#: many per step ...
+FLOOD_MIN_LINES_PER_STEP = 50.0
+#: ... and at least this many times the rate before (a debug print or a DEBUG logger left on in the step loop).
+FLOOD_MIN_RATIO = 20.0
+
+
+def _log_flood(rep: SlowReport, evidence: Mapping[int, Any]) -> None:
+    """A slowdown that follows a log flood: the step lines' own positions (``evidence``: step -> the step line's
+    :class:`~diag_service.domain.Evidence`) show, for consecutive step lines of one file, how many lines the file holds
+    per step between them; when that rate rises from some reading on to at least :data:`FLOOD_MIN_LINES_PER_STEP` and
+    :data:`FLOOD_MIN_RATIO` times its median before (at least 3 readings on each side), no later than the slowdown's
+    start plus two readings, the job's own output is the likely cost (every line is written, by every step, to a
+    pipe or file a collector drains): category user_code, the flood first in the summary. A new user's trial 15, r09:
+    3,000 DEBUG lines per step from step 30 on one node, 3x slower; it had read "infrastructure, check the straggler
+    node's GPUs"."""
+    if rep.failure_mode is not FailureMode.FAIL_SLOW or not rep.job_slowdown or rep.category is Category.STORAGE:
+        return
+    ev = sorted(evidence.items())
+    rates = [(s1, e1.file, (e1.line - e0.line) / (s1 - s0)) for (s0, e0), (s1, e1) in zip(ev, ev[1:], strict=False)
+             if e0.file == e1.file and s1 > s0 and e1.line > e0.line]
+    if len(rates) < 6:
+        return
+    start = min(e.start_step for e in rep.job_slowdown)
+    gaps = [b[0] - a[0] for a, b in zip(rates, rates[1:], strict=False)]
+    slack = 2 * float(np.median(gaps)) if gaps else 0.0
+    for i, (step, file, rate) in enumerate(rates):
+        if rate < FLOOD_MIN_LINES_PER_STEP:
+            continue
+        before = [r for _s, _f, r in rates[:i]]
+        after = [r for _s, f, r in rates[i:] if f == file]
+        if len(before) < 3 or len(after) < 3 or step > start + slack:
+            return
+        was, now = float(np.median(before)), float(np.median(after))
+        if now >= FLOOD_MIN_LINES_PER_STEP and now >= FLOOD_MIN_RATIO * max(was, 1.0):
+            rep.category = Category.USER_CODE
+            rep.summary = (f"From step {step} on, {file} holds about {now:,.0f} lines per training step ({was:.2g} "
+                           "before): a log flood (a debug print or a DEBUG-level logger left on in the step loop); "
+                           "writing it slows every step. " + rep.summary)
+        return
 
 
 def _later_above(cost: np.ndarray) -> int | None:
