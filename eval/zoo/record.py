@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h98", "/home/user/proj"),  # batch 19 (h98)
     ("/work/wt/h88", "/home/user/proj"),  # batch 17 (h88)
     ("/work/wt/h81", "/home/user/proj"),  # batch 15 (h81)
     ("/work/wt/h79", "/home/user/proj"),  # batch 16 (recorded as a second batch 15)
@@ -134,6 +135,9 @@ class Scenario:
     #: come up on that node, leaving the bare mount point; the agent runs in a mount namespace of its own (gone with
     #: it), the console's first line stays the command as typed
     mask2: str = ""
+    #: batch 19: on the second node /etc/hosts is this file (relative to the work dir, written by `setup`): the
+    #: node's own resolver view (a name that does not resolve there); the agent runs in a mount namespace of its own
+    hosts2: str = ""
 
 
 def _port(i: int) -> int:
@@ -1082,6 +1086,9 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         if k and sc.mask2:  # batch 11
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                     f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(sc.mask2)} && exec bash -c {shlex.quote(c)}"]
+        if k and sc.hosts2:  # batch 19
+            argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
+                    f"mount --bind {shlex.quote(sc.hosts2)} /etc/hosts && exec bash -c {shlex.quote(c)}"]
         procs.append(subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True))
     stop = threading.Event()

@@ -3123,3 +3123,148 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} tools/train_kws.py",
              setup=TRAINLIB18, env={"PYTHONPATH": "/tmp/zoo/b18_cfg_pythonpath_old_lib/nfs-home/src"}),
 ]
+
+
+# batch 19 (ids b19_*): platform-side failures (a network partition, a node's resolver, the store host's agent, a
+# stalled or full volume, inodes, a node's memory and CPU limits, a scheduler's signals at different phases);
+# recorded with ZOO_CGROUP_TAG=h98 ZOO_PORT_OFFSET=500 (other recorders share the host)
+# node 1 cut off mid-run: every TCP port node 1's processes (agent and worker, found by --node-rank 1 / GROUP_RANK=1)
+# hold is dropped on lo in both directions (iptables, a chain of this batch's own); the partition heals after 35 s
+PARTITION19 = r"""iptables -N ZOO_B19 2>/dev/null; iptables -C INPUT -j ZOO_B19 2>/dev/null || iptables -I INPUT -j ZOO_B19
+for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'ZOO_RUN=@RUN@' || continue
+  if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- '--node-rank 1' ||
+     tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'GROUP_RANK=1'; then
+    for lp in $(ss -tnpH | grep "pid=$pid," | awk '{print $4}' | sed 's/.*://'); do
+      iptables -A ZOO_B19 -i lo -p tcp --dport $lp -j DROP
+      iptables -A ZOO_B19 -i lo -p tcp --sport $lp -j DROP
+    done
+  fi
+done
+iptables -S ZOO_B19 | wc -l > partition_rules.txt
+sleep 35
+iptables -D INPUT -j ZOO_B19; iptables -F ZOO_B19; iptables -X ZOO_B19
+true"""
+UNPARTITION19 = "iptables -D INPUT -j ZOO_B19 2>/dev/null; iptables -F ZOO_B19 2>/dev/null; iptables -X ZOO_B19 2>/dev/null; true"
+KWS_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+          "train_kws.py")
+SCENARIOS += [
+    Scenario("b19_net_partition_node1_twonode", "train_kws.py", KWS_2N.format(k=0), cmd2=KWS_2N.format(k=1),
+             env={"OMP_NUM_THREADS": "1"},
+             action=("shell", "[node1 rank1] step 400/", PARTITION19.replace("@RUN@", "b19_net_partition_node1_twonode")),
+             teardown=UNPARTITION19),
+]
+# node 1's resolver view: its /etc/hosts (and no DNS) lacks the head node's name `vm`, which node 0 resolves
+HOSTS19 = "printf '127.0.0.1 localhost\\n::1 localhost ip6-localhost\\n' > hosts.node1"
+SENTI_2N = ("torchrun --nnodes 2 --nproc-per-node 2 --node-rank {k} --master-addr vm --master-port {{port}} "
+            "--rdzv-conf timeout=30 train_sentiment.py")
+SCENARIOS += [
+    Scenario("b19_inf_dns_node1_twonode", "train_sentiment.py", SENTI_2N.format(k=0), cmd2=SENTI_2N.format(k=1),
+             setup=HOSTS19, hosts2="hosts.node1", env={"OMP_NUM_THREADS": "1"}),
+]
+CTR_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+          "--rdzv-id ctr-0612 train_ctr.py")
+SCENARIOS += [
+    # node 0's torchrun agent (which hosts the c10d store) SIGKILLed at step 600; its worker left running
+    Scenario("b19_inf_store_agent_killed_c10d", "train_ctr.py", CTR_2N, cmd2=CTR_2N, env={"OMP_NUM_THREADS": "1"},
+             action=("kill_node_launcher", 0, signal.SIGKILL, '"step": 600,')),
+]
+# the shared checkpoint volume: ext4 on a loop device; from the step-250 line the filesystem is frozen (`fsfreeze`,
+# the way a storage snapshot or failover holds a volume's writes) and thawed 38 s later
+CKPTVOL19 = r"""truncate -s 96M ckptvol.img && LOOP=$(losetup -f --show ckptvol.img) && echo $LOOP > ckptvol.loop &&
+mkfs.ext4 -q $LOOP && mkdir -p checkpoints && mount $LOOP checkpoints"""
+CKPTVOL19_DOWN = r"""fsfreeze -u checkpoints 2>/dev/null; umount checkpoints
+losetup -d $(cat ckptvol.loop); rm -f ckptvol.img; true"""
+SCENARIOS += [
+    Scenario("b19_hang_ckpt_volume_stall_r0", "train_ae.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_ae.py", setup=CKPTVOL19,
+             teardown=CKPTVOL19_DOWN,
+             action=("shell", "rank0: step 250 ", "fsfreeze -f checkpoints; sleep 38; fsfreeze -u checkpoints")),
+]
+# the node's scratch (TMPDIR=/tmp/scratch-n07, outside the work dir) is a 24 MiB tmpfs that other jobs' leftovers
+# fill to 17 MB; the dataset archive unpacks to ~20 MB
+TMPFULL19 = r"""mkdir -p /tmp/scratch-n07 data && mount -t tmpfs -o size=24m tmpfs /tmp/scratch-n07 &&
+mkdir -p /tmp/scratch-n07/pip-build-x81 /tmp/scratch-n07/torchinductor_ci &&
+head -c 9000000 /dev/urandom > /tmp/scratch-n07/pip-build-x81/wheel.tmp &&
+head -c 8000000 /dev/urandom > /tmp/scratch-n07/torchinductor_ci/fxgraph.bin && python - <<'EOF2'
+import io, os, random, tarfile
+rng = random.Random(0)
+with tarfile.open("data/newsgroups-v3.tar.gz", "w:gz") as tar:
+    for k in range(40):
+        raw = os.urandom(500_000)
+        info = tarfile.TarInfo(f"shard-{k:03d}.bin")
+        info.size = len(raw)
+        tar.addfile(info, io.BytesIO(raw))
+EOF2"""
+SCENARIOS += [
+    Scenario("b19_st_tmpdir_full_unpack_accel_r0", "finetune_news.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} finetune_news.py",
+             setup=TMPFULL19, teardown="umount /tmp/scratch-n07; rmdir /tmp/scratch-n07; true",
+             env={"TMPDIR": "/tmp/scratch-n07"}),
+    # the feature cache is a node-local tmpfs with plenty of bytes but 8000 inodes
+    Scenario("b19_st_inode_cache_spawn", "make_feats_and_train.py", "python make_feats_and_train.py --port {port}",
+             setup="mkdir -p feat_cache && mount -t tmpfs -o size=256m,nr_inodes=8000 tmpfs feat_cache",
+             teardown="umount feat_cache; true"),
+    # rank 1's container memory limit is 700 MiB; the full-catalogue validation scores need more
+    Scenario("b19_oom_eval_logits_cgroup_logdir_r1", "train_rec.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_rec.py", action=("cgroup", 1, 700)),
+    # node 1 (agent and everything on it) SIGKILLed 2.5 s after it started, before it joined the rendezvous
+    Scenario("b19_inf_sigkill_rdzv_node1_c10d", "train_prices.py",
+             "torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id prices-77 --rdzv-conf join_timeout=20 train_prices.py",
+             cmd2="torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id prices-77 --rdzv-conf join_timeout=20 train_prices.py",
+             action=("kill_node", 1, signal.SIGKILL, 2.5)),
+    # SIGTERM to the agent and every worker at once while rank 0 writes the step-300 checkpoint (a scheduler's
+    # preemption)
+    Scenario("b19_inf_sigterm_ckpt_save_all", "train_lm.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} train_lm.py",
+             action=("kill_node", 0, signal.SIGTERM, "saving checkpoint ckpt/step_300.pt")),
+]
+KWSQ_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+           "train_kws_cnn.py")
+# the time limit: SIGTERM to every process of the job, SIGKILL to what is left 6 s later (a batch system's grace period)
+TIMELIMIT19 = r"""pids=$(for p in /proc/[0-9]*; do
+  tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'ZOO_RUN=b19_inf_timelimit_grace_kill_spawn' && echo ${p#/proc/}
+done)
+kill -TERM $pids 2>/dev/null; sleep 6
+kill -KILL $pids 2>/dev/null; true"""
+SCENARIOS += [
+    # from node 1's step 800 line its worker is held to 25 % of a core (the node's CPU quota lowered under the job)
+    Scenario("b19_slow_quota_node1_twonode", "train_kws_cnn.py", KWSQ_2N.format(k=0), cmd2=KWSQ_2N.format(k=1),
+             env={"OMP_NUM_THREADS": "1"}, action=("rank_quota", 1, "node1/rank1 | step 800/", 25)),
+    Scenario("b19_inf_timelimit_grace_kill_spawn", "train_gnn.py", "python train_gnn.py --port {port}",
+             action=("shell", "rank 1 step 1000 ", TIMELIMIT19)),
+]
+# the dataset volume's local gateway: an HTTP server over 2 x 200 chunk files, started by setup (it carries ZOO_RUN,
+# so the recorder ends it with the run); from rank 0's step-200 line it is stopped 400 ms of every 500 ms (SIGSTOP /
+# SIGCONT: the volume's I/O pausing), until the run ends
+GATEWAY19 = r"""mkdir -p vol/clicks && python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for p in range(2):
+    os.makedirs(f"vol/clicks/part-{p:02d}", exist_ok=True)
+    for c in range(200):
+        np.save(f"vol/clicks/part-{p:02d}/chunk-{c:04d}.npy", rng.random((256, 64), dtype=np.float32))
+EOF2
+echo '{"gateway": "http://127.0.0.1:{port_asset}"}' > volume.json
+cd vol && (setsid python -m http.server {port_asset} --bind 127.0.0.1 > /dev/null 2>&1 & echo $! > ../gateway.pid) && sleep 1"""
+GATEWAY19_STALL = r"""pid=$(cat gateway.pid)
+while kill -STOP $pid 2>/dev/null; do sleep 0.4; kill -CONT $pid 2>/dev/null; sleep 0.1; done; true"""
+SCENARIOS += [
+    Scenario("b19_slow_st_gateway_stall_json", "train_clicks.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 "
+             "train_clicks.py", setup=GATEWAY19,
+             teardown="kill -CONT $(cat gateway.pid) 2>/dev/null; kill $(cat gateway.pid) 2>/dev/null; true",
+             action=("shell", '"rank": 0, "step": 200,', GATEWAY19_STALL)),
+]
+SCENARIOS += [
+    Scenario("b19_uc_trainer_metrics_tuple_tee", "train_topics.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} train_topics.py"),
+]
+SCENARIOS += [
+    # Ray worker 1 (and the DataLoader processes it forks later) in a 300 MiB memory cgroup: the node's container
+    # limit for that worker's share
+    Scenario("b19_oom_ray_worker_cgroup_r1", "train_thumbs.py", "python train_thumbs.py", action=("ray_cgroup", 1, 300)),
+]
