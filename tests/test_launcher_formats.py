@@ -630,6 +630,9 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     # Intel's Level Zero runtime out of device memory (under oneCCL here)
     ("  what():  oneCCL: ze_call.cpp:43 do_call: EXCEPTION: ze error at zeMemAllocDevice, code: "
      "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "accelerator_oom", "gpu_oom"),
+    # an extension build without a CUDA compiler; accelerate's fp16 on a process without a GPU
+    ("/bin/sh: 1: nvcc: not found", "f_cuda_home_missing", "config"),
+    ("ValueError: fp16 mixed precision requires a GPU (not 'cpu').", "hf_trainer_precision_unsupported", "config"),
     # XLA's compile-time HBM check on a TPU
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
      "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
