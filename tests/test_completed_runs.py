@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from diag_service.domain import Category, FailureMode
-from diag_service.extract.events import completion_line
+from diag_service.extract.events import completion_mark
 from diag_service.limits import BundleLimits
 from diag_service.pipeline import DiagnoseRequest, diagnose
 from diag_service.signatures.catalog import SignatureSpec
@@ -102,8 +102,8 @@ def test_only_the_last_block_of_a_file_counts(tmp_path: Path, after: int) -> Non
     ("step 120/600 | loss 0.4685 | 39.9 ms/step", False),
     ("iter 5/5 warm-up", False),
 ])
-def test_completion_line(tail: str, done: bool) -> None:
-    assert (completion_line(("step 1/600 | loss 1.0\n" + tail + "\n").encode()) is not None) is done
+def test_completion_mark(tail: str, done: bool) -> None:
+    assert (completion_mark(("step 1/600 | loss 1.0\n" + tail + "\n").encode()) is not None) is done
 
 
 def test_no_signature_may_claim_no_failure() -> None:

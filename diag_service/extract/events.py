@@ -183,16 +183,10 @@ _EPOCH_AT_TOTAL = re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)\b"
 COMPLETION_TAIL_BYTES = 4096
 
 
-def completion_line(tail: bytes) -> str | None:
-    """The last line of ``tail`` (a file's last bytes, UTF-8) in which the run reports its own completion
-    (:data:`COMPLETION_VENDOR`, :data:`COMPLETION_WORDS`, or its step counter at the declared total), else None."""
-    found = completion_mark(tail)
-    return None if found is None else found[0]
-
-
 def completion_mark(tail: bytes) -> tuple[str, int] | None:
-    """:func:`completion_line`'s line (first 300 characters) and the number of newlines in ``tail`` before it, else
-    None."""
+    """The last line of ``tail`` (a file's last bytes, UTF-8) in which the run reports its own completion
+    (:data:`COMPLETION_VENDOR`, :data:`COMPLETION_WORDS`, or its step counter at the declared total), its first 300
+    characters, and the number of newlines in ``tail`` before it; else None."""
     found = None
     for m in _COMPLETION_FAST.finditer(tail):
         a = tail.rfind(b"\n", 0, m.start()) + 1

@@ -963,19 +963,17 @@ def localize(
             wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
-                if len(hang_suspects) == 1 and why is not None and why.startswith("Of the job's two ranks only"):
+                if len(hang_suspects) == 1 and why is not None and why.startswith(TWO_RANK_ABSENT):
                     # the rank that did not time out may have been waiting too, in another collective: its report of
                     # the lost peer (raised where it waited) says where
-                    pair = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs,
-                                       any_mode=True)
-                    if len(pair) == 2 and len(set(pair.values())) == 2:
-                        hang_suspects, why = _pair_wait_sites(pair)
+                    pair = _pair_wait_sites(_wait_sites(
+                        symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True))
+                    if pair is not None:
+                        hang_suspects, why = pair
                         mismatch = True
                 if not hang_suspects and not mismatch:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
-                    hang_suspects, why = (_pair_wait_sites(wait_sites)
-                                          if len(wait_sites) == 2 and len(set(wait_sites.values())) == 2
-                                          else _odd_wait_site(wait_sites))
+                    hang_suspects, why = _pair_wait_sites(wait_sites) or _odd_wait_site(wait_sites)
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
@@ -1424,7 +1422,7 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
         if len(waiting) == n - 1 and waiting <= ranks:
             other = next(iter(ranks - waiting))
             if n == 2:
-                return [other], (f"Of the job's two ranks only rank {next(iter(waiting))} timed out waiting in a "
+                return [other], (f"{TWO_RANK_ABSENT} rank {next(iter(waiting))} timed out waiting in a "
                                  f"collective: rank {other} never entered it.")
             return [other], (f"Of the job's {n} ranks every one but rank {other} timed out waiting in a collective: "
                              f"rank {other} never entered it.")
@@ -1457,13 +1455,20 @@ def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGro
     return found
 
 
-def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str]:
-    """Two ranks that both wait, in different collectives (``sites``: :func:`_wait_sites`): the job's code took a
+#: How :func:`_reported_absentees`' two-rank reading begins ("... only rank 0 timed out ...: rank 1 never entered it").
+TWO_RANK_ABSENT = "Of the job's two ranks only"
+
+
+def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str] | None:
+    """Two ranks that both wait, in different collectives (``sites``: :func:`_wait_sites`; None unless it holds exactly
+    two ranks at two sites): the job's code took a
     rank-dependent path around a collective (every rank must call the same collectives in the same order, PyTorch
     distributed docs). Which of the two left the common path is not in the sites: a rank whose data ran out waits in
     an end-of-epoch barrier while its peer is still in the step's gradient all-reduce, but a rank that skipped a step
     (an empty batch it ``continue``d past) is the one in the all-reduce, ahead of its peer (zoo dev ``b7_hang_data_skip_r0``
     and ``b18_hang_uneven_parts_accel_r0``: one of each). No rank is named."""
+    if len(sites) != 2 or len(set(sites.values())) != 2:
+        return None
     (ra, (sa, ca)), (rb, (sb, cb)) = sorted(sites.items())
     return [], (f"The job's two ranks wait in different collectives (rank {ra} in {sa[1]} ({ca or sa[0]}); rank {rb} in "
                 f"{sb[1]} ({cb or sb[0]})), each for the other: the job's code took a different path on each around a "

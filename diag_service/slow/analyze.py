@@ -306,8 +306,7 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
     found = _later_above(cost)  # every later save above every earlier one; else all but one (a save before the change)
     if found is None:
         return
-    k = found
-    extra = float(np.median(cost[k:]) - np.median(cost[:k]))
+    k, extra = found
     first = idx[k]
     base = float(np.median(t[:first][~is_save[:first]]))
     if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * base * float(np.median(w[idx]))):
@@ -381,9 +380,10 @@ def _log_flood(rep: SlowReport, evidence: Mapping[int, Any]) -> None:
         return
 
 
-def _later_above(cost: np.ndarray) -> int | None:
-    """The split ``k`` of a series of save costs (at least :data:`CHECKPOINT_MIN_SAVES` on each side) where every later
-    cost but at most one is above every earlier one, with the largest rise of the median; None without one."""
+def _later_above(cost: np.ndarray) -> tuple[int, float] | None:
+    """``(k, rise)``: the split ``k`` of a series of save costs (at least :data:`CHECKPOINT_MIN_SAVES` on each side)
+    where every later cost but at most one is above every earlier one, with the largest rise of the median (``rise``,
+    the later median minus the earlier); None without one."""
     best = None
     for spare in (0, 1):
         for k in range(CHECKPOINT_MIN_SAVES, cost.size - CHECKPOINT_MIN_SAVES + 1):
@@ -394,7 +394,7 @@ def _later_above(cost: np.ndarray) -> int | None:
             if best is None or extra > best[1]:
                 best = (k, extra)
         if best is not None:
-            return best[0]
+            return best
     return None
 
 
@@ -408,9 +408,10 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
         return
     at = np.array([s for s, _ in saves], dtype=np.int64)
     cost = np.array([c for _, c in saves], dtype=float)
-    k = _later_above(cost)
-    if k is None:
+    found = _later_above(cost)
+    if found is None:
         return
+    k, extra = found
     order = np.argsort(batch.step, kind="stable")
     step, t = batch.step[order], batch.step_time[order]
     before = t[step <= at[k - 1]]
@@ -419,7 +420,6 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
         return
     base = float(np.median(before))
     interval = float(np.median(gaps[gaps > 0])) * base  # training seconds between two saves
-    extra = float(np.median(cost[k:]) - np.median(cost[:k]))
     if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * interval):
         return
     lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
