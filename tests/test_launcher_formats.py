@@ -45,6 +45,28 @@ def test_flattened_elastic_table_still_names_the_killed_rank(tmp_path: Path) -> 
     assert d.first_failing_rank == 2
 
 
+# The same report with every newline lost (a paste outside a code block, a log collector joining lines): the root
+# entry's fields follow "Root Cause (first observed failure):" on its own line.
+ONE_LINE_REPORT = (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ============================================"
+    "================ train.py FAILED ------------------------------------------------------------ Failures: "
+    "[1]: time : 2024-05-01_10:11:14 host : gpu-node-001 rank : 1 (local_rank: 1) exitcode : 1 (pid: 12344) "
+    "error_file: <N/A> traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html "
+    "------------------------------------------------------------ Root Cause (first observed failure): [0]: time : "
+    "2024-05-01_10:11:12 host : gpu-node-001 rank : 3 (local_rank: 3) exitcode : -9 (pid: 12345) error_file: <N/A> "
+    "traceback : Signal 9 (SIGKILL) received by PID 12345 ============================================================\n"
+)
+
+
+def test_a_report_flattened_onto_one_line_still_names_the_killed_rank(tmp_path: Path) -> None:
+    d = _diag(tmp_path, ONE_LINE_REPORT)
+    assert d.failure_mode.value == "fail_stop" and d.category.value == "host_oom", d.root_cause.summary
+    assert d.first_failing_rank == 3 and "gpu-node-001" in d.root_cause.summary
+    # a line that only names the heading, with no entry after it, is not read as a record
+    d = _diag(tmp_path, "Root Cause (first observed failure): see below\n")
+    assert d.first_failing_rank is None
+
+
 def test_open_mpi_tag_output_gives_the_rank() -> None:
     lines = [
         "[1,3]<stdout>:Train Epoch: 1 [52480/60000 (87%)]\tLoss: 0.449658",

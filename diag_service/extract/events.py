@@ -591,6 +591,32 @@ def _inline_fields(s: str) -> dict[str, str]:
     return out
 
 
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+_FLAT_TIME_HOST = re.compile(r"\b(time|host)\s*:\s*(\S+)")
+
+
+def _flat_root_entry(line: str) -> dict[str, str]:
+    """The root entry of torchelastic's failure report flattened onto its ``Root Cause (first observed failure):``
+    line (``... [0]: time : 2024-05-01_10:11:12 host : node rank : 3 (local_rank: 3) exitcode : -9 (pid: 1)
+    error_file: <N/A> traceback : Signal 9 (SIGKILL) received by PID 1 ====``): its fields up to the report's next
+    rule; ``{}`` unless a ``rank : N (local_rank: M)`` or an ``exitcode : N (pid: P)`` field is on the line."""
+    at = line.find(_ROOT_CAUSE)
+    if at < 0:
+        return {}
+    tail = line[at + len(_ROOT_CAUSE):]
+    for rule in ("====", "----"):
+        cut = tail.find(rule)
+        if cut >= 0:
+            tail = tail[:cut]
+    fields = _inline_fields(tail.strip(" :"))
+    if not (ELASTIC_RANK.match(fields.get("rank", "")) or ELASTIC_EXIT.match(fields.get("exitcode", ""))):
+        return {}
+    head = ELASTIC_INLINE.search(tail)
+    for m in _FLAT_TIME_HOST.finditer(tail, 0, head.start() if head else len(tail)):
+        fields[m.group(1)] = m.group(2)
+    return fields
+
+
 def clean_key(text: str) -> str:
     """Remove a leading timestamp, glog header and log level so that templates group well."""
     text = text.strip()[: MAX_LINE_CHARS + 200]
@@ -1610,6 +1636,10 @@ class Extractor:
         collected = self._front_ts(rd.attr(head))
         n = line_no + 1
         consumed.add(ls)
+        if root and (flat := _flat_root_entry(rd.attr(head).text)):
+            # the whole report on one line (a paste whose newlines were lost): its root entry is on this line
+            yield self._elastic_event(rd, flat, line_no, who, root, collected)
+            return
         entry: dict[str, str] = {}
         entry_line = n
         for _ in range(200):
