@@ -71,6 +71,10 @@ def test_a_slowdown_that_follows_a_log_flood_is_the_jobs_own_output(tmp_path: Pa
     d = _diagnose(FIX / "r09_log_flood_thinned")
     assert d.failure_mode.value == "fail_slow" and d.category.value == "user_code", d.root_cause.summary
     assert "log flood" in d.root_cause.summary and "node0.console.log" in d.root_cause.summary
+    # the run completed: nothing to stop ("do not start it again" read against "no job to restart"); the owner fixes it
+    assert d.recovery is not None and d.recovery.rule_id == "slow_after_completion_owner", d.recovery
+    assert d.recovery.level.value == "L0" and d.recovery.responsible is not None
+    assert d.recovery.responsible.value == "user"
     for f in (FIX / "r09_log_flood_thinned").iterdir():
         (tmp_path / f.name).write_text("".join(ln for ln in f.read_text().splitlines(keepends=True)
                                                if not ln.startswith("DEBUG grad stats")))
