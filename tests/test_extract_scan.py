@@ -543,6 +543,14 @@ def test_prefilter_with_keeps_the_patterns_re2_compiles_alone() -> None:
     assert _UNION_PARTS[union.pattern][len(PREFILTER_PARTS):] == (r"foo\d", "Failures:")
 
 
+def test_a_pattern_led_by_white_space_makes_its_own_line_the_candidate() -> None:
+    """``^\\s*Failed to modify QP`` unanchored kept its ``\\s*``: RE2's leftmost match began at the previous line's
+    newline and that line became the candidate (the event read "hello world", the signature never matched)."""
+    union = prefilter_with((r"^\s*Failed to modify QP \d+ to RTR\s*$", r"(?:^\s+zzz)"))
+    text = "hello world\nFailed to modify QP 59 to RTR\nok\n   zzz\n"
+    assert list(_candidate_lines(union, text, _utf8(text))) == [12, 45]
+
+
 def test_sure_literals() -> None:
     """A literal is sure when an alternative without assertions matches it whole: its line then needs no RE2."""
     from diag_service.extract.literal_scan import sure_literals

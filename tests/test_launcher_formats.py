@@ -659,6 +659,10 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
      "in memory space hbm. Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.", "xla_device_memory_exhausted",
      "gpu_oom"),
+    # perftest's queue pair left unconnected (an unusable GID), NCCL's socket of a family the kernel lacks
+    ("Failed to modify QP 59 to RTR", "vs_perftest_qp_rtr_failed", "config"),
+    ("gpu-node-001:1234:1234 [0] misc/socket.cc:481 NCCL WARN Net : Socket creation failed : Address family not "
+     "supported by protocol", "vs_nccl_socket_family_unsupported", "config"),
 ])
 def test_older_and_tool_wordings_are_known(tmp_path: Path, line: str, signature: str, category: str) -> None:
     d = _diag(tmp_path, line + "\n")
