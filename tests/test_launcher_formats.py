@@ -661,6 +661,13 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
      "gpu_oom"),
     # perftest's queue pair left unconnected (an unusable GID), NCCL's socket of a family the kernel lacks
     ("Failed to modify QP 59 to RTR", "vs_perftest_qp_rtr_failed", "config"),
+    # sweep 7: vendor documents without a source file (NVIDIA's page retirement, GPFS, cloud notices, HCCL codes)
+    ("XID 64 Dynamic Page Retirement: Fatal error, unable to retire page (0x00000000000f4240)",
+     "h_xid_page_retirement_text", "gpu_hardware"),
+    ("mmfs: The file system gpfs01 was forced to unmount.", "h_gpfs_forced_unmount", "storage"),
+    ('"detail-type": "EC2 Spot Instance Interruption Warning",', "h_cloud_instance_preempted", "infrastructure"),
+    ("EI0014: The ranktable information check failed, Reason:[device ip does not match the actual device].",
+     "ascend_hccl_ranktable_invalid", "config"),
     ("gpu-node-001:1234:1234 [0] misc/socket.cc:481 NCCL WARN Net : Socket creation failed : Address family not "
      "supported by protocol", "vs_nccl_socket_family_unsupported", "config"),
 ])
