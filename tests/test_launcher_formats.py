@@ -67,6 +67,21 @@ def test_a_report_flattened_onto_one_line_still_names_the_killed_rank(tmp_path: 
     assert d.first_failing_rank is None
 
 
+@pytest.mark.parametrize(("report", "rank"), [
+    ("MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n", 2),
+    ("MPI_ABORT was invoked on rank 5 in communicator MPI COMMUNICATOR 3 DUP FROM 0\nwith errorcode 1.\n", 5),
+    ("mpirun has exited due to process rank 3 with PID 41234 on\nnode gpu-node-002 exiting improperly. There are three "
+     "reasons this could occur:\n", 3),
+])
+def test_open_mpis_abort_and_exit_reports_name_the_rank(tmp_path: Path, report: str, rank: int) -> None:
+    """Open MPI's help-mpi-api.txt ``mpi-abort`` and help-orterun.txt ``proc-exit-no-sync`` name the process whose end
+    aborted the job (an MPI_COMM_WORLD rank, or one of a duplicate of it); a sub-communicator's rank is not one."""
+    d = _diag(tmp_path, "[1,0]<stdout>:epoch 0 step 10 loss 2.31\n" + report)
+    assert d.first_failing_rank == rank
+    d = _diag(tmp_path, "MPI_ABORT was invoked on rank 1 in communicator MPI COMMUNICATOR 4 SPLIT FROM 0\n")
+    assert d.first_failing_rank is None
+
+
 def test_open_mpi_tag_output_gives_the_rank() -> None:
     lines = [
         "[1,3]<stdout>:Train Epoch: 1 [52480/60000 (87%)]\tLoss: 0.449658",

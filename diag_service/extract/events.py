@@ -559,6 +559,13 @@ HOROVOD_MISSING_LINES = 64
 #: Open MPI's report of the process whose abnormal end made it abort the job (help-errmgr-base.txt, "%s noticed that
 #: process rank %s with PID %s on node %s exited on signal %d (%s)."; PRRTE's prterun says the same): the first
 #: failed process in the launcher's view, named by its MPI_COMM_WORLD rank.
+#: Open MPI's other two reports of the process whose end aborted the job: help-mpi-api.txt ``mpi-abort`` ("MPI_ABORT
+#: was invoked on rank %d in communicator %s with errorcode %d", the rank being MPI_COMM_WORLD's when the communicator
+#: is it or a duplicate of it, "MPI COMMUNICATOR N DUP FROM 0") and help-orterun.txt ``orterun:proc-exit-no-sync``
+#: ("%s has exited due to process rank %d with PID %d on node %s exiting improperly").
+MPI_ABORT_RANK = re.compile(r"\bMPI_ABORT was invoked on rank (\d{1,6}) in communicator "
+                            r"(?:MPI_COMM_WORLD|MPI COMMUNICATOR \d+ DUP FROM 0)\b")
+MPI_EXITED_RANK = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) has exited due to process rank (\d{1,6}) with PID \d+")
 MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (\d{1,6}) with PID \d+ on node "
                          r"\S+ exited on signal (\d{1,3})")
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
@@ -1348,6 +1355,11 @@ class Extractor:
         if "noticed that process rank" in body and (m_mpi := MPI_NOTICED.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", m_mpi.group(2), line_no,
+                                    local=False)  # the line itself stays an event of its own
+        if "rank" in body and ("MPI_ABORT was invoked" in body or "has exited due to process rank" in body) and (
+                m_mpi := MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)) is not None:
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", "", line_no,
                                     local=False)  # the line itself stays an event of its own
         spawned = _spawn_match(stripped)
         if spawned is not None:  # the line itself stays an event of its own
