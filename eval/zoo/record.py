@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h103", "/home/user/proj"),  # batch 20 (h103; before /work/wt/h1, its prefix)
     ("/work/wt/h98", "/home/user/proj"),  # batch 19 (h98)
     ("/work/wt/h88", "/home/user/proj"),  # batch 17 (h88)
     ("/work/wt/h81", "/home/user/proj"),  # batch 15 (h81)
@@ -138,6 +139,9 @@ class Scenario:
     #: batch 19: on the second node /etc/hosts is this file (relative to the work dir, written by `setup`): the
     #: node's own resolver view (a name that does not resolve there); the agent runs in a mount namespace of its own
     hosts2: str = ""
+    #: batch 20: variables only the second node's agent (and its workers) has in its environment: that node's own
+    #: profile, invisible in the command as typed
+    env2: dict[str, str] = field(default_factory=dict)
 
 
 def _port(i: int) -> int:
@@ -1089,8 +1093,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         if k and sc.hosts2:  # batch 19
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                     f"mount --bind {shlex.quote(sc.hosts2)} /etc/hosts && exec bash -c {shlex.quote(c)}"]
-        procs.append(subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
+        procs.append(subprocess.Popen(argv, cwd=wd, env={**env, **sc.env2} if k else env, stdout=out,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
     stop = threading.Event()
     th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)
     th.start()

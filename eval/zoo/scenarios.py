@@ -3268,3 +3268,147 @@ SCENARIOS += [
     # limit for that worker's share
     Scenario("b19_oom_ray_worker_cgroup_r1", "train_thumbs.py", "python train_thumbs.py", action=("ray_cgroup", 1, 300)),
 ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 20 (ids b20_*): the job's configuration and the frameworks it uses (DDP flags with activation checkpointing
+# and an optional loss, FSDP's state-dict recipe on CPU, torch.compile of a DDP model, a launch script, a file://
+# init on node-local disk, accelerate's default config, a Trainer argument, a CPU-only wheel, a resume after a model
+# change, a per-node precision, a stale cache chunk, a cache race); recorded with ZOO_CGROUP_TAG=h103
+# ZOO_PORT_OFFSET=300 (other recorders share the host)
+# the multilingual experiment's config: the language-ID head's loss weight is 0 (the languages are balanced now)
+INTENT_CFG20 = r"""mkdir -p configs && cat > configs/intent_multilingual.yaml <<'EOF2'
+seed: 13
+hidden: 256
+batch_size: 64
+lr: 1e-3
+epochs: 2
+aux_weight: 0.0
+EOF2"""
+# the team's launch script: one process per socket; RANK is computed from LOCAL_RANK, which is assigned after it
+LAUNCHSH20 = r"""cat > launch.sh <<'EOF2'
+#!/bin/bash
+# launch.sh -- start NPROC training processes on this node (env:// rendezvous)
+# usage: NNODES=.. NODE_RANK=.. MASTER_ADDR=.. MASTER_PORT=.. bash launch.sh [train args]
+NPROC=${NPROC:-2}
+export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-29500}
+export WORLD_SIZE=$((NNODES * NPROC))
+for i in $(seq 0 $((NPROC - 1))); do
+  RANK=$((NODE_RANK * NPROC + LOCAL_RANK)) LOCAL_RANK=$i python train_ctc.py "$@" &
+done
+wait
+EOF2"""
+CIFAR_FILE_2N = ("python main.py --dist-url file://$PWD/scratch/rdzv_cifar100 --dist-backend gloo --world-size 2 "
+                 "--rank {k} -b 64 --epochs 5")
+# HF_HOME's accelerate/default_config.yaml was written by `accelerate config` for the GPU cluster's DeepSpeed jobs
+ACCEL_DS20 = r"""mkdir -p hf_home/accelerate && cat > hf_home/accelerate/default_config.yaml <<'EOF2'
+compute_environment: LOCAL_MACHINE
+debug: false
+deepspeed_config:
+  gradient_accumulation_steps: 1
+  offload_optimizer_device: none
+  offload_param_device: none
+  zero3_init_flag: false
+  zero_stage: 2
+distributed_type: DEEPSPEED
+downcast_bf16: 'no'
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 8
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: false
+EOF2"""
+# a 7 MB corpus of forum posts (60,000 lines); no vocabulary cache yet
+FORUM20 = r"""mkdir -p data && python - <<'EOF2'
+import random
+rng = random.Random(0)
+syll = "ka lo mi ne ru ta shi po ve da gu ri fe zo ba".split()
+words = ["".join(rng.choice(syll) for _ in range(rng.randint(1, 4))) + (str(rng.randint(0, 99)) if rng.random() < 0.3
+         else "") for _ in range(300000)]
+with open("data/forum_posts.txt", "w") as f:
+    for _ in range(60000):
+        f.write(" ".join(rng.choice(words) for _ in range(rng.randint(5, 30))) + "\n")
+EOF2"""
+# the running experiment's epoch-4 checkpoint, written before the shared projection was added
+RANKER20 = r"""mkdir -p ckpt && python - <<'EOF2' > /dev/null 2>&1
+import torch
+from train_ranker import VOCAB, Ranker
+m = Ranker(shared_proj=False)
+opt = torch.optim.AdamW(m.parameters(), lr=3e-4, weight_decay=0.01)
+loss = m(torch.randint(0, VOCAB, (8, 8)), torch.randint(0, VOCAB, (8, 48))).sum()
+loss.backward()
+opt.step()
+torch.save({"model": m.state_dict(), "optimizer": opt.state_dict(), "epoch": 4}, "ckpt/ranker-e4.pt")
+EOF2"""
+# pre-tokenized chunks, 4 per rank (800 pairs each, padded to 256); rank 2's chunk-0003 was left from the previous
+# tokenize run, which padded code to 128 tokens
+CODESEARCH20 = r"""python - <<'EOF2'
+import os, torch
+for r in range(3):
+    os.makedirs(f"cache/shard-{r}", exist_ok=True)
+    for c in range(4):
+        g = torch.Generator().manual_seed(100 * r + c)
+        n, L = 800, (128 if (r, c) == (2, 3) else 256)
+        code = torch.randint(1, 16000, (n, L), generator=g)
+        code[:, L // 2 :] = 0
+        query = torch.randint(1, 16000, (n, 32), generator=g)
+        torch.save({"code_ids": code, "query_ids": query}, f"cache/shard-{r}/chunk-{c:04d}.pt")
+EOF2"""
+CHURN_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+            "train_churn.py")
+SCENARIOS += [
+    Scenario("b20_cfg_ddp_ckpt_reentrant_ready_twice", "train_charlm.py",
+             f"{TR} 2 --tee 3 --master-port {{port}} train_charlm.py --grad-ckpt --ctx 128 --layers 4"),
+    Scenario("b20_cfg_aux_weight_zero_unused_accel", "train_intent.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_intent.py "
+             "--config configs/intent_multilingual.yaml", setup=INTENT_CFG20),
+    Scenario("b20_fw_fsdp1_cpu_offload_state_dict_r0", "train_fraud.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_fraud.py", env={"OMP_NUM_THREADS": "1"}),
+    Scenario("b20_cfg_rank_collision_launchsh", "train_ctc.py", "NNODES=1 NODE_RANK=0 MASTER_PORT={port} bash launch.sh "
+             "--epochs 3", setup=LAUNCHSH20, env={"OMP_NUM_THREADS": "1"}),
+    # node 1 sees its own, empty scratch/ (node-local disk): the rendezvous file node 0 writes is not there
+    Scenario("b20_cfg_file_init_nodelocal_twonode", "main.py", CIFAR_FILE_2N.format(k=0), cmd2=CIFAR_FILE_2N.format(k=1),
+             setup="mkdir -p scratch", mask2="scratch", env={"OMP_NUM_THREADS": "1"}),
+    Scenario("b20_cfg_hf_report_to_wandb", "run_sentiment.py",
+             f"{TR} 2 --master-port {{port}} run_sentiment.py --output_dir out/sentiment-distil --use_cpu "
+             "--ddp_backend gloo --ddp_timeout 20 --max_steps 300 --per_device_train_batch_size 32 --learning_rate 5e-4 "
+             "--logging_steps 20 --save_steps 100 --report_to wandb --run_name sentiment-distil-v3"),
+    Scenario("b20_cfg_accel_default_config_deepspeed", "finetune_titles.py",
+             "accelerate launch --num_processes 2 --main_process_port {port} finetune_titles.py", setup=ACCEL_DS20,
+             env={"HF_HOME": "/tmp/zoo/b20_cfg_accel_default_config_deepspeed/hf_home"}),
+    Scenario("b20_fw_compile_ddp_fullgraph_spawn", "train_kws.py", "python train_kws.py --port {port} --compile --fullgraph"),
+    Scenario("b20_uc_vocab_cache_race", "train_forumlm.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} train_forumlm.py", setup=FORUM20),
+    Scenario("b20_cfg_ray_resume_optim_proj", "train_ranker.py", "python train_ranker.py", setup=RANKER20),
+    Scenario("b20_cfg_cpu_wheel_set_device", "train_speechcmd.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
+             "train_speechcmd.py"),
+    # node 1's profile exports TRAIN_PRECISION=bf16 (left from the bf16 trial on that pool); node 0 has none
+    Scenario("b20_cfg_bf16_env_node1_twonode", "train_churn.py", CHURN_2N.format(k=0), cmd2=CHURN_2N.format(k=1),
+             env={"OMP_NUM_THREADS": "1"}, env2={"TRAIN_PRECISION": "bf16"}),
+    Scenario("b20_data_stale_cache_chunk_r2", "train_codesearch.py",
+             f"{TR} 3 --standalone train_codesearch.py", setup=CODESEARCH20, env={"OMP_NUM_THREADS": "1"}),
+]
+SCENARIOS += [
+    # the job template restarts a failed group twice (--max-restarts 2)
+    Scenario("b20_cfg_removed_pipe_api_restarts", "train_pipe_lm.py",
+             f"{TR} 2 --max-restarts 2 --master-port {{port}} train_pipe_lm.py --chunks 4"),
+]
+SCENARIOS += [
+    # the GPU pool's job template (one process per GPU), submitted to the CPU pool
+    Scenario("b20_cfg_nproc_gpu_cpu_pool", "train_landcover.py",
+             "torchrun --nnodes 1 --nproc-per-node gpu --master-port {port} --log-dir logs --tee 3 train_landcover.py"),
+]
+SCENARIOS += [
+    # node 1's line of the job script runs the script with plain python (the launcher prefix was lost when the
+    # command was split across two lines); node 0's agent waits for node 1 in the static rendezvous (timeout 20 s)
+    Scenario("b20_cfg_node1_no_launcher_twonode", "train_tagger.py",
+             "torchrun --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+             "--rdzv-conf timeout=20 train_tagger.py", cmd2="python train_tagger.py", env={"OMP_NUM_THREADS": "1"}),
+]
