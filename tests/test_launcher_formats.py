@@ -676,6 +676,8 @@ def test_lightnings_reconciliation_names_the_rank_whose_exception_it_reraises(tm
      "gpu_oom"),
     # perftest's queue pair left unconnected (an unusable GID), NCCL's socket of a family the kernel lacks
     ("Failed to modify QP 59 to RTR", "vs_perftest_qp_rtr_failed", "config"),
+    # c10d's FileStore (file:// init_method) says only this when the other ranks' keys never appear in its file
+    ("RuntimeError: Wait timeout", "c10d_filestore_wait_timeout", "config"),
     # sweep 7: vendor documents without a source file (NVIDIA's page retirement, GPFS, cloud notices, HCCL codes)
     ("XID 64 Dynamic Page Retirement: Fatal error, unable to retire page (0x00000000000f4240)",
      "h_xid_page_retirement_text", "gpu_hardware"),
