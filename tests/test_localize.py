@@ -31,6 +31,22 @@ def test_hang_culprit_is_the_rank_not_waiting(tmp_path: Path) -> None:
     assert "11" in d.root_cause.summary
 
 
+def test_a_few_ranks_ahead_of_the_rest_are_the_odd_ones_out(tmp_path: Path) -> None:
+    """Ranks 1-3 time out at SeqNum 532339 and rank 0 at 532341 (public corpus dev n6-012's shape, rank 0 the
+    thread's culprit): the one rank that counted two collectives further is named; a gap of thousands is two
+    process groups (n27a-009) and names nobody; one rank behind the rest is still named."""
+    text = "".join(_watchdog(r, 532341 if r == 0 else 532339, "BROADCAST") for r in range(4))
+    (tmp_path / "job.log").write_text(text)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path)))
+    assert d.failure_mode is FailureMode.FAIL_HANG and d.first_failing_rank == 0, d.root_cause.summary
+    text = "".join(_watchdog(r, 956300 if r == 0 else 1008, "BROADCAST") for r in range(4))
+    (tmp_path / "job.log").write_text(text)
+    assert diagnose(DiagnoseRequest(path=str(tmp_path))).first_failing_rank is None
+    text = "".join(_watchdog(r, 532337 if r == 2 else 532339, "BROADCAST") for r in range(4))
+    (tmp_path / "job.log").write_text(text)
+    assert diagnose(DiagnoseRequest(path=str(tmp_path))).first_failing_rank == 2
+
+
 def test_collective_mismatch_names_the_minority_rank(tmp_path: Path) -> None:
     text = "".join(_watchdog(r, 5001, "BROADCAST" if r == 6 else "ALLREDUCE", 5056 if r == 6 else 2106881) for r in range(8))
     (tmp_path / "job.log").write_text(text)

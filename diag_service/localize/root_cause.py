@@ -168,6 +168,12 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     return best
 
 
+#: The largest SeqNum gap read as a few ranks ahead of the rest in one process group. A rank-dependent path issues a
+#: handful of extra collectives; reports thousands apart are of different process groups (each counts its own), and
+#: a rank's lowest SeqNum then mixes them (public corpus dev n27a-009: 1008 on one group, 956300 on another).
+SEQ_AHEAD_MAX = 16
+
+
 def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int], bool]:
     """Findings, suspect ranks, and whether the ranks at the most common SeqNum issued different collectives
     (OpType / numel), from collective-timeout reports."""
@@ -198,12 +204,25 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
     if len(seqs) > 1:
         low = min(seqs)
         behind = sorted(r for r, v in per_rank.items() if v[0] == low)
-        findings.append(
-            f"Collective timeouts at different SeqNums: rank(s) {behind[:8]} time out at {low}, "
-            f"the others at up to {max(seqs)}; the lower ones are behind."
-        )
-        if not suspects and len(behind) < len(per_rank):
-            suspects = behind
+        ahead = sorted(set(per_rank) - set(behind))
+        if len(seqs) == 2 and len(behind) >= 2 * len(ahead) and max(seqs) - low <= SEQ_AHEAD_MAX:
+            # the odd one out is ahead: most ranks wait at one SeqNum and a few count further, i.e. those issued
+            # collectives the others never did (a rank-dependent path: a log or metric all-reduce on rank 0 only)
+            # or completed ones the others still wait in (a broadcast's root); either way the few are where to look
+            findings.append(
+                f"Collective timeouts at different SeqNums: rank(s) {ahead[:8]} time out at {max(seqs)}, the "
+                f"others ({len(behind)}) at {low}: the few ahead issued or finished collectives the others did not "
+                "(a rank-dependent code path), and are the ones to look at first."
+            )
+            if not suspects:
+                suspects = ahead
+        else:
+            findings.append(
+                f"Collective timeouts at different SeqNums: rank(s) {behind[:8]} time out at {low}, "
+                f"the others at up to {max(seqs)}; the lower ones are behind."
+            )
+            if not suspects and len(behind) < len(per_rank):
+                suspects = behind
     waiting = set(per_rank)
     missing = sorted(ranks_seen - waiting)
     if not suspects and len(waiting) >= 2 and 0 < len(missing) <= max(1, len(ranks_seen) // 8):
