@@ -55,7 +55,7 @@ from diag_service.domain import (
     refused_nodes_finding,
 )
 from diag_service.limits import LIMITS
-from diag_service.logformat import SRUN_REPORT, iso
+from diag_service.logformat import SRUN_REPORT, iso, parse_timestamp
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
 from diag_service.slow.models import SlowReport
@@ -1209,6 +1209,14 @@ def localize(
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
+    recovered = None
+    if mode is FailureMode.FAIL_STOP and after is None:
+        recovered = _recovered_after_failure(events, benign, progress)
+    if recovered is not None:
+        # the job finished after it: nothing to restart (the policy's run_completed); the failure stays explained
+        mode = FailureMode.NONE
+        summary = recovered + " " + summary
+        findings.append(recovered)
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     unique_evidence = list({(e.file, e.line, e.text): e for e in evidence}.values())
     return Localization(
@@ -1238,6 +1246,60 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
         return None
     file = failing[0].file
     return AFTER_COMPLETION_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
+
+
+#: A failure the job got past: a later attempt (a launcher's restart) or the same run went on to report completion.
+RECOVERED_FINDING = (
+    "The job recovered: after this failure it reported its own completion ({mark!r} at {file}:{line}), so a restart "
+    "(or the job itself) got past it and nothing needs restarting now; if the failure below recurs, it is the cause "
+    "of the lost attempt.")
+_ATTEMPT_DIR = re.compile(r"/attempt_(\d+)/")
+
+
+def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int], progress: ProgressLog) -> str | None:
+    """:data:`RECOVERED_FINDING` when every failure event (an error, traceback, exit or launcher report that is not a
+    known-harmless line) came before a report of completion: in an earlier attempt than the completed one (torchrun's
+    ``--log-dir`` ``attempt_N`` folders), earlier in the same file, or earlier by its timestamp than the completion
+    line's own; else None (trial 16's r19: torchrun restarted the job after a ConnectionResetError and the second
+    attempt reported "training finished")."""
+    if not progress.completed:
+        return None
+    kinds = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
+    failing = [e.first for e in events if e.kind in kinds and e.template_id not in benign]
+    if not failing:
+        return None
+    year = next((int(ev.timestamp[:4]) for ev in failing if ev.timestamp), 1970)
+    done_ts = [t for t in (parse_timestamp(line, year) for line in progress.completed.values()) if t is not None]
+    done_attempts = [int(m.group(1)) for p in progress.completed if (m := _ATTEMPT_DIR.search(p))]
+
+    def before(ev: Evidence) -> bool:
+        m = _ATTEMPT_DIR.search(ev.file)
+        if m is not None and done_attempts and int(m.group(1)) < max(done_attempts):
+            return True
+        mark = progress.completed_line.get(ev.file)
+        if mark is not None:
+            return ev.line < mark
+        ts = _iso_ts(ev.timestamp)
+        return ts is not None and bool(done_ts) and ts < max(done_ts)
+
+    if not all(before(ev) for ev in failing):
+        return None
+    path = max(progress.completed, key=lambda p: (
+        int(m.group(1)) if (m := _ATTEMPT_DIR.search(p)) else -1, progress.completed_line.get(p, 0)))
+    return RECOVERED_FINDING.format(mark=progress.completed[path][:120], file=path,
+                                    line=progress.completed_line.get(path, "?"))
+
+
+def _iso_ts(value: str | None) -> float | None:
+    """Unix seconds of an ISO-8601 evidence timestamp, None without one."""
+    import datetime as _dt
+
+    if not value:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
 
 
 #: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
