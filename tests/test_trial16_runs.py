@@ -25,3 +25,27 @@ def test_a_job_that_a_restart_carried_to_completion_is_not_restarted() -> None:
     assert "attempt_1" in d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value == "L0"
     assert all(h.signature_id != "checkpoint_io_error" for h in d.signature_hits)
+
+
+def test_a_finished_clean_run_with_one_short_blip_in_its_feed_stays_finished() -> None:
+    """r24 (mp.spawn, 600 steps, 9 s, timing.jsonl): one 11-step episode at 1.53x, 0.10 s lost, made the clean run
+    "fail_slow, network, the platform acts". A finished run's short episodes costing a sliver of it are a finding."""
+    d = _diagnose(FIX / "r24_clean_control_timing_spawn")
+    assert d.failure_mode.value == "none", d.root_cause.summary
+    assert any("the host's own drift" in f for f in d.findings), d.findings
+
+
+def test_the_costliest_episodes_lead_the_slowdown_report() -> None:
+    """r16 (rank 1 SIGSTOPped from about step 300): the report led with three noise episodes before the injection
+    (0.05 s each) and left out the two that cost 13 s."""
+    d = _diagnose(FIX / "r16_sigstop_straggler_rank1_timing")
+    assert d.failure_mode.value == "fail_slow" and d.slow is not None
+    assert d.slow.summary.startswith("The job ran 1.93x slower"), d.slow.summary
+    assert "from step 386" in d.root_cause.summary and "smaller episode(s)" in d.slow.summary
+
+
+def test_a_long_intermittent_episode_of_a_finished_run_is_still_its_slowdown() -> None:
+    """r22 (rank 1 on node1 SIGSTOPped on and off from step 300 to 625): 1.17x on average over 320 steps, under 5 % of
+    the run's time but far longer than the host's drift: it stays the run's verdict."""
+    d = _diagnose(FIX / "r22_sigstop_straggler_node1_2agents_timing")
+    assert d.failure_mode.value == "fail_slow", d.root_cause.summary
