@@ -49,3 +49,15 @@ def test_a_long_intermittent_episode_of_a_finished_run_is_still_its_slowdown() -
     the run's time but far longer than the host's drift: it stays the run's verdict."""
     d = _diagnose(FIX / "r22_sigstop_straggler_node1_2agents_timing")
     assert d.failure_mode.value == "fail_slow", d.root_cause.summary
+
+
+def test_a_bare_kill_at_start_up_says_what_to_check_before_the_hand_off() -> None:
+    """r03 (rank 1 SIGKILLed right after init, torchrun --log-dir) and r04 (rank 0 at its first step): "Stop; a restart
+    would fail the same way" for a kill nothing in the logs explains. The level stays the owner's (the public
+    corpus's start-up kills are loading OOMs), but the plan says to read dmesg first and when a plain restart is
+    right."""
+    for run in ("r03_sigkill_init_rank1_logdir", "r04_sigkill_firststep_rank0_targz"):
+        d = _diagnose(FIX / run)
+        assert d.category.value == "host_oom" and d.trained is False, d.root_cause.summary
+        assert d.recovery is not None and d.recovery.rule_id == "unconfirmed_kill_at_startup"
+        assert "dmesg" in d.recovery.action and "restart the job as it is" in d.recovery.action
