@@ -61,3 +61,12 @@ def test_a_bare_kill_at_start_up_says_what_to_check_before_the_hand_off() -> Non
         assert d.category.value == "host_oom" and d.trained is False, d.root_cause.summary
         assert d.recovery is not None and d.recovery.rule_id == "unconfirmed_kill_at_startup"
         assert "dmesg" in d.recovery.action and "restart the job as it is" in d.recovery.action
+
+
+def test_a_global_step_printed_beside_the_epoch_is_not_offset_by_epochs() -> None:
+    """r02 (mp.spawn, one file): the trainer prints ``epoch E step N/200`` with N the global step. Read as a counter
+    restarting every epoch, the 137-step, 60-s run had a slowdown "from step 250 to step 720, costing 266.8s"."""
+    d = _diagnose(FIX / "r02_exception_rank1_spawn")
+    slow = next(f for f in d.findings if f.startswith("Step times in the logs"))
+    steps = [int(x) for x in __import__("re").findall(r"step (\d+)", slow)]
+    assert steps and max(steps) <= 137, slow

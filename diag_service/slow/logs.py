@@ -173,6 +173,10 @@ class _State:
     bad: int = 0
     prev: dict[tuple[str, int], int] = field(default_factory=dict)
     epoch_len: dict[str, int] = field(default_factory=dict)
+    #: per writer, the (epoch, counter) of its last ``Epoch E ... N/M`` line, and the writers whose counter went on
+    #: across an epoch change (a global step printed beside the epoch, not one restarting every epoch)
+    epoch_counter: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    global_counter: set[tuple[str, int]] = field(default_factory=set)
     #: step lines without a step time but with a timestamp, per writer: (step, unix seconds, evidence)
     clock: dict[tuple[str, int], list[tuple[int, float, _Ev]]] = field(default_factory=dict)
     #: step lines with a cumulative clock (step, seconds since the start, evidence), and with a throughput
@@ -348,7 +352,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         return
     m = GENERIC_STEP.search(text)
     if m:
-        step, x = _global_step(m, text), _num(m.group(6))
+        step, x = _global_step(m, text, st, key), _num(m.group(6))
         if step is None or x is None or x <= 0:
             st.bad += 1
             return
@@ -358,7 +362,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
                   _data_phase(text, sec, ms))
         return
     m = STEP_ONLY.search(text)
-    if m is None or (step := _global_step(m, text)) is None:
+    if m is None or (step := _global_step(m, text, st, key)) is None:
         return
     if ts is not None:
         seen = st.clock.setdefault(key, [])
@@ -445,9 +449,11 @@ class StepLineReader:
         return out
 
 
-def _global_step(m: re.Match[str], text: str) -> int | None:
+def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) -> int | None:
     """The step of a :data:`STEP_COUNTER` match; a counter out of a total after an epoch number (``Epoch 2
-    Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter``."""
+    Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter`` -- unless the writer's counter
+    went on across an epoch change (``epoch 0 step 35/200`` then ``epoch 1 step 40/200``: the global step beside the
+    epoch, trial 16's r02, whose 137 steps read as steps 250 to 720), from then on the counter itself."""
     n, of = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
     step = _count(n)
     if step is None or of is None:
@@ -456,6 +462,14 @@ def _global_step(m: re.Match[str], text: str) -> int | None:
     if e is None:
         return step
     total, epoch = _count(of), _count(e.group(1))
+    if key in st.global_counter:
+        return step
+    if epoch is not None:
+        last = st.epoch_counter.get(key)
+        st.epoch_counter[key] = (epoch, step)
+        if last is not None and epoch > last[0] and step > last[1]:
+            st.global_counter.add(key)
+            return step
     if epoch is not None and e.group(2) is not None and epoch > 0:
         epoch -= 1  # "Epoch [1/4]" is the first epoch
     if total is None or epoch is None or epoch * total + step > LIMITS.max_step:
