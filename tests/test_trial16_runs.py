@@ -70,3 +70,13 @@ def test_a_global_step_printed_beside_the_epoch_is_not_offset_by_epochs() -> Non
     slow = next(f for f in d.findings if f.startswith("Step times in the logs"))
     steps = [int(x) for x in __import__("re").findall(r"step (\d+)", slow)]
     assert steps and max(steps) <= 137, slow
+
+
+def test_a_hang_that_ray_train_already_ended_is_not_killed_again() -> None:
+    """r12 (Ray Train, rank 1 spinning outside the collective): rank 0's gloo timeout was raised and Ray's controller
+    failed the worker group ("ray.train.WorkerGroupError: Training failed due to worker errors"), yet the plan said
+    "Kill the hung job (after taking stack dumps of every rank)". The driver's report of the failed run ends it."""
+    d = _diagnose(FIX / "r12_busy_loop_rank1_ray")
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
+    assert any(h.signature_id == "f_ray_train_failed" for h in d.signature_hits)
+    assert d.recovery is not None and d.recovery.rule_id == "hang_ended_restart"

@@ -24,6 +24,7 @@ from diag_service.domain import (
     RESTART_STORM,
     Diagnosis,
     EventKind,
+    EventRole,
     LostTime,
     RecoveryLevel,
     RecoveryOption,
@@ -125,6 +126,14 @@ def facts_of(d: Diagnosis, pol: Policy, history: History | None = None, now: flo
 _EXITED = frozenset({EventKind.EXIT, EventKind.ELASTIC_SUMMARY})
 
 
+def _exited(d: Diagnosis) -> bool:
+    """True when the logs show the job's processes ending: an exit code or a launcher's failure table
+    (:data:`_EXITED` events), or a launcher's or driver's report that the run failed (a ``summary`` signature:
+    torchrun's ChildFailedError, mpirun's abort, Ray Train's WorkerGroupError; trial 16's r12, a hang Ray had ended,
+    read "kill the hung job")."""
+    return any(e.kind in _EXITED for e in d.events) or any(h.role is EventRole.SUMMARY for h in d.signature_hits)
+
+
 def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -> bool:
     w = rule.when
     if w.failure_mode is not None and d.failure_mode not in w.failure_mode:
@@ -149,7 +158,7 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
         return False
     if w.has_evidence is not None and d.has_evidence() != w.has_evidence:
         return False
-    if w.exited is not None and any(e.kind in _EXITED for e in d.events) != w.exited:
+    if w.exited is not None and _exited(d) != w.exited:
         return False
     if w.summary_matches is not None:
         text = d.root_cause.summary + " " + " ".join(d.findings)
