@@ -49,6 +49,10 @@ def test_a_long_intermittent_episode_of_a_finished_run_is_still_its_slowdown() -
     the run's time but far longer than the host's drift: it stays the run's verdict."""
     d = _diagnose(FIX / "r22_sigstop_straggler_node1_2agents_timing")
     assert d.failure_mode.value == "fail_slow", d.root_cause.summary
+    # its feed times backward and the all-reduce together, without comm_wait_s: every rank's communication rose
+    # because one rank was stopped, which the feed cannot tell from a slow link; it read "network, the platform acts"
+    assert d.category.value == "unknown" and d.slow is not None
+    assert any("one rank late to each collective" in w for w in d.slow.input.warnings)
 
 
 def test_a_bare_kill_at_start_up_says_what_to_check_before_the_hand_off() -> None:

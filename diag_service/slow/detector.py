@@ -66,6 +66,15 @@ HIDDEN_STRAGGLER_HINT = (
     "backward and its all-reduce, or record comm_wait_s, to locate it (docs/slow.md, record format)")
 
 
+#: The same for a job-wide communication slowdown: a slow link, or one rank late to every collective (stopped,
+#: throttled, busy between its forward and its backward) that every other rank waits for inside it (trial 16's r22,
+#: a SIGSTOPped rank, read "network"); the category is left unknown.
+HIDDEN_LATE_RANK_HINT = (
+    "every rank's communication time rose alike and no rank stands out: a slow link, or one rank late to each "
+    "collective that the others wait for inside it; record comm_wait_s (or time each rank's work before its "
+    "collectives) to tell them apart (docs/slow.md, record format)")
+
+
 def _r(v: float) -> float | None:
     return round(float(v), 6) if math.isfinite(v) else None
 
@@ -512,14 +521,16 @@ class SlowDetector:
             warnings.append(
                 f"only {self._steps} step record(s): not enough to learn a baseline "
                 f"({self.cfg.warmup_steps} warm-up + {self.cfg.baseline_steps} baseline steps needed); no job-level verdict")
-        if (episodes and not stragglers and not groups and self.n_units >= 2 and "comm_wait" not in self._phases
-                and any(e.kind is StragglerKind.COMPUTE for e in episodes)):
+        untraced = not stragglers and not groups and self.n_units >= 2 and "comm_wait" not in self._phases
+        if episodes and untraced and any(e.kind is StragglerKind.COMPUTE for e in episodes):
             warnings.append(HIDDEN_STRAGGLER_HINT)
+        if episodes and untraced and any(e.kind is StragglerKind.COMMUNICATION for e in episodes):
+            warnings.append(HIDDEN_LATE_RANK_HINT)
         st.warnings = list(dict.fromkeys(warnings))
         found = bool(episodes or stragglers or groups)
         rep = SlowReport(
             failure_mode=FailureMode.FAIL_SLOW if found else None,
-            category=self._category(episodes, stragglers, groups),
+            category=self._category(episodes, stragglers, groups, untraced=untraced),
             summary=self._summary(episodes, stragglers, groups),
             units=self.units, job_slowdown=episodes, stragglers=stragglers, groups=groups,
             time_lost_s=round(sum(e.time_lost_s for e in episodes), 6),
@@ -580,7 +591,8 @@ class SlowDetector:
         return out
 
     @staticmethod
-    def _category(episodes: list[SlowEpisode], stragglers: list[Straggler], groups: list[GroupFinding]) -> Category:
+    def _category(episodes: list[SlowEpisode], stragglers: list[Straggler], groups: list[GroupFinding],
+                  untraced: bool = False) -> Category:
         stage = [g for g in groups if g.group == "stage"]
         if stage and not [g for g in groups if g.group == "node"]:
             return Category.CONFIG  # stage partitioning imbalance: the job's configuration
@@ -595,7 +607,8 @@ class SlowDetector:
             # the phase of the episode that cost the most (a run's noise episodes come first and cost little)
             kinds = [e.kind for e in sorted(episodes, key=lambda e: -e.time_lost_s) if e.kind is not None]
             if kinds and kinds[0] is StragglerKind.COMMUNICATION:
-                return Category.NETWORK
+                # without a collective trace a late rank slows every rank's communication alike (HIDDEN_LATE_RANK_HINT)
+                return Category.UNKNOWN if untraced else Category.NETWORK
             if kinds and kinds[0] is StragglerKind.DATA:
                 return Category.STORAGE
             return Category.INFRASTRUCTURE
