@@ -84,3 +84,13 @@ def test_a_hang_that_ray_train_already_ended_is_not_killed_again() -> None:
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
     assert any(h.signature_id == "f_ray_train_failed" for h in d.signature_hits)
     assert d.recovery is not None and d.recovery.rule_id == "hang_ended_restart"
+
+
+def test_the_last_checkpoint_of_a_run_is_its_final_save() -> None:
+    """r24 (and r01, r22): the run's final save comes after its last step line; with no failure line to bound the saves
+    by, the last one the logs show is the last checkpoint (it read the save before it)."""
+    d = _diagnose(FIX / "r24_clean_control_timing_spawn")
+    saves = [int(m) for m in __import__("re").findall(
+        r"saved checkpoint \S*step_0*(\d+)", (FIX / "r24_clean_control_timing_spawn" / "rank0.log").read_text())]
+    assert d.last_checkpoint is not None and saves and d.last_checkpoint.step == max(saves), (d.last_checkpoint, saves)
+    assert d.last_checkpoint.before_failure_s is None or d.last_checkpoint.before_failure_s >= 0

@@ -171,7 +171,9 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_faile
     stamps = sorted(t for series in progress.series.values() for t, _ in series)
     latest = bounds + stamps[-1:]
     end = min(failed) if failed else (max(latest) if latest else None)
-    limit = end if end is not None else math.inf
+    # without a failure line that has a time, the logs' last progress line is no bound on the saves: a run's final
+    # save comes after its last step line (trial 16's r01, r22, r24 named the save before the last one)
+    limit = end if end is not None and (failed or bounds) else math.inf
 
     def progress_after(t0: float) -> bool:  # a progress line after t0, at or before the end
         i = bisect.bisect_right(stamps, t0)
@@ -191,7 +193,7 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_faile
     if end is not None:
         i = bisect.bisect_right(stamps, end)  # the last progress line at or before the end, if it is after the save
         last = stamps[i - 1] if i > 0 and stamps[i - 1] >= ts else end
-        before = round(last - ts, 3)
+        before = round(max(0.0, last - ts), 3)  # a final save after the last progress line lost nothing
     return CheckpointSeen(timestamp=stamp, step=step, file=path, before_failure_s=before, timestamp_approx=approx,
                           kind="resumed" if kind == "resumed" else "saved",
                           unsure_step=cut[1] if cut is not None else None,
