@@ -94,3 +94,13 @@ def test_the_last_checkpoint_of_a_run_is_its_final_save() -> None:
         r"saved checkpoint \S*step_0*(\d+)", (FIX / "r24_clean_control_timing_spawn" / "rank0.log").read_text())]
     assert d.last_checkpoint is not None and saves and d.last_checkpoint.step == max(saves), (d.last_checkpoint, saves)
     assert d.last_checkpoint.before_failure_s is None or d.last_checkpoint.before_failure_s >= 0
+
+
+def test_a_rank_named_first_is_not_contradicted_by_the_tied_launcher_table() -> None:
+    """r06 (accelerate launch; rank 1 SIGTERMed from outside at its first evaluation, the agent then SIGTERMs rank 0
+    in the same second): the answer named rank 1 beside "one signal reached them all, so no rank or node is singled
+    out"."""
+    d = _diagnose(FIX / "r06_sigterm_in_eval_rank1_accelerate")
+    assert d.first_failing_rank == 1 and d.category.value == "infrastructure", d.root_cause.summary
+    assert not any("no rank or node is singled out" in f for f in d.findings), d.findings
+    assert any("rank 1's own lines show it stopped first" in f for f in d.findings)

@@ -761,8 +761,7 @@ def localize(
         [ev for g in groups if g.kind is EventKind.ELASTIC_SUMMARY for ev in g.examples])
     if broadcast:
         elastic_root = None
-        findings.append("Every rank in the launcher's failure table ended by the same signal in the same second: one "
-                        "signal reached them all, so no rank or node is singled out.")
+        findings.append(BROADCAST_FINDING)
 
     evidence: list[Evidence] = []
     first_rank: int | None = None
@@ -1209,6 +1208,11 @@ def localize(
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
+    if broadcast and first_rank is not None and BROADCAST_FINDING in findings:
+        # the table ties, the ranks' own lines do not (trial 16's r06: "no rank is singled out" beside rank 1 named)
+        findings[findings.index(BROADCAST_FINDING)] = (
+            "Every rank in the launcher's failure table ended by the same signal in the same second, so the table "
+            f"alone singles out no rank; rank {first_rank}'s own lines show it stopped first.")
     recovered = None
     if mode is FailureMode.FAIL_STOP and after is None:
         recovered = _recovered_after_failure(events, benign, progress)
@@ -1248,6 +1252,9 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     return AFTER_COMPLETION_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
 
 
+#: The launcher's table of a signal that reached every rank at once (``_same_signal_at_once``).
+BROADCAST_FINDING = ("Every rank in the launcher's failure table ended by the same signal in the same second: one "
+                     "signal reached them all, so no rank or node is singled out.")
 #: A failure the job got past: a later attempt (a launcher's restart) or the same run went on to report completion.
 RECOVERED_FINDING = (
     "The job recovered: after this failure it reported its own completion ({mark!r} at {file}:{line}), so a restart "
