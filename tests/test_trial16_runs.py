@@ -104,3 +104,11 @@ def test_a_rank_named_first_is_not_contradicted_by_the_tied_launcher_table() -> 
     assert d.first_failing_rank == 1 and d.category.value == "infrastructure", d.root_cause.summary
     assert not any("no rank or node is singled out" in f for f in d.findings), d.findings
     assert any("rank 1's own lines show it stopped first" in f for f in d.findings)
+
+
+def test_a_lost_nodes_survivor_is_not_named_the_first_failing_rank() -> None:
+    """r21 (two torchrun agents; node1's agent and worker SIGKILLed together): node1 is named lost, right, but rank 0
+    on node0, the survivor whose connection reset, was the "first failing rank"."""
+    d = _diagnose(FIX / "r21_node1_lost_sigkill_agent_2agents")
+    assert d.category.value == "infrastructure" and d.faulty_nodes == ["node1"], d.root_cause.summary
+    assert d.first_failing_rank != 0

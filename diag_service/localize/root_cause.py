@@ -1194,7 +1194,8 @@ def localize(
             # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
             # own error: the rank it happened on failed first. A lost peer's report names the rank that noticed.
             first_rank = primary.ranks[0]
-        if first_rank is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
+        if first_rank is None and lost is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
+            # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed: trial 16's r21)
             first_rank = _sole_erring_rank(events)
         if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
             first_rank = _agent_failed_rank(groups)
