@@ -84,6 +84,8 @@ def test_a_hang_that_ray_train_already_ended_is_not_killed_again() -> None:
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
     assert any(h.signature_id == "f_ray_train_failed" for h in d.signature_hits)
     assert d.recovery is not None and d.recovery.rule_id == "hang_ended_restart"
+    # a Ray Train job's plan speaks of its driver, not of "every rank's launcher" (r09, r12 read torchrun's)
+    assert d.recovery.platform == "ray" and any("driver" in c for c in d.recovery.commands), d.recovery.commands
 
 
 def test_the_last_checkpoint_of_a_run_is_its_final_save() -> None:

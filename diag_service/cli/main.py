@@ -47,7 +47,7 @@ def diagnose_cmd(
     events: Annotated[int, typer.Option(min=0, help="Event templates to show in the report (0: none).")] = 10,
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite) for escalation and lemon nodes.")] = None,
     platform: Annotated[str | None, typer.Option(
-        help="kubernetes | volcano | slurm | torchrun: dry-run commands for the plan (default: the scheduler the logs "
+        help="kubernetes | volcano | slurm | ray | torchrun: dry-run commands for the plan (default: the scheduler the logs "
              "show, else torchrun: no scheduler, the steps as comments).")] = None,
     no_recovery: Annotated[bool, typer.Option("--no-recovery", help="Skip the recovery recommendation.")] = False,
     exclude: Annotated[list[str] | None, typer.Option(help="Skip files matching this glob (repeatable).")] = None,
@@ -128,7 +128,7 @@ def recover_cmd(
     diagnosis: Annotated[Path, typer.Argument(help="A diagnosis JSON written by `diag diagnose --json` ('-' for stdin).")],
     history: Annotated[Path | None, typer.Option(help="Recovery history (SQLite); records this recommendation.")] = None,
     platform: Annotated[str | None, typer.Option(
-        help="kubernetes | volcano | slurm | torchrun (default: the platform of the diagnosis' own plan, else "
+        help="kubernetes | volcano | slurm | ray | torchrun (default: the platform of the diagnosis' own plan, else "
              "torchrun).")] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy file (default: the package's own).")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs of the job, for GPU-second estimates.")] = None,

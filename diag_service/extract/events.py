@@ -306,12 +306,14 @@ _RESUME_WORDS = re.compile(
     r"|total (?:optimization |training )?steps|max_steps|num_steps|steps_per)\b"
 )
 #: Marks of the scheduler a log was written under (Slurm's srun/slurmstepd lines and variables, the
-#: Kubernetes kubelet's and the Kubeflow operator's words, Volcano's job kinds): which platform's commands
+#: Kubernetes kubelet's and the Kubeflow operator's words, Volcano's job kinds, Ray Train's actors): which platform's commands
 #: a recovery plan should give when the caller did not say.
 PLATFORM_MARKS = {
     "slurm": ("srun: ", "slurmstepd", "SLURM_JOB_ID", "SLURM_PROCID", "sbatch: "),
     "kubernetes": ("kubectl ", "kubelet", "OOMKilled", "PyTorchJob", "training.kubeflow.org"),
     "volcano": ("volcano.sh", "vcjob", "vcctl "),
+    # Ray Train's worker and controller actors, as Ray prefixes their output (``(RayTrainWorker pid=...)``)
+    "ray": ("(RayTrainWorker pid=", "(TrainController pid=", "ray.train.", "TorchTrainer"),
 }
 #: Slurm's job id in its own lines: slurmstepd's ``*** JOB 48213 ON gpu-node-001 CANCELLED AT ...`` / ``*** STEP 48213.0
 #: ON ...``, ``Detected 1 oom_kill event in StepId=48213.0``, ``srun: job 48213 queued and waiting for resources``,

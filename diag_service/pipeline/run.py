@@ -70,7 +70,7 @@ class DiagnoseRequest(BaseModel):
     #: record this diagnosis' restart and node faults in the history with its plan (False for a live job's
     #: diagnoses: the service records each incident's once, at its final diagnosis)
     record_counts: bool = True
-    #: kubernetes | volcano | slurm | torchrun; None: the scheduler the logs show (srun/slurmstepd lines,
+    #: kubernetes | volcano | slurm | ray | torchrun; None: the scheduler the logs show (srun/slurmstepd lines,
     #: kubelet ...), else torchrun (no scheduler seen: the job's own launcher, the plan's steps as comments)
     platform: str | None = None
     kb: bool = False  # similar past incidents from the default knowledge base, when no ``retriever`` is given

@@ -234,7 +234,7 @@ class Settings(BaseSettings):
                       "without a usable model the deterministic summary is used.")
 
     recovery: bool = True
-    platform: Literal["kubernetes", "volcano", "slurm", "torchrun"] | None = Field(
+    platform: Literal["kubernetes", "volcano", "slurm", "ray", "torchrun"] | None = Field(
         default=None, description="Scheduler whose commands recovery plans carry; unset: the one the logs show, as "
                                   "`diag diagnose` does (torchrun's manual steps when they show none).")
     recovery_history: bool = Field(default=True, description="Record recommendations in <data_dir>/recovery_history.sqlite.")
