@@ -94,6 +94,7 @@ def test_only_the_last_block_of_a_file_counts(tmp_path: Path, after: int) -> Non
     ("{'train_runtime': 120.5, 'train_samples_per_second': 33.2, 'train_steps_per_second': 1.04, 'train_loss': 0.9}", True),
     ("step 600/600 | loss 0.4685 | 39.9 ms/step", True),
     ("Epoch [4/4], Step [150/150], Loss: 0.3341, Time: 0.029s", True),  # last step of the last epoch
+    ("2026-12-05 02:11:09,103 [rank0] INFO Done! Final validation accuracy 0.9870", True),  # zoo clean5_spawn_eval_pause
     # not a completion
     ("Training finished iteration 3 at 2024-03-01 10:00:00. Total running time: 1min 2s", False),
     ("rank 0 waiting until training is done on the other ranks", False),
@@ -101,6 +102,7 @@ def test_only_the_last_block_of_a_file_counts(tmp_path: Path, after: int) -> Non
     ("Epoch [3/4], Step [150/150], Loss: 0.3341, Time: 0.029s", False),  # an epoch's end, not the run's
     ("step 120/600 | loss 0.4685 | 39.9 ms/step", False),
     ("iter 5/5 warm-up", False),
+    ("epoch 2 validation accuracy 0.9312 (1.8s)", False),  # an epoch's score, not the final one
 ])
 def test_completion_mark(tail: str, done: bool) -> None:
     assert (completion_mark(("step 1/600 | loss 1.0\n" + tail + "\n").encode()) is not None) is done

@@ -170,7 +170,9 @@ COMPLETION_VENDOR = (
 #: unless the line says the opposite or reports an iteration ("waiting until training is done", Ray Tune's
 #: "Training finished iteration 3").
 COMPLETION_WORDS = (r"(?i)\b(?:training|train) (?:is |has )?(?:finished|completed?|done)\b"
-                    r"|\b(?:finished|done|completed) training\b")
+                    r"|\b(?:finished|done|completed) training\b"
+                    # the run's closing report of its final score ("Done! Final validation accuracy 0.9870")
+                    r"|\bfinal (?:validation|val|test|eval(?:uation)?) (?:accuracy|acc|loss|score|metrics?|results?)\b")
 _COMPLETION_FAST = re2.compile(("(?:" + COMPLETION_VENDOR + ")|(?:" + COMPLETION_WORDS + ")").encode())
 _COMPLETION_VENDOR_RE = re.compile(COMPLETION_VENDOR)
 _COMPLETION_NOT = re.compile(r"(?i)\b(?:not|until|before|unless|when|once|if|wait\w*)\s+(?:the\s+)?(?:training|train)\b"
