@@ -3412,3 +3412,163 @@ SCENARIOS += [
              "torchrun --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
              "--rdzv-conf timeout=20 train_tagger.py", cmd2="python train_tagger.py", env={"OMP_NUM_THREADS": "1"}),
 ]
+
+# batch 21 (ids b21_*): the network between ranks and nodes (a shaped link, a lossy link, resets from a middlebox,
+# a firewall at the rendezvous port and at gloo's own ports, a link cut during a checkpoint barrier, a flapping link,
+# a wrong interface, an address the other node cannot reach); recorded with ZOO_CGROUP_TAG=h107 ZOO_PORT_OFFSET=400
+# (other recorders share the host). Node 1 is the network namespace zoo21_n1 (its own interfaces, iptables and
+# qdiscs); the data link between the nodes is a veth pair eth1 (10.88.0.1 on node 0 = this host, 10.88.0.2 on node 1).
+# This kernel has no netem qdisc (no delay or jitter); loss is an iptables `statistic` match, a rate limit is tbf.
+NET21 = ("ip netns del zoo21_n1 2>/dev/null; ip link del eth1 2>/dev/null; ip netns add zoo21_n1 && "
+         "ip link add eth1 type veth peer name zoo21p && ip link set zoo21p netns zoo21_n1 && "
+         "ip netns exec zoo21_n1 ip link set zoo21p name eth1 && ip addr add 10.88.0.1/24 dev eth1 && "
+         "ip link set eth1 up && ip netns exec zoo21_n1 ip addr add 10.88.0.2/24 dev eth1 && "
+         "ip netns exec zoo21_n1 ip link set eth1 up && ip netns exec zoo21_n1 ip link set lo up")
+NET21_DOWN = ("ip netns del zoo21_n1 2>/dev/null; ip link del eth1 2>/dev/null; ip link del mgmt0 2>/dev/null; "
+              "iptables -D INPUT -j ZOO_B21 2>/dev/null; iptables -D INPUT -i eth1 -j ZOO_B21 2>/dev/null; "
+              "iptables -D OUTPUT -o eth1 -j ZOO_B21 2>/dev/null; iptables -F ZOO_B21 2>/dev/null; "
+              "iptables -X ZOO_B21 2>/dev/null; true")
+N1 = "ip netns exec zoo21_n1"
+ENV21 = {"OMP_NUM_THREADS": "1"}
+
+
+def _two21(sid: str, file: str, cmd: str, **kw) -> Scenario:
+    """A two-node scenario of batch 21: node 1 in the namespace; cmd has {k} for the node rank."""
+    kw.setdefault("setup", NET21)
+    return Scenario(sid, file, cmd.format(k=0), cmd2=cmd.format(k=1), netns2="zoo21_n1", teardown=NET21_DOWN,
+                    env=dict(ENV21), **kw)
+
+
+# a cut of node 1's side of the link (both directions), for `secs` seconds, by a process the recorder ends with the run
+def _cut21(run: str, plan: str) -> str:
+    return (f"env ZOO_RUN={run} bash -c 'N=\"{N1} iptables\"; cut() {{ $N -A INPUT -i eth1 -j DROP; "
+            f"$N -A OUTPUT -o eth1 -j DROP; }}; heal() {{ $N -F INPUT; $N -F OUTPUT; }}; {plan}'")
+
+
+TBF21 = ("tc qdisc add dev eth1 root tbf rate 3gbit burst 512kb latency 20ms && "
+         f"{N1} tc qdisc add dev eth1 root tbf rate 3gbit burst 512kb latency 20ms")
+LOSS21 = (f"{N1} iptables -A INPUT -i eth1 -m statistic --mode random --probability 0.03 -j DROP && "
+          f"{N1} iptables -A OUTPUT -o eth1 -m statistic --mode random --probability 0.03 -j DROP")
+# node 0's host firewall on the data interface: established flows and the job's rendezvous port (MASTER_PORT) come
+# in, everything else is rejected as the RHEL/CentOS default rule set does (icmp-host-prohibited) (a chain of this
+# batch's own, only for eth1)
+FW21 = NET21 + (" && iptables -N ZOO_B21 && iptables -I INPUT -i eth1 -j ZOO_B21 && "
+                "iptables -A ZOO_B21 -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT && "
+                "iptables -A ZOO_B21 -p tcp --dport {port} -j ACCEPT && iptables -A ZOO_B21 -p tcp --dport 22 -j ACCEPT && "
+                "iptables -A ZOO_B21 -j REJECT --reject-with icmp-host-prohibited")
+# Ray worker 1's gloo connection to worker 0 rejected with TCP resets by a firewall rule on the host, in both
+# directions (so the resets themselves are rejected too: the pair goes silent)
+RAYRST21 = r"""python - <<'EOF'
+import re, subprocess
+con = open("console.log", errors="replace").read()
+pid = {r: re.search(rf"pid=(\d+)\) world_rank={r},", con).group(1) for r in (0, 1)}
+ss = subprocess.run(["ss", "-tnpH"], capture_output=True, text=True).stdout.splitlines()
+def ports(p):
+    return {l.split()[3].rsplit(":", 1)[1] for l in ss if f"pid={p}," in l}
+mine = [l.split() for l in ss if f"pid={pid[1]}," in l]
+peer0 = ports(pid[0])
+sh = "iptables -N ZOO_B21 2>/dev/null; iptables -C INPUT -j ZOO_B21 2>/dev/null || iptables -I INPUT -j ZOO_B21\n"
+for f in mine:
+    lp, pp = f[3].rsplit(":", 1)[1], f[4].rsplit(":", 1)[1]
+    if pp in peer0:
+        sh += f"iptables -A ZOO_B21 -i lo -p tcp --dport {lp} -j REJECT --reject-with tcp-reset\n"
+        sh += f"iptables -A ZOO_B21 -i lo -p tcp --sport {lp} -j REJECT --reject-with tcp-reset\n"
+subprocess.run(["bash", "-c", sh])
+open("rst_rules.txt", "w").write(sh)
+EOF"""
+SCENARIOS += [
+    _two21("b21_slow_net_tbf_twonode", "train_intent.py",
+           "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.88.0.1 "
+           "--master-port {{port}} train_intent.py", action=("shell", "[rank0] step 300/", TBF21)),
+    _two21("b21_slow_net_loss_accel_node1", "tag_titles.py",
+           "GLOO_SOCKET_IFNAME=eth1 accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+           "--main_process_ip 10.88.0.1 --main_process_port {{port}} tag_titles.py", action=("shell", "epoch 1:", LOSS21)),
+    _two21("b21_hang_rdzv_port_reset_twonode", "train_kws.py",
+           "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.88.0.1 "
+           "--master-port {{port}} --rdzv-conf timeout=20 train_kws.py",
+           setup=NET21 + f" && {N1} iptables -A OUTPUT -o eth1 -p tcp --dport {{port}} -j REJECT --reject-with tcp-reset"),
+    _two21("b21_hang_gloo_ports_fw_node0", "train_retrieval.py",
+           "GLOO_SOCKET_IFNAME=eth1 python train_retrieval.py --nnodes 2 --node-rank {k} --master-addr 10.88.0.1 "
+           "--master-port {{port}}", setup=FW21,
+           # node 0 prints nothing more for 40 s: the user presses Ctrl-C in its terminal, and again 4 s later
+           # (SIGINT to the node's foreground processes: the spawn parent and its child)
+           action=("shell", 40, "for i in 1 2; do for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+                   "grep -qx 'ZOO_RUN=b21_hang_gloo_ports_fw_node0' && kill -INT ${p#/proc/}; done; sleep 4; done; true")),
+    Scenario("b21_hang_ckpt_barrier_cut_twonode", "train_ae.py",
+             "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 10.88.0.1 "
+             "--master-port {port} --log-dir logs --tee 3 train_ae.py",
+             cmd2="GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --master-addr 10.88.0.1 "
+             "--master-port {port} train_ae.py", netns2="zoo21_n1", setup=NET21, teardown=NET21_DOWN, env=dict(ENV21),
+             action=("shell", "saving checkpoint ckpt/step_000300.pt",
+                     _cut21("b21_hang_ckpt_barrier_cut_twonode", "cut; sleep 80"))),
+    _two21("b21_hang_link_flap_envinit_twonode", "train_sensor.py",
+           "RANK={k} WORLD_SIZE=2 MASTER_ADDR=10.88.0.1 MASTER_PORT={{port}} GLOO_SOCKET_IFNAME=eth1 python train_sensor.py",
+           action=("shell", "rank 0 step 300/", _cut21("b21_hang_link_flap_envinit_twonode",
+                                                       "cut; sleep 6; heal; sleep 10; cut; sleep 80"))),
+    _two21("b21_net_reset_midtrain_twonode", "train_topics.py",
+           "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.88.0.1 "
+           "--master-port {{port}} train_topics.py",
+           action=("shell", "step 500: loss", f"{N1} iptables -A INPUT -i eth1 -p tcp -j REJECT --reject-with tcp-reset")),
+    Scenario("b21_cfg_gloo_ifname_down_node1", "train_ctr.py",
+             "GLOO_SOCKET_IFNAME=eth1 python -m torch.distributed.run --nnodes 2 --node-rank 0 --nproc-per-node 1 "
+             "--master-addr 10.88.0.1 --master-port {port} train_ctr.py",
+             cmd2="GLOO_SOCKET_IFNAME=eth2 python -m torch.distributed.run --nnodes 2 --node-rank 1 --nproc-per-node 1 "
+             "--master-addr 10.88.0.1 --master-port {port} train_ctr.py", netns2="zoo21_n1",
+             setup=NET21 + f" && {N1} ip link add eth2 type veth peer name eth2p", teardown=NET21_DOWN, env=dict(ENV21)),
+    _two21("b21_cfg_main_ip_mgmt_accel_twonode", "train_reviews.py",
+           "GLOO_SOCKET_IFNAME=eth1 accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+           "--main_process_ip 10.0.5.1 --main_process_port {{port}} --rdzv_conf timeout=20 train_reviews.py",
+           setup=NET21 + (" && ip link add mgmt0 type veth peer name mgmt0p && ip addr add 10.0.5.1/24 dev mgmt0 && "
+                          "ip link set mgmt0p up && ip link set mgmt0 up"
+                          f" && {N1} ip route add default via 10.88.0.1 && {N1} iptables -A OUTPUT -d 10.0.5.0/24 -j DROP")),
+    _two21("b21_slow_link_flap_trainer_twonode", "run_tickets.py",
+           "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.88.0.1 "
+           "--master-port {{port}} run_tickets.py",
+           action=("shell", "'epoch': '0.16'", _cut21("b21_slow_link_flap_trainer_twonode",
+                                                  "for i in $(seq 30); do cut; sleep 1; heal; sleep 3; done"))),
+    Scenario("b21_hang_ray_fw_pair", "train_churn.py", "python train_churn.py",
+             action=("shell", "iter 1000/3000", RAYRST21), teardown=NET21_DOWN),
+]
+# the head node's NIC starts losing 20 % of the packets it sends on the data link (a chain of this batch's own)
+LOSSOUT21 = ("iptables -N ZOO_B21 2>/dev/null; iptables -I OUTPUT -o eth1 -j ZOO_B21 && "
+             "iptables -A ZOO_B21 -m statistic --mode random --probability 0.2 -j DROP")
+SCENARIOS += [
+    Scenario("b21_hang_oneway_rx_node1", "train_proj.py",
+             "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank 0 --nproc-per-node 1 --master-addr 10.88.0.1 "
+             "--master-port {port} --log-dir logs --redirects 3 train_proj.py",
+             cmd2="GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --master-addr 10.88.0.1 "
+             "--master-port {port} train_proj.py", netns2="zoo21_n1", setup=NET21, teardown=NET21_DOWN, env=dict(ENV21),
+             # node 1 stops receiving on the data link (its port's receive side fails); it can still send
+             action=("shell", "INFO:__main__:step 300/", f"{N1} iptables -A INPUT -i eth1 -j DROP")),
+    _two21("b21_slow_net_loss_head_spawn", "train_spk.py",
+           "GLOO_SOCKET_IFNAME=eth1 python train_spk.py --nnodes 2 --node-rank {k} --master-addr 10.88.0.1 "
+           "--master-port {{port}}", action=("shell", "step 240/600", LOSSOUT21)),
+]
+# node 1's data port came up without an address (its DHCP lease on the data network never arrived); the rendezvous
+# goes over the management network (mgmt0: 10.0.5.1 on node 0, 10.0.5.2 on node 1), the collectives over eth1
+NOADDR21 = ("ip netns del zoo21_n1 2>/dev/null; ip link del eth1 2>/dev/null; ip link del mgmt0 2>/dev/null; "
+            "ip netns add zoo21_n1 && ip link add eth1 type veth peer name zoo21p && ip link set zoo21p netns zoo21_n1 && "
+            f"{N1} ip link set zoo21p name eth1 && ip addr add 10.88.0.1/24 dev eth1 && ip link set eth1 up && "
+            f"{N1} ip link set eth1 up && {N1} ip link set lo up && "
+            "ip link add mgmt0 type veth peer name zoo21m && ip link set zoo21m netns zoo21_n1 && "
+            f"{N1} ip link set zoo21m name mgmt0 && ip addr add 10.0.5.1/24 dev mgmt0 && ip link set mgmt0 up && "
+            f"{N1} ip addr add 10.0.5.2/24 dev mgmt0 && {N1} ip link set mgmt0 up")
+SCENARIOS += [
+    _two21("b21_inf_data_nic_noaddr_node1", "train_forecast.py",
+           "GLOO_SOCKET_IFNAME=eth1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.0.5.1 "
+           "--master-port {{port}} --rdzv-conf timeout=20 train_forecast.py", setup=NOADDR21),
+]
+# the link between the nodes degrades in steps (both ends, tbf): 2 Gbit/s, then 200 Mbit/s, then 512 kbit/s
+DEGRADE21 = ("env ZOO_RUN=b21_hang_link_degrading_twonode bash -c 'for r in 2gbit 200mbit 512kbit; do "
+             "tc qdisc replace dev eth1 root tbf rate $r burst 256kb latency 50ms; "
+             f"{N1} tc qdisc replace dev eth1 root tbf rate $r burst 256kb latency 50ms; sleep 4; done; sleep 14; "
+             # no line for ~18 s: the user presses Ctrl-C in both terminals (SIGINT to each node's torchrun agent)
+             "for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" < $p/cmdline 2>/dev/null | grep -q distributed[.]run.--nnodes && "
+             "tr \"\\\\0\" \"\\\\n\" < $p/environ 2>/dev/null | grep -qx ZOO_RUN=b21_hang_link_degrading_twonode && "
+             "kill -INT ${p#/proc/}; done; sleep 80'")
+SCENARIOS += [
+    _two21("b21_hang_link_degrading_twonode", "train_langid.py",
+           "GLOO_SOCKET_IFNAME=eth1 python -m torch.distributed.run --nnodes 2 --node-rank {k} --nproc-per-node 1 "
+           "--master-addr 10.88.0.1 --master-port {{port}} train_langid.py",
+           action=("shell", "rank0: step 200/2000", DEGRADE21)),
+]
