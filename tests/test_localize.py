@@ -454,3 +454,19 @@ def test_a_kernel_log_named_after_its_host_gives_the_faulty_node(tmp_path: Path)
                                                  "srun: error: hpc-gpu041: tasks 0-7: Killed\n")
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.category is Category.GPU_HARDWARE and d.faulty_nodes == ["hpc-gpu042"]
+
+
+ZOO_RUNS = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs"
+
+
+def test_two_ranks_that_lost_each_other_are_a_failed_connection_not_an_absent_rank() -> None:
+    """Zoo dev b21_net_reset_midtrain_twonode (two torchrun agents; a middlebox resets node 0's packets to node 1 from
+    step 500): rank 0 raises "Connection closed by peer" at once, rank 1 times out 20 s later. Rank 0 was in the
+    collective (its launcher's table ends it 20 s before rank 1's): not "rank 0 never entered it", the connection
+    failed. b21_hang_oneway_rx_node1: rank 0's own timeout surfaces as gloo's "Application timeout caused pair
+    closure", so both ranks waited and neither is named."""
+    d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / "b21_net_reset_midtrain_twonode"), kb=False, llm=False))
+    assert d.failure_mode is FailureMode.FAIL_HANG and d.first_failing_rank is None, d.root_cause.summary
+    assert d.category is Category.NETWORK and "connection between the two ranks failed" in d.root_cause.summary
+    d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / "b21_hang_oneway_rx_node1"), kb=False, llm=False))
+    assert d.first_failing_rank is None and "gloo_timeout" in {h.signature_id for h in d.signature_hits}

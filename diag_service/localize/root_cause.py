@@ -807,7 +807,15 @@ def localize(
             reports = [primary, *symptoms] if waiting else symptoms
             absent, why = _reported_absentees(reports, ranks_seen | world, sigs, world_known=bool(world) and not waiting)
             first_rank = absent[0] if len(absent) == 1 else None
-            if first_rank is not None and why:
+            if (first_rank is not None and why is not None and why.startswith(TWO_RANK_ABSENT)
+                    and _lost_before_timeout(first_rank, reports + roots, by_tid, sigs, groups)):
+                # the "absent" rank lost its connection before its peer timed out: the link between them failed
+                why = MUTUAL_LOSS_FINDING.format(rank=first_rank)
+                first_rank = None
+                category, responsible = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK]
+                confidence = min(confidence, 0.35)
+                findings.append(why)
+            elif first_rank is not None and why:
                 findings.append(why)
         elif len(primary.ranks) == 1 and not waiting:
             first_rank = primary.ranks[0]
@@ -979,6 +987,7 @@ def localize(
                 hang_suspects, mismatch = [lone], True
                 hang_findings.append(LONE_FINDING.format(rank=lone))
             wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
+            mutual_loss = False
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
                 if len(hang_suspects) == 1 and why is not None and why.startswith(TWO_RANK_ABSENT):
@@ -989,14 +998,22 @@ def localize(
                     if pair is not None:
                         hang_suspects, why = pair
                         mismatch = True
-                if not hang_suspects and not mismatch:
+                    elif _lost_before_timeout(hang_suspects[0], symptoms + roots, by_tid, sigs, groups):
+                        # the "absent" rank had lost its connection before its peer timed out: it was in the
+                        # collective, and the connection between the two failed (zoo dev b21: a middlebox's resets)
+                        other, hang_suspects = hang_suspects[0], []
+                        why = MUTUAL_LOSS_FINDING.format(rank=other)
+                        mutual_loss = True
+                if not hang_suspects and not mismatch and not mutual_loss:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                     hang_suspects, why = _pair_wait_sites(wait_sites) or _odd_wait_site(wait_sites)
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
             common = None
-            if not hang_suspects and not mismatch:
+            if mutual_loss:
+                category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.35
+            elif not hang_suspects and not mismatch:
                 if wait_sites is None:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                 common = _common_wait_site(wait_sites, world or ranks_seen)
@@ -1542,6 +1559,48 @@ def _wait_sites(symptoms: list[SignatureHit], by_tid: dict[int, list[TemplateGro
                     call = f"{own[-1].group('file').rsplit('/', 1)[-1]}:{own[-1].group('line')}" if own else None
                     found[rank] = ((frames[-1].group("file").rsplit("/", 1)[-1], frames[-1].group("func")), call)
     return found
+
+
+#: Two ranks that lost each other, the one that did not time out first (:func:`_lost_before_timeout`).
+MUTUAL_LOSS_FINDING = (
+    "Rank {rank} did not time out, but it reported its connection to its peer lost before the peer's timeout: it was in "
+    "the collective, and the connection between the two ranks failed (the network path between their hosts: a link, a "
+    "firewall or middlebox resetting or dropping their traffic), not a rank that never came.")
+
+
+def _lost_before_timeout(rank: int, hits: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                         sigs: SignatureSet | None, groups: list[TemplateGroup]) -> bool:
+    """True when ``rank`` (that did not time out) was in the collective when its connection failed: its first report
+    of a lost peer (a ``peer_loss`` hit of any mode: a closed connection, a reset) is stamped, with a time of its own,
+    before every other rank's first collective timeout; or, without such times, its process ended (the launcher's
+    failure table, torchelastic's ``time`` field) more than a second before every other rank's. A rank that only
+    came late finds the connection its peer's timeout closed, after that timeout. False when the times are missing."""
+    own: list[float] = []
+    timeouts: list[float] = []
+    for h in hits:
+        if _cascade(h, sigs) != "peer_loss":
+            continue
+        for tid in h.template_ids:
+            for g in by_tid.get(tid, []):
+                for r, t in g.rank_first_ts.items():
+                    ev = g.rank_first.get(r)
+                    if ev is None or ev.ts_approx:
+                        continue
+                    if r == rank:
+                        own.append(t)
+                    elif h.failure_mode is FailureMode.FAIL_HANG:
+                        timeouts.append(t)
+    if own and timeouts:
+        return min(own) < min(timeouts)
+    ends: dict[int, float] = {}
+    for g in groups:
+        if g.kind is not EventKind.ELASTIC_SUMMARY:
+            continue
+        for ev in g.examples:
+            if ev.rank is not None and ev.ts is not None:
+                ends[ev.rank] = min(ends.get(ev.rank, ev.ts), ev.ts)
+    others = [t for r, t in ends.items() if r != rank]
+    return rank in ends and bool(others) and ends[rank] + 1.0 < min(others)
 
 
 #: How :func:`_reported_absentees`' two-rank reading begins ("... only rank 0 timed out ...: rank 1 never entered it").
