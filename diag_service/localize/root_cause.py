@@ -1053,6 +1053,12 @@ def localize(
                                                         step=stalled.details["last_step"],
                                                         every=f"{float(stalled.details['every_s']):.3g} s")]
                 findings.extend(hang_findings)
+            elif interrupted and (going := _still_progressing(symptoms, progress)) is not None:
+                # the steps came until the interrupt (trial 17's r13: Ctrl-C to torchrun while it trained): a person
+                # stopped a running job; nothing here failed or hung
+                mode = FailureMode.FAIL_STOP
+                hang_findings = [INTERRUPTED_RUNNING_FINDING.format(*going)]
+                findings.extend(hang_findings)
             elif interrupted:
                 hang_findings = [INTERRUPTED_FINDING]
                 findings.extend(hang_findings)
@@ -1060,6 +1066,7 @@ def localize(
                 hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
                 findings.extend(hang_findings)
             lead = ("The job stalled, then was stopped: " if interrupted and stalled is not None
+                    else "The job was stopped while it ran: " if interrupted and mode is FailureMode.FAIL_STOP
                     else "The job was interrupted: " if interrupted else "The job hung in a collective: ")
             summary = lead + " ".join(hang_findings)
             for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
@@ -1282,30 +1289,42 @@ _ATTEMPT_DIR = re.compile(r"/attempt_(\d+)/")
 
 
 def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int], progress: ProgressLog) -> str | None:
-    """:data:`RECOVERED_FINDING` when every failure event (an error, traceback, exit or launcher report that is not a
-    known-harmless line) came before a report of completion: in an earlier attempt than the completed one (torchrun's
-    ``--log-dir`` ``attempt_N`` folders), earlier in the same file, or earlier by its timestamp than the completion
-    line's own; else None (trial 16's r19: torchrun restarted the job after a ConnectionResetError and the second
-    attempt reported "training finished")."""
+    """:data:`RECOVERED_FINDING` when a process ended in failure (a traceback, an exit, a launcher report) and every
+    failure event (an error, traceback, exit or launcher report that is not a known-harmless line) came before a
+    restart and a report of completion: in an earlier attempt than the completed one (torchrun's ``--log-dir``
+    ``attempt_N`` folders), or before a launcher's restart line (``ProgressLog.launches``) and earlier in its file or by
+    its time than the completion line; else None (trial 16's r19: torchrun restarted the job after a
+    ConnectionResetError and the second attempt reported "training finished")."""
     if not progress.completed:
         return None
     kinds = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
     failing = [e.first for e in events if e.kind in kinds and e.template_id not in benign]
-    if not failing:
+    # a failure that ended a process (a traceback, an exit, a launcher's report), not error-looking lines of a run that
+    # went on (trial 17's r11: "loss nan" on every step until "training complete ... final loss nan"; r20: Ray's
+    # state-API warnings in a clean run)
+    ended = [e for e in events if e.kind in (EventKind.TRACEBACK, EventKind.EXIT, EventKind.ELASTIC_SUMMARY)
+             and e.template_id not in benign]
+    if not failing or not ended:
         return None
     year = next((int(ev.timestamp[:4]) for ev in failing if ev.timestamp), 1970)
     done_ts = [t for t in (parse_timestamp(line, year) for line in progress.completed.values()) if t is not None]
     done_attempts = [int(m.group(1)) for p in progress.completed if (m := _ATTEMPT_DIR.search(p))]
+    # ... and a restart after it: a later attempt_N folder, or a launcher's (re)start line after the failure
+    restarts = sorted(progress.launches)
+    failed_attempts = [int(m.group(1)) for ev in failing if (m := _ATTEMPT_DIR.search(ev.file))]
+    restarted_attempt = bool(done_attempts) and bool(failed_attempts) and min(failed_attempts) < max(done_attempts)
 
     def before(ev: Evidence) -> bool:
         m = _ATTEMPT_DIR.search(ev.file)
         if m is not None and done_attempts and int(m.group(1)) < max(done_attempts):
             return True
+        ts = _iso_ts(ev.timestamp)
+        if ts is None or not (restarted_attempt or any(r > ts for r in restarts)):
+            return False  # no restart after it: the run did not get past it by starting again
         mark = progress.completed_line.get(ev.file)
         if mark is not None:
             return ev.line < mark
-        ts = _iso_ts(ev.timestamp)
-        return ts is not None and bool(done_ts) and ts < max(done_ts)
+        return bool(done_ts) and ts < max(done_ts)
 
     if not all(before(ev) for ev in failing):
         return None
@@ -1423,6 +1442,41 @@ def _same_signal_at_once(table: list[RawEvent]) -> bool:
 INTERRUPTED_FINDING = ("it was stopped from the keyboard (Ctrl-C, SIGINT) and no rank reported an error or a timeout "
                        "before it: someone stopped it, usually because it had stopped making progress. Where each rank "
                        "was when interrupted is in its KeyboardInterrupt traceback; nothing here says why it stalled.")
+
+
+#: An interrupt that came while the steps still came (:func:`_still_progressing`).
+INTERRUPTED_RUNNING_FINDING = (
+    "it was stopped from the keyboard (Ctrl-C, SIGINT) {0} after its last progress line (step {1}; its progress lines "
+    "had come every {2}), while it was still making progress, and no rank reported an error or a timeout before it: "
+    "a person stopped a running job; nothing here failed or hung. Ask who stopped it; if that was not meant, restart "
+    "from the last checkpoint.")
+
+
+def _still_progressing(symptoms: list[SignatureHit], progress: ProgressLog) -> tuple[str, int, str] | None:
+    """``(gap, last step, interval)`` as text when the interrupt (the earliest time of the interrupt hits) came within
+    :data:`STALL_INTERVALS` of the job's own intervals between progress lines (and :data:`STALL_MIN_S`) of its last
+    one: the job was making progress when it was stopped. None when the times or the progress lines do not say."""
+    times = [t for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and not h.first_timestamp_approx
+             for t in [_ts_of(h)] if t is not None]
+    if not times:
+        return None
+    t_int = min(times)
+    gaps: list[float] = []
+    last: tuple[float, int] | None = None
+    for series in progress.series.values():
+        pts = sorted(p for p in series if p[0] <= t_int)
+        if len(pts) < STALL_MIN_POINTS:
+            continue
+        gaps.extend(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False) if b[0] > a[0])
+        if last is None or pts[-1][0] > last[0]:
+            last = pts[-1]
+    if last is None or not gaps:
+        return None
+    every = float(sorted(gaps)[len(gaps) // 2])
+    gap = t_int - last[0]
+    if gap >= max(STALL_INTERVALS * every, STALL_MIN_S):
+        return None
+    return f"{gap:.1f} s", last[1], f"{every:.3g} s"
 
 
 def _interrupted_only(symptoms: list[SignatureHit]) -> bool:
