@@ -480,6 +480,23 @@ STALLED_FINDING = ("no rank reported an error or a timeout, and the launcher was
                    "restart may stall at the same point.")
 
 
+def _pace_before(t: float, progress: ProgressLog) -> tuple[tuple[float, int], float] | None:
+    """The job's last progress line at or before ``t`` (``(unix seconds, step)``) and its median interval between
+    progress lines in seconds, over the streams with at least :data:`STALL_MIN_POINTS` lines then; None without."""
+    gaps: list[float] = []
+    last: tuple[float, int] | None = None
+    for series in progress.series.values():
+        pts = sorted(p for p in series if p[0] <= t)
+        if len(pts) < STALL_MIN_POINTS:
+            continue
+        gaps.extend(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False) if b[0] > a[0])
+        if last is None or pts[-1][0] > last[0]:
+            last = pts[-1]
+    if last is None or not gaps:
+        return None
+    return last, float(sorted(gaps)[len(gaps) // 2])
+
+
 def _signal_after_stall(roots: list[SignatureHit], progress: ProgressLog) -> list[SignatureHit]:
     """The roots without the torchrun agent's report of a death signal (SIGTERM, SIGHUP; ``elastic_agent_death_signal``)
     that came long after the job's last progress line: at least :data:`STALL_INTERVALS` of the job's own intervals
@@ -494,18 +511,10 @@ def _signal_after_stall(roots: list[SignatureHit], progress: ProgressLog) -> lis
     t_sig = _ts_of(hit) if hit is not None else None
     if hit is None or t_sig is None:
         return roots
-    gaps: list[float] = []
-    last: tuple[float, int] | None = None
-    for series in progress.series.values():
-        pts = sorted(p for p in series if p[0] <= t_sig)
-        if len(pts) < STALL_MIN_POINTS:
-            continue
-        gaps.extend(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False) if b[0] > a[0])
-        if last is None or pts[-1][0] > last[0]:
-            last = pts[-1]
-    if last is None or not gaps:
+    pace = _pace_before(t_sig, progress)
+    if pace is None:
         return roots
-    every = float(sorted(gaps)[len(gaps) // 2])
+    last, every = pace
     gap = t_sig - last[0]
     if gap < max(STALL_INTERVALS * every, STALL_MIN_S):
         return roots
@@ -1461,18 +1470,10 @@ def _still_progressing(symptoms: list[SignatureHit], progress: ProgressLog) -> t
     if not times:
         return None
     t_int = min(times)
-    gaps: list[float] = []
-    last: tuple[float, int] | None = None
-    for series in progress.series.values():
-        pts = sorted(p for p in series if p[0] <= t_int)
-        if len(pts) < STALL_MIN_POINTS:
-            continue
-        gaps.extend(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False) if b[0] > a[0])
-        if last is None or pts[-1][0] > last[0]:
-            last = pts[-1]
-    if last is None or not gaps:
+    pace = _pace_before(t_int, progress)
+    if pace is None:
         return None
-    every = float(sorted(gaps)[len(gaps) // 2])
+    last, every = pace
     gap = t_int - last[0]
     if gap >= max(STALL_INTERVALS * every, STALL_MIN_S):
         return None
