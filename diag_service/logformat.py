@@ -99,7 +99,8 @@ NCCL_ORIGIN = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?
 _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: Lines that name the rank they are about: PyTorch's ``[Rank N]`` / ``[PG ... Rank N]``, NCCL's ``rank N nranks M``,
 #: scripts' ``Rank N:`` / ``[rank: N]`` / ``[rankN] `` at the start of a line, a Python logging format's ``[rank N]``
-#: field at the start or after a bracketed time (``[2026-12-04 10:11:12,345][rank 1][ERROR] ...``),
+#: field at the start or after a bracketed time (``[2026-12-04 10:11:12,345][rank 1][ERROR] ...``) or after a plain
+#: time and level (``2026-12-06 07:28:25,161 INFO [rank1] step 10/300 ...``: a script's own logging format, trial 17),
 #: Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher
@@ -109,6 +110,8 @@ INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
     r"|^(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]\s?)?\[(?:rank|RANK) (\d{1,6})\]\s?[\[:]"
+    r"|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})? (?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\]? )?"
+    r"\[(?:rank|RANK) ?(\d{1,6})\] "
     r"|^mpirun noticed that process rank (\d{1,6}) with PID"
     r"|^Abort\(-?\d+\) on node \d+ \(rank (\d{1,6}) in comm \d+\)"
     r"|^Container rank (\d{1,6}) status failed"

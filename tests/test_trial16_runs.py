@@ -114,3 +114,6 @@ def test_a_lost_nodes_survivor_is_not_named_the_first_failing_rank() -> None:
     d = _diagnose(FIX / "r21_node1_lost_sigkill_agent_2agents")
     assert d.category.value == "infrastructure" and d.faulty_nodes == ["node1"], d.root_cause.summary
     assert d.first_failing_rank != 0
+    # its ranks' own logging records carry "[rank1]" after the time and level: heard, node1's rank is the lost one
+    # (not "rank 1 ended with exit code 0": the lost-node reading comes first)
+    assert d.first_failing_rank == 1 and "exit code 0" not in d.root_cause.summary

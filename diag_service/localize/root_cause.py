@@ -1192,10 +1192,16 @@ def localize(
         heard = set(progress.rank_last_step)
         if len(progress.source_nodes) <= 1:  # the files' own nodes (a host named on a pasted NCCL line is no agent)
             heard |= set(progress.launcher_local_ranks.values())
+        # a node whose logs just stop while the other nodes lose their peers went away whole: read first, so that
+        # its silent rank is not taken for one that returned early (its agent's report went with it)
+        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
+                if mode is FailureMode.FAIL_STOP and first_rank is None else None)
         silent = _silent_rank(hits, ranks_seen | world, sigs, frozenset(heard))
         if silent is not None and first_rank is None:
             first_rank = silent
-            if _left_cleanly(silent, groups, len(progress.launches)):
+            if lost is not None:
+                pass  # the lost node's rank: the node's reading below says why
+            elif _left_cleanly(silent, groups, len(progress.launches)):
                 # torchelastic lists every worker of its agent that failed (exit code or signal): one it leaves out
                 # ended with exit code 0 while its peers were still in a collective with it
                 category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.4
@@ -1207,8 +1213,6 @@ def localize(
                     "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
                     "killer; check the node's dmesg)."
                 )
-        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
-                if mode is FailureMode.FAIL_STOP and first_rank is None else None)
         if lost is not None:
             category, responsible, confidence = Category.INFRASTRUCTURE, DEFAULT_RESPONSIBLE[Category.INFRASTRUCTURE], 0.45
             faulty_nodes = [lost]
