@@ -240,15 +240,21 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
     return findings, suspects, len(ops) > 1
 
 
-def _ts_of(h: SignatureHit) -> float | None:
+def _iso_ts(value: str | None) -> float | None:
+    """Unix seconds of an ISO-8601 evidence timestamp, None without one."""
     import datetime as _dt
 
-    if h.first_timestamp is None:
+    if not value:
         return None
     try:
-        return _dt.datetime.fromisoformat(h.first_timestamp).timestamp()
+        return _dt.datetime.fromisoformat(value).timestamp()
     except ValueError:
         return None
+
+
+def _ts_of(h: SignatureHit) -> float | None:
+    """Unix seconds of the hit's first occurrence, None without a time."""
+    return _iso_ts(h.first_timestamp)
 
 
 def _cascade(h: SignatureHit, sigs: SignatureSet | None) -> str | None:
@@ -1274,6 +1280,15 @@ AFTER_COMPLETION_FINDING = (
     "step, so the trained model and the checkpoints written before it stand; do not re-run the training.")
 
 
+_FAILURE_KINDS = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
+
+
+def _failure_firsts(events: list[EventTemplate], benign: frozenset[int]) -> list[Evidence]:
+    """The first occurrence of every failure event: an error, traceback, exit or launcher report that is not a
+    known-harmless line (``benign`` template ids)."""
+    return [e.first for e in events if e.kind in _FAILURE_KINDS and e.template_id not in benign]
+
+
 def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int],
                              progress: ProgressLog) -> str | None:
     """:data:`AFTER_COMPLETION_FINDING` when every file that holds a failure event (an error, traceback, exit or
@@ -1282,8 +1297,7 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     marks = progress.completed_line
     if not marks:
         return None
-    kinds = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
-    failing = [e.first for e in events if e.kind in kinds and e.template_id not in benign]
+    failing = _failure_firsts(events, benign)
     if not failing or any(ev.file not in marks or ev.line <= marks[ev.file] for ev in failing):
         return None
     file = failing[0].file
@@ -1310,8 +1324,7 @@ def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int]
     ConnectionResetError and the second attempt reported "training finished")."""
     if not progress.completed:
         return None
-    kinds = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
-    failing = [e.first for e in events if e.kind in kinds and e.template_id not in benign]
+    failing = _failure_firsts(events, benign)
     # a failure that ended a process (a traceback, an exit, a launcher's report), not error-looking lines of a run that
     # went on (trial 17's r11: "loss nan" on every step until "training complete ... final loss nan"; r20: Ray's
     # state-API warnings in a clean run)
@@ -1345,18 +1358,6 @@ def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int]
         int(m.group(1)) if (m := _ATTEMPT_DIR.search(p)) else -1, progress.completed_line.get(p, 0)))
     return RECOVERED_FINDING.format(mark=progress.completed[path][:120], file=path,
                                     line=progress.completed_line.get(path, "?"))
-
-
-def _iso_ts(value: str | None) -> float | None:
-    """Unix seconds of an ISO-8601 evidence timestamp, None without one."""
-    import datetime as _dt
-
-    if not value:
-        return None
-    try:
-        return _dt.datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
 
 
 #: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
@@ -1954,12 +1955,13 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
         d.findings.append(finding)
         return
+    lost_share = _lost_fraction(slow)
     if d.failure_mode is FailureMode.NONE and not slow.stragglers and not slow.groups \
-            and _lost_fraction(slow) < MATERIAL_SLOWDOWN \
+            and lost_share < MATERIAL_SLOWDOWN \
             and all(e.steps < MATERIAL_EPISODE_STEPS for e in slow.job_slowdown):
         # a finished run whose episodes cost a sliver of it (trial 16's r24, a clean run: one 10-step blip, 0.1 s of
         # 10 s): the run's verdict stays "finished"; the episode is told, not the cause of anything
-        d.findings.append(finding + f" (short episodes costing about {100 * _lost_fraction(slow):.1f} % of the run's "
+        d.findings.append(finding + f" (short episodes costing about {100 * lost_share:.1f} % of the run's "
                                     "time: the host's own drift, not a slowdown of the run)")
         return
     if not inferred_hang:  # otherwise the summary below is this finding, word for word
