@@ -577,6 +577,9 @@ MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that pro
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
 #: exit code C" / "with signal S" (or the line cut right after "terminated with", as pastes cut it: the process is
 #: named, its end not). N is the spawn index, the function's first argument: the local rank.
+#: Lines from spawn's "-- Process N terminated with the following error:" to the "Traceback" it quotes (the next line,
+#: or a few more where a paste put blank lines or the report's own lines in between).
+SPAWN_QUOTE_LINES = 5
 SPAWN_PROCESS = re.compile(
     r"(?:^-- Process (\d{1,6}) terminated with the following error:|"
     r"\bprocess (\d{1,6}) terminated with(?: exit code (-?\d+)| signal (SIG[A-Z]+)|\s*$))"
@@ -858,6 +861,8 @@ class Extractor:
         #: "The first process to do so was:" (horovodrun raises it as a RuntimeError)
         self._first_in_traceback: tuple[int, str, int] | None = None
         self._spawn_in_traceback: tuple[int, str, str, int] | None = None
+        #: (path, line, spawn index) of the last ProcessRaisedException report, for the traceback it quotes next
+        self._spawn_quoted: tuple[str, int, int] | None = None
         # per NCCL process (host, pid): the (nranks, rank) of its largest communicator (the world's;
         # a sub-communicator's rank is not the global one), and the ranks its connection lines state
         self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
@@ -1323,12 +1328,21 @@ class Extractor:
         if "Traceback (most recent call last)" in body or FRAME_LINE.match(body):
             self._first_in_traceback = self._spawn_in_traceback = None
             ev = self._traceback(rd, ls, line_no, who, consumed)
+            quoted, self._spawn_quoted = self._spawn_quoted, None
+            if ev is not None and quoted is not None and quoted[0] == ev.path and ev.rank is None \
+                    and ev.local_rank is None and 0 < line_no - quoted[1] <= SPAWN_QUOTE_LINES:
+                # spawn's ProcessRaisedException quotes the failed process's own traceback right after its "-- Process
+                # N terminated with the following error:": that error is process N's, whoever printed the report
+                ev.rank = ev.local_rank = quoted[2]
             if ev is not None:
                 # a paste whose newlines were lost runs the agent's "failed (exitcode: N) local_rank: R" and
                 # the traceback together on one line: the agent's report stays with the event
                 ev.fields.update(fields)
                 yield ev
             if self._spawn_in_traceback is not None and ev is not None:
+                idx, code, sig, at = self._spawn_in_traceback
+                if not code and not sig:  # the raised form: the quoted traceback follows
+                    self._spawn_quoted = (ev.path, at, idx)
                 yield self._spawn_first(ev.path, ev.node, ev.ts, ev.ts_approx, *self._spawn_in_traceback)
             if self._first_in_traceback is not None:
                 first = self._first_process(rd, *self._first_in_traceback, who)
@@ -1367,6 +1381,8 @@ class Extractor:
                                     local=False)  # the line itself stays an event of its own
         spawned = _spawn_match(stripped)
         if spawned is not None:  # the line itself stays an event of its own
+            if not spawned[1] and not spawned[2]:  # the raised form: the quoted traceback follows
+                self._spawn_quoted = (rd.src.path, line_no, spawned[0])
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, *spawned, line_no)
         key = clean_key(body)

@@ -424,6 +424,11 @@ def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], root_e
     return kept
 
 
+def _plain_cut(h: SignatureHit) -> bool:
+    """A traceback cut before its exception line whose context rule names no cause (only the frame it stopped in)."""
+    return h.signature_id == "traceback_cut_short" and h.details.get("context_rule", "") in _CUT_SHORT_PLAIN
+
+
 def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: SignatureSet | None) -> list[SignatureHit]:
     """A rank's report of a lost peer (``cascade: peer_loss``: a closed or reset connection, NCCL's remote
     error, a store timeout) is what every cause of a vanished peer produces, so it yields to a failure of
@@ -444,7 +449,7 @@ def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: Sign
         t = _ts_of(h)
         for o in roots:
             if (o is h or _cascade(o, sigs) == "peer_loss" or o.category is Category.UNKNOWN or not o.ranks
-                    or set(o.ranks) <= set(h.ranks)):
+                    or set(o.ranks) <= set(h.ranks) or _plain_cut(o)):
                 continue
             to = _ts_of(o)
             if t is None or to is None or to <= t + LATE_ROOT_S:
@@ -541,8 +546,7 @@ def _cut_traceback_yields(roots: list[SignatureHit], hits: list[SignatureHit], f
     if not any(h.failure_mode is FailureMode.FAIL_HANG and h.role in (EventRole.ROOT, EventRole.SYMPTOM)
                for h in hits):
         return roots
-    cut = [h for h in roots if h.signature_id == "traceback_cut_short"
-           and h.details.get("context_rule", "") in _CUT_SHORT_PLAIN]
+    cut = [h for h in roots if _plain_cut(h)]
     if not cut:
         return roots
     findings.append("A traceback cut before its exception line, beside a collective or store timeout: read as the "
@@ -664,6 +668,10 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet,
 
 
 #: What :func:`_left_cleanly`'s rank did.
+#: torch.multiprocessing.spawn's warning for each process it ends after another failed ("Terminating process P via
+#: signal SIGTERM", torch/multiprocessing/spawn.py): that process was still alive (zoo dev b18: rank 1 waited in its
+#: all-reduce when rank 0's barrier failed and spawn reported rank 0).
+SPAWN_TERMINATING = "Terminating process"
 CLEAN_EXIT_FINDING = (
     "Every other rank lost its connection to rank {rank}, and the launcher's failure report lists them but not rank "
     "{rank}: it ended with exit code 0 while its peers still waited on it. The job's own code let one rank finish or "
@@ -1202,7 +1210,10 @@ def localize(
         # its silent rank is not taken for one that returned early (its agent's report went with it)
         lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
                 if mode is FailureMode.FAIL_STOP and first_rank is None else None)
-        silent = _silent_rank(hits, ranks_seen | world, sigs, frozenset(heard))
+        # under torch.multiprocessing.spawn a rank's error reaches the output only through spawn's one report, and a
+        # rank spawn SIGTERMed was still alive: its silence says nothing of an early end
+        silent = (None if any(SPAWN_TERMINATING in g.template for g in groups)
+                  else _silent_rank(hits, ranks_seen | world, sigs, frozenset(heard)))
         if silent is not None and first_rank is None:
             first_rank = silent
             if lost is not None:

@@ -365,9 +365,13 @@ class SlowDetector:
             cd = np.nan_to_num(x[0]) + np.nan_to_num(x[2])
             cref, csig = peer_reference(cd, g, ng, cfg.mad_scale)
             late = max_of_others(cd - cref - cfg.peer_k * csig)  # a peer genuinely late, beyond the noise
+        waited = None
+        if not traced and np.isfinite(x[0]).any():
+            waited = self._outside_compute_late(rb, dur, busy, x, g, ng)
         for j in (0, 1, 2):
             if np.isfinite(x[j]).any():
-                ev[j] = phase_evidence(x[j], busy if j == 1 else None, g, ng, T, cfg, late if j == 1 else None)
+                ev[j] = phase_evidence(x[j], busy if j == 1 else None, g, ng, T, cfg,
+                                       late if j == 1 else waited if j == 0 else None)
         cost = None
         if self.job.base_max is not None and c.T_max > 0:
             # synchronous ranks pay for the slowest one: its step must be longer than the slowest usually is
@@ -404,6 +408,23 @@ class SlowDetector:
                          pair_low=True, traced=traced)
         if g is not None:
             self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str, traced=traced)
+
+    def _outside_compute_late(self, rb: StepBatch, dur: np.ndarray, busy: np.ndarray, x: dict[int, np.ndarray],
+                              g: np.ndarray | None, ng: int) -> np.ndarray:
+        """Per rank, the largest excess (seconds) among the *other* ranks of the time they spent outside compute.
+
+        That time is the data phase plus what no phase covers (the record's ``end - start`` minus its phases, or
+        its ``step_time`` minus them: logging, metrics, host-side work the feed does not measure), each beyond
+        the peers' reference by ``peer_k`` robust sigmas. DistributedDataParallel runs its all-reduce inside
+        backward, so a feed without a collective trace puts a rank's wait for a peer that is late *outside*
+        compute into its own compute time: that compute excess is the peer's delay, not the rank's (a new user's
+        trial 17, r16: the rank waiting on rank 0's per-step metrics was named a 4.85x compute straggler).
+        """
+        wall = np.where(np.isfinite(dur), dur, rb.step_time)
+        other = np.where(np.isfinite(wall) & np.isfinite(busy), np.maximum(wall - busy, 0.0), 0.0)
+        od = np.nan_to_num(x[2]) + other
+        oref, osig = peer_reference(od, g, ng, self.cfg.mad_scale)
+        return max_of_others(od - oref - self.cfg.peer_k * osig)
 
     @staticmethod
     def _smallest_peer_group(rb: StepBatch, g: np.ndarray | None) -> int:
