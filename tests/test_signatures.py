@@ -194,7 +194,7 @@ VENDOR_LINES = [
     ("gpu-node-001:1234:5678 [0] NCCL WARN NET/IB : Unable to open device mlx5_0", Category.NETWORK),
     ("RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode:"
      " Too many open files (24)", Category.CONFIG),
-    ("Illegal instruction (core dumped)", Category.INFRASTRUCTURE),
+    ("Illegal instruction (core dumped)", Category.CONFIG),  # a binary built for another CPU: the build, not the node
     # TensorFlow's check on a kernel launch that could not get device memory
     ("Non-OK-status: GpuLaunchKernel (FillPhiloxRandomKernelLaunch <Distribution>, num_blocks, block_size, 0,"
      " d.stream (), gen, data, size, dist) status: Internal: out of memory", Category.GPU_OOM),
