@@ -3572,3 +3572,155 @@ SCENARIOS += [
            "--master-addr 10.88.0.1 --master-port {{port}} train_langid.py",
            action=("shell", "rank0: step 200/2000", DEGRADE21)),
 ]
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch 22 (ids b22_*): the common weekly failures again (an OOM kill in evaluation, signals from outside during a
+# checkpoint save and an evaluation, a collate bug, a read-only checkpoint volume under DCP, a wrong-shaped part, a
+# per-node argument, a resume path that is not there, a straggler, a slow loader), in launch shapes and layouts
+# earlier batches used little; recorded with ZOO_CGROUP_TAG=b22 ZOO_PORT_OFFSET=300 (another recorder shares the host)
+ENV22 = {"OMP_NUM_THREADS": "1"}
+# support tickets: 5-60 words; three pasted e-mail threads of 70-180 words among 6000
+TICKETS22 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(7)
+words = [f"w{i}" for i in range(5000)]
+long_at = {1733, 3410, 5127}
+with open("data/tickets_train.jsonl", "w") as f:
+    for i in range(6000):
+        n = rng.randint(70, 180) if i in long_at else rng.randint(5, 60)
+        f.write(json.dumps({"id": f"T{100000 + i}", "text": " ".join(rng.choice(words) for _ in range(n)),
+                            "intent": rng.randrange(24)}) + "\n")
+EOF2"""
+# per-rank feature parts (rows x 48); rank 2's part was exported by the new feature job, which writes features x rows
+CHURN22 = r"""mkdir -p features && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+for r in range(3):
+    x = rng.standard_normal((3000, 48)).astype(np.float32)
+    np.save(f"features/part-{r}.npy", x.T.copy() if r == 2 else x)
+    np.save(f"features/part-{r}.labels.npy", (rng.random(3000) < 0.2).astype(np.int64))
+EOF2"""
+CKPT22 = ("mkdir -p /mnt/ckpt22 && (mountpoint -q /mnt/ckpt22 && umount /mnt/ckpt22 || true) && "
+          "mount -t tmpfs -o size=64m tmpfs /mnt/ckpt22")
+KWS22_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+            "train_kws.py --micro-batch 32 --grad-accum {acc}")
+# the output directory the requeued job resumes from: checkpoint-1000 only (save_total_limit rotated the others)
+HEADLINES22 = ("mkdir -p out/headline-bert/checkpoint-1000 && "
+               """echo '{"global_step": 1000}' > out/headline-bert/checkpoint-1000/trainer_state.json""")
+SCENARIOS += [
+    # process 1's container memory limit is 700 MiB; the validation pass keeps every batch's softmax
+    Scenario("b22_oom_accel_eval_preds_r1", "train_catclf.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_catclf.py",
+             env=dict(ENV22), action=("cgroup", 1, 700)),
+    Scenario("b22_uc_collate_pad_no_trunc_spawn", "train_intent.py", "python train_intent.py --port {port}",
+             setup=TICKETS22, env=dict(ENV22)),
+    # the checkpoint volume is remounted read-only (a storage failover) after the step-200 save
+    Scenario("b22_st_dcp_readonly_remount", "train_ner.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_ner.py",
+             setup=CKPT22, teardown="umount /mnt/ckpt22; rmdir /mnt/ckpt22; true", env=dict(ENV22),
+             action=("shell", "saved checkpoint /mnt/ckpt22/ner-gru/step_000200", "mount -o remount,ro /mnt/ckpt22")),
+    Scenario("b22_data_npy_transposed_r2", "train_churn.py",
+             "torchrun --nnodes 1 --nproc-per-node 3 --rdzv-backend c10d --rdzv-endpoint localhost:{port} train_churn.py",
+             setup=CHURN22, env=dict(ENV22)),
+    # node 1's job line still carries the old --grad-accum 2 (node 0: 4)
+    Scenario("b22_cfg_grad_accum_node1_twonode", "train_kws.py", KWS22_2N.format(k=0, acc=4),
+             cmd2=KWS22_2N.format(k=1, acc=2), env=dict(ENV22)),
+    # rank 0 SIGKILLed from outside while it evaluates after epoch 1
+    Scenario("b22_inf_sigkill_spawn_eval_r0", "train_fraud.py", "python train_fraud.py --port {port}",
+             env=dict(ENV22), action=("kill", 0, signal.SIGKILL, "[rank 0] epoch 1: evaluating")),
+    # SIGTERM to the launcher as the Trainer writes checkpoint-50 (a preemption)
+    Scenario("b22_inf_sigterm_trainer_save", "run_clm.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 run_clm.py --output_dir out/desc-gpt2 "
+             "--per_device_train_batch_size 8 --max_steps 200 --save_steps 25 --logging_steps 10 --learning_rate 3e-4 "
+             "--use_cpu --ddp_backend gloo --ddp_timeout 20 --report_to none --log_level info",
+             env=dict(ENV22), action=("kill_launcher", signal.SIGTERM,
+                                      "Saving model checkpoint to out/desc-gpt2/checkpoint-50")),
+    Scenario("b22_cfg_hf_resume_missing_ckpt_accel", "run_headlines.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} run_headlines.py "
+             "--output_dir out/headline-bert --resume_from_checkpoint out/headline-bert/checkpoint-1500 "
+             "--per_device_train_batch_size 32 --max_steps 2000 --save_steps 500 --save_total_limit 1 "
+             "--use_cpu --ddp_backend gloo --report_to none", setup=HEADLINES22, env=dict(ENV22)),
+    # from process 1's step-200 line, process 1 is stopped 90 ms of every 150 ms (a throttled node) until the end
+    Scenario("b22_slow_stopcont_accel_r1", "train_ctr.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_ctr.py",
+             env=dict(ENV22), action=("stopcont_until", 1, "[rank 1] step 200/", None, 60, 90)),
+    # worker 0 SIGTERMed (a node drain) as it writes its epoch-1 checkpoint
+    Scenario("b22_inf_sigterm_ray_ckpt_r0", "train_loganomaly.py", "python train_loganomaly.py", env=dict(ENV22),
+             action=("ray_kill", 0, signal.SIGTERM, "[rank 0] epoch 1 done")),
+]
+# two machines: node 0 is this host, node 1 the network namespace zoo22_n1; the data link is a veth pair eth1
+# (10.88.0.1 / 10.88.0.2), as batch 21's, under a namespace name of this batch's own
+NET22 = ("ip netns del zoo22_n1 2>/dev/null; ip link del eth1 2>/dev/null; ip netns add zoo22_n1 && "
+         "ip link add eth1 type veth peer name zoo22p && ip link set zoo22p netns zoo22_n1 && "
+         "ip netns exec zoo22_n1 ip link set zoo22p name eth1 && ip addr add 10.88.0.1/24 dev eth1 && "
+         "ip link set eth1 up && ip netns exec zoo22_n1 ip addr add 10.88.0.2/24 dev eth1 && "
+         "ip netns exec zoo22_n1 ip link set eth1 up && ip netns exec zoo22_n1 ip link set lo up")
+NET22_DOWN = "ip netns del zoo22_n1 2>/dev/null; ip link del eth1 2>/dev/null; true"
+ACC22_2N = ("GLOO_SOCKET_IFNAME=eth1 accelerate launch --multi_gpu --num_machines 2 --num_processes 2{mr} "
+            "--main_process_ip 10.88.0.1 --main_process_port {{port}} --rdzv_conf timeout=20 train_helpful.py")
+LATE22_2N = ("python -m torch.distributed.run --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 "
+             "--master-port {{port}} --rdzv-conf timeout=15 train_basket.py")
+SCENARIOS += [
+    # node 1's line of the job script lost its --machine_rank 1 (accelerate's default is 0)
+    Scenario("b22_cfg_accel_machine_rank_missing_twonode", "train_helpful.py",
+             ACC22_2N.format(mr=" --machine_rank 0"), cmd2=ACC22_2N.format(mr=""), netns2="zoo22_n1", setup=NET22,
+             teardown=NET22_DOWN, env=dict(ENV22)),
+    # node 1 comes up 17 s after node 0 (its container image was still being pulled)
+    Scenario("b22_inf_node1_late_static", "train_basket.py", LATE22_2N.format(k=0), cmd2=LATE22_2N.format(k=1),
+             cmd2_delay_s=17.0, env=dict(ENV22)),
+]
+# the embedding export: 200 batches per part; worker 1's second part came from the new export tool, which writes
+# JSON lines (4 decimals) instead of .npy
+EMB22 = r"""python - <<'EOF2'
+import json, os
+import numpy as np
+rng = np.random.default_rng(0)
+for w in range(2):
+    os.makedirs(f"emb/worker-{w}", exist_ok=True)
+    for p in range(2):
+        x = rng.standard_normal((200 * 64, 1024)).astype(np.float32)
+        if w == 1 and p == 1:
+            with open(f"emb/worker-{w}/part-{p:03d}.jsonl", "w") as f:
+                for i, row in enumerate(x):
+                    f.write(json.dumps({"q": f"q{w}{p}{i:06d}", "emb": [round(float(v), 4) for v in row]}) + "\n")
+        else:
+            np.save(f"emb/worker-{w}/part-{p:03d}.npy", x)
+EOF2"""
+SCENARIOS += [
+    Scenario("b22_slow_data_ray_jsonpart_r1", "train_query_intent.py", "python train_query_intent.py", setup=EMB22,
+             env={**ENV22, "RAY_DEDUP_LOGS": "0"}),
+]
+# the pre-trained checkpoint as the research cluster exported it (dcp.save from one process), copied here by a
+# transfer that was cut off: its one data file holds 55 % of its bytes, .metadata is complete
+SER22 = r"""mkdir -p pretrained && RANK=0 python - <<'EOF2' > /dev/null 2>&1
+import os, torch.distributed.checkpoint as dcp
+from train_ser import SER
+dcp.save({"model": SER().state_dict()}, checkpoint_id="pretrained/ser-base-dcp")
+p = "pretrained/ser-base-dcp/__0_0.distcp"
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[: int(len(raw) * 0.55)])
+EOF2"""
+# six parts in the manifest (3 epochs x 2 workers); the sync from object storage never brought part-00003 (worker 1's
+# epoch-1 part)
+STS22 = r"""mkdir -p data/sts && python - <<'EOF2'
+import json, torch
+parts = [f"pairs-{k:05d}.pt" for k in range(6)]
+for k, name in enumerate(parts):
+    if k == 3:
+        continue
+    g = torch.Generator().manual_seed(k)
+    torch.save({"a": torch.randint(0, 16000, (4096, 24), generator=g), "b": torch.randint(0, 16000, (4096, 24), generator=g),
+                "score": torch.rand(4096, generator=g)}, f"data/sts/{name}")
+json.dump({"name": "sts-pairs-v3", "parts": parts}, open("data/sts/manifest.json", "w"))
+EOF2"""
+SCENARIOS += [
+    Scenario("b22_st_dcp_resume_trunc_shard", "train_ser.py", f"{TR} 3 --standalone train_ser.py", setup=SER22,
+             env=dict(ENV22)),
+    Scenario("b22_data_missing_part_ray_r1", "train_sts.py", "python train_sts.py", setup=STS22, env=dict(ENV22)),
+]
+SCENARIOS += [
+    # as epoch 1's training ends, rank 1 (and its threads) is held to 1 % of a core: its pod's CPU limit lowered in
+    # place under the running job (a vertical autoscaler's resize)
+    Scenario("b22_hang_cpu_limit_r1", "train_iqa.py", f"{TR} 3 --master-port {{port}} train_iqa.py", env=dict(ENV22),
+             action=("rank_quota", 1, "epoch 1: 100%", 1)),
+]
