@@ -21,8 +21,10 @@ def test_a_slowdown_at_the_end_of_a_run_that_reported_completion_is_not_restarte
     the last checkpoint" (L2). The run finished: the slowdown is for its next run (slow_after_completion, L0)."""
     d = _diagnose(FIX / "r08_completed_eval_slow")
     assert d.failure_mode.value == "fail_slow", d.root_cause.summary
-    assert "reported its own completion" in d.root_cause.summary
-    assert d.recovery is not None and d.recovery.rule_id == "slow_after_completion" and d.recovery.level.value == "L0"
+    assert any("reported its own completion" in f for f in [d.root_cause.summary, *d.findings])
+    # since session 15 the evaluation lines' own durations are read: the passes grew, the job's own work
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert d.recovery is not None and d.recovery.rule_id.startswith("slow_after_completion") and d.recovery.level.value == "L0"
 
 
 def test_a_store_address_where_another_service_answers_is_the_launch_configuration() -> None:

@@ -7,8 +7,8 @@ zip nested in a streamed tar needs random access and is spooled, to disk above 6
 Bad input never raises out of the iterator, except :class:`BundleError` for a path that does not
 exist or cannot be opened at all. Everything else becomes a warning in the report:
 
-- binary members (NUL bytes, or many control characters other than ESC, in their first 8 KiB) are
-  skipped;
+- binary members (NUL bytes above :data:`BINARY_NUL_SHARE`, or many control characters other than ESC, in their
+  first 8 KiB) are skipped; a text member's stray NUL bytes are removed, with a warning;
 - invalid UTF-8 is decoded with U+FFFD replacement and counted;
 - a member written by a container runtime or a log shipper (CRI ``<time> stderr F <text>`` lines, Docker
   ``json-file`` or other JSON-lines records) is unwrapped to ``<time> <text>`` lines, a Markdown quote loses its
@@ -284,12 +284,19 @@ def _newlines(text: str, data: bytes | None) -> int:
     return n
 
 
+#: At least this share of NUL bytes in a member's first 8 KiB makes it binary. Random or compressed bytes hold one
+#: in 256 (0.39 %), executables and images far more; a text log holds a stray one (PyTorch's DataLoader bus-error
+#: message is written with its terminating NUL: a new user's trial 18, r02, whose rank stderr.log was skipped whole).
+BINARY_NUL_SHARE = 0.002
+
+
 def _looks_binary(head: bytes) -> bool:
-    """NUL bytes, or many control characters, in the first 8 KiB. ESC does not count: colour codes."""
+    """Many NUL bytes (:data:`BINARY_NUL_SHARE`), or many control characters, in the first 8 KiB. ESC does not count:
+    colour codes."""
     if not head:
         return False
     sample = head[:8192]
-    if b"\x00" in sample:
+    if sample.count(b"\x00") > BINARY_NUL_SHARE * len(sample):
         return True
     ctrl = len(sample) - len(sample.translate(None, _CONTROL))
     return ctrl > 0.1 * len(sample)
@@ -378,7 +385,7 @@ def _stream_blocks(
     buf = b""  # the incomplete last line of what was read so far
     line_no = 1
     skipping_long = False  # inside a line already cut (and counted): drop it up to its newline
-    truncated = bad_chars = member_bytes = 0
+    truncated = bad_chars = member_bytes = nuls = 0
     blank = True  # only whitespace so far: such a member holds no log line (counted as no lines, with a warning)
     sniffer = _PrefixSniffer(src)
     first = True
@@ -427,6 +434,9 @@ def _stream_blocks(
             else:  # the usual case: the lines before the chunk's last newline, in one copy
                 complete = b"".join((buf, chunk[: cut + 1])) if buf else bytes(chunk[: cut + 1])
                 buf = bytes(chunk[cut + 1 :])
+            if complete and b"\x00" in complete:  # stray NUL bytes of a text member: dropped, counted
+                nuls += complete.count(b"\x00")
+                complete = complete.replace(b"\x00", b"")
             if complete:
                 complete, n_cut = _cut_long_lines(complete, max_line)
                 truncated += n_cut
@@ -462,6 +472,9 @@ def _stream_blocks(
             break
         if not got:
             break
+    if buf and b"\x00" in buf:
+        nuls += buf.count(b"\x00")
+        buf = buf.replace(b"\x00", b"")
     if buf and not skipping_long:
         if blank and not buf.isspace():
             blank = False
@@ -480,6 +493,8 @@ def _stream_blocks(
         report.warnings.append(f"{src.path}: {truncated} line(s) longer than {max_line} bytes truncated")
     if bad_chars:
         report.warnings.append(f"{src.path}: {bad_chars} byte sequence(s) not valid UTF-8, replaced")
+    if nuls:
+        report.warnings.append(f"{src.path}: {nuls} NUL byte(s) removed")
 
 
 # --- containers -----------------------------------------------------------------------------------

@@ -146,7 +146,10 @@ class _Slowdown:
 
 def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     """Throughput collapse at the end of any progress series: the last three step intervals' max
-    against the median of the earlier ones, per step; needs at least three earlier intervals."""
+    against the median of the earlier ones, per step; needs at least three earlier intervals. In a run that
+    reported its own completion the collapse must hold over the last three intervals (their least): one long last
+    interval of a finished run is its final evaluation or save, or a periodic pause, not a collapse (a new user's
+    trial 18: r16, a clean run whose last interval held its final 4 s evaluation, read "collapsed about 49x")."""
     best: _Slowdown | None = None
     for (path, _rank, _node), series in progress.series.items():
         pts = sorted(set(series), key=lambda p: p[1])
@@ -162,7 +165,7 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
         base = statistics.median(head)
         if base <= 0:
             continue
-        factor = max(tail) / base
+        factor = (min(tail) if progress.completed and len(tail) >= 3 else max(tail)) / base
         if factor >= SLOWDOWN_FACTOR and (best is None or factor > best.factor):
             best = _Slowdown(factor, base, max(tail), path)
     return best

@@ -172,6 +172,8 @@ def analyze_slow(
             _checkpoint_slowdown(rep, batch, feed.save_steps)
         if feed.save_durations and not rep.stragglers and rep.category is not Category.STORAGE:
             _stated_save_slowdown(rep, batch, feed.save_durations)
+        if feed.pause_durations and not rep.stragglers and rep.category is not Category.STORAGE:
+            _stated_pause_slowdown(rep, batch, feed.pause_durations)
         if feed.log_evidence:
             _log_flood(rep, feed.log_evidence)
     rep.input.records = len(batch)
@@ -435,6 +437,65 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
         f"for the {k} before, against about {interval:.3g}s of training between two saves: writing the checkpoint got "
         "slower, which points at the checkpoint storage (its throughput or IOPS, a throttled or nearly full volume), "
         "not at the training steps."))
+
+
+def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[int, tuple[tuple[int, float], ...]]) -> None:
+    """Periodic passes between training steps (evaluation, validation, an upload or sync of the job's own) whose lines
+    state their duration (``eval at step 109 done in 0.22s``) and got longer: per writer, the test of
+    :func:`_stated_save_slowdown` (from some pass on every pass but one takes longer than every pass before, by at least
+    :data:`CHECKPOINT_MIN_EXTRA` of the training time between two passes). Found: an episode from that pass on, led by
+    the writer whose passes grew the most, category user_code (the job's own periodic work grew: an evaluation set
+    or loop that grows, history kept and walked each pass). Passes of the same length throughout (a planned
+    evaluation) are the run's rhythm and found nothing (a new user's trial 15, r08: rank 1's evaluation 20x heavier
+    from step 50; trial 18, r16: a clean run's constant 4 s evaluations)."""
+    if len(batch) < 10:
+        return
+    order = np.argsort(batch.step, kind="stable")
+    step, t = batch.step[order], batch.step_time[order]
+    best: tuple[float, int, np.ndarray, np.ndarray, int, float] | None = None
+    grew: list[float] = []  # every writer's extra, where its passes grew
+    for rank, stated in pauses.items():
+        if len(stated) < 2 * CHECKPOINT_MIN_SAVES or len(stated) > CHECKPOINT_MAX_SAVES:
+            continue
+        at = np.array([a for a, _ in stated], dtype=np.int64)
+        cost = np.array([c for _, c in stated], dtype=float)
+        found = _later_above(cost)
+        if found is None:
+            continue
+        k, extra = found
+        before = t[step <= at[k - 1]]
+        gaps = np.diff(at)
+        if before.size == 0 or not np.any(gaps > 0):
+            continue
+        interval = float(np.median(gaps[gaps > 0])) * float(np.median(before))
+        if interval > 0 and extra >= CHECKPOINT_MIN_EXTRA * interval:
+            grew.append(extra)
+            if best is None or extra > best[0]:
+                best = (extra, k, at, cost, rank, interval)
+    if best is None:
+        return
+    extra, k, at, cost, rank, interval = best
+    lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
+    train_s = float(np.sum(t[step > at[k - 1]] * batch.weight[order][step > at[k - 1]]))
+    factor = round((train_s + float(cost[k:].sum())) / train_s, 4) if train_s > 0 else 1.0
+    ep = SlowEpisode(start_step=int(at[k - 1]) + 1, end_step=None,
+                     detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
+                     steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
+                     ongoing=True, intermittent=True)
+    # several ranks' passes grew alike: the others wait for the slow one at the pass's end, so none is named
+    alike = sum(e >= 0.5 * extra for e in grew) > 1
+    who = "the ranks'" if alike else f"rank {rank}'s" if rank >= 0 else "the job's"
+    said = (f"Periodic passes between training steps got longer from the one after step {int(at[k])} on: {who} "
+            f"evaluation / upload lines state {float(np.median(cost[k:])):.3g}s each for the {cost.size - k} since "
+            f"(median), {float(np.median(cost[:k])):.3g}s for the {k} before, against about {interval:.3g}s of training "
+            "between two passes: the job's own periodic work grew (an evaluation set or loop that grows, history kept "
+            "and walked every pass), not the training steps.")
+    kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
+    rep.job_slowdown = [ep, *kept]
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.category = Category.USER_CODE
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    rep.summary = f"{said} {rep.summary}" if kept else said
 
 
 #: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps

@@ -203,6 +203,9 @@ class Feed:
     #: for logs whose save lines state their own duration (``saved checkpoint ... in 0.12s``): (step of the reading
     #: before the save, seconds), in log order, for the writer with the most of them
     save_durations: tuple[tuple[int, float], ...] = ()
+    #: for logs whose evaluation or other periodic passes state their own duration (``eval at step 109 done in
+    #: 0.22s``): per writer ``(rank or -1)``, (step of the reading before the pass, seconds), in log order
+    pause_durations: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     #: for logs with ``rank_batch``: (rank, step) -> that rank's line, for lines whose data wait stands out
     rank_evidence: dict[tuple[int, int], Evidence] = field(default_factory=dict)
 

@@ -142,6 +142,12 @@ SAVE_LINE = re.compile(
 SAVE_DURATION = re.compile(
     r"(?:\b(?:in|took|taking|after)\s+|\(\s*)([0-9]+(?:\.[0-9]+)?)\s*(ms|s|secs?|seconds)\b"
 )
+#: A periodic pass between training steps that states its own duration (with :data:`SAVE_DURATION`): evaluation or
+#: validation (``eval at step 109 done in 0.22s``, ``validation took 3.1 s``), an upload or sync of the job's own
+#: (``uploaded snapshot ... in 1.54 s``). Checkpoint saves are :data:`SAVE_LINE`'s.
+PAUSE_LINE = re.compile(r"(?i)\b(?:eval(?:uation|uating|uated)?|validat(?:ion|ing|ed|e)|upload(?:ed|ing)?|sync(?:ed|ing)?)\b")
+#: At most this many writers' periodic passes are kept (the test runs per writer).
+PAUSE_WRITERS_MAX = 64
 TQDM = re.compile(
     r"(?:(?i:epoch) (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -188,6 +194,7 @@ class _State:
     #: per writer (file, rank): the durations its save lines state, with the step of the writer's file's last
     #: reading before each: (step, seconds)
     save_durations: dict[tuple[str, int], list[tuple[int, float]]] = field(default_factory=dict)
+    pause_durations: dict[tuple[str, int], list[tuple[int, float]]] = field(default_factory=dict)
 
 
 #: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
@@ -236,6 +243,17 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
             last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
             if math.isfinite(sec) and last is not None:
                 st.save_durations.setdefault((path, r), []).append((last, sec))
+    elif ("val" in raw or "load" in raw or "ync" in raw) and PAUSE_LINE.search(raw) and (
+            d := SAVE_DURATION.search(raw)) is not None:
+        sec = float(d.group(1)) / (1000.0 if d.group(2) == "ms" else 1.0)
+        r = rank if rank is not None else -1
+        sr = SCRIPT_RANK.search(raw) if "ank" in raw else None
+        if sr is not None:
+            r = int(sr.group(1))
+        last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
+        if math.isfinite(sec) and last is not None and (
+                (path, r) in st.pause_durations or len(st.pause_durations) < PAUSE_WRITERS_MAX):
+            st.pause_durations.setdefault((path, r), []).append((last, sec))
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
             or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
             or "ups=" in raw):
@@ -449,6 +467,25 @@ class StepLineReader:
         return out
 
 
+def _counter_steps(st: _State, key: tuple[str, int], total: int) -> None:
+    """The writer ``key``'s readings so far, read as ``epoch x total + counter`` before its counter was found to go
+    on across epochs, back to the counter itself (``total`` is the counter's stated total): otherwise every later
+    reading is below the last one and dropped as a redraw (a new user's trial 18, r15: ``epoch 1 step 20/1200`` ...
+    ``epoch 2 step 140/1200`` kept 6 readings of 120, and a 5x slowdown went unseen)."""
+
+    def counter(step: int) -> int:
+        return step - ((step - 1) // total) * total if step > total else step
+
+    path, rank = key
+    for p in st.points:
+        if p.rank == rank and p.evidence is not None and p.evidence[0] == path:
+            p.step = counter(p.step)
+    if key in st.clock:
+        st.clock[key] = [(counter(s), t, ev) for s, t, ev in st.clock[key]]
+    if key in st.prev:
+        st.prev[key] = counter(st.prev[key])
+
+
 def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) -> int | None:
     """The step of a :data:`STEP_COUNTER` match; a counter out of a total after an epoch number (``Epoch 2
     Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter`` -- unless the writer's counter
@@ -469,6 +506,8 @@ def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) 
         st.epoch_counter[key] = (epoch, step)
         if last is not None and epoch > last[0] and step > last[1]:
             st.global_counter.add(key)
+            if total:
+                _counter_steps(st, key, total)
             return step
     if epoch is not None and e.group(2) is not None and epoch > 0:
         epoch -= 1  # "Epoch [1/4]" is the first epoch
@@ -709,6 +748,9 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     stated = max(st.save_durations.values(), key=len) if st.save_durations and not merged else []
     return Feed(batch, stats, units=units, log_evidence=evidence, rank_batch=rank_batch, save_steps=saves,
                 save_durations=tuple(stated),
+                # per rank, the file that states most of its passes (a rank's lines may be in several files)
+                pause_durations={} if merged else {r: tuple(v) for (_p, r), v in sorted(
+                    st.pause_durations.items(), key=lambda kv: len(kv[1]))},
                 rank_evidence=_waiting_lines(st.points) if rank_batch is not None else {})
 
 
