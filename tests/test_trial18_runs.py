@@ -60,3 +60,40 @@ def test_evaluation_passes_of_constant_length_are_the_runs_rhythm_and_growing_on
     grown = analyze_slow(load_feed(FIX.parent / "trial15" / "r08_completed_eval_slow"))
     assert grown.summary.startswith("Periodic passes between training steps got longer"), grown.summary
     assert grown.category is not None and grown.category.value == "user_code"
+
+
+def test_a_config_file_that_does_not_parse_beats_the_waiting_nodes_outside_signal() -> None:
+    """r05 (two agents, .tar.gz): node1's YAML config has a tab, yaml.scanner.ScannerError at start-up; node0 waited in
+    init until a wrapper's timeout SIGTERMed its agent. The answer was "the agent was signalled from outside on node
+    node0", infrastructure, the healthy node named; a YAML parse error had no entry at all."""
+    d = _diagnose(FIX / "r05_yaml_tab_node1" / "job_logs.tar.gz")
+    assert d.category.value == "config", d.root_cause.summary
+    assert d.signature_hits[0].signature_id == "config_file_unparsable"
+    assert d.first_failing_rank == 1 and "node1" in d.root_cause.summary
+    assert "node0" not in d.faulty_nodes
+
+
+def test_a_rank_stuck_in_its_own_http_call_is_the_jobs_code_with_the_reason() -> None:
+    """r11 (--log-dir + py-spy snapshots): rank 0's urlopen() without a timeout to a gateway that never answers; the
+    culprit frame (SocketIO.readinto) was found, yet "unknown", "Nothing in the logs says why it stalled", restart."""
+    d = _diagnose(FIX / "r11_http_push_no_timeout")
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 0
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert "timeout" in d.root_cause.summary and "Nothing in the logs says why" not in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
+
+
+def test_the_hang_culprit_fills_the_rank_a_confident_log_verdict_left_open() -> None:
+    """r10 (a breakpoint() on rank 1 with stdin an open pipe; stack snapshots): the text named rank 1, the JSON's
+    first_failing_rank was null (the debugger prompt is on no rank's line)."""
+    d = _diagnose(FIX / "r10_pdb_breakpoint_rank1")
+    assert d.category.value == "user_code" and d.first_failing_rank == 1, d.root_cause.summary
+
+
+def test_a_resource_limit_is_raised_before_a_relaunch() -> None:
+    """r19 (two agents, .zip): node1 under `ulimit -S -t 10`, rank 1 SIGXCPU; the diagnosis said to raise the limit and
+    the plan said to "run the job's launch command again on the same hosts"."""
+    d = _diagnose(FIX / "r19_rlimit_cpu_sigxcpu_node1" / "r19_logs.zip")
+    assert d.first_failing_rank == 1
+    assert d.recovery is not None and d.recovery.rule_id == "resource_limit_raise_first"
+    assert d.recovery.level.value == "L4"

@@ -488,6 +488,8 @@ STALL_MIN_S = 10.0
 STALL_MIN_POINTS = 5
 #: The context-rule id a signal after a stall is marked with, and what the answer says of it.
 SIGNAL_AFTER_STALL = "signalled_after_stall"
+#: The last words of :data:`STALLED_FINDING`, dropped where the stacks say why (:func:`combine_hang`).
+STALL_UNEXPLAINED = " Nothing in the logs says why it stalled; a restart may stall at the same point."
 STALLED_FINDING = ("no rank reported an error or a timeout, and the launcher was signalled {gap} after the job's last "
                    "progress line (step {step}; its progress lines had come every {every}): the job had stopped making "
                    "progress, and whoever sent the signal ended a hang. Nothing in the logs says why it stalled; a "
@@ -1802,6 +1804,10 @@ def _stack_file_owner(path: str) -> str:
     return frame_file_owner(path)
 
 
+#: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
+_NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
+
+
 def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     """``(category, why)`` that a hang's single culprit implies, or None: ``user_code`` when it issued another
     collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective and the
@@ -1813,6 +1819,17 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
         return Category.USER_CODE, "it called another collective than its peers at the same point"
     if top.kind not in ("outside_collective", "not_joined") or not top.top_frames:
         return None
+    first = _SHORT_FRAME.match(top.top_frames[0])
+    if first is not None and _NETWORK_WAIT.search(first.group("file")) and all(
+            (m := _SHORT_FRAME.match(f)) is None or _stack_file_owner(m.group("file")) in ("stdlib", "user")
+            for f in top.top_frames):
+        # a read of the standard library's socket, ssl or HTTP client called from the job (a metrics push, an upload,
+        # a request to a service): it waits for a server that does not answer, and only a timeout ends the wait
+        # (a new user's trial 18, r11: urlopen() without a timeout to a gateway that never answered)
+        return Category.USER_CODE, (f"stuck outside any collective in a network call of its own ({top.top_frames[0]}): "
+                                    "a request or socket read without a timeout, waiting for a service that does not "
+                                    "answer; give the call a timeout (urlopen(..., timeout=), requests' timeout=, "
+                                    "socket.settimeout) or move it off the training loop")
     for f in top.top_frames:  # innermost first
         m = _SHORT_FRAME.match(f)
         owner = _stack_file_owner(m.group("file")) if m else "stdlib"
@@ -1864,11 +1881,18 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
                 d.responsible = DEFAULT_RESPONSIBLE[d.category]
                 d.category_source = "analyzers"
                 d.findings.append(f"Category {d.category.value} from the hang's culprit, rank {top.rank}: {why}.")
+                # the stacks say why it stalled: the logs' "nothing says why" no longer holds (trial 18, r11)
+                d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + (
+                    f" Rank {top.rank}'s stack says why: {why}.")
     elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
         # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
         # does not outrank a culprit the hang evidence singles out
         d.first_failing_rank = top.rank
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
+    elif unique and top is not None and d.first_failing_rank is None:
+        # a confident log verdict that names no rank (a debugger prompt on no rank's line): the culprit the stacks
+        # single out is its rank (a new user's trial 18, r10: "rank 1" in the text, first_failing_rank null)
+        d.first_failing_rank = top.rank
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
         _set_faulty_nodes(d, [top.node])
 
