@@ -255,6 +255,18 @@ def test_sentences_echoing_our_own_instructions_are_dropped(example_diag: Diagno
         check_answer(parse_answer('{"summary": "The RuntimeError [E1]."}'), build_evidence_pack(example_diag))
 
 
+def test_a_sentence_that_loops_is_dropped(example_diag: Diagnosis) -> None:
+    """A new user's trial 18 (r11): a small model's loop passed every citation check ("... due to not determined from
+    the logs, not determined from the logs, not determined from the logs ..."). The looping sentence is dropped; a
+    sound one beside it stays."""
+    pack = build_evidence_pack(example_diag)
+    looped = json.dumps({"summary": "Rank 3 failed first with a shape mismatch [E1]. Rank 3 hung due to not determined "
+                                    "from the logs, not determined from the logs, not determined from the logs [E1]."})
+    out = check_answer(parse_answer(looped), pack)
+    assert out.text == "Rank 3 failed first with a shape mismatch [E1]."
+    assert any(d.startswith("repeats itself") for d in out.dropped)
+
+
 def test_check_refuses_when_nothing_survives(example_diag: Diagnosis) -> None:
     pack = build_evidence_pack(example_diag)
     with pytest.raises(AnswerError, match="no claim survived"):

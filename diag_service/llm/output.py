@@ -425,6 +425,19 @@ def word_ngrams(text: str, n: int = 4) -> set[str]:
     return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
+#: A sentence whose word 3-grams repeat this often is a small model's loop, not a claim.
+DEGENERATE_REPEATS = 3
+
+
+def _degenerate(body: str) -> bool:
+    """True when one word 3-gram occurs :data:`DEGENERATE_REPEATS` times or more in ``body`` (a new user's trial 18,
+    r11: "... due to not determined from the logs, not determined from the logs, not determined from the logs ..."
+    passed every citation check)."""
+    words = re.findall(r"\w+", body.lower())
+    grams = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)]
+    return bool(grams) and max(grams.count(g) for g in set(grams)) >= DEGENERATE_REPEATS
+
+
 def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3,
                  prompt_ngrams: set[str] | frozenset[str] = frozenset()) -> CheckedAnswer:
     """Apply the claim checks of the module doc. Raises :class:`AnswerError` when no sentence survives.
@@ -451,6 +464,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
             continue
         if len(body) < 12 or len(re.findall(r"\w+", body)) < 4:
             dropped.append(f"empty: {sentence}")
+            continue
+        if _degenerate(body):
+            dropped.append(f"repeats itself: {sentence}")
             continue
         echo = (word_ngrams(body) & prompt_ngrams) - pack_ngrams
         if echo:
