@@ -329,13 +329,13 @@ def _checkpoint_slowdown(rep: SlowReport, batch: StepBatch, saves: frozenset[int
         "storage (its throughput or IOPS, a throttled or nearly full volume), not at the training steps."))
 
 
-def _lead_with_saves(rep: SlowReport, ep: SlowEpisode, said: str) -> None:
-    """Make ``ep`` (checkpoint saves that got slower) the report's leading episode, category storage, with ``said``
-    first in its summary; a larger slowdown of the report's own stays beside it."""
+def _lead_with_saves(rep: SlowReport, ep: SlowEpisode, said: str, category: Category = Category.STORAGE) -> None:
+    """Make ``ep`` (checkpoint saves, or other periodic passes, that got slower) the report's leading episode, of
+    ``category``, with ``said`` first in its summary; a larger slowdown of the report's own stays beside it."""
     kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
     rep.job_slowdown = [ep, *kept]
     rep.failure_mode = FailureMode.FAIL_SLOW
-    rep.category = Category.STORAGE
+    rep.category = category
     rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
     rep.summary = f"{said} {rep.summary}" if kept else said
 
@@ -400,37 +400,58 @@ def _later_above(cost: np.ndarray) -> tuple[int, float] | None:
     return None
 
 
-def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[int, float], ...]) -> None:
-    """The same finding as :func:`_checkpoint_slowdown` from the durations the save lines state themselves (``saved
-    checkpoint ... in 0.12s``), for logs whose step times leave the save out: from some save on every save but one
-    takes longer than every save before, and the later saves' median is longer than the earlier ones' by at least
-    :data:`CHECKPOINT_MIN_EXTRA` of the training time between two saves (steps between saves x the median step time
-    before). Found: an episode from that save on, category storage; the time lost is the later saves' excess."""
-    if len(saves) < 2 * CHECKPOINT_MIN_SAVES or len(saves) > CHECKPOINT_MAX_SAVES or len(batch) < 10:
-        return
-    at = np.array([s for s, _ in saves], dtype=np.int64)
-    cost = np.array([c for _, c in saves], dtype=float)
+def _stated_growth(batch: StepBatch, stated: tuple[tuple[int, float], ...]
+                   ) -> tuple[int, float, np.ndarray, np.ndarray, float] | None:
+    """The growth test of passes whose lines state their duration (``stated``: (step of the reading before the pass,
+    seconds), in log order): from some pass on every pass but one takes longer than every pass before
+    (:func:`_later_above`), and the later passes' median is longer than the earlier ones' by at least
+    :data:`CHECKPOINT_MIN_EXTRA` of the training time between two passes (steps between passes x the median step time
+    before). ``(k, extra, at, cost, interval)``: the first later pass, the rise in seconds, the passes' steps and
+    seconds, the training seconds between two passes; None when they did not grow (or too few, too many)."""
+    if len(stated) < 2 * CHECKPOINT_MIN_SAVES or len(stated) > CHECKPOINT_MAX_SAVES or len(batch) < 10:
+        return None
+    at = np.array([s for s, _ in stated], dtype=np.int64)
+    cost = np.array([c for _, c in stated], dtype=float)
     found = _later_above(cost)
     if found is None:
-        return
+        return None
     k, extra = found
-    order = np.argsort(batch.step, kind="stable")
-    step, t = batch.step[order], batch.step_time[order]
+    step, t = batch.step, batch.step_time
     before = t[step <= at[k - 1]]
     gaps = np.diff(at)
     if before.size == 0 or not np.any(gaps > 0):
-        return
+        return None
     base = float(np.median(before))
-    interval = float(np.median(gaps[gaps > 0])) * base  # training seconds between two saves
+    interval = float(np.median(gaps[gaps > 0])) * base  # training seconds between two passes
     if not (base > 0 and extra >= CHECKPOINT_MIN_EXTRA * interval):
-        return
+        return None
+    return k, extra, at, cost, interval
+
+
+def _stated_episode(batch: StepBatch, k: int, at: np.ndarray, cost: np.ndarray) -> SlowEpisode:
+    """The episode of passes that grew (:func:`_stated_growth`): from the pass after step ``at[k - 1]`` to the end;
+    the time lost is the later passes' excess over the earlier ones' median."""
+    order = np.argsort(batch.step, kind="stable")
+    step, t = batch.step[order], batch.step_time[order]
     lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
     train_s = float(np.sum(t[step > at[k - 1]] * batch.weight[order][step > at[k - 1]]))
     factor = round((train_s + float(cost[k:].sum())) / train_s, 4) if train_s > 0 else 1.0
-    ep = SlowEpisode(start_step=int(at[k - 1]) + 1, end_step=None,
-                     detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
-                     steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
-                     ongoing=True, intermittent=True)
+    return SlowEpisode(start_step=int(at[k - 1]) + 1, end_step=None,
+                       detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
+                       steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
+                       ongoing=True, intermittent=True)
+
+
+def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[int, float], ...]) -> None:
+    """The same finding as :func:`_checkpoint_slowdown` from the durations the save lines state themselves (``saved
+    checkpoint ... in 0.12s``), for logs whose step times leave the save out: the saves grew
+    (:func:`_stated_growth`). Found: an episode from that save on, category storage; the time lost is the later
+    saves' excess."""
+    found = _stated_growth(batch, saves)
+    if found is None:
+        return
+    k, _extra, at, cost, interval = found
+    ep = _stated_episode(batch, k, at, cost)
     _lead_with_saves(rep, ep, (
         f"Checkpoint saves got slower from the save after step {int(at[k])} on: the save lines state "
         f"{float(np.median(cost[k:])):.3g}s each for the {cost.size - k} since (median), {float(np.median(cost[:k])):.3g}s "
@@ -441,47 +462,25 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
 
 def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[int, tuple[tuple[int, float], ...]]) -> None:
     """Periodic passes between training steps (evaluation, validation, an upload or sync of the job's own) whose lines
-    state their duration (``eval at step 109 done in 0.22s``) and got longer: per writer, the test of
-    :func:`_stated_save_slowdown` (from some pass on every pass but one takes longer than every pass before, by at least
-    :data:`CHECKPOINT_MIN_EXTRA` of the training time between two passes). Found: an episode from that pass on, led by
-    the writer whose passes grew the most, category user_code (the job's own periodic work grew: an evaluation set
-    or loop that grows, history kept and walked each pass). Passes of the same length throughout (a planned
-    evaluation) are the run's rhythm and found nothing (a new user's trial 15, r08: rank 1's evaluation 20x heavier
-    from step 50; trial 18, r16: a clean run's constant 4 s evaluations)."""
-    if len(batch) < 10:
-        return
-    order = np.argsort(batch.step, kind="stable")
-    step, t = batch.step[order], batch.step_time[order]
-    best: tuple[float, int, np.ndarray, np.ndarray, int, float] | None = None
-    grew: list[float] = []  # every writer's extra, where its passes grew
+    state their duration (``eval at step 109 done in 0.22s``) and got longer (:func:`_stated_growth`, per writer).
+    Found: an episode from that pass on, led by the writer whose passes grew the most, category user_code (the job's
+    own periodic work grew: an evaluation set or loop that grows, history kept and walked each pass). Passes of the
+    same length throughout (a planned evaluation) are the run's rhythm and found nothing (a new user's trial 15, r08:
+    rank 1's evaluation 20x heavier from step 50; trial 18, r16: a clean run's constant 4 s evaluations)."""
+    best: tuple[float, int, int, np.ndarray, np.ndarray, float] | None = None
+    grew: list[float] = []  # every writer's rise, where its passes grew
     for rank, stated in pauses.items():
-        if len(stated) < 2 * CHECKPOINT_MIN_SAVES or len(stated) > CHECKPOINT_MAX_SAVES:
-            continue
-        at = np.array([a for a, _ in stated], dtype=np.int64)
-        cost = np.array([c for _, c in stated], dtype=float)
-        found = _later_above(cost)
+        found = _stated_growth(batch, stated)
         if found is None:
             continue
-        k, extra = found
-        before = t[step <= at[k - 1]]
-        gaps = np.diff(at)
-        if before.size == 0 or not np.any(gaps > 0):
-            continue
-        interval = float(np.median(gaps[gaps > 0])) * float(np.median(before))
-        if interval > 0 and extra >= CHECKPOINT_MIN_EXTRA * interval:
-            grew.append(extra)
-            if best is None or extra > best[0]:
-                best = (extra, k, at, cost, rank, interval)
+        k, extra, at, cost, interval = found
+        grew.append(extra)
+        if best is None or extra > best[0]:
+            best = (extra, rank, k, at, cost, interval)
     if best is None:
         return
-    extra, k, at, cost, rank, interval = best
-    lost = float(np.clip(cost[k:] - np.median(cost[:k]), 0, None).sum())
-    train_s = float(np.sum(t[step > at[k - 1]] * batch.weight[order][step > at[k - 1]]))
-    factor = round((train_s + float(cost[k:].sum())) / train_s, 4) if train_s > 0 else 1.0
-    ep = SlowEpisode(start_step=int(at[k - 1]) + 1, end_step=None,
-                     detected_at_step=int(at[min(k + CHECKPOINT_MIN_SAVES - 1, at.size - 1)]),
-                     steps=int(step.max() - at[k - 1]), slowdown_factor=max(factor, 1.0), time_lost_s=round(lost, 6),
-                     ongoing=True, intermittent=True)
+    extra, rank, k, at, cost, interval = best
+    ep = _stated_episode(batch, k, at, cost)
     # several ranks' passes grew alike: the others wait for the slow one at the pass's end, so none is named
     alike = sum(e >= 0.5 * extra for e in grew) > 1
     who = "the ranks'" if alike else f"rank {rank}'s" if rank >= 0 else "the job's"
@@ -490,12 +489,7 @@ def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[in
             f"(median), {float(np.median(cost[:k])):.3g}s for the {k} before, against about {interval:.3g}s of training "
             "between two passes: the job's own periodic work grew (an evaluation set or loop that grows, history kept "
             "and walked every pass), not the training steps.")
-    kept = [e for e in rep.job_slowdown if e.slowdown_factor > ep.slowdown_factor]
-    rep.job_slowdown = [ep, *kept]
-    rep.failure_mode = FailureMode.FAIL_SLOW
-    rep.category = Category.USER_CODE
-    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
-    rep.summary = f"{said} {rep.summary}" if kept else said
+    _lead_with_saves(rep, ep, said, Category.USER_CODE)
 
 
 #: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps

@@ -229,31 +229,30 @@ def _count(s: str | None) -> int | None:
     return n if n <= LIMITS.max_step else None
 
 
+def _stated_duration(into: dict[tuple[str, int], list[tuple[int, float]]], st: _State, path: str, raw: str,
+                     rank: int | None, d: re.Match[str] | None, writers: int = 1 << 30) -> None:
+    """A pass's own stated duration (``d``, a :data:`SAVE_DURATION` match on ``raw``) into ``into``, per writer (the
+    file and the rank, a script's ``rank N`` on the line first), after the writer's last step reading; at most
+    ``writers`` writers."""
+    if d is None:
+        return
+    sec = float(d.group(1)) / (1000.0 if d.group(2) == "ms" else 1.0)
+    r = rank if rank is not None else -1
+    sr = SCRIPT_RANK.search(raw) if "ank" in raw else None
+    if sr is not None:
+        r = int(sr.group(1))
+    last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
+    if math.isfinite(sec) and last is not None and ((path, r) in into or len(into) < writers):
+        into.setdefault((path, r), []).append((last, sec))
+
+
 def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> None:
     """Parse one log line into ``st`` (see the module docstring for the formats)."""
     if ("av" in raw or "rit" in raw or "heckpoint" in raw) and SAVE_LINE.search(raw) and "oad" not in raw:
         st.pending_save.add(path)
-        d = SAVE_DURATION.search(raw)
-        if d is not None:
-            sec = float(d.group(1)) / (1000.0 if d.group(2) == "ms" else 1.0)
-            r = rank if rank is not None else -1
-            sr = SCRIPT_RANK.search(raw) if "ank" in raw else None
-            if sr is not None:
-                r = int(sr.group(1))
-            last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
-            if math.isfinite(sec) and last is not None:
-                st.save_durations.setdefault((path, r), []).append((last, sec))
-    elif ("val" in raw or "load" in raw or "ync" in raw) and PAUSE_LINE.search(raw) and (
-            d := SAVE_DURATION.search(raw)) is not None:
-        sec = float(d.group(1)) / (1000.0 if d.group(2) == "ms" else 1.0)
-        r = rank if rank is not None else -1
-        sr = SCRIPT_RANK.search(raw) if "ank" in raw else None
-        if sr is not None:
-            r = int(sr.group(1))
-        last = next((p.step for p in reversed(st.points[-64:]) if p.evidence is None or p.evidence[0] == path), None)
-        if math.isfinite(sec) and last is not None and (
-                (path, r) in st.pause_durations or len(st.pause_durations) < PAUSE_WRITERS_MAX):
-            st.pause_durations.setdefault((path, r), []).append((last, sec))
+        _stated_duration(st.save_durations, st, path, raw, rank, SAVE_DURATION.search(raw))
+    elif ("val" in raw or "load" in raw or "ync" in raw) and PAUSE_LINE.search(raw):
+        _stated_duration(st.pause_durations, st, path, raw, rank, SAVE_DURATION.search(raw), PAUSE_WRITERS_MAX)
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
             or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
             or "ups=" in raw):
