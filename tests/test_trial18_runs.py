@@ -88,6 +88,8 @@ def test_the_hang_culprit_fills_the_rank_a_confident_log_verdict_left_open() -> 
     first_failing_rank was null (the debugger prompt is on no rank's line)."""
     d = _diagnose(FIX / "r10_pdb_breakpoint_rank1")
     assert d.category.value == "user_code" and d.first_failing_rank == 1, d.root_cause.summary
+    # the stacks single out the rank the answer names: not the 0.09 of a logs-only user_code guess
+    assert d.confidence >= 0.4
 
 
 def test_a_resource_limit_is_raised_before_a_relaunch() -> None:

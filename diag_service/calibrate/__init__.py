@@ -108,6 +108,17 @@ class Calibration(BaseModel):
             # docs/hang.md) stands, uncalibrated: too few such answers have been scored to fit it
             return
         d.confidence = self.probability(d.confidence, d.category, d.failure_mode)
+        h = d.hang
+        if h is not None and h.hung and h.suspects and d.first_failing_rank == h.suspects[0].rank and (
+                len(h.suspects) == 1 or h.suspects[1].score < h.suspects[0].score):
+            # the stacks single out the rank the diagnosis names: the logs-only map (fitted on pasted logs) does not
+            # take the answer below the culprit's own bounded score (docs/hang.md; a new user's trial 18: right hang
+            # answers at 0.09, "a user cannot tell them from guesses")
+            d.confidence = max(d.confidence, round(min(HANG_CULPRIT_CAP, h.suspects[0].score / 2), 3))
+
+
+#: The most a stack-dump culprit's own score lends an answer's confidence (as :func:`~diag_service.localize.combine_hang`).
+HANG_CULPRIT_CAP = 0.45
 
 
 def default_calibration_path() -> Path:
