@@ -1804,6 +1804,8 @@ def _stack_file_owner(path: str) -> str:
     return frame_file_owner(path)
 
 
+#: A frame of PyTorch's multi-process DataLoader waiting for its workers' batches (:func:`hang_culprit_category`).
+_DATALOADER_WAIT = re.compile(r"^_MultiProcessingDataLoaderIter\._(?:get_data|next_data|try_get_data) \(")
 #: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
 _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
 
@@ -1830,6 +1832,15 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                     "a request or socket read without a timeout, waiting for a service that does not "
                                     "answer; give the call a timeout (urlopen(..., timeout=), requests' timeout=, "
                                     "socket.settimeout) or move it off the training loop")
+    loader = next((f for f in top.top_frames if _DATALOADER_WAIT.search(f)), None)
+    if loader is not None:
+        # the rank waits for its DataLoader workers' next batch (PyTorch's _MultiProcessingDataLoaderIter): a worker
+        # is stuck in its read (a hung network mount, a blocking file) or in its own loop (a new user's trial 19, r16:
+        # a worker blocked opening a FIFO, "unknown", restart)
+        return Category.STORAGE, (f"stuck outside any collective waiting for its DataLoader workers ({loader}): a "
+                                  "worker is blocked reading its data (a hung network mount, a file that never "
+                                  "answers) or loops in its own code; py-spy dump --subprocesses shows where the "
+                                  "workers are")
     for f in top.top_frames:  # innermost first
         m = _SHORT_FRAME.match(f)
         owner = _stack_file_owner(m.group("file")) if m else "stdlib"
