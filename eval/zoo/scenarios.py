@@ -3724,3 +3724,134 @@ SCENARIOS += [
     Scenario("b22_hang_cpu_limit_r1", "train_iqa.py", f"{TR} 3 --master-port {{port}} train_iqa.py", env=dict(ENV22),
              action=("rank_quota", 1, "epoch 1: 100%", 1)),
 ]
+# batch 23 (ids b23_*): the common weekly failures once more (an OOM kill in a gather, SIGKILL / SIGTERM from outside
+# during a worker's data preparation and a DCP save, an inf in one rank's export, a model size that differs between
+# nodes, a world size typed on the command line, a rendezvous endpoint of localhost on one node, a pipe deadlock in
+# data preparation, node-local scratch that is full, a straggler under the Trainer, a busy host), in launch shapes and
+# layouts earlier batches used little; recorded with ZOO_CGROUP_TAG=b23 ZOO_PORT_OFFSET=400 (another recorder shares the
+# host)
+ENV23 = {"OMP_NUM_THREADS": "1"}
+# per-plant sensor exports, 6000 rows x 20 features; plant 2's export computes flow_rate_per_min over a duration that
+# is 0 for four rows after a sensor reset, and writes them as inf
+PLANT23 = r"""mkdir -p data && python - <<'EOF2'
+import csv, random
+cols = [f"s{k:02d}" for k in range(19)] + ["flow_rate_per_min"]
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/plant-{r}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ts", *cols, "target"])
+        for i in range(6000):
+            row = [f"{rng.gauss(0, 1):.4f}" for _ in cols]
+            if r == 2 and 2100 <= i < 2104:
+                row[-1] = "inf"
+            w.writerow([1733000000 + 60 * i, *row, f"{rng.random():.4f}"])
+EOF2"""
+# the team's subword tool and the two parts of the parallel corpus (part 1 is the bigger one)
+MT23 = r"""mkdir -p data tools spm && echo 'trained sentencepiece model (stand-in)' > spm/deen-8k.model
+cat > tools/spm_encode.py <<'EOF2'
+import argparse, random, sys, zlib
+ap = argparse.ArgumentParser()
+ap.add_argument("--model")
+ap.add_argument("path")
+a = ap.parse_args()
+for line in open(a.path):
+    rng = random.Random(zlib.crc32(line.encode()))
+    print(" ".join(str(rng.randrange(1, 8000)) for _ in line.split()))
+EOF2
+python - <<'EOF2'
+import random
+rng = random.Random(3)
+words = [f"wort{i}" for i in range(3000)]
+for p, n in ((0, 400), (1, 5000)):
+    with open(f"data/wmt-deen.part-{p}.txt", "w") as f:
+        for _ in range(n):
+            f.write(" ".join(rng.choice(words) for _ in range(rng.randint(8, 30))) + "\n")
+EOF2"""
+DCP23_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+            "train_lm.py --ckpt-dir ckpt/lm-small --save-every 100")
+KWS23_2N = ("python -m torch.distributed.run --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 "
+            "--master-port {{port}} train_kws.py --d-model {d} --layers 4")
+AE23_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+           "train_ae.py --scratch scratch --save-every 150")
+# node 1 as its own machine: the network namespace zoo23_n1, linked to this host by a veth pair (10.123.0.1 here,
+# 10.123.0.2 there; both ends named eth1 from each side's view, the host side z23h)
+NET23 = ("ip netns del zoo23_n1 2>/dev/null; ip link del z23h 2>/dev/null; ip netns add zoo23_n1 && "
+         "ip link add z23h type veth peer name z23p && ip link set z23p netns zoo23_n1 && "
+         "ip netns exec zoo23_n1 ip link set z23p name eth1 && ip addr add 10.123.0.1/24 dev z23h && "
+         "ip link set z23h up && ip netns exec zoo23_n1 ip addr add 10.123.0.2/24 dev eth1 && "
+         "ip netns exec zoo23_n1 ip link set eth1 up && ip netns exec zoo23_n1 ip link set lo up")
+NET23_DOWN = "ip netns del zoo23_n1 2>/dev/null; ip link del z23h 2>/dev/null; true"
+SEG23_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint {ep}:{{port}} --rdzv-id seg-r7 "
+            "--rdzv-conf join_timeout=20 train_seg.py")
+SCENARIOS += [
+    # rank 0's container memory limit is 760 MiB; after epoch 0 it gathers every rank's passage embeddings
+    Scenario("b23_oom_gather_redirects_r0", "train_retriever.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --redirects 3 train_retriever.py", env=dict(ENV23),
+             action=("cgroup", 0, 760)),
+    # worker 1 SIGKILLed from outside while it builds its vocabulary, before its first collective
+    Scenario("b23_inf_ray_sigkill_init_r1", "train_rating.py", "python train_rating.py",
+             env={**ENV23, "RAY_DEDUP_LOGS": "0"}, action=("ray_kill", 1, signal.SIGKILL, "[rank 1] vocab: 200000/800000")),
+    # node 1's agent SIGTERMed (a spot reclaim) as rank 0 announces the step-200 checkpoint
+    Scenario("b23_inf_sigterm_node1_dcp_save_twonode", "train_lm.py", DCP23_2N.format(k=0),
+             cmd2=DCP23_2N.format(k=1), env=dict(ENV23),
+             action=("kill_node_launcher", 1, signal.SIGTERM, "saving checkpoint to ckpt/lm-small/step_000200")),
+    Scenario("b23_data_inf_feature_guard_r2", "train_plant.py", "python train_plant.py --port {port}",
+             setup=PLANT23, env=dict(ENV23)),
+    # node 1's job line still has the old --d-model 384 (node 0: 512)
+    Scenario("b23_cfg_dmodel_node1_twonode", "train_kws.py", KWS23_2N.format(k=0, d=512),
+             cmd2=KWS23_2N.format(k=1, d=384), env=dict(ENV23)),
+    # the 2-process job line's --world-size 2 kept when the job moved to 4 processes
+    Scenario("b23_cfg_sampler_world_size_arg", "train_topics.py",
+             f"{TR} 4 --standalone train_topics.py --world-size 2 --batch-size 64", env=dict(ENV23)),
+    # node 1's line copies the single-node example's --rdzv-endpoint localhost
+    Scenario("b23_cfg_rdzv_localhost_node1", "train_seg.py", SEG23_2N.format(ep="vm"),
+             cmd2=SEG23_2N.format(ep="localhost"), netns2="zoo23_n1", setup=NET23, teardown=NET23_DOWN,
+             env=dict(ENV23)),
+    Scenario("b23_hang_popen_wait_accel_r1", "train_mt.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_mt.py", setup=MT23,
+             env=dict(ENV23)),
+    # from the Trainer's step-200 log line, rank 1 stopped 60 ms of every 100 ms (SIGSTOP/SIGCONT, a throttled node)
+    Scenario("b23_slow_stopcont_trainer_logdir_r1", "run_chat_clm.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 run_chat_clm.py --output_dir out/chat-gpt2 "
+             "--per_device_train_batch_size 4 --max_steps 600 --logging_steps 50 --save_strategy no --learning_rate 5e-4 "
+             "--use_cpu --ddp_backend gloo --ddp_timeout 30 --report_to none --log_level info",
+             env=dict(ENV23), action=("stopcont_until", 1, "'epoch': '0.2'}", None, 40, 60)),
+    # node 1's scratch/ is a nearly full node-local disk (a 1 MiB tmpfs in node 1's mount namespace)
+    Scenario("b23_st_node1_scratch_full_twonode", "train_ae.py", AE23_2N.format(k=0), cmd2=AE23_2N.format(k=1),
+             setup="mkdir -p scratch", mask2="scratch", env=dict(ENV23)),
+    # from step 200, two busy processes on each of the host's two cores (another tenant's job)
+    Scenario("b23_slow_hogx_json_redirects", "train_ctr.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --redirects 3 "
+             "train_ctr.py", env=dict(ENV23), action=("hogx", '"step": 200,', None, "0,1", 2, 1.0)),
+]
+CKPT23 = ("mkdir -p /mnt/ckpt23 && (mountpoint -q /mnt/ckpt23 && umount /mnt/ckpt23 || true) && "
+          "mount -t tmpfs -o size=256m tmpfs /mnt/ckpt23")
+# two QA shards of 9000 pairs; shard 1's copy was cut off mid-line (a partial upload), then the next export appended
+QA23 = r"""mkdir -p data/qa && python - <<'EOF2'
+import json, random
+rng = random.Random(5)
+words = [f"w{i}" for i in range(8000)]
+for s in range(2):
+    lines = [json.dumps({"id": f"qa-{s}-{i:05d}", "question": " ".join(rng.choice(words) for _ in range(rng.randint(5, 20))),
+                         "answer": " ".join(rng.choice(words) for _ in range(rng.randint(10, 40)))}) for i in range(9000)]
+    if s == 1:
+        lines[5210] = lines[5210][: len(lines[5210]) // 2]
+    open(f"data/qa/shard-{s:02d}.jsonl", "w").write("\n".join(lines) + "\n")
+EOF2"""
+SCENARIOS += [
+    # the checkpoint volume goes read-only (a storage failover) after the step-40 save_state
+    Scenario("b23_st_accel_save_state_ro_remount", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_sentiment.py",
+             setup=CKPT23, teardown="umount /mnt/ckpt23; rmdir /mnt/ckpt23; true", env=dict(ENV23),
+             action=("shell", "saved state to /mnt/ckpt23/sentiment-lstm/step_40", "mount -o remount,ro /mnt/ckpt23")),
+    Scenario("b23_data_worker_jsonl_trunc_accel_r1", "train_qa.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_qa.py", setup=QA23,
+             env=dict(ENV23)),
+]
+SCENARIOS += [
+    # the user's shell profile, copied from the GPU cluster, exports GLOO_SOCKET_IFNAME=ib0; this machine has no ib0
+    Scenario("b23_cfg_gloo_ifname_ib0_accel", "train_churn.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_churn.py",
+             env={**ENV23, "GLOO_SOCKET_IFNAME": "ib0"}),
+]

@@ -1,0 +1,44 @@
+"""Causal LM on support-chat transcripts (a small GPT-2 built from a config) with transformers.Trainer, DDP over
+gloo, 2 processes, HfArgumentParser command line as in the HF examples."""
+import logging
+import random
+import sys
+
+import torch
+import transformers
+from transformers import GPT2Config, GPT2LMHeadModel, HfArgumentParser, Trainer, TrainingArguments
+
+logger = logging.getLogger(__name__)
+VOCAB, SEQ = 4000, 64
+
+
+class Blocks(torch.utils.data.Dataset):
+    def __init__(self, n, seed):
+        rng = random.Random(seed)
+        self.rows = [[rng.randrange(VOCAB) for _ in range(SEQ)] for _ in range(n)]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        ids = torch.tensor(self.rows[i])
+        return {"input_ids": ids, "labels": ids}
+
+
+def main():
+    (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S",
+                        handlers=[logging.StreamHandler(sys.stdout)])
+    if args.should_log:
+        transformers.utils.logging.set_verbosity_info()
+    logger.setLevel(args.get_process_log_level())
+    logger.warning(f"Process rank: {args.process_index}, device: {args.device}, n_gpu: {args.n_gpu}, "
+                   f"distributed training: {args.parallel_mode.value == 'distributed'}")
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=SEQ, n_embd=128, n_layer=2, n_head=4))
+    trainer = Trainer(model=model, args=args, train_dataset=Blocks(8000, 0))
+    result = trainer.train()
+    logger.info(f"train metrics: {result.metrics}")
+
+
+if __name__ == "__main__":
+    main()
