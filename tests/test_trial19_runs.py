@@ -38,3 +38,12 @@ def test_a_rank_waiting_on_its_dataloader_workers_is_read_from_the_stacks() -> N
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1
     assert d.category.value == "storage" and "DataLoader workers" in d.root_cause.summary, d.root_cause.summary
     assert d.recovery is not None and "no stacks left to dump" not in d.recovery.action
+
+
+def test_missing_keys_in_a_checkpoint_lead_over_the_load_error_header() -> None:
+    """r11 (Ray Train, .zip): a model with an extra LayerNorm resumed from an older checkpoint; load_state_dict raised
+    "Error(s) in loading state_dict for MLP: Missing key(s) ...". The header matched the shape-mismatch entry, which led
+    ("Tensor shape or size mismatch"), and the right finding was listed as a cascade."""
+    d = _diagnose(FIX / "r11_resume_missing_keys_ray" / "bundle.zip")
+    assert d.signature_hits[0].signature_id == "state_dict_keys_mismatch", d.root_cause.summary
+    assert d.category.value == "config"
