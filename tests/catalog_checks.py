@@ -1,6 +1,9 @@
-"""The one check the catalogue's per-message tests share: a log ending in a known message is decided by it."""
+"""What the catalogue's per-message tests share: a vendor line placed in a job's log, and the check that a log ending in
+a known message is decided by it."""
 
 from __future__ import annotations
+
+import re
 
 from diag_service.domain import Category, Diagnosis
 from diag_service.kb.text import analyze_text
@@ -14,3 +17,21 @@ def assert_signature_decides(text: str, signature_id: str, category: Category) -
     assert signature_id in hits, hits
     assert d.category is category, (d.category, hits)
     return d
+
+
+#: A training step's line and a traceback's head: a vendor line is checked as it appears in a job's log.
+STEP = "[rank0]:[2026-05-02 11:02:10] step 1200 | loss 2.314 | lr 3.0e-4 | 412 samples/s\n"
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/train.py", line 88, in <module>\n'
+    "    main()\n"
+    '  File "/usr/local/lib/python3.11/dist-packages/somepkg/core.py", line 120, in run\n'
+    "    raise err\n"
+)
+#: an exception's last line (``ValueError: ...``, ``torch.distributed.DistStoreError: ...``)
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt): ")
+
+
+def in_a_log(line: str) -> str:
+    """``line`` after a training step, under a traceback when it is an exception's line."""
+    return STEP + (TRACEBACK if EXCEPTION_LINE.match(line) else "") + line + "\n"

@@ -4,26 +4,14 @@ signature, and a few healthy lines of the same stacks match none of them."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from catalog_checks import assert_signature_decides
+from catalog_checks import STEP, assert_signature_decides, in_a_log
 
 from diag_service.domain import Category
 from diag_service.kb.text import analyze_text
 from diag_service.signatures import load_signatures
 from diag_service.signatures.catalog import SignatureError, SignatureFile, default_signature_dir
 from diag_service.yamlio import load_yaml_model
-
-_STEP = "[rank0]:[2026-05-02 11:02:10] step 1200 | loss 2.314 | lr 3.0e-4 | 412 samples/s\n"
-_TRACEBACK = (
-    "Traceback (most recent call last):\n"
-    '  File "/workspace/train.py", line 88, in <module>\n'
-    "    main()\n"
-    '  File "/usr/local/lib/python3.11/dist-packages/somepkg/core.py", line 120, in run\n'
-    "    raise err\n"
-)
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt): ")
 
 
 def _specs():
@@ -38,7 +26,7 @@ _CASES = [(s.id, s.category, ex) for s in _SPECS for ex in s.examples]
 
 @pytest.mark.parametrize(("sig_id", "category", "line"), _CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(_CASES)])
 def test_accelerator_signature_decides(sig_id: str, category: Category, line: str) -> None:
-    text = _STEP + (_TRACEBACK if _EXCEPTION_LINE.match(line) else "") + line + "\n"
+    text = in_a_log(line)
     assert_signature_decides(text, sig_id, category)
 
 
@@ -57,5 +45,5 @@ def test_ids_prefixed_sourced_and_loaded() -> None:
 ])
 def test_healthy_lines_of_the_same_stacks_match_none(line: str) -> None:
     ids = {s.id for s in _SPECS}
-    hits = {h.signature_id for h in analyze_text(_STEP + line + "\n").signature_hits}
+    hits = {h.signature_id for h in analyze_text(STEP + line + "\n").signature_hits}
     assert not hits & ids, hits

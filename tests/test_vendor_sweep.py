@@ -7,24 +7,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from catalog_checks import assert_signature_decides
+from catalog_checks import assert_signature_decides, in_a_log
 
 from diag_service.domain import Category, EventRole
 from diag_service.kb.text import analyze_text
 from diag_service.signatures import load_signatures
 from diag_service.signatures.catalog import SignatureError, SignatureFile, default_signature_dir
 from diag_service.yamlio import load_yaml_model
-
-_STEP = "[rank0]:[2026-05-02 11:02:10] step 1200 | loss 2.314 | lr 3.0e-4 | 412 samples/s\n"
-_TRACEBACK = (
-    "Traceback (most recent call last):\n"
-    '  File "/workspace/train.py", line 88, in <module>\n'
-    "    main()\n"
-    '  File "/usr/local/lib/python3.11/dist-packages/somepkg/core.py", line 120, in run\n'
-    "    raise err\n"
-)
-#: an exception's last line (``ValueError: ...``, ``torch.distributed.DistStoreError: ...``)
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt): ")
 
 
 def _sweep():
@@ -40,7 +29,7 @@ _CASES = [(s.id, s.category, s.role, ex) for s in _SPECS for ex in s.examples]
 
 @pytest.mark.parametrize(("sig_id", "category", "role", "line"), _CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(_CASES)])
 def test_vendor_sweep_signature_decides(sig_id: str, category: Category, role: EventRole, line: str) -> None:
-    text = _STEP + (_TRACEBACK if _EXCEPTION_LINE.match(line) else "") + line + "\n"
+    text = in_a_log(line)
     if role is EventRole.ROOT:
         assert_signature_decides(text, sig_id, category)
     else:  # a consequence: named, never the decision's category on its own
