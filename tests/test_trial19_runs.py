@@ -47,3 +47,15 @@ def test_missing_keys_in_a_checkpoint_lead_over_the_load_error_header() -> None:
     d = _diagnose(FIX / "r11_resume_missing_keys_ray" / "bundle.zip")
     assert d.signature_hits[0].signature_id == "state_dict_keys_mismatch", d.root_cause.summary
     assert d.category.value == "config"
+
+
+def test_a_few_milliseconds_of_data_time_do_not_name_a_rank_beside_a_job_wide_slowdown() -> None:
+    """r18 (two agents, a timing feed without comm_s): rank 1 got 4x the rows from step 200 and every rank's compute
+    tripled (the others wait inside it); the answer was "Rank 0 on node0 is an intermittent data straggler (7.94x ...)",
+    category storage, over data times of 2-4 ms. A rank whose own excess is a sliver of the job's loss is not named."""
+    from diag_service.slow.analyze import analyze_slow, load_feed
+
+    rep = analyze_slow(load_feed(FIX / "r18_bucket_skew_rank1" / "timing.jsonl.gz"))
+    assert rep.failure_mode is not None and rep.job_slowdown, rep.summary
+    assert not rep.stragglers, rep.summary
+    assert rep.category is not None and rep.category.value != "storage"
