@@ -59,3 +59,13 @@ def test_a_few_milliseconds_of_data_time_do_not_name_a_rank_beside_a_job_wide_sl
     assert rep.failure_mode is not None and rep.job_slowdown, rep.summary
     assert not rep.stragglers, rep.summary
     assert rep.category is not None and rep.category.value != "storage"
+
+
+def test_one_long_slowdown_is_not_cut_into_three_small_ones() -> None:
+    """r20 (two agents, per-node files): node1's log shipper fell behind and rank 1's prints blocked, 37 -> 95-112 ms
+    per step from step ~200 to the end of 900; the answer listed three ~1.3x episodes worth 3.8 s in all, while the
+    whole-log test on the same series finds one 3x stretch of about 45 s."""
+    d = _diagnose(FIX / "r20_log_backpressure_node1")
+    assert d.failure_mode.value == "fail_slow" and d.slow is not None
+    worst = max(d.slow.job_slowdown, key=lambda e: e.time_lost_s)
+    assert worst.slowdown_factor > 2.5 and worst.time_lost_s > 30, d.root_cause.summary

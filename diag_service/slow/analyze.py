@@ -208,13 +208,22 @@ def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
     rep.time_lost_s = round(sum(e.time_lost_s for e in kept), 6)
 
 
+#: The whole-log test's stretch replaces the streaming detector's episodes of a log when it costs at least this many
+#: times all of them together (:func:`_whole_log`).
+WHOLE_LOG_DWARFS = 3.0
+
+
 def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
     """A log read after the fact: the whole-log test (:func:`~diag_service.slow.offline.whole_log_episode`)
     where the streaming detector found no episode (too few records for its baseline, or a slowdown inside
     it), or where the step time climbs through the whole log (a growth, which the streaming detector sees
     as a late step up). A stretch found becomes the report's episode, category and summary."""
     ep = whole_log_episode(batch.step, batch.step_time, batch.weight, batch.end)
-    if ep is None or (rep.job_slowdown and not ep.growth):
+    # the streaming detector's episodes stand, unless the whole-log test's one stretch costs several times all of them
+    # together: the streaming baseline, learned once, cut one long slowdown into short ones as its level drifted (a new
+    # user's trial 19, r20: one 2.6x slowdown of 45 s read as three ~1.3x episodes worth 3.8 s)
+    streamed = sum(e.time_lost_s for e in rep.job_slowdown)
+    if ep is None or (rep.job_slowdown and not ep.growth and ep.time_lost_s < WHOLE_LOG_DWARFS * streamed):
         return
     rep.job_slowdown = [ep]
     rep.failure_mode = FailureMode.FAIL_SLOW
