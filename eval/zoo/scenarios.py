@@ -3855,3 +3855,152 @@ SCENARIOS += [
              "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_churn.py",
              env={**ENV23, "GLOO_SOCKET_IFNAME": "ib0"}),
 ]
+# ---------------------------------------------------------------------------------------------------------------
+# batch 24 (ids b24_*): the common weekly failures again (an OOM kill while the peer is in the all-reduce, SIGTERM from
+# outside during evaluation and during accelerate's save_state, a collate_fn error in a Ray worker's DataLoader, a full
+# checkpoint volume under checkpoint rotation, a depth that differs between nodes, a background-upload deadlock, wrongly
+# laid-out images on one rank, a node that never started under accelerate, a throttled rank, a starved loader), in
+# launch shapes and log layouts earlier batches used little (logfmt, JSON records); recorded with ZOO_CGROUP_TAG=b24
+# ZOO_PORT_OFFSET=500 (another recorder shares the host)
+ENV24 = {"OMP_NUM_THREADS": "1"}
+# pre-tokenized product titles, one part per Ray worker; one row of part 01 has "ids": null (the exporter's tokenizer
+# call failed on an emoji-only title and the export wrote null instead of skipping the row)
+TITLES24 = r"""mkdir -p data/titles && python - <<'EOF2'
+import json, random
+for w in range(2):
+    rng = random.Random(w)
+    with open(f"data/titles/titles-part-{w:02d}.jsonl", "w") as f:
+        for i in range(6400):
+            ids = [rng.randrange(1, 30000) for _ in range(rng.randint(4, 24))]
+            if w == 1 and i == 4711:
+                ids = None
+            f.write(json.dumps({"sku": f"S{w}{i:06d}", "ids": ids, "label": rng.randrange(40)}) + "\n")
+EOF2"""
+# per-region tile exports (N x 3 x 32 x 32 uint8); region 2 was re-exported by the new tiler, which writes N x 32 x 32 x 3
+TILES24 = r"""mkdir -p tiles && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+for r in range(3):
+    x = rng.integers(0, 256, (2000, 3, 32, 32), dtype=np.uint8)
+    np.save(f"tiles/region-{r}.npy", x.transpose(0, 2, 3, 1).copy() if r == 2 else x)
+    np.save(f"tiles/region-{r}.labels.npy", rng.integers(0, 10, 2000))
+EOF2"""
+CKPT24 = ("mkdir -p ckpt && (mountpoint -q ckpt && umount ckpt || true) && mount -t tmpfs -o size=48m tmpfs ckpt")
+QT24_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+           "--rdzv-id qtower-0412 --rdzv-conf join_timeout=20 train_qtower.py --layers {n}")
+# SIGTERM to the accelerate launcher as soon as the step-200 save_state has written its model file (a preemption)
+SAVE24 = r"""python - <<'EOF2'
+import os, signal, time
+pid = None
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        env = open(f"/proc/{p}/environ", "rb").read().split(b"\0")
+        cmd = open(f"/proc/{p}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"ZOO_RUN=b24_inf_sigterm_accel_save_state" in env and b"accelerate" in cmd and b"launch" in cmd:
+        pid = int(p)
+while pid and not os.path.exists("checkpoints/cap-ret/step_200/model.safetensors"):
+    time.sleep(0.001)
+if pid:
+    os.kill(pid, signal.SIGTERM)
+EOF2"""
+SCENARIOS += [
+    # rank 1's container memory limit is 560 MiB; the replay pool grows on every rank
+    Scenario("b24_oom_logfmt_allreduce_r1", "train_ranker.py", f"{TR} 2 --master-port {{port}} --tee 3 train_ranker.py",
+             env=dict(ENV24), action=("cgroup", 1, 560)),
+    # rank 0 SIGTERMed from outside as it starts the epoch-1 evaluation
+    Scenario("b24_inf_sigterm_eval_json_r0", "train_kws.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} train_kws.py", env=dict(ENV24),
+             action=("kill", 0, signal.SIGTERM, "epoch 1 train done")),
+    Scenario("b24_data_ray_collate_r1", "train_titles.py", "python train_titles.py", setup=TITLES24,
+             env={**ENV24, "RAY_DEDUP_LOGS": "0"}),
+    # the checkpoint volume is 48 MiB (a quota'd project volume)
+    Scenario("b24_st_enospc_spawn_logfmt_r0", "train_basket.py", "python train_basket.py --port {port}",
+             setup=CKPT24, teardown="umount ckpt; true", env=dict(ENV24)),
+    # node 1's job line has --layers 3 (node 0: 4)
+    Scenario("b24_cfg_layers_node1_c10d_json", "train_qtower.py", QT24_2N.format(n=4), cmd2=QT24_2N.format(n=3),
+             env=dict(ENV24)),
+    Scenario("b24_hang_executor_nested_r0", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_sentiment.py",
+             env=dict(ENV24)),
+    # from rank 1's step-200 line, rank 1 is stopped 90 ms of every 150 ms (SIGSTOP/SIGCONT: a throttled VM) to the end
+    Scenario("b24_slow_stopcont_spawn_r1", "train_fraud.py", "python train_fraud.py --port {port}", env=dict(ENV24),
+             action=("stopcont_until", 1, "rank=1 step=200/", None, 60, 90)),
+    # from rank 0's step-150 line, rank 0's two DataLoader workers held to 6 % of a core
+    Scenario("b24_slow_worker_quota_json_r0", "train_esc.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 train_esc.py",
+             env=dict(ENV24), action=("worker_quota", 0, '"rank": 0, "step": 150,', 6)),
+    Scenario("b24_data_hwc_images_r2", "train_landcover.py", f"{TR} 3 --standalone train_landcover.py", setup=TILES24,
+             env=dict(ENV24)),
+    Scenario("b24_inf_sigterm_accel_save_state", "train_capret.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_capret.py",
+             env=dict(ENV24), action=("shell", "saved state to checkpoints/cap-ret/step_100", SAVE24)),
+    # a two-machine job whose second machine never started (only node 0's terminal exists)
+    Scenario("b24_inf_accel_node1_never_started", "train_layout.py",
+             "accelerate launch --multi_gpu --num_machines 2 --num_processes 4 --machine_rank 0 "
+             "--main_process_ip 127.0.0.1 --main_process_port {port} --rdzv_conf timeout=20 train_layout.py",
+             env=dict(ENV24)),
+]
+# per-city listing exports (8000 rows, 14 features); one row of berlin's export has an empty floor_area_m2 cell (a
+# listing whose area field the portal left blank), which pandas reads as NaN
+LISTINGS24 = r"""mkdir -p data && python - <<'EOF2'
+import csv, random
+cols = ["floor_area_m2", "rooms", "floor", "year_built", "dist_center_km", "balcony", "elevator", "garden",
+        "parking", "energy_kwh_m2", "noise_db", "lat", "lon", "listing_age_days"]
+for r, city in enumerate(["berlin", "hamburg", "munich"]):
+    rng = random.Random(r)
+    with open(f"data/listings-{city}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["listing_id", *cols, "rent_eur"])
+        for i in range(8000):
+            row = [f"{rng.uniform(20, 160):.1f}", rng.randint(1, 6), rng.randint(0, 12), rng.randint(1900, 2024),
+                   f"{rng.uniform(0.2, 25):.2f}", rng.randint(0, 1), rng.randint(0, 1), rng.randint(0, 1),
+                   rng.randint(0, 1), rng.randint(30, 250), rng.randint(30, 80), f"{rng.uniform(52.3, 52.7):.5f}",
+                   f"{rng.uniform(13.1, 13.7):.5f}", rng.randint(0, 90)]
+            if r == 0 and i == 5170:
+                row[0] = ""
+            w.writerow([f"{city[:3].upper()}{i:06d}", *row, f"{rng.uniform(400, 3000):.0f}"])
+EOF2"""
+SCENARIOS += [
+    Scenario("b24_data_nan_empty_cell_redirects_r0", "train_rent.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --redirects 3 "
+             "train_rent.py", setup=LISTINGS24, env=dict(ENV24)),
+]
+# the ticket export: 8 gzip-less JSON-lines parts named tickets-0000N.jsonl; the job line's glob was copied from the
+# previous export's README, which wrote .json parts
+TICKETS24 = r"""mkdir -p data/tickets && python - <<'EOF2'
+import json, random
+rng = random.Random(3)
+words = [f"w{i}" for i in range(6000)]
+for p in range(8):
+    with open(f"data/tickets/tickets-{p:05d}.jsonl", "w") as f:
+        for i in range(1500):
+            f.write(json.dumps({"id": f"T{p}{i:05d}", "text": " ".join(rng.choice(words) for _ in range(rng.randint(5, 60))),
+                                "queue": rng.randrange(18)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b24_cfg_train_glob_ext", "train_router.py",
+             f"{TR} 2 --standalone --tee 3 train_router.py --train-glob 'data/tickets/tickets-*.json'",
+             setup=TICKETS24, env=dict(ENV24)),
+]
+# the pre-tokenized corpus, one .bin/.idx pair per rank (1600 documents each); one entry of shard 01's index was
+# overwritten by a bad block on the preprocessing node: its offset points far past the end of the token file
+CORPUS24 = r"""mkdir -p corpus && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+for r in range(2):
+    lens = rng.integers(40, 400, 1600)
+    offs = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    rng.integers(1, 4000, int(lens.sum()), dtype=np.uint16).tofile(f"corpus/web-en-{r:02d}.bin")
+    idx = np.stack([offs, lens], 1).astype(np.int64)
+    if r == 1:
+        idx[913, 0] = 0x7F3A00000000
+    np.save(f"corpus/web-en-{r:02d}.idx.npy", idx)
+EOF2"""
+SCENARIOS += [
+    Scenario("b24_data_worker_segv_idx_r1", "pretrain_lm.py", f"{TR} 2 --master-port {{port}} pretrain_lm.py",
+             setup=CORPUS24, env=dict(ENV24)),
+]
