@@ -1,0 +1,19 @@
+"""A new user's seventh trial on real runs (trial 20, 19 gloo/CPU runs recorded on the lab host, after trial 19's fixes):
+each test keeps one run's bundle (``tests/fixtures/trial20``) and what the user found wrong with the answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+FIX = Path(__file__).parent / "fixtures" / "trial20"
+
+
+def test_a_checkpoint_name_too_long_is_the_jobs_configuration_not_the_volume() -> None:
+    """r08 (torchrun --tee, .tar.gz): the checkpoint's name was built from every HP_* setting, over 255 bytes; torch.save
+    failed with "open file failed with strerror: File name too long" and the answer was storage, "resume ... once the
+    volume is fixed", an L2 restart that fails the same way."""
+    d = diagnose(DiagnoseRequest(path=str(FIX / "r08_ckpt_name_too_long" / "bundle.tar.gz"), kb=False, llm=False))
+    assert d.category.value == "config" and d.first_failing_rank == 0, d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
