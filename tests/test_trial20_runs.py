@@ -17,3 +17,12 @@ def test_a_checkpoint_name_too_long_is_the_jobs_configuration_not_the_volume() -
     d = diagnose(DiagnoseRequest(path=str(FIX / "r08_ckpt_name_too_long" / "bundle.tar.gz"), kb=False, llm=False))
     assert d.category.value == "config" and d.first_failing_rank == 0, d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value == "L4"
+
+
+def test_no_space_while_creating_a_dataloader_semaphore_is_the_shared_memory() -> None:
+    """r03 (two agents, per-node files): node1's /dev/shm is a 64 kB tmpfs and its DataLoader workers' queues fail in
+    multiprocessing.SemLock with "OSError: [Errno 28] No space left on device"; the answer said "typically while saving
+    a checkpoint ... df -h" and to free old checkpoints."""
+    d = diagnose(DiagnoseRequest(path=str(FIX / "r03_shm_full_node1"), kb=False, llm=False))
+    assert d.category.value == "storage" and d.faulty_nodes == ["node1"], d.root_cause.summary
+    assert d.root_cause.summary.startswith("No space left on /dev/shm"), d.root_cause.summary
