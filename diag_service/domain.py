@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
@@ -360,6 +360,13 @@ class HangSuspect(BaseModel):
         "'collective_mismatch' (stuck in another collective than the majority), 'call_site_mismatch' (the same "
         "collective from another place), 'same_collective', 'moving' (still running), 'no_stack'. From Flight "
         "Recorder: its culprit kinds ('not_joined', 'mismatch', 'no_dump', 'p2p', 'cycle')."))
+
+    #: The most a culprit's score lends an answer's confidence: the stacks say where a hang stood, not why (docs/hang.md).
+    CONFIDENCE_CAP: ClassVar[float] = 0.45
+
+    def confidence(self) -> float:
+        """The confidence this culprit lends an answer: half its score, at most :attr:`CONFIDENCE_CAP`."""
+        return round(min(self.CONFIDENCE_CAP, self.score / 2), 3)
 
 
 class CollectiveStall(BaseModel):

@@ -114,11 +114,8 @@ class Calibration(BaseModel):
             # the stacks single out the rank the diagnosis names: the logs-only map (fitted on pasted logs) does not
             # take the answer below the culprit's own bounded score (docs/hang.md; a new user's trial 18: right hang
             # answers at 0.09, "a user cannot tell them from guesses")
-            d.confidence = max(d.confidence, round(min(HANG_CULPRIT_CAP, h.suspects[0].score / 2), 3))
+            d.confidence = max(d.confidence, h.suspects[0].confidence())
 
-
-#: The most a stack-dump culprit's own score lends an answer's confidence (as :func:`~diag_service.localize.combine_hang`).
-HANG_CULPRIT_CAP = 0.45
 
 
 def default_calibration_path() -> Path:

@@ -1885,7 +1885,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
         if unique and top is not None:
             d.first_failing_rank = top.rank
-            d.confidence = max(d.confidence, round(min(0.45, top.score / 2), 3))
+            d.confidence = max(d.confidence, top.confidence())
             cause = hang_culprit_category(top)
             if cause is not None:
                 d.category, why = cause
@@ -1965,30 +1965,29 @@ MATERIAL_SLOWDOWN = 0.05
 MATERIAL_EPISODE_STEPS = 50
 
 
-def _straggler_share(slow: SlowReport) -> float:
-    """The costliest named straggler's own excess over the run's time (its steps at the baseline pace plus that excess); 0.0
-    without a straggler, 1.0 without a baseline to judge by. A finished run whose ranks' few milliseconds of data time
-    are all its stragglers hold cost a sliver of it (a new user's trial 20, r16: 0.23 s of a 3.4 s run read fail_slow,
-    "Rank 0 ... a persistent data straggler (4.00x)")."""
-    if not slow.stragglers:
-        return 0.0
+def _run_share(slow: SlowReport, lost: float) -> float:
+    """``lost`` seconds over the run's time (its steps at the report's baseline pace plus ``lost``); 1.0 when the report
+    has no baseline to judge by."""
     base = slow.baseline.step_time_s if slow.baseline is not None else None
     steps = slow.input.steps if slow.input is not None else 0
     if not base or not steps:
         return 1.0
-    lost = max(s.time_lost_s for s in slow.stragglers)  # the costliest: two ranks' noise is not twice a loss
     return lost / (base * steps + lost)
+
+
+def _straggler_share(slow: SlowReport) -> float:
+    """The costliest named straggler's own excess over the run's time (:func:`_run_share`); 0.0 without a straggler. A
+    finished run whose ranks' few milliseconds of data time are all its stragglers hold cost a sliver of it (a new
+    user's trial 20, r16: 0.23 s of a 3.4 s run read fail_slow, "Rank 0 ... a persistent data straggler (4.00x)")."""
+    if not slow.stragglers:
+        return 0.0
+    # the costliest: two ranks' noise is not twice a loss
+    return _run_share(slow, max(s.time_lost_s for s in slow.stragglers))
 
 
 def _lost_fraction(slow: SlowReport) -> float:
-    """Time the report's episodes lost over the run's time (its steps at the baseline pace plus that loss); 1.0 when
-    the report has no baseline to judge by."""
-    base = slow.baseline.step_time_s if slow.baseline is not None else None
-    steps = slow.input.steps if slow.input is not None else 0
-    if not base or not steps:
-        return 1.0
-    lost = sum(e.time_lost_s for e in slow.job_slowdown)
-    return lost / (base * steps + lost)
+    """Time the report's episodes lost over the run's time (:func:`_run_share`)."""
+    return _run_share(slow, sum(e.time_lost_s for e in slow.job_slowdown))
 
 
 def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None, cpu_job: bool = False) -> None:
@@ -2019,14 +2018,12 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
         d.findings.append(finding)
         return
-    lost_share = _lost_fraction(slow)
+    share = max(_lost_fraction(slow), _straggler_share(slow))
     named = {s.rank for s in slow.stragglers}  # a node of flagged ranks costs what they do (one rank per node: itself)
     if d.failure_mode is FailureMode.NONE and all(g.ranks and set(g.ranks) <= named for g in slow.groups) \
-            and lost_share < MATERIAL_SLOWDOWN and _straggler_share(slow) < MATERIAL_SLOWDOWN \
-            and all(e.steps < MATERIAL_EPISODE_STEPS for e in slow.job_slowdown):
+            and share < MATERIAL_SLOWDOWN and all(e.steps < MATERIAL_EPISODE_STEPS for e in slow.job_slowdown):
         # a finished run whose episodes cost a sliver of it (trial 16's r24, a clean run: one 10-step blip, 0.1 s of
         # 10 s): the run's verdict stays "finished"; the episode is told, not the cause of anything
-        share = max(lost_share, _straggler_share(slow))
         d.findings.append(finding + f" (costing about {100 * share:.1f} % of the run's time: the host's own drift, not a "
                                     "slowdown of the run)")
         return
