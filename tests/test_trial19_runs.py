@@ -14,23 +14,6 @@ def _diagnose(path: Path):
     return diagnose(DiagnoseRequest(path=str(path), kb=False, llm=False))
 
 
-def test_a_checkpoint_directory_deleted_under_the_job_is_storage_not_a_rank_race() -> None:
-    """r10 (torchrun --log-dir, .tar.gz): a cleaner removed the checkpoint directory mid-run and rank 0's next torch.save
-    failed with "Parent directory ... does not exist."; the answer was "Ranks race on a checkpoint path inside a
-    library's own save code ... upgrade it, save from one rank" (framework), though only rank 0 saves."""
-    d = _diagnose(FIX / "r10_ckpt_dir_cleaned" / "bundle.tar.gz")
-    assert d.category.value == "storage" and d.first_failing_rank == 0, d.root_cause.summary
-    assert "race" not in d.root_cause.summary.split(".")[0]
-
-
-def test_a_dead_checkpoint_writer_thread_hang_names_the_missing_directory() -> None:
-    """r19 (torchrun, .tar.gz + stack snapshots): the async checkpoint thread died on the same message and rank 0 waited
-    on its Event; the same "race ... upgrade it" answer. The hang stays a hang, the cause the missing directory."""
-    d = _diagnose(FIX / "r19_async_ckpt_thread_died" / "bundle.tar.gz")
-    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 0
-    assert d.category.value == "storage", d.root_cause.summary
-
-
 def test_a_rank_waiting_on_its_dataloader_workers_is_read_from_the_stacks() -> None:
     """r16 (accelerate + 3 snapshots): rank 1's DataLoader worker blocked opening a FIFO (a hung mount); the culprit was
     right but "unknown / platform / restart", and the plan said "there are no stacks left to dump" beside the dumps."""
