@@ -36,3 +36,20 @@ def test_a_finished_runs_stragglers_of_a_few_milliseconds_are_a_finding() -> Non
     d = diagnose(DiagnoseRequest(path=str(FIX / "r16_graph_leak_straggler_rank1_node1"), kb=False, llm=False))
     assert d.failure_mode.value == "none", d.root_cause.summary
     assert any("straggler" in f and "of the run's time" in f for f in d.findings), d.findings
+
+
+def test_a_finished_runs_slowdown_of_a_fraction_of_a_second_is_a_finding() -> None:
+    """r01 (torchrun --tee, one file; a clean control with an evaluation and a checkpoint at steps 150 and 300 on a shared
+    host): 4.0 -> 5.6 ms/it over the last 100 of 384 steps read fail_slow, "who acts: the platform", "costing 0.144s".
+    A finished run's slowdown that cost it under a second in all is a finding; the run's verdict stays "finished"."""
+    d = diagnose(DiagnoseRequest(path=str(FIX / "r01_clean_torchrun_eval_ckpt" / "job.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "none", d.root_cause.summary
+    assert any("too little to be the run's failure" in f for f in d.findings), d.findings
+
+
+def test_a_finished_runs_slowdown_of_seconds_stays_its_verdict() -> None:
+    """The counterpart, a zoo dev run (a profiler left on from step 160: 1.58x, 1.8 s of a finished run's time): real
+    seconds lost stay the run's fail_slow verdict."""
+    run = Path(__file__).parents[1] / "eval" / "zoo" / "runs" / "b9_slow_uc_profiler_left_on"
+    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow", d.root_cause.summary
