@@ -4004,3 +4004,149 @@ SCENARIOS += [
     Scenario("b24_data_worker_segv_idx_r1", "pretrain_lm.py", f"{TR} 2 --master-port {{port}} pretrain_lm.py",
              setup=CORPUS24, env=dict(ENV24)),
 ]
+# ---------------------------------------------------------------------------------------------------------------
+# batch 25 (ids b25_*): the common weekly failures in shapes earlier batches used little (an OOM kill while rank 0 alone
+# prepares a table the other rank waits for, a SIGKILL to the launcher that leaves only truncated logs, SIGBUS from a
+# memory-mapped cache on a full scratch tmpfs, bit rot in a compressed part read by a DataLoader worker under mp.spawn, a
+# checkpoint directory given where a file is expected, a DistributedSampler with shuffle=True, a node started with fewer
+# epochs, a freeze list that freezes everything under Ray Train, a blocking point-to-point ring, a Ray worker waiting on a
+# file lock held by a leftover process, a CPU-limited process under accelerate, tiny parquet row groups on one rank, local
+# rank 0 of every node saving to one shared path, dcp.async_save on the training's process group and on a full volume, a
+# connection reset under the Trainer); recorded with ZOO_CGROUP_TAG=z25 ZOO_PORT_OFFSET=3 (another recorder shares the host)
+ENV25 = {"OMP_NUM_THREADS": "1"}
+# the item catalogue: 120,000 items with 5 tags each (12 MB of JSON lines)
+CATALOG25 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(0)
+tags = [f"tag{i}" for i in range(5000)]
+with open("data/catalog.jsonl", "w") as f:
+    for i in range(120000):
+        f.write(json.dumps({"item_id": f"I{i:07d}", "title": f"item {i}", "tags": rng.sample(tags, 5)}) + "\n")
+EOF2"""
+# the node's scratch cache is a 32 MiB volume; another job left 18 MB of features in it
+SCRATCH25 = ("mkdir -p cache && (mountpoint -q cache && umount cache || true) && mount -t tmpfs -o size=32m tmpfs cache "
+             "&& mkdir -p cache/asr-job-4411 && head -c 18000000 /dev/urandom > cache/asr-job-4411/feats-000.bin")
+# per-site ECG beat parts (compressed .npz, 400 beats x 180 samples); in site 2's part 03 a run of bytes inside the
+# compressed member was flipped (bit rot on the archive copy the site's parts came from)
+ECG25 = r"""mkdir -p data/ecg && python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for s in range(3):
+    os.makedirs(f"data/ecg/site-{s}", exist_ok=True)
+    for k in range(6):
+        x = (np.sin(np.linspace(0, 12, 180))[None, :] + 0.3 * rng.standard_normal((400, 180))).astype(np.float32)
+        np.savez_compressed(f"data/ecg/site-{s}/beats-{k:02d}.npz", x=x, y=rng.integers(0, 5, 400))
+p = "data/ecg/site-2/beats-03.npz"
+raw = bytearray(open(p, "rb").read())
+for i in range(len(raw) // 2, len(raw) // 2 + 64):
+    raw[i] ^= 0x5A
+open(p, "wb").write(bytes(raw))
+EOF2"""
+# the checkpoint of last week's run, saved by the newer save code as a directory (model, optimizer, state)
+KWSCKPT25 = r"""mkdir -p checkpoints/conformer-s/step_4000 && python - <<'EOF2'
+import json, torch, torch.nn as nn
+m = nn.Sequential(nn.Conv1d(40, 144, 3, padding=1), nn.GELU(), nn.Conv1d(144, 144, 3, padding=1), nn.GELU(),
+                  nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(144, 35))
+o = torch.optim.AdamW(m.parameters(), lr=5e-4)
+d = "checkpoints/conformer-s/step_4000"
+torch.save(m.state_dict(), f"{d}/model.pt")
+torch.save(o.state_dict(), f"{d}/optimizer.pt")
+json.dump({"step": 4000, "epoch": 11}, open(f"{d}/trainer_state.json", "w"))
+EOF2"""
+POS25_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+            "{logdir}train_pos.py --epochs {e}")
+# the query shards; a tokenizer process of the job's previous attempt is still alive on the node, stuck, holding the
+# cache lock of shard 01 (it carries the run's ZOO_RUN, so the recorder ends it with the run)
+QUERIES25 = r"""mkdir -p data/queries cache/queries && python - <<'EOF2'
+import random
+rng = random.Random(5)
+words = [f"q{i}" for i in range(8000)]
+for s in range(2):
+    with open(f"data/queries/shard-{s:02d}.txt", "w") as f:
+        for _ in range(12000):
+            f.write(" ".join(rng.choice(words) for _ in range(rng.randint(2, 14))) + "\n")
+EOF2
+setsid nohup python -c "
+import time
+from filelock import FileLock
+lock = FileLock('cache/queries/shard-01.tok.npy.lock')
+lock.acquire()
+time.sleep(3600)
+" > /dev/null 2>&1 < /dev/null &
+sleep 1"""
+# per-rank parquet feature parts (5 x 51,200 rows); rank 1's parts 2-4 come from the new streaming exporter, which
+# flushes a row group every 4 rows
+CTR25 = r"""mkdir -p data/ctr && python - <<'EOF2'
+import os, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+rng = np.random.default_rng(0)
+for r in range(2):
+    os.makedirs(f"data/ctr/rank{r}", exist_ok=True)
+    for k in range(5):
+        x = rng.standard_normal((51200, 64)).astype(np.float32)
+        t = pa.table({"features": list(x), "clicked": (rng.random(51200) < 0.1).astype(np.int8)})
+        pq.write_table(t, f"data/ctr/rank{r}/part-{k:05d}.parquet", row_group_size=4 if (r == 1 and k >= 2) else 8192)
+EOF2"""
+SCENARIOS += [
+    # rank 0's container memory limit is 500 MiB
+    Scenario("b25_oom_init_broadcast_pyrun_r0", "train_recsys.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 --tee 3 train_recsys.py",
+             setup=CATALOG25, env=dict(ENV25), action=("cgroup", 0, 500)),
+    # the launcher (torchrun, the container's main process) SIGKILLed from outside at rank 0's step-300 line; its
+    # workers go with the container (the recorder ends every process of the run)
+    Scenario("b25_inf_sigkill_launcher_logdir", "train_tagger.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_tagger.py", env=dict(ENV25),
+             action=("kill_launcher", signal.SIGKILL, "[rank0] INFO step 300/1200")),
+    Scenario("b25_st_memmap_tmpfs_sigbus_r0", "train_retriever.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_retriever.py",
+             setup=SCRATCH25, teardown="umount cache; true", env=dict(ENV25)),
+    Scenario("b25_data_npz_bitrot_worker_spawn_r2", "train_ecg.py", "python train_ecg.py {port}", setup=ECG25,
+             env=dict(ENV25)),
+    Scenario("b25_cfg_resume_dir_not_file", "train_kws.py",
+             f"{TR} 2 --standalone train_kws.py --resume checkpoints/conformer-s/step_4000 --max-steps 12000",
+             setup=KWSCKPT25, env=dict(ENV25)),
+    Scenario("b25_uc_sampler_shuffle_tqdm", "train_sts.py", f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_sts.py",
+             env=dict(ENV25)),
+    # node 1's job line still has --epochs 2 (node 0: 3)
+    Scenario("b25_cfg_epochs_node1_twonode", "train_pos.py", POS25_2N.format(k=0, logdir="--log-dir logs --tee 3 ", e=3),
+             cmd2=POS25_2N.format(k=1, logdir="", e=2), env=dict(ENV25)),
+    Scenario("b25_uc_freeze_prefix_ray", "train_toxicity.py", "python train_toxicity.py", env=dict(ENV25)),
+    Scenario("b25_hang_ring_queue_accel", "train_moco.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_moco.py",
+             env=dict(ENV25)),
+    Scenario("b25_hang_ray_cache_lock_r1", "train_query_intent.py", "python train_query_intent.py", setup=QUERIES25,
+             env=dict(ENV25)),
+    # from the main process's step-200 line, process 1 (its threads and children) held to 20 % of a core
+    Scenario("b25_slow_rankquota_accel_logfmt_r1", "train_churn.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_churn.py",
+             env=dict(ENV25), action=("rank_quota", 1, "step=200/600", 20)),
+    Scenario("b25_slow_data_parquet_rowgroups_r1", "train_ctr.py", f"{TR} 2 --master-port {{port}} train_ctr.py",
+             setup=CTR25, env=dict(ENV25)),
+]
+XV25_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+           "train_xvector.py")
+SCENARIOS += [
+    # both nodes' agents run in the same directory: the shared project filesystem both nodes mount
+    Scenario("b25_uc_local_rank_save_twonode", "train_xvector.py", XV25_2N.format(k=0), cmd2=XV25_2N.format(k=1),
+             env=dict(ENV25)),
+]
+# the shared checkpoint volume of the project is 90 MiB (a quota'd export); each checkpoint (model + AdamW) is ~59 MB
+CKPT25 = ("mkdir -p /mnt/ckpt25 && (mountpoint -q /mnt/ckpt25 && umount /mnt/ckpt25 || true) && "
+          "mount -t tmpfs -o size=90m tmpfs /mnt/ckpt25")
+SCENARIOS += [
+    # recorded as a full-volume run; async_save on the training process group aborted at the first save (renamed)
+    Scenario("b25_uc_dcp_async_default_pg", "train_lm.py", "python -m torch.distributed.run --nproc_per_node 2 "
+             "--master_port {port} --tee 3 train_lm.py", setup=CKPT25, teardown="umount /mnt/ckpt25; true",
+             env=dict(ENV25)),
+]
+SCENARIOS += [
+    Scenario("b25_st_dcp_async_enospc", "train_lm.py", "python -m torch.distributed.run --nproc_per_node 2 "
+             "--master_port {port} --tee 3 train_lm.py", setup=CKPT25, teardown="umount /mnt/ckpt25; true",
+             env=dict(ENV25)),
+]
+SCENARIOS += [
+    # at the Trainer's step-100 loss line, rank 1's established TCP connections are destroyed (ss -K: a NIC or switch
+    # port reset on its host)
+    Scenario("b25_net_conn_reset_trainer_logdir_r1", "run_clm.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 run_clm.py",
+             env=dict(ENV25), action=("ss_kill", 1, "'epoch': '0.2667'")),
+]
