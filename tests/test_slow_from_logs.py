@@ -590,3 +590,25 @@ def test_random_stalls_on_a_log_sampled_every_ten_steps_are_not_a_periodic_phase
     assert len(feed.batch) == 80 and set(np.unique(feed.batch.step % 10)) == {0}
     d = diagnose(DiagnoseRequest(path=str(ZOO / "runs" / "b17_slow_stopcont_r2_json"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_slow", d.root_cause.summary
+
+
+def test_a_bracketed_rank_and_a_step_time_keyed_step_are_read(tmp_path: Path) -> None:
+    """Zoo dev b25_slow_data_parquet_rowgroups_r1: each rank prints ``[1] it  225/500 | loss 0.35 | data   10.1 ms |
+    step   24.7 ms``; from step 201 rank 1's parquet parts hold 4-row row groups. The step time under the key ``step``
+    (with its unit) and the bracketed rank were not read: no step timing, and the run read as a hang. Now the job's
+    1.7x slowdown is found and rank 1 named by its data time."""
+    run = "b25_slow_data_parquet_rowgroups_r1"
+    assert run in DEV_RUNS
+    feed = load_log_bundle(ZOO / "runs" / run)
+    assert feed.rank_batch is not None and sorted(set(feed.rank_batch.rank.tolist())) == [0, 1]
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 1, d.root_cause.summary
+
+
+def test_the_shells_job_control_lines_are_not_a_rank(tmp_path: Path) -> None:
+    """``[1] 4242`` (a job put in the background) and ``[1]+  Done`` carry no step counter: no rank is read from them, and
+    a bracketed number only counts in front of a step line."""
+    log = tmp_path / "train.log"
+    log.write_text("[1] 4242\n" + "".join(f"step {i} | loss 0.5 | 20.0 ms/step\n" for i in range(1, 40)) + "[1]+  Done\n")
+    b = load_log_bundle(log)
+    assert b.rank_batch is None or set(b.rank_batch.rank.tolist()) <= {-1}

@@ -80,6 +80,12 @@ GENERIC_STEP = re.compile(
     r"\b((?i:time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time))\b[\"']?\s*[:=]?\s*"
     r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
+#: ... or the step's own name as the key of its time, which then needs its unit (``it 225/500 | loss 0.35 | data 10.1 ms |
+#: step 24.7 ms``: zoo batch 25; a bare ``step 24`` is a counter). Groups as :data:`GENERIC_STEP`'s.
+GENERIC_STEP_UNIT = re.compile(
+    STEP_COUNTER + r".{0,200}?"
+    r"\b((?i:step|iter|batch|total))\b\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)(?![\w.:/-])"
+)
 #: The same step counter with an unnamed time that its unit makes a per-step time: ``148.2 ms/step``,
 #: ``0.52 s/it``, ``3.1 it/s`` (a rate), or a lone ``10.8 ms`` column (``step 13 | loss 1.0 | 10.8 ms |``; used
 #: only when the line holds one such number, since ``data 5 ms | fwd 30 ms`` names parts of a step).
@@ -90,6 +96,10 @@ STEP_ONLY = re.compile(STEP_COUNTER)
 #: A training script's own rank marker on its step line (``[rank1] step 86``, ``rank 2 step 90``, ``Rank 0 |``,
 #: ``[RANK 3]``); ``nranks``, ``world_rank`` and ``rank/``-style keys are not markers.
 SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;{\"']))(?i:rank)[\"']?\s?[:=#]?\s?(\d{1,6})\b(?![./])")
+#: ... or a bare bracketed number in front of a step line (``[1] it 225/500 | ... | step 24.7 ms``: a script's
+#: ``print(f"[{rank}] ...")``, zoo batch 25); read only on a line with a step counter (the shell's job-control ``[1] 4242``
+#: and ``[1]+  Done`` are not step lines).
+BRACKET_RANK = re.compile(r"\[(\d{1,5})\] (?=\S)")
 #: The data-loading part of a step on the same line as its step time (``step 90 time_ms 669.6 data_ms 220.2``,
 #: ``iter_time: 8.711s, data_time: 8.409s`` (YOLOX), ``step_time 46.9ms data 30.2ms fwd_bwd 16.7ms``, MMEngine's
 #: ``time: 0.42  data_time: 0.02``): the time the rank waited for its next batch, which every one of these loggers
@@ -265,6 +275,8 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         rank = int(sr.group(1))
     elif rank is None and att.local_rank is not None:  # torchrun's --tee prefix ("[default1]:") on one node
         rank = att.local_rank
+    elif rank is None and (br := BRACKET_RANK.match(text)) is not None and STEP_ONLY.search(text, br.end()):
+        rank = int(br.group(1))
     node = att.node or node
     r = rank if rank is not None else -1
     ts = parse_timestamp(raw, year)
@@ -367,7 +379,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         _add_step(st, "lightning" if epoch is not None else "hf_trainer", key, step, sec, r, ts,
                   _ev(path, lineno, raw, rank, node, ts))
         return
-    m = GENERIC_STEP.search(text)
+    m = GENERIC_STEP.search(text) or GENERIC_STEP_UNIT.search(text)
     if m:
         step, x = _global_step(m, text, st, key), _num(m.group(6))
         if step is None or x is None or x <= 0:
