@@ -20,3 +20,15 @@ def test_a_resume_path_that_names_a_directory_is_the_jobs_configuration() -> Non
     assert run in DEV
     d = diagnose(DiagnoseRequest(path=str(ZOO / "runs" / run), kb=False, llm=False))
     assert d.category.value == "config" and d.failure_mode.value == "fail_stop", d.root_cause.summary
+
+
+def test_a_rank_that_finished_while_its_peers_trained_is_named_as_the_one_they_lost() -> None:
+    """b25_cfg_epochs_node1_twonode: node 1 was started with ``--epochs 2`` (node 0: 3); node 1's rank logged
+    "training finished" and left, node 0's rank failed "Connection closed by peer" in its next backward. The answer
+    named rank 0 and said only "connection reset / closed by peer". The finished rank is the one its peer lost, and the
+    ranks disagree on how long to train."""
+    run = "b25_cfg_epochs_node1_twonode"
+    assert run in DEV
+    d = diagnose(DiagnoseRequest(path=str(ZOO / "runs" / run), kb=False, llm=False))
+    assert d.first_failing_rank == 1, d.root_cause.summary
+    assert any("reports the end of training" in f and "disagree on how many steps" in f for f in d.findings), d.findings

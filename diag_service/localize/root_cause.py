@@ -1268,6 +1268,11 @@ def localize(
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
+    elif mode is FailureMode.FAIL_STOP and (early := _finished_before_peers(events, benign, progress)) is not None:
+        summary = early[0] + " " + summary
+        findings.append(early[0])
+        if early[1] is not None:  # the rank that left first is where the peers' losses start
+            first_rank = early[1]
     if broadcast and first_rank is not None and BROADCAST_FINDING in findings:
         # the table ties, the ranks' own lines do not (trial 16's r06: "no rank is singled out" beside rank 1 named)
         findings[findings.index(BROADCAST_FINDING)] = (
@@ -1318,6 +1323,41 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
         return None
     file = failing[0].file
     return AFTER_COMPLETION_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
+
+
+#: Some of the job's logs report the end of training while the others hold the failure (``_finished_before_peers``).
+FINISHED_BEFORE_PEERS_FINDING = (
+    "{file} reports the end of training ({mark!r}, line {line}) while the job's other logs hold its failure: that rank or "
+    "node finished its loop and left while its peers were still training, so they lost it (the connection errors "
+    "below). The ranks disagree on how many steps to run: a setting that differs between them (epochs, max_steps, "
+    "the data path) or an uneven number of batches per rank (a sampler without drop_last, per-rank shards of "
+    "different sizes; DDP's Join handles uneven inputs). Compare the ranks' command lines and batch counts.")
+
+
+#: A script's rank marker in a line (``[node1 rank1]``, ``rank 2:``, ``rank=3``).
+_MARK_RANK = re.compile(r"(?i)(?:^|(?<=[\s\[(|,]))rank[\s:=#]?\s?(\d{1,6})\b(?![./])")
+
+
+def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
+                           progress: ProgressLog) -> tuple[str, int | None] | None:
+    """(:data:`FINISHED_BEFORE_PEERS_FINDING`, the finished file's one rank or None) when some file holds the run's own
+    report of completion and no failure event before it, while another file holds a failure event and no such report
+    (zoo batch 25: node 1 ran 2 epochs and logged "training finished", node 0 ran a third and lost its peer); else
+    None."""
+    marks = progress.completed_line
+    if not marks:
+        return None
+    failing = _failure_firsts(events, benign)
+    others = [ev for ev in failing if ev.file not in marks]
+    done = [f for f in marks if not any(ev.file == f and ev.line < marks[f] for ev in failing)]
+    if not others or not done:
+        return None
+    file = sorted(done)[0]
+    ranks = {e.first.rank for e in events if e.first.file == file and e.first.rank is not None}
+    if not ranks and (m := _MARK_RANK.search(progress.completed.get(file, ""))) is not None:
+        ranks = {int(m.group(1))}  # the completion line's own rank marker ("[node1 rank1] INFO training finished")
+    said = FINISHED_BEFORE_PEERS_FINDING.format(file=file, mark=progress.completed.get(file, "")[:120], line=marks[file])
+    return said, ranks.pop() if len(ranks) == 1 else None
 
 
 #: The launcher's table of a signal that reached every rank at once (``_same_signal_at_once``).
