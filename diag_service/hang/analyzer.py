@@ -47,6 +47,11 @@ _IDS_TEXT = re.compile(rb"^(?:Process \d+:.*|Python v.*|Thread \S+)", re.MULTILI
 _IDS_JSON = re.compile(rb'"(?:pid|thread_id|os_thread_id)": \d+')
 
 
+#: Frames kept per stack group and suspect, innermost first: enough to reach the job's call into a library from a wait
+#: several standard-library frames deep (a DataLoader's queue read under multiprocessing's connection: 10 frames, a new
+#: user's trial 21, r21).
+TOP_FRAMES = 12
+
 def _cache_key(data: bytes) -> bytes:
     return _IDS_JSON.sub(b"", data) if data[:1] in (b"[", b"{") else _IDS_TEXT.sub(b"", data)
 MAX_FRAMES = 24
@@ -265,7 +270,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
         frames = sigs[ranks[0]][max(sigs[ranks[0]])][1]
         coll = _collective(frames)
         groups.append(
-            StackGroup(signature=sig, ranks=sorted(ranks), top_frames=[f.short() for f in frames[:6]],
+            StackGroup(signature=sig, ranks=sorted(ranks), top_frames=[f.short() for f in frames[:TOP_FRAMES]],
                        in_collective=coll is not None, collective=coll)
         )
     # How routine each stuck place is: how often any rank was seen there before the job stopped
@@ -308,7 +313,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
         for r in moving:
             frames = sigs[r][max(sigs[r])][1]
             suspects.append(HangSuspect(
-                rank=r, node=nodes.get(r), score=0.85, top_frames=[f.short() for f in frames[:6]], kind="moving",
+                rank=r, node=nodes.get(r), score=0.85, top_frames=[f.short() for f in frames[:TOP_FRAMES]], kind="moving",
                 reason="still running (its stack changes between dumps) while the others wait" +
                        (f" in {majority.collective}" if majority and majority.in_collective else ""),
             ))

@@ -7,6 +7,8 @@ zip nested in a streamed tar needs random access and is spooled, to disk above 6
 Bad input never raises out of the iterator, except :class:`BundleError` for a path that does not
 exist or cannot be opened at all. Everything else becomes a warning in the report:
 
+- members that are source code by their name (:data:`SOURCE_CODE`: ``train.py``, ``kernel.cu``) are skipped: a
+  program's lines name the errors and completions it may print, they are not its output;
 - binary members (NUL bytes above :data:`BINARY_NUL_SHARE`, or many control characters other than ESC, in their
   first 8 KiB) are skipped; a text member's stray NUL bytes are removed, with a warning;
 - invalid UTF-8 is decoded with U+FFFD replacement and counted;
@@ -504,6 +506,10 @@ def _is_tar(name: str) -> bool:
     return bool(TAR_NAME.search(name))
 
 
+#: Members that are programs rather than output, by name: Python, C/C++/CUDA and Rust/Go sources.
+SOURCE_CODE = re.compile(r"\.(?:py|pyx|pyi|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go)$", re.IGNORECASE)
+
+
 def read_bundle(
     path: str | os.PathLike[str], report: InputReport, limits: IngestLimits | None = None,
     skip: Callable[[str], bool] | None = None, capture: Callable[[str], bool] | None = None,
@@ -534,6 +540,11 @@ def read_bundle(
 
     def leaf(name: str, fobj: BinaryIO, compressed: Compressed) -> Iterator[Block]:
         gz = name.lower().endswith(".gz")
+        if SOURCE_CODE.search(name[:-3] if gz else name):
+            # the job's own program in the bundle: its lines are code, not output (a `raise ...` or a log call's
+            # format string would read as the error or the completion it only names: a new user's trial bundles)
+            report.warnings.append(f"{name}: source code, not a log: skipped")
+            return iter(())
         src = attribute_path(name[:-3] if gz else name)
         src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
         if not area:

@@ -1281,6 +1281,12 @@ def localize(
     recovered = None
     if mode is FailureMode.FAIL_STOP and after is None:
         recovered = _recovered_after_failure(events, benign, progress)
+    if mode is FailureMode.FAIL_STOP and recovered is None:
+        recovered = _handled_before_completion(events, benign, progress)
+        if recovered is not None:
+            # a handled error is not the run's verdict: the category is left to what else the logs show (a slowdown
+            # the same errors caused: trial 21's r23, an object store's throttling retried until the run finished)
+            category, responsible, first_rank = Category.UNKNOWN, DEFAULT_RESPONSIBLE[Category.UNKNOWN], None
     if recovered is not None:
         # the job finished after it: nothing to restart (the policy's run_completed); the failure stays explained
         mode = FailureMode.NONE
@@ -1414,6 +1420,38 @@ def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int]
         int(m.group(1)) if (m := _ATTEMPT_DIR.search(p)) else -1, progress.completed_line.get(p, 0)))
     return RECOVERED_FINDING.format(mark=progress.completed[path][:120], file=path,
                                     line=progress.completed_line.get(path, "?"))
+
+
+#: Errors the run logged and went past on its own (:func:`_handled_before_completion`).
+HANDLED_FINDING = (
+    "The errors below were handled: no process ended with them, and the run went on training and reported its own "
+    "completion after them ({mark!r} at {file}:{line}), so nothing needs restarting; what failed (a side task the job "
+    "catches and logs) is worth fixing on its own.")
+
+
+#: A completion line that reports a loss that is not a number: the run ended, its training did not succeed (trial 17's
+#: r11: "training complete: 300 steps in 7.0 s, final loss nan").
+_NAN_FINISH = re.compile(r"(?i)(?:\b|_)(?:loss|ppl|perplexity)\b\W{0,3}(?:[\w ]{0,12}[:=]\s*)?[-+]?(?:nan|inf)\b")
+
+
+def _handled_before_completion(events: list[EventTemplate], benign: frozenset[int],
+                               progress: ProgressLog) -> str | None:
+    """:data:`HANDLED_FINDING` when every failure event (an error or traceback that is not a known-harmless line) lies
+    before the run's own report of completion in the same file, and no process ended in failure (no exit, signal or
+    launcher failure report); else None (a new user's trial 21, r19: rank 0 caught and logged a ConnectionRefusedError
+    traceback at each evaluation, "metrics push failed; continuing without it", and both ranks logged "training
+    finished": it read fail_stop, "restart once")."""
+    marks = {f: n for f, n in progress.completed_line.items() if not _NAN_FINISH.search(progress.completed.get(f, ""))}
+    if not marks:
+        return None
+    failing = _failure_firsts(events, benign)
+    if not failing or any(e.kind in (EventKind.EXIT, EventKind.ELASTIC_SUMMARY, EventKind.KERNEL)
+                          for e in events if e.template_id not in benign):
+        return None
+    if any(ev.file not in marks or ev.line >= marks[ev.file] for ev in failing):
+        return None
+    file = max(marks, key=lambda f: marks[f])
+    return HANDLED_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
 
 
 #: The finding of a run that reported its own completion (failure mode ``none``); dropped when a slowdown replaces it.
@@ -1846,6 +1884,9 @@ def _stack_file_owner(path: str) -> str:
 
 #: A frame of PyTorch's multi-process DataLoader waiting for its workers' batches (:func:`hang_culprit_category`).
 _DATALOADER_WAIT = re.compile(r"^_MultiProcessingDataLoaderIter\._(?:get_data|next_data|try_get_data) \(")
+#: The standard library's writes of a process's output (logging's stream handler, a text or buffered stream's write).
+_OUTPUT_WAIT = re.compile(r"^(?:StreamHandler\.(?:emit|flush) \((?:.*/)?logging/__init__\.py"
+                          r"|(?:TextIOWrapper|BufferedWriter)\.(?:write|flush) \()")
 #: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
 _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
 
@@ -1872,6 +1913,14 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                     "a request or socket read without a timeout, waiting for a service that does not "
                                     "answer; give the call a timeout (urlopen(..., timeout=), requests' timeout=, "
                                     "socket.settimeout) or move it off the training loop")
+    if first is not None and _OUTPUT_WAIT.match(top.top_frames[0]):
+        # a write of the process's own log output that does not return: its stdout/stderr is a pipe whose reader stopped
+        # (a log shipper, tee or collector paused or dead), and the write blocks once the pipe's buffer is full (a new
+        # user's trial 21, r10: rank 1's shipper SIGSTOPped, rank 1 in StreamHandler.emit, "unknown", restart)
+        return Category.INFRASTRUCTURE, (f"stuck writing its own log output ({top.top_frames[0]}): its stdout/stderr is "
+                                         "a pipe whose reader stopped (a log shipper, tee or collector paused or dead), "
+                                         "and the write blocks once the pipe is full; restart or replace the reader, or "
+                                         "send the output to a file")
     loader = next((f for f in top.top_frames if _DATALOADER_WAIT.search(f)), None)
     if loader is not None:
         # the rank waits for its DataLoader workers' next batch (PyTorch's _MultiProcessingDataLoaderIter): a worker
