@@ -358,7 +358,9 @@ class HangSuspect(BaseModel):
     kind: str | None = Field(default=None, description=(
         "Why it is suspected. From stacks: 'outside_collective' (stuck in no collective while others wait), "
         "'collective_mismatch' (stuck in another collective than the majority), 'call_site_mismatch' (the same "
-        "collective from another place), 'same_collective', 'moving' (still running), 'no_stack'. From Flight "
+        "collective from another place), 'call_order_mismatch' (as many ranks in the same collective called from "
+        "another place: the ranks issue their collectives in different orders), 'same_collective', 'moving' (still "
+        "running), 'no_stack'. From Flight "
         "Recorder: its culprit kinds ('not_joined', 'mismatch', 'no_dump', 'p2p', 'cycle')."))
 
     #: The most a culprit's score lends an answer's confidence: the stacks say where a hang stood, not why (docs/hang.md).

@@ -92,3 +92,12 @@ def test_the_jobs_source_code_in_a_bundle_is_not_read_as_its_output(tmp_path: Pa
     d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
     assert d.failure_mode.value == "none" and d.category.value == "unknown", d.root_cause.summary
     assert any("train.py: source code, not a log: skipped" in w for w in d.input.warnings), d.input.warnings
+
+
+def test_two_ranks_in_one_collective_called_from_two_lines_of_the_job_are_an_order_mismatch() -> None:
+    """r22 (mp.spawn, 3 snapshots): rank 0 all_reduces on a metrics group first, rank 1 on the default group first;
+    each waits in all_reduce, at tagger.py:277 and :278. The answer was "stuck in all_reduce, as many ranks as the group
+    in all_reduce", unknown, restart."""
+    d = _diagnose("r22_pg_order_deadlock_spawn")
+    assert (d.failure_mode.value, d.category.value) == ("fail_hang", "user_code"), d.root_cause.summary
+    assert "different orders" in d.root_cause.summary

@@ -304,6 +304,16 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
                 why = "collective_mismatch" if g.collective != majority.collective else "call_site_mismatch"
                 reason = f"{kind}: stuck in {g.collective} while the majority waits in {majority.collective} at {where}"
                 score = 0.7
+            elif majority is not None and g.collective == majority.collective and len(g.top_frames) > 1 \
+                    and len(majority.top_frames) > 1 and g.top_frames[1] != majority.top_frames[1]:
+                # as many ranks, the same collective, called from another place: the ranks issue their collectives in
+                # different orders or on different groups, and each waits for the others at its own call (a new
+                # user's trial 21, r22: two groups' all_reduces in opposite orders, tagger.py:277 against :278)
+                reason = (f"call-site mismatch: stuck in {g.collective} at {g.top_frames[1]} while rank(s) "
+                          f"{majority.ranks[:8]} wait in {majority.collective} at {majority.top_frames[1]}: the ranks "
+                          "call their collectives in different orders (or on different groups), each waiting for the "
+                          "others at its own call")
+                score, why = 0.7, "call_order_mismatch"
             else:
                 reason = f"stuck in {g.collective}, as many ranks as the group in {majority.collective if majority else '?'}"
                 score, why = 0.5, "same_collective"

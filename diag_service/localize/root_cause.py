@@ -1900,6 +1900,12 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     loader, a checkpoint write, a framework's own wait) names no category: the stacks do not say why."""
     if top.kind in MISMATCH_KINDS:
         return Category.USER_CODE, "it called another collective than its peers at the same point"
+    if top.kind == "call_order_mismatch" and len(top.top_frames) > 1 and (m := _SHORT_FRAME.match(top.top_frames[1])) \
+            and _stack_file_owner(m.group("file")) == "user":
+        return Category.USER_CODE, ("the ranks wait in the same collective called from different lines of the job's own "
+                                    f"code ({top.top_frames[1]} against its peers'): they issue their collectives in "
+                                    "different orders or on different groups, so each waits for the others; every "
+                                    "rank must call the same collectives in the same order")
     if top.kind not in ("outside_collective", "not_joined") or not top.top_frames:
         return None
     first = _SHORT_FRAME.match(top.top_frames[0])
@@ -1973,7 +1979,8 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     if d.category is Category.UNKNOWN:
         d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
         if unique and top is not None:
-            d.first_failing_rank = top.rank
+            if top.kind != "call_order_mismatch":  # ranks that wait for each other in opposite orders: none is first
+                d.first_failing_rank = top.rank
             d.confidence = max(d.confidence, top.confidence())
             cause = hang_culprit_category(top)
             if cause is not None:
@@ -1983,13 +1990,14 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
                 d.findings.append(f"Category {d.category.value} from the hang's culprit, rank {top.rank}: {why}.")
                 # the stacks say why it stalled: the logs' "nothing says why" no longer holds (trial 18, r11)
                 d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + (
+                    f" The stacks say why: {why}." if top.kind == "call_order_mismatch" else
                     f" Rank {top.rank}'s stack says why: {why}.")
     elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
         # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
         # does not outrank a culprit the hang evidence singles out
         d.first_failing_rank = top.rank
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
-    elif unique and top is not None and d.first_failing_rank is None:
+    elif unique and top is not None and d.first_failing_rank is None and top.kind != "call_order_mismatch":
         # a confident log verdict that names no rank (a debugger prompt on no rank's line): the culprit the stacks
         # single out is its rank (a new user's trial 18, r10: "rank 1" in the text, first_failing_rank null)
         d.first_failing_rank = top.rank
