@@ -101,3 +101,16 @@ def test_two_ranks_in_one_collective_called_from_two_lines_of_the_job_are_an_ord
     d = _diagnose("r22_pg_order_deadlock_spawn")
     assert (d.failure_mode.value, d.category.value) == ("fail_hang", "user_code"), d.root_cause.summary
     assert "different orders" in d.root_cause.summary
+
+
+def test_every_rank_flagged_alike_is_no_straggler_and_a_clear_one_stays() -> None:
+    """r16 (timing feed): the job re-pinned to fewer cores; both ranks were named intermittent data stragglers (5.53x,
+    5.38x; 1.1 s and 0.8 s lost), category storage. r23 (two nodes, timing feed): rank 1's object-store throttling
+    (35 s lost) beside rank 0's two slow reads (0.5 s), and both were named. When every rank is flagged with one kind,
+    only the ones that stand out (more than EVERYONE_SPREAD times the rest) stay stragglers."""
+    from diag_service.slow.analyze import analyze_slow
+
+    r16 = analyze_slow(FIX / "r16_cpuset_shrink_jobwide_timing" / "timing.jsonl.gz")
+    assert r16.stragglers == [] and r16.category.value != "storage", r16.summary
+    r23 = analyze_slow(FIX / "r23_objstore_throttle_rank1_2node_timing" / "timing.jsonl.gz")
+    assert [(s.rank, s.kind.value) for s in r23.stragglers] == [(1, "data")], r23.summary

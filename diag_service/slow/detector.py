@@ -504,7 +504,8 @@ class SlowDetector:
         self._ingest(StepBatch.empty(), final=True)
         t_report = time.perf_counter()
         episodes = self.job.episode_models()
-        stragglers = material_stragglers([self._straggler(r) for r in self.ranks.snapshot()], episodes)
+        stragglers = not_everyone(material_stragglers([self._straggler(r) for r in self.ranks.snapshot()], episodes),
+                                  int(self.n_units))
         stragglers.sort(key=lambda s: (-s.time_lost_s, s.rank))
         groups = self._groups(stragglers)
         explain_episodes(episodes, stragglers)
@@ -682,6 +683,32 @@ def material_stragglers(stragglers: list[Straggler], episodes: list[SlowEpisode]
     ``episodes`` (all of them without an episode)."""
     worst = max((e.time_lost_s for e in episodes), default=0.0)
     return [s for s in stragglers if s.time_lost_s >= STRAGGLER_MIN_SHARE * worst]
+
+
+#: When every rank is flagged with one kind, the ranks whose excess is within this factor of the costliest one's are
+#: the job's own phase growing, not stragglers (:func:`not_everyone`).
+EVERYONE_SPREAD = 3.0
+
+
+def not_everyone(stragglers: list[Straggler], ranks: int) -> list[Straggler]:
+    """``stragglers`` where every one of the job's ``ranks`` (at least two) is flagged with one kind reduced to those of
+    that kind whose excess (``time_lost_s``) is more than :data:`EVERYONE_SPREAD` times below the costliest one's
+    dropped, and all of them dropped when none stands out so: a rank is a straggler against its peers, and when all of
+    them are alike, the phase grew job-wide. A new user's trial 21: r16, a job re-pinned to fewer cores, read "Rank 0
+    ... an intermittent data straggler (5.53x)" and "Rank 1 ... (5.38x)" (1.1 s and 0.8 s lost: both dropped); r23,
+    rank 1's object-store throttling (35 s) beside rank 0's two slow reads (0.5 s): rank 1 kept alone."""
+    if ranks < 2:
+        return stragglers
+    out = stragglers
+    for kind in {s.kind for s in stragglers}:
+        mine = [s for s in out if s.kind == kind]
+        if len({s.rank for s in mine}) < ranks:
+            continue
+        worst = max(s.time_lost_s for s in mine)
+        lead = [s for s in mine if s.time_lost_s * EVERYONE_SPREAD >= worst]
+        keep = set(map(id, lead)) if len(lead) < len(mine) else set()
+        out = [s for s in out if s.kind != kind or id(s) in keep]
+    return out
 
 
 def explain_episodes(episodes: list[SlowEpisode], stragglers: list[Straggler]) -> None:
