@@ -7,6 +7,8 @@ import re
 
 from diag_service.domain import Category, Diagnosis
 from diag_service.kb.text import analyze_text
+from diag_service.signatures.catalog import SignatureError, SignatureFile, SignatureSpec, default_signature_dir
+from diag_service.yamlio import load_yaml_model
 
 
 def assert_signature_decides(text: str, signature_id: str, category: Category) -> Diagnosis:
@@ -35,3 +37,10 @@ EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)
 def in_a_log(line: str) -> str:
     """``line`` after a training step, under a traceback when it is an exception's line."""
     return STEP + (TRACEBACK if EXCEPTION_LINE.match(line) else "") + line + "\n"
+
+
+def catalogue_specs(name: str) -> list[SignatureSpec]:
+    """The entries of one signature file of the shipped catalogue (``knowledge_base/signatures/<name>``)."""
+    parsed, _text, _node = load_yaml_model(default_signature_dir() / name, SignatureFile, SignatureError, name=name,
+                                           empty={})
+    return parsed.signatures
