@@ -457,6 +457,12 @@ class HangReport(BaseModel):
     evidence: list[str] = Field(default_factory=list, description="What the report rests on: 'stacks', 'flight_recorder'.")
     collectives: CollectiveReport | None = Field(default=None, description="The Flight Recorder view, when dumps were given.")
 
+    def lone_suspect(self) -> HangSuspect | None:
+        """The top suspect when no other suspect's score ties it, else None."""
+        if not self.suspects or (len(self.suspects) > 1 and self.suspects[1].score >= self.suspects[0].score):
+            return None
+        return self.suspects[0]
+
 
 class CitedItem(BaseModel):
     """One evidence-pack item a narrative cites: its id, where it comes from, and its (redacted) text."""

@@ -108,14 +108,12 @@ class Calibration(BaseModel):
             # docs/hang.md) stands, uncalibrated: too few such answers have been scored to fit it
             return
         d.confidence = self.probability(d.confidence, d.category, d.failure_mode)
-        h = d.hang
-        if h is not None and h.hung and h.suspects and d.first_failing_rank == h.suspects[0].rank and (
-                len(h.suspects) == 1 or h.suspects[1].score < h.suspects[0].score):
+        lone = d.hang.lone_suspect() if d.hang is not None and d.hang.hung else None
+        if lone is not None and d.first_failing_rank == lone.rank:
             # the stacks single out the rank the diagnosis names: the logs-only map (fitted on pasted logs) does not
             # take the answer below the culprit's own bounded score (docs/hang.md; a new user's trial 18: right hang
             # answers at 0.09, "a user cannot tell them from guesses")
-            d.confidence = max(d.confidence, h.suspects[0].confidence())
-
+            d.confidence = max(d.confidence, lone.confidence())
 
 
 def default_calibration_path() -> Path:

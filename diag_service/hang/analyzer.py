@@ -47,14 +47,15 @@ _IDS_TEXT = re.compile(rb"^(?:Process \d+:.*|Python v.*|Thread \S+)", re.MULTILI
 _IDS_JSON = re.compile(rb'"(?:pid|thread_id|os_thread_id)": \d+')
 
 
+def _cache_key(data: bytes) -> bytes:
+    return _IDS_JSON.sub(b"", data) if data[:1] in (b"[", b"{") else _IDS_TEXT.sub(b"", data)
+
+
+MAX_FRAMES = 24
 #: Frames kept per stack group and suspect, innermost first: enough to reach the job's call into a library from a wait
 #: several standard-library frames deep (a DataLoader's queue read under multiprocessing's connection: 10 frames, a new
 #: user's trial 21, r21).
 TOP_FRAMES = 12
-
-def _cache_key(data: bytes) -> bytes:
-    return _IDS_JSON.sub(b"", data) if data[:1] in (b"[", b"{") else _IDS_TEXT.sub(b"", data)
-MAX_FRAMES = 24
 
 
 class HangInputError(DiagError, ValueError):

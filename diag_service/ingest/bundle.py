@@ -292,6 +292,12 @@ def _newlines(text: str, data: bytes | None) -> int:
 BINARY_NUL_SHARE = 0.002
 
 
+def _drop_nuls(data: bytes) -> tuple[bytes, int]:
+    """``data`` without its NUL bytes, and how many there were."""
+    n = data.count(b"\x00")
+    return (data.replace(b"\x00", b""), n) if n else (data, 0)
+
+
 def _looks_binary(head: bytes) -> bool:
     """Many NUL bytes (:data:`BINARY_NUL_SHARE`), or many control characters, in the first 8 KiB. ESC does not count:
     colour codes."""
@@ -437,8 +443,8 @@ def _stream_blocks(
                 complete = b"".join((buf, chunk[: cut + 1])) if buf else bytes(chunk[: cut + 1])
                 buf = bytes(chunk[cut + 1 :])
             if complete and b"\x00" in complete:  # stray NUL bytes of a text member: dropped, counted
-                nuls += complete.count(b"\x00")
-                complete = complete.replace(b"\x00", b"")
+                complete, n_nul = _drop_nuls(complete)
+                nuls += n_nul
             if complete:
                 complete, n_cut = _cut_long_lines(complete, max_line)
                 truncated += n_cut
@@ -475,8 +481,8 @@ def _stream_blocks(
         if not got:
             break
     if buf and b"\x00" in buf:
-        nuls += buf.count(b"\x00")
-        buf = buf.replace(b"\x00", b"")
+        buf, n_nul = _drop_nuls(buf)
+        nuls += n_nul
     if buf and not skipping_long:
         if blank and not buf.isspace():
             blank = False
@@ -539,13 +545,13 @@ def read_bundle(
     area: list[bytearray] = []
 
     def leaf(name: str, fobj: BinaryIO, compressed: Compressed) -> Iterator[Block]:
-        gz = name.lower().endswith(".gz")
-        if SOURCE_CODE.search(name[:-3] if gz else name):
+        inner = name[:-3] if name.lower().endswith(".gz") else name
+        if SOURCE_CODE.search(inner):
             # the job's own program in the bundle: its lines are code, not output (a `raise ...` or a log call's
             # format string would read as the error or the completion it only names: a new user's trial bundles)
             report.warnings.append(f"{name}: source code, not a log: skipped")
             return iter(())
-        src = attribute_path(name[:-3] if gz else name)
+        src = attribute_path(inner)
         src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
         if not area:
             area.append(bytearray(walker.limits.block_bytes))  # allocated (and zeroed) once per walk

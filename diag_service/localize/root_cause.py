@@ -1870,6 +1870,8 @@ def _hang_source(hang: HangReport) -> str:
 #: collectives in the same order (PyTorch distributed docs, "Collective functions"; TORCH_DISTRIBUTED_DEBUG=DETAIL
 #: reports such a mismatch as the program's error).
 MISMATCH_KINDS = ("collective_mismatch", "mismatch")
+#: The stack suspect kind of ranks that wait in one collective called from different lines (they wait for each other).
+ORDER_MISMATCH = "call_order_mismatch"
 _SHORT_FRAME = re.compile(r"^(?P<name>.*) \((?P<file>.+?)(?::\d+)?\)$")
 
 
@@ -1900,7 +1902,7 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     loader, a checkpoint write, a framework's own wait) names no category: the stacks do not say why."""
     if top.kind in MISMATCH_KINDS:
         return Category.USER_CODE, "it called another collective than its peers at the same point"
-    if top.kind == "call_order_mismatch" and len(top.top_frames) > 1 and (m := _SHORT_FRAME.match(top.top_frames[1])) \
+    if top.kind == ORDER_MISMATCH and len(top.top_frames) > 1 and (m := _SHORT_FRAME.match(top.top_frames[1])) \
             and _stack_file_owner(m.group("file")) == "user":
         return Category.USER_CODE, ("the ranks wait in the same collective called from different lines of the job's own "
                                     f"code ({top.top_frames[1]} against its peers'): they issue their collectives in "
@@ -1975,11 +1977,11 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
     _teardown_is_not_the_cause(d, hang)
     top = hang.suspects[0] if hang.suspects else None
-    unique = top is not None and top.score >= 0.7 and (len(hang.suspects) == 1 or hang.suspects[1].score < top.score)
+    unique = top is not None and hang.lone_suspect() is top and top.score >= 0.7
     if d.category is Category.UNKNOWN:
         d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
         if unique and top is not None:
-            if top.kind != "call_order_mismatch":  # ranks that wait for each other in opposite orders: none is first
+            if top.kind != ORDER_MISMATCH:  # ranks that wait for each other in opposite orders: none is first
                 d.first_failing_rank = top.rank
             d.confidence = max(d.confidence, top.confidence())
             cause = hang_culprit_category(top)
@@ -1990,14 +1992,14 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
                 d.findings.append(f"Category {d.category.value} from the hang's culprit, rank {top.rank}: {why}.")
                 # the stacks say why it stalled: the logs' "nothing says why" no longer holds (trial 18, r11)
                 d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + (
-                    f" The stacks say why: {why}." if top.kind == "call_order_mismatch" else
+                    f" The stacks say why: {why}." if top.kind == ORDER_MISMATCH else
                     f" Rank {top.rank}'s stack says why: {why}.")
     elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
         # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
         # does not outrank a culprit the hang evidence singles out
         d.first_failing_rank = top.rank
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
-    elif unique and top is not None and d.first_failing_rank is None and top.kind != "call_order_mismatch":
+    elif unique and top is not None and d.first_failing_rank is None and top.kind != ORDER_MISMATCH:
         # a confident log verdict that names no rank (a debugger prompt on no rank's line): the culprit the stacks
         # single out is its rank (a new user's trial 18, r10: "rank 1" in the text, first_failing_rank null)
         d.first_failing_rank = top.rank
