@@ -105,7 +105,9 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher
 #: ``Rank N crashed with exit code C`` (composer/cli/launcher.py), and PyTorch Lightning's ``DeadlockDetectedException:
-#: DeadLock detected from rank: N`` (the rank whose exception it re-raises; strategies/ddp.py reconciliate_processes).
+#: DeadLock detected from rank: N`` (the rank whose exception it re-raises; strategies/ddp.py reconciliate_processes),
+#: and HPE Cray PALS ``mpiexec``'s report of a rank that ended, ``<host>: rank N exited with code C`` / ``rank N died
+#: from signal S [and dumped core]`` (ALCF Polaris/Aurora; pmodels/mpich#7569, saforem2/ezpz#210).
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
@@ -117,6 +119,7 @@ INLINE_RANK = re.compile(
     r"|^Container rank (\d{1,6}) status failed"
     r"|composer\.cli\.launcher:Rank (\d{1,6}) crashed with exit code"
     r"|DeadlockDetectedException: DeadLock detected from rank: (\d{1,6})"
+    r"|(?:^|: )rank (\d{1,6}) (?:exited with code -?\d+|died from signal \d+)"
 )
 #: The JAX / XLA coordination service's report of a task that failed: its heartbeat lost (``/job:jax_worker/replica:0/
 #: task:37 has been set to ERROR in coordination service``, ``Task .../task:3 heartbeat timeout``) or restarted

@@ -442,6 +442,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     # PaddlePaddle's launcher and MPICH's abort name the failed process
     ("n8-029", 0),
     ("n8-002", 0),
+    # HPE Cray PALS: "rank 0 died from signal 11 and dumped core", then rank 4 "died from signal 9"
+    ("n38b-013", 0),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""
@@ -692,3 +694,25 @@ def test_older_and_tool_wordings_are_known(tmp_path: Path, line: str, signature:
     d = _diag(tmp_path, line + "\n")
     assert d.signature_hits and d.signature_hits[0].signature_id == signature, [h.signature_id for h in d.signature_hits]
     assert d.category.value == category
+
+
+# HPE Cray PALS mpiexec (ALCF Polaris/Aurora), as in pmodels/mpich#7605 and the ALCF threads: the node's host before
+# the colon, the failed rank first, then the ranks PALS SIGTERMed (signal 15) once it had failed.
+PALS_ABORT = """\
+x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: [rank 3] step 120 loss 2.117
+./launcher.sh: line 14: 191644 Aborted                 (core dumped) $@
+x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 3 exited with code 134
+x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 1 died from signal 15
+x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 0 died from signal 15
+x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 2 died from signal 15
+"""
+PALS_TEARDOWN_ONLY = """\
+x4006c0s6b0n0.hsn.cm.aurora.alcf.anl.gov: rank 2 died from signal 15
+x4006c0s6b0n0.hsn.cm.aurora.alcf.anl.gov: rank 1 died from signal 15
+"""
+
+
+def test_pals_names_the_rank_that_ended_first_not_the_ones_it_terminated(tmp_path: Path) -> None:
+    assert _diag(tmp_path, PALS_ABORT).first_failing_rank == 3
+    # every report is PALS' own SIGTERM: none of them is the first failure
+    assert _diag(tmp_path, PALS_TEARDOWN_ONLY).first_failing_rank is None

@@ -572,6 +572,11 @@ MPI_ABORT_RANK = re.compile(r"\bMPI_ABORT was invoked on rank (\d{1,6}) in commu
 MPI_EXITED_RANK = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) has exited due to process rank (\d{1,6}) with PID \d+")
 MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (\d{1,6}) with PID \d+ on node "
                          r"\S+ exited on signal (\d{1,3})")
+#: HPE Cray PALS ``mpiexec``'s report of a rank that ended (``<host>: rank N exited with code C``, ``rank N died from
+#: signal S [and dumped core]``; ALCF Polaris/Aurora, pmodels/mpich#7569). PALS SIGTERMs the other ranks once one
+#: fails, so a report of signal 15 is its teardown, not a first failure (pmodels/mpich#7605: signal 6, then 15).
+PALS_RANK = re.compile(r"(?:^|: )rank (\d{1,6}) (?:exited with code (-?\d+)|died from signal (\d{1,3}))")
+PALS_TEARDOWN_SIGNAL = "15"
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
@@ -1374,6 +1379,11 @@ class Extractor:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", m_mpi.group(2), line_no,
                                     local=False)  # the line itself stays an event of its own
+        if ("exited with code" in body or "died from signal" in body) and (m_pals := PALS_RANK.search(body)) is not None \
+                and m_pals.group(3) != PALS_TEARDOWN_SIGNAL and m_pals.group(2) != "0":
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_pals.group(1)), m_pals.group(2) or "",
+                                    m_pals.group(3) or "", line_no, local=False)  # the line stays an event of its own
         if "rank" in body and ("MPI_ABORT was invoked" in body or "has exited due to process rank" in body) and (
                 m_mpi := MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
