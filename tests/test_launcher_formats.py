@@ -444,6 +444,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("n8-002", 0),
     # HPE Cray PALS: "rank 0 died from signal 11 and dumped core", then rank 4 "died from signal 9"
     ("n38b-013", 0),
+    # Ray Train's "Worker 0 has failed." (the dead worker actor's index in the worker group: its world rank)
+    ("cl-035", 0),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""
@@ -716,3 +718,23 @@ def test_pals_names_the_rank_that_ended_first_not_the_ones_it_terminated(tmp_pat
     assert _diag(tmp_path, PALS_ABORT).first_failing_rank == 3
     # every report is PALS' own SIGTERM: none of them is the first failure
     assert _diag(tmp_path, PALS_TEARDOWN_ONLY).first_failing_rank is None
+
+
+# MPICH / Intel MPI Hydra's exit report after a rank was SIGKILLed: the banner's RANK line names the process and host.
+HYDRA_BANNER = """\
+step 100 loss 1.2
+step 110 loss 1.1
+
+===================================================================================
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   RANK 5 PID 28469 RUNNING AT gpu-node-007
+=   KILLED BY SIGNAL: 9 (Killed)
+===================================================================================
+"""
+
+
+def test_hydra_banner_names_the_rank_and_node_it_saw_end(tmp_path: Path) -> None:
+    d = _diag(tmp_path, HYDRA_BANNER)
+    assert d.first_failing_rank == 5
+    assert d.faulty_nodes == ["gpu-node-007"]
+    assert d.category.value == "host_oom"

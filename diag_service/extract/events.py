@@ -75,6 +75,7 @@ PREFILTER_PARTS = (
     r"Last error:",
     r"Root Cause \(first observed failure\)|^Failures:",
     r"The first process to do so was",
+    r"^=\s+RANK \d+ PID \d+ RUNNING AT ",
     r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
     r"[Aa]ssert",
     r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
@@ -577,6 +578,13 @@ MPI_NOTICED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that pro
 #: fails, so a report of signal 15 is its teardown, not a first failure (pmodels/mpich#7605: signal 6, then 15).
 PALS_RANK = re.compile(r"(?:^|: )rank (\d{1,6}) (?:exited with code (-?\d+)|died from signal (\d{1,3}))")
 PALS_TEARDOWN_SIGNAL = "15"
+#: MPICH / Intel MPI Hydra's "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" banner names the process it saw
+#: end badly: ``=   RANK 2 PID 28469 RUNNING AT gpu-node-001`` (the lines after it give the exit code or signal;
+#: pmodels/mpich src/pm/hydra, mpiexec's exit-status report). Groups: rank, host.
+HYDRA_RANK = re.compile(r"^=\s+RANK (\d{1,6}) PID \d+ RUNNING AT (\S+)")
+#: Ray Train's report of a worker actor that died (RayActorError): ``Worker N has failed.``, N the worker's index in
+#: the worker group, which is its world rank (ray/train/_internal/utils.py, check_for_failure).
+RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
@@ -1384,6 +1392,14 @@ class Extractor:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_pals.group(1)), m_pals.group(2) or "",
                                     m_pals.group(3) or "", line_no, local=False)  # the line stays an event of its own
+        if "RUNNING AT" in body and (m_hydra := HYDRA_RANK.match(stripped)) is not None:
+            ts, approx = self._time_or_before(rd, ls, who, None)
+            yield self._spawn_first(rd.src.path, who[2] or m_hydra.group(2), ts, approx, int(m_hydra.group(1)), "", "",
+                                    line_no, local=False)  # the line stays an event of its own
+        if "has failed." in body and (m_ray := RAY_TRAIN_FAILED.search(body)) is not None:
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_ray.group(1)), "", "", line_no,
+                                    local=False)  # the line stays an event of its own
         if "rank" in body and ("MPI_ABORT was invoked" in body or "has exited due to process rank" in body) and (
                 m_mpi := MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
