@@ -1,9 +1,10 @@
 """The catalogue files compiled from blind vendor sweeps, each entry sourced and prefixed by its file: stacks other than
 CUDA/NCCL (``vendor_accelerators.yaml``, sweep 11), the layers under a job (``vendor_system.yaml``, sweep 13: DCGM, the
-kernel, file system clients, InfiniBand / EFA / UCX, schedulers) and the environment it starts in
-(``vendor_environment.yaml``, sweep 14). Every example, printed after a training step (an exception's line under a
-traceback), is matched by its signature and decides the category where its confidence names one (corrected errors and a
-hung task's follow-up lines are evidence, not a verdict); healthy lines of the same stacks match none of them."""
+kernel, file system clients, InfiniBand / EFA / UCX, schedulers), the environment it starts in
+(``vendor_environment.yaml``, sweep 14) and checkpoints and model state (``vendor_checkpoint.yaml``, sweep 15). Every
+example, printed after a training step (an exception's line under a traceback), is matched by its signature and decides
+the category where its confidence names one (corrected errors and a hung task's follow-up lines are evidence, not a
+verdict); healthy lines of the same stacks match none of them."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ FILES = {
         "Successfully built flash-attn",
         "xFormers 0.0.23 (PyTorch 2.1.0+cu121 with CUDA 1201)",
         "NVIDIA H100 80GB HBM3 with CUDA capability sm_90",
+    ]),
+    "vendor_checkpoint.yaml": ("vck_", 7, [
+        "[Torch] Saving checkpoints/global_step1000/mp_rank_00_model_states.pt...",
+        "There were missing keys in the checkpoint model loaded: ['lm_head.weight'].",
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+        "Deleting 1 checkpoints to make room for new checkpoint.",
+        "Checkpoint directory /checkpoints exists and is not empty.",
     ]),
 }
 _SPECS = {name: catalogue_specs(name) for name in FILES}
