@@ -446,6 +446,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("n38b-013", 0),
     # Ray Train's "Worker 0 has failed." (the dead worker actor's index in the worker group: its world rank)
     ("cl-035", 0),
+    # Microsoft MPI's "job aborted:" table: "[1] process exited without calling finalize" after "[0] terminated"
+    ("n29b-005", 1),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""

@@ -76,6 +76,7 @@ PREFILTER_PARTS = (
     r"Root Cause \(first observed failure\)|^Failures:",
     r"The first process to do so was",
     r"^=\s+RANK \d+ PID \d+ RUNNING AT ",
+    r"process exited without calling finalize",
     r"\b[Ff]atal\b|FATAL|[Pp]anic\b",
     r"[Aa]ssert",
     r"[Ll]oss[^\n]{0,40}\b(?:[Nn]a[Nn]|[Ii]nf)\b|\b(?:[Nn]a[Nn]|[Ii]nf)\b[^\n]{0,20}[Ll]oss",
@@ -582,6 +583,9 @@ PALS_TEARDOWN_SIGNAL = "15"
 #: end badly: ``=   RANK 2 PID 28469 RUNNING AT gpu-node-001`` (the lines after it give the exit code or signal;
 #: pmodels/mpich src/pm/hydra, mpiexec's exit-status report). Groups: rank, host.
 HYDRA_RANK = re.compile(r"^=\s+RANK (\d{1,6}) PID \d+ RUNNING AT (\S+)")
+#: Microsoft MPI's ``job aborted:`` table: ``[1] process exited without calling finalize`` is the process that ended
+#: on its own, ``[0] terminated`` the ones mpiexec then stopped (MS-MPI's mpiexec error report; CNTK's threads).
+MSMPI_EXITED = re.compile(r"^(?:\[(\d{1,6})\] )?process exited without calling finalize$")
 #: Ray Train's report of a worker actor that died (RayActorError): ``Worker N has failed.``, N the worker's index in
 #: the worker group, which is its world rank (ray/train/_internal/utils.py, check_for_failure).
 RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
@@ -1396,6 +1400,12 @@ class Extractor:
             ts, approx = self._time_or_before(rd, ls, who, None)
             yield self._spawn_first(rd.src.path, who[2] or m_hydra.group(2), ts, approx, int(m_hydra.group(1)), "", "",
                                     line_no, local=False)  # the line stays an event of its own
+        if stripped.endswith("without calling finalize") and (m_ms := MSMPI_EXITED.match(stripped)) is not None \
+                and (m_ms.group(1) is not None or who[0] is not None):
+            ts, approx = self._time_or_before(rd, ls, who, None)
+            yield self._spawn_first(rd.src.path, who[2], ts, approx,
+                                    int(m_ms.group(1)) if m_ms.group(1) is not None else who[0], "", "", line_no,
+                                    local=False)
         if "has failed." in body and (m_ray := RAY_TRAIN_FAILED.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_ray.group(1)), "", "", line_no,
