@@ -4150,3 +4150,188 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 run_clm.py",
              env=dict(ENV25), action=("ss_kill", 1, "'epoch': '0.2667'")),
 ]
+# ---------------------------------------------------------------------------------------------------------------
+# batch 26 (ids b26_*): the common weekly failures in shapes earlier batches used little; recorded with
+# ZOO_CGROUP_TAG=h127 ZOO_PORT_OFFSET=3 (another recorder may share the host)
+ENV26 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # rank 1's container memory limit is 1600 MiB (found as spawn's second child)
+    Scenario("b26_oom_lru_cache_spawn_r1", "train_ranker.py", "python train_ranker.py {port}", env=dict(ENV26),
+             action=("cgroup", 1, 1600)),
+]
+INTENT26_2N = ("python -m torch.distributed.run --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d "
+               "--rdzv_endpoint 127.0.0.1:{{port}} --rdzv_id intent-0412 --rdzv_conf join_timeout=20 train_intent.py")
+SCENARIOS += [
+    # node 1 (its agent and its worker) SIGKILLed when it starts the step-200 evaluation (the machine lost)
+    Scenario("b26_inf_node1_lost_eval_c10d", "train_intent.py", INTENT26_2N.format(), cmd2=INTENT26_2N.format(),
+             env=dict(ENV26), action=("kill_node", 1, signal.SIGKILL, "[node1] evaluating at step 200")),
+]
+# per-rank log-mel feature parts on the dataset mount; rank 2's part 3 sits on an NFS export that stopped answering (a
+# named pipe nobody writes: open() blocks, as a read from a hung hard-mounted NFS server does)
+KWS26 = r"""mkdir -p mnt/datasets/kws-v3 && python - <<'EOF2'
+import os, numpy as np
+rng = np.random.default_rng(0)
+for r in range(3):
+    os.makedirs(f"mnt/datasets/kws-v3/rank{r}", exist_ok=True)
+    for k in range(6):
+        if r == 2 and k == 3:
+            os.mkfifo(f"mnt/datasets/kws-v3/rank{r}/feats-{k:03d}.npy")
+            continue
+        x = rng.standard_normal((2000, 801)).astype(np.float32)
+        x[:, -1] = rng.integers(0, 12, 2000)
+        np.save(f"mnt/datasets/kws-v3/rank{r}/feats-{k:03d}.npy", x)
+EOF2"""
+SCENARIOS += [
+    Scenario("b26_st_loader_timeout_hung_mount_r2", "train_kws.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 train_kws.py",
+             setup=KWS26, env=dict(ENV26)),
+]
+# the job's prologue fetched the pre-trained encoder from the model registry without the auth token: the registry
+# answered with its sign-in page (HTTP 200 after a redirect), saved under the checkpoint's name
+HTML26 = r"""mkdir -p pretrained && cat > pretrained/encoder-base-v2.pt <<'EOF2'
+<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Sign in - Model Registry</title>
+  <link rel="stylesheet" href="/static/css/login.3f9c2a.css">
+</head>
+<body>
+  <div class="login-box">
+    <h1>Model Registry</h1>
+    <p>Please sign in with your company account to continue.</p>
+    <form method="post" action="/sso/login?next=%2Fapi%2Fv1%2Fmodels%2Fencoder-base%2Fversions%2F2%2Fdownload">
+      <input type="hidden" name="csrf_token" value="a81f0c2e9b7d4c55">
+      <button type="submit">Sign in with SSO</button>
+    </form>
+  </div>
+</body>
+</html>
+EOF2"""
+SCENARIOS += [
+    Scenario("b26_st_init_ckpt_html_accel", "train_encoder.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_encoder.py "
+             "--init-from pretrained/encoder-base-v2.pt", setup=HTML26, env=dict(ENV26)),
+]
+# offer feeds per process (4 parts x 1200 offers, 9 categories); process 1's part 02 is the feed of a newly onboarded
+# merchant that sells one category only
+FEEDS26 = r"""python - <<'EOF2'
+import json, os, random
+rng = random.Random(3)
+for p in range(2):
+    os.makedirs(f"feeds/p{p}", exist_ok=True)
+    for k in range(4):
+        with open(f"feeds/p{p}/part-{k:02d}.jsonl", "w") as f:
+            for i in range(1200):
+                cat = "phone-cases" if (p == 1 and k == 2) else rng.choice(
+                    ["phones", "phone-cases", "laptops", "shoes", "toys", "garden", "books", "audio", "kitchen"])
+                f.write(json.dumps({"offer_id": f"m{p}{k}-{i}", "category": cat,
+                                    "tokens": [rng.randrange(20000) for _ in range(16)]}) + "\n")
+EOF2"""
+SCENARIOS += [
+    # three py-spy dumps of every process (as the on-call engineer takes them) 6 s after process 1 opens part-02
+    Scenario("b26_hang_negsample_loop_accel_r1", "train_matcher.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_matcher.py",
+             setup=FEEDS26, env=dict(ENV26),
+             action=("shell", "feeds/p1/part-02.jsonl", _pyspy18("b26_hang_negsample_loop_accel_r1", "train_matcher.py", 6))),
+]
+# the weekly ticket export (9,600 tickets); 4 tickets closed before triage have an empty queue field
+TICKETS26 = r"""mkdir -p data && python - <<'EOF2'
+import csv, random
+rng = random.Random(11)
+queues = ["billing", "shipping", "returns", "account", "technical", "fraud", "other"]
+open("data/labels.txt", "w").write("\n".join(queues) + "\n")
+untriaged = set(rng.sample(range(9600), 4))
+with open("data/tickets-2026w48.csv", "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["ticket_id", "created", "token_ids", "queue"])
+    for i in range(9600):
+        q = "" if i in untriaged else rng.choice(queues)
+        w.writerow([f"T{480000 + i}", "2026-11-2%d" % rng.randrange(3, 10),
+                    " ".join(str(rng.randrange(5, 8000)) for _ in range(rng.randrange(12, 48))), q])
+EOF2"""
+SCENARIOS += [
+    Scenario("b26_data_hf_unlabeled_rows_redirects", "route_tickets.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --redirects 3 route_tickets.py", setup=TICKETS26,
+             env=dict(ENV26)),
+]
+SCENARIOS += [
+    # from rank 0's iteration-300 line to its iteration-600 line, another tenant's batch job runs three busy processes
+    # per core on both of the node's cores
+    Scenario("b26_slow_hog_episode_spawn", "train_fraud.py", "python train_fraud.py {port}", env=dict(ENV26),
+             action=("hogx", "it 300/900", "it 600/900", "0,1", 3, 1.0)),
+]
+# the team's shared results volume (storage_path): a tmpfs at shared/results, remounted read-only by the storage
+# side (a failover that came back read-only) when worker 0 logs its epoch-2 line
+RESULTS26 = ("mkdir -p shared/results && (mountpoint -q shared/results && umount shared/results || true) && "
+             "mount -t tmpfs -o size=64m tmpfs shared/results")
+SCENARIOS += [
+    Scenario("b26_st_ray_results_ro_remount", "train_eta.py", "python train_eta.py", setup=RESULTS26,
+             teardown="umount shared/results; true", env={**ENV26, "RAY_DEDUP_LOGS": "0"},
+             action=("shell", "[worker 0] epoch 2 ", "mount -o remount,ro shared/results")),
+]
+SCENARIOS += [
+    # from rank 0's step-260 table row, rank 0 stopped 60 ms of every 100 ms (SIGSTOP/SIGCONT: its VM's vCPU
+    # throttled by the hypervisor)
+    Scenario("b26_slow_stopcont_table_r0", "pretrain_lm.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 3 pretrain_lm.py", env=dict(ENV26),
+             action=("stopcont_until", 0, "   260 | ", None, 40, 60)),
+]
+SCENARIOS += [
+    Scenario("b26_uc_focal_numpy_no_grad", "train_defects.py",
+             f"{TR} 2 --rdzv-backend c10d --rdzv-endpoint localhost:{{port}} train_defects.py --epochs 4 "
+             "--focal-from-epoch 2", env=dict(ENV26)),
+]
+# the node's user-space OOM daemon (earlyoom / systemd-oomd style: it sends SIGTERM, not SIGKILL) ends the process with
+# the largest resident set when the node runs short of memory: here, at rank 1's step-150 line, rank 1's largest
+# DataLoader worker (its decoded-image cache has grown all epoch)
+EARLYOOM26 = r"""for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'ZOO_RUN=b26_oom_userspace_worker_term_r1' || continue
+  tr '\0' '\n' < $p/environ 2>/dev/null | grep -qx 'RANK=1' || continue
+  pp=$(awk '{print $4}' $p/stat)
+  tr '\0' '\n' < /proc/$pp/environ 2>/dev/null | grep -qx 'RANK=1' || continue
+  echo "$(awk '/VmRSS/{print $2}' $p/status) $pid"
+done 2>/dev/null | sort -n | tail -1 | awk '{print $2}' | xargs -r kill -TERM"""
+SCENARIOS += [
+    Scenario("b26_oom_userspace_worker_term_r1", "train_leaves.py", f"{TR} 2 --master-port {{port}} --tee 2 train_leaves.py",
+             env=dict(ENV26), action=("shell", "rank 1 epoch 0 step 150 ", EARLYOOM26)),
+]
+SCENARIOS += [
+    # rank 2 SIGKILLed from outside (no memory pressure: an operator's `kill -9` of the wrong pid, a node agent) 9 s
+    # after the launch, while it still builds its index and ranks 0-1 wait for it in DDP's construction
+    Scenario("b26_inf_sigkill_init_redirects_r2", "train_basket.py",
+             f"{TR} 3 --master-port {{port}} --log-dir logs --redirects 3 train_basket.py", env=dict(ENV26),
+             action=("kill", 2, signal.SIGKILL, 9.0)),
+]
+# the run's checkpoint directory is a 40 MiB volume (a per-job quota'd scratch); a checkpoint is ~10.5 MB
+CKPT26 = "mkdir -p ckpt && (mountpoint -q ckpt && umount ckpt || true) && mount -t tmpfs -o size=40m tmpfs ckpt"
+SCENARIOS += [
+    Scenario("b26_st_best_copy_enospc_r0", "train_tagger.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_tagger.py",
+             setup=CKPT26, teardown="umount ckpt; true", env=dict(ENV26)),
+]
+SCENARIOS += [
+    Scenario("b26_uc_accel_double_init", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no "
+             "--main_process_port {port} train_sentiment.py", env=dict(ENV26)),
+]
+# 36 corpus files of 1,600 samples (16 hashed n-gram ids + the language id)
+LANGID26 = r"""mkdir -p corpus && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(2)
+for k in range(36):
+    d = rng.integers(0, 4096, size=(1600, 17)).astype(np.int64)
+    d[:, -1] = rng.integers(0, 24, 1600)
+    np.save(f"corpus/langid-{k:03d}.npy", d)
+EOF2"""
+SCENARIOS += [
+    Scenario("b26_uc_hash_shard_uneven", "train_langid.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 "
+             "train_langid.py", setup=LANGID26, env=dict(ENV26)),
+]
+SCENARIOS += [
+    # the team's launch line for its 4-GPU, 96-core nodes, run on a 2-core CPU node (OMP_NUM_THREADS not set, as
+    # in the user's shell)
+    Scenario("b26_cfg_nproc_threads_zero", "train_churn.py", f"{TR} 4 --standalone train_churn.py"),
+]
