@@ -1895,9 +1895,10 @@ _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|sel
 
 def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     """``(category, why)`` that a hang's single culprit implies, or None: ``user_code`` when it issued another
-    collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective and the
-    innermost of its ``top_frames`` ('function (file:line)', innermost first) that is not the standard
-    library's is the job's own file (not site-packages, not a framework package:
+    collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective (or still running,
+    its stack changing between dumps, while its peers wait) and the innermost of its ``top_frames`` ('function
+    (file:line)', innermost first) that is not the standard library's is the job's own file (not site-packages, not a
+    framework package:
     :func:`~diag_service.signatures.catalog.frame_file_owner`). A rank stuck inside a library (a data
     loader, a checkpoint write, a framework's own wait) names no category: the stacks do not say why."""
     if top.kind in MISMATCH_KINDS:
@@ -1908,7 +1909,7 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                     f"code ({top.top_frames[1]} against its peers'): they issue their collectives in "
                                     "different orders or on different groups, so each waits for the others; every "
                                     "rank must call the same collectives in the same order")
-    if top.kind not in ("outside_collective", "not_joined") or not top.top_frames:
+    if top.kind not in ("outside_collective", "not_joined", "moving") or not top.top_frames:
         return None
     first = _SHORT_FRAME.match(top.top_frames[0])
     if first is not None and _NETWORK_WAIT.search(first.group("file")) and all(
@@ -1945,6 +1946,13 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
             continue  # a wait in threading / multiprocessing belongs to whoever called it
         if owner != "user":
             return None
+        if top.kind == "moving":
+            # alive, its stack changing between dumps, in the job's own code while its peers wait in a collective: a
+            # loop that does not end on this rank, or work far longer than its peers' (zoo batch 26: a sampling loop
+            # that never ends on one rank's data)
+            return Category.USER_CODE, (f"still running in the job's own code ({f}) while its peers wait: a loop that "
+                                        "does not end on this rank (or work far longer than its peers'); check what "
+                                        "ends that loop for this rank's data")
         return Category.USER_CODE, f"stuck outside any collective in the job's own code ({f})"
     return None
 

@@ -155,6 +155,14 @@ SAVE_DURATION = re.compile(
 #: A periodic pass between training steps that states its own duration (with :data:`SAVE_DURATION`): evaluation or
 #: validation (``eval at step 109 done in 0.22s``, ``validation took 3.1 s``), an upload or sync of the job's own
 #: (``uploaded snapshot ... in 1.54 s``). Checkpoint saves are :data:`SAVE_LINE`'s.
+#: A progress table printed once with its header, then rows of numbers only (``  step |  loss |  lr | step_ms``):
+#: the header names a step column and a per-step time column whose name gives its unit (``step_ms``, ``time_ms``,
+#: ``ms``: milliseconds; ``time``, ``step_time``, ``sec``, ``s/it``, ``dt``: seconds). Columns are ``|``-separated and
+#: every header cell is one name, so a Megatron line (``iteration 100/ 1000 | consumed samples: ...``) is no header.
+TABLE_CELL = re.compile(r"[A-Za-z_][\w/().%-]*")
+TABLE_STEP = re.compile(r"(?i)(?:global_)?(?:step|iter(?:ation)?|it)s?")
+TABLE_MS = re.compile(r"(?i)(?:(?:step|iter|batch|time)_?)?ms|(?:step_|iter_|batch_)?time_?(?:ms|\(ms\))")
+TABLE_S = re.compile(r"(?i)(?:(?:step|iter|batch)_?)?(?:time|dt|sec)(?:_s|\(s\))?|s/it|sec/it")
 PAUSE_LINE = re.compile(r"(?i)\b(?:eval(?:uation|uating|uated)?|validat(?:ion|ing|ed|e)|upload(?:ed|ing)?|sync(?:ed|ing)?)\b")
 #: At most this many writers' periodic passes are kept (the test runs per writer).
 PAUSE_WRITERS_MAX = 64
@@ -205,6 +213,9 @@ class _State:
     #: reading before each: (step, seconds)
     save_durations: dict[tuple[str, int], list[tuple[int, float]]] = field(default_factory=dict)
     pause_durations: dict[tuple[str, int], list[tuple[int, float]]] = field(default_factory=dict)
+    #: per file, the progress table its header opened (:data:`TABLE_CELL`): (step column, time column, seconds per
+    #: unit of the time column, number of columns)
+    tables: dict[str, tuple[int, int, float, int]] = field(default_factory=dict)
 
 
 #: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
@@ -263,9 +274,14 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         _stated_duration(st.save_durations, st, path, raw, rank, SAVE_DURATION.search(raw))
     elif ("val" in raw or "load" in raw or "ync" in raw) and PAUSE_LINE.search(raw):
         _stated_duration(st.pause_durations, st, path, raw, rank, SAVE_DURATION.search(raw), PAUSE_WRITERS_MAX)
+    if st.tables and path in st.tables and "|" in raw and _table_row(st, path, lineno, raw, rank, node, year):
+        return
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
             or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
             or "ups=" in raw):
+        return
+    if "|" in raw and (header := _table_header(raw)) is not None:
+        st.tables[path] = header
         return
     att = attribute(raw, frozenset())
     text = att.text
@@ -525,6 +541,35 @@ def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) 
     if total is None or epoch is None or epoch * total + step > LIMITS.max_step:
         return None
     return epoch * total + step
+
+
+def _table_header(raw: str) -> tuple[int, int, float, int] | None:
+    """(step column, time column, seconds per unit, columns) when ``raw`` is a progress table's header
+    (:data:`TABLE_CELL`), else None."""
+    cells = [c.strip() for c in raw.strip().strip("|").split("|")]
+    if len(cells) < 3 or not all(TABLE_CELL.fullmatch(c) for c in cells):
+        return None
+    step = next((i for i, c in enumerate(cells) if TABLE_STEP.fullmatch(c)), None)
+    ms = next((i for i, c in enumerate(cells) if TABLE_MS.fullmatch(c)), None)
+    sec = next((i for i, c in enumerate(cells) if TABLE_S.fullmatch(c)), None)
+    if step is None or (ms is None and sec is None):
+        return None
+    return (step, ms, 1e-3, len(cells)) if ms is not None else (step, sec, 1.0, len(cells))  # type: ignore[return-value]
+
+
+def _table_row(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> bool:
+    """Read ``raw`` as a row of ``path``'s progress table (:meth:`_State.tables`); False when it is not one."""
+    step_i, time_i, unit, n = st.tables[path]
+    cells = [c.strip() for c in raw.strip().strip("|").split("|")]
+    if len(cells) != n:
+        return False
+    step, val = _count(cells[step_i]), _num(cells[time_i])
+    if step is None or val is None or val <= 0:
+        return False
+    r = rank if rank is not None else -1
+    ts = parse_timestamp(raw, year)
+    _add_step(st, "table", (path, r), step, val * unit, r, ts, _ev(path, lineno, raw, rank, node, ts))
+    return True
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
