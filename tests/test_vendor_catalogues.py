@@ -1,10 +1,11 @@
 """The catalogue files compiled from blind vendor sweeps, each entry sourced and prefixed by its file: stacks other than
 CUDA/NCCL (``vendor_accelerators.yaml``, sweep 11), the layers under a job (``vendor_system.yaml``, sweep 13: DCGM, the
 kernel, file system clients, InfiniBand / EFA / UCX, schedulers), the environment it starts in
-(``vendor_environment.yaml``, sweep 14) and checkpoints and model state (``vendor_checkpoint.yaml``, sweep 15). Every
-example, printed after a training step (an exception's line under a traceback), is matched by its signature and decides
-the category where its confidence names one (corrected errors and a hung task's follow-up lines are evidence, not a
-verdict); healthy lines of the same stacks match none of them."""
+(``vendor_environment.yaml``, sweep 14), checkpoints and model state (``vendor_checkpoint.yaml``, sweep 15) and
+resources running out (``vendor_resources.yaml``, sweep 16). Every example, printed after a training step (an
+exception's line under a traceback), is matched by its signature and decides the category where its confidence names
+one (corrected errors and a hung task's follow-up lines are evidence, not a verdict); healthy lines of the same stacks
+match none of them."""
 
 from __future__ import annotations
 
@@ -41,6 +42,13 @@ FILES = {
         "Successfully built flash-attn",
         "xFormers 0.0.23 (PyTorch 2.1.0+cu121 with CUDA 1201)",
         "NVIDIA H100 80GB HBM3 with CUDA capability sm_90",
+    ]),
+    "vendor_resources.yaml": ("vr_", 9, [
+        "[INFO] [utils.py:789:see_memory_usage] CPU Virtual Memory:  used = 191.42 GB, percent = 18.7%",
+        "Normal  NodeHasSufficientMemory  node/gpu-node-031  Node gpu-node-031 status is now: NodeHasSufficientMemory",
+        "srun: job 4521337 queued and waiting for resources",
+        "4521337.0|COMPLETED|0:0",
+        "[WARNING] /dev/shm size might be too small, if running in docker increase to at least --shm-size='1gb'",
     ]),
     "vendor_checkpoint.yaml": ("vck_", 7, [
         "[Torch] Saving checkpoints/global_step1000/mp_rank_00_model_states.pt...",
