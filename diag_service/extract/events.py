@@ -586,6 +586,10 @@ HYDRA_RANK = re.compile(r"^=\s+RANK (\d{1,6}) PID \d+ RUNNING AT (\S+)")
 #: Microsoft MPI's ``job aborted:`` table: ``[1] process exited without calling finalize`` is the process that ended
 #: on its own, ``[0] terminated`` the ones mpiexec then stopped (MS-MPI's mpiexec error report; CNTK's threads).
 MSMPI_EXITED = re.compile(r"^(?:\[(\d{1,6})\] )?process exited without calling finalize$")
+#: Python's faulthandler dump after a fatal error: its thread header, and how many lines of it are read.
+FAULTHANDLER_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ (?:\(most recent call first\)|\[[^\]]*\] "
+                                 r"\(most recent call first\)):$")
+FAULTHANDLER_MAX_LINES = 40
 #: Ray Train's report of a worker actor that died (RayActorError): ``Worker N has failed.``, N the worker's index in
 #: the worker group, which is its world rank (ray/train/_internal/utils.py, check_for_failure).
 RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
@@ -880,6 +884,8 @@ class Extractor:
         self._spawn_in_traceback: tuple[int, str, str, int] | None = None
         #: (path, line, spawn index) of the last ProcessRaisedException report, for the traceback it quotes next
         self._spawn_quoted: tuple[str, int, int] | None = None
+        #: (path, line number, thread name) of the last "Exception in thread NAME:" line, for the traceback after it
+        self._thread_exc: tuple[str, int, str] | None = None
         # per NCCL process (host, pid): the (nranks, rank) of its largest communicator (the world's;
         # a sub-communicator's rank is not the global one), and the ranks its connection lines state
         self._nccl_comm: dict[tuple[str, str], tuple[int, int]] = {}
@@ -1351,6 +1357,11 @@ class Extractor:
                 # spawn's ProcessRaisedException quotes the failed process's own traceback right after its "-- Process
                 # N terminated with the following error:": that error is process N's, whoever printed the report
                 ev.rank = ev.local_rank = quoted[2]
+            thread, self._thread_exc = self._thread_exc, None
+            if ev is not None and thread is not None and thread[0] == ev.path and 0 < line_no - thread[1] <= 2:
+                # threading's excepthook: "Exception in thread NAME:" then the thread's traceback. The thread died;
+                # its process went on without it
+                ev.fields["thread"] = thread[2]
             if ev is not None:
                 # a paste whose newlines were lost runs the agent's "failed (exitcode: N) local_rank: R" and
                 # the traceback together on one line: the agent's report stays with the event
@@ -1406,6 +1417,8 @@ class Extractor:
             yield self._spawn_first(rd.src.path, who[2], ts, approx,
                                     int(m_ms.group(1)) if m_ms.group(1) is not None else who[0], "", "", line_no,
                                     local=False)
+        if stripped.startswith("Exception in thread ") and stripped.endswith(":"):
+            self._thread_exc = (rd.src.path, line_no, stripped[len("Exception in thread "):-1][:80])
         if "has failed." in body and (m_ray := RAY_TRAIN_FAILED.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_ray.group(1)), "", "", line_no,
@@ -1444,10 +1457,39 @@ class Extractor:
             fields = {**fields, "severity": "warning"}
         elif INFO_LINE.match(stripped):
             fields = {**fields, "severity": "info"}
+        lines = [key]
+        if stripped.startswith("Fatal Python error: "):
+            lines += self._faulthandler_frames(rd, ls + len(line) + 1, consumed)
         yield RawEvent(
-            kind=kind, key=key, lines=[key], path=rd.src.path, line=line_no,
+            kind=kind, key=key, lines=lines, path=rd.src.path, line=line_no,
             rank=who[0], local_rank=who[1], node=who[2], ts=ts, ts_approx=approx, fields=fields,
         )
+
+    def _faulthandler_frames(self, rd: _BlockReader, pos: int, consumed: set[int]) -> list[str]:
+        """The current thread's frames of Python's faulthandler dump after a "Fatal Python error:" line (a blank line,
+        ``Current thread 0x... (most recent call first):`` or ``Thread 0x...``, then ``  File "path", line N in
+        func`` lines), innermost last as a traceback lists them, so the catalogue's frame rules read the crash's
+        innermost frame the same way (Python's faulthandler, dump_traceback); [] when no dump follows."""
+        frames: list[str] = []
+        for i in range(FAULTHANDLER_MAX_LINES):
+            if pos >= rd.size:
+                break
+            raw, nxt = rd.line_at(pos)
+            t = rd.attr(raw).text.rstrip()
+            if not frames and not t.strip() and i == 0:
+                pos = nxt
+                continue
+            if not frames and FAULTHANDLER_THREAD.match(t.strip()):
+                consumed.add(pos)
+                pos = nxt
+                continue
+            if FRAME_LINE.match(t):
+                frames.append(t.strip()[:MAX_LINE_CHARS])
+                consumed.add(pos)
+                pos = nxt
+                continue
+            break
+        return frames[::-1][-MAX_EVENT_LINES:]
 
     def _horovod_missing(self, rd: _BlockReader, ls: int, line: str, line_no: int, who: tuple,
                          consumed: set[int]) -> RawEvent | None:

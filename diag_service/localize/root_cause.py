@@ -767,6 +767,9 @@ def localize(
     roots = _peer_loss_yields(roots, findings, sigs)
     roots = _cut_traceback_yields(roots, hits, findings)
     roots = _signal_after_stall(roots, progress)
+    thread_death = _thread_death_then_hang(roots, hits, root_events)
+    if thread_death is not None:
+        roots = [h for h in roots if h is not thread_death]
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
@@ -856,6 +859,14 @@ def localize(
             borrowed = all(rank_approx.get(r, False) for r, _t in ordered[:2])
             if gap >= (BORROWED_ORDER_S if borrowed else 0.001):
                 first_rank = ordered[0][0]
+        if first_rank is None and not primary.ranks and len(nodes_seen | progress.source_nodes) <= 1:
+            # the root's own lines sit in one rank's file of torchrun's --log-dir tree on the one node (local rank =
+            # global rank): that rank failed, whatever the agent observed first (a new user's trial 22, r06: rank 1's
+            # faulthandler dump in attempt_0/1/stderr.log, the agent's table rooted at rank 0's later abort)
+            own = {ev.local_rank for ev in pevs if ev.local_rank is not None
+                   and progress.launcher_local_ranks.get(ev.path) == ev.local_rank}
+            if len(own) == 1:
+                first_rank = next(iter(own))
         if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
             # a cause reported only on other nodes (an agent signalled on node1): another node's table is a cascade
@@ -1045,6 +1056,11 @@ def localize(
                 if wait_sites is None:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                 common = _common_wait_site(wait_sites, world or ranks_seen)
+                late = _late_timeout(groups, world or ranks_seen) if common is not None else None
+                if late is not None:
+                    # the same collective, but one rank's timeout fired long after its peers': it entered late
+                    hang_suspects, common = [late[0]], None
+                    hang_findings.append(LATE_TIMEOUT_FINDING.format(rank=late[0], gap=f"{late[1]:.0f} s"))
             if common is not None:
                 # every rank waits in the same call of the same collective: none is late, none is elsewhere (the
                 # link); or in the same point-to-point call: a wait cycle of the job's own send/recv order
@@ -1074,6 +1090,15 @@ def localize(
                         findings.append(hang_findings[-1])
                         if category in NODE_LEVEL:
                             faulty_nodes = named_nodes
+            if thread_death is not None and category is Category.UNKNOWN and not mismatch:
+                # a thread of a rank died on an error and its process went on without it: the collective it no
+                # longer fed (or the rank it blocked) is where its peers waited; the thread's error is the cause
+                dead = primary_events(thread_death)[0]
+                category, responsible = thread_death.category, DEFAULT_RESPONSIBLE[thread_death.category]
+                confidence = max(confidence, 0.4)
+                hang_findings.insert(0, THREAD_DEATH_FINDING.format(
+                    thread=dead.fields.get("thread", "?"), error=dead.key[:200]))
+                evidence.append(_evidence(dead))
             interrupted = not hang_findings and _interrupted_only(symptoms)
             stalled = next((h for h in symptoms if h.details.get("context_rule") == SIGNAL_AFTER_STALL), None)
             if interrupted and stalled is not None:
@@ -1810,6 +1835,62 @@ def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tupl
     where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
     return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
                  "than their peers are the ones the others wait for.")
+
+
+#: A thread's death before a hang (:func:`_thread_death_then_hang`); ``{thread}`` its name, ``{error}`` its exception.
+THREAD_DEATH_FINDING = (
+    "A thread of the job died first (\"Exception in thread {thread}:\" {error}): its process went on without it, so "
+    "whatever waited for that thread (a prefetch queue, a loader, a sender) blocked, and the ranks then timed out in "
+    "a collective. The thread's error is the cause; the timeouts follow from it.")
+
+
+def _thread_death_then_hang(roots: list[SignatureHit], hits: list[SignatureHit],
+                            root_events: dict[int, list[RawEvent]]) -> SignatureHit | None:
+    """The root whose every event is a thread's traceback (threading's "Exception in thread NAME:", the
+    event's ``thread`` field) when a collective timeout (a ``fail_hang`` hit) comes after it, else None. An exception
+    in a thread ends the thread, not its process (Python's threading.excepthook): the job hangs on what the thread
+    no longer does (a new user's trial 22, r12: a prefetch thread's KeyError, its rank blocked on the queue, the peer
+    timed out 46 s later and was read as the one that failed)."""
+    for h in roots:
+        evs = root_events.get(id(h), [])
+        if not evs or not all(ev.fields.get("thread") for ev in evs):
+            continue
+        t0 = min((ev.ts for ev in evs if ev.ts is not None), default=None)
+        if any(o.failure_mode is FailureMode.FAIL_HANG and (t0 is None or (t := _ts_of(o)) is None or t >= t0)
+               for o in hits if o is not h):
+            return h
+    return None
+
+
+#: Ranks that time out in one collective enter it within about a step of each other, so their timeouts fire within about
+#: a step too; a rank whose own timeout ends it this much later than every peer's entered the collective that much late
+#: (a new user's trial 22, r13: rank 1 frozen 65 s by the cgroup freezer, its timeout 65 s after rank 0's).
+LATE_TIMEOUT_S = 30.0
+LATE_TIMEOUT_FINDING = (
+    "Every rank timed out in the same collective, but rank {rank}'s process ended {gap} after its peers': it entered "
+    "the collective that much later, so it had stopped running before it (paused or frozen, swapping, or stalled in a "
+    "blocking call) while its peers waited; not the connection between them. Check that rank's node for the stall.")
+
+
+def _late_timeout(groups: list[TemplateGroup], world: set[int]) -> tuple[int, float] | None:
+    """``(rank, seconds)`` when every rank of ``world`` has a process end time (the launcher's failure table,
+    torchelastic's ``time`` field) and exactly one ended more than :data:`LATE_TIMEOUT_S` after all the others, which
+    ended within that window of each other; else None."""
+    ends: dict[int, float] = {}
+    for g in groups:
+        if g.kind is not EventKind.ELASTIC_SUMMARY:
+            continue
+        for ev in g.examples:
+            if ev.rank is not None and ev.ts is not None:
+                ends[ev.rank] = min(ends.get(ev.rank, ev.ts), ev.ts)
+    if len(world) < 2 or set(ends) != world:
+        return None
+    (last, t_last), *rest = sorted(ends.items(), key=lambda kv: -kv[1])
+    t_first = min(t for _r, t in rest)
+    t_second = max(t for _r, t in rest)
+    if t_second - t_first > LATE_TIMEOUT_S or t_last - t_second <= LATE_TIMEOUT_S:
+        return None
+    return last, t_last - t_second
 
 
 #: What :func:`_common_wait_site` finds; ``{n}`` ranks, ``{site}`` the job's call of the collective.

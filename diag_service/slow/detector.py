@@ -112,6 +112,10 @@ class SlowDetector:
         self.unit_rank = np.zeros(0, np.int64)
         self.unit_node = np.zeros(0, np.int32)
         self.unit_stage = np.zeros(0, np.int32)
+        #: per unit, the step and end time of its last record: the time a rank spends between its records (the
+        #: previous record's end to this one's start) is host work outside every phase (_outside_compute_late)
+        self.unit_last_step = np.zeros(0, np.int64)
+        self.unit_last_end = np.zeros(0, np.float64)
         self.n_units = 0
         self.job = JobDetector(self.cfg)
         self.ranks = PeerTracker(self.cfg)
@@ -199,7 +203,8 @@ class SlowDetector:
             need = self.n_units + k
             if need > self.unit_rank.size:
                 cap = max(need, 2 * self.unit_rank.size)
-                for name, fill, dt in (("unit_rank", 0, np.int64), ("unit_node", -1, np.int32), ("unit_stage", -1, np.int32)):
+                for name, fill, dt in (("unit_rank", 0, np.int64), ("unit_node", -1, np.int32), ("unit_stage", -1, np.int32),
+                                       ("unit_last_step", -2, np.int64), ("unit_last_end", np.nan, np.float64)):
                     a = getattr(self, name)
                     g = np.full(cap, fill, dt)
                     g[: a.size] = a
@@ -288,6 +293,20 @@ class SlowDetector:
                 self.stats.incomplete_steps += 1
         with np.errstate(all="ignore"):
             dur = rb.end - rb.start
+            # the time since the rank's record of the step before ended (consecutive steps only): work between steps
+            gap = np.full(len(rb), np.nan)
+            if len(rb):
+                prev_ok = self.unit_last_step[idx] == step - 1
+                gap = np.where(prev_ok, rb.start - self.unit_last_end[idx], np.nan)
+                self.unit_last_step[idx] = step
+                self.unit_last_end[idx] = rb.end
+                if np.isfinite(rb.start).sum() >= 2:
+                    # own work only as far as the rank also starts the step late: a rank that idles between steps
+                    # waiting for a synchronisation outside the timed record (every rank then starts together) is
+                    # a victim, not a culprit
+                    gap = np.minimum(gap, rb.start - np.nanmin(rb.start))
+                else:
+                    gap = np.full(len(rb), np.nan)
             have_ph = np.isfinite(rb.compute) | np.isfinite(rb.comm) | np.isfinite(rb.data)
             busy = np.where(have_ph, np.nan_to_num(rb.compute) + np.nan_to_num(rb.comm) + np.nan_to_num(rb.data), np.nan)
             T = math.nan
@@ -306,7 +325,7 @@ class SlowDetector:
             t0 = t1 - T * w_step
         ctx = StepCtx(step=step, T=T, T_max=t_max, weight=w_step, kind=int(b.kind.max()),
                       start_time=t0, end_time=t1, phases=phases,  # type: ignore[arg-type]
-                      payload=(rb, idx, dur, busy) if len(rb) >= 2 else None)
+                      payload=(rb, idx, dur, busy, gap) if len(rb) >= 2 else None)
         if not len(rb):
             self._job_only_steps += 1
         for c, included in self.job.push(ctx):
@@ -333,7 +352,7 @@ class SlowDetector:
     def _rank_step(self, c: StepCtx) -> None:
         if c.payload is None:
             return
-        rb, idx, dur, busy = c.payload
+        rb, idx, dur, busy, gap = c.payload
         T, cfg = c.T, self.cfg
         x = {0: rb.compute, 1: rb.comm, 2: rb.data}
         if not np.isfinite(busy).any():  # no phase breakdown: the step duration stands for compute
@@ -367,7 +386,7 @@ class SlowDetector:
             late = max_of_others(cd - cref - cfg.peer_k * csig)  # a peer genuinely late, beyond the noise
         waited = None
         if not traced and np.isfinite(x[0]).any():
-            waited = self._outside_compute_late(rb, dur, busy, x, g, ng)
+            waited = self._outside_compute_late(rb, dur, busy, x, g, ng, gap)
         for j in (0, 1, 2):
             if np.isfinite(x[j]).any():
                 ev[j] = phase_evidence(x[j], busy if j == 1 else None, g, ng, T, cfg,
@@ -410,7 +429,7 @@ class SlowDetector:
             self._group_step(c, rb, x, busy, T, cost, rb.stage, self.stages, "stage", str, traced=traced)
 
     def _outside_compute_late(self, rb: StepBatch, dur: np.ndarray, busy: np.ndarray, x: dict[int, np.ndarray],
-                              g: np.ndarray | None, ng: int) -> np.ndarray:
+                              g: np.ndarray | None, ng: int, gap: np.ndarray | None = None) -> np.ndarray:
         """Per rank, the largest excess (seconds) among the *other* ranks of the time they spent outside compute.
 
         That time is the data phase plus what no phase covers (the record's ``end - start`` minus its phases, or
@@ -418,10 +437,16 @@ class SlowDetector:
         the peers' reference by ``peer_k`` robust sigmas. DistributedDataParallel runs its all-reduce inside
         backward, so a feed without a collective trace puts a rank's wait for a peer that is late *outside*
         compute into its own compute time: that compute excess is the peer's delay, not the rank's (a new user's
-        trial 17, r16: the rank waiting on rank 0's per-step metrics was named a 4.85x compute straggler).
+        trial 17, r16: the rank waiting on rank 0's per-step metrics was named a 4.85x compute straggler). ``gap``: per
+        rank, the seconds from its previous step's record's end to this one's start, at most as late as it starts the
+        step after the earliest rank (NaN unknown): work between its timed steps that its peers wait for inside theirs
+        (trial 22, r16: rank 0's gc.collect() after each step, rank 1 named a 10x compute straggler). A rank that idles
+        between steps but starts with its peers waited for a synchronisation outside the record: no excuse for them.
         """
         wall = np.where(np.isfinite(dur), dur, rb.step_time)
         other = np.where(np.isfinite(wall) & np.isfinite(busy), np.maximum(wall - busy, 0.0), 0.0)
+        if gap is not None:
+            other = other + np.where(np.isfinite(gap), np.maximum(gap, 0.0), 0.0)
         od = np.nan_to_num(x[2]) + other
         oref, osig = peer_reference(od, g, ng, self.cfg.mad_scale)
         return max_of_others(od - oref - self.cfg.peer_k * osig)
