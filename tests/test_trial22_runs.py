@@ -49,3 +49,13 @@ def test_time_a_rank_spends_between_its_timed_steps_is_what_its_peers_wait_for()
     assert rep.failure_mode.value == "fail_slow"
     assert not any(s.rank == 1 for s in rep.stragglers), rep.stragglers
     assert rep.category.value != "gpu_hardware"
+
+
+def test_a_nan_batch_one_rank_skipped_on_its_own_is_the_jobs_code_and_that_rank() -> None:
+    """r22 (torchrun --tee, py-spy dumps): rank 2 logged "[default2]: ... non-finite loss nan at step 420, skipping
+    batch", skipped that backward alone, and ended in the final barrier while ranks 0 and 1 waited in their last
+    gradient all-reduce. Read: "NaN or Inf loss on rank 0 ... Training diverged" (data; the line carries only the local
+    rank, before rank 2's first "[rank2]:" line)."""
+    d = _diag("r22_skip_batch_dir")
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 2, d.root_cause.summary
+    assert d.category.value == "user_code" and "diverged" not in d.root_cause.summary

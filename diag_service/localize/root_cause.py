@@ -863,8 +863,11 @@ def localize(
             # the root's own lines sit in one rank's file of torchrun's --log-dir tree on the one node (local rank =
             # global rank): that rank failed, whatever the agent observed first (a new user's trial 22, r06: rank 1's
             # faulthandler dump in attempt_0/1/stderr.log, the agent's table rooted at rank 0's later abort)
-            own = {ev.local_rank for ev in pevs if ev.local_rank is not None
-                   and progress.launcher_local_ranks.get(ev.path) == ev.local_rank}
+            # (or a --tee prefix, "[default2]:", whose global rank the bundle shows equal to the local one: a line
+            # logged before the rank's first "[rank2]:" line carries only the local rank; a new user's trial 22, r22)
+            same = _local_is_global(groups)
+            own = {ev.local_rank for ev in pevs if ev.local_rank is not None and ev.kind is not EventKind.NCCL
+                   and (progress.launcher_local_ranks.get(ev.path) == ev.local_rank or same)}
             if len(own) == 1:
                 first_rank = next(iter(own))
         if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
@@ -1835,6 +1838,14 @@ def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tupl
     where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
     return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
                  "than their peers are the ones the others wait for.")
+
+
+def _local_is_global(groups: list[TemplateGroup]) -> bool:
+    """True when the bundle's events that carry both a global and a local rank all have them equal (one node, or the
+    first node of several: local rank = global rank), and at least one does."""
+    pairs = [(ev.rank, ev.local_rank) for g in groups for ev in g.examples
+             if ev.rank is not None and ev.local_rank is not None and ev.kind is not EventKind.NCCL]
+    return bool(pairs) and all(r == lr for r, lr in pairs)
 
 
 #: A thread's death before a hang (:func:`_thread_death_then_hang`); ``{thread}`` its name, ``{error}`` its exception.
