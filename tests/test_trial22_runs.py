@@ -59,3 +59,12 @@ def test_a_nan_batch_one_rank_skipped_on_its_own_is_the_jobs_code_and_that_rank(
     d = _diag("r22_skip_batch_dir")
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 2, d.root_cause.summary
     assert d.category.value == "user_code" and "diverged" not in d.root_cause.summary
+
+
+def test_open_files_exhausted_in_the_jobs_own_open_is_the_jobs_code_not_the_loaders_sharing() -> None:
+    """r03 (--log-dir tree): the Dataset opens its shard in every __getitem__ and keeps the handles, num_workers=0,
+    ``ulimit -n 1024``: ``OSError: [Errno 24] Too many open files`` in the job's own frame. Read: config, "DataLoader
+    workers pass tensors through file descriptors ... Raise the limit" (no worker in the run)."""
+    d = _diag("r03_fd_leak_dir")
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert "DataLoader workers pass tensors" not in d.root_cause.summary
