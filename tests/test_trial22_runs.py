@@ -68,3 +68,12 @@ def test_open_files_exhausted_in_the_jobs_own_open_is_the_jobs_code_not_the_load
     d = _diag("r03_fd_leak_dir")
     assert d.category.value == "user_code", d.root_cause.summary
     assert "DataLoader workers pass tensors" not in d.root_cause.summary
+
+
+def test_a_clean_ray_runs_routine_warnings_are_not_handled_errors() -> None:
+    """r19 (a clean Ray Train run with evaluation and checkpoints, driver.log): the raylet's "over 95% full" disk
+    warning (this shared host's disk) and Ray Train's routine state-API warnings were told as "errors ... handled".
+    They are warnings of a healthy run: the run finished, nothing failed."""
+    d = _diag("r19_clean_ray_driver.log")
+    assert d.failure_mode.value == "none", d.root_cause.summary
+    assert not any("were handled" in f for f in d.findings), d.findings
