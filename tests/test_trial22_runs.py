@@ -77,3 +77,13 @@ def test_a_clean_ray_runs_routine_warnings_are_not_handled_errors() -> None:
     d = _diag("r19_clean_ray_driver.log")
     assert d.failure_mode.value == "none", d.root_cause.summary
     assert not any("were handled" in f for f in d.findings), d.findings
+
+
+def test_a_log_slowdown_whose_last_readings_are_back_at_the_baseline_has_ended() -> None:
+    """r15 (mp.spawn, one file, a reading every 50 steps): a co-tenant's burners for 15 s took steps from 4 to 24 ms;
+    the last 9 readings (450 steps) are back at 3.3-5 ms. Read: "2.93x ... from step 1600 (ongoing)": the streaming
+    detector closes an episode after 10 readings back at the baseline, 500 steps of this log."""
+    rep = analyze_slow(RUNS / "r15_jobwide_cotenant.log")
+    ep = rep.job_slowdown[0]
+    assert not ep.ongoing and ep.end_step is not None and 2400 <= ep.end_step <= 2700, ep
+    assert ep.slowdown_factor > 3.0 and "ongoing" not in rep.summary

@@ -166,6 +166,7 @@ def analyze_slow(
     if feed.stats.format.startswith("logs") and len(batch):
         _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
+        _end_recovered_tail(rep, batch, det)
         if feed.rank_batch is not None and not rep.stragglers:
             _log_stragglers(rep, det, feed.rank_batch, config)
         if feed.save_steps and not rep.stragglers:
@@ -206,6 +207,51 @@ def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
     rep.category = SlowDetector._category(kept, rep.stragglers, rep.groups)
     rep.summary = det._summary(kept, rep.stragglers, rep.groups)
     rep.time_lost_s = round(sum(e.time_lost_s for e in kept), 6)
+
+
+#: A log's last readings back at the baseline end an episode the streaming detector left open: at least this many
+#: readings, each within this factor of the baseline (:func:`_end_recovered_tail`).
+RECOVERED_TAIL_READINGS = 5
+RECOVERED_TAIL_FACTOR = 1.1
+
+
+def _end_recovered_tail(rep: SlowReport, batch: StepBatch, det: SlowDetector) -> None:
+    """A log read after the fact: the last job episode, left ``ongoing`` by the streaming detector, ends at its last
+    slow reading when the log's readings after it are all back near the baseline (at least
+    :data:`RECOVERED_TAIL_READINGS` of them, within :data:`RECOVERED_TAIL_FACTOR` of it, covering the detector's
+    ``min_recovery_steps`` steps or more; the streaming detector's episodes only, not the whole-log test's). Its
+    factor and time lost are then those of its own span. The streaming detector closes an episode after
+    ``min_recovery_steps`` *readings* back at the baseline: a log that prints every 50 steps needed 500 steps (a new
+    user's trial 22, r15: a co-tenant's 15 s read "(ongoing)" though the last 450 steps were back at 4 ms)."""
+    if not rep.job_slowdown or "whole-log" in rep.summary:
+        return
+    min_steps = det.cfg.min_recovery_steps
+    ep = rep.job_slowdown[-1]
+    base = ep.evidence[0].baseline_s if ep.evidence else None
+    if not ep.ongoing or ep.intermittent or ep.growth or not base or base <= 0:
+        return
+    order = np.argsort(batch.step, kind="stable")
+    step, t, w = batch.step[order], batch.step_time[order], batch.weight[order]
+    inside = (step >= ep.start_step) & np.isfinite(t)
+    if inside.sum() < RECOVERED_TAIL_READINGS + 1:
+        return
+    idx = np.flatnonzero(inside)
+    slow = idx[t[idx] > base * RECOVERED_TAIL_FACTOR]
+    if slow.size == 0:
+        return
+    last = int(slow[-1])
+    tail = idx[idx > last]
+    if tail.size < RECOVERED_TAIL_READINGS or float(w[tail].sum()) < min_steps:
+        return
+    span = idx[idx <= last]
+    ws = w[span]
+    ep.end_step = int(step[last])
+    ep.ongoing = False
+    ep.slowdown_factor = round(float(np.sum(t[span] * ws) / np.sum(ws) / base), 4)
+    ep.time_lost_s = round(float(np.sum(np.clip(t[span] - base, 0.0, None) * ws)), 6)
+    ep.steps = int(np.sum(ws))
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    rep.summary = det._summary(rep.job_slowdown, rep.stragglers, rep.groups)
 
 
 #: The whole-log test's stretch replaces the streaming detector's episodes of a log when it costs at least this many
