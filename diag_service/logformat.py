@@ -104,7 +104,9 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher
-#: ``Rank N crashed with exit code C`` (composer/cli/launcher.py), and PyTorch Lightning's ``DeadlockDetectedException:
+#: ``Rank N crashed with exit code C`` and ``Global rank N (PID P) exited with code C`` (composer/cli/launcher.py),
+#: horovodrun's gloo launcher's ``Process N exit with status code C.`` and ``Terminating remaining workers after failure
+#: of Process N.`` (N the slot's rank; horovod/runner/gloo_run.py), and PyTorch Lightning's ``DeadlockDetectedException:
 #: DeadLock detected from rank: N`` (the rank whose exception it re-raises; strategies/ddp.py reconciliate_processes),
 #: and HPE Cray PALS ``mpiexec``'s report of a rank that ended, ``<host>: rank N exited with code C`` / ``rank N died
 #: from signal S [and dumped core]`` (ALCF Polaris/Aurora; pmodels/mpich#7569, saforem2/ezpz#210).
@@ -117,7 +119,8 @@ INLINE_RANK = re.compile(
     r"|^mpirun noticed that process rank (\d{1,6}) with PID"
     r"|^Abort\(-?\d+\) on node \d+ \(rank (\d{1,6}) in comm \d+\)"
     r"|^Container rank (\d{1,6}) status failed"
-    r"|composer\.cli\.launcher:Rank (\d{1,6}) crashed with exit code"
+    r"|(?:^|composer\.cli\.launcher:)Rank (\d{1,6}) crashed with exit code|\bGlobal rank (\d{1,6}) \(PID \d+\) exited with code"
+    r"|^Process (\d{1,6}) exit with status code|Terminating remaining workers after failure of Process (\d{1,6})\."
     r"|DeadlockDetectedException: DeadLock detected from rank: (\d{1,6})"
     r"|(?:^|: )rank (\d{1,6}) (?:exited with code -?\d+|died from signal \d+)"
 )

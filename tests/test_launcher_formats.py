@@ -740,3 +740,23 @@ def test_hydra_banner_names_the_rank_and_node_it_saw_end(tmp_path: Path) -> None
     assert d.first_failing_rank == 5
     assert d.faulty_nodes == ["gpu-node-007"]
     assert d.category.value == "host_oom"
+
+
+# Composer's launcher (composer/cli/launcher.py) and horovodrun's gloo launcher (horovod/runner/gloo_run.py) print the
+# first process they saw fail once (vendor sweep 17's lines, in a console after training started).
+COMPOSER_CRASH = """\
+[batch=120/2000]: Train loss/train/total: 2.3104
+ERROR:composer.cli.launcher:Rank 5 crashed with exit code -9.
+ERROR:composer.cli.launcher:Global rank 0 (PID 1003409) exited with code -15
+"""
+HOROVOD_GLOO = """\
+[1]<stdout>:step 120 loss 2.31
+Process 2 exit with status code 1.
+Terminating remaining workers after failure of Process 2.
+Process 0 exit with status code 143.
+"""
+
+
+def test_composer_and_horovod_gloo_name_the_first_process_that_failed(tmp_path: Path) -> None:
+    assert _diag(tmp_path, COMPOSER_CRASH).first_failing_rank == 5
+    assert _diag(tmp_path, HOROVOD_GLOO).first_failing_rank == 2

@@ -593,6 +593,12 @@ FAULTHANDLER_MAX_LINES = 40
 #: Ray Train's report of a worker actor that died (RayActorError): ``Worker N has failed.``, N the worker's index in
 #: the worker group, which is its world rank (ray/train/_internal/utils.py, check_for_failure).
 RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
+#: Launchers' reports of the first process they saw fail, each printed once: Composer's ``Rank N crashed with exit code
+#: C.`` (composer/cli/launcher.py: the monitor loop stops at the first crash) and horovodrun's gloo launcher's
+#: ``Terminating remaining workers after failure of Process N.`` (horovod/runner/gloo_run.py: printed by the first
+#: failure only). N is the global rank.
+LAUNCHER_FIRST_CRASH = re.compile(r"(?:^|composer\.cli\.launcher:)Rank (\d{1,6}) crashed with exit code (-?\d+)"
+                                  r"|Terminating remaining workers after failure of Process (\d{1,6})\.")
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
@@ -1419,6 +1425,11 @@ class Extractor:
                                     local=False)
         if stripped.startswith("Exception in thread ") and stripped.endswith(":"):
             self._thread_exc = (rd.src.path, line_no, stripped[len("Exception in thread "):-1][:80])
+        if ("crashed with exit code" in body or "after failure of Process" in body) and (
+                m_lf := LAUNCHER_FIRST_CRASH.search(stripped)) is not None:
+            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
+            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_lf.group(1) or m_lf.group(3)),
+                                    m_lf.group(2) or "", "", line_no, local=False)  # the line stays an event of its own
         if "has failed." in body and (m_ray := RAY_TRAIN_FAILED.search(body)) is not None:
             ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
             yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_ray.group(1)), "", "", line_no,
