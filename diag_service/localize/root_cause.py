@@ -1109,7 +1109,7 @@ def localize(
                                                         step=stalled.details["last_step"],
                                                         every=f"{float(stalled.details['every_s']):.3g} s")]
                 findings.extend(hang_findings)
-            elif interrupted and (going := _still_progressing(symptoms, progress)) is not None:
+            elif interrupted and (going := _still_progressing(symptoms, progress, groups)) is not None:
                 # the steps came until the interrupt (trial 17's r13: Ctrl-C to torchrun while it trained): a person
                 # stopped a running job; nothing here failed or hung
                 mode = FailureMode.FAIL_STOP
@@ -1588,12 +1588,20 @@ INTERRUPTED_RUNNING_FINDING = (
     "from the last checkpoint.")
 
 
-def _still_progressing(symptoms: list[SignatureHit], progress: ProgressLog) -> tuple[str, int, str] | None:
+def _still_progressing(symptoms: list[SignatureHit], progress: ProgressLog,
+                       groups: list[TemplateGroup] | None = None) -> tuple[str, int, str] | None:
     """``(gap, last step, interval)`` as text when the interrupt (the earliest time of the interrupt hits) came within
     :data:`STALL_INTERVALS` of the job's own intervals between progress lines (and :data:`STALL_MIN_S`) of its last
-    one: the job was making progress when it was stopped. None when the times or the progress lines do not say."""
+    one: the job was making progress when it was stopped. None when the times or the progress lines do not say.
+    A KeyboardInterrupt traceback has no time of its own: then the launcher's stamped report of the process that
+    ended by SIGINT (torchelastic's agent, ``failed (exitcode: -2)``, in ``groups``) stands for it, an upper bound (a
+    new user's trial 23, r06: SIGINT to one rank while it trained, read as a stalled job)."""
     times = [t for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and not h.first_timestamp_approx
              for t in [_ts_of(h)] if t is not None]
+    if not times and groups:
+        times = [ev.ts for g in groups if g.kind in (EventKind.EXIT, EventKind.ELASTIC_SUMMARY) for ev in g.examples
+                 if ev.ts is not None and not ev.ts_approx
+                 and (ev.fields.get("agent_exitcode") == "-2" or ev.fields.get("exitcode") == "-2")]
     if not times:
         return None
     t_int = min(times)

@@ -1,0 +1,24 @@
+"""A new user's trial 23 (/work/trial23_inputs/REPORT.md): real gloo/CPU runs the tool got partly right or misleading at
+first contact, each read from the run's own bundle (``tests/fixtures/trial23``, as the user judged it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial23"
+
+
+def _diag(name: str):
+    return diagnose(DiagnoseRequest(path=str(RUNS / name), kb=False, llm=False))
+
+
+def test_a_sigint_to_one_rank_while_it_trained_is_a_stop_of_that_rank_not_a_stalled_job() -> None:
+    """r06 (torchrun --tee, .zip): ``kill -INT`` to rank 1 only, 0.3 s after its last step line; torchrun's table: rank 1
+    exitcode -2 (SIGINT), rank 0 -15. Read: fail_hang, "someone stopped it, usually because it had stopped making
+    progress", no rank. The KeyboardInterrupt traceback has no time of its own; the agent's stamped report of the
+    SIGINT exit does."""
+    d = _diag("r06_sigint_rank1.zip")
+    assert d.failure_mode.value == "fail_stop" and d.first_failing_rank == 1, d.root_cause.summary
+    assert "while it was still making progress" in d.root_cause.summary
