@@ -4335,3 +4335,155 @@ SCENARIOS += [
     # in the user's shell)
     Scenario("b26_cfg_nproc_threads_zero", "train_churn.py", f"{TR} 4 --standalone train_churn.py"),
 ]
+
+# ---- batch 27 (h131): more hangs and slowdowns; ids b27_* ----
+ENV27 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # the job's stdin is a pipe nobody writes (the batch wrapper keeps it open): pdb waits at its prompt; py-spy dumps
+    # of both ranks 8 s after rank 1's step-400 line (the engineer looking at the stuck job)
+    Scenario("b27_hang_breakpoint_spike_tee_r1", "train_ctr.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_ctr.py",
+             env=dict(ENV27), stdin_open=True, action=("pyspy", "rank 1 step 400 ", 2, 8)),
+]
+# the team's scoring tool: one line per utterance (a few dozen bytes each), then the summary
+SCOREKWS27 = r"""mkdir -p tools && cat > tools/score_kws.py <<'EOF2'
+import sys
+LABELS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go", "zero", "one", "two", "three", "four",
+          "five", "six", "seven", "eight", "nine", "bed", "bird", "cat", "dog", "happy", "house", "marvin", "sheila",
+          "tree", "wow", "backward", "forward", "follow", "learn", "visual"]
+n = ok = 0
+for line in open(sys.argv[1]):
+    utt, p, t = line.split()
+    n += 1
+    ok += p == t
+    print(f"{utt}\thyp={LABELS[int(p)]:<9}\tref={LABELS[int(t)]:<9}\t{'OK' if p == t else 'SUB'}")
+print(f"SUMMARY utterances={n} accuracy={ok / max(n, 1):.4f}")
+EOF2"""
+SCENARIOS += [
+    Scenario("b27_hang_popen_pipe_spawn_r0", "train_kws.py", "python train_kws.py {port}", setup=SCOREKWS27,
+             env=dict(ENV27), action=("pyspy", "epoch 0 done", 2, 6)),
+]
+# each process's part of the click log (12,800 queries); the exporter's write of part 1 was cut mid-record at line
+# 5,001 and the export went on (the next record starts on the same line)
+CLICKLOG27 = r"""mkdir -p clicklog && python - <<'EOF2'
+import json, random
+for p in range(2):
+    rng = random.Random(p)
+    with open(f"clicklog/part-{p:05d}.jsonl", "w") as f:
+        for i in range(12800):
+            rec = json.dumps({"q": [rng.randrange(1, 30000) for _ in range(rng.randrange(2, 14))],
+                              "intent": rng.randrange(48), "sid": f"s{p}{i:06d}"})
+            if p == 1 and i == 5000:
+                rec = rec[:rec.index(",") - 3]
+            f.write(rec + ("" if p == 1 and i == 5000 else "\n"))
+EOF2"""
+SCENARIOS += [
+    Scenario("b27_hang_prefetch_thread_accel_r1", "train_intent.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_intent.py",
+             setup=CLICKLOG27, env=dict(ENV27)),
+]
+# node 1's local scratch: a process of the previous job on that node (never reaped) still holds the cache lock
+STALE27 = ("mkdir -p scratch/n0 scratch/n1 && (setsid flock scratch/n1/tok-cache.lock sleep 100 "
+           ">/dev/null 2>&1 < /dev/null &)")
+TITLES27_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+               "--rdzv-id titles-0931 train_titles.py")
+SCENARIOS += [
+    Scenario("b27_hang_stale_flock_twonode_n1", "train_titles.py", TITLES27_2N.format(),
+             cmd2=TITLES27_2N.format(), setup=STALE27, env={**ENV27, "LOCAL_SCRATCH": "scratch/n0"},
+             env2={"LOCAL_SCRATCH": "scratch/n1"},
+             action=("shell", "rank 1 on node 1", _pyspy18("b27_hang_stale_flock_twonode_n1", "train_titles.py", 8))),
+]
+SCENARIOS += [
+    # from rank 1's step-300 record, rank 1 (its container) limited to 30 % of one core
+    Scenario("b27_slow_rank_quota_jsonl_r1", "distill.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 distill.py", env=dict(ENV27),
+             action=("rank_quota", 1, '"step": 300, ', 30)),
+]
+SCENARIOS += [
+    # from rank 0's step-150 line, rank 0's two DataLoader workers limited to 15 % of one core together
+    Scenario("b27_slow_loader_workers_quota_r0", "train_seg.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 train_seg.py", env=dict(ENV27),
+             action=("worker_quota", 0, "[rank0] step 150 ", 15)),
+]
+SCENARIOS += [
+    # from the step-400 line to the step-800 line the job's container is limited to 30 % of one core in all
+    Scenario("b27_slow_quota_episode_accel", "train_basket.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_basket.py",
+             env=dict(ENV27), action=("quota_until", "step 400/1200", "step 800/1200", 30)),
+]
+SCENARIOS += [
+    # from rank 1's step-100 line on, rank 1 stopped 1.5 s each time it prints a step divisible by 100 (a node agent's
+    # periodic scan freezing the process)
+    Scenario("b27_slow_periodic_stall_spawn_r1", "train_eta.py", "python train_eta.py {port}", env=dict(ENV27),
+             action=("stall_every", 1, "[r1] step  100/", r"\[r1\] step +(\d+)/", 100, 1500)),
+]
+SCENARIOS += [
+    # rank 1's container memory limit 700 MiB
+    Scenario("b27_oom_retrieval_eval_cache_r1", "train_retrieval.py",
+             f"{TR} 2 --master-port {{port}} train_retrieval.py", env=dict(ENV27), action=("cgroup", 1, 700)),
+]
+SCENARIOS += [
+    # Ray Train worker 1 SIGKILLed from outside when worker 0 prints its epoch-3 line
+    Scenario("b27_inf_ray_worker_sigkill_r1", "train_demand.py", "python train_demand.py",
+             env={**ENV27, "RAY_DEDUP_LOGS": "0"}, action=("ray_kill", 1, signal.SIGKILL, "epoch 3 loss")),
+]
+# the previous attempt was preempted while rank 0 wrote checkpoints/last.pt: the file ends after 2.1 MB
+TRUNC27 = ("mkdir -p checkpoints && python -c \"import torch; torch.save({'model': {'emb.weight': torch.randn(12000, 128)}, "
+           "'step': 400}, 'checkpoints/last.pt')\" && truncate -s 2100000 checkpoints/last.pt")
+SCENARIOS += [
+    Scenario("b27_st_resume_truncated_ckpt_tee", "train_tagger.py",
+             f"{TR} 2 --master-port {{port}} --tee 3 train_tagger.py", setup=TRUNC27, env=dict(ENV27)),
+]
+# two shards tokenized for 32,000 ids; shard 1 was re-tokenized with the v2 tokenizer (8 added special tokens,
+# ids 32000-32007) and some of its sequences hold them
+SHARDS27 = r"""mkdir -p data/tokens && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(5)
+for r in range(2):
+    a = rng.integers(3, 32000, size=(1200, 65))
+    if r == 1:
+        a[347, 0] = 32001
+        a[347, 30] = 32002
+    np.save(f"data/tokens/shard-{r:03d}-of-002.npy", a)
+EOF2"""
+LM27_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+           "--rdzv-id lm-ft-27 train_lm.py")
+SCENARIOS += [
+    Scenario("b27_data_vocab_oob_twonode_n1", "train_lm.py", LM27_2N.format(), cmd2=LM27_2N.format(),
+             setup=SHARDS27, env=dict(ENV27)),
+]
+# the team's Pushgateway (a process on {port_asset}) accepts connections and never answers (its host stalled); a
+# process of its own started by setup, ended with the run
+PUSHGW27 = ("printf 'pushgateway: 127.0.0.1:{port_asset}\\nscrape_interval: 15s\\n' > monitoring.yaml && "
+            "(setsid python -c \"import socket, time; s = socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', {port_asset})); "
+            "s.listen(16); time.sleep(120)\" > /dev/null 2>&1 < /dev/null &) && sleep 0.5")
+SCENARIOS += [
+    # py-spy dumps of both ranks 8 s after rank 0's step-100 line
+    Scenario("b27_hang_pushgw_no_timeout_r0", "train_ltr.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 --log-dir logs --tee 3 train_ltr.py",
+             setup=PUSHGW27, env=dict(ENV27), action=("pyspy", "rank 0 step 100 ", 2, 8)),
+]
+# the dataset volume (a tmpfs at datasets/ctr-2026-11 in the work dir, 4 shards of 6,000 rows) is mounted read-only, as the
+# platform mounts shared datasets; unmounted in teardown
+CTRDATA27 = r"""D=datasets/ctr-2026-11; mkdir -p $D && (mountpoint -q $D && umount $D || true) && \
+mount -t tmpfs -o size=64m tmpfs $D && python - <<'EOF2'
+import json, random
+rng = random.Random(9)
+for k in range(4):
+    with open(f"datasets/ctr-2026-11/part-{k:03d}.jsonl", "w") as f:
+        for _ in range(6000):
+            f.write(json.dumps({"f": [rng.randrange(100000) for _ in range(20)], "y": int(rng.random() < 0.1)}) + "\n")
+EOF2
+mount -o remount,ro $D"""
+SCENARIOS += [
+    Scenario("b27_st_ro_dataset_index_spawn_r0", "train_ctr.py", "python train_ctr.py {port}", setup=CTRDATA27,
+             teardown="umount datasets/ctr-2026-11; true",
+             env=dict(ENV27)),
+]
+SCENARIOS += [
+    # py-spy dumps of both ranks 16 s after the launch (the job stuck at step 172 by then)
+    Scenario("b27_hang_pipeline_skip_send_r0", "train_pipe.py",
+             "torchrun --standalone --nproc-per-node 2 --tee 3 train_pipe.py", setup="mkdir -p ckpt",
+             env=dict(ENV27), action=("pyspy", 14.0, 2, 2)),
+]
