@@ -22,3 +22,11 @@ def test_a_sigint_to_one_rank_while_it_trained_is_a_stop_of_that_rank_not_a_stal
     d = _diag("r06_sigint_rank1.zip")
     assert d.failure_mode.value == "fail_stop" and d.first_failing_rank == 1, d.root_cause.summary
     assert "while it was still making progress" in d.root_cause.summary
+
+
+def test_a_field_of_the_input_that_does_not_convert_to_a_number_is_data() -> None:
+    """r02 (mp.spawn, stdin): rank 1 parses a CSV row whose numeric column holds 'n/a' in the job's own code:
+    ``ValueError: could not convert string to float: 'n/a'``. Read: user_code. A value the job read from its
+    environment or command line stays the job's configuration (the context rule's counter-examples)."""
+    d = _diag("r02_csv_na_spawn.log")
+    assert d.category.value == "data" and d.first_failing_rank == 1, d.root_cause.summary
