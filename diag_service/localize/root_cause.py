@@ -1782,13 +1782,7 @@ def _lost_before_timeout(rank: int, hits: list[SignatureHit], by_tid: dict[int, 
                         timeouts.append(t)
     if own and timeouts:
         return min(own) < min(timeouts)
-    ends: dict[int, float] = {}
-    for g in groups:
-        if g.kind is not EventKind.ELASTIC_SUMMARY:
-            continue
-        for ev in g.examples:
-            if ev.rank is not None and ev.ts is not None:
-                ends[ev.rank] = min(ends.get(ev.rank, ev.ts), ev.ts)
+    ends = _process_ends(groups)
     others = [t for r, t in ends.items() if r != rank]
     return rank in ends and bool(others) and ends[rank] + 1.0 < min(others)
 
@@ -1891,10 +1885,9 @@ LATE_TIMEOUT_FINDING = (
     "blocking call) while its peers waited; not the connection between them. Check that rank's node for the stall.")
 
 
-def _late_timeout(groups: list[TemplateGroup], world: set[int]) -> tuple[int, float] | None:
-    """``(rank, seconds)`` when every rank of ``world`` has a process end time (the launcher's failure table,
-    torchelastic's ``time`` field) and exactly one ended more than :data:`LATE_TIMEOUT_S` after all the others, which
-    ended within that window of each other; else None."""
+def _process_ends(groups: list[TemplateGroup]) -> dict[int, float]:
+    """Per rank, the earliest time the launcher's failure report (torchelastic's table, its ``time`` field; the other
+    launchers' first-failure reports) gives for the rank's process ending."""
     ends: dict[int, float] = {}
     for g in groups:
         if g.kind is not EventKind.ELASTIC_SUMMARY:
@@ -1902,6 +1895,14 @@ def _late_timeout(groups: list[TemplateGroup], world: set[int]) -> tuple[int, fl
         for ev in g.examples:
             if ev.rank is not None and ev.ts is not None:
                 ends[ev.rank] = min(ends.get(ev.rank, ev.ts), ev.ts)
+    return ends
+
+
+def _late_timeout(groups: list[TemplateGroup], world: set[int]) -> tuple[int, float] | None:
+    """``(rank, seconds)`` when every rank of ``world`` has a process end time (the launcher's failure table,
+    torchelastic's ``time`` field) and exactly one ended more than :data:`LATE_TIMEOUT_S` after all the others, which
+    ended within that window of each other; else None."""
+    ends = _process_ends(groups)
     if len(world) < 2 or set(ends) != world:
         return None
     (last, t_last), *rest = sorted(ends.items(), key=lambda kv: -kv[1])
