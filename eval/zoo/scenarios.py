@@ -4487,3 +4487,153 @@ SCENARIOS += [
              "torchrun --standalone --nproc-per-node 2 --tee 3 train_pipe.py", setup="mkdir -p ckpt",
              env=dict(ENV27), action=("pyspy", 14.0, 2, 2)),
 ]
+# ---- batch 28 (h134): common kinds in other launch shapes; ids b28_* ----
+ENV28 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # rank 0's container memory limit 600 MiB
+    Scenario("b28_oom_feature_cache_spawn_r0", "train_twotower.py", "python train_twotower.py {port}",
+             env=dict(ENV28), action=("cgroup", 0, 600)),
+]
+# the shared results volume: a 4 MiB tmpfs at results/ (unmounted in teardown)
+RESULTS28 = "mkdir -p results && (mountpoint -q results && umount results || true) && mount -t tmpfs -o size=4m tmpfs results"
+SCENARIOS += [
+    Scenario("b28_st_sqlite_metrics_full_tee_r0", "train_kws.py",
+             f"{TR} 2 --master-port {{port}} --tee 3 train_kws.py", setup=RESULTS28,
+             teardown="umount results; true", env=dict(ENV28)),
+]
+# the team's fine-tune config; save_strategy was switched to "epoch" to save disk
+FTCFG28 = r"""mkdir -p configs && cat > configs/finetune.json <<'EOF2'
+{"output_dir": "out/sst-bert-mini", "batch_size": 32, "lr": 5e-5, "epochs": 3, "logging_steps": 10,
+ "eval_strategy": "steps", "eval_steps": 50, "save_strategy": "epoch", "load_best_model_at_end": true}
+EOF2"""
+SCENARIOS += [
+    Scenario("b28_cfg_trainer_best_model_strategy", "finetune_sst.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --redirects 3 finetune_sst.py", setup=FTCFG28,
+             env=dict(ENV28)),
+]
+SCENARIOS += [
+    # process 1 SIGTERMed from outside as it starts its step-400 evaluation (a node drain's eviction)
+    Scenario("b28_inf_sigterm_eval_accel_r1", "train_patches.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_patches.py",
+             env=dict(ENV28), action=("kill", 1, signal.SIGTERM, "[process 1] evaluating at step 400")),
+]
+# each worker's CSV export of the sales table (6,400 rows); the export of part 1 wrote 'N/A' for a missing fuel price
+SALES28 = r"""mkdir -p data && python - <<'EOF2'
+import csv, random
+cols = ["store", "week", "price", "promo", "holiday", "temp", "fuel", "cpi", "unemp", "lag1", "lag7", "lag28", "units"]
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/sales-{r}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for i in range(6400):
+            row = [rng.randrange(45), rng.randrange(143)] + [round(rng.random(), 4) for _ in range(10)]
+            row.append(round(rng.random() * 3, 3))
+            if r == 1 and i == 4093:
+                row[6] = "N/A"
+            w.writerow(row)
+EOF2"""
+SCENARIOS += [
+    Scenario("b28_data_ray_csv_na_r1", "train_sales.py", "python train_sales.py", setup=SALES28,
+             env={**ENV28, "RAY_DEDUP_LOGS": "0"}),
+]
+# each rank's documents (label TAB token ids); in rank 1's file the dedup stage left an empty document at row 14,013
+DOCS28 = r"""mkdir -p data && python - <<'EOF2'
+import random
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/docs-{r}.tsv", "w") as f:
+        for i in range(20000):
+            toks = [] if (r == 1 and i == 14013) else [rng.randrange(1, 5000) for _ in range(rng.randrange(4, 40))]
+            f.write(f"{rng.randrange(20)}\t{' '.join(map(str, toks))}\n")
+EOF2"""
+SCENARIOS += [
+    # py-spy dumps of both ranks 10 s after rank 1's bar reaches 200
+    Scenario("b28_hang_nonreentrant_lock_tqdm_r1", "train_topics.py",
+             f"{TR} 2 --master-port {{port}} train_topics.py", setup=DOCS28, env=dict(ENV28),
+             action=("pyspy", 12.0, 2, 1)),
+]
+# the platform's fetcher streams each rank's part into a named pipe under stream/; part 0 is fetched whole, the fetch
+# of part 1 stalls after 4,000 records (its process alive, the pipe open, nothing more written); the fetchers are
+# processes of their own started by setup, ended with the run
+STREAM28 = r"""mkdir -p stream && rm -f stream/part-1.jsonl && mkfifo stream/part-1.jsonl && python - <<'EOF2'
+import json, random
+rng = random.Random(0)
+with open("stream/part-0.jsonl", "w") as f:
+    for i in range(13000):
+        f.write(json.dumps({"q": [rng.randrange(1, 30000) for _ in range(8)], "intent": rng.randrange(48)}) + "\n")
+EOF2
+(setsid python -c "
+import json, random, time
+rng = random.Random(1)
+f = open('stream/part-1.jsonl', 'w')
+for i in range(4000):
+    f.write(json.dumps({'q': [rng.randrange(1, 30000) for _ in range(8)], 'intent': rng.randrange(48)}) + '\n')
+f.flush()
+time.sleep(120)
+" > /dev/null 2>&1 < /dev/null &)"""
+SCENARIOS += [
+    # py-spy dumps of both ranks 8 s after rank 1's step-120 record
+    Scenario("b28_hang_fifo_stream_stall_r1", "train_intent.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --log-dir logs --tee 3 "
+             "train_intent.py", setup=STREAM28, env=dict(ENV28), action=("pyspy", '"rank": 1, "step": 120,', 2, 8)),
+]
+# validation tensors: the prep job wrote its 3 files for node 0 only; node 1's directory is empty
+VAL28 = ("mkdir -p data/val/node0 data/val/node1 && python -c \"import torch; g = torch.Generator().manual_seed(3); "
+         "[torch.save(torch.randn(512, 96, generator=g), f'data/val/node0/val-{k:02d}.pt') for k in range(3)]\"")
+TITLES28_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+               "--rdzv-id title-emb-28 train_emb.py")
+SCENARIOS += [
+    Scenario("b28_uc_val_skip_allreduce_twonode_n1", "train_emb.py", TITLES28_2N.format(),
+             cmd2=TITLES28_2N.format(), setup=VAL28, env=dict(ENV28)),
+]
+SCENARIOS += [
+    # from rank 1's step-200 line to the run's end, rank 1 stopped 100 ms of every 200 ms (SIGSTOP/SIGCONT: its
+    # container CPU-throttled by a neighbour on the node)
+    Scenario("b28_slow_stopcont_trainer_r1", "train_routing.py",
+             f"{TR} 2 --master-port {{port}} --tee 3 train_routing.py", env=dict(ENV28),
+             action=("stopcont_until", 1, "rank 1 step 200/", None, 100, 100)),
+]
+# each rank's shard of reviews (9,600 rows, ~60 words each); in rank 1's shard the rows from 4,800 on come from the
+# re-export that lost the review splitting: each row holds a whole product page of reviews (~2,500 words)
+REVIEWS28 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(4)
+words = [f"w{k}" for k in range(3000)] + ["great", "bad", "love", "broken", "fast", "slow", "return", "works"]
+for r in range(2):
+    with open(f"data/reviews-{r}.jsonl", "w") as f:
+        for i in range(9600):
+            n = 2500 if (r == 1 and i >= 4800) else 60
+            f.write(json.dumps({"text": " ".join(rng.choices(words, k=n)), "stars": rng.randrange(1, 6)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b28_slow_long_docs_loader_r1", "train_reviews.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 train_reviews.py", setup=REVIEWS28,
+             env=dict(ENV28)),
+]
+CHURN28_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+              "train_churn.py")
+SCENARIOS += [
+    # from the step-800 lines to the step-1600 lines both nodes (burstable VMs out of CPU credits) held to their
+    # baseline: the job's processes on both agents limited to 40 % of one core together, then lifted
+    Scenario("b28_slow_credit_episode_twonode", "train_churn.py", CHURN28_2N.format(k=0), cmd2=CHURN28_2N.format(k=1),
+             env=dict(ENV28), action=("quota_until", "step 800/2400", "step 1600/2400", 40)),
+]
+# the checkpoint volume: a 16 MiB tmpfs at ckpt/ (unmounted in teardown)
+CKPT28 = "mkdir -p ckpt && (mountpoint -q ckpt && umount ckpt || true) && mount -t tmpfs -o size=16m tmpfs ckpt"
+SCENARIOS += [
+    # py-spy dumps of both ranks 6 s after rank 0's step-500 line
+    Scenario("b28_hang_async_ckpt_writer_r0", "train_ctr.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_ctr.py", setup=CKPT28,
+             teardown="umount ckpt; true", env=dict(ENV28), action=("pyspy", "rank 0 step 500 ", 2, 6)),
+]
+SCENARIOS += [
+    Scenario("b28_hang_ray_val_uneven_allreduce", "train_fraud.py", "python train_fraud.py",
+             env={**ENV28, "RAY_DEDUP_LOGS": "0"}),
+]
+SCENARIOS += [
+    # from rank 0's step-400 line, rank 0 (its container) limited to 20 % of one core
+    Scenario("b28_slow_rank_quota_tqdm_r0", "train_tagger.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_tagger.py",
+             env=dict(ENV28), action=("rank_quota", 0, "rank 0 | step 400 |", 20)),
+]
