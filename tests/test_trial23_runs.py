@@ -30,3 +30,14 @@ def test_a_field_of_the_input_that_does_not_convert_to_a_number_is_data() -> Non
     environment or command line stays the job's configuration (the context rule's counter-examples)."""
     d = _diag("r02_csv_na_spawn.log")
     assert d.category.value == "data" and d.first_failing_rank == 1, d.root_cause.summary
+
+
+def test_what_the_log_said_as_a_slowdown_began_is_told() -> None:
+    """r14 (mp.spawn, one file): rank 1 starts a busy Python thread at step 500 and every step slows (GIL); its line
+    "online-metrics thread started" at the onset was ignored and the slowdown put on the platform's nodes. A line of a
+    kind the job had not printed before, within two readings of the onset, is told with the slowdown (the category is
+    not changed by it)."""
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(RUNS / "r14_metrics_thread_rank1.txt")
+    assert rep.job_slowdown and "online-metrics thread started" in rep.summary, rep.summary

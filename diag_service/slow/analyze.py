@@ -7,6 +7,7 @@ once and the same feed streamed step by step give the same report.
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Iterable, Mapping
@@ -177,6 +178,8 @@ def analyze_slow(
             _stated_pause_slowdown(rep, batch, feed.pause_durations)
         if feed.log_evidence:
             _log_flood(rep, feed.log_evidence)
+        if feed.notes:
+            _onset_note(rep, batch, feed.notes)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
     if feed.log_evidence:
@@ -207,6 +210,35 @@ def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
     rep.category = SlowDetector._category(kept, rep.stragglers, rep.groups)
     rep.summary = det._summary(kept, rep.stragglers, rep.groups)
     rep.time_lost_s = round(sum(e.time_lost_s for e in kept), 6)
+
+
+#: How many readings before a slowdown's first slow step a log's note line may stand and still be told as said at its
+#: onset (:func:`_onset_note`).
+ONSET_READINGS = 2
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str, int, str], ...]) -> None:
+    """A log read after the fact: the line(s) the job printed, between its steps, within :data:`ONSET_READINGS`
+    readings before the first slowdown's first slow step, and of a kind it had not printed before (its words with the
+    numbers masked), are told in the summary: what the job said as it slowed ("augmentation: enabling jitter+mixup",
+    "online-metrics thread started"; a new user's trial 23, r14 / r15, where the tool put both on the platform). A
+    finding, not a cause: the category stands."""
+    start = min([e.start_step for e in rep.job_slowdown] + [s.first_step for s in rep.stragglers], default=None)
+    if start is None:
+        return
+    steps = np.unique(batch.step[batch.step < start])
+    if steps.size == 0:
+        return
+    lo = int(steps[max(0, steps.size - ONSET_READINGS)])
+    seen = {_DIGITS.sub("#", t) for s, _p, _l, t in notes if s < lo}
+    kinds: dict[str, str] = {}  # one line per kind (the ranks' copies of one announcement are one)
+    for s, _p, _l, t in notes:
+        if lo <= s < start and (kind := _DIGITS.sub("#", t)) not in seen:
+            kinds.setdefault(kind, t)
+    said = list(kinds.values())[:2]
+    if said:
+        rep.summary += f" As it began (step {start}) the log said: " + "; ".join(f"'{t[:160]}'" for t in said) + "."
 
 
 #: A log's last readings back at the baseline end an episode the streaming detector left open: at least this many

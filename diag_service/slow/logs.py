@@ -33,6 +33,7 @@ instead, since it says more than iteration lines.
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import math
 import re
@@ -221,6 +222,20 @@ class _State:
 #: A log line behind a reading, kept as a plain tuple (path, line, text, rank, node, unix time) and made an
 #: :class:`~diag_service.domain.Evidence` only for the steps of the series (most lines are other ranks' copies).
 _Ev = tuple[str, int, str, int | None, str | None, float | None]
+
+
+#: How many of a log's note lines (neither step readings nor errors: what the job said between its steps) are kept, the
+#: last ones (:attr:`~diag_service.slow.feeds.Feed.notes`).
+NOTE_LINES = 4096
+_NOT_A_NOTE = re.compile(r"^\s*(?:File \"|Traceback|\^|\[?\w*\]?:?\s*$)|(?i:error|exception|warning|traceback)"
+                         r"|\d%\||\bit/s\b|\bs/it\b|(?i:\bloss\b)\s*[=:]?\s*-?\d")  # (a bar or step line not read)
+
+
+def _is_note(line: str) -> bool:
+    """True for a line that says something of its own (letters, 12 characters or more) and is no error, warning or
+    traceback line: an announcement between steps ("enabling augmentation", "metrics thread started")."""
+    t = line.strip()
+    return len(t) >= 12 and sum(c.isalpha() for c in t) >= 8 and not _NOT_A_NOTE.search(t)
 
 
 def _ev(path: str, line: int, text: str, rank: int | None, node: str | None, ts: float | None) -> _Ev:
@@ -696,6 +711,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     feed_bad = 0
     feed_src: str | None = None
     stepped: set[str] = set()  # members that gave step lines
+    last_step: dict[str, int] = {}  # per file, the step of its last reading
+    notes: collections.deque[tuple[int, str, int, str]] = collections.deque(maxlen=NOTE_LINES)
     phased = False  # some rank's lines give its data wait
     seen_lines = 0
     for block in blocks:
@@ -720,6 +737,10 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
             for seg in line.split("\r") if "\r" in line else (line,):
                 before = len(st.points)
                 parse_line(st, src.path, block.first_line + i, seg, src.rank, src.node, year if year != 1970 else 2024)
+                if len(st.points) > before:
+                    last_step[src.path] = st.points[-1].step
+                elif src.path in last_step and _is_note(seg):
+                    notes.append((last_step[src.path], src.path, block.first_line + i, seg.strip()[:300]))
                 if len(st.points) > before and src.path in st.pending_save:  # the reading after a save covers it
                     st.pending_save.discard(src.path)
                     for p in st.points[before:]:
@@ -807,7 +828,7 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                 # per rank, the file that states most of its passes (a rank's lines may be in several files)
                 pause_durations={} if merged else {r: tuple(v) for (_p, r), v in sorted(
                     st.pause_durations.items(), key=lambda kv: len(kv[1]))},
-                rank_evidence=_waiting_lines(st.points) if rank_batch is not None else {})
+                rank_evidence=_waiting_lines(st.points) if rank_batch is not None else {}, notes=tuple(notes))
 
 
 #: At most this many per-rank lines are kept as a straggler's evidence (:func:`_waiting_lines`).
