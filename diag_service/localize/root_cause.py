@@ -109,20 +109,20 @@ RENDEZVOUS_WAITS = frozenset({"rendezvous_timeout"})
 RAISER_SUMMARIES = frozenset({"lightning_deadlock_detected"})
 
 
-def _rendezvous_waiters(reported: list[str], nodes_seen: set[str]) -> str:
-    """What a rendezvous timeout reported by the agents of ``reported`` says about the nodes (a sentence): every node in
-    the logs waited alone (they never met: their launch commands disagree), or the reporting node waited for others
-    that never joined (it is not the one at fault)."""
+def _rendezvous_waiters(reported: list[str], nodes_seen: set[str]) -> tuple[str, bool]:
+    """What a rendezvous timeout reported by the agents of ``reported`` says about the nodes (a sentence), and whether
+    every node in the logs waited alone (they never met: their launch commands disagree, the job's configuration), or
+    the reporting node waited for others that never joined (it is not the one at fault)."""
     nodes = set(reported)
     names, _ = node_names(sorted(nodes))
     shown = ", ".join(names or sorted(nodes))
     if len(nodes) >= 2 and nodes >= nodes_seen:
         return (f"Every node in these logs ({shown}) timed out in it: each agent waited for the others and they never "
                 "met, so their launch commands most likely disagree (the --rdzv-endpoint host or port, --rdzv-id or "
-                "--nnodes): relaunching the same commands fails the same way.")
+                "--nnodes): relaunching the same commands fails the same way."), True
     return (f"The agent of {shown} reported it: {'that node' if len(nodes) == 1 else 'those nodes'} arrived "
             "and waited; the node at fault is one that never joined (not launched, or launched with another endpoint "
-            "or id), and it has no logs here.")
+            "or id), and it has no logs here."), False
 
 
 def _where(rank: int | None, local_rank: int | None, node: str | None) -> str:
@@ -981,7 +981,10 @@ def localize(
             summary = (f"{primary.name}{detail}{when}: " + (f"reported by rank(s) {', '.join(map(str, where_seen))}; "
                        if where_seen else "") + f"{out_of_step} {primary.explanation}")
         if primary.signature_id in RENDEZVOUS_WAITS and primary.nodes and first_rank is None:
-            summary = f"{primary.name}{when}. {_rendezvous_waiters(primary.nodes, nodes_seen)} {primary.explanation}"
+            said, apart = _rendezvous_waiters(primary.nodes, nodes_seen)
+            summary = f"{primary.name}{when}. {said} {primary.explanation}"
+            if apart:  # every node waited alone: their launch commands disagree (a new user's trial 24, r08)
+                category, responsible = Category.CONFIG, DEFAULT_RESPONSIBLE[Category.CONFIG]
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
         # A hit on the root cause's own lines (a generic signature matching the same event) is not its cascade.
