@@ -984,7 +984,9 @@ def localize(
             said, apart = _rendezvous_waiters(primary.nodes, nodes_seen)
             summary = f"{primary.name}{when}. {said} {primary.explanation}"
             if apart:  # every node waited alone: their launch commands disagree (a new user's trial 24, r08)
+                # (the hit is refined with it, as a context rule refines one: it stays the diagnosis' primary hit)
                 category, responsible = Category.CONFIG, DEFAULT_RESPONSIBLE[Category.CONFIG]
+                primary.category = Category.CONFIG
         cascade = [h for h in hits if h.role in (EventRole.SYMPTOM, EventRole.SUMMARY)]
         cascade += [h for h in roots[1:] if h.priority < primary.priority and h.category != category]
         # A hit on the root cause's own lines (a generic signature matching the same event) is not its cascade.
