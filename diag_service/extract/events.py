@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -587,8 +587,7 @@ HYDRA_RANK = re.compile(r"^=\s+RANK (\d{1,6}) PID \d+ RUNNING AT (\S+)")
 #: on its own, ``[0] terminated`` the ones mpiexec then stopped (MS-MPI's mpiexec error report; CNTK's threads).
 MSMPI_EXITED = re.compile(r"^(?:\[(\d{1,6})\] )?process exited without calling finalize$")
 #: Python's faulthandler dump after a fatal error: its thread header, and how many lines of it are read.
-FAULTHANDLER_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ (?:\(most recent call first\)|\[[^\]]*\] "
-                                 r"\(most recent call first\)):$")
+FAULTHANDLER_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ (?:\[[^\]]*\] )?\(most recent call first\):$")
 FAULTHANDLER_MAX_LINES = 40
 #: Ray Train's report of a worker actor that died (RayActorError): ``Worker N has failed.``, N the worker's index in
 #: the worker group, which is its world rank (ray/train/_internal/utils.py, check_for_failure).
@@ -599,6 +598,65 @@ RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
 #: failure only). N is the global rank.
 LAUNCHER_FIRST_CRASH = re.compile(r"(?:^|composer\.cli\.launcher:)Rank (\d{1,6}) crashed with exit code (-?\d+)"
                                   r"|Terminating remaining workers after failure of Process (\d{1,6})\.")
+
+#: A launcher's report of the process it saw fail first, read from one line: (global rank, exit code, signal, the host
+#: the line names or None), or None when the line is not one. Arguments: the line's body, the body stripped, the rank
+#: the line's own prefix gives (or None).
+_FirstFailure = tuple[int, str, str, str | None]
+
+
+def _mpirun_noticed(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = MPI_NOTICED.search(body)
+    return (int(m.group(1)), "", m.group(2), None) if m else None
+
+
+def _pals_ended(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = PALS_RANK.search(body)
+    if m is None or m.group(3) == PALS_TEARDOWN_SIGNAL or m.group(2) == "0":
+        return None
+    return int(m.group(1)), m.group(2) or "", m.group(3) or "", None
+
+
+def _hydra_banner(_body: str, stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = HYDRA_RANK.match(stripped)
+    return (int(m.group(1)), "", "", m.group(2)) if m else None
+
+
+def _msmpi_exited(_body: str, stripped: str, rank: int | None) -> _FirstFailure | None:
+    m = MSMPI_EXITED.match(stripped)
+    if m is None or (m.group(1) is None and rank is None):
+        return None
+    return int(m.group(1)) if m.group(1) is not None else rank, "", "", None  # type: ignore[return-value]
+
+
+def _launcher_crash(_body: str, stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = LAUNCHER_FIRST_CRASH.search(stripped)
+    return (int(m.group(1) or m.group(3)), m.group(2) or "", "", None) if m else None
+
+
+def _ray_train_failed(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = RAY_TRAIN_FAILED.search(body)
+    return (int(m.group(1)), "", "", None) if m else None
+
+
+def _mpi_abort(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)
+    return (int(m.group(1)), "", "", None) if m else None
+
+
+#: The launchers' first-failure reports, in the order they are tried: (literals one of which the line must hold, the
+#: reader, whether the event takes the line's own time). Each match becomes an ``elastic_summary`` root event, as
+#: torchelastic's "first observed failure" (:meth:`Extractor._spawn_first`); the line stays an event of its own.
+FIRST_FAILURE_READERS: tuple[tuple[tuple[str, ...], Callable[[str, str, int | None], _FirstFailure | None], bool],
+                             ...] = (
+    (("noticed that process rank",), _mpirun_noticed, True),
+    (("exited with code", "died from signal"), _pals_ended, True),
+    (("RUNNING AT",), _hydra_banner, False),
+    (("without calling finalize",), _msmpi_exited, False),
+    (("crashed with exit code", "after failure of Process"), _launcher_crash, True),
+    (("has failed.",), _ray_train_failed, True),
+    (("MPI_ABORT was invoked", "has exited due to process rank"), _mpi_abort, True),
+)
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
 #: "-- Process N terminated with the following error:" and ProcessExitedException's "process N terminated with
@@ -1404,41 +1462,15 @@ class Extractor:
             first = self._first_process(rd, ls, line, line_no, who)
             if first is not None:
                 yield first  # the line itself is still an event of its own (the launcher's summary)
-        if "noticed that process rank" in body and (m_mpi := MPI_NOTICED.search(body)) is not None:
-            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
-            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", m_mpi.group(2), line_no,
-                                    local=False)  # the line itself stays an event of its own
-        if ("exited with code" in body or "died from signal" in body) and (m_pals := PALS_RANK.search(body)) is not None \
-                and m_pals.group(3) != PALS_TEARDOWN_SIGNAL and m_pals.group(2) != "0":
-            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
-            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_pals.group(1)), m_pals.group(2) or "",
-                                    m_pals.group(3) or "", line_no, local=False)  # the line stays an event of its own
-        if "RUNNING AT" in body and (m_hydra := HYDRA_RANK.match(stripped)) is not None:
-            ts, approx = self._time_or_before(rd, ls, who, None)
-            yield self._spawn_first(rd.src.path, who[2] or m_hydra.group(2), ts, approx, int(m_hydra.group(1)), "", "",
-                                    line_no, local=False)  # the line stays an event of its own
-        if stripped.endswith("without calling finalize") and (m_ms := MSMPI_EXITED.match(stripped)) is not None \
-                and (m_ms.group(1) is not None or who[0] is not None):
-            ts, approx = self._time_or_before(rd, ls, who, None)
-            yield self._spawn_first(rd.src.path, who[2], ts, approx,
-                                    int(m_ms.group(1)) if m_ms.group(1) is not None else who[0], "", "", line_no,
-                                    local=False)
+        for hints, read, own_time in FIRST_FAILURE_READERS:
+            if any(h in body for h in hints) and (got := read(body, stripped, who[0])) is not None:
+                rank, exitcode, signal, host = got
+                ts, approx = self._time_or_before(rd, ls, who, self._ts(body) if own_time else None)
+                # (the line itself stays an event of its own)
+                yield self._spawn_first(rd.src.path, who[2] or host, ts, approx, rank, exitcode, signal, line_no,
+                                        local=False)
         if stripped.startswith("Exception in thread ") and stripped.endswith(":"):
             self._thread_exc = (rd.src.path, line_no, stripped[len("Exception in thread "):-1][:80])
-        if ("crashed with exit code" in body or "after failure of Process" in body) and (
-                m_lf := LAUNCHER_FIRST_CRASH.search(stripped)) is not None:
-            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
-            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_lf.group(1) or m_lf.group(3)),
-                                    m_lf.group(2) or "", "", line_no, local=False)  # the line stays an event of its own
-        if "has failed." in body and (m_ray := RAY_TRAIN_FAILED.search(body)) is not None:
-            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
-            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_ray.group(1)), "", "", line_no,
-                                    local=False)  # the line stays an event of its own
-        if "rank" in body and ("MPI_ABORT was invoked" in body or "has exited due to process rank" in body) and (
-                m_mpi := MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)) is not None:
-            ts, approx = self._time_or_before(rd, ls, who, self._ts(body))
-            yield self._spawn_first(rd.src.path, who[2], ts, approx, int(m_mpi.group(1)), "", "", line_no,
-                                    local=False)  # the line itself stays an event of its own
         spawned = _spawn_match(stripped)
         if spawned is not None:  # the line itself stays an event of its own
             if not spawned[1] and not spawned[2]:  # the raised form: the quoted traceback follows
