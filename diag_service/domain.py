@@ -365,6 +365,9 @@ class HangSuspect(BaseModel):
 
     #: The most a culprit's score lends an answer's confidence: the stacks say where a hang stood, not why (docs/hang.md).
     CONFIDENCE_CAP: ClassVar[float] = 0.45
+    #: The score from which a suspect is the culprit (named first failing rank, worded "Culprit"): below it as many
+    #: ranks wait elsewhere and the stacks do not single it out (docs/hang.md).
+    SINGLED_OUT: ClassVar[float] = 0.7
 
     def confidence(self) -> float:
         """The confidence this culprit lends an answer: half its score, at most :attr:`CONFIDENCE_CAP`."""

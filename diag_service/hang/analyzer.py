@@ -56,8 +56,6 @@ MAX_FRAMES = 24
 #: several standard-library frames deep (a DataLoader's queue read under multiprocessing's connection: 10 frames, a new
 #: user's trial 21, r21).
 TOP_FRAMES = 12
-#: A stack suspect's score from which it is named the culprit (diagnose's combine_hang asks the same, 0.7).
-SINGLED_OUT = 0.7
 
 
 class HangInputError(DiagError, ValueError):
@@ -375,9 +373,9 @@ def _explain(
         )
     if suspects:
         top = suspects[0]
-        # below SINGLED_OUT the stacks do not single the rank out (as many ranks wait in the other collective: which
+        # below HangSuspect.SINGLED_OUT the stacks do not single the rank out (as many ranks wait in the other collective: which
         # of them left the common path is not in the stacks; a new user's trial 23, r12), so it is a suspect only
-        lead = "Culprit" if top.score >= SINGLED_OUT else "Suspect (not singled out: as many ranks wait elsewhere)"
+        lead = "Culprit" if top.score >= HangSuspect.SINGLED_OUT else "Suspect (not singled out: as many ranks wait elsewhere)"
         parts.append(f"{lead}: rank {top.rank}" + (f" on {top.node}" if top.node else "") + f", {top.reason}.")
         if len(suspects) > 1:
             parts.append("Other suspects: " + "; ".join(f"rank {s.rank} ({s.reason})" for s in suspects[1:4]) + ".")

@@ -2077,9 +2077,9 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     A hung job is ``fail_hang`` whatever the logs said; the logs' category stands when a confident
     root cause was found (a GPU that fell off the bus hangs its peers), otherwise it stays
     ``unknown`` and the stack contrast names the culprit: the first failing rank is the top suspect
-    when it scores at least 0.7 and no other suspect ties it. A category the logs give with confidence
-    below :data:`CONFIDENT_LOGS` keeps its category but yields the first failing rank to a suspect
-    scoring 0.9 or more.
+    when it scores at least :attr:`HangSuspect.SINGLED_OUT` (0.7) and no other suspect ties it. A category the
+    logs give with confidence below :data:`CONFIDENT_LOGS` keeps its category but yields the first failing rank
+    to a suspect scoring 0.9 or more.
     """
     if not hang.hung:
         d.findings.append(f"{_hang_source(hang)}: " + hang.explanation)
@@ -2091,7 +2091,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     d.findings.insert(0, f"{_hang_source(hang)}: " + hang.explanation)
     _teardown_is_not_the_cause(d, hang)
     top = hang.suspects[0] if hang.suspects else None
-    unique = top is not None and hang.lone_suspect() is top and top.score >= 0.7
+    unique = top is not None and hang.lone_suspect() is top and top.score >= HangSuspect.SINGLED_OUT
     if d.category is Category.UNKNOWN:
         d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
         if unique and top is not None:
