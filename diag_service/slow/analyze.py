@@ -218,7 +218,7 @@ ONSET_READINGS = 2
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
-def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str, int, str], ...]) -> None:
+def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str], ...]) -> None:
     """A log read after the fact: the line(s) the job printed, between its steps, within :data:`ONSET_READINGS`
     readings before the first slowdown's first slow step, and of a kind it had not printed before (its words with the
     numbers masked), are told in the summary: what the job said as it slowed ("augmentation: enabling jitter+mixup",
@@ -231,9 +231,9 @@ def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str, 
     if steps.size == 0:
         return
     lo = int(steps[max(0, steps.size - ONSET_READINGS)])
-    seen = {_DIGITS.sub("#", t) for s, _p, _l, t in notes if s < lo}
+    seen = {_DIGITS.sub("#", t) for s, t in notes if s < lo}
     kinds: dict[str, str] = {}  # one line per kind (the ranks' copies of one announcement are one)
-    for s, _p, _l, t in notes:
+    for s, t in notes:
         if lo <= s < start and (kind := _DIGITS.sub("#", t)) not in seen:
             kinds.setdefault(kind, t)
     said = list(kinds.values())[:2]

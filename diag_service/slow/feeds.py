@@ -210,7 +210,7 @@ class Feed:
     rank_evidence: dict[tuple[int, int], Evidence] = field(default_factory=dict)
     #: for logs: the lines that are neither step readings nor errors, each with the step of its file's last reading
     #: before it, in log order (the last :data:`~diag_service.slow.logs.NOTE_LINES`): what the job said between steps
-    notes: tuple[tuple[int, str, int, str], ...] = ()
+    notes: tuple[tuple[int, str], ...] = ()
 
 
 def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:

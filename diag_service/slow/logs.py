@@ -156,6 +156,9 @@ SAVE_DURATION = re.compile(
 #: A periodic pass between training steps that states its own duration (with :data:`SAVE_DURATION`): evaluation or
 #: validation (``eval at step 109 done in 0.22s``, ``validation took 3.1 s``), an upload or sync of the job's own
 #: (``uploaded snapshot ... in 1.54 s``). Checkpoint saves are :data:`SAVE_LINE`'s.
+PAUSE_LINE = re.compile(r"(?i)\b(?:eval(?:uation|uating|uated)?|validat(?:ion|ing|ed|e)|upload(?:ed|ing)?|sync(?:ed|ing)?)\b")
+#: At most this many writers' periodic passes are kept (the test runs per writer).
+PAUSE_WRITERS_MAX = 64
 #: A progress table printed once with its header, then rows of numbers only (``  step |  loss |  lr | step_ms``):
 #: the header names a step column and a per-step time column whose name gives its unit (``step_ms``, ``time_ms``,
 #: ``ms``: milliseconds; ``time``, ``step_time``, ``sec``, ``s/it``, ``dt``: seconds). Columns are ``|``-separated and
@@ -164,9 +167,6 @@ TABLE_CELL = re.compile(r"[A-Za-z_][\w/().%-]*")
 TABLE_STEP = re.compile(r"(?i)(?:global_)?(?:step|iter(?:ation)?|it)s?")
 TABLE_MS = re.compile(r"(?i)(?:(?:step|iter|batch|time)_?)?ms|(?:step_|iter_|batch_)?time_?(?:ms|\(ms\))")
 TABLE_S = re.compile(r"(?i)(?:(?:step|iter|batch)_?)?(?:time|dt|sec)(?:_s|\(s\))?|s/it|sec/it")
-PAUSE_LINE = re.compile(r"(?i)\b(?:eval(?:uation|uating|uated)?|validat(?:ion|ing|ed|e)|upload(?:ed|ing)?|sync(?:ed|ing)?)\b")
-#: At most this many writers' periodic passes are kept (the test runs per writer).
-PAUSE_WRITERS_MAX = 64
 TQDM = re.compile(
     r"(?:(?i:epoch) (\d+):\s*)?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[0-9:]+<[0-9:?]+,\s*([0-9.]+)(it/s|s/it)"
 )
@@ -712,7 +712,7 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     feed_src: str | None = None
     stepped: set[str] = set()  # members that gave step lines
     last_step: dict[str, int] = {}  # per file, the step of its last reading
-    notes: collections.deque[tuple[int, str, int, str]] = collections.deque(maxlen=NOTE_LINES)
+    notes: collections.deque[tuple[int, str]] = collections.deque(maxlen=NOTE_LINES)
     phased = False  # some rank's lines give its data wait
     seen_lines = 0
     for block in blocks:
@@ -740,7 +740,7 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                 if len(st.points) > before:
                     last_step[src.path] = st.points[-1].step
                 elif src.path in last_step and _is_note(seg):
-                    notes.append((last_step[src.path], src.path, block.first_line + i, seg.strip()[:300]))
+                    notes.append((last_step[src.path], seg.strip()[:300]))
                 if len(st.points) > before and src.path in st.pending_save:  # the reading after a save covers it
                     st.pending_save.discard(src.path)
                     for p in st.points[before:]:
