@@ -1519,7 +1519,7 @@ class Extractor:
                 break
             raw, nxt = rd.line_at(pos)
             t = rd.attr(raw).text.rstrip()
-            if not frames and not t.strip() and i == 0:
+            if i == 0 and not t.strip():  # the blank line after "Fatal Python error:"
                 pos = nxt
                 continue
             if not frames and FAULTHANDLER_THREAD.match(t.strip()):

@@ -558,10 +558,15 @@ def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) 
     return epoch * total + step
 
 
+def _table_cells(raw: str) -> list[str]:
+    """The ``|``-separated cells of a progress table's line, stripped (outer bars dropped)."""
+    return [c.strip() for c in raw.strip().strip("|").split("|")]
+
+
 def _table_header(raw: str) -> tuple[int, int, float, int] | None:
     """(step column, time column, seconds per unit, columns) when ``raw`` is a progress table's header
     (:data:`TABLE_CELL`), else None."""
-    cells = [c.strip() for c in raw.strip().strip("|").split("|")]
+    cells = _table_cells(raw)
     if len(cells) < 3 or not all(TABLE_CELL.fullmatch(c) for c in cells):
         return None
     step = next((i for i, c in enumerate(cells) if TABLE_STEP.fullmatch(c)), None)
@@ -575,7 +580,7 @@ def _table_header(raw: str) -> tuple[int, int, float, int] | None:
 def _table_row(st: _State, path: str, lineno: int, raw: str, rank: int | None, node: str | None, year: int) -> bool:
     """Read ``raw`` as a row of ``path``'s progress table (:meth:`_State.tables`); False when it is not one."""
     step_i, time_i, unit, n = st.tables[path]
-    cells = [c.strip() for c in raw.strip().strip("|").split("|")]
+    cells = _table_cells(raw)
     if len(cells) != n:
         return False
     step, val = _count(cells[step_i]), _num(cells[time_i])
