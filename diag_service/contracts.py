@@ -116,6 +116,11 @@ class ProgressLog:
     kind, approx)``, ``kind`` ``saved``, ``begun`` (``Saving``, ``writing``: it may not have completed) or
     ``resumed``; ``approx``: the line had no time of its own (the time is an earlier line's, a lower bound); the latest
     256 by time are kept.
+    ``last_lines``: per global rank (first 4,096), its last few lines that are not failure candidates (the pre-filter's
+    lines are events already), read from the last :data:`~diag_service.extract.events.LAST_LINES_BYTES` of each block:
+    ``[(file path, line number, unix seconds or None, text without prefixes)]``, oldest first, at most
+    :data:`~diag_service.extract.events.LAST_LINES` (what a rank that went quiet was doing: "saving checkpoint",
+    "waiting for ..."). A rank whose lines all end earlier than a block's tail window keeps an earlier block's.
     ``scheduler_job_id``: the Slurm job id the logs state (``diag_service.extract.events.SLURM_JOB_ID``), the first seen.
     ``k8s_namespace``: the Kubernetes namespace the logs state (``diag_service.extract.events.K8S_NAMESPACE``), the
     first seen.
@@ -145,6 +150,7 @@ class ProgressLog:
     bytes_read: int = 0
     launches: list[float] = field(default_factory=list)
     saves: list[tuple[float, int | None, str, str, bool]] = field(default_factory=list)
+    last_lines: dict[int, list[tuple[str, int, float | None, str]]] = field(default_factory=dict)
     scheduler_job_id: str | None = None
     k8s_namespace: str | None = None
 

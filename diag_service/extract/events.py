@@ -22,9 +22,11 @@ Events:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -337,6 +339,13 @@ K8S_NAMESPACE = re.compile(
 #: Any mark of any platform: one re2 pass over a window instead of a substring search per mark
 ANY_PLATFORM_MARK = re2.compile("|".join(re2.escape(m) for marks in PLATFORM_MARKS.values() for m in marks))
 JOB_WINDOW = 64 << 10
+#: How much of each block's end is read for each rank's last lines (:meth:`Extractor._last_lines`): a rank that went
+#: quiet while its peers kept writing for longer than this keeps the last lines an earlier block showed.
+LAST_LINES_BYTES = 32 << 10
+#: Lines kept per rank (:attr:`~diag_service.contracts.ProgressLog.last_lines`), and characters kept of each (a
+#: progress bar's last redraw only).
+LAST_LINES = 3
+LAST_LINE_CHARS = 300
 #: every platform mark, in order
 _PLATFORM_MARK_LIST = tuple(m for marks in PLATFORM_MARKS.values() for m in marks)
 _RE2_OPTIONS = re2.Options()
@@ -1144,11 +1153,48 @@ class Extractor:
             for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
                 pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
                 self._ray_rank.setdefault(int(pid), int(rank_s))
+        self._last_lines(rd, starts)
         for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
             if ls in consumed:
                 continue
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
+
+    def _last_lines(self, rd: _BlockReader, starts: list[int]) -> None:
+        """Each rank's last :data:`LAST_LINES` lines in the block's last :data:`LAST_LINES_BYTES` that are not
+        failure candidates (``starts``, the pre-filter's line starts) and come before the rank's first failure candidate
+        or traceback in the window (after it, its lines report the failure), into ``progress.last_lines``; a rank found
+        here replaces what an earlier block said of it. Bounded per block: the window's lines are attributed once each."""
+        text, nl = rd.hay, rd.nl
+        lo = max(0, rd.size - LAST_LINES_BYTES)
+        if lo:
+            lo = text.find(nl, lo) + 1  # type: ignore[arg-type]
+            if lo == 0:
+                return  # one line longer than the window
+        bad = set(starts[bisect.bisect_left(starts, lo):])
+        line_no = rd.block.first_line + text.count(nl, 0, lo)  # type: ignore[arg-type]
+        last = self.progress.last_lines
+        found: dict[int, deque[tuple[int, str]]] = {}
+        ended: set[int] = set()  # ranks whose failure began in the window: what follows is its report, not its work
+        ls = lo
+        for line in rd.slice(lo, rd.size).split("\n"):
+            if line.strip():
+                att = rd.attr(line.rstrip("\r"))
+                rank, local, _node = _who(rd.src, att)
+                if rank is None and local is not None:  # read the file's learnt offset, not learn it (out of order)
+                    off = self._rank_offset.get(rd.src.path)
+                    rank = local + off if off is not None else None
+                if rank is None or rank in ended:
+                    pass
+                elif ls in bad or att.text.startswith("Traceback (most recent call last)"):
+                    ended.add(rank)
+                elif att.text.strip() and (rank in last or rank in found or len(last) < 4096):
+                    found.setdefault(rank, deque(maxlen=LAST_LINES)).append((line_no, att.text))
+            ls += len(line) + 1
+            line_no += 1
+        for rank, got in found.items():
+            last[rank] = [(rd.src.path, n, self._ts(body), body.rsplit("\r", 1)[-1].strip()[:LAST_LINE_CHARS])
+                          for n, body in got]
 
     def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], dict[str, list[int]] | None]:
         """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the

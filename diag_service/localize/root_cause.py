@@ -58,6 +58,7 @@ from diag_service.limits import LIMITS
 from diag_service.logformat import SRUN_REPORT, iso, parse_timestamp
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
+from diag_service.slow.material import immaterial
 from diag_service.slow.models import SlowReport
 
 MIN_CONFIDENCE = 0.4
@@ -2169,54 +2170,6 @@ def combine_pace(d: Diagnosis, records: int, last_step: int | None = None, last_
     d.findings = [ALIVE_PACING_FINDING if f == ALIVE_FINDING else f for f in d.findings]
 
 
-#: The share of a finished run's time its slowdown episodes must cost to be the run's verdict (fail_slow) rather than a
-#: finding. This host's clean runs drift 1.1-1.3x for tens of steps (docs/slow.md, "How far step time alone can go"):
-#: such an episode in a run of hundreds of steps costs 1-3 % of it; a slowdown worth a look costs more.
-MATERIAL_SLOWDOWN = 0.05
-#: ... unless an episode lasted at least this many steps: issue 18's sustained slowdown (a job-wide 1.2x held for 50
-#: steps is to be found), whatever share of a long run it cost.
-MATERIAL_EPISODE_STEPS = 50
-#: ... and, whatever its share or length, a finished run's slowdown that cost it less than this many seconds in all is a
-#: finding: no recovery action (the cheapest costs minutes, ``knowledge_base/recovery_policy.yaml``) is worth it, and a
-#: real training step is long enough (0.1-10 s) that issue 18's 1.2x held for 50 steps costs more. New users' clean
-#: controls on this shared host read fail_slow for 0.10-0.94 s of drift in 5-10 s toy runs (trials 16 r24, 17 r01, 19 r01,
-#: 20 r01 / r06 / r16); the smallest real slowdown of a finished zoo dev run costs 1.8 s (a profiler left on).
-MATERIAL_SLOWDOWN_S = 1.0
-
-
-def _run_share(slow: SlowReport, lost: float) -> float:
-    """``lost`` seconds over the run's time (its steps at the report's baseline pace plus ``lost``); 1.0 when the report
-    has no baseline to judge by."""
-    base = slow.baseline.step_time_s if slow.baseline is not None else None
-    steps = slow.input.steps if slow.input is not None else 0
-    if not base or not steps:
-        return 1.0
-    return lost / (base * steps + lost)
-
-
-def _straggler_share(slow: SlowReport) -> float:
-    """The costliest named straggler's own excess over the run's time (:func:`_run_share`); 0.0 without a straggler. A
-    finished run whose ranks' few milliseconds of data time are all its stragglers hold cost a sliver of it (a new
-    user's trial 20, r16: 0.23 s of a 3.4 s run read fail_slow, "Rank 0 ... a persistent data straggler (4.00x)")."""
-    if not slow.stragglers:
-        return 0.0
-    # the costliest: two ranks' noise is not twice a loss
-    return _run_share(slow, max(s.time_lost_s for s in slow.stragglers))
-
-
-def _lost_seconds(slow: SlowReport) -> float | None:
-    """Seconds the report's slowdown cost the run: its episodes' lost time, or its costliest straggler's when that is
-    more; None when the report's units are not seconds (a throughput-only series) or nothing was found."""
-    if slow.units != "seconds" or not (slow.job_slowdown or slow.stragglers):
-        return None
-    return max(sum(e.time_lost_s for e in slow.job_slowdown), max((s.time_lost_s for s in slow.stragglers), default=0.0))
-
-
-def _lost_fraction(slow: SlowReport) -> float:
-    """Time the report's episodes lost over the run's time (:func:`_run_share`)."""
-    return _run_share(slow, sum(e.time_lost_s for e in slow.job_slowdown))
-
-
 def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = None, cpu_job: bool = False) -> None:
     """Fold a fail-slow report into a diagnosis (in place).
 
@@ -2245,18 +2198,11 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
         d.findings.append(finding)
         return
-    share = max(_lost_fraction(slow), _straggler_share(slow))
-    named = {s.rank for s in slow.stragglers}  # a node of flagged ranks costs what they do (one rank per node: itself)
-    if d.failure_mode is FailureMode.NONE and all(g.ranks and set(g.ranks) <= named for g in slow.groups) \
-            and share < MATERIAL_SLOWDOWN and all(e.steps < MATERIAL_EPISODE_STEPS for e in slow.job_slowdown):
-        # a finished run whose episodes cost a sliver of it (trial 16's r24, a clean run: one 10-step blip, 0.1 s of
-        # 10 s): the run's verdict stays "finished"; the episode is told, not the cause of anything
-        d.findings.append(finding + f" (costing about {100 * share:.1f} % of the run's time: the host's own drift, not a "
-                                    "slowdown of the run)")
-        return
-    lost_s = _lost_seconds(slow)
-    if d.failure_mode is FailureMode.NONE and lost_s is not None and lost_s < MATERIAL_SLOWDOWN_S:
-        d.findings.append(finding + f" (costing about {lost_s:.2g} s in all: too little to be the run's failure)")
+    why = immaterial(slow) if d.failure_mode is FailureMode.NONE else None
+    if why is not None:
+        # a finished run whose slowdown cost a sliver of it: the run's verdict stays "finished"; the slowdown is told,
+        # not the cause of anything
+        d.findings.append(finding + f" ({why})")
         return
     if not inferred_hang:  # otherwise the summary below is this finding, word for word
         d.findings.append(finding)

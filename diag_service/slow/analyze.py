@@ -34,6 +34,7 @@ from diag_service.slow.feeds import (
     load_table,
 )
 from diag_service.slow.logs import RANK_PHASE_MIN_STEPS, load_log_bundle
+from diag_service.slow.material import immaterial
 from diag_service.slow.models import GroupFinding, SlowConfig, SlowEpisode, SlowReport, Straggler, StragglerKind
 from diag_service.slow.offline import whole_log_episode
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
@@ -182,6 +183,7 @@ def analyze_slow(
             _onset_note(rep, batch, feed.notes)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
+    rep.minor = immaterial(rep, finished=False)
     if feed.log_evidence:
         steps = {e.start_step for e in rep.job_slowdown} | {e.detected_at_step for e in rep.job_slowdown}
         chosen = {s: feed.log_evidence[s] for s in steps if s in feed.log_evidence}

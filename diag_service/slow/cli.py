@@ -49,7 +49,10 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
     """Render a :class:`SlowReport` for a terminal."""
     u = "s" if rep.units == "seconds" else f" ({rep.units})"
     lost = "lost (s)" if rep.units == "seconds" else f"lost ({rep.units})"
-    if rep.failure_mode:
+    if rep.failure_mode and rep.minor:
+        con.print(f"[yellow]MINOR[/yellow]  a slowdown too small to act on ({escape(rep.minor)}); category if it grew: "
+                  f"{rep.category}")
+    elif rep.failure_mode:
         con.print(f"[red]FAIL-SLOW[/red]  category: {rep.category}")
     elif rep.baseline.step_time_s is None:  # a category is only given to a slowdown found
         con.print("[yellow]NOT JUDGED[/yellow]  too few steps for a baseline pace")

@@ -326,6 +326,9 @@ class SlowReport(BaseModel):
     stragglers: list[Straggler] = Field(default_factory=list)
     groups: list[GroupFinding] = Field(default_factory=list, description="Nodes and pipeline stages to blame.")
     time_lost_s: float = Field(default=0.0, description="Total of the episodes' lost time.")
+    minor: str | None = Field(default=None, description=(
+        "Why what was found is too small to act on (diag_service.slow.material.immaterial: under 1 s in all, or under "
+        "5 % of the run in short episodes, none still open at the feed's end); None when material or nothing found."))
     baseline: BaselineInfo = Field(default_factory=BaselineInfo)
     alarms: list[SlowAlarm] = Field(default_factory=list)
     input: FeedStats

@@ -1,0 +1,45 @@
+"""What a rank was doing when it went quiet: its last lines, told beside a verdict that names it without its own error.
+
+A hang's culprit and a rank killed without a traceback write no error of their own; their last ordinary lines
+("saving checkpoint 3", "waiting for feature-store snapshot ...", "loading shard 7") are often the most direct clue
+an on-call engineer has. Entry point: :func:`combine_last_lines` (a diagnosis and the extractor's observations in, the
+diagnosis's findings extended in place).
+"""
+
+from __future__ import annotations
+
+from diag_service.contracts import ProgressLog
+from diag_service.domain import Diagnosis, EventKind, FailureMode
+from diag_service.logformat import iso
+from diag_service.redact import redact
+
+#: Lines told (the rank's last ones, oldest first), of the extractor's ``LAST_LINES`` kept per rank.
+SHOWN_LINES = 2
+#: Characters told of each line.
+SHOWN_CHARS = 200
+_OWN_ERROR = frozenset({EventKind.TRACEBACK, EventKind.EXCEPTION, EventKind.CPP_FRAMES})
+
+
+def _own_error(d: Diagnosis, rank: int) -> bool:
+    """The rank wrote an error of its own (a traceback, an exception line, C++ frames): that says what it did."""
+    return any(e.kind in _OWN_ERROR and rank in e.ranks for e in d.events)
+
+
+def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
+    """Append to ``d.findings`` the last :data:`SHOWN_LINES` ordinary lines (redacted) of the rank ``d`` names as
+    first failing (``progress.last_lines``), with file, line and time, when that rank is a hang's culprit or a stopped
+    job's failing rank that wrote no error of its own. Nothing when no rank is named, or its lines are not known."""
+    rank = d.first_failing_rank
+    if rank is None or d.failure_mode not in (FailureMode.FAIL_HANG, FailureMode.FAIL_STOP):
+        return
+    lines = progress.last_lines.get(rank)
+    if not lines or (d.failure_mode is FailureMode.FAIL_STOP and _own_error(d, rank)):
+        return
+    told = []
+    for path, line_no, ts, text in lines[-SHOWN_LINES:]:
+        when = f", {iso(ts)}" if ts is not None else ""
+        text = redact(text)
+        cut = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+        told.append(f"{path.rsplit('/', 1)[-1]}:{line_no}{when}: \"{cut}\"")
+    what = "before the job hung" if d.failure_mode is FailureMode.FAIL_HANG else "before it stopped"
+    d.findings.append(f"Rank {rank}'s last lines of its own {what} (what it was doing): " + "; ".join(told) + ".")
