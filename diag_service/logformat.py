@@ -100,7 +100,7 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: Lines that name the rank they are about: PyTorch's ``[Rank N]`` / ``[PG ... Rank N]``, NCCL's ``rank N nranks M``,
 #: scripts' ``Rank N:`` / ``[rank: N]`` / ``[rankN] `` at the start of a line, a Python logging format's ``[rank N]``
 #: field at the start or after a bracketed time (``[2026-12-04 10:11:12,345][rank 1][ERROR] ...``) or after a plain
-#: time and level (``2026-12-06 07:28:25,161 INFO [rank1] step 10/300 ...``: a script's own logging format, trial 17),
+#: time and level (``2026-12-06 07:28:25,161 INFO [rank1] step 10/300 ...``: a script's own logging format),
 #: Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher

@@ -60,7 +60,7 @@ class Calibration(BaseModel):
     fitted on log signatures, do not describe. A hang culprit's category from stacks keeps its own bounded score.
     ``category_offsets``: per named category, a shift of the knots' probability in log-odds (``logit(p) + b``,
     the knots' value clipped to 0.02-0.98 first): some categories' answers are right less often than their raw
-    confidence says at first contact (a ``user_code`` answer far less often). The fit only lowers
+    confidence says on cases the rules were not tuned on (a ``user_code`` answer far less often). The fit only lowers
     (``eval/calibrate.py``'s ``fit_offsets``); categories without an offset keep the knots' value.
     ``fitted_on``: provenance (split, cases, commit).
     """
@@ -111,8 +111,8 @@ class Calibration(BaseModel):
         lone = d.hang.lone_suspect() if d.hang is not None and d.hang.hung else None
         if lone is not None and d.first_failing_rank == lone.rank:
             # the stacks single out the rank the diagnosis names: the logs-only map (fitted on pasted logs) does not
-            # take the answer below the culprit's own bounded score (docs/hang.md; a new user's trial 18: right hang
-            # answers at 0.09, "a user cannot tell them from guesses")
+            # take the answer below the culprit's own bounded score (docs/hang.md; otherwise right hang
+            # answers read as low as 0.09, which a user cannot tell from guesses)
             d.confidence = max(d.confidence, lone.confidence())
 
 

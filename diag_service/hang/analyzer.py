@@ -53,8 +53,8 @@ def _cache_key(data: bytes) -> bytes:
 
 MAX_FRAMES = 24
 #: Frames kept per stack group and suspect, innermost first: enough to reach the job's call into a library from a wait
-#: several standard-library frames deep (a DataLoader's queue read under multiprocessing's connection: 10 frames, a new
-#: user's trial 21, r21).
+#: several standard-library frames deep (a DataLoader's queue read under multiprocessing's connection: 10
+#: frames).
 TOP_FRAMES = 12
 
 
@@ -308,8 +308,8 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
             elif majority is not None and g.collective == majority.collective and len(g.top_frames) > 1 \
                     and len(majority.top_frames) > 1 and g.top_frames[1] != majority.top_frames[1]:
                 # as many ranks, the same collective, called from another place: the ranks issue their collectives in
-                # different orders or on different groups, and each waits for the others at its own call (a new
-                # user's trial 21, r22: two groups' all_reduces in opposite orders, tagger.py:277 against :278)
+                # different orders or on different groups, and each waits for the others at its own call (e.g.
+                # two groups' all_reduces issued in opposite orders, one line apart in the same file)
                 reason = (f"call-site mismatch: stuck in {g.collective} at {g.top_frames[1]} while rank(s) "
                           f"{majority.ranks[:8]} wait in {majority.collective} at {majority.top_frames[1]}: the ranks "
                           "call their collectives in different orders (or on different groups), each waiting for the "
@@ -374,7 +374,7 @@ def _explain(
     if suspects:
         top = suspects[0]
         # below HangSuspect.SINGLED_OUT the stacks do not single the rank out (as many ranks wait in the other collective: which
-        # of them left the common path is not in the stacks; a new user's trial 23, r12), so it is a suspect only
+        # of them left the common path is not in the stacks), so it is a suspect only
         lead = "Culprit" if top.score >= HangSuspect.SINGLED_OUT else "Suspect (not singled out: as many ranks wait elsewhere)"
         parts.append(f"{lead}: rank {top.rank}" + (f" on {top.node}" if top.node else "") + f", {top.reason}.")
         if len(suspects) > 1:

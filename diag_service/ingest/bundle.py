@@ -288,7 +288,7 @@ def _newlines(text: str, data: bytes | None) -> int:
 
 #: At least this share of NUL bytes in a member's first 8 KiB makes it binary. Random or compressed bytes hold one
 #: in 256 (0.39 %), executables and images far more; a text log holds a stray one (PyTorch's DataLoader bus-error
-#: message is written with its terminating NUL: a new user's trial 18, r02, whose rank stderr.log was skipped whole).
+#: message is written with its terminating NUL, and a rank's stderr.log holding it must not be skipped whole).
 BINARY_NUL_SHARE = 0.002
 
 
@@ -548,7 +548,7 @@ def read_bundle(
         inner = name[:-3] if name.lower().endswith(".gz") else name
         if SOURCE_CODE.search(inner):
             # the job's own program in the bundle: its lines are code, not output (a `raise ...` or a log call's
-            # format string would read as the error or the completion it only names: a new user's trial bundles)
+            # format string would read as the error or the completion it only names)
             report.warnings.append(f"{name}: source code, not a log: skipped")
             return iter(())
         src = attribute_path(inner)

@@ -693,8 +693,8 @@ class LiveJobs:
             if (ev.event in (LiveEventKind.FIRST_STEP, LiveEventKind.PROGRESS) and self._in_phase(st, now)
                     and ev.step is not None and st.phase_step is not None and ev.step > st.phase_step):
                 # a step beyond the one the phase began after: the job trains again (a synchronous step needs every
-                # rank), so the phase is over and a stall from now on is a hang (a new user's live trial: a save 4 s
-                # before a rank hung held every hang for the phase's whole 40 s, past gloo's own timeout)
+                # rank), so the phase is over and a stall from now on is a hang (else a save 4 s
+                # before a rank hung holds the hang back for the phase's whole 40 s, past gloo's own timeout)
                 st.phase_until, st.phase_step = None, None
             if ev.event == LiveEventKind.HANG_DETECTED and self._in_phase(st, now):
                 # ranks of other nodes wait in the next collective while one saves or evaluates: the agent is

@@ -45,7 +45,7 @@ the JSON with pydantic; :func:`check_answer` then keeps a sentence only when
    claims a resemblance is about the past incident and is not checked);
 10. a sentence that places a rank on a node the pack names (``rank 2 on node node0``) puts it where the pack does:
    the facts' first failing rank and its node, or an item of that one rank and that one node
-   (:func:`rank_node_pairs`; a fresh-clone trial: "Rank 2 on node node0" for a rank whose lines came from node1).
+   (:func:`rank_node_pairs`; e.g. "Rank 2 on node node0" for a rank whose lines came from node1).
 
 At most ``max_sentences`` sentences are kept. An answer with no sentence left, or whose kept sentences
 cite none of the items that state the failure itself (first failure line, deciding signature, hang
@@ -430,9 +430,9 @@ DEGENERATE_REPEATS = 3
 
 
 def _degenerate(body: str) -> bool:
-    """True when one word 3-gram occurs :data:`DEGENERATE_REPEATS` times or more in ``body`` (a new user's trial 18,
-    r11: "... due to not determined from the logs, not determined from the logs, not determined from the logs ..."
-    passed every citation check)."""
+    """True when one word 3-gram occurs :data:`DEGENERATE_REPEATS` times or more in ``body`` (an answer such as
+    "... due to not determined from the logs, not determined from the logs, not determined from the logs ..."
+    passes every citation check)."""
     words = re.findall(r"\w+", body.lower())
     grams = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)]
     return bool(grams) and max(grams.count(g) for g in set(grams)) >= DEGENERATE_REPEATS

@@ -149,8 +149,8 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     """Throughput collapse at the end of any progress series: the last three step intervals' max
     against the median of the earlier ones, per step; needs at least three earlier intervals. In a run that
     reported its own completion the collapse must hold over the last three intervals (their least): one long last
-    interval of a finished run is its final evaluation or save, or a periodic pause, not a collapse (a new user's
-    trial 18: r16, a clean run whose last interval held its final 4 s evaluation, read "collapsed about 49x")."""
+    interval of a finished run is its final evaluation or save, or a periodic pause, not a collapse (e.g.
+    a clean run whose last interval held its final 4 s evaluation would read "collapsed about 49x")."""
     best: _Slowdown | None = None
     for (path, _rank, _node), series in progress.series.items():
         pts = sorted(set(series), key=lambda p: p[1])
@@ -174,7 +174,7 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
 
 #: The largest SeqNum gap read as a few ranks ahead of the rest in one process group. A rank-dependent path issues a
 #: handful of extra collectives; reports thousands apart are of different process groups (each counts its own), and
-#: a rank's lowest SeqNum then mixes them (public corpus dev n27a-009: 1008 on one group, 956300 on another).
+#: a rank's lowest SeqNum then mixes them (e.g. a public report with 1008 on one group, 956300 on another).
 SEQ_AHEAD_MAX = 16
 
 
@@ -520,8 +520,8 @@ def _signal_after_stall(roots: list[SignatureHit], progress: ProgressLog) -> lis
     between progress lines (the median over its streams, each of at least :data:`STALL_MIN_POINTS` lines) and
     :data:`STALL_MIN_S` seconds. Such a hit becomes a hang symptom in place (``fail_hang``, role symptom, category
     unknown, ``details['context_rule']`` :data:`SIGNAL_AFTER_STALL` with the gap): the signal ended a job that had
-    stopped making progress (a new user's trial, r24: steps every 12 ms, 15 s of silence, then the on-call's SIGTERM
-    to torchrun, read "the scheduler cancelled healthy workers, restart"). A signal within a few intervals of the last
+    stopped making progress (e.g. steps every 12 ms, 15 s of silence, then an operator's SIGTERM to torchrun,
+    which would otherwise read "the scheduler cancelled healthy workers, restart"). A signal within a few intervals of the last
     step (a preemption, a time limit) stays the root."""
     hit = next((h for h in roots if h.signature_id == "elastic_agent_death_signal"
                 and not h.details.get("context_rule") and not h.first_timestamp_approx), None)
@@ -675,8 +675,8 @@ def _silent_rank(hits: list[SignatureHit], ranks: set[int], sigs: SignatureSet,
 
 #: What :func:`_left_cleanly`'s rank did.
 #: torch.multiprocessing.spawn's warning for each process it ends after another failed ("Terminating process P via
-#: signal SIGTERM", torch/multiprocessing/spawn.py): that process was still alive (zoo dev b18: rank 1 waited in its
-#: all-reduce when rank 0's barrier failed and spawn reported rank 0).
+#: signal SIGTERM", torch/multiprocessing/spawn.py): that process was still alive (e.g. a rank waiting in its
+#: all-reduce when its peer's barrier failed and spawn reported the peer).
 SPAWN_TERMINATING = "Terminating process"
 CLEAN_EXIT_FINDING = (
     "Every other rank lost its connection to rank {rank}, and the launcher's failure report lists them but not rank "
@@ -862,10 +862,10 @@ def localize(
                 first_rank = ordered[0][0]
         if first_rank is None and not primary.ranks and len(nodes_seen | progress.source_nodes) <= 1:
             # the root's own lines sit in one rank's file of torchrun's --log-dir tree on the one node (local rank =
-            # global rank): that rank failed, whatever the agent observed first (a new user's trial 22, r06: rank 1's
-            # faulthandler dump in attempt_0/1/stderr.log, the agent's table rooted at rank 0's later abort)
+            # global rank): that rank failed, whatever the agent observed first (e.g. rank 1's
+            # faulthandler dump in attempt_0/1/stderr.log while the agent's table is rooted at rank 0's later abort)
             # (or a --tee prefix, "[default2]:", whose global rank the bundle shows equal to the local one: a line
-            # logged before the rank's first "[rank2]:" line carries only the local rank; a new user's trial 22, r22)
+            # logged before the rank's first "[rank2]:" line carries only the local rank)
             same = _local_is_global(groups)
             own = {ev.local_rank for ev in pevs if ev.local_rank is not None and ev.kind is not EventKind.NCCL
                    and (progress.launcher_local_ranks.get(ev.path) == ev.local_rank or same)}
@@ -888,7 +888,7 @@ def localize(
             first_rank = next(iter(locals_)) if len(locals_) == 1 else _agent_failed_rank(groups)
         if first_rank is None and not primary.ranks:
             # a cause on no rank's line (an agent signalled on node1): the one rank that reported losing its peer
-            # noticed it, it did not fail first (trial 15's r17 named rank 0 of node0 for node1's preemption)
+            # noticed it, it did not fail first (else a survivor on node0 is named for node1's preemption)
             first_rank = _sole_erring_rank(events, frozenset(
                 tid for h in hits if _cascade(h, sigs) == "peer_loss" for tid in h.template_ids))
         if first_rank is None and not primary.ranks:
@@ -958,8 +958,8 @@ def localize(
             if where_ev is None and elastic_root is not None and elastic_root.rank == first_rank:
                 where_ev = elastic_root
             if where_ev is not None:
-                # the answer's first evidence line is the named rank's own (a new user's trial 13, r06: "rank 1" in
-                # the header over rank 0's copy of the same error)
+                # the answer's first evidence line is the named rank's own (not another rank's copy of the same error under
+                # a header naming this one)
                 own = _evidence(where_ev)
                 evidence[:] = [own, *(e for e in evidence if e != own)]
         ev_node = where_ev.node if where_ev is not None and where_ev.node not in refused else None
@@ -984,7 +984,7 @@ def localize(
         if primary.signature_id in RENDEZVOUS_WAITS and primary.nodes and first_rank is None:
             said, apart = _rendezvous_waiters(primary.nodes, nodes_seen)
             summary = f"{primary.name}{when}. {said} {primary.explanation}"
-            if apart:  # every node waited alone: their launch commands disagree (a new user's trial 24, r08)
+            if apart:  # every node waited alone: their launch commands disagree
                 # (the hit is refined with it, as a context rule refines one: it stays the diagnosis' primary hit)
                 category, responsible = Category.CONFIG, DEFAULT_RESPONSIBLE[Category.CONFIG]
                 primary.category = Category.CONFIG
@@ -1048,7 +1048,7 @@ def localize(
                         mismatch = True
                     elif _lost_before_timeout(hang_suspects[0], symptoms + roots, by_tid, sigs, groups):
                         # the "absent" rank had lost its connection before its peer timed out: it was in the
-                        # collective, and the connection between the two failed (zoo dev b21: a middlebox's resets)
+                        # collective, and the connection between the two failed (e.g. a middlebox's resets)
                         other, hang_suspects = hang_suspects[0], []
                         why = MUTUAL_LOSS_FINDING.format(rank=other)
                         mutual_loss = True
@@ -1116,7 +1116,7 @@ def localize(
                                                         every=f"{float(stalled.details['every_s']):.3g} s")]
                 findings.extend(hang_findings)
             elif interrupted and (going := _still_progressing(symptoms, progress, groups)) is not None:
-                # the steps came until the interrupt (trial 17's r13: Ctrl-C to torchrun while it trained): a person
+                # the steps came until the interrupt (e.g. Ctrl-C to torchrun while it trained): a person
                 # stopped a running job; nothing here failed or hung
                 mode = FailureMode.FAIL_STOP
                 hang_findings = [INTERRUPTED_RUNNING_FINDING.format(*going)]
@@ -1150,7 +1150,7 @@ def localize(
                 f"normally, {slow.last_s:.2f} s/step at the end, from {slow.stream}); the cause is not in the logs."
             )
             if progress.completed and not _own_errors(groups, nccl=False, benign=benign):
-                # the run then reported its own completion (trial 15's r08: both ranks' "training complete: 150
+                # the run then reported its own completion (e.g. every rank's "training complete: 150
                 # steps" in torchrun's --log-dir files): nothing to restart (the policy's slow_after_completion)
                 path, line = next(iter(progress.completed.items()))
                 summary += (f" The run then reported its own completion ({line!r} in {path}): there is no job to "
@@ -1288,7 +1288,7 @@ def localize(
             # own error: the rank it happened on failed first. A lost peer's report names the rank that noticed.
             first_rank = primary.ranks[0]
         if first_rank is None and lost is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
-            # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed: trial 16's r21)
+            # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed)
             first_rank = _sole_erring_rank(events)
         if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
             first_rank = _agent_failed_rank(groups)
@@ -1308,7 +1308,7 @@ def localize(
         if early[1] is not None:  # the rank that left first is where the peers' losses start
             first_rank = early[1]
     if broadcast and first_rank is not None and BROADCAST_FINDING in findings:
-        # the table ties, the ranks' own lines do not (trial 16's r06: "no rank is singled out" beside rank 1 named)
+        # the table ties, the ranks' own lines do not (else "no rank is singled out" stands beside the rank named)
         findings[findings.index(BROADCAST_FINDING)] = (
             "Every rank in the launcher's failure table ended by the same signal in the same second, so the table "
             f"alone singles out no rank; rank {first_rank}'s own lines show it stopped first.")
@@ -1319,7 +1319,7 @@ def localize(
         recovered = _handled_before_completion(events, benign, progress)
         if recovered is not None:
             # a handled error is not the run's verdict: the category is left to what else the logs show (a slowdown
-            # the same errors caused: trial 21's r23, an object store's throttling retried until the run finished)
+            # the same errors caused, e.g. an object store's throttling retried until the run finished)
             category, responsible, first_rank = Category.UNKNOWN, DEFAULT_RESPONSIBLE[Category.UNKNOWN], None
     if recovered is not None:
         # the job finished after it: nothing to restart (the policy's run_completed); the failure stays explained
@@ -1382,7 +1382,7 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
                            progress: ProgressLog) -> tuple[str, int | None] | None:
     """(:data:`FINISHED_BEFORE_PEERS_FINDING`, the finished file's one rank or None) when some file holds the run's own
     report of completion and no failure event before it, while another file holds a failure event and no such report
-    (zoo batch 25: node 1 ran 2 epochs and logged "training finished", node 0 ran a third and lost its peer); else
+    (e.g. node 1 ran 2 epochs and logged "training finished", node 0 ran a third and lost its peer); else
     None."""
     marks = progress.completed_line
     if not marks:
@@ -1416,13 +1416,13 @@ def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int]
     failure event (an error, traceback, exit or launcher report that is not a known-harmless line) came before a
     restart and a report of completion: in an earlier attempt than the completed one (torchrun's ``--log-dir``
     ``attempt_N`` folders), or before a launcher's restart line (``ProgressLog.launches``) and earlier in its file or by
-    its time than the completion line; else None (trial 16's r19: torchrun restarted the job after a
+    its time than the completion line; else None (e.g. torchrun restarted the job after a
     ConnectionResetError and the second attempt reported "training finished")."""
     if not progress.completed:
         return None
     failing = _failure_firsts(events, benign)
     # a failure that ended a process (a traceback, an exit, a launcher's report), not error-looking lines of a run that
-    # went on (trial 17's r11: "loss nan" on every step until "training complete ... final loss nan"; r20: Ray's
+    # went on (e.g. "loss nan" on every step until "training complete ... final loss nan", or Ray's
     # state-API warnings in a clean run)
     ended = [e for e in events if e.kind in (EventKind.TRACEBACK, EventKind.EXIT, EventKind.ELASTIC_SUMMARY)
              and e.template_id not in benign]
@@ -1463,8 +1463,8 @@ HANDLED_FINDING = (
     "catches and logs) is worth fixing on its own.")
 
 
-#: A completion line that reports a loss that is not a number: the run ended, its training did not succeed (trial 17's
-#: r11: "training complete: 300 steps in 7.0 s, final loss nan").
+#: A completion line that reports a loss that is not a number: the run ended, its training did not succeed (e.g.
+#: "training complete: 300 steps in 7.0 s, final loss nan").
 _NAN_FINISH = re.compile(r"(?i)(?:\b|_)(?:loss|ppl|perplexity)\b\W{0,3}(?:[\w ]{0,12}[:=]\s*)?[-+]?(?:nan|inf)\b")
 
 
@@ -1472,9 +1472,9 @@ def _handled_before_completion(events: list[EventTemplate], benign: frozenset[in
                                progress: ProgressLog) -> str | None:
     """:data:`HANDLED_FINDING` when every failure event (an error or traceback that is not a known-harmless line) lies
     before the run's own report of completion in the same file, and no process ended in failure (no exit, signal or
-    launcher failure report); else None (a new user's trial 21, r19: rank 0 caught and logged a ConnectionRefusedError
-    traceback at each evaluation, "metrics push failed; continuing without it", and both ranks logged "training
-    finished": it read fail_stop, "restart once")."""
+    launcher failure report); else None (e.g. rank 0 catches and logs a ConnectionRefusedError
+    traceback at each evaluation, "metrics push failed; continuing without it", and both ranks log "training
+    finished": not fail_stop, "restart once")."""
     marks = {f: n for f, n in progress.completed_line.items() if not _NAN_FINISH.search(progress.completed.get(f, ""))}
     if not marks:
         return None
@@ -1600,8 +1600,8 @@ def _still_progressing(symptoms: list[SignatureHit], progress: ProgressLog,
     :data:`STALL_INTERVALS` of the job's own intervals between progress lines (and :data:`STALL_MIN_S`) of its last
     one: the job was making progress when it was stopped. None when the times or the progress lines do not say.
     A KeyboardInterrupt traceback has no time of its own: then the launcher's stamped report of the process that
-    ended by SIGINT (torchelastic's agent, ``failed (exitcode: -2)``, in ``groups``) stands for it, an upper bound (a
-    new user's trial 23, r06: SIGINT to one rank while it trained, read as a stalled job)."""
+    ended by SIGINT (torchelastic's agent, ``failed (exitcode: -2)``, in ``groups``) stands for it, an upper bound (without
+    it, SIGINT to one rank while it trained reads as a stalled job)."""
     times = [t for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG and not h.first_timestamp_approx
              for t in [_ts_of(h)] if t is not None]
     if not times and groups:
@@ -1642,8 +1642,8 @@ def _out_of_step_rank(progress: ProgressLog) -> tuple[int, str] | None:
     (``progress.steps_sampled`` false), with what to say of it; else None. In a collective
     mismatch the rank whose code took another path around a collective (it skipped one its peers called, or called
     one they did not) leaves the others' step: the rank that reports the mismatch is the one whose receive did not
-    fit, a victim as often as not (a new user's trial 13, r08: rank 1 skipped a metric all-reduce and logged step 20,
-    ranks 0 and 2 stopped at 19, and rank 0's gloo abort was named)."""
+    fit, a victim as often as not (e.g. rank 1 skips a metric all-reduce and logs step 20,
+    ranks 0 and 2 stop at 19, and rank 0's gloo abort reports the mismatch)."""
     last = progress.rank_last_step
     if progress.steps_sampled or len(last) < 3:
         return None
@@ -1803,8 +1803,8 @@ def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]]) -> tu
     rank-dependent path around a collective (every rank must call the same collectives in the same order, PyTorch
     distributed docs). Which of the two left the common path is not in the sites: a rank whose data ran out waits in
     an end-of-epoch barrier while its peer is still in the step's gradient all-reduce, but a rank that skipped a step
-    (an empty batch it ``continue``d past) is the one in the all-reduce, ahead of its peer (zoo dev ``b7_hang_data_skip_r0``
-    and ``b18_hang_uneven_parts_accel_r0``: one of each). No rank is named."""
+    (an empty batch it ``continue``d past) is the one in the all-reduce, ahead of its peer
+    (both orders occur in injected hangs of each kind). No rank is named."""
     if len(sites) != 2 or len(set(sites.values())) != 2:
         return None
     (ra, (sa, ca)), (rb, (sb, cb)) = sorted(sites.items())
@@ -1868,8 +1868,8 @@ def _thread_death_then_hang(roots: list[SignatureHit], hits: list[SignatureHit],
     """The root whose every event is a thread's traceback (threading's "Exception in thread NAME:", the
     event's ``thread`` field) when a collective timeout (a ``fail_hang`` hit) comes after it, else None. An exception
     in a thread ends the thread, not its process (Python's threading.excepthook): the job hangs on what the thread
-    no longer does (a new user's trial 22, r12: a prefetch thread's KeyError, its rank blocked on the queue, the peer
-    timed out 46 s later and was read as the one that failed)."""
+    no longer does (e.g. a prefetch thread's KeyError, its rank blocked on the queue, the peer
+    timing out 46 s later and looking like the one that failed)."""
     for h in roots:
         evs = root_events.get(id(h), [])
         if not evs or not all(ev.fields.get("thread") for ev in evs):
@@ -1883,7 +1883,7 @@ def _thread_death_then_hang(roots: list[SignatureHit], hits: list[SignatureHit],
 
 #: Ranks that time out in one collective enter it within about a step of each other, so their timeouts fire within about
 #: a step too; a rank whose own timeout ends it this much later than every peer's entered the collective that much late
-#: (a new user's trial 22, r13: rank 1 frozen 65 s by the cgroup freezer, its timeout 65 s after rank 0's).
+#: (e.g. a rank frozen 65 s by the cgroup freezer times out 65 s after its peer).
 LATE_TIMEOUT_S = 30.0
 LATE_TIMEOUT_FINDING = (
     "Every rank timed out in the same collective, but rank {rank}'s process ended {gap} after its peers': it entered "
@@ -2024,15 +2024,15 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
             for f in top.top_frames):
         # a read of the standard library's socket, ssl or HTTP client called from the job (a metrics push, an upload,
         # a request to a service): it waits for a server that does not answer, and only a timeout ends the wait
-        # (a new user's trial 18, r11: urlopen() without a timeout to a gateway that never answered)
+        # (e.g. urlopen() without a timeout to a gateway that never answers)
         return Category.USER_CODE, (f"stuck outside any collective in a network call of its own ({top.top_frames[0]}): "
                                     "a request or socket read without a timeout, waiting for a service that does not "
                                     "answer; give the call a timeout (urlopen(..., timeout=), requests' timeout=, "
                                     "socket.settimeout) or move it off the training loop")
     if first is not None and _OUTPUT_WAIT.match(top.top_frames[0]):
         # a write of the process's own log output that does not return: its stdout/stderr is a pipe whose reader stopped
-        # (a log shipper, tee or collector paused or dead), and the write blocks once the pipe's buffer is full (a new
-        # user's trial 21, r10: rank 1's shipper SIGSTOPped, rank 1 in StreamHandler.emit, "unknown", restart)
+        # (a log shipper, tee or collector paused or dead), and the write blocks once the pipe's buffer is full (e.g.
+        # a SIGSTOPped log shipper leaves its rank in StreamHandler.emit; not "unknown", restart)
         return Category.INFRASTRUCTURE, (f"stuck writing its own log output ({top.top_frames[0]}): its stdout/stderr is "
                                          "a pipe whose reader stopped (a log shipper, tee or collector paused or dead), "
                                          "and the write blocks once the pipe is full; restart or replace the reader, or "
@@ -2040,8 +2040,8 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     loader = next((f for f in top.top_frames if _DATALOADER_WAIT.search(f)), None)
     if loader is not None:
         # the rank waits for its DataLoader workers' next batch (PyTorch's _MultiProcessingDataLoaderIter): a worker
-        # is stuck in its read (a hung network mount, a blocking file) or in its own loop (a new user's trial 19, r16:
-        # a worker blocked opening a FIFO, "unknown", restart)
+        # is stuck in its read (a hung network mount, a blocking file) or in its own loop (e.g.
+        # a worker blocked opening a FIFO; not "unknown", restart)
         return Category.STORAGE, (f"stuck outside any collective waiting for its DataLoader workers ({loader}): a "
                                   "worker is blocked reading its data (a hung network mount, a file that never "
                                   "answers) or loops in its own code; py-spy dump --subprocesses shows where the "
@@ -2055,7 +2055,7 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
             return None
         if top.kind == "moving":
             # alive, its stack changing between dumps, in the job's own code while its peers wait in a collective: a
-            # loop that does not end on this rank, or work far longer than its peers' (zoo batch 26: a sampling loop
+            # loop that does not end on this rank, or work far longer than its peers' (e.g. a sampling loop
             # that never ends on one rank's data)
             return Category.USER_CODE, (f"still running in the job's own code ({f}) while its peers wait: a loop that "
                                         "does not end on this rank (or work far longer than its peers'); check what "
@@ -2105,7 +2105,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
                 d.responsible = DEFAULT_RESPONSIBLE[d.category]
                 d.category_source = "analyzers"
                 d.findings.append(f"Category {d.category.value} from the hang's culprit, rank {top.rank}: {why}.")
-                # the stacks say why it stalled: the logs' "nothing says why" no longer holds (trial 18, r11)
+                # the stacks say why it stalled: the logs' "nothing says why" no longer holds
                 d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + (
                     f" The stacks say why: {why}." if top.kind == ORDER_MISMATCH else
                     f" Rank {top.rank}'s stack says why: {why}.")
@@ -2116,7 +2116,7 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
         d.root_cause.summary = hang.explanation + " Logs: " + d.root_cause.summary
     elif unique and top is not None and d.first_failing_rank is None and top.kind != ORDER_MISMATCH:
         # a confident log verdict that names no rank (a debugger prompt on no rank's line): the culprit the stacks
-        # single out is its rank (a new user's trial 18, r10: "rank 1" in the text, first_failing_rank null)
+        # single out is its rank (else the text names a rank while first_failing_rank stays null)
         d.first_failing_rank = top.rank
     if unique and top is not None and top.node and not d.faulty_nodes and d.category in NODE_LEVEL:
         _set_faulty_nodes(d, [top.node])

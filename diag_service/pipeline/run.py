@@ -173,7 +173,7 @@ def checkpoint_seen(progress: ProgressLog, evidence: list[Evidence], write_faile
     latest = bounds + stamps[-1:]
     end = min(failed) if failed else (max(latest) if latest else None)
     # without a failure line that has a time, the logs' last progress line is no bound on the saves: a run's final
-    # save comes after its last step line (trial 16's r01, r22, r24 named the save before the last one)
+    # save comes after its last step line (bounding by that line names the save before the last one)
     limit = end if end is not None and (failed or bounds) else math.inf
 
     def progress_after(t0: float) -> bool:  # a progress line after t0, at or before the end

@@ -129,8 +129,8 @@ _EXITED = frozenset({EventKind.EXIT, EventKind.ELASTIC_SUMMARY})
 def _exited(d: Diagnosis) -> bool:
     """True when the logs show the job's processes ending: an exit code or a launcher's failure table
     (:data:`_EXITED` events), or a launcher's or driver's report that the run failed (a ``summary`` signature:
-    torchrun's ChildFailedError, mpirun's abort, Ray Train's WorkerGroupError; trial 16's r12, a hang Ray had ended,
-    read "kill the hung job")."""
+    torchrun's ChildFailedError, mpirun's abort, Ray Train's WorkerGroupError: a hang the launcher has already ended
+    needs no "kill the hung job")."""
     return any(e.kind in _EXITED for e in d.events) or any(h.role is EventRole.SUMMARY for h in d.signature_hits)
 
 

@@ -224,7 +224,7 @@ def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str],
     """A log read after the fact: the line(s) the job printed, between its steps, within :data:`ONSET_READINGS`
     readings before the first slowdown's first slow step, and of a kind it had not printed before (its words with the
     numbers masked), are told in the summary: what the job said as it slowed ("augmentation: enabling jitter+mixup",
-    "online-metrics thread started"; a new user's trial 23, r14 / r15, where the tool put both on the platform). A
+    "online-metrics thread started": the job's own changes, not the platform's). A
     finding, not a cause: the category stands."""
     start = min([e.start_step for e in rep.job_slowdown] + [s.first_step for s in rep.stragglers], default=None)
     if start is None:
@@ -255,8 +255,8 @@ def _end_recovered_tail(rep: SlowReport, batch: StepBatch, det: SlowDetector) ->
     :data:`RECOVERED_TAIL_READINGS` of them, within :data:`RECOVERED_TAIL_FACTOR` of it, covering the detector's
     ``min_recovery_steps`` steps or more; the streaming detector's episodes only, not the whole-log test's). Its
     factor and time lost are then those of its own span. The streaming detector closes an episode after
-    ``min_recovery_steps`` *readings* back at the baseline: a log that prints every 50 steps needed 500 steps (a new
-    user's trial 22, r15: a co-tenant's 15 s read "(ongoing)" though the last 450 steps were back at 4 ms)."""
+    ``min_recovery_steps`` *readings* back at the baseline: a log that prints every 50 steps needed 500 steps (e.g.
+    a co-tenant's 15 s slowdown read "(ongoing)" though the last 450 steps were back at 4 ms)."""
     if not rep.job_slowdown or "whole-log" in rep.summary:
         return
     min_steps = det.cfg.min_recovery_steps
@@ -300,8 +300,8 @@ def _whole_log(rep: SlowReport, batch: StepBatch) -> None:
     as a late step up). A stretch found becomes the report's episode, category and summary."""
     ep = whole_log_episode(batch.step, batch.step_time, batch.weight, batch.end)
     # the streaming detector's episodes stand, unless the whole-log test's one stretch costs several times all of them
-    # together: the streaming baseline, learned once, cut one long slowdown into short ones as its level drifted (a new
-    # user's trial 19, r20: one 2.6x slowdown of 45 s read as three ~1.3x episodes worth 3.8 s)
+    # together: the streaming baseline, learned once, cut one long slowdown into short ones as its level drifted (e.g.
+    # one 2.6x slowdown of 45 s read as three ~1.3x episodes worth 3.8 s)
     streamed = sum(e.time_lost_s for e in rep.job_slowdown)
     if ep is None or (rep.job_slowdown and not ep.growth and ep.time_lost_s < WHOLE_LOG_DWARFS * streamed):
         return
@@ -353,7 +353,7 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
     if not rep.job_slowdown:
         rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)
     # else the job's finding keeps its category: a log splits out only the data wait, so a rank paused anywhere
-    # in its step shows there (zoo dev: a rank SIGSTOPped 150 ms of every 250 ms, CPU throttling, is a "data"
+    # in its step shows there (a rank SIGSTOPped 150 ms of every 250 ms, CPU throttling, is a "data"
     # straggler on these lines; so is a rank whose shard holds heavier samples, a data fault): the rank is named,
     # the kind does not say storage
     if rep.job_slowdown and "whole-log" not in rep.summary and "grew steadily" not in rep.summary:
@@ -442,9 +442,9 @@ def _log_flood(rep: SlowReport, evidence: Mapping[int, Any]) -> None:
     per step between them; when that rate rises from some reading on to at least :data:`FLOOD_MIN_LINES_PER_STEP` and
     :data:`FLOOD_MIN_RATIO` times its median before (at least 3 readings on each side), no later than the slowdown's
     start plus two readings, the job's own output is the likely cost (every line is written, by every step, to a
-    pipe or file a collector drains): category user_code, the flood first in the summary. A new user's trial 15, r09:
-    3,000 DEBUG lines per step from step 30 on one node, 3x slower; it had read "infrastructure, check the straggler
-    node's GPUs"."""
+    pipe or file a collector drains): category user_code, the flood first in the summary. E.g.
+    3,000 DEBUG lines per step from step 30 on one node, 3x slower: the job's logging, not "infrastructure, check the
+    straggler node's GPUs"."""
     if rep.failure_mode is not FailureMode.FAIL_SLOW or not rep.job_slowdown or rep.category is Category.STORAGE:
         return
     ev = sorted(evidence.items())
@@ -554,8 +554,8 @@ def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[in
     state their duration (``eval at step 109 done in 0.22s``) and got longer (:func:`_stated_growth`, per writer).
     Found: an episode from that pass on, led by the writer whose passes grew the most, category user_code (the job's
     own periodic work grew: an evaluation set or loop that grows, history kept and walked each pass). Passes of the
-    same length throughout (a planned evaluation) are the run's rhythm and found nothing (a new user's trial 15, r08:
-    rank 1's evaluation 20x heavier from step 50; trial 18, r16: a clean run's constant 4 s evaluations)."""
+    same length throughout (a planned evaluation) are the run's rhythm and found nothing (e.g.
+    a clean run's constant 4 s evaluations; rank 1's evaluation 20x heavier from step 50 is found)."""
     best: tuple[float, int, int, np.ndarray, np.ndarray, float] | None = None
     grew: list[float] = []  # every writer's rise, where its passes grew
     for rank, stated in pauses.items():

@@ -67,8 +67,8 @@ HIDDEN_STRAGGLER_HINT = (
 
 
 #: The same for a job-wide communication slowdown: a slow link, or one rank late to every collective (stopped,
-#: throttled, busy between its forward and its backward) that every other rank waits for inside it (trial 16's r22,
-#: a SIGSTOPped rank, read "network"); the category is left unknown.
+#: throttled, busy between its forward and its backward) that every other rank waits for inside it (e.g.
+#: a SIGSTOPped rank, which would read "network"); the category is left unknown.
 HIDDEN_LATE_RANK_HINT = (
     "every rank's communication time rose alike and no rank stands out: a slow link, or one rank late to each "
     "collective that the others wait for inside it; record comm_wait_s (or time each rank's work before its "
@@ -436,11 +436,11 @@ class SlowDetector:
         its ``step_time`` minus them: logging, metrics, host-side work the feed does not measure), each beyond
         the peers' reference by ``peer_k`` robust sigmas. DistributedDataParallel runs its all-reduce inside
         backward, so a feed without a collective trace puts a rank's wait for a peer that is late *outside*
-        compute into its own compute time: that compute excess is the peer's delay, not the rank's (a new user's
-        trial 17, r16: the rank waiting on rank 0's per-step metrics was named a 4.85x compute straggler). ``gap``: per
+        compute into its own compute time: that compute excess is the peer's delay, not the rank's (e.g. the
+        rank waiting on rank 0's per-step metrics would be named a 4.85x compute straggler). ``gap``: per
         rank, the seconds from its previous step's record's end to this one's start, at most as late as it starts the
         step after the earliest rank (NaN unknown): work between its timed steps that its peers wait for inside theirs
-        (trial 22, r16: rank 0's gc.collect() after each step, rank 1 named a 10x compute straggler). A rank that idles
+        (e.g. rank 0's gc.collect() after each step, which would name rank 1 a 10x compute straggler). A rank that idles
         between steps but starts with its peers waited for a synchronisation outside the record: no excuse for them.
         """
         wall = np.where(np.isfinite(dur), dur, rb.step_time)
@@ -665,8 +665,8 @@ class SlowDetector:
         u = "s" if self.units == "seconds" else " (normalised units)"
         parts: list[str] = []
         base = self.job.base
-        # the costliest episodes first (trial 16's r16: three noise episodes of 0.05 s each led the report and the two
-        # that cost 13 s were not in it)
+        # the costliest episodes first (in time order, three noise episodes of 0.05 s each could lead the report and
+        # leave out the two that cost 13 s)
         shown_eps = sorted(episodes, key=lambda e: -e.time_lost_s)[:3]
         for ep in shown_eps:
             since = f"from step {ep.start_step}" + (f" to step {ep.end_step}" if ep.end_step is not None else " (ongoing)")
@@ -698,7 +698,7 @@ class SlowDetector:
 
 #: A rank is named a straggler beside a job-level slowdown only when its own excess cost at least this share of the
 #: costliest episode's lost time: a rank's few milliseconds of data time on its slow steps (7.9x of 3 ms) do not
-#: explain a job whose compute tripled on every rank (a new user's trial 19: r18, a clean control r04, both read
+#: explain a job whose compute tripled on every rank (without this share, such a job and a clean control both read
 #: "Rank 0 is an intermittent data straggler", category storage).
 STRAGGLER_MIN_SHARE = 0.1
 
@@ -719,9 +719,9 @@ def not_everyone(stragglers: list[Straggler], ranks: int) -> list[Straggler]:
     """``stragglers`` where every one of the job's ``ranks`` (at least two) is flagged with one kind reduced to those of
     that kind whose excess (``time_lost_s``) is more than :data:`EVERYONE_SPREAD` times below the costliest one's
     dropped, and all of them dropped when none stands out so: a rank is a straggler against its peers, and when all of
-    them are alike, the phase grew job-wide. A new user's trial 21: r16, a job re-pinned to fewer cores, read "Rank 0
-    ... an intermittent data straggler (5.53x)" and "Rank 1 ... (5.38x)" (1.1 s and 0.8 s lost: both dropped); r23,
-    rank 1's object-store throttling (35 s) beside rank 0's two slow reads (0.5 s): rank 1 kept alone."""
+    them are alike, the phase grew job-wide. E.g. a job re-pinned to fewer cores: "Rank 0
+    ... an intermittent data straggler (5.53x)" and "Rank 1 ... (5.38x)" (1.1 s and 0.8 s lost: both dropped); rank 1's
+    object-store throttling (35 s) beside rank 0's two slow reads (0.5 s): rank 1 kept alone."""
     if ranks < 2:
         return stragglers
     out = stragglers

@@ -82,7 +82,7 @@ GENERIC_STEP = re.compile(
     r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
 #: ... or the step's own name as the key of its time, which then needs its unit (``it 225/500 | loss 0.35 | data 10.1 ms |
-#: step 24.7 ms``: zoo batch 25; a bare ``step 24`` is a counter). Groups as :data:`GENERIC_STEP`'s.
+#: step 24.7 ms``; a bare ``step 24`` is a counter). Groups as :data:`GENERIC_STEP`'s.
 GENERIC_STEP_UNIT = re.compile(
     STEP_COUNTER + r".{0,200}?"
     r"\b((?i:step|iter|batch|total))\b\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)(?![\w.:/-])"
@@ -98,7 +98,7 @@ STEP_ONLY = re.compile(STEP_COUNTER)
 #: ``[RANK 3]``); ``nranks``, ``world_rank`` and ``rank/``-style keys are not markers.
 SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;{\"']))(?i:rank)[\"']?\s?[:=#]?\s?(\d{1,6})\b(?![./])")
 #: ... or a bare bracketed number in front of a step line (``[1] it 225/500 | ... | step 24.7 ms``: a script's
-#: ``print(f"[{rank}] ...")``, zoo batch 25); read only on a line with a step counter (the shell's job-control ``[1] 4242``
+#: ``print(f"[{rank}] ...")``); read only on a line with a step counter (the shell's job-control ``[1] 4242``
 #: and ``[1]+  Done`` are not step lines).
 BRACKET_RANK = re.compile(r"\[(\d{1,5})\] (?=\S)")
 #: The data-loading part of a step on the same line as its step time (``step 90 time_ms 669.6 data_ms 220.2``,
@@ -512,8 +512,8 @@ class StepLineReader:
 def _counter_steps(st: _State, key: tuple[str, int], total: int) -> None:
     """The writer ``key``'s readings so far, read as ``epoch x total + counter`` before its counter was found to go
     on across epochs, back to the counter itself (``total`` is the counter's stated total): otherwise every later
-    reading is below the last one and dropped as a redraw (a new user's trial 18, r15: ``epoch 1 step 20/1200`` ...
-    ``epoch 2 step 140/1200`` kept 6 readings of 120, and a 5x slowdown went unseen)."""
+    reading is below the last one and dropped as a redraw (e.g. ``epoch 1 step 20/1200`` ...
+    ``epoch 2 step 140/1200`` would keep 6 readings of 120 and hide a 5x slowdown)."""
 
     def counter(step: int) -> int:
         return step - ((step - 1) // total) * total if step > total else step
@@ -532,7 +532,7 @@ def _global_step(m: re.Match[str], text: str, st: _State, key: tuple[str, int]) 
     """The step of a :data:`STEP_COUNTER` match; a counter out of a total after an epoch number (``Epoch 2
     Batch 30/180``) restarts every epoch, so its step is ``epoch x total + counter`` -- unless the writer's counter
     went on across an epoch change (``epoch 0 step 35/200`` then ``epoch 1 step 40/200``: the global step beside the
-    epoch, trial 16's r02, whose 137 steps read as steps 250 to 720), from then on the counter itself."""
+    epoch, whose 137 steps would otherwise read as steps 250 to 720), from then on the counter itself."""
     n, of = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
     step = _count(n)
     if step is None or of is None:
