@@ -53,3 +53,22 @@ def test_a_hang_culprit_that_wrote_no_error_is_shown_with_its_last_lines() -> No
     told = [f for f in d.findings if f.startswith("Rank 1's last lines")]
     assert told and "stdout.log:14" in told[0] and "waiting for feature-store snapshot" in told[0], d.findings
     assert not any(f.startswith("Rank 0's last lines") for f in d.findings)
+
+
+def test_the_same_error_raised_by_every_rank_at_once_singles_no_rank_out() -> None:
+    """r03 (accelerate launch, one file): OneCycleLR sized from a stale total raised the same ValueError on both ranks
+    in the same second; the report named rank 1 (the launcher's first observed failure) as first failing. The cause is
+    what the ranks share: no rank is named, the summary says every rank, a finding says why."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r03_onecycle_total_accel.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_stop" and d.first_failing_rank is None, d.root_cause.summary
+    assert "on every rank (2)" in d.root_cause.summary
+    assert any(f.startswith("Every rank (2) raised this same error") for f in d.findings), d.findings
+
+
+def test_every_rank_reporting_a_lost_connection_still_names_the_rank() -> None:
+    """The counter-example (zoo dev, accelerate, rank 0's connections reset): every rank reports the same connection
+    error, but a lost link is one rank's or one node's, not what the ranks share: rank 0 stays named."""
+    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b17_net_conn_reset_accel_r0"
+    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
+    assert d.category.value == "network" and d.first_failing_rank == 0, d.root_cause.summary
+    assert not any("raised this same error" in f for f in d.findings)

@@ -347,6 +347,8 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
         # the first failing rank's node is its own line's: the first evidence line may be another rank's (a hang's
         # waiting rank, a launcher's table on another node); none when no evidence line is that rank's
         first = next((e for e in d.root_cause.evidence if e.rank == d.first_failing_rank), None)
+    elif d.first_failing_rank is None and len({e.node for e in d.root_cause.evidence if e.node}) > 1:
+        first = None  # no rank named and the evidence spans nodes (every rank raised it): no node failed "first"
     others: set[int] = set()
     for ev in d.events:
         if ev.role in (EventRole.SYMPTOM, EventRole.SUMMARY):

@@ -924,6 +924,11 @@ def localize(
         elif primary.signature_id in COLLECTIVE_MISMATCHES and (ahead := _out_of_step_rank(progress)) is not None:
             first_rank, out_of_step = ahead
             findings.append(out_of_step)
+        alike = 0  # every rank raised the cause's error at once: how many
+        if first_rank is not None and mode is FailureMode.FAIL_STOP and category not in NOT_SHARED \
+                and _cascade(primary, sigs) != "peer_loss" and _raised_alike(primary, by_tid, rank_ts, ranks_seen):
+            findings.append(RAISED_ALIKE_FINDING.format(n=len(ranks_seen), rank=first_rank))
+            first_rank, alike = None, len(ranks_seen)
         named_node = primary.details.get("node")
         if broadcast:
             pass  # one signal to every rank: no node singled out
@@ -967,6 +972,8 @@ def localize(
         where = _where(first_rank, where_ev.local_rank if where_ev else None,
                        ev_node if ev_node is not None and first_rank is not None
                        else faulty_nodes[0] if len(faulty_nodes) == 1 else ev_node)
+        if alike:
+            where = f"every rank ({alike})"
         when = ""
         if first_ev and first_ev.ts is not None:
             # a line without a stamp of its own borrows the last earlier stamp of its writer: a lower bound
@@ -1660,6 +1667,29 @@ def _out_of_step_rank(progress: ProgressLog) -> tuple[int, str] | None:
 
 
 #: What :func:`_lone_submitter`'s rank is said to have done.
+#: Seconds within which every rank's first copy of one exception counts as raised at once (:func:`_raised_alike`): the
+#: ranks of a data-parallel job run the same step within a step time of each other, and a launcher's teardown begins
+#: a few seconds after the first exit.
+RAISED_ALIKE_S = 5.0
+#: ... unless its category is a node's or a link's: every rank reports a lost peer or a dying node alike.
+NOT_SHARED = frozenset({Category.NETWORK, Category.GPU_HARDWARE, Category.INFRASTRUCTURE, Category.HOST_OOM})
+RAISED_ALIKE_FINDING = ("Every rank ({n}) raised this same error within seconds: its cause is what the ranks share (the "
+                        "code, its configuration or the data), not one rank's, so no rank is singled out (rank {rank}'s "
+                        "copy is only the first the logs show).")
+
+
+def _raised_alike(primary: SignatureHit, by_tid: dict[int, list[TemplateGroup]], rank_ts: dict[int, float],
+                  ranks_seen: set[int]) -> bool:
+    """Every rank of ``ranks_seen`` (at least two) raised the cause's own exception (a traceback or exception line of
+    ``primary``'s templates), the first copies within :data:`RAISED_ALIKE_S` of each other (``rank_ts``)."""
+    if len(ranks_seen) < 2 or not set(rank_ts) >= ranks_seen:
+        return False
+    raised = {r for tid in primary.template_ids for g in by_tid.get(tid, [])
+              if g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION) for r in g.ranks}
+    times = [rank_ts[r] for r in ranks_seen]
+    return raised >= ranks_seen and max(times) - min(times) <= RAISED_ALIKE_S
+
+
 LONE_FINDING = ("Every other rank is named missing: rank {rank} alone issued the collective, so its code took a path "
                 "that its peers did not (a branch on rank, work on rank 0 only).")
 
