@@ -32,3 +32,26 @@ def test_rays_prefix_gives_the_writers_pid() -> None:
 def test_the_failed_ray_workers_rank_is_named(run: str, rank: int) -> None:
     d = run_diagnose(ZOO / run)
     assert d.first_failing_rank == rank
+
+
+def test_a_ray_actors_deepspeed_rank_statement_names_its_traceback(tmp_path: Path) -> None:
+    """Ray-based RLHF trainers run DeepSpeed inside actors: the actor's own ``log_dist`` lines state its rank
+    (``[logging.py:96:log_dist] [Rank 1] ...``, deepspeed/utils/logging.py) behind Ray's ``(Name pid=N)`` prefix, so its
+    later traceback under the same pid is that rank's; another actor's lines (rank 0) are not blamed. The shape of a
+    public OpenRLHF checkpoint-save failure (corpus dev), the ranks swapped."""
+    log = "\n".join([
+        "(ActorModelRayActor pid=4101) [2025-01-28 15:22:59,560] [INFO] [logging.py:96:log_dist] [Rank 0] "
+        "[Torch] Checkpoint global_step12 is about to be saved!",
+        "(ActorModelRayActor pid=4102) [2025-01-28 15:22:59,561] [INFO] [logging.py:96:log_dist] [Rank 1] "
+        "[Torch] Checkpoint global_step12 is about to be saved!",
+        "(ActorModelRayActor pid=4101) [2025-01-28 15:22:59,599] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] "
+        "Saved ckpt/global_step12/zero_pp_rank_0_mp_rank_00_model_states.pt.",
+        "(ActorModelRayActor pid=4102) Traceback (most recent call last):",
+        '(ActorModelRayActor pid=4102)   File "/usr/lib/python3/dist-packages/torch/serialization.py", line 652, in save',
+        "(ActorModelRayActor pid=4102)     _save(obj, opened_zipfile, pickle_module, pickle_protocol)",
+        "(ActorModelRayActor pid=4102) RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter "
+        "failed writing file data/0: file write failed",
+    ]) + "\n"
+    (tmp_path / "driver.log").write_text(log)
+    d = run_diagnose(tmp_path)
+    assert d.category.value == "storage" and d.first_failing_rank == 1, d.root_cause.summary

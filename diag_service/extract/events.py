@@ -454,15 +454,19 @@ _NCCL_INFO = re2.compile(b"NCCL INFO")
 _RAYLET_DEAD_PID = re.compile(r"Worker PID: (\d+)")
 #: Ray Train's statements of which worker process holds which rank: a worker's ``Setting up process group for:
 #: env:// [rank=R, world_size=W]`` (ray/train/torch/config.py) and the train controller's worker table
-#: ``- (ip=A, pid=P) world_rank=R, local_rank=L, node_rank=N`` (Ray Train v2).
+#: ``- (ip=A, pid=P) world_rank=R, local_rank=L, node_rank=N`` (Ray Train v2); and a Ray actor's line from DeepSpeed's
+#: ``log_dist``, which states the writer's own rank (``[logging.py:96:log_dist] [Rank 0] ...``: deepspeed/utils/
+#: logging.py, ``"[Rank {}] {}".format(my_rank, message)``; ``-1`` before the process group exists, not read), as
+#: Ray-based trainers (OpenRLHF, verl) run DeepSpeed inside actors.
 RAY_WORKER_RANK = re.compile(
     r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ?ip=[\w.:-]+)?\)[^\n]{0,200}?"
     r"Setting up process group for: \S+ \[rank=(\d+), world_size=\d+\]"
     r"|\(ip=[\w.:-]+, pid=(\d+)\) world_rank=(\d+)"
+    r"|\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ?ip=[\w.:-]+)?\)[^\n]{0,200}?:log_dist\] \[Rank (\d+)\]"
 )
 #: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
 #: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
-RAY_MARKS = ("process group for: ", ") world_rank=")
+RAY_MARKS = ("process group for: ", ") world_rank=", ":log_dist] [Rank ")
 #: The literals the literal scan also reports where it finds them (LiteralScan's ``marks``): Ray's rank statements
 #: and the platform marks, each otherwise searched for over the block or its head and tail windows
 SCAN_MARKS = RAY_MARKS + _PLATFORM_MARK_LIST + SAVE_MARKS
@@ -1151,7 +1155,7 @@ class Extractor:
             any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)
         ):
             for m_ray in RAY_WORKER_RANK.finditer(rd.data.decode("utf-8", "replace")):
-                pid, rank_s = (m_ray.group(1), m_ray.group(2)) if m_ray.group(1) else (m_ray.group(3), m_ray.group(4))
+                pid, rank_s = next((m_ray.group(i), m_ray.group(i + 1)) for i in (1, 3, 5) if m_ray.group(i))
                 self._ray_rank.setdefault(int(pid), int(rank_s))
         self._last_lines(rd, starts)
         for ls, line_no in zip(starts, _line_numbers(text, starts, block.first_line, block.newlines), strict=True):
