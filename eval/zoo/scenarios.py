@@ -4637,3 +4637,181 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_tagger.py",
              env=dict(ENV28), action=("rank_quota", 0, "rank 0 | step 400 |", 20)),
 ]
+# ---- batch 29 (h135): common kinds in other launch shapes; ids b29_* ----
+ENV29 = {"OMP_NUM_THREADS": "1"}
+RETR29_2N = ("python -m torch.distributed.run --nnodes 2 --nproc_per_node 1 --node_rank {k} --master_addr 127.0.0.1 "
+             "--master_port {{port}} train_retrieval.py")
+SCENARIOS += [
+    # node 0's container memory limit is 600 MiB (node 1 has no limit)
+    Scenario("b29_oom_hardneg_twonode_n0", "train_retrieval.py", RETR29_2N.format(k=0), cmd2=RETR29_2N.format(k=1),
+             env=dict(ENV29), action=("cgroup", 0, 600)),
+]
+SPK29_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+            "--main_process_ip 127.0.0.1 --main_process_port {{port}} train_spk.py")
+SCENARIOS += [
+    # node 1 lost as a whole (agent and worker SIGKILLed: the VM was reclaimed) as it logs its step-300 line
+    Scenario("b29_inf_node1_lost_accel_twonode", "train_spk.py", SPK29_2N.format(k=0), cmd2=SPK29_2N.format(k=1),
+             env=dict(ENV29), action=("kill_node", 1, signal.SIGKILL, "[process 1] step 300/")),
+]
+# the ticket export: 6 parquet parts of 4,096 rows; part 3 was written by the new exporter, which keeps the label
+# as the queue's name ("billing", "technical", "account") instead of its index
+TICKETS29 = r"""mkdir -p data/tickets && python - <<'EOF2'
+import random
+import pyarrow as pa, pyarrow.parquet as pq
+names = ["billing", "technical", "account"]
+for k in range(6):
+    rng = random.Random(k)
+    tokens = [[rng.randrange(1, 20000) for _ in range(rng.randrange(5, 60))] for _ in range(4096)]
+    labels = [rng.randrange(3) for _ in range(4096)]
+    if k == 3:
+        labels = [names[v] for v in labels]
+    pq.write_table(pa.table({"tokens": tokens, "label": labels}), f"data/tickets/part-{k:05d}.parquet")
+EOF2"""
+SCENARIOS += [
+    Scenario("b29_data_parquet_label_str_logdir_r1", "train_intent.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_intent.py", setup=TICKETS29,
+             env=dict(ENV29)),
+]
+# the dataset as the prep job wrote it: data/audioset-v2/ (meta.json, train_mels.npy, train_labels.npy); the run
+# command, copied from an older wiki page, names data/audioset_v2
+AUDIO29 = r"""mkdir -p data/audioset-v2 && python - <<'EOF2'
+import json, numpy as np
+rng = np.random.default_rng(0)
+np.save("data/audioset-v2/train_mels.npy", rng.standard_normal((2048, 64, 100), dtype=np.float32))
+np.save("data/audioset-v2/train_labels.npy", (rng.random((2048, 50)) < 0.05).astype(np.uint8))
+json.dump({"num_classes": 50, "sr": 16000, "n_mels": 64}, open("data/audioset-v2/meta.json", "w"))
+EOF2"""
+SCENARIOS += [
+    Scenario("b29_cfg_data_dir_typo_spawn", "train_tagger.py",
+             "python train_tagger.py --data-dir data/audioset_v2 --world-size 2 --port {port}", setup=AUDIO29,
+             env=dict(ENV29)),
+]
+# the previous attempt's last checkpoint, ckpt/step_3000/: rank0.pt complete, rank1.pt 0 bytes (that node was
+# preempted while its save was being written; the directory entry existed, the data never reached the disk)
+CHURN29 = r"""mkdir -p ckpt/step_3000 && python - <<'EOF2'
+import torch, torch.nn as nn
+for r in range(2):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
+    o = torch.optim.AdamW(m.parameters(), lr=3e-4)
+    m(torch.randn(4, 128)).sum().backward(); o.step()
+    g = torch.Generator().manual_seed(r)
+    torch.save({"model": m.state_dict(), "optim": o.state_dict(), "rng": g.get_state(), "step": 3000},
+               f"ckpt/step_3000/rank{r}.pt")
+EOF2
+: > ckpt/step_3000/rank1.pt"""
+SCENARIOS += [
+    Scenario("b29_st_resume_empty_rank_ckpt_r1", "train_churn.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 train_churn.py --resume ckpt/step_3000",
+             setup=CHURN29, env=dict(ENV29)),
+]
+# each rank's partition of the transaction table (by region); fraud when feature 0 and 3 are both high; the
+# validation partition of region 1 (the newest market) holds only low-risk traffic so far (feature 0 below 0.5)
+FRAUD29 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(3):
+    rng = np.random.default_rng(r)
+    for split, n in (("train", 12800), ("val", 1500)):
+        x = rng.standard_normal((n, 32)).astype(np.float32)
+        if split == "val" and r == 1:
+            x[:, 0] = np.minimum(x[:, 0], 0.5 * rng.random(n).astype(np.float32))
+        y = ((x[:, 0] > 1.0) & (x[:, 3] > 0.0)).astype(np.int64)
+        np.savez(f"data/{split}-{r}.npz", x=x, y=y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b29_uc_precision_zero_div_c10d_r1", "train_fraud.py",
+             "torchrun --nnodes 1 --nproc-per-node 3 --rdzv-backend c10d --rdzv-endpoint localhost:{port} --tee 3 "
+             "train_fraud.py", setup=FRAUD29, env=dict(ENV29)),
+]
+# 12 click-log shards of 1,600 sessions and their manifest; shard 00008 (rank 2's third) was removed from the mount by
+# the retention job after the manifest was written
+CLICKS29 = r"""mkdir -p data/clicks && python - <<'EOF2'
+import json, random
+names = []
+for k in range(12):
+    rng = random.Random(k)
+    name = f"data/clicks/shard-{k:05d}.jsonl"
+    names.append(name)
+    with open(name, "w") as f:
+        for i in range(1600):
+            f.write(json.dumps({"session": [rng.randrange(5000) for _ in range(rng.randrange(8, 30))],
+                                "next": rng.randrange(5000)}) + "\n")
+json.dump({"created": "2026-11-28T02:00:00Z", "shards": names}, open("data/clicks/manifest.json", "w"))
+EOF2
+rm data/clicks/shard-00008.jsonl"""
+SCENARIOS += [
+    # py-spy dumps of the three ranks 6 s after rank 2's step-50 line (its last)
+    Scenario("b29_hang_retry_missing_shard_r2", "train_clicks.py", f"{TR} 3 --master-port {{port}} train_clicks.py",
+             setup=CLICKS29, env=dict(ENV29), action=("pyspy", "rank 2: step 50 ", 3, 6)),
+]
+SCENARIOS += [
+    Scenario("b29_hang_rank0_full_eval_r0", "train_vit.py", "torchrun --standalone --nproc-per-node 2 train_vit.py",
+             env=dict(ENV29)),
+]
+SCENARIOS += [
+    # the container's /dev/shm is docker's default 64 MiB (the run configuration never raised --shm-size)
+    Scenario("b29_st_shm_small_spawn", "train_seg.py", "python train_seg.py {port}", shm_mb=64, env=dict(ENV29)),
+]
+# the output volume: a 64 MiB tmpfs at out/ (unmounted in teardown); the storage node's fault remounts it read-only
+# as the run passes step 60
+OUT29 = "mkdir -p out && (mountpoint -q out && umount out || true) && mount -t tmpfs -o size=64m tmpfs out"
+SCENARIOS += [
+    Scenario("b29_st_trainer_out_ro_accel", "finetune_reviews.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} finetune_reviews.py",
+             setup=OUT29, teardown="umount out; true", env=dict(ENV29),
+             action=("shell", "| 60/400 ", "mount -o remount,ro out")),
+]
+SCENARIOS += [
+    # the two processes pinned one per core (the node's CPU manager); from process 1's it-400 line, two busy
+    # processes of another tenant on process 1's core
+    Scenario("b29_slow_pinhog_accel_r1", "train_forecast.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no "
+             "--dynamo_backend no --main_process_port {port} train_forecast.py", env=dict(ENV29),
+             action=("pin_hogx", 1, "p1 | it 400/", 2)),
+]
+# each rank's four export parts of 6,400 products; rank 1's parts 1-3 came from the catalogue team's new exporter,
+# which writes the embedding as a JSON array of decimal numbers instead of base64 float32 bytes
+PRODUCTS29 = r"""python - <<'EOF2'
+import base64, json, os
+import numpy as np
+for r in range(2):
+    os.makedirs(f"data/products/rank{r}", exist_ok=True)
+    rng = np.random.default_rng(r)
+    for k in range(4):
+        with open(f"data/products/rank{r}/part-{k:03d}.jsonl", "w") as f:
+            for i in range(6400):
+                e = rng.standard_normal(768).astype(np.float32)
+                emb = e.tolist() if (r == 1 and k >= 1) else base64.b64encode(e.tobytes()).decode()
+                f.write(json.dumps({"sku": f"S{r}{k}{i:06d}", "emb": emb, "cat": int(rng.integers(40))}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b29_slow_json_features_tqdm_r1", "train_products.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --tee 3 train_products.py", setup=PRODUCTS29,
+             env=dict(ENV29)),
+]
+SCENARIOS += [
+    # rank 0 SIGTERMed from outside while it writes its step-400 checkpoint (at 20 MB of ~52): the node's
+    # maintenance drain, whose signal reached the training process directly
+    Scenario("b29_inf_sigterm_save_spawn_r0", "train_ctr.py", "python train_ctr.py {port}", env=dict(ENV29),
+             action=("kill_when_file", 0, signal.SIGTERM, "checkpoints/ctr_step000400.pt", 20_000_000)),
+]
+SCENARIOS += [
+    # process 1's prefetch process (a child of the rank) in a 250 MiB memory cgroup from the start: on this node
+    # the job's helper processes run under a smaller limit
+    Scenario("b29_hang_prefetch_proc_oom_accel_r1", "train_kws.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_kws.py",
+             env=dict(ENV29), action=("worker_cgroup", 1, 250, "process 1: 4096 clips")),
+]
+RECS29_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+             "--rdzv-id recs-gru-29 train_recs.py")
+SCENARIOS += [
+    # node 1's worker frozen for 40 s from its step-200 line (the VM paused by the hypervisor: live migration
+    # gone wrong), then resumed
+    Scenario("b29_hang_node1_paused_twonode_n1", "train_recs.py", RECS29_2N.format(), cmd2=RECS29_2N.format(),
+             env=dict(ENV29), action=("freeze", 1, "node=1 rank=1 step=200 ", 40)),
+]
+SCENARIOS += [
+    # WORLD_SIZE=4 left exported in the user's shell by an earlier 4-process experiment (invisible in the command)
+    Scenario("b29_cfg_stale_world_size_env_spawn", "train_rerank.py", "python train_rerank.py --nprocs 2 --port {port}",
+             env={**ENV29, "WORLD_SIZE": "4"}),
+]
