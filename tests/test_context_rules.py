@@ -445,3 +445,19 @@ def test_an_exception_without_its_traceback_is_not_blamed_on_the_job(tmp_path: P
               "(RayTrainWorker pid=4355) AttributeError: 'DistributedDataParallel' object has no attribute 'encoder'\n"
               + _DDP_ATTR)
     assert d.category.value == "user_code", d.root_cause.summary
+
+
+def test_the_frame_that_called_torch_decides_whose_tensors_they_were() -> None:
+    """``torch_caller_owner``: the innermost frame outside torch and the standard library. A job's model calling
+    ``F.linear`` is the job's (user); Megatron's token dispatcher reshaping hidden states is the library's (framework);
+    a traceback of torch and stdlib frames only has none."""
+    from diag_service.signatures.catalog import torch_caller_owner
+
+    user = ['  File "/home/user/train.py", line 88, in <module>', '  File "/home/user/model.py", line 30, in forward',
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125, in forward']
+    lib = ['  File "/workspace/pretrain_gpt.py", line 221, in <module>',
+           '  File "/workspace/Megatron-LM/megatron/core/transformer/moe/token_dispatcher.py", line 512, in permute',
+           '  File "/opt/conda/lib/python3.11/site-packages/torch/functional.py", line 402, in einsum',
+           '  File "/opt/conda/lib/python3.11/threading.py", line 975, in run']
+    only_torch = ['  File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1736, in _call_impl']
+    assert (torch_caller_owner(user), torch_caller_owner(lib), torch_caller_owner(only_torch)) == ("user", "framework", None)

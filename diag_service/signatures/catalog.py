@@ -31,7 +31,9 @@ A signature file holds ``signatures`` (and optionally ``tables``)::
         any_line: ['/dev/shm']            # one must match a line of the event (traceback lines included)
         none_line: []                     # none may match
         frames: null                      # user | framework | not_user: where the traceback's innermost frame is
-                                          # (not_user: a framework frame, or no frame in the excerpt)
+                                          # (not_user: a framework frame, or no frame in the excerpt); library:
+                                          # the innermost frame outside torch and the standard library is a
+                                          # library's (a library called torch with the tensors, not the job)
         name: No space left on /dev/shm   # the rest overrides the signature's fields
         category: infrastructure
         explanation: ...
@@ -264,6 +266,23 @@ def innermost_frame_owner(lines: list[str]) -> str | None:
     return "framework" if _library_frame(last) else "user"
 
 
+_TORCH_FRAME = re.compile(r'File "(?:[^"]*/)?torch/[^"]*\.py"')
+
+
+def torch_caller_owner(lines: list[str]) -> str | None:
+    """``user`` or ``framework`` for the innermost frame of a traceback's lines that is neither the standard library's
+    nor torch's own (torch's operators are what every library and job calls; the frame that called them chose the
+    tensors): ``framework`` when that frame is a library's (:func:`frame_file_owner`), ``user`` when it is the job's;
+    None without such a frame."""
+    last = None
+    for line in lines:
+        if FRAME_LINE.match(line) and not _STDLIB_FRAME.search(line) and not _TORCH_FRAME.search(line):
+            last = line
+    if last is None:
+        return None
+    return "framework" if _library_frame(last) else "user"
+
+
 class ContextRule(BaseModel):
     """Refines a signature's answer by what surrounds its match (see the module docstring)."""
 
@@ -273,7 +292,7 @@ class ContextRule(BaseModel):
     refines: list[str] = Field(min_length=1)
     any_line: list[str] = Field(default_factory=list)
     none_line: list[str] = Field(default_factory=list)
-    frames: str | None = Field(default=None, pattern=r"^(?:user|framework|not_user)$")
+    frames: str | None = Field(default=None, pattern=r"^(?:user|framework|not_user|library)$")
     name: str
     category: Category | None = None
     failure_mode: FailureMode | None = None
@@ -311,6 +330,8 @@ class _Rule:
             return False
         if self.spec.frames is None:
             return True
+        if self.spec.frames == "library":
+            return torch_caller_owner(lines) == "framework"
         owner = innermost_frame_owner(lines)
         return owner != "user" if self.spec.frames == "not_user" else owner == self.spec.frames
 
