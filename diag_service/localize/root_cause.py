@@ -1959,6 +1959,18 @@ COMMON_SITE_FINDING = (
 
 #: torch.distributed's point-to-point calls (distributed_c10d.py): a rank blocked in one waits for one peer's matching
 #: call, not for a collective that every rank joins.
+#: Collectives with a root (``src`` / ``dst``), which must be the same on every rank (PyTorch distributed docs,
+#: "Collective functions"): every rank waiting in one of them at the same line may also be ranks that disagree on its
+#: root (each waits for a different source), which the stacks cannot tell from a failed link.
+ROOTED_CALLS = frozenset({"broadcast", "reduce", "scatter", "gather", "broadcast_object_list", "scatter_object_list",
+                          "gather_object"})
+#: What :func:`_common_wait_site` finds when the shared call is a rooted collective; ``{n}``, ``{op}``, ``{site}``.
+ROOTED_SITE_FINDING = (
+    "All {n} ranks of the job timed out waiting in the same {op}, called from the same place ({site}): every rank had "
+    "joined it, and its data never arrived. A {op} has a root (src / dst) that must be the same on every rank: ranks "
+    "that compute it differently (from a local rank, a node index or a per-rank value) each wait for another source, "
+    "which the stacks cannot tell from a failed connection. Check that every rank passes the same root (log it at the "
+    "call); if they do, check the path between the hosts (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).")
 P2P_CALLS = frozenset({"recv", "send", "irecv", "isend", "batch_isend_irecv", "recv_object_list", "send_object_list",
                        "wait"})
 #: What :func:`_common_wait_site` finds when the shared call is point-to-point; ``{n}``, ``{op}``, ``{site}``.
@@ -1973,7 +1985,8 @@ def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]],
                       world: set[int]) -> tuple[str, Category] | None:
     """``(finding, category)`` when every rank of the job times out in one and the same call, else None (``sites``:
     :func:`_wait_sites`): ``network`` for a collective, ``user_code`` for a point-to-point call (:data:`P2P_CALLS`:
-    every rank blocked in the same recv or send waits for a peer that waits too, a cycle of the job's own order).
+    every rank blocked in the same recv or send waits for a peer that waits too, a cycle of the job's own order),
+    ``unknown`` for a collective with a root (:data:`ROOTED_CALLS`: a disagreement on the root or a failed link).
 
     Read from the tracebacks of a synchronous backend's transport timeouts (a ``peer_loss`` hang symptom whose
     report carries the rank's stack, such as gloo's "Timed out waiting ...ms for recv operation"; gloo runs the
@@ -1994,6 +2007,8 @@ def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]],
         return None
     if file == "distributed_c10d.py" and func in P2P_CALLS:
         return P2P_CYCLE_FINDING.format(n=len(world), op=func, site=call), Category.USER_CODE
+    if file == "distributed_c10d.py" and func in ROOTED_CALLS:
+        return ROOTED_SITE_FINDING.format(n=len(world), op=func, site=call), Category.UNKNOWN
     return COMMON_SITE_FINDING.format(n=len(world), site=call), Category.NETWORK
 
 

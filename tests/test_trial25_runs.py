@@ -1,0 +1,29 @@
+"""A new user's trial 25 (/work/trial25_inputs/REPORT.md): real gloo/CPU runs the tool got partly right or misled on at
+first contact, each read from the run's own bundle (``tests/fixtures/trial25``, as the user judged it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial25"
+
+
+def test_every_rank_waiting_in_the_same_broadcast_is_not_called_a_network_failure() -> None:
+    """r11 (two agents x two ranks, per-node files, one py-spy snapshot): broadcast's src computed as rank - LOCAL_RANK,
+    so node0 waits for rank 0 and node1 for rank 2; all four ranks time out in the same broadcast at the same line. It
+    read "The connection between the ranks failed ... not a rank's code", platform, restart then cordon. A rooted
+    collective's root may differ between ranks: the answer says both and claims neither."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r11_bcast_localrank"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.category.value == "unknown", d.root_cause.summary
+    assert "same broadcast" in d.root_cause.summary and "must be the same on every rank" in d.root_cause.summary
+    assert "The connection between the ranks failed" not in d.root_cause.summary
+
+
+def test_every_rank_waiting_in_the_same_all_reduce_still_reads_a_failed_link() -> None:
+    """The counter-example (zoo dev, two nodes, a link taken down): every rank times out in DDP's all-reduce inside
+    backward at the same line; an unrooted collective every rank joined: the connection failed."""
+    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b6_net_link_down_twonode"
+    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
+    assert d.category.value == "network", d.root_cause.summary
