@@ -27,3 +27,21 @@ def test_every_rank_waiting_in_the_same_all_reduce_still_reads_a_failed_link() -
     run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "runs" / "b6_net_link_down_twonode"
     d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
     assert d.category.value == "network", d.root_cause.summary
+
+
+def test_one_ranks_log_that_only_lost_its_peer_names_no_rank_and_asks_for_the_others() -> None:
+    """r04 (two agents; only node0's log pasted): rank 1 on node1 died of a UnicodeDecodeError; rank 0's own error is
+    gloo's "Connection closed by peer ... caused by a remote worker crashing", then SIGABRT. The report named rank 0
+    (the victim) first failing and suggested a restart. The one rank in the logs noticed: no rank is named, and the
+    summary asks for the other ranks' logs."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r04_node0.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_stop" and d.first_failing_rank is None, d.root_cause.summary
+    assert d.root_cause.summary.startswith("Only rank 0's output is in these logs")
+
+
+def test_a_launcher_summary_alone_still_names_its_rank() -> None:
+    """The counter-example (public corpus dev, LLaMA-Factory): only torchrun's ChildFailedError table, naming rank 1 as
+    the first observed failure; no lost-peer report: rank 1 stays named."""
+    log = Path(__file__).resolve().parents[1] / "eval" / "corpus" / "logs" / "hf-021.log"
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert d.first_failing_rank == 1, d.root_cause.summary

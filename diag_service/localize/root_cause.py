@@ -1285,19 +1285,31 @@ def localize(
                        "does not come back. " + summary)
             findings.append(f"The logs of node {lost} stop without a failure of their own; the other nodes' ranks report "
                             "closed connections: the node was lost.")
+        noticed = False  # the one rank in the logs only noticed a lost peer: no fallback below names it
         if (elastic_root is not None and elastic_root.rank is not None and first_rank is None and lost is None
                 and mode is FailureMode.FAIL_STOP):
-            first_rank = elastic_root.rank
-            evidence.append(_evidence(elastic_root))
-        if (first_rank is None and mode is FailureMode.FAIL_STOP and primary is not None and len(primary.ranks) == 1
-                and _cascade(primary, sigs) != "peer_loss"):
+            if noticed := _only_noticed(elastic_root.rank, hits, sigs, ranks_seen):
+                # the launcher's first failure is the one rank in the logs, and its own error is a lost peer: it
+                # noticed; the rank that failed first is another, whose logs are not here
+                other = sorted(world - {elastic_root.rank})
+                if len(other) == 1:
+                    first_rank = other[0]
+                findings.append(NOTICED_ONLY_FINDING.format(rank=elastic_root.rank) + (
+                    f" The job has two ranks: rank {first_rank} is the one it lost." if len(other) == 1 else ""))
+                summary = findings[-1] + " " + summary
+            else:
+                first_rank = elastic_root.rank
+                evidence.append(_evidence(elastic_root))
+        if (first_rank is None and not noticed and mode is FailureMode.FAIL_STOP and primary is not None
+                and len(primary.ranks) == 1 and _cascade(primary, sigs) != "peer_loss"):
             # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
             # own error: the rank it happened on failed first. A lost peer's report names the rank that noticed.
             first_rank = primary.ranks[0]
-        if first_rank is None and lost is None and (mode is FailureMode.FAIL_STOP or nccl_waiting):
+        if first_rank is None and lost is None and not noticed and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed)
             first_rank = _sole_erring_rank(events)
-        if first_rank is None and mode is FailureMode.FAIL_STOP and not ranks_seen and len(nodes_seen) <= 1:
+        if first_rank is None and not noticed and mode is FailureMode.FAIL_STOP and not ranks_seen \
+                and len(nodes_seen) <= 1:
             first_rank = _agent_failed_rank(groups)
     if primary is not None and confident:
         # Root-signature events of another category and lower priority are part of the cascade.
@@ -1688,6 +1700,29 @@ def _raised_alike(primary: SignatureHit, by_tid: dict[int, list[TemplateGroup]],
               if g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION) for r in g.ranks}
     times = [rank_ts[r] for r in ranks_seen]
     return raised >= ranks_seen and max(times) - min(times) <= RAISED_ALIKE_S
+
+
+#: What the logs of one rank that only lost its peer say (:func:`_only_noticed`); ``{rank}``.
+NOTICED_ONLY_FINDING = (
+    "Only rank {rank}'s output is in these logs, and its own error is a lost peer (a closed or reset connection: the "
+    "peer's process ended first); its exit after that (an abort, the launcher's report) follows from it. The rank that "
+    "failed first is another one: get the logs of the other ranks and nodes, whose own error is the cause.")
+
+
+def _only_noticed(rank: int, hits: list[SignatureHit], sigs: SignatureSet | None, ranks_seen: set[int]) -> bool:
+    """``rank`` is the only rank the logs show (``ranks_seen``) and one of its hits is a lost connection's report (a
+    ``peer_loss`` cascade of the network category), with no confident root of another kind on it: it noticed another
+    rank's end."""
+    if not ranks_seen <= {rank}:
+        return False
+    own = [h for h in hits if rank in h.ranks or not h.ranks]
+    # a lost connection's own report (gloo's "Connection closed by peer", NCCL's remote error: network peer-loss
+    # signatures), not a launcher's summary or a SIGTERM the launcher sent
+    if not any(_cascade(h, sigs) == "peer_loss" and h.category is Category.NETWORK and h.role is not EventRole.SUMMARY
+               and rank in h.ranks for h in own):
+        return False
+    return not any(h.role is EventRole.ROOT and h.confidence >= MIN_CONFIDENCE and _cascade(h, sigs) != "peer_loss"
+                   for h in own)
 
 
 LONE_FINDING = ("Every other rank is named missing: rank {rank} alone issued the collective, so its code took a path "
