@@ -549,6 +549,9 @@ class Diagnosis(BaseModel):
     confidence: float = Field(ge=0, le=1)
     root_cause: RootCause
     first_failing_rank: int | None = None
+    first_failing_node: str | None = Field(default=None, description=(
+        "Node (host) of the first failing rank, as its own evidence line or its straggler report names it; a single "
+        "faulty node when no rank's line names one; None when no rank is named."))
     faulty_nodes: list[str] = Field(default_factory=list)
     signature_hits: list[SignatureHit] = Field(default_factory=list)
     events: list[EventTemplate] = Field(default_factory=list)

@@ -45,3 +45,13 @@ def test_a_launcher_summary_alone_still_names_its_rank() -> None:
     log = Path(__file__).resolve().parents[1] / "eval" / "corpus" / "logs" / "hf-021.log"
     d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
     assert d.first_failing_rank == 1, d.root_cause.summary
+
+
+def test_the_first_failing_ranks_node_is_in_the_answer_and_the_mismatch_is_worded_as_the_message_says() -> None:
+    """r20 (two agents, .zip of per-node logs): node1's config copy built dim 48 where node0's built 64; DDP's check:
+    "params[0] in this process with sizes [2000, 48] appears not to match". The text said "rank 1 on node node1" but the
+    JSON's faulty_nodes was empty (a config fault names no faulty node), and it said "the parameter counts differ" (the
+    sizes did). The rank's node is its own field; the explanation names counts or sizes."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r20_dim_node1.zip"), kb=False, llm=False))
+    assert (d.first_failing_rank, d.first_failing_node) == (1, "node1"), d.root_cause.summary
+    assert "parameter counts differ" not in d.root_cause.summary and "sizes or strides" in d.root_cause.summary

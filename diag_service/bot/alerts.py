@@ -73,7 +73,8 @@ class Alert(BaseModel):
         restart storm, a repeat-offender node: ``Recurring``) and the recovery plan."""
         fields = {"Category": d.category.value, "Who acts": d.responsible.value, "Confidence": f"{d.confidence:.0%}"}
         if d.first_failing_rank is not None:
-            fields["First failing rank"] = str(d.first_failing_rank)
+            fields["First failing rank"] = str(d.first_failing_rank) + (
+                f" (node {d.first_failing_node})" if d.first_failing_node else "")
         if d.faulty_nodes:
             fields["Faulty nodes"] = ", ".join(d.faulty_nodes[:20])[:500]
         if recurring := d.recurring_findings():

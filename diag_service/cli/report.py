@@ -53,7 +53,9 @@ def render(d: Diagnosis, console: Console, max_events: int = 10) -> None:
     head.append(f"  responsible {d.responsible.value}  confidence {d.confidence:.2f}")
     where = []
     if d.first_failing_rank is not None:
-        where.append(f"first failing rank {d.first_failing_rank}")
+        where.append(f"first failing rank {d.first_failing_rank}"
+                     + (f" (node {d.first_failing_node})" if d.first_failing_node and d.first_failing_node not in
+                        d.faulty_nodes else ""))
     if d.faulty_nodes:
         where.append("faulty node(s) " + ", ".join(d.faulty_nodes[:8]))
     body = [head]

@@ -361,7 +361,8 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
         "failure_mode": d.failure_mode.value,
         "category": d.category.value,
         "first_failing_rank": d.first_failing_rank,
-        "first_failing_node": sanitize(first.node) if first is not None and first.node else None,
+        "first_failing_node": (sanitize(d.first_failing_node) if d.first_failing_node
+                               else sanitize(first.node) if first is not None and first.node else None),
         "faulty_nodes": [sanitize(n) for n in d.faulty_nodes[:8]],
         "other_failed_ranks": len(others) if d.first_failing_rank is not None else None,
         "ranks_seen": d.input.ranks_seen or None,

@@ -1,4 +1,5 @@
-"""What a rank was doing when it went quiet: its last lines, told beside a verdict that names it without its own error.
+"""What a rank was doing when it went quiet (its last lines, told beside a verdict that names it without its own
+error), and where the rank named first ran (:func:`set_first_failing_node`).
 
 A hang's culprit and a rank killed without a traceback write no error of their own; their last ordinary lines
 ("saving checkpoint 3", "waiting for feature-store snapshot ...", "loading shard 7") are often the most direct clue
@@ -43,3 +44,18 @@ def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
         told.append(f"{path.rsplit('/', 1)[-1]}:{line_no}{when}: \"{cut}\"")
     what = "before the job hung" if d.failure_mode is FailureMode.FAIL_HANG else "before it stopped"
     d.findings.append(f"Rank {rank}'s last lines of its own {what} (what it was doing): " + "; ".join(told) + ".")
+
+
+def set_first_failing_node(d: Diagnosis) -> None:
+    """Set ``d.first_failing_node``: the node of ``d.first_failing_rank``'s own evidence line, else of the straggler
+    report naming it, else the one faulty node; None when no rank is named (a node the evidence names for several
+    ranks alike is no one rank's)."""
+    rank = d.first_failing_rank
+    node = None
+    if rank is not None:
+        node = next((e.node for e in d.root_cause.evidence if e.rank == rank and e.node), None)
+        if node is None and d.slow is not None:
+            node = next((s.node for s in d.slow.stragglers if s.rank == rank and s.node), None)
+        if node is None and len(d.faulty_nodes) == 1:
+            node = d.faulty_nodes[0]
+    d.first_failing_node = node

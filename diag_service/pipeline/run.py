@@ -37,7 +37,7 @@ from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.limits import LIMITS
 from diag_service.localize import combine_hang, combine_pace, combine_retrieval, combine_slow, localize
-from diag_service.localize.last_lines import combine_last_lines
+from diag_service.localize.last_lines import combine_last_lines, set_first_failing_node
 from diag_service.logformat import iso, parse_timestamp
 from diag_service.recovery import History, Policy, load_policy, recommend
 from diag_service.recovery.recommend import facts_of
@@ -310,6 +310,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         _slow_from_logs(d, bundle, req.path, sigs, cpu_job=cpu_job)
         timings["slow"] = time.perf_counter() - t0
     combine_last_lines(d, progress)
+    set_first_failing_node(d)
     retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None
     if retriever is not None:
         t0 = time.perf_counter()
