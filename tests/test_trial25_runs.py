@@ -55,3 +55,11 @@ def test_the_first_failing_ranks_node_is_in_the_answer_and_the_mismatch_is_worde
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r20_dim_node1.zip"), kb=False, llm=False))
     assert (d.first_failing_rank, d.first_failing_node) == (1, "node1"), d.root_cause.summary
     assert "parameter counts differ" not in d.root_cause.summary and "sizes or strides" in d.root_cause.summary
+
+
+def test_a_non_finite_loss_at_a_learning_rate_of_thousands_is_the_config() -> None:
+    """r14 (mp.spawn, one file): lr 4e3 meant 4e-3; the job's guard raised "non-finite loss inf at step 5
+    (lr=4000.0)". It read data, "Resume from an earlier checkpoint with the offending data skipped". The line states the
+    learning rate, far above any optimizer's range: config."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r14_lr_typo_nan"), kb=False, llm=False))
+    assert d.category.value == "config" and d.responsible.value == "user", d.root_cause.summary
