@@ -63,3 +63,20 @@ def test_a_non_finite_loss_at_a_learning_rate_of_thousands_is_the_config() -> No
     learning rate, far above any optimizer's range: config."""
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r14_lr_typo_nan"), kb=False, llm=False))
     assert d.category.value == "config" and d.responsible.value == "user", d.root_cause.summary
+
+
+def test_a_ranks_work_outside_the_timed_phases_names_it_not_the_host() -> None:
+    """r17 (mp.spawn, folder + timing.jsonl): from step 150 rank 0 runs a per-step weight monitor outside the timed
+    phases; its compute_s stays at 13 ms while its step doubles, and rank 1's compute_s rises to 36 ms (it waits in the
+    all-reduce inside backward). It read "every rank's compute time rose alike", infrastructure, no rank. The untimed
+    time names rank 0 and the job's own code, from about step 150."""
+    from diag_service.slow.analyze import analyze_slow
+
+    feed = RUNS / "r17_specnorm_rank0" / "timing.jsonl"
+    rep = analyze_slow(feed)
+    assert [s.rank for s in rep.stragglers] == [0] and rep.category.value == "user_code", rep.summary
+    assert 140 <= rep.stragglers[0].first_step <= 160
+    assert not any("rose alike" in w for w in rep.input.warnings)
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r17_specnorm_rank0"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_slow", "user_code", 0)
+    assert d.faulty_nodes == [] and d.first_failing_node == "node0"

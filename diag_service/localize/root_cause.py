@@ -2316,8 +2316,8 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     nodes = [g.name for g in slow.groups if g.group == "node"]
     if nodes:
         _set_faulty_nodes(d, nodes[:8])
-    elif top is not None and top.node and d.first_failing_rank == top.rank:
-        _set_faulty_nodes(d, [top.node])
+    elif top is not None and top.node and d.first_failing_rank == top.rank and d.category in NODE_LEVEL:
+        _set_faulty_nodes(d, [top.node])  # (a straggler of the job's own code or config blames no node)
 
 
 def _set_faulty_nodes(d: Diagnosis, names: list[str]) -> None:

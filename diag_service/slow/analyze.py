@@ -20,7 +20,13 @@ from diag_service.domain import Category, FailureMode
 from diag_service.fsutil import open_regular
 from diag_service.ingest import BundleError
 from diag_service.ingest.members import FEED_MEMBER, FeedMember, feed_preference
-from diag_service.slow.detector import SlowDetector, explain_episodes, log_evidence_list
+from diag_service.slow.detector import (
+    HIDDEN_LATE_RANK_HINT,
+    HIDDEN_STRAGGLER_HINT,
+    SlowDetector,
+    explain_episodes,
+    log_evidence_list,
+)
 from diag_service.slow.feeds import (
     Feed,
     FeedError,
@@ -165,6 +171,8 @@ def analyze_slow(
     for part in _sorted_steps(batch):
         det.update(part)
     rep = det.report()
+    if not feed.stats.format.startswith("logs") and len(batch):
+        _untimed_straggler(rep, batch)
     if feed.stats.format.startswith("logs") and len(batch):
         _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
@@ -197,6 +205,85 @@ def analyze_slow(
     rep.timings_ms = {"load": round((t_load - t0) * 1000, 3), **rep.timings_ms,
                       "total": round((time.perf_counter() - t0) * 1000, 3)}
     return rep
+
+
+#: :func:`_untimed_straggler`: the one rank's rise of untimed time (its step time minus its timed phases) must be at least
+#: this share of the job's excess step time in the episode, ...
+UNTIMED_SHARE = 0.5
+#: ... every other rank's rise at most this share of that rank's, ...
+UNTIMED_OTHERS = 0.2
+#: ... over at least this many of the rank's records in the episode and five in the baseline window.
+UNTIMED_MIN_STEPS = 10
+UNTIMED_FINDING = (
+    "Rank {rank}'s step time rose by {rise:.3g}{u} from step {step} while its timed phases did not (the other ranks' "
+    "compute rose instead: they wait for it inside backward's all-reduce): it spends that time on work outside the "
+    "timed phases (logging or metrics on that rank, a monitor, an inline save or evaluation), the job's own code on "
+    "that rank. ")
+
+
+def _untimed_straggler(rep: SlowReport, batch: StepBatch) -> None:
+    """Name the rank whose work outside the feed's timed phases makes a job-wide slowdown (in place).
+
+    A feed that times ``compute`` around ``backward()`` shows one rank's slowness as every rank's compute rising alike
+    (:data:`~diag_service.slow.detector.HIDDEN_STRAGGLER_HINT`): the others wait inside the gradient all-reduce. When
+    the extra time is outside the timed phases on one rank, the records still say who: that rank's untimed time (step
+    time minus data, compute and communication) rose by at least :data:`UNTIMED_SHARE` of the job's excess step time
+    in the costliest episode, and no other rank's rose by more than :data:`UNTIMED_OTHERS` of it. The rank is then a
+    straggler (kind compute: its own work), the category the job's code, and the hint is dropped. Medians over the
+    baseline window and the episode's records (at least :data:`UNTIMED_MIN_STEPS`); O(records)."""
+    w = rep.input.warnings
+    if rep.stragglers or rep.groups or not rep.job_slowdown or rep.baseline.step_time_s is None or not (
+            HIDDEN_STRAGGLER_HINT in w or HIDDEN_LATE_RANK_HINT in w):
+        return
+    b0, b1 = rep.baseline.first_step, rep.baseline.last_step
+    if b0 is None or b1 is None:
+        return
+    ep = max(rep.job_slowdown, key=lambda e: e.time_lost_s)
+    end = ep.end_step if ep.end_step is not None else int(batch.step.max())
+    T = np.where(np.isfinite(batch.step_time), batch.step_time, batch.end - batch.start)
+    phases = np.vstack([batch.compute, batch.comm, batch.data])
+    known = np.isfinite(phases).any(axis=0) & np.isfinite(T) & (batch.kind == 0) & (batch.rank >= 0)
+    untimed = T - np.nansum(phases, axis=0)
+    in_base = known & (batch.step >= b0) & (batch.step <= b1)
+    in_ep = known & (batch.step >= ep.start_step) & (batch.step <= end)
+    ranks = np.unique(batch.rank[in_ep])
+    if ranks.size < 2:
+        return
+    rise: dict[int, float] = {}
+    for r in ranks:
+        mb, me = in_base & (batch.rank == r), in_ep & (batch.rank == r)
+        if mb.sum() < 5 or me.sum() < UNTIMED_MIN_STEPS:
+            return
+        rise[int(r)] = float(np.median(untimed[me]) - np.median(untimed[mb]))
+    excess = float(np.median(T[in_ep])) - rep.baseline.step_time_s
+    top = max(rise, key=lambda r: rise[r])
+    others = [v for r, v in rise.items() if r != top]
+    if excess <= 0 or rise[top] < UNTIMED_SHARE * excess or max(others) > UNTIMED_OTHERS * rise[top]:
+        return
+    mine = in_ep & (batch.rank == top)
+    base_u = float(np.median(untimed[in_base & (batch.rank == top)]))
+    order = np.argsort(batch.step[mine], kind="stable")
+    steps, extra = batch.step[mine][order], (untimed[mine] - base_u)[order]
+    # its own onset: the first record from which the median of the next UNTIMED_MIN_STEPS is half its rise (the
+    # episode may have opened earlier on the job's own noise)
+    onset = next((int(steps[i]) for i in range(extra.size - UNTIMED_MIN_STEPS + 1)
+                  if np.median(extra[i:i + UNTIMED_MIN_STEPS]) >= 0.5 * rise[top]), ep.start_step)
+    extra = extra[steps >= onset]
+    node_codes = batch.node[mine]
+    node = batch.node_names[int(node_codes[0])] if node_codes.size and 0 <= int(node_codes[0]) < len(batch.node_names) \
+        else None
+    u = "s" if rep.units == "seconds" else ""
+    rep.stragglers = [Straggler(
+        rank=top, node=node, kind=StragglerKind.COMPUTE,
+        slowdown_factor=round((rep.baseline.step_time_s + rise[top]) / rep.baseline.step_time_s, 3),
+        first_step=onset, last_step=end, detected_at_step=max(ep.detected_at_step, onset), confidence=0.7,
+        intermittent=bool(np.mean(extra >= 0.5 * rise[top]) < 0.7),
+        slow_fraction=round(float(np.mean(extra >= 0.5 * rise[top])), 3),
+        time_lost_s=round(float(np.clip(extra, 0, None).sum()), 6), active=ep.ongoing)]
+    ep.explained_by_ranks = [top]
+    rep.category = Category.USER_CODE
+    rep.summary = UNTIMED_FINDING.format(rank=top, rise=rise[top], u=u, step=onset) + rep.summary
+    rep.input.warnings = [x for x in w if x not in (HIDDEN_STRAGGLER_HINT, HIDDEN_LATE_RANK_HINT)]
 
 
 def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
