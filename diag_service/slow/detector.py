@@ -681,14 +681,22 @@ class SlowDetector:
             parts.append(f"{g.group.capitalize()} {g.name} is slow ({g.kind}, {g.slowdown_factor:.2f}x the other {g.group}s' "
                          f"median since step {g.first_step}; {g.n_ranks} ranks, {len(g.ranks)} of them flagged on their own).")
         shown = stragglers[:5]
+        told: list[str] = []
         for s in shown:
             where = f" on {s.node}" if s.node else ""
             how = "intermittent" if s.intermittent else "persistent"
             article = "an" if how[0] in "aeiou" else "a"
-            parts.append(f"Rank {s.rank}{where} is {article} {how} {s.kind} straggler ({s.slowdown_factor:.2f}x its peers' "
-                         f"{s.kind} time on its slow steps) since step {s.first_step}, detected at step {s.detected_at_step}.")
+            told.append(f"Rank {s.rank}{where} is {article} {how} {s.kind} straggler ({s.slowdown_factor:.2f}x its peers' "
+                        f"{s.kind} time on its slow steps) since step {s.first_step}, detected at step "
+                        f"{s.detected_at_step}, costing {s.time_lost_s:.4g}{u} (the time its peers waited).")
         if len(stragglers) > len(shown):
-            parts.append(f"{len(stragglers) - len(shown)} more straggler(s).")
+            told.append(f"{len(stragglers) - len(shown)} more straggler(s).")
+        # a straggler that cost more than every episode together leads (one slow from the first step is in the
+        # baseline: the job's episodes against it are its noise, not its cost)
+        if stragglers and stragglers[0].time_lost_s > sum(e.time_lost_s for e in episodes):
+            parts = told + parts
+        else:
+            parts += told
         if not parts:
             if base is None:
                 return "Not enough steps to judge the job's pace; no straggler found."
