@@ -448,6 +448,8 @@ def test_torch_multiprocessing_spawn_names_the_process_that_failed(tmp_path: Pat
     ("cl-035", 0),
     # Microsoft MPI's "job aborted:" table: "[1] process exited without calling finalize" after "[0] terminated"
     ("n29b-005", 1),
+    # paddle.distributed.launch: "ABORT!!! Out of all 2 trainers, the trainer process with rank=[1] was aborted."
+    ("n50a-005", 1),
 ])
 def test_the_rank_a_launcher_names_is_the_first_failing_rank(log: str, rank: int) -> None:
     """Public corpus dev logs: the rank a launcher or framework names as failed or missing, not its reporter."""

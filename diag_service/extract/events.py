@@ -611,6 +611,10 @@ RAY_TRAIN_FAILED = re.compile(r"\bWorker (\d{1,6}) has failed\.\s*$")
 #: failure only). N is the global rank.
 LAUNCHER_FIRST_CRASH = re.compile(r"(?:^|composer\.cli\.launcher:)Rank (\d{1,6}) crashed with exit code (-?\d+)"
                                   r"|Terminating remaining workers after failure of Process (\d{1,6})\.")
+#: PaddlePaddle's ``paddle.distributed.launch`` (python/paddle/distributed/utils/launch_utils.py, watch_local_trainers):
+#: ``ABORT!!! Out of all N trainers, the trainer process with rank=[R] was aborted. Please check its log.``, the list
+#: being the trainers whose processes had exited with an error at that poll; one rank listed is the first failure.
+PADDLE_ABORTED = re.compile(r"ABORT!!! Out of all \d+ trainers, the trainer process with rank=\[(\d{1,6})\] was aborted")
 
 #: A launcher's report of the process it saw fail first, read from one line: (global rank, exit code, signal, the host
 #: the line names or None), or None when the line is not one. Arguments: the line's body, the body stripped, the rank
@@ -652,6 +656,11 @@ def _ray_train_failed(body: str, _stripped: str, _rank: int | None) -> _FirstFai
     return (int(m.group(1)), "", "", None) if m else None
 
 
+def _paddle_aborted(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
+    m = PADDLE_ABORTED.search(body)
+    return (int(m.group(1)), "", "", None) if m else None
+
+
 def _mpi_abort(body: str, _stripped: str, _rank: int | None) -> _FirstFailure | None:
     m = MPI_ABORT_RANK.search(body) or MPI_EXITED_RANK.search(body)
     return (int(m.group(1)), "", "", None) if m else None
@@ -669,6 +678,7 @@ FIRST_FAILURE_READERS: tuple[tuple[tuple[str, ...], Callable[[str, str, int | No
     (("crashed with exit code", "after failure of Process"), _launcher_crash, True),
     (("has failed.",), _ray_train_failed, True),
     (("MPI_ABORT was invoked", "has exited due to process rank"), _mpi_abort, True),
+    (("trainer process with rank=",), _paddle_aborted, True),
 )
 #: torch.multiprocessing.spawn's report of the process whose failure ended ``spawn()``/``join()`` (the first
 #: one seen failing; PyTorch torch/multiprocessing/spawn.py, ProcessContext.join): ProcessRaisedException's
