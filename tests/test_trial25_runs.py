@@ -80,3 +80,13 @@ def test_a_ranks_work_outside_the_timed_phases_names_it_not_the_host() -> None:
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r17_specnorm_rank0"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_slow", "user_code", 0)
     assert d.faulty_nodes == [] and d.first_failing_node == "node0"
+
+
+def test_ranks_in_different_collectives_have_their_differing_last_lines_told() -> None:
+    """r08 (accelerate, one file, three py-spy snapshots): rank 0 logged "early stopping at step 150" and waited in the
+    final barrier while rank 1 waited in DDP's all-reduce. The report said "which rank left the common path is not in
+    these reports". No rank is claimed, but the ranks' last lines, which differ, are told, the odd one first."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r08_early_stop_rank0"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    told = [f for f in d.findings if f.startswith("The ranks' last lines differ")]
+    assert told and "early stopping at step 150" in told[0], d.findings

@@ -9,6 +9,8 @@ diagnosis's findings extended in place).
 
 from __future__ import annotations
 
+import re
+
 from diag_service.contracts import ProgressLog
 from diag_service.domain import Diagnosis, EventKind, FailureMode
 from diag_service.logformat import iso
@@ -31,6 +33,9 @@ def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
     first failing (``progress.last_lines``), with file, line and time, when that rank is a hang's culprit or a stopped
     job's failing rank that wrote no error of its own. Nothing when no rank is named, or its lines are not known."""
     rank = d.first_failing_rank
+    if rank is None and d.failure_mode is FailureMode.FAIL_HANG:
+        _differing_last_lines(d, progress)
+        return
     if rank is None or d.failure_mode not in (FailureMode.FAIL_HANG, FailureMode.FAIL_STOP):
         return
     lines = progress.last_lines.get(rank)
@@ -44,6 +49,35 @@ def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
         told.append(f"{path.rsplit('/', 1)[-1]}:{line_no}{when}: \"{cut}\"")
     what = "before the job hung" if d.failure_mode is FailureMode.FAIL_HANG else "before it stopped"
     d.findings.append(f"Rank {rank}'s last lines of its own {what} (what it was doing): " + "; ".join(told) + ".")
+
+
+#: At most this many ranks' last lines are compared and told when a hang names no rank.
+COMPARED_RANKS = 8
+_DIGITS = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def _differing_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
+    """A hang that names no rank, in a job of 2 to :data:`COMPARED_RANKS` ranks whose last lines are known: when the
+    ranks' last lines differ in more than their numbers (one rank said "early stopping at step 150", the other
+    "step 150 loss 0.41"), each rank's last line is told, the odd ones first: which rank left the common path is often
+    what it said last."""
+    last = {r: ls[-1] for r, ls in progress.last_lines.items() if ls}
+    if not 2 <= len(last) <= COMPARED_RANKS:
+        return
+    shapes = {r: _DIGITS.sub("N", text) for r, (_p, _n, _ts, text) in last.items()}
+    counts: dict[str, int] = {}
+    for shape in shapes.values():
+        counts[shape] = counts.get(shape, 0) + 1
+    if len(counts) < 2:
+        return
+    told = []
+    for r in sorted(last, key=lambda r: (counts[shapes[r]], r)):
+        path, line_no, _ts, text = last[r]
+        text = redact(text)
+        cut = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+        told.append(f"rank {r} ({path.rsplit('/', 1)[-1]}:{line_no}): \"{cut}\"")
+    d.findings.append("The ranks' last lines differ (which rank left the common path is often what it said last): "
+                      + "; ".join(told) + ".")
 
 
 def set_first_failing_node(d: Diagnosis) -> None:
