@@ -4815,3 +4815,237 @@ SCENARIOS += [
     Scenario("b29_cfg_stale_world_size_env_spawn", "train_rerank.py", "python train_rerank.py --nprocs 2 --port {port}",
              env={**ENV29, "WORLD_SIZE": "4"}),
 ]
+# ---- batch 30 (h139): common kinds in other launch shapes; ids b30_* ----
+ENV30 = {"OMP_NUM_THREADS": "1"}
+# each pod's image shard: 3,000 zlib-compressed images; shard 1 (the new catalogue's) holds 160 x 160 images, the
+# others 48 x 48
+IMAGES30 = r"""mkdir -p data/images && python - <<'EOF2'
+import pickle, zlib
+import numpy as np
+for r in range(3):
+    rng = np.random.default_rng(r)
+    side = 160 if r == 1 else 48
+    blobs = []
+    for i in range(3000):
+        small = rng.integers(0, 255, (3, side // 8, side // 8), dtype=np.uint8)
+        img = small.repeat(8, axis=1).repeat(8, axis=2)
+        blobs.append(zlib.compress(img.tobytes(), 6))
+    pickle.dump({"shape": (3, side, side), "blobs": blobs, "labels": rng.integers(0, 50, 3000).tolist()},
+                open(f"data/images/shard-{r:03d}.pkl", "wb"))
+EOF2"""
+SCENARIOS += [
+    # rank 1's pod runs under a 600 MiB memory limit (its container's), as every pod of the job does; only rank 1
+    # comes near it
+    Scenario("b30_oom_decoded_cache_c10d_tqdm_r1", "train_images.py",
+             "torchrun --nnodes 1 --nproc-per-node 3 --rdzv-backend c10d --rdzv-endpoint localhost:{port} "
+             "train_images.py", setup=IMAGES30, env=dict(ENV30), action=("cgroup", 1, 600)),
+]
+SCENARIOS += [
+    # rank 3 SIGKILLed from outside as it starts the step-400 evaluation (its node's kubelet evicting the pod)
+    Scenario("b30_inf_sigkill_eval_pyrun_tee_r3", "train_intent.py",
+             "python -m torch.distributed.run --nproc_per_node 4 --master_port {port} --tee 3 train_intent.py",
+             env=dict(ENV30), action=("kill", 3, signal.SIGKILL, "rank 3: evaluating at step 400")),
+]
+LOANS30 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+x = rng.standard_normal((10000, 48)).astype(np.float32)
+y = ((x[:, 0] + 0.5 * x[:, 5] + 0.3 * rng.standard_normal(10000)) > 1.2).astype(np.float32)
+np.savez("data/loans.npz", x=x, y=y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b30_uc_ray_onecycle_total_steps", "train_loans.py", "python train_loans.py", setup=LOANS30,
+             env={**ENV30, "RAY_DEDUP_LOGS": "0"}),
+]
+# the last checkpoint of the previous (preempted) attempt, written by accelerator.save_state: its optimizer.bin was
+# cut at 60 % when the sync from the node's local disk to the shared volume was interrupted
+SIMCSE30 = r"""python - <<'EOF2'
+import importlib.util, os
+import torch
+from accelerate import Accelerator
+spec = importlib.util.spec_from_file_location("t", "train_simcse.py")
+t = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(t)
+acc = Accelerator(cpu=True)
+torch.manual_seed(0)
+m = t.Encoder()
+o = torch.optim.AdamW(m.parameters(), lr=2e-4)
+s = torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 200))
+m, o, s = acc.prepare(m, o, s)
+m(torch.randint(0, 8000, (4, 24))).sum().backward()
+o.step(); s.step()
+acc.save_state("ckpt/step_2500")
+p = "ckpt/step_2500/optimizer.bin"
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[: len(raw) * 6 // 10])
+EOF2
+rm -rf logs"""
+SCENARIOS += [
+    Scenario("b30_st_accel_resume_trunc_optim", "train_simcse.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_simcse.py "
+             "--resume-from ckpt/step_2500", setup=SIMCSE30, env=dict(ENV30)),
+]
+# each node's local feature parts (4 x 12,800 rows); node 1's part 3 was materialised after the feature list lost
+# 'doc_age_days' (63 columns), the others before (64)
+RANK30 = r"""python - <<'EOF2'
+import os
+import numpy as np
+for node in range(2):
+    os.makedirs(f"data/node{node}", exist_ok=True)
+    for k in range(4):
+        rng = np.random.default_rng(10 * node + k)
+        cols = 63 if (node == 1 and k == 3) else 64
+        x = rng.standard_normal((12800, cols)).astype(np.float32)
+        y = (x[:, :8].sum(1) / 3).astype(np.float32)
+        np.savez(f"data/node{node}/part-{k:05d}.npz", x=x, y=y)
+EOF2"""
+LTR30_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 --master-port {{port}} "
+            "--log-dir logs/node{k} --tee 3 train_ltr.py")
+SCENARIOS += [
+    Scenario("b30_data_feat_cols_twonode_n1", "train_ltr.py", LTR30_2N.format(k=0), cmd2=LTR30_2N.format(k=1),
+             setup=RANK30, env=dict(ENV30)),
+]
+# the model config of the 256-token pilot (n_positions 256) and the packed corpus; the run is launched with the
+# new packing length, --block-size 512
+CHAT30 = r"""mkdir -p configs data && python - <<'EOF2'
+import json
+import numpy as np
+json.dump({"vocab_size": 8192, "n_positions": 256, "n_embd": 128, "n_layer": 2, "n_head": 4},
+          open("configs/model.json", "w"), indent=2)
+np.save("data/chat_tokens.npy", np.random.default_rng(0).integers(0, 8192, 600000, dtype=np.int32))
+EOF2"""
+SCENARIOS += [
+    Scenario("b30_cfg_block_size_positions_accel", "pretrain_chat.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} pretrain_chat.py "
+             "--block-size 512", setup=CHAT30, env=dict(ENV30)),
+]
+# each rank's ticket export (6,400 rows); rank 2's export came from the annotation tool after a batch of tickets
+# was imported but not yet labelled: rows 3,300-3,420 have "label": null
+TICKETS30 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/tickets-{r}.jsonl", "w") as f:
+        for i in range(6400):
+            label = None if (r == 2 and 3300 <= i < 3420) else rng.randrange(24)
+            toks = [rng.randrange(1, 20000) for _ in range(rng.randrange(8, 120))]
+            f.write(json.dumps({"id": f"T{r}{i:06d}", "tokens": toks, "label": label}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b30_data_null_label_worker_redirects_r2", "train_topics.py",
+             f"{TR} 3 --master-port {{port}} --log-dir logs --redirects 3 train_topics.py", setup=TICKETS30,
+             env=dict(ENV30)),
+]
+# each node's crawl parts (3 x 2,000 documents with a language tag); node 1's part 00001 came from the new crawl
+# whose language detection failed: every document is tagged "und"
+CRAWL30 = r"""python - <<'EOF2'
+import json, os, random
+for node in range(2):
+    os.makedirs(f"data/node{node}", exist_ok=True)
+    for k in range(3):
+        rng = random.Random(10 * node + k)
+        with open(f"data/node{node}/crawl-{k:05d}.jsonl", "w") as f:
+            for i in range(2000):
+                lang = "und" if (node == 1 and k == 1) else rng.choice(["en", "en", "en", "de", "fr"])
+                f.write(json.dumps({"url": f"https://example.org/{node}/{k}/{i}", "lang": lang,
+                                    "ids": [rng.randrange(4000) for _ in range(rng.randrange(60, 400))]}) + "\n")
+EOF2"""
+LM30_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+           "--rdzv-id crawl-lm-30 --log-dir logs/node{k} --redirects 3 train_lm.py")
+SCENARIOS += [
+    # py-spy dumps of both ranks 8 s after node 1's step-40 line (the on-call engineer's look at the stuck job)
+    Scenario("b30_hang_lang_filter_spin_twonode_n1", "train_lm.py", LM30_2N.format(k=0), cmd2=LM30_2N.format(k=1),
+             setup=CRAWL30, env=dict(ENV30), action=("pyspy", "node 1 rank 1: step 40 ", 2, 8)),
+]
+SCENARIOS += [
+    Scenario("b30_hang_wait_main_only_accel", "train_iqa.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no "
+             "--dynamo_backend no --main_process_port {port} train_iqa.py", env=dict(ENV30)),
+]
+BASKET30_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --node-rank {k} --master-addr 127.0.0.1 "
+               "--master-port {{port}} --tee 3 train_basket.py")
+SCENARIOS += [
+    # each node's process pinned to its own core (node 0: core 0, node 1: core 1); from node 1's it-400 line two
+    # busy processes of another tenant share node 1's core (a noisy neighbour on an oversubscribed host)
+    Scenario("b30_slow_pinhog_twonode_n1", "train_basket.py", BASKET30_2N.format(k=0), cmd2=BASKET30_2N.format(k=1),
+             env=dict(ENV30), action=("pin_hogx", 1, "[node1/rank1] it 400/", 2)),
+]
+# each rank's 8 thumbnail shards (1,600 images each, stored at 64 x 64); rank 0's shards 4-7 came from the new
+# ingestion job, which stored the originals (512 x 512) instead of thumbnails
+THUMBS30 = r"""python - <<'EOF2'
+import os, pickle, zlib
+import numpy as np
+for r in range(2):
+    os.makedirs(f"data/rank{r}", exist_ok=True)
+    for k in range(8):
+        rng = np.random.default_rng(10 * r + k)
+        side = 512 if (r == 0 and k >= 4) else 64
+        blobs = []
+        for i in range(1600):
+            small = rng.integers(0, 255, (3, 16, 16), dtype=np.uint8)
+            blobs.append(zlib.compress(small.repeat(side // 16, 1).repeat(side // 16, 2).tobytes(), 6))
+        pickle.dump({"blobs": blobs, "labels": rng.integers(0, 20, 1600).tolist()},
+                    open(f"data/rank{r}/shard-{k}.pkl", "wb"))
+EOF2"""
+SCENARIOS += [
+    Scenario("b30_slow_fullres_images_r0", "train_thumbs.py", "torchrun --standalone --nproc-per-node 2 train_thumbs.py",
+             setup=THUMBS30, env=dict(ENV30)),
+]
+# checkpoints/ is the job's 32 MiB scratch volume (a tmpfs; unmounted in teardown): room for two of the ~13 MB
+# checkpoints, and nothing deletes old ones
+QCLS30 = ("mkdir -p checkpoints && (mountpoint -q checkpoints && umount checkpoints || true) && "
+          "mount -t tmpfs -o size=32m tmpfs checkpoints")
+SCENARIOS += [
+    Scenario("b30_st_save_pretrained_full_spawn_r0", "train_qcls.py", "python train_qcls.py {port}", setup=QCLS30,
+             teardown="umount checkpoints; true", env=dict(ENV30)),
+]
+# each process's recordings: 2,400 clips; process 0's are 1 s keyword clips (16,000 samples), process 1's came
+# from the long-form set (8 s, 128,000 samples: the whole utterance is cached per clip)
+CLIPS30 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r, n in ((0, 16000), (1, 128000)):
+    rng = np.random.default_rng(r)
+    np.save(f"data/clips-{r}.npy", (rng.standard_normal((2400, n)) * 3000).astype(np.int16))
+EOF2"""
+SCENARIOS += [
+    # process 1's DataLoader workers in a 500 MiB memory cgroup (v1) from the start (on that node the job's
+    # helper processes run under the container's limit)
+    Scenario("b30_oom_loader_workers_cache_accel_r1", "train_kws.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_kws.py",
+             setup=CLIPS30, env=dict(ENV30), action=("worker_cgroup", 1, 500, "clips per process")),
+]
+SCENARIOS += [
+    # process 1 frozen (cgroup v1 freezer, as `docker pause` or a checkpoint/restore agent freezes a container) from
+    # its step-800 line for 45 s, then thawed
+    Scenario("b30_hang_rank1_frozen_spawn_r1", "train_anomaly.py", "python train_anomaly.py {port}", env=dict(ENV30),
+             action=("freeze", 1, "p1 step 800 ", 45)),
+]
+# each process's packed features (4,000 utterances of 100-180 frames); in process 0's file the header of
+# utterance 2,417 was overwritten by the feature job's crashed retry (a frame count of 2**40)
+PACK30 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(2):
+    rng = np.random.default_rng(r)
+    parts, offsets, pos = [], [], 0
+    for i in range(4000):
+        n = int(rng.integers(100, 181))
+        frames = 2 ** 40 if (r == 0 and i == 2417) else n
+        head = np.array([frames, rng.integers(31)], dtype=np.int64).tobytes()
+        body = rng.standard_normal((n, 40)).astype(np.float16).tobytes()
+        offsets.append(pos)
+        parts += [head, body]
+        pos += len(head) + len(body)
+    open(f"data/feats-{r}.pack", "wb").write(b"".join(parts))
+    np.save(f"data/feats-{r}.offsets.npy", np.array(offsets, dtype=np.int64))
+EOF2"""
+SCENARIOS += [
+    Scenario("b30_data_pack_header_collate_spawn_r0", "train_s2i.py", "python train_s2i.py {port}", setup=PACK30,
+             env=dict(ENV30)),
+]
+HEAD30_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+             "--main_process_ip 127.0.0.1 --main_process_port {{port}} --mixed_precision no --dynamo_backend no "
+             "train_headlines.py")
+SCENARIOS += [
+    Scenario("b30_uc_eval_generate_ddp_accel_twonode", "train_headlines.py", HEAD30_2N.format(k=0),
+             cmd2=HEAD30_2N.format(k=1), env=dict(ENV30)),
+]
