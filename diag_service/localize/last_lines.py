@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from diag_service.contracts import ProgressLog
-from diag_service.domain import Diagnosis, EventKind, FailureMode
+from diag_service.domain import LOOPBACK, Diagnosis, EventKind, FailureMode
 from diag_service.logformat import iso
 from diag_service.redact import redact
 
@@ -87,9 +87,10 @@ def set_first_failing_node(d: Diagnosis) -> None:
     rank = d.first_failing_rank
     node = None
     if rank is not None:
+        # (a launcher table's "host : localhost" names no node)
         node = next((e.node for e in d.root_cause.evidence if e.rank == rank and e.node), None)
         if node is None and d.slow is not None:
             node = next((s.node for s in d.slow.stragglers if s.rank == rank and s.node), None)
         if node is None and len(d.faulty_nodes) == 1:
             node = d.faulty_nodes[0]
-    d.first_failing_node = node
+    d.first_failing_node = node if node is None or not LOOPBACK.match(node) else None

@@ -771,6 +771,9 @@ def localize(
     thread_death = _thread_death_then_hang(roots, hits, root_events)
     if thread_death is not None:
         roots = [h for h in roots if h is not thread_death]
+    handled = _handled_then_hang(roots, hits, root_events, by_tid) if thread_death is None else None
+    if handled is not None:
+        roots = [h for h in roots if h is not handled[0]]
     symptoms = [h for h in hits if h.role is EventRole.SYMPTOM or (h.role is EventRole.ROOT and h not in roots)]
     primary = roots[0] if roots else None
     confident = primary is not None and primary.confidence >= MIN_CONFIDENCE
@@ -1106,6 +1109,17 @@ def localize(
                         findings.append(hang_findings[-1])
                         if category in NODE_LEVEL:
                             faulty_nodes = named_nodes
+            if handled is not None:
+                # the rank went on after its own error and then waited in a collective: the error path is where its
+                # peers' collectives and its own parted (a skipped barrier or save), or what it no longer did
+                err, erring = handled
+                first_rank = erring
+                hang_suspects = [erring]
+                if category is Category.UNKNOWN and not mismatch:
+                    category, responsible = err.category, DEFAULT_RESPONSIBLE[err.category]
+                confidence = max(confidence, 0.4)
+                hang_findings.insert(0, HANDLED_THEN_HANG_FINDING.format(rank=erring, error=err.name))
+                evidence.insert(0, _evidence(primary_events(err)[0]))
             if thread_death is not None and category is Category.UNKNOWN and not mismatch:
                 # a thread of a rank died on an error and its process went on without it: the collective it no
                 # longer fed (or the rank it blocked) is where its peers waited; the thread's error is the cause
@@ -1693,13 +1707,15 @@ RAISED_ALIKE_FINDING = ("Every rank ({n}) raised this same error within seconds:
 def _raised_alike(primary: SignatureHit, by_tid: dict[int, list[TemplateGroup]], rank_ts: dict[int, float],
                   ranks_seen: set[int]) -> bool:
     """Every rank of ``ranks_seen`` (at least two) raised the cause's own exception (a traceback or exception line of
-    ``primary``'s templates), the first copies within :data:`RAISED_ALIKE_S` of each other (``rank_ts``)."""
-    if len(ranks_seen) < 2 or not set(rank_ts) >= ranks_seen:
+    ``primary``'s templates), the first copies that have times of their own within :data:`RAISED_ALIKE_S` of each
+    other (``rank_ts``)."""
+    if len(ranks_seen) < 2:
         return False
     raised = {r for tid in primary.template_ids for g in by_tid.get(tid, [])
               if g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION) for r in g.ranks}
-    times = [rank_ts[r] for r in ranks_seen]
-    return raised >= ranks_seen and max(times) - min(times) <= RAISED_ALIKE_S
+    # the ranks whose copy has a time of its own (a traceback's lines often have none): within seconds of each other
+    times = [rank_ts[r] for r in ranks_seen if r in rank_ts]
+    return raised >= ranks_seen and (len(times) < 2 or max(times) - min(times) <= RAISED_ALIKE_S)
 
 
 #: What the logs of one rank that only lost its peer say (:func:`_only_noticed`); ``{rank}``.
@@ -1944,6 +1960,43 @@ def _thread_death_then_hang(roots: list[SignatureHit], hits: list[SignatureHit],
                for o in hits if o is not h):
             return h
     return None
+
+
+#: A rank's error the rank outlived (:func:`_handled_then_hang`); ``{rank}``, ``{error}`` the error's name.
+HANDLED_THEN_HANG_FINDING = (
+    "Rank {rank} went on after its own error ({error}): it reported a collective timeout itself afterwards, so the "
+    "error was caught and the job continued, and the ranks then hung. The error is the cause: its handling made rank "
+    "{rank} skip or add a collective (a save's barrier, an evaluation) or stop doing what its peers waited for; fix "
+    "the error, and let the error path keep every rank's collectives in step (or fail the job).")
+
+
+def _handled_then_hang(roots: list[SignatureHit], hits: list[SignatureHit], root_events: dict[int, list[RawEvent]],
+                       by_tid: dict[int, list[TemplateGroup]]) -> tuple[SignatureHit, int] | None:
+    """``(root, rank)`` when the first of ``roots`` is one rank's error that the same rank outlived: that rank's own
+    collective timeout (a ``fail_hang`` hit) comes after the error (later in the same file, or more than
+    :data:`LATER_FAILURE_S` later by exact times), and another rank times out too. An uncaught exception ends its
+    process, so a rank that later waits in a collective caught its error and went on; else None."""
+    if not roots:
+        return None
+    h = roots[0]
+    evs = root_events.get(id(h), [])
+    ranks = {ev.rank for ev in evs}
+    if h.failure_mode is not FailureMode.FAIL_STOP or len(ranks) != 1 or None in ranks or not evs:
+        return None
+    (rank,) = ranks
+    err = min(evs, key=lambda ev: (ev.path, ev.line))
+    hangs = [o for o in hits if o is not h and o.failure_mode is FailureMode.FAIL_HANG]
+
+    def after(ev: RawEvent) -> bool:
+        if ev.path == err.path:
+            return ev.line > err.line
+        return (ev.ts is not None and err.ts is not None and not ev.ts_approx and not err.ts_approx
+                and ev.ts > err.ts + LATER_FAILURE_S)
+
+    own = any(after(g.rank_first[rank]) for o in hangs for tid in o.template_ids for g in by_tid.get(tid, [])
+              if rank in g.rank_first)
+    others = any(set(o.ranks) - {rank} for o in hangs)
+    return (h, rank) if own and others else None
 
 
 #: Ranks that time out in one collective enter it within about a step of each other, so their timeouts fire within about
