@@ -38,3 +38,21 @@ def test_a_synchronous_metrics_push_on_rank_0_is_named_from_its_untimed_time() -
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r15_metrics_push"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_slow", "user_code", 0)
     assert d.slow is not None and 580 <= d.slow.stragglers[0].first_step <= 620, d.root_cause.summary
+
+
+def test_a_job_that_spends_most_of_its_time_between_its_steps_is_slow() -> None:
+    """r16 (mp.spawn, one file): DataLoader workers with persistent_workers=False restart at every epoch (32 steps),
+    a pause of seconds each time: 113 s for 640 steps whose own stated times add up to a few. It read "No failure in
+    these logs". The time between the step lines that the steps' stated times do not cover, in pauses at one period,
+    is the slowdown: fail_slow, config, the pauses and their period said."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r16_worker_respawn.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "config"), d.root_cause.summary
+    assert "outside its logged steps" in d.root_cause.summary and "every 32 steps" in d.root_cause.summary
+
+
+def test_evaluation_pauses_of_a_clean_run_are_not_this_slowdown() -> None:
+    """The counter-example (zoo dev clean control, mp.spawn, evaluation pauses taking about half of a short run): not
+    read as a job spending its time between its steps."""
+    run = Path(__file__).resolve().parents[1] / "eval" / "zoo" / "clean" / "runs" / "clean5_spawn_eval_pause"
+    d = diagnose(DiagnoseRequest(path=str(run), kb=False, llm=False))
+    assert d.failure_mode.value != "fail_slow" and "outside its logged steps" not in d.root_cause.summary

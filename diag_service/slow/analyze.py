@@ -40,7 +40,7 @@ from diag_service.slow.feeds import (
     load_table,
 )
 from diag_service.slow.logs import RANK_PHASE_MIN_STEPS, load_log_bundle
-from diag_service.slow.material import immaterial
+from diag_service.slow.material import MATERIAL_SLOWDOWN_S, immaterial
 from diag_service.slow.models import GroupFinding, SlowConfig, SlowEpisode, SlowReport, Straggler, StragglerKind
 from diag_service.slow.offline import whole_log_episode
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
@@ -174,6 +174,7 @@ def analyze_slow(
     if not feed.stats.format.startswith("logs") and len(batch):
         _untimed_straggler(rep, batch)
     if feed.stats.format.startswith("logs") and len(batch):
+        _untimed_log_time(rep, batch)
         _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
         _end_recovered_tail(rep, batch, det)
@@ -284,6 +285,70 @@ def _untimed_straggler(rep: SlowReport, batch: StepBatch) -> None:
     rep.category = Category.USER_CODE
     rep.summary = UNTIMED_FINDING.format(rank=top, rise=rise[top], u=u, step=onset) + rep.summary
     rep.input.warnings = [x for x in w if x not in (HIDDEN_STRAGGLER_HINT, HIDDEN_LATE_RANK_HINT)]
+
+
+#: :func:`_untimed_log_time`: the share of a log's wall time between its step lines that its steps' own stated times
+#: do not cover, from which the job's time outside its steps is the slowdown (an evaluation or checkpoint pause of a
+#: short run can take half of it: zoo dev's clean control with evaluation pauses, 58 %), ...
+UNTIMED_LOG_SHARE = 0.8
+#: ... over at least this many intervals between step lines, with at least this many pauses (intervals mostly outside
+#: the steps) recurring at one period and holding at least this share of that time.
+UNTIMED_LOG_MIN_INTERVALS = 10
+UNTIMED_LOG_MIN_PAUSES = 3
+UNTIMED_LOG_PAUSED = 0.8
+UNTIMED_LOG_FINDING = (
+    "The job spent {share:.0%} of its time outside its logged steps ({untimed:.3g} s of {wall:.3g} s between its step "
+    "lines; the steps themselves kept their stated pace): {n} pause(s) of about {pause:.2g} s{period}, e.g. before step "
+    "{step}. Time between steps is the job's own set-up: DataLoader workers started anew each epoch "
+    "(persistent_workers=False), a checkpoint or evaluation much too often, or other work between steps. ")
+
+
+def _untimed_log_time(rep: SlowReport, batch: StepBatch) -> None:
+    """A log whose step lines state each step's own time (``step_ms``) and carry a time of their own: when the time
+    between consecutive lines exceeds the steps' stated times by :data:`UNTIMED_LOG_SHARE` of the log's span or more
+    (and by at least a second in all), mostly in pauses recurring at one period (at least :data:`UNTIMED_LOG_MIN_PAUSES`
+    holding :data:`UNTIMED_LOG_PAUSED` of it), the job spent that time outside its steps (workers restarted each
+    epoch, a save too often): an episode of the whole span with that cost, category config, its pauses and their period said
+    (in place; a report that found a costlier slowdown is left alone). O(records)."""
+    ok = (np.isfinite(batch.end) & np.isfinite(batch.step_time) & (batch.kind == 0) & (batch.rank < 0))
+    if ok.sum() < UNTIMED_LOG_MIN_INTERVALS + 1:
+        return
+    order = np.argsort(batch.step[ok], kind="stable")
+    step, end = batch.step[ok][order], batch.end[ok][order]
+    stated = (batch.weight[ok] * batch.step_time[ok])[order][1:]
+    wall = np.diff(end)
+    if (wall < 0).any() or wall.sum() <= 0:
+        return
+    extra = np.clip(wall - stated, 0.0, None)
+    untimed, span = float(extra.sum()), float(wall.sum())
+    if untimed < UNTIMED_LOG_SHARE * span or untimed < MATERIAL_SLOWDOWN_S or untimed <= rep.time_lost_s:
+        return
+    pauses = np.flatnonzero(extra > 0.5 * wall)
+    # pauses that recur at one period and hold most of that time (an overhead spread over every interval, such as a
+    # profiler's sampling or the host's contention, is not a pause between steps)
+    if pauses.size < UNTIMED_LOG_MIN_PAUSES or extra[pauses].sum() < UNTIMED_LOG_PAUSED * untimed:
+        return
+    # ... a minority of the intervals, between which the stated times do cover the lines' times (else the stated time
+    # is not the step's whole time: a per-step figure printed every N steps, a phase only)
+    rest = np.ones(wall.size, bool)
+    rest[pauses] = False
+    if pauses.size > rest.sum() or extra[rest].sum() > 0.5 * wall[rest].sum():
+        return
+    at = step[1:][pauses]
+    gaps = np.diff(at)
+    if not np.all(gaps == np.median(gaps)):
+        return
+    period = f", every {int(np.median(gaps))} steps"
+    ep = SlowEpisode(start_step=int(at[0]), end_step=int(step[-1]), detected_at_step=int(at[0]),
+                     steps=int(step[-1] - step[0]), slowdown_factor=round(span / max(span - untimed, 1e-9), 3),
+                     time_lost_s=round(untimed, 6))
+    rep.job_slowdown = [ep, *rep.job_slowdown]
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.category = Category.CONFIG
+    rep.summary = UNTIMED_LOG_FINDING.format(share=untimed / span, untimed=untimed, wall=span, n=int(pauses.size),
+                                             pause=float(np.median(extra[pauses])), period=period, step=int(at[0])) \
+        + rep.summary
 
 
 def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
