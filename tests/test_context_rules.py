@@ -461,3 +461,12 @@ def test_the_frame_that_called_torch_decides_whose_tensors_they_were() -> None:
            '  File "/opt/conda/lib/python3.11/threading.py", line 975, in run']
     only_torch = ['  File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1736, in _call_impl']
     assert (torch_caller_owner(user), torch_caller_owner(lib), torch_caller_owner(only_torch)) == ("user", "framework", None)
+
+
+def test_a_deepspeed_child_exit_code_of_one_is_its_own_error_not_a_signal() -> None:
+    """Public corpus dev (a DeepSpeed pipeline-engine LoRA run): only the launcher's "exits with return code = 1" is in
+    the excerpt. The explanation had said the rank "died without printing one, which is what a signal does"; a positive
+    code is the process's own exit status (Python's on an uncaught exception), so its error is elsewhere."""
+    log = Path(__file__).resolve().parents[1] / "eval" / "corpus" / "logs" / "n49a-013.log"
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert "positive return code" in d.root_cause.summary and "which is what a signal does" not in d.root_cause.summary
