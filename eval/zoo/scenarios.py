@@ -5049,3 +5049,163 @@ SCENARIOS += [
     Scenario("b30_uc_eval_generate_ddp_accel_twonode", "train_headlines.py", HEAD30_2N.format(k=0),
              cmd2=HEAD30_2N.format(k=1), env=dict(ENV30)),
 ]
+
+# ---- batch 31 (h141): common kinds in other launch shapes; ids b31_* ----
+ENV31 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # rank 2's pod runs under a 700 MiB memory limit (its container's); every rank keeps the evaluation's logits,
+    # rank 2 is the one whose limit they pass
+    Scenario("b31_oom_eval_logits_logdir_r2", "train_lm_eval.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_lm_eval.py",
+             env=dict(ENV31), action=("cgroup", 2, 700)),
+]
+# each rank's review dump: 16,000 reviews of 60-180 words
+REVIEWS31 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+words = [f"w{i}" for i in range(5000)] + ["good", "bad", "great", "awful", "fine", "slow", "fast", "broken"]
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/reviews-{r}.jsonl", "w") as f:
+        for i in range(16000):
+            text = " ".join(rng.choice(words) for _ in range(rng.randrange(60, 180)))
+            f.write(json.dumps({"id": i, "stars": rng.randrange(1, 6), "text": text}) + "\n")
+EOF2"""
+SCENARIOS += [
+    # rank 1 SIGTERMed from outside while it tokenizes its shard at start-up (its node drained for maintenance)
+    Scenario("b31_inf_sigterm_init_torchrun_r1", "train_reviews.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_reviews.py", setup=REVIEWS31, env=dict(ENV31),
+             action=("kill", 1, signal.SIGTERM, "[rank1] tokenized 8000 reviews")),
+]
+# checkpoints/ is the shared checkpoint volume (a 256 MiB tmpfs); after the step-100 save the volume goes read-only
+# (the storage server's failover remounts it ro)
+CKPT31 = ("mkdir -p checkpoints && (mountpoint -q checkpoints && umount checkpoints || true) && "
+          "mount -t tmpfs -o size=256m b31_ckpt checkpoints")
+SCENARIOS += [
+    Scenario("b31_st_dcp_ro_remount_spawn", "train_ctr.py", "python train_ctr.py {port}", setup=CKPT31,
+             teardown="umount checkpoints; true", env=dict(ENV31),
+             action=("shell", "saved checkpoint checkpoints/ctr/step_000100", "mount -o remount,ro checkpoints")),
+]
+TAG31_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+            "--rdzv-id tagger-31 --tee 3 train_tagger.py --d-model {d} --layers 2 --heads 4")
+SCENARIOS += [
+    # node 1's launch line still carries the old --d-model (its launch script was not updated)
+    Scenario("b31_cfg_dmodel_args_twonode_n1", "train_tagger.py", TAG31_2N.format(d=256),
+             cmd2=TAG31_2N.format(d=384), env=dict(ENV31)),
+]
+# each site's sensor windows (12,000 x 96 readings); site 1's export wrote two overflowed readings as inf
+SITES31 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(2):
+    rng = np.random.default_rng(r)
+    x = (rng.standard_normal((12000, 96)) * 40 + 300).astype(np.float32)
+    y = (x[:, -24:].mean(1) / 100 + 0.1 * rng.standard_normal(12000)).astype(np.float32)
+    if r == 1:
+        x[7311, 52] = np.inf
+        x[10045, 17] = np.inf
+    np.savez(f"data/site-{r}.npz", x=x, y=y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b31_data_ray_inf_sensor_r1", "train_load.py", "python train_load.py", setup=SITES31,
+             env={**ENV31, "RAY_DEDUP_LOGS": "0"}),
+]
+# each process's crop shard as a zip; the node-local cache still holds part of process 1's shard from the previous
+# (preempted) attempt
+CROPS31 = r"""mkdir -p data cache/crops-1 && python - <<'EOF2'
+import io, zipfile
+import numpy as np
+for r in range(2):
+    rng = np.random.default_rng(r)
+    with zipfile.ZipFile(f"data/crops-{r}.zip", "w") as z:
+        for k in range(4):
+            for name, arr in ((f"x-{k:03d}.npy", rng.integers(0, 255, (500, 3, 32, 32), dtype=np.uint8)),
+                              (f"y-{k:03d}.npy", rng.integers(0, 38, 500, dtype=np.int64))):
+                buf = io.BytesIO()
+                np.save(buf, arr)
+                z.writestr(name, buf.getvalue())
+                if r == 1 and k < 2:
+                    open(f"cache/crops-1/{name}", "wb").write(buf.getvalue())
+EOF2"""
+SCENARIOS += [
+    Scenario("b31_hang_unzip_prompt_accel_r1", "train_plants.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_plants.py",
+             setup=CROPS31, env=dict(ENV31), stdin_open=True),
+]
+SCENARIOS += [
+    # rank 1 stopped 150 ms of every 250 ms (SIGSTOP/SIGCONT) from its step-300 line: a throttled container
+    Scenario("b31_slow_stopcont_tqdm_logdir_r1", "train_spk.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_spk.py", env=dict(ENV31),
+             action=("stopcont", 1, "[rank1] step 300/", 100, 150)),
+]
+# each rank's token store (3,000 records of 60-200 uint16 tokens) and its (offset, n_tokens) index; rank 2's index
+# was rebuilt by a job that crashed mid-write: two entries hold garbage offsets (2**40 + ...)
+CODE31 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(3):
+    rng = np.random.default_rng(r)
+    parts, idx, pos = [], [], 0
+    for i in range(3000):
+        n = int(rng.integers(60, 200))
+        parts.append(rng.integers(0, 8000, n, dtype=np.uint16).tobytes())
+        idx.append((pos, n))
+        pos += 2 * n
+    idx = np.array(idx, dtype=np.int64)
+    if r == 2:
+        for j in (539, 2355):
+            idx[j, 0] = 2 ** 40 + 4096 * j
+    open(f"data/code-{r:02d}.bin", "wb").write(b"".join(parts))
+    np.save(f"data/code-{r:02d}.bin.idx.npy", idx)
+EOF2"""
+SCENARIOS += [
+    Scenario("b31_data_worker_segv_index_r2", "train_codelm.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --tee 3 train_codelm.py",
+             setup=CODE31, env=dict(ENV31)),
+]
+# the earlier run's output directory: two Trainer checkpoints (checkpoint-200, checkpoint-400)
+SENT31 = r"""python - <<'EOF2'
+import json, os
+for s in (200, 400):
+    d = f"out/sentiment/checkpoint-{s}"
+    os.makedirs(d, exist_ok=True)
+    json.dump({"architectures": ["BertForSequenceClassification"], "model_type": "bert", "hidden_size": 128},
+              open(f"{d}/config.json", "w"))
+    for name, size in (("model.safetensors", 3_400_000), ("optimizer.pt", 6_800_000), ("scheduler.pt", 1_064),
+                       ("rng_state_0.pth", 14_600), ("rng_state_1.pth", 14_600), ("training_args.bin", 5_300)):
+        open(f"{d}/{name}", "wb").write(os.urandom(size))
+    json.dump({"global_step": s, "epoch": s / 63, "log_history": []}, open(f"{d}/trainer_state.json", "w"))
+EOF2"""
+SCENARIOS += [
+    # the user resumes with the output directory instead of one of its checkpoint-N directories
+    Scenario("b31_cfg_trainer_resume_outdir", "train_sentiment.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} train_sentiment.py "
+             "--output_dir out/sentiment --resume_from_checkpoint out/sentiment --use_cpu --ddp_backend gloo "
+             "--per_device_train_batch_size 32 --num_train_epochs 2 --logging_steps 20 --save_steps 200 "
+             "--report_to none", setup=SENT31, env=dict(ENV31)),
+]
+# the FAQ export as synced to the job's volume: the sync's include pattern was 'train*', so data/valid.jsonl is not there
+FAQ31 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(0)
+words = [f"t{i}" for i in range(8000)]
+with open("data/train.jsonl", "w") as f:
+    for i in range(30000):
+        f.write(json.dumps({"question": " ".join(rng.choice(words) for _ in range(rng.randrange(5, 20))),
+                            "answer": " ".join(rng.choice(words) for _ in range(rng.randrange(10, 40)))}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b31_data_valid_missing_tee1_r0", "train_faq.py",
+             "torchrun --standalone --nproc-per-node 2 --log-dir logs --tee 1 train_faq.py", setup=FAQ31,
+             env=dict(ENV31)),
+]
+SCENARIOS += [
+    # the launcher (torchrun's agent) SIGTERMed when rank 0 logs the start of its step-300 checkpoint save (the job
+    # preempted); the 65 MB save finished 36 ms before the signal landed
+    Scenario("b31_inf_sigterm_agent_after_save_tee2", "train_clip.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} --log-dir logs --tee 2 "
+             "train_clip.py", env=dict(ENV31), action=("kill_launcher", signal.SIGTERM, "saving checkpoint ckpt/step_300")),
+]
+SCENARIOS += [
+    # from process 0's it-600 line its container's CPU limit is 25 % of a core (cgroup v1 cfs quota on the process
+    # and its threads): a lowered limit / an overcommitted node
+    Scenario("b31_slow_rank_quota_spawn_r0", "train_qtower.py", "python train_qtower.py {port}", env=dict(ENV31),
+             action=("rank_quota", 0, "proc0 it 600/", 25)),
+]
