@@ -1186,7 +1186,7 @@ class Extractor:
             if lo == 0:
                 return  # one line longer than the window
         bad = set(starts[bisect.bisect_left(starts, lo):])
-        line_no = rd.block.first_line + text.count(nl, 0, lo)  # type: ignore[arg-type]
+        line_no = _line_numbers(text, [lo], rd.block.first_line, rd.block.newlines)[0]  # counted back from the end
         last = self.progress.last_lines
         found: dict[int, deque[tuple[int, str]]] = {}
         ended: set[int] = set()  # ranks whose failure began in the window: what follows is its report, not its work
@@ -1194,10 +1194,7 @@ class Extractor:
         for line in rd.slice(lo, rd.size).split("\n"):
             if line.strip():
                 att = rd.attr(line.rstrip("\r"))
-                rank, local, _node = _who(rd.src, att)
-                if rank is None and local is not None:  # read the file's learnt offset, not learn it (out of order)
-                    off = self._rank_offset.get(rd.src.path)
-                    rank = local + off if off is not None else None
+                rank = self._global(rd.src.path, _who(rd.src, att), learn=False)[0]  # the tail is read out of order
                 if rank is None or rank in ended:
                     pass
                 elif ls in bad or att.text.startswith("Traceback (most recent call last)"):
@@ -1438,11 +1435,14 @@ class Extractor:
         conn = self._nccl_conn.get(key)
         return next(iter(conn)) if conn is not None and len(conn) == 1 else None
 
-    def _global(self, path: str, who: tuple[int | None, int | None, str | None]) -> tuple[int | None, int | None, str | None]:
-        """Fill a missing global rank from the local rank and the file's learnt offset (and learn it)."""
+    def _global(self, path: str, who: tuple[int | None, int | None, str | None],
+                learn: bool = True) -> tuple[int | None, int | None, str | None]:
+        """Fill a missing global rank from the local rank and the file's learnt offset (and learn it, unless ``learn``
+        is false: a reader out of the file's order must not teach it)."""
         rank, local, node = who
         if rank is not None and local is not None:
-            self._rank_offset.setdefault(path, rank - local)
+            if learn:
+                self._rank_offset.setdefault(path, rank - local)
         elif rank is None and local is not None and path in self._rank_offset:
             rank = local + self._rank_offset[path]
         return rank, local, node
