@@ -10,6 +10,7 @@ diagnosis's findings extended in place).
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from diag_service.contracts import ProgressLog
 from diag_service.domain import LOOPBACK, Diagnosis, EventKind, FailureMode
@@ -28,6 +29,12 @@ def _own_error(d: Diagnosis, rank: int) -> bool:
     return any(e.kind in _OWN_ERROR and rank in e.ranks for e in d.events)
 
 
+def _quoted(text: str) -> str:
+    """A log line as a finding quotes it: redacted, cut at :data:`SHOWN_CHARS`, in double quotes."""
+    text = redact(text)
+    return '"' + (text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "...") + '"'
+
+
 def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
     """Append to ``d.findings`` the last :data:`SHOWN_LINES` ordinary lines (redacted) of the rank ``d`` names as
     first failing (``progress.last_lines``), with file, line and time, when that rank is a hang's culprit or a stopped
@@ -44,9 +51,7 @@ def combine_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
     told = []
     for path, line_no, ts, text in lines[-SHOWN_LINES:]:
         when = f", {iso(ts)}" if ts is not None else ""
-        text = redact(text)
-        cut = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
-        told.append(f"{path.rsplit('/', 1)[-1]}:{line_no}{when}: \"{cut}\"")
+        told.append(f"{path.rsplit('/', 1)[-1]}:{line_no}{when}: {_quoted(text)}")
     what = "before the job hung" if d.failure_mode is FailureMode.FAIL_HANG else "before it stopped"
     d.findings.append(f"Rank {rank}'s last lines of its own {what} (what it was doing): " + "; ".join(told) + ".")
 
@@ -65,17 +70,13 @@ def _differing_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
     if not 2 <= len(last) <= COMPARED_RANKS:
         return
     shapes = {r: _DIGITS.sub("N", text) for r, (_p, _n, _ts, text) in last.items()}
-    counts: dict[str, int] = {}
-    for shape in shapes.values():
-        counts[shape] = counts.get(shape, 0) + 1
+    counts = Counter(shapes.values())
     if len(counts) < 2:
         return
     told = []
     for r in sorted(last, key=lambda r: (counts[shapes[r]], r)):
         path, line_no, _ts, text = last[r]
-        text = redact(text)
-        cut = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
-        told.append(f"rank {r} ({path.rsplit('/', 1)[-1]}:{line_no}): \"{cut}\"")
+        told.append(f"rank {r} ({path.rsplit('/', 1)[-1]}:{line_no}): {_quoted(text)}")
     d.findings.append("The ranks' last lines differ (which rank left the common path is often what it said last): "
                       + "; ".join(told) + ".")
 
@@ -87,10 +88,10 @@ def set_first_failing_node(d: Diagnosis) -> None:
     rank = d.first_failing_rank
     node = None
     if rank is not None:
-        # (a launcher table's "host : localhost" names no node)
         node = next((e.node for e in d.root_cause.evidence if e.rank == rank and e.node), None)
         if node is None and d.slow is not None:
             node = next((s.node for s in d.slow.stragglers if s.rank == rank and s.node), None)
         if node is None and len(d.faulty_nodes) == 1:
             node = d.faulty_nodes[0]
+    # a launcher table's "host : localhost" names no node
     d.first_failing_node = node if node is None or not LOOPBACK.match(node) else None
