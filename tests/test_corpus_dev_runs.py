@@ -81,6 +81,9 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n27b-011", "storage", "nccl_shm_error_trace"),
     # aws-ofi-nccl on the tcp provider in a container started without the EFA devices
     ("n28b-001", "config", "nccl_ofi_not_efa"),
+    # the optimizer's foreach grouping found a parameter's state on another device or dtype (FSDP under the
+    # Trainer's gradient accumulation, a transformers release fixed upstream): one line pasted
+    ("n50b-005", "framework", "v_torch_optim_foreach_mixed_state"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))

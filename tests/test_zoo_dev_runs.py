@@ -78,7 +78,13 @@ def _diagnose(run: str, tmp_path: Path):
     ("b14_data_empty_sample_worker_r3", "data", 3, "empty_file_on_load"),
     # resume from a DCP checkpoint directory whose .metadata (written last by the coordinator) is missing: the save
     # that wrote it never finished (storage), not ranks racing on a path in the library's save code
-    ("b15_st_dcp_resume_no_metadata", "storage", None, "checkpoint_path_race"),
+    ("b15_st_dcp_resume_no_metadata", "storage", NO_RANK, "checkpoint_path_race"),
+    # DCP's save on a read-only remount: its CheckpointException lists ranks 0 and 1 (both failed alike), so mp.spawn's
+    # "process 1 terminated" does not single rank 1 out
+    ("b31_st_dcp_ro_remount_spawn", "storage", NO_RANK, "read_only_fs"),
+    # Trainer resumed from the run's output directory instead of a checkpoint-N folder in it: a wrong argument
+    ("b31_cfg_trainer_resume_outdir", "config", NO_RANK, "vs_hf_resume_checkpoint_incomplete"),
+    ("b22_cfg_hf_resume_missing_ckpt_accel", "config", NO_RANK, "vs_hf_resume_checkpoint_incomplete"),
 ])
 def test_a_known_message_names_the_category(tmp_path: Path, run: str, category: str, rank: int | None,
                                             signature: str) -> None:
@@ -256,3 +262,20 @@ def test_an_interrupted_launcher_after_a_stuck_progress_bar_is_a_hang(tmp_path: 
     assert d.category.value != "infrastructure"
     assert any(h.signature_id == "elastic_agent_death_signal" and h.details.get("context_rule") == "elastic_agent_interrupted"
                for h in d.signature_hits)
+
+
+def test_a_checkpoint_exception_listing_one_rank_names_it(tmp_path: Path) -> None:
+    # torch.distributed.checkpoint gathers every rank's local failure and re-raises it on all of them as
+    # "CheckpointException ranks:dict_keys([...])": a list of one rank is that rank's failure, whatever mp.spawn's
+    # report says (the real run lists [0, 1]; here its listing is narrowed to rank 0)
+    d = _diagnose("b31_st_dcp_ro_remount_spawn", tmp_path)
+    assert d.first_failing_rank is None
+    job = tmp_path / "one"
+    shutil.copytree(ZOO / "runs" / "b31_st_dcp_ro_remount_spawn", job)
+    log = job / "console.log"
+    text = log.read_text()
+    assert text.count("ranks:dict_keys([0, 1])") == 2
+    log.write_text(text.replace("ranks:dict_keys([0, 1])", "ranks:dict_keys([0])"))
+    d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
+    assert d.first_failing_rank == 0 and d.category.value == "storage"
+    assert any("failed on rank 0 alone" in f for f in d.findings), d.findings

@@ -932,6 +932,14 @@ def localize(
                 and _cascade(primary, sigs) != "peer_loss" and _raised_alike(primary, by_tid, rank_ts, ranks_seen):
             findings.append(RAISED_ALIKE_FINDING.format(n=len(ranks_seen), rank=first_rank))
             first_rank, alike = None, len(ranks_seen)
+        stated = _checkpoint_failed_ranks(groups) if mode is FailureMode.FAIL_STOP else None
+        if stated is not None and len(stated) == 1 and first_rank not in stated:
+            first_rank = next(iter(stated))
+            findings.append(CHECKPOINT_ONE_FINDING.format(rank=first_rank))
+        elif stated is not None and len(stated) >= 2 and first_rank in stated and category not in NOT_SHARED:
+            findings.append(CHECKPOINT_ALL_FINDING.format(ranks=", ".join(map(str, sorted(stated))), rank=first_rank))
+            first_rank = None
+            alike = len(stated) if stated >= ranks_seen else 0
         named_node = primary.details.get("node")
         if broadcast:
             pass  # one signal to every rank: no node singled out
@@ -1702,6 +1710,31 @@ NOT_SHARED = frozenset({Category.NETWORK, Category.GPU_HARDWARE, Category.INFRAS
 RAISED_ALIKE_FINDING = ("Every rank ({n}) raised this same error within seconds: its cause is what the ranks share (the "
                         "code, its configuration or the data), not one rank's, so no rank is singled out (rank {rank}'s "
                         "copy is only the first the logs show).")
+
+
+#: torch.distributed.checkpoint's gathered failure: ``CheckpointException(msg, failures)`` prints
+#: ``"CheckpointException ranks:" + str(failures.keys())``, the ranks whose local save or load step raised
+#: (torch/distributed/checkpoint/api.py), and every rank re-raises the same exception.
+CHECKPOINT_RANKS = re.compile(r"CheckpointException ranks:\s*dict_keys\(\[([\d,\s]*)\]\)")
+CHECKPOINT_ALL_FINDING = ("torch.distributed.checkpoint reports that its step failed on ranks {ranks} (its "
+                          "CheckpointException lists them): the same save or load failed on each, so no rank is singled "
+                          "out (rank {rank}'s copy is only the first the logs show).")
+CHECKPOINT_ONE_FINDING = ("torch.distributed.checkpoint reports that its step failed on rank {rank} alone (its "
+                          "CheckpointException lists it; every rank re-raises the exception): rank {rank}'s own error is "
+                          "the cause, the other ranks' copies follow from it.")
+
+
+def _checkpoint_failed_ranks(groups: list[TemplateGroup]) -> frozenset[int] | None:
+    """The ranks the earliest torch.distributed.checkpoint ``CheckpointException`` in ``groups`` lists as failed
+    (:data:`CHECKPOINT_RANKS`), or None when no line states them (shape: a set of global ranks, never empty)."""
+    for g in sorted(groups, key=lambda g: g.first_order):
+        for ev in g.examples:
+            for line in ev.lines:
+                m = CHECKPOINT_RANKS.search(line)
+                if m:
+                    ranks = frozenset(int(x) for x in re.findall(r"\d+", m.group(1)) if int(x) <= LIMITS.max_rank)
+                    return ranks or None
+    return None
 
 
 def _raised_alike(primary: SignatureHit, by_tid: dict[int, list[TemplateGroup]], rank_ts: dict[int, float],
