@@ -84,6 +84,8 @@ ROOT = Path(__file__).resolve().parents[1]
     # the optimizer's foreach grouping found a parameter's state on another device or dtype (FSDP under the
     # Trainer's gradient accumulation, a transformers release fixed upstream): one line pasted
     ("n50b-005", "framework", "v_torch_optim_foreach_mixed_state"),
+    # DALI's GPU JPEG decoder in a data-parallel ImageNet run: nvJPEG's allocator failure as memory grew step by step
+    ("n52a-020", "gpu_oom", "v_nvjpeg_allocator_failure"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
