@@ -41,6 +41,7 @@ from diag_service.label import (
 )
 from diag_service.label.cli import RichProgress, app, rate_text
 from diag_service.label.ledger import SUMMARY_JSON, SUMMARY_MD, part_name
+from diag_service.label.output import rows_to_frame, rows_to_parquet_bytes
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,8 +136,8 @@ def test_real_logs_and_bad_bundles_give_one_row_each_and_match_diagnose(tmp_path
         d = diagnose(DiagnoseRequest(path=str(log)))
         r = rows[log.stem]
         assert r["status"] == "ok"
-        assert (r["category"], r["failure_mode"], r["first_failing_rank"], r["faulty_nodes"]) == (
-            d.category.value, d.failure_mode.value, d.first_failing_rank, d.faulty_nodes)
+        assert (r["category"], r["failure_mode"], r["first_failing_rank"], r["first_failing_node"], r["faulty_nodes"]) == (
+            d.category.value, d.failure_mode.value, d.first_failing_rank, d.first_failing_node, d.faulty_nodes)
         assert r["recovery_level"] == d.recovery.level.value and r["signatures_version"] == d.versions["signatures"]
         agree_label += r["category"] == labels[log.stem]["category"]
         agree_diag += d.category.value == labels[log.stem]["category"]
@@ -355,6 +356,19 @@ def test_summary_ranks_nodes_with_most_hardware_faults() -> None:
 
 def test_row_columns_are_the_schema() -> None:
     assert list(SCHEMA) == list(LabelRow.model_fields)
+
+
+def test_a_part_written_before_a_column_was_added_reads_it_as_null(tmp_path: Path) -> None:
+    # an output folder resumed across versions: its first part lacks first_failing_node, the next one has it
+    old = LabelRow(job_id="a", path="/x", status="ok", category="network", first_failing_rank=3)
+    new = LabelRow(job_id="b", path="/y", status="ok", category="gpu_oom", first_failing_rank=1,
+                   first_failing_node="gpu-node-007")
+    rows_to_frame([old]).drop("first_failing_node").write_parquet(tmp_path / "part-00000.parquet")
+    (tmp_path / "part-00001.parquet").write_bytes(rows_to_parquet_bytes([new]))
+    got = read_labels(tmp_path)
+    assert list(got.columns) == list(SCHEMA)
+    assert got.select("job_id", "first_failing_rank", "first_failing_node").rows() == [
+        ("a", 3, None), ("b", 1, "gpu-node-007")]
 
 
 # -- the worker: knowledge base, timeouts, crashes --------------------------------------------------

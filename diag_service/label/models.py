@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: Version of the row layout (columns and their meaning); bump when a column changes meaning or disappears.
+#: Version of the row layout (columns and their meaning); bump when a column changes meaning or disappears (a column
+#: added keeps it: :func:`diag_service.label.output.read_labels` reads an older part's missing column as null).
 LABEL_SCHEMA = "label-row/1"
 
 KBMode = Literal["auto", "on", "off"]
@@ -78,6 +79,7 @@ class LabelRow(BaseModel):
     responsible: str | None = None
     confidence: float | None = None
     first_failing_rank: int | None = None
+    first_failing_node: str | None = None
     faulty_nodes: list[str] = Field(default_factory=list)
     root_template_id: str | None = None
     root_template: str | None = None

@@ -16,7 +16,7 @@ _S, _I, _F, _B, _LS = pl.String, pl.Int64, pl.Float64, pl.Boolean, pl.List(pl.St
 SCHEMA: dict[str, Any] = {
     "job_id": _S, "path": _S, "status": _S, "error": _S,
     "failure_mode": _S, "category": _S, "responsible": _S, "confidence": _F,
-    "first_failing_rank": _I, "faulty_nodes": _LS,
+    "first_failing_rank": _I, "first_failing_node": _S, "faulty_nodes": _LS,
     "root_template_id": _S, "root_template": _S, "root_signature_ids": _LS, "root_cause": _S,
     "similar_incident_ids": _LS, "novel": _B, "recovery_level": _S,
     "summary": _S, "summary_source": _S,
@@ -41,8 +41,11 @@ def rows_to_parquet_bytes(rows: list[LabelRow]) -> bytes:
 
 
 def read_labels(out: str | Path) -> pl.DataFrame:
-    """Every row of an output folder (all its parts), sorted by job id. Raises ``FileNotFoundError`` if it has none."""
+    """Every row of an output folder (all its parts), sorted by job id, in :data:`SCHEMA`'s columns (a part written
+    before a column was added reads it as null). Raises ``FileNotFoundError`` if it has none."""
     files = sorted(Path(out).glob("part-*.parquet"))
     if not files:
         raise FileNotFoundError(f"no part-*.parquet in {out}")
-    return pl.concat([pl.read_parquet(f) for f in files], how="vertical").sort("job_id")
+    frames = [pl.read_parquet(f) for f in files]
+    frames.append(pl.DataFrame(schema=SCHEMA))  # every column, even when no part has it
+    return pl.concat(frames, how="diagonal_relaxed").select(list(SCHEMA)).sort("job_id")

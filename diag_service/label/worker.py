@@ -101,6 +101,7 @@ def row_from_diagnosis(job: Job, d: Diagnosis) -> LabelRow:
         responsible=d.responsible.value,
         confidence=d.confidence,
         first_failing_rank=d.first_failing_rank,
+        first_failing_node=d.first_failing_node,
         faulty_nodes=list(d.faulty_nodes),
         root_template_id=template_key(ev.template) if ev is not None else None,
         root_template=ev.template[:2000] if ev is not None else None,
