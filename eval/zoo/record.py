@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h146", "/home/user/proj"),  # batch 32 (h146; before /work/wt/h1, its prefix)
     ("/work/wt/h141", "/home/user/proj"),  # batch 31 (h141; before /work/wt/h1, its prefix)
     ("/work/wt/h139", "/home/user/proj"),  # batch 30 (h139; before /work/wt/h1, its prefix)
     ("/work/wt/h135", "/home/user/proj"),  # batch 29 (h135; before /work/wt/h1, its prefix)

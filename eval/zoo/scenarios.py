@@ -5209,3 +5209,156 @@ SCENARIOS += [
     Scenario("b31_slow_rank_quota_spawn_r0", "train_qtower.py", "python train_qtower.py {port}", env=dict(ENV31),
              action=("rank_quota", 0, "proc0 it 600/", 25)),
 ]
+
+# ---- batch 32 (h146): common kinds in other launch shapes; ids b32_* ----
+ENV32 = {"OMP_NUM_THREADS": "1"}
+RET32_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+            "--main_process_ip 127.0.0.1 --main_process_port {{port}} --mixed_precision no --dynamo_backend no "
+            "train_retrieval.py")
+SCENARIOS += [
+    # node 1's process runs under its pod's 900 MiB memory limit; every process keeps every batch's item embeddings
+    # in its hard-negative pool (the slice only limits what is mined, not what is kept)
+    Scenario("b32_oom_hardmine_pool_accel_twonode_n1", "train_retrieval.py", RET32_2N.format(k=0),
+             cmd2=RET32_2N.format(k=1), env=dict(ENV32), action=("cgroup", 1, 900)),
+]
+SCENARIOS += [
+    # rank 0 SIGKILLed from outside while it writes its step-300 checkpoint (8 MB of ~62 MB on disk): its pod evicted
+    Scenario("b32_inf_sigkill_midsave_tee_tqdm_r0", "train_topics.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_topics.py", env=dict(ENV32),
+             action=("kill_when_file", 0, signal.SIGKILL, "checkpoints/step_00300.pt", 8_000_000)),
+]
+# each rank's part of the ticket export (4,000 tickets, queue ids 0-23); rank 1's part covers the later weeks, in which
+# the helpdesk added queue 24 ('billing-disputes') and routed tickets to it from row 2,300 on
+TICKETS32 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+words = [f"w{i}" for i in range(9000)] + ["refund", "invoice", "login", "password", "crash", "slow", "charge"]
+for r in range(2):
+    rng = random.Random(r)
+    with open(f"data/tickets-{r}.jsonl", "w") as f:
+        for i in range(4000):
+            q = rng.randrange(24)
+            if r == 1 and i >= 2300 and rng.random() < 0.08:
+                q = 24
+            f.write(json.dumps({"ticket": f"T{r}{i:06d}", "subject": " ".join(rng.choice(words) for _ in range(6)),
+                                "body": " ".join(rng.choice(words) for _ in range(rng.randrange(10, 50))),
+                                "queue_id": q}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b32_data_label_oob_redirects1_r1", "train_router.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --redirects 1 train_router.py",
+             setup=TICKETS32, env=dict(ENV32)),
+]
+# the preempted attempt's checkpoints/last/: trainer_state.json says step 200; model.safetensors was cut at 55 % when
+# the copy back from the node's local disk was interrupted
+KWS32 = r"""mkdir -p checkpoints/last && python - <<'EOF2'
+import json, os
+import torch.nn as nn
+from safetensors.torch import save_file
+m = nn.Sequential(nn.Conv1d(40, 128, 5, padding=2), nn.ReLU(), nn.Conv1d(128, 256, 5, padding=2), nn.ReLU(),
+                  nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 35))
+save_file(m.state_dict(), "checkpoints/last/model.safetensors")
+json.dump({"step": 200}, open("checkpoints/last/trainer_state.json", "w"))
+n = os.path.getsize("checkpoints/last/model.safetensors")
+os.truncate("checkpoints/last/model.safetensors", int(n * 0.55))
+EOF2"""
+SCENARIOS += [
+    Scenario("b32_st_resume_trunc_safetensors_spawn", "train_kws.py", "python train_kws.py {port}", setup=KWS32,
+             env=dict(ENV32)),
+]
+# the clause corpus (20,000 clauses of 20-80 words)
+CLAUSES32 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(0)
+words = [f"c{i}" for i in range(20000)] + ["shall", "party", "agreement", "liability", "terminate", "notice"]
+with open("data/clauses.jsonl", "w") as f:
+    for i in range(20000):
+        f.write(json.dumps({"id": i, "text": " ".join(rng.choice(words) for _ in range(rng.randrange(20, 80)))}) + "\n")
+EOF2"""
+SCENARIOS += [
+    # rank 0 writes cache/vocab/vocab.ready; rank 1 polls for vocab.json.done (the marker's name changed on one side)
+    Scenario("b32_hang_cache_flag_poll_pyrun_r1", "train_clauses.py",
+             "python -m torch.distributed.run --standalone --nproc_per_node 2 train_clauses.py", setup=CLAUSES32,
+             env=dict(ENV32)),
+]
+SCENARIOS += [
+    # the user's shell profile, copied from the GPU cluster's job template, exports GLOO_SOCKET_IFNAME=ib0; this node
+    # has no InfiniBand interface (invisible in the command as typed; Ray's workers inherit it)
+    Scenario("b32_cfg_ray_gloo_ifname", "train_ctr.py", "python train_ctr.py",
+             env={**ENV32, "RAY_DEDUP_LOGS": "0", "GLOO_SOCKET_IFNAME": "ib0"}),
+]
+SCENARIOS += [
+    # rank 0's log line formats the running per-example loss vector (a tensor of 32) with ':.4f'
+    Scenario("b32_uc_tensor_format_log_tee3_r0", "train_helpful.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --tee 3 train_helpful.py", env=dict(ENV32)),
+]
+SCENARIOS += [
+    # the team's launch line from the GPU cluster (--ddp_backend nccl, --bf16 off), run as is on a CPU-only node
+    Scenario("b32_cfg_hf_nccl_cpu_node_logdir", "train_intent.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_intent.py "
+             "--output_dir out/intent --ddp_backend nccl --per_device_train_batch_size 32 --num_train_epochs 1 "
+             "--logging_steps 10 --save_strategy no --report_to none", env=dict(ENV32)),
+]
+# each rank's catalogue shard: 60,000 'category<TAB>title' lines
+TITLES32 = r"""mkdir -p data && python - <<'EOF2'
+import random
+words = [f"p{i}" for i in range(6000)] + ["cotton", "steel", "usb-c", "wireless", "organic", "kids", "pack"]
+for r in range(3):
+    rng = random.Random(r)
+    with open(f"data/titles-{r}.tsv", "w") as f:
+        for i in range(60000):
+            f.write(f"{rng.randrange(50)}\t{' '.join(rng.choice(words) for _ in range(rng.randrange(4, 14)))}\n")
+EOF2"""
+SCENARIOS += [
+    # rank 2 gets SIGINT from outside while it featurises its shard (the node's job-control daemon forwarding an
+    # interrupt to one task)
+    Scenario("b32_inf_sigint_load_logdir_r2", "train_catalog.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_catalog.py",
+             setup=TITLES32, env=dict(ENV32), action=("kill", 2, signal.SIGINT, "[rank2] featurised 30000 titles")),
+]
+KWS32_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {{port}} "
+            "--tee 3 train_kws_raw.py")
+SCENARIOS += [
+    # from node 1's 'it 400/' line its DataLoader workers (not the rank) are held to 8 % of a core (cgroup v1 cfs
+    # quota): the node's data-loading processes starved of CPU by a lowered container limit
+    Scenario("b32_slow_loader_quota_twonode_n1", "train_kws_raw.py", KWS32_2N.format(k=0), cmd2=KWS32_2N.format(k=1),
+             env=dict(ENV32), action=("worker_quota", 1, "[node1] it 400/", 8)),
+]
+# cache/w1 is worker 1's node-local scratch: a 24 MiB tmpfs (named b32_cache) already mostly taken by another job's
+# files; 80,000 sessions x 51 ids x 8 bytes = 31 MiB do not fit
+CACHE32 = ("mkdir -p cache/w0 cache/w1 && (mountpoint -q cache/w1 && umount cache/w1 || true) && "
+           "mount -t tmpfs -o size=24m b32_cache cache/w1 && head -c 6000000 /dev/urandom > cache/w1/.prev_job_shard")
+SCENARIOS += [
+    Scenario("b32_st_ray_cache_enospc_r1", "train_sessions.py", "python train_sessions.py", setup=CACHE32,
+             teardown="umount cache/w1; true", env={**ENV32, "RAY_DEDUP_LOGS": "0"}),
+]
+EMB32_2N = ("torchrun --nnodes {n} --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+            "--rdzv-id embed-32 --rdzv-conf join_timeout=25 train_embed.py")
+SCENARIOS += [
+    # node 1's job script was copied from a single-node test and still says --nnodes 1
+    Scenario("b32_cfg_nnodes_mismatch_c10d_twonode", "train_embed.py", EMB32_2N.format(n=2), cmd2=EMB32_2N.format(n=1),
+             env=dict(ENV32)),
+]
+# each process's tokenized query log: 9,600 rows of 24 token ids + a label (16,000-token vocabulary); in process 1's
+# part one row (row 3,900) was tokenized by the newer 32k tokenizer and holds ids past 16,000
+QUERIES32 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(2):
+    rng = np.random.default_rng(r)
+    a = np.concatenate([rng.integers(1, 16000, (9600, 24)), rng.integers(0, 30, (9600, 1))], axis=1).astype(np.int32)
+    if r == 1:
+        a[3900, :24] = rng.integers(1, 32000, 24)
+        a[3900, 5] = 27311
+    np.save(f"data/queries-{r}.npy", a)
+EOF2"""
+SCENARIOS += [
+    Scenario("b32_hang_skip_bad_batch_accel_r1", "train_intent_tagger.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_intent_tagger.py",
+             setup=QUERIES32, env=dict(ENV32)),
+]
+SCENARIOS += [
+    # process 1's established TCP connections destroyed (ss -K) at its epoch-1 batch-300 line: its host's link reset
+    Scenario("b32_net_conn_reset_accel_r1", "train_fraud.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no "
+             "--dynamo_backend no --main_process_port {port} train_fraud.py", env=dict(ENV32),
+             action=("ss_kill", 1, "[process 1] epoch 1 batch 300 ok")),
+]
