@@ -73,7 +73,7 @@ CASES = {
         "Last error:\nError while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 9637888)\n",
         "fail_stop", "storage",
     ),
-    "illegal_memory_access": ("RuntimeError: CUDA error: an illegal memory access was encountered\n", "fail_stop", "framework"),
+    "illegal_memory_access": ("RuntimeError: CUDA error: an illegal memory access was encountered\n", "fail_stop", "unknown"),
     "xid_79": (
         "Jul 26 13:20:01 gpu-node-003 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=0, GPU has fallen off the bus.\n",
         "fail_stop", "gpu_hardware",

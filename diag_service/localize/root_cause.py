@@ -321,6 +321,44 @@ def _retried_warnings(roots: list[SignatureHit], events: dict[int, list[RawEvent
     return out
 
 
+#: Roots that say the whole job was stopped from outside (a scheduler's preemption, cancellation or time limit, a
+#: cloud's reclaim, torchrun's agent signalled): the job did not fail by itself, and a restart does not meet it again.
+EXTERNAL_STOPS = frozenset({"elastic_agent_death_signal", "slurm_time_limit", "slurm_node_failure", "slurm_cancelled",
+                            "h_cloud_instance_preempted", "vs_k8s_preempted_or_tainted", "va_tpu_preemption_notice",
+                            "vs_lightning_slurm_requeue"})
+#: Seconds before a resumption line that its attempt may have begun failing (another rank's load failed first).
+RESUME_LEAD_S = 60.0
+RESUMED_AFTER_STOP_FINDING = (
+    "The job was stopped from outside at {stop} ({name}: a preemption, cancellation or time limit; it did not fail by "
+    "itself), then started again and resumed from its checkpoint at {resumed}; that attempt failed on its own, and that "
+    "failure is what stops the job now (a restart meets it again).")
+
+
+def _resumed_after_stop(roots: list[SignatureHit], saves: list[tuple[float, int | None, str, str, bool]],
+                        findings: list[str]) -> float | None:
+    """Where the later attempt begins (unix seconds) when the first root is an external stop (:data:`EXTERNAL_STOPS`),
+    the job was resumed from a checkpoint after it (a ``resumed`` entry of ``saves``) and a root of another kind was
+    first seen in that attempt (the later attempt's own failure), with a finding saying so; else None. The attempt
+    begins :data:`RESUME_LEAD_S` before its resumption line (a rank may fail loading before another prints it), but
+    not within :data:`LATER_FAILURE_S` of the stop (the stopped attempt's teardown)."""
+    # (a borrowed time is a lower bound: a root stamped so at or after the attempt's start is in it)
+    timed = [(t, h) for h in roots for t in [_ts_of(h)] if t is not None]
+    if not timed:
+        return None
+    t0, first = min(timed, key=lambda x: x[0])
+    if first.signature_id not in EXTERNAL_STOPS or first.first_timestamp_approx:
+        return None
+    resumed = min((ts for ts, _step, _path, kind, approx in saves if kind == "resumed" and not approx and ts > t0),
+                  default=None)
+    if resumed is None:
+        return None
+    begins = max(t0 + LATER_FAILURE_S, resumed - RESUME_LEAD_S)
+    if not any(t >= begins and h.signature_id not in EXTERNAL_STOPS for t, h in timed):
+        return None
+    findings.append(RESUMED_AFTER_STOP_FINDING.format(stop=iso(t0), name=first.name, resumed=iso(resumed)))
+    return begins
+
+
 def _demote_late_roots(
     roots: list[SignatureHit], hits: list[SignatureHit], findings: list[str], sigs: SignatureSet | None = None,
     launches: list[float] | None = None,
@@ -763,7 +801,14 @@ def localize(
     retried = _retried_warnings([h for h in hits if h.role is EventRole.ROOT], root_events, progress, findings)
     if retried:
         hits = [h for h in hits if id(h) not in retried]
-    roots = _demote_late_roots([h for h in hits if h.role is EventRole.ROOT], hits, findings, sigs, progress.launches)
+    all_roots = [h for h in hits if h.role is EventRole.ROOT]
+    resumed = _resumed_after_stop(all_roots, progress.saves, findings)
+    if resumed is None:
+        roots = _demote_late_roots(all_roots, hits, findings, sigs, progress.launches)
+    else:  # the attempt that resumed is judged on its own hits; what came before it precedes it
+        after = [h for h in hits if (t := _ts_of(h)) is None or t >= resumed]
+        roots = _demote_late_roots([h for h in after if h.role is EventRole.ROOT], after, findings, sigs,
+                                   progress.launches)
     roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
     roots = _cut_traceback_yields(roots, hits, findings)

@@ -1,0 +1,22 @@
+"""A new user's trial 27 (/work/trial27_inputs/REPORT.md): real gloo/CPU runs the tool got partly right or wrong at
+first contact, each read from the run's own bundle (``tests/fixtures/trial27``, as the user judged it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial27"
+
+
+def test_a_resumed_attempts_own_failure_after_a_preemption_is_the_cause() -> None:
+    """r06 (two torchrun agents, both attempts' node logs): attempt 1 was preempted (SIGTERM to both agents) after its
+    step-150 save on node0's local disk; attempt 2 resumed ("resumed at step 150" on node0) and rank 1 on node1 found
+    no checkpoint (FileNotFoundError). It read the preemption as the cause (infrastructure, rank 0, node0, "restart
+    once") and the resume's error "6 s after an earlier failure: treated as its consequence". A stop from outside is
+    not a failure a restart meets again; the resumed attempt's own error is."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r06"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank, d.faulty_nodes) == ("storage", 1, ["node1"]), d.root_cause.summary
+    assert "latest.pt" in d.root_cause.evidence[0].text
+    assert any("stopped from outside" in f and "resumed from its checkpoint" in f for f in d.findings), d.findings
