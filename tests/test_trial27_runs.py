@@ -20,3 +20,15 @@ def test_a_resumed_attempts_own_failure_after_a_preemption_is_the_cause() -> Non
     assert (d.category.value, d.first_failing_rank, d.faulty_nodes) == ("storage", 1, ["node1"]), d.root_cause.summary
     assert "latest.pt" in d.root_cause.evidence[0].text
     assert any("stopped from outside" in f and "resumed from its checkpoint" in f for f in d.findings), d.findings
+
+
+def test_the_c10d_stores_loss_after_another_nodes_worker_exit_is_teardown_not_the_cause() -> None:
+    """r21 (two torchrun agents, .zip with node logs and py-spy snapshots): rank 1's DataLoader workers deadlock on a
+    lock held across fork; rank 0 (node0) times out in its all-reduce after 45 s and its agent exits at 19:42:08.011,
+    taking the c10d store with it; node1's agent loses the store 25 ms later. It read "c10d store lost while the job
+    ran on node node1 ... check the node", infrastructure, platform. The store went with node0's agent, after node0's
+    worker failed: a hang, rank 1 (the stacks' culprit), and not the platform's."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r21.zip"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
+    assert d.category.value != "infrastructure" and "c10d store lost" not in d.root_cause.summary
+    assert any("took the c10d store it hosted with it" in f for f in d.findings), d.findings

@@ -471,6 +471,39 @@ def _plain_cut(h: SignatureHit) -> bool:
     return h.signature_id == "traceback_cut_short" and h.details.get("context_rule", "") in _CUT_SHORT_PLAIN
 
 
+#: An agent's loss of the c10d store, which the agent of the rendezvous endpoint's node hosts.
+STORE_LOSSES = frozenset({"c10d_store_connection_closed", "c10d_store_lost_mid_run"})
+STORE_AFTER_EXIT_FINDING = (
+    "{name} on {nodes} came after node {other}'s agent reported its own worker's failure ({when}): that agent exited "
+    "and took the c10d store it hosted with it, so the store's loss is a consequence; the cause is node {other}'s "
+    "worker's failure and what led to it.")
+
+
+def _store_gone_after_worker_exit(roots: list[SignatureHit], groups: list[TemplateGroup],
+                                  findings: list[str]) -> list[SignatureHit]:
+    """``roots`` without the losses of the c10d store (:data:`STORE_LOSSES`) that an agent on another node's report
+    of its own worker's exit ("failed (exitcode: 1) local_rank: 0", an exit event with a time of its own) precedes,
+    within :data:`LATE_ROOT_S` (the store's host exits with its workers: the agent of node 1 loses the store 25 ms
+    after node 0's rank timed out in a collective and its agent exited)."""
+    losses = [h for h in roots if (h.details.get("context_rule") or h.signature_id) in STORE_LOSSES
+              or h.signature_id in STORE_LOSSES]
+    if not losses:
+        return roots
+    exits = [(ev.ts, ev.node) for g in groups if g.kind is EventKind.EXIT for ev in g.examples
+             if ev.ts is not None and not ev.ts_approx and ev.node is not None]
+    gone = []
+    for h in losses:
+        t = _ts_of(h)
+        nodes = set(h.nodes)
+        before = [(ts, n) for ts, n in exits if nodes and n not in nodes and t is not None and ts <= t + LATE_ROOT_S]
+        if before:
+            ts, other = min(before)
+            gone.append(h)
+            findings.append(STORE_AFTER_EXIT_FINDING.format(name=h.name, nodes=", ".join(sorted(nodes)), other=other,
+                                                            when=iso(ts)))
+    return [h for h in roots if h not in gone] if gone else roots
+
+
 def _peer_loss_yields(roots: list[SignatureHit], findings: list[str], sigs: SignatureSet | None) -> list[SignatureHit]:
     """A rank's report of a lost peer (``cascade: peer_loss``: a closed or reset connection, NCCL's remote
     error, a store timeout) is what every cause of a vanished peer produces, so it yields to a failure of
@@ -811,6 +844,7 @@ def localize(
                                    progress.launches)
     roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
+    roots = _store_gone_after_worker_exit(roots, groups, findings)
     roots = _cut_traceback_yields(roots, hits, findings)
     roots = _signal_after_stall(roots, progress)
     thread_death = _thread_death_then_hang(roots, hits, root_events)
