@@ -32,3 +32,15 @@ def test_the_c10d_stores_loss_after_another_nodes_worker_exit_is_teardown_not_th
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
     assert d.category.value != "infrastructure" and "c10d store lost" not in d.root_cause.summary
     assert any("took the c10d store it hosted with it" in f for f in d.findings), d.findings
+
+
+def test_the_exited_ranks_own_error_line_leads_when_no_message_is_catalogued() -> None:
+    """r08 (torchrun --log-dir tree + launcher.log): rank 1's trainer logs "ERROR ... data validation failed at step
+    23: 72.5% of targets outside [-50, 50] in shard chunk_001.npy.gz; aborting worker" and exits 3 without a
+    traceback; rank 0 reads "Connection reset by peer". It answered "Suspected: Connection reset" and put the ERROR
+    line third. The launcher names rank 1 first; its own last error line is its reason, and rank 0's reset noticed it."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r08"), kb=False, llm=False))
+    assert d.first_failing_rank == 1 and d.category.value == "unknown"
+    assert "data validation failed" in d.root_cause.evidence[0].text and d.root_cause.evidence[0].rank == 1
+    assert "Suspected: Connection reset" not in d.root_cause.summary
+    assert any("logged an error of its own just before it exited" in f for f in d.findings), d.findings

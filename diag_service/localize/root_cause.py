@@ -35,6 +35,7 @@ import sys
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
 from diag_service.contracts import Localization, ProgressLog, RawEvent, TemplateGroup
 from diag_service.domain import (
@@ -757,6 +758,32 @@ CLEAN_EXIT_FINDING = (
 )
 
 
+OWN_ERROR_FINDING = ("Rank {rank}, the launcher's first observed failure, logged an error of its own just before it exited "
+                     "({where}: {text!r}): its program's own words for why it stopped, though no catalogued message "
+                     "names a cause; the other ranks' errors follow from its exit.")
+
+
+def _exited_ranks_own_error(events: list[EventTemplate], elastic_root: RawEvent | None) -> EventTemplate | None:
+    """The latest error line (an unmatched ``ERROR_LINE`` event: a logger's ERROR, an ``error:`` line) of the rank the
+    launcher's failure report names first (``elastic_root``), written on that rank alone and no later than its
+    reported exit (the report's time is to the second), or None. A program that logs why it gives up and exits with a
+    code of its own (``logger.error(...); sys.exit(3)``) leaves no traceback: that line is its cause as it saw it."""
+    if elastic_root is None or elastic_root.rank is None:
+        return None
+    r, t_exit = elastic_root.rank, elastic_root.ts
+    def before_exit(e: EventTemplate) -> bool:
+        if t_exit is None or e.first.timestamp is None:
+            return True
+        try:
+            return datetime.fromisoformat(e.first.timestamp).timestamp() <= t_exit + 1.0
+        except ValueError:
+            return True
+
+    own = [e for e in events if e.kind is EventKind.ERROR_LINE and e.role is EventRole.CONTEXT and e.ranks == [r]
+           and before_exit(e)]
+    return max(own, key=lambda e: (e.first.timestamp or "", e.first.line), default=None)
+
+
 def _left_cleanly(rank: int, groups: list[TemplateGroup], launches: int) -> bool:
     """True when torchelastic's failure report (one agent, no restart of the worker group) lists every other rank as
     failed but not ``rank``: the agent reports every worker that exited non-zero or by a signal, so a worker it leaves
@@ -1338,12 +1365,20 @@ def localize(
         # a lost peer in a hang whose absentee is named is that hang's doing, not a suspect of its own
         explained = (primary is not None and mode is FailureMode.FAIL_HANG and bool(hang_suspects)
                      and _cascade(primary, sigs) == "peer_loss")
+        own_line = _exited_ranks_own_error(events, elastic_root) if mode is FailureMode.FAIL_STOP else None
+        # ... and so is a lost peer beside the exited rank's own error line: it noticed that rank's exit
+        explained = explained or (own_line is not None and primary is not None and _cascade(primary, sigs) == "peer_loss")
         if primary is not None and not explained:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
             for ev in primary_events(primary)[:2]:
                 evidence.append(_evidence(ev))
         ranked = sorted(events, key=lambda e: -e.suspicion)
+        if own_line is not None:
+            ranked = [own_line, *(e for e in ranked if e is not own_line)]
+            evidence.insert(0, own_line.first)
+            findings.append(OWN_ERROR_FINDING.format(rank=own_line.ranks[0], text=own_line.first.text[:200],
+                                                     where=f"{own_line.first.file}:{own_line.first.line}"))
         if not evidence:
             evidence = [e.first for e in ranked[:3]]
         if ranked:
