@@ -44,3 +44,12 @@ def test_the_exited_ranks_own_error_line_leads_when_no_message_is_catalogued() -
     assert "data validation failed" in d.root_cause.evidence[0].text and d.root_cause.evidence[0].rank == 1
     assert "Suspected: Connection reset" not in d.root_cause.summary
     assert any("logged an error of its own just before it exited" in f for f in d.findings), d.findings
+
+
+def test_a_rank_that_skipped_a_collective_after_its_own_error_is_the_one_out_of_step() -> None:
+    """r10 (two agents x 2 ranks, .tar.gz): rank 3's evaluation raised a shape error, a try/except logged "WARNING ...
+    eval failed at step 120, skipping evaluation on this rank: ..." and skipped the eval all-reduce; gloo aborted rank 2
+    ("Received data size doesn't match expected size"). It named rank 2, the rank that only received the surprise."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r10.tar.gz"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank) == ("user_code", 3), d.root_cause.summary
+    assert "skipping evaluation on this rank" in d.root_cause.summary

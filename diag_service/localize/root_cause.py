@@ -1033,6 +1033,9 @@ def localize(
         elif primary.signature_id in COLLECTIVE_MISMATCHES and (ahead := _out_of_step_rank(progress)) is not None:
             first_rank, out_of_step = ahead
             findings.append(out_of_step)
+        elif primary.signature_id in COLLECTIVE_MISMATCHES and (dev := _deviating_rank(events, primary)) is not None:
+            first_rank, out_of_step = dev
+            findings.append(out_of_step)
         alike = 0  # every rank raised the cause's error at once: how many
         if first_rank is not None and mode is FailureMode.FAIL_STOP and category not in NOT_SHARED \
                 and _cascade(primary, sigs) != "peer_loss" and _raised_alike(primary, by_tid, rank_ts, ranks_seen):
@@ -1812,6 +1815,40 @@ def _out_of_step_rank(progress: ProgressLog) -> tuple[int, str] | None:
     return rank, (f"Rank {rank} logged step {last[rank]} while every other rank stopped at step {others}: it was out of "
                   "step with its peers when the collectives stopped matching, so its code took another path around a "
                   "collective (skipped one they called, or called one they did not).")
+
+
+#: Seconds before a collective mismatch within which one rank's warning that it failed or skipped something names it.
+DEVIATION_S = 30.0
+_DEVIATED = re.compile(r"(?i)\b(?:skip(?:s|ped|ping)?|fail(?:s|ed|ing)?|error|exception|giving up|ignor(?:e|ed|ing))\b")
+
+
+def _deviating_rank(events: list[EventTemplate], primary: SignatureHit) -> tuple[int, str] | None:
+    """(rank, finding) when exactly one rank logged a warning or error line of its own that says it failed or skipped
+    something (:data:`_DEVIATED`) within :data:`DEVIATION_S` before the collective mismatch ``primary`` was first
+    seen, on a rank other than those reporting the mismatch: the rank that caught an error and went on (a try/except
+    around an evaluation that skips its all-reduce) called other collectives than its peers. Else None."""
+    t = _ts_of(primary)
+    if t is None:
+        return None
+    found: dict[int, EventTemplate] = {}
+    for e in events:
+        if e.kind not in (EventKind.WARNING, EventKind.ERROR_LINE) or e.role is not EventRole.CONTEXT or len(e.ranks) != 1:
+            continue
+        if e.ranks[0] in primary.ranks or not _DEVIATED.search(e.first.text) or e.first.timestamp is None:
+            continue
+        try:
+            te = datetime.fromisoformat(e.first.timestamp).timestamp()
+        except ValueError:
+            continue
+        if t - DEVIATION_S <= te <= t + LATE_ROOT_S:
+            found.setdefault(e.ranks[0], e)
+    if len(found) != 1:
+        return None
+    rank, e = next(iter(found.items()))
+    return rank, (f"Rank {rank} logged that it failed or skipped a step of its own just before the ranks' collectives "
+                  f"stopped matching ({e.first.file}:{e.first.line}: {e.first.text[:200]!r}): it went on past its error "
+                  "and called other collectives than its peers, so it is the rank out of step; the rank that aborted "
+                  "only received what it did not expect.")
 
 
 #: What :func:`_lone_submitter`'s rank is said to have done.
