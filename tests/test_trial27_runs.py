@@ -53,3 +53,13 @@ def test_a_rank_that_skipped_a_collective_after_its_own_error_is_the_one_out_of_
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r10.tar.gz"), kb=False, llm=False))
     assert (d.category.value, d.first_failing_rank) == ("user_code", 3), d.root_cause.summary
     assert "skipping evaluation on this rank" in d.root_cause.summary
+
+
+def test_a_hung_ranks_last_lines_are_its_latest_by_time_in_rays_reordered_output() -> None:
+    """r13 (Ray Train driver log): rank 1 fetched a feature table from a server that never answers; Ray printed the
+    worker's buffered earlier lines ("epoch 1 start", "eval step 100", 19:33:54.165-.318) after its real last line
+    ("refreshing item-feature table from feature server ...", 19:33:54.477). It quoted the reprinted lines as what the
+    rank was doing last."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_driver.log"), kb=False, llm=False))
+    told = next(f for f in d.findings if "Rank 1's last lines of its own" in f)
+    assert told.rstrip(".\"'").endswith("refreshing item-feature table from feature server 127.0.0.1:29914"), told

@@ -342,6 +342,8 @@ JOB_WINDOW = 64 << 10
 #: How much of each block's end is read for each rank's last lines (:meth:`Extractor._last_lines`): a rank that went
 #: quiet while its peers kept writing for longer than this keeps the last lines an earlier block showed.
 LAST_LINES_BYTES = 32 << 10
+#: A rank's lines of a block's tail window looked at for its last ones (the latest by time when every one has a time).
+LAST_LINES_SCAN = 64
 #: Lines kept per rank (:attr:`~diag_service.contracts.ProgressLog.last_lines`), and characters kept of each (a
 #: progress bar's last redraw only).
 LAST_LINES = 3
@@ -1200,12 +1202,17 @@ class Extractor:
                 elif ls in bad or att.text.startswith("Traceback (most recent call last)"):
                     ended.add(rank)
                 elif att.text.strip() and (rank in last or rank in found or len(last) < 4096):
-                    found.setdefault(rank, deque(maxlen=LAST_LINES)).append((line_no, att.text))
+                    found.setdefault(rank, deque(maxlen=LAST_LINES_SCAN)).append((line_no, att.text))
             ls += len(line) + 1
             line_no += 1
         for rank, got in found.items():
-            last[rank] = [(rd.src.path, n, self._ts(body), body.rsplit("\r", 1)[-1].strip()[:LAST_LINE_CHARS])
-                          for n, body in got]
+            lines = [(rd.src.path, n, self._ts(body), body.rsplit("\r", 1)[-1].strip()[:LAST_LINE_CHARS])
+                     for n, body in got]
+            if all(x[2] is not None for x in lines):
+                # the rank's last lines by their own times: a collector that prints a worker's buffered lines late
+                # (Ray's de-duplicated worker output) puts earlier lines after the rank's real last one
+                lines.sort(key=lambda x: (x[2], x[1]))
+            last[rank] = lines[-LAST_LINES:]
 
     def _candidate_starts(self, rd: _BlockReader) -> tuple[list[int], dict[str, list[int]] | None]:
         """The line starts of the pre-filter's matches in the block (``_candidate_lines``), found through the
