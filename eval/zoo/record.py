@@ -37,7 +37,7 @@ from pathlib import Path
 ZOO = Path(__file__).resolve().parent
 SCRIPTS = ZOO / "scripts"
 RUNS = ZOO / "runs"
-WORK = Path("/tmp/zoo")
+WORK = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))  # clean batch 6: a prefixed work dir on a shared host
 VENV = Path("/work/main/.venv")
 #: batch 15: another recorder may share the host; ZOO_CGROUP_TAG suffixes this recorder's cgroup names and
 #: ZOO_PORT_OFFSET shifts its ports, so two recorders never share a cgroup or a port
@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h146", "/home/user/proj"),  # batch 32 (h146; before /work/wt/h1, its prefix)
+    ("/work/wt/h147", "/home/user/proj"),  # clean batch 6 (h147; before /work/wt/h1, its prefix)
     ("/work/wt/h141", "/home/user/proj"),  # batch 31 (h141; before /work/wt/h1, its prefix)
     ("/work/wt/h139", "/home/user/proj"),  # batch 30 (h139; before /work/wt/h1, its prefix)
     ("/work/wt/h135", "/home/user/proj"),  # batch 29 (h135; before /work/wt/h1, its prefix)

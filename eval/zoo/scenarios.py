@@ -5362,3 +5362,48 @@ SCENARIOS += [
              "--dynamo_backend no --main_process_port {port} train_fraud.py", env=dict(ENV32),
              action=("ss_kill", 1, "[process 1] epoch 1 batch 300 ok")),
 ]
+# clean batch 6 (clean control runs, no fault; clean/runs/<id>/; recorded with clean6_record.py, ports 29850-29890)
+ENV_C6 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    Scenario("clean6_ckpt_every_rank", "train_lm.py", f"{TR} 2 --master-port {{port}} train_lm.py", env=dict(ENV_C6),
+             clean=True),
+    Scenario("clean6_tee_dcp_timing", "train_ctr.py", f"{TR} 3 --master-port {{port}} --tee 3 train_ctr.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_logdir_eval_cut", "train_kws.py",
+             f"{TR} 2 --master-port {{port}} --log-dir logs --redirects 3 train_kws.py", env=dict(ENV_C6), clean=True),
+    Scenario("clean6_pyrun_megatron_warmup", "pretrain_gpt.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} pretrain_gpt.py "
+             "--train-iters 800 --lr-warmup-iters 100 --save-interval 250", env=dict(ENV_C6), clean=True),
+    Scenario("clean6_spawn_loader_epochs", "train_income.py", "python train_income.py", env=dict(ENV_C6), clean=True),
+    Scenario("clean6_accel_grad_accum", "train_reviews.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_reviews.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_twonode_rank0_eval", "train_ae.py",
+             "torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id sensor-ae train_ae.py", env=dict(ENV_C6), clean=True,
+             cmd2="torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+                  "--rdzv-id sensor-ae train_ae.py"),
+    Scenario("clean6_ray_epoch_eval_report", "train_churn.py", "RAY_DEDUP_LOGS=0 python train_churn.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_hf_trainer_dicts_cut", "train_topic.py", f"{TR} 2 --master-port {{port}} train_topic.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_tqdm_slow_validation", "train_denoise.py",
+             f"{TR} 2 --master-port {{port}} --tee 3 train_denoise.py", env=dict(ENV_C6), clean=True),
+    Scenario("clean6_samples_logging_burst_4r", "train_fp.py", f"{TR} 4 --master-port {{port}} train_fp.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_logdir_tokens_warmup_cut", "train_charlm.py",
+             f"{TR} 3 --master-port {{port}} --log-dir logs --tee 3 train_charlm.py", env=dict(ENV_C6), clean=True),
+    Scenario("clean6_pyrun_save_pretrained_timing", "train_gpt2.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} --tee 3 train_gpt2.py",
+             env=dict(ENV_C6), clean=True),
+    Scenario("clean6_elapsed_eval_epoch_cut", "train_mf.py", f"{TR} 2 --master-port {{port}} train_mf.py",
+             env=dict(ENV_C6), clean=True),
+]
+SCENARIOS += [
+    Scenario("clean6_c10d_deepspeed_lines", "train_enc.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} train_enc.py",
+             env=dict(ENV_C6), clean=True),
+]
+SCENARIOS += [
+    Scenario("clean6_spawn_generate_eval", "train_s2s.py", "python train_s2s.py", env=dict(ENV_C6), clean=True),
+]
