@@ -63,3 +63,15 @@ def test_a_hung_ranks_last_lines_are_its_latest_by_time_in_rays_reordered_output
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_driver.log"), kb=False, llm=False))
     told = next(f for f in d.findings if "Rank 1's last lines of its own" in f)
     assert told.rstrip(".\"'").endswith("refreshing item-feature table from feature server 127.0.0.1:29914"), told
+
+
+def test_one_snapshot_folder_of_rank_dumps_is_read_by_diag_hang() -> None:
+    """r12's extra run: `diag hang dumps/snap1` (the folder py-spy wrote each rank's dump into) was refused with
+    "no parseable stack dump or Flight Recorder dump under .../snap1"; it needed the parent folder. One snapshot is
+    too few to call a hang by itself, and with the logs' timeout it places the spinning rank."""
+    from diag_service.hang.analyzer import HangRequest, analyze_hang
+
+    alone = analyze_hang(HangRequest(dumps_dir=str(RUNS / "r12" / "dumps" / "snap1")))
+    assert not alone.hung and "Not enough snapshots (1)" in alone.explanation
+    placed = analyze_hang(HangRequest(dumps_dir=str(RUNS / "r12" / "dumps" / "snap1"), hung_from_logs=True))
+    assert [s.rank for s in placed.suspects][:1] == [1], placed.explanation

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from diag_service.domain import HangReport, HangSuspect, StackGroup
 from diag_service.errors import DiagError, ErrorKind
 from diag_service.hang.dumps import DumpError, Frame, ThreadStack, parse_dump
-from diag_service.ingest.members import RANK_FILE, StackDumps, find_fr_folder
+from diag_service.ingest.members import RANK_FILE, DumpFile, DumpPath, StackDumps, find_fr_folder
 from diag_service.limits import LIMITS
 
 NOISE_FILE = re.compile(
@@ -95,6 +95,22 @@ def find_dumps_dir(bundle: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+def one_snapshot(folder: Path) -> StackDumps | None:
+    """The stack dumps of one snapshot given as its own folder (``<folder>/rank-<R>.txt|.json``, no snapshot
+    sub-folders: one ``py-spy dump`` per rank into one folder), or None when ``folder`` holds no rank file. Only
+    regular files directly in it are taken (read later under ``folder``, links refused)."""
+    if not folder.is_dir():
+        return None
+    found = StackDumps(where=str(folder))
+    for f in sorted(_safe_iter(folder))[: LIMITS.max_world_size * 2]:
+        m = RANK_FILE.match(f.name)
+        if m is None or int(m.group(1)) > LIMITS.max_rank or f.is_symlink() or not f.is_file():
+            continue
+        found.add(DumpPath(root="", snapshot=folder.name or "snapshot", rank=int(m.group(1))),
+                  DumpFile(name=f"{folder.name}/{f.name}", path=str(f), root=str(folder)))
+    return found if found.snapshots else None
+
+
 def _safe_iter(d: Path) -> list[Path]:
     try:
         return list(d.iterdir())
@@ -151,10 +167,13 @@ def analyze_hang(req: HangRequest) -> HangReport:
     stacks: HangReport | None = None
     inner = find_dumps_dir(root)
     served, served_warnings = debug_server_dumps(root) if inner is None and root.is_dir() else (None, [])
+    one = one_snapshot(root) if inner is None and served is None and fr is None else None
     fr_hung = fr is not None and fr.stalled
     if served is not None:  # the PyTorch debug server's dump_dir
         stacks = analyze_dumps(served, req.min_stuck_snapshots, hung_from_logs=req.hung_from_logs or fr_hung)
         stacks.warnings = [*served_warnings, *stacks.warnings][:200]
+    elif one is not None:  # one snapshot's folder itself (py-spy dump of each rank into one folder)
+        stacks = analyze_dumps(one, req.min_stuck_snapshots, hung_from_logs=req.hung_from_logs or fr_hung)
     elif inner is not None or fr is None:
         bundle = open_bundle(inner if inner is not None else root, dumps_only=True)
         for _ in bundle.blocks():  # a folder's dumps are read from disk by the analysis; an archive's now
