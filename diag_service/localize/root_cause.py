@@ -653,9 +653,12 @@ def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
     """True when ``hit`` was first stamped strictly before ``root`` (both stamped).
 
     A borrowed (approximate) time is a lower bound of the real one, so it may stand for ``root`` but
-    not for ``hit``."""
+    not for ``hit``. A whole-second stamp (torchelastic's failure table: ``time : 2026-12-06_19:31:16``) is any time
+    in that second: it is earlier than a root stamped within the same second only if it ends before it."""
     a, b = _ts_of(hit), _ts_of(root)
-    return a is not None and b is not None and not hit.first_timestamp_approx and a < b
+    if a is None or b is None or hit.first_timestamp_approx:
+        return False
+    return a + 1.0 <= b if a == int(a) and b != int(b) else a < b
 
 
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozenset[int] = frozenset()) -> bool:
