@@ -77,3 +77,12 @@ def test_one_snapshot_folder_of_rank_dumps_is_read_by_diag_hang() -> None:
     assert not alone.hung and "Not enough snapshots (1)" in alone.explanation
     placed = analyze_hang(HangRequest(dumps_dir=str(RUNS / "r12" / "dumps" / "snap1"), hung_from_logs=True))
     assert [s.rank for s in placed.suspects][:1] == [1], placed.explanation
+
+
+def test_a_slowdown_that_starts_as_the_job_announces_new_settings_is_config() -> None:
+    """r17 (mp.spawn, stdin): `curriculum_ctx: 2048` (meant 256) makes every step 15-20x slower from step 151, and the
+    job logged "curriculum: context 64 -> 2048 from step 151". It quoted that line as what the log said at the onset,
+    then answered infrastructure, responsible platform ("check the straggler node's GPUs, links and neighbours")."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r17_stdin.txt"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.responsible.value) == ("fail_slow", "config", "user")
+    assert "context 64 -> 2048" in d.root_cause.summary

@@ -366,6 +366,13 @@ def _drop_averaged_out(rep: SlowReport, det: SlowDetector) -> None:
     rep.time_lost_s = round(sum(e.time_lost_s for e in kept), 6)
 
 
+#: A line that announces new values of the job's own settings: a value changed with an arrow ("context 64 -> 2048"),
+#: a new stage/phase/curriculum step with values ("stage 2: {...}", "curriculum: ..."), or "set/changed/switching ...
+#: to" a value.
+SETTING_CHANGE = re.compile(
+    r"\S\s*(?:->|→|=>)\s*\S"
+    r"|(?i:\b(?:stage|phase|curriculum)\b\s*\d*\s*:\s*\S)"
+    r"|(?i:\b(?:set|changed?|switch(?:ed|ing)?|increas(?:ed?|ing)|rais(?:ed?|ing))\b[^.;]{0,60}\bto\s+\d)")
 #: How many readings before a slowdown's first slow step a log's note line may stand and still be told as said at its
 #: onset (:func:`_onset_note`).
 ONSET_READINGS = 2
@@ -377,7 +384,10 @@ def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str],
     readings before the first slowdown's first slow step, and of a kind it had not printed before (its words with the
     numbers masked), are told in the summary: what the job said as it slowed ("augmentation: enabling jitter+mixup",
     "online-metrics thread started": the job's own changes, not the platform's). A
-    finding, not a cause: the category stands."""
+    finding, not a cause: the category stands, unless a line told announces new values of the job's own settings
+    (:data:`SETTING_CHANGE`: "curriculum: context 64 -> 2048", "stage 2: {'lr': 0.0003, 'eval_every': 1}") and no
+    rank is singled out: a job-wide slowdown that starts as the job switches its own settings is that switch
+    (config), not the platform."""
     start = min([e.start_step for e in rep.job_slowdown] + [s.first_step for s in rep.stragglers], default=None)
     if start is None:
         return
@@ -393,6 +403,11 @@ def _onset_note(rep: SlowReport, batch: StepBatch, notes: tuple[tuple[int, str],
     said = list(kinds.values())[:2]
     if said:
         rep.summary += f" As it began (step {start}) the log said: " + "; ".join(f"'{t[:160]}'" for t in said) + "."
+        if (rep.category is Category.INFRASTRUCTURE and not rep.stragglers and not rep.groups
+                and any(SETTING_CHANGE.search(t) for t in said)):
+            rep.category = Category.CONFIG
+            rep.summary += (" That line announces new values of the job's own settings: the slowdown is what they "
+                            "cost (config), not the platform's; check that they are meant.")
 
 
 #: A log's last readings back at the baseline end an episode the streaming detector left open: at least this many
