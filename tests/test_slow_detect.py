@@ -79,7 +79,7 @@ def test_intermittent_straggler_counts() -> None:
 def test_kinds_told_apart() -> None:
     data = analyze_slow(make_feed(SynthConfig(steps=STEPS, seed=8, faults=[Fault("data", ONSET, 6.0, (3,))])))
     assert [(s.rank, s.kind) for s in data.stragglers] == [(3, StragglerKind.DATA)]
-    assert data.category is Category.STORAGE
+    assert data.category is Category.DATA  # one rank's own data or loader, not shared storage
     # a comm profiler's view (comm_s = own transfer, no waiting): the slow link's rank only
     comm = analyze_slow(make_feed(SynthConfig(steps=STEPS, seed=9, comm_model="transfer",
                                               faults=[Fault("comm", ONSET, extra_s=0.25, ranks=(7,))])))
