@@ -86,3 +86,12 @@ def test_a_slowdown_that_starts_as_the_job_announces_new_settings_is_config() ->
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r17_stdin.txt"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.responsible.value) == ("fail_slow", "config", "user")
     assert "context 64 -> 2048" in d.root_cause.summary
+
+
+def test_a_handled_shard_read_error_is_not_called_a_checkpoint_error() -> None:
+    """r20 (FSDP2, stdin): rank 1's "shard prefetch failed (OSError(5, 'Input/output error')), retry 1/3" and it
+    finished. The decision (nothing to restart) was right, but the error was named a "Checkpoint save/load I/O error"
+    with "resume from the last complete checkpoint"."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r20_stdin.txt"), kb=False, llm=False))
+    assert d.failure_mode.value == "none" and "Checkpoint save/load" not in d.root_cause.summary
+    assert "dataset shard" in d.root_cause.summary
