@@ -770,7 +770,7 @@ def _exited_ranks_own_error(events: list[EventTemplate], elastic_root: RawEvent 
     """The latest error line (an unmatched ``ERROR_LINE`` event: a logger's ERROR, an ``error:`` line) of the rank the
     launcher's failure report names first (``elastic_root``), written on that rank alone and no later than its
     reported exit (the report's time is to the second), or None. A program that logs why it gives up and exits with a
-    code of its own (``logger.error(...); sys.exit(3)``) leaves no traceback: that line is its cause as it saw it."""
+    code of its own (``logger.error(...)``, then an exit status of 3) leaves no traceback: that line is its cause as it saw it."""
     if elastic_root is None or elastic_root.rank is None:
         return None
     r, t_exit = elastic_root.rank, elastic_root.ts
