@@ -5407,3 +5407,232 @@ SCENARIOS += [
 SCENARIOS += [
     Scenario("clean6_spawn_generate_eval", "train_s2s.py", "python train_s2s.py", env=dict(ENV_C6), clean=True),
 ]
+
+# ---- batch 33 (h152): common kinds in other launch shapes (two-node cascades, restarts, preemption + resume,
+# ERROR-and-exit, caught-and-skipped collectives, py-spy dumps); ids b33_* ----
+ENV33 = {"OMP_NUM_THREADS": "1"}
+# each node's part of the tagged catalogue export (6,000 records); in node 1's part record 2,601 was cut mid-line by
+# an interrupted append (the next record follows on the same line)
+TAGS33 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+words = [f"a{i}" for i in range(7000)] + ["cotton", "steel", "wireless", "organic", "xl", "pack", "red", "blue"]
+for r in range(2):
+    rng = random.Random(r)
+    lines = [json.dumps({"sku": f"S{r}{i:06d}", "title": " ".join(rng.choice(words) for _ in range(rng.randrange(4, 16))),
+                         "tag": rng.randrange(40)}) for i in range(6000)]
+    if r == 1:
+        lines[2600] = lines[2600][:37] + lines[2601]
+        del lines[2601]
+    open(f"data/part-{r}.jsonl", "w").write("\n".join(lines) + "\n")
+EOF2"""
+TAG33_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id tagger-0412 --tee 3 train_tagger.py")
+SCENARIOS += [
+    Scenario("b33_data_trunc_jsonl_c10d_twonode_n1", "train_tagger.py", TAG33_2N, cmd2=TAG33_2N, setup=TAGS33,
+             env=dict(ENV33)),
+]
+CTR33_2N = ("python -m torch.distributed.run --nnodes 2 --node_rank {k} --nproc_per_node 1 --master_addr 127.0.0.1 "
+            "--master_port {{port}} train_ctr.py")
+SCENARIOS += [
+    # node 0's process runs under its container's 900 MiB memory limit; every process keeps every step's flattened
+    # gradient (10 MB) for an end-of-epoch statistic
+    Scenario("b33_oom_gradhist_pyrun_twonode_n0", "train_ctr.py", CTR33_2N.format(k=0), cmd2=CTR33_2N.format(k=1),
+             env=dict(ENV33), action=("cgroup", 0, 900)),
+]
+# the node's job wrapper: torchrun is retried once when it fails (a fresh launch each time)
+KWS33_WRAP = r"""cat > run_job.sh <<'EOF2'
+#!/bin/bash
+# run_job.sh: start training, retry once if it fails
+for attempt in 1 2; do
+  echo "=== $(date -u '+%F %T') run_job.sh: attempt $attempt/2"
+  torchrun --nproc-per-node 2 --master-port {port} --log-dir logs/attempt$attempt --tee 3 train_kws.py
+  rc=$?
+  [ $rc -eq 0 ] && exit 0
+  echo "=== $(date -u '+%F %T') run_job.sh: torchrun exited with code $rc"
+  sleep 3
+done
+exit $rc
+EOF2"""
+SCENARIOS += [
+    # rank 1 runs under its container's 750 MiB memory limit; the dataset keeps every decoded clip (128 KiB each) in
+    # memory; the wrapper's second launch resumes from ckpt/last.pt, and the resume code reads a key the save never
+    # wrote (the resume path had never run)
+    Scenario("b33_oom_retry_resume_keyerror_wrapper_r1", "train_kws.py", "bash run_job.sh", setup=KWS33_WRAP,
+             env=dict(ENV33), action=("cgroup", 1, 750)),
+]
+# three pre-tokenized shards (4M tokens each) and their manifest; shard 2 was re-synced after the manifest was written
+# and 64 KiB in its middle came over as zeros (an interrupted transfer)
+SHARDS33 = r"""mkdir -p data && python - <<'EOF2'
+import hashlib, json
+import numpy as np
+man = {}
+for r in range(3):
+    a = np.random.default_rng(r).integers(0, 8192, 4_000_000).astype(np.int32)
+    p = f"data/shard-{r:05d}.bin"
+    a.tofile(p)
+    man[p] = {"bytes": a.nbytes, "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+json.dump(man, open("data/manifest.json", "w"), indent=1)
+with open("data/shard-00002.bin", "r+b") as f:
+    f.seek(7_340_032)
+    f.write(b"\0" * 65536)
+EOF2"""
+SCENARIOS += [
+    Scenario("b33_data_shard_sha_exit3_redirects_r2", "pretrain.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --redirects 3 "
+             "pretrain.py", setup=SHARDS33, env=dict(ENV33)),
+]
+# train/valid parts per process (20,000 / 3,000 rows, 32 features, ~6 % churners); process 1's validation part is the
+# newest accounts' month, in which nobody had churned yet (no positive label)
+CHURN33 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+w = np.random.default_rng(99).normal(size=32).astype(np.float32)
+for r in range(2):
+    rng = np.random.default_rng(r)
+    for name, n in (("train", 20000), ("valid", 3000)):
+        x = rng.normal(size=(n, 32)).astype(np.float32)
+        y = ((x @ w) + rng.normal(size=n) > 3.0).astype(np.float32)
+        if r == 1 and name == "valid":
+            y[:] = 0
+        np.savez(f"data/{name}-{r}.npz", x=x, y=y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b33_uc_warn_skip_auc_spawn_r1", "train_churn.py", "python train_churn.py {port}", setup=CHURN33,
+             env=dict(ENV33)),
+]
+# validation pairs per rank (2,000); rank 0's part came from a click log whose preference labels are noise with
+# respect to the features (another market's log), so its validation loss stops improving early
+RANK33 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(7)
+w = torch.randn(64, generator=g)
+torch.save(w, "data/w.pt")
+for r in range(2):
+    a, b = torch.randn(2000, 64, generator=g), torch.randn(2000, 64, generator=g)
+    pref = ((a - b) @ w > 0).float() if r == 1 else (torch.rand(2000, generator=g) > 0.5).float()
+    torch.save({"a": a, "b": b, "pref": pref}, f"data/valid-{r}.pt")
+EOF2"""
+# the on-call engineer's py-spy dump of every rank of the stuck job, 8 s after the last line: dumps/rank-<R>.txt
+PYSPY33 = ("sleep 8; mkdir -p dumps; for pid in $(pgrep -f {f}); do "
+           "[ \"$(tr '\\0' '\\n' < /proc/$pid/environ | sed -n 's/^ZOO_RUN=//p')\" = {id} ] || continue; "
+           "r=$(tr '\\0' '\\n' < /proc/$pid/environ | sed -n 's/^RANK=//p'); [ -n \"$r\" ] || continue; "
+           "pp=$(ps -o ppid= -p $pid | tr -d ' '); "
+           "[ -z \"$(tr '\\0' '\\n' < /proc/$pp/environ | sed -n 's/^RANK=//p')\" ] || continue; "
+           "/work/main/.venv/bin/py-spy dump --pid $pid > dumps/rank-$r.txt 2>&1; done")
+SCENARIOS += [
+    Scenario("b33_hang_local_early_stop_pyspy_tee3", "train_ranker.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_ranker.py", setup=RANK33, env=dict(ENV33),
+             action=("shell", "early stopping at step", PYSPY33.format(f="train_ranker.py",
+                                                                        id="b33_hang_local_early_stop_pyspy_tee3"))),
+]
+DEDUP33_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {{port}} "
+              "train_dedup.py --dim 96 --max-len {n}")
+SCENARIOS += [
+    # node 1's job script was edited for a long-title experiment and still says --max-len 256 (node 0: 128)
+    Scenario("b33_cfg_maxlen_mismatch_static_twonode", "train_dedup.py", DEDUP33_2N.format(k=0, n=128),
+             cmd2=DEDUP33_2N.format(k=1, n=256), env=dict(ENV33)),
+]
+# the job's submit wrapper: a failed or preempted run is requeued once with --resume auto
+SENT33_WRAP = r"""cat > run.sh <<'EOF2'
+#!/usr/bin/env bash
+for attempt in 1 2; do
+  echo "[run.sh] $(date '+%H:%M:%S') launching attempt ${attempt}"
+  torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_sentiment.py --resume auto --steps 600
+  rc=$?
+  if [[ $rc == 0 ]]; then exit 0; fi
+  echo "[run.sh] $(date '+%H:%M:%S') torchrun exit code ${rc}, requeueing in 2s"
+  sleep 2
+done
+exit $rc
+EOF2"""
+# the job preempted: SIGTERM to torchrun (the job's main process) once rank 0's step-200 checkpoint reaches 8 MB on disk
+TERM33 = ("while [ $(stat -c%s ckpt/step_0200.pt 2>/dev/null || echo 0) -lt 8000000 ]; do sleep 0.001; done; "
+          "for pid in $(pgrep -f bin/torchrun); do "
+          "[ \"$(tr '\\0' '\\n' < /proc/$pid/environ | sed -n 's/^ZOO_RUN=//p')\" = {id} ] && kill -TERM $pid; done")
+SCENARIOS += [
+    Scenario("b33_st_preempt_partial_save_requeue", "train_sentiment.py", "bash run.sh", setup=SENT33_WRAP,
+             env=dict(ENV33), action=("shell", 0, TERM33.format(id="b33_st_preempt_partial_save_requeue"))),
+]
+# each node's job script: torchrun, retried once with --resume (the cluster requeues a preempted job on the nodes it
+# gets); $LOCAL_SCRATCH is the node's local disk (set by the node's profile, not in the command)
+ASR33_JOB = r"""cat > node_job.sh <<'EOF2'
+#!/bin/bash
+# node_job.sh NODE_RANK
+NODE_RANK=$1
+for attempt in 1 2; do
+  echo "[node_job] $(hostname) node_rank=$NODE_RANK attempt=$attempt $(date -u +%FT%TZ)"
+  torchrun --nnodes 2 --node-rank $NODE_RANK --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} \
+    train_speechcmd.py --ckpt-dir $LOCAL_SCRATCH/ckpt --resume --steps 500
+  rc=$?
+  [ $rc -eq 0 ] && exit 0
+  echo "[node_job] torchrun exited with $rc"
+  sleep 4
+done
+exit $rc
+EOF2
+mkdir -p scratch/node0 scratch/node1"""
+# the job preempted after its step-200 checkpoint: SIGTERM to both nodes' torchrun; node 1 is then replaced by a fresh
+# machine whose local scratch is empty (its step_00200 shard gone)
+PREEMPT33 = ("for pid in $(pgrep -f bin/torchrun); do "
+             "[ \"$(tr '\\0' '\\n' < /proc/$pid/environ | sed -n 's/^ZOO_RUN=//p')\" = {id} ] && kill -TERM $pid; "
+             "done; sleep 1; rm -rf scratch/node1/ckpt")
+SCENARIOS += [
+    Scenario("b33_inf_preempt_local_ckpt_gone_twonode_n1", "train_speechcmd.py", "bash node_job.sh 0",
+             cmd2="bash node_job.sh 1", setup=ASR33_JOB, env={**ENV33, "LOCAL_SCRATCH": "scratch/node0"},
+             env2={"LOCAL_SCRATCH": "scratch/node1"},
+             action=("shell", "step 240 loss", PREEMPT33.format(id="b33_inf_preempt_local_ckpt_gone_twonode_n1"))),
+]
+SCENARIOS += [
+    # rank 1 runs under its container's 1,200 MiB memory limit; the evaluation keeps every batch's full-vocabulary
+    # logits (gathered from both ranks) for compute_metrics (no eval_accumulation_steps, no preprocess_logits_for_metrics)
+    Scenario("b33_oom_hf_eval_logits_gather_r1", "run_clm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} run_clm.py --output_dir out/clm --use_cpu "
+             "--ddp_backend gloo --max_steps 60 --eval_strategy steps --eval_steps 30 --per_device_train_batch_size 16 "
+             "--per_device_eval_batch_size 16 --logging_steps 10 --save_strategy no --report_to none",
+             env=dict(ENV33), action=("cgroup", 1, 1200)),
+]
+# shared/ is the team's shared results volume (a 64 MiB tmpfs named b33_shared here); after the first epoch's checkpoint
+# the volume goes read-only under the job (the file server's export flipped to ro after an error on its side)
+SHARED33 = ("mkdir -p shared && (mountpoint -q shared && umount shared || true) && "
+            "mount -t tmpfs -o size=64m b33_shared shared")
+SCENARIOS += [
+    Scenario("b33_st_ray_ckpt_readonly_remount", "train_demand.py", "python train_demand.py", setup=SHARED33,
+             teardown="umount shared; true", env={**ENV33, "RAY_DEDUP_LOGS": "0"},
+             action=("shell", "worker 0 epoch 1 step 50/200", "mount -o remount,ro shared")),
+]
+# the dataset volume (datasets/iq, 8 shards of 2,000 crops); on node 1 the mount did not come up, leaving the bare
+# mount point (an empty directory) under the same path
+IQ33 = r"""mkdir -p datasets/iq && python - <<'EOF2'
+import numpy as np
+for s in range(8):
+    rng = np.random.default_rng(s)
+    x = rng.random((2000, 3, 32, 32), dtype=np.float32)
+    np.savez(f"datasets/iq/train-{s:03d}.npz", x=x, y=x.mean(axis=(1, 2, 3)).astype(np.float32))
+EOF2"""
+IQ33_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+           "--main_process_ip 127.0.0.1 --main_process_port {{port}} --mixed_precision no --dynamo_backend no "
+           "train_iq.py")
+SCENARIOS += [
+    Scenario("b33_inf_data_mount_missing_accel_twonode_n1", "train_iq.py", IQ33_2N.format(k=0), cmd2=IQ33_2N.format(k=1),
+             setup=IQ33, env=dict(ENV33), mask2="datasets/iq"),
+]
+# node 1's local cache directory is still locked by a process of the previous job on that node that never exited (it
+# holds an exclusive flock on cache/node1/.lock); killed after the run with the recorder's ZOO_RUN sweep
+LOCK33 = ("mkdir -p cache/node0 cache/node1 && (nohup python -c \"import fcntl, time; "
+          "f = open('cache/node1/.lock', 'w'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(150)\" "
+          ">/dev/null 2>&1 &) && sleep 0.5")
+ADS33_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id ads-ctr-0923 train_ads.py")
+SCENARIOS += [
+    Scenario("b33_hang_stale_cache_lock_pyspy_twonode_n1", "train_ads.py", ADS33_2N,
+             cmd2=ADS33_2N, setup=LOCK33, env={**ENV33, "LOCAL_CACHE": "cache/node0"},
+             env2={"LOCAL_CACHE": "cache/node1"},
+             action=("shell", "[rank 0] feature cache ready", PYSPY33.format(
+                 f="train_ads.py", id="b33_hang_stale_cache_lock_pyspy_twonode_n1"))),
+]
+LOGTAG33_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {{port}} "
+               "--log-dir logs/node{k} --tee 3 train_logtagger.py")
+SCENARIOS += [
+    # node 1's established TCP connections destroyed (ss -K) at its rank's step-400 line: node 1's link reset
+    Scenario("b33_net_link_reset_logdir_twonode_n1", "train_logtagger.py", LOGTAG33_2N.format(k=0),
+             cmd2=LOGTAG33_2N.format(k=1), env=dict(ENV33), action=("ss_kill", 1, "[rank1] step 400 loss")),
+]
