@@ -100,7 +100,8 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: Lines that name the rank they are about: PyTorch's ``[Rank N]`` / ``[PG ... Rank N]``, NCCL's ``rank N nranks M``,
 #: scripts' ``Rank N:`` / ``[rank: N]`` / ``[rankN] `` at the start of a line, a Python logging format's ``[rank N]``
 #: field at the start or after a bracketed time (``[2026-12-04 10:11:12,345][rank 1][ERROR] ...``) or after a plain
-#: time and level (``2026-12-06 07:28:25,161 INFO [rank1] step 10/300 ...``: a script's own logging format),
+#: time and level (``2026-12-06 07:28:25,161 INFO [rank1] step 10/300 ...``: a script's own logging format) or after
+#: Python logging's ``%(asctime)s - %(levelname)s - %(name)s - `` (``... - ERROR - __main__ - [RANK 1] ...``),
 #: Open MPI's ``mpirun noticed that process rank N``, MPICH's ``Abort(c) on
 #: node n (rank N in comm 0): Fatal error in ...`` (the process that aborted), and PaddlePaddle's launcher ``Container
 #: rank N status failed`` (paddle.distributed.launch's report of the failed worker), and MosaicML Composer's launcher
@@ -115,6 +116,8 @@ INLINE_RANK = re.compile(
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
     r"|^(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]\s?)?\[(?:rank|RANK) (\d{1,6})\]\s?[\[:]"
     r"|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})? (?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\]? )?"
+    r"\[(?:rank|RANK) ?(\d{1,6})\] "
+    r"|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})? - (?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) - [\w.]{1,80} - "
     r"\[(?:rank|RANK) ?(\d{1,6})\] "
     r"|^mpirun noticed that process rank (\d{1,6}) with PID"
     r"|^Abort\(-?\d+\) on node \d+ \(rank (\d{1,6}) in comm \d+\)"
@@ -317,7 +320,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
             break
         att.text = text
     body = att.text
-    if att.rank is None and ("Rank" in body or "rank" in body):
+    if att.rank is None and ("Rank" in body or "rank" in body or "RANK" in body):
         m = INLINE_RANK.search(body)
         if m:
             att.rank = int(next(g for g in m.groups() if g is not None))

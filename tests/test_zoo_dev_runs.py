@@ -279,3 +279,12 @@ def test_a_checkpoint_exception_listing_one_rank_names_it(tmp_path: Path) -> Non
     d = diagnose(DiagnoseRequest(path=str(job), kb=False, llm=False))
     assert d.first_failing_rank == 0 and d.category.value == "storage"
     assert any("failed on rank 0 alone" in f for f in d.findings), d.findings
+
+
+def test_python_loggings_dash_format_names_the_rank_of_its_error_line(tmp_path: Path) -> None:
+    # "%(asctime)s - %(levelname)s - %(name)s - %(message)s" (the HF example scripts' format) with the script's own
+    # "[RANK 1]": node 1's data mount is missing, rank 1 logs "no training shards ... matched 0 files" and exits 2
+    # without a traceback; that line is rank 1's and leads the suspects (it was read as no rank's)
+    d = _diagnose("b33_inf_data_mount_missing_accel_twonode_n1", tmp_path)
+    assert d.first_failing_rank == 1
+    assert "no training shards for process 1" in d.root_cause.evidence[0].text and d.root_cause.evidence[0].rank == 1
