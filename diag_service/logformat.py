@@ -127,6 +127,11 @@ INLINE_RANK = re.compile(
     r"|DeadlockDetectedException: DeadLock detected from rank: (\d{1,6})"
     r"|(?:^|: )rank (\d{1,6}) (?:exited with code -?\d+|died from signal \d+)"
 )
+#: Python multiprocessing's name of a process started by torch.multiprocessing.spawn, as a logging format's
+#: ``%(processName)s`` or multiprocessing's own "Process SpawnProcess-2:" header prints it: spawn starts processes 0..n-1
+#: in order and multiprocessing numbers a parent's children from 1, so ``SpawnProcess-N`` is rank N - 1 (the zoo's spawn
+#: runs log "SpawnProcess-1 ... rank 0", "SpawnProcess-2 ... rank 1"). Read only when the line names no rank otherwise.
+SPAWN_PROCESS = re.compile(r"(?:^|(?<=[\s\[(]))SpawnProcess-(\d{1,5})(?=[\]\s:)]|$)")
 #: The JAX / XLA coordination service's report of a task that failed: its heartbeat lost (``/job:jax_worker/replica:0/
 #: task:37 has been set to ERROR in coordination service``, ``Task .../task:3 heartbeat timeout``) or restarted
 #: (``task:1 unexpectedly tried to connect with a different incarnation``); the task id is the JAX process index
@@ -324,6 +329,10 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         m = INLINE_RANK.search(body)
         if m:
             att.rank = int(next(g for g in m.groups() if g is not None))
+    if att.rank is None and att.local_rank is None and "SpawnProcess-" in body:
+        m = SPAWN_PROCESS.search(body)
+        if m and 1 <= int(m.group(1)) <= 4096:
+            att.rank = int(m.group(1)) - 1
     if att.rank is None and "/task:" in body:
         m = JAX_TASK.search(body)
         if m:

@@ -288,3 +288,12 @@ def test_python_loggings_dash_format_names_the_rank_of_its_error_line(tmp_path: 
     d = _diagnose("b33_inf_data_mount_missing_accel_twonode_n1", tmp_path)
     assert d.first_failing_rank == 1
     assert "no training shards for process 1" in d.root_cause.evidence[0].text and d.root_cause.evidence[0].rank == 1
+
+
+def test_a_spawn_processes_name_is_its_rank_and_its_skip_warning_names_the_rank_out_of_step(tmp_path: Path) -> None:
+    # mp.spawn with "%(asctime)s %(processName)s %(levelname)s": SpawnProcess-2 (rank 1) logs "validation at step 150
+    # failed: ZeroDivisionError" and skips the validation all-reduce; gloo aborts rank 0 ("Received data size doesn't
+    # match"), spawn reports process 0. multiprocessing numbers spawn's children from 1 in start order
+    d = _diagnose("b33_uc_warn_skip_auc_spawn_r1", tmp_path)
+    assert (d.category.value, d.first_failing_rank) == ("user_code", 1), d.root_cause.summary
+    assert "validation at step 150 failed" in d.root_cause.summary
