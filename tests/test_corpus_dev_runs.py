@@ -86,6 +86,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("n50b-005", "framework", "v_torch_optim_foreach_mixed_state"),
     # DALI's GPU JPEG decoder in a data-parallel ImageNet run: nvJPEG's allocator failure as memory grew step by step
     ("n52a-020", "gpu_oom", "v_nvjpeg_allocator_failure"),
+    # the deepspeed launcher's --include names GPU slot 2 of a host the hostfile gives two slots (its older spelling)
+    ("n54b-005", "config", "vs_ds_hostfile_invalid"),
 ])
 def test_a_vendor_message_names_the_category(case: str, category: str, signature: str) -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
