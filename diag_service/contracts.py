@@ -124,6 +124,8 @@ class ProgressLog:
     ``scheduler_job_id``: the Slurm job id the logs state (``diag_service.extract.events.SLURM_JOB_ID``), the first seen.
     ``k8s_namespace``: the Kubernetes namespace the logs state (``diag_service.extract.events.K8S_NAMESPACE``), the
     first seen.
+    ``file_start``: per file (first 4,096), the first time among its first lines (unix seconds): when that console or
+    log began (an attempt started after another ended begins after it).
     """
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
@@ -153,6 +155,7 @@ class ProgressLog:
     last_lines: dict[int, list[tuple[str, int, float | None, str]]] = field(default_factory=dict)
     scheduler_job_id: str | None = None
     k8s_namespace: str | None = None
+    file_start: dict[str, float] = field(default_factory=dict)
 
     def platform(self) -> str | None:
         """The scheduler the logs' marks point to (``PLATFORM_MARKS`` of the extractor: blocks with a mark),

@@ -342,6 +342,9 @@ JOB_WINDOW = 64 << 10
 #: How much of each block's end is read for each rank's last lines (:meth:`Extractor._last_lines`): a rank that went
 #: quiet while its peers kept writing for longer than this keeps the last lines an earlier block showed.
 LAST_LINES_BYTES = 32 << 10
+#: Where a file's start time is looked for (:attr:`~diag_service.contracts.ProgressLog.file_start`): its first lines.
+FILE_START_LINES = 40
+FILE_START_BYTES = 16 << 10
 #: A rank's lines of a block's tail window looked at for its last ones (the latest by time when every one has a time).
 LAST_LINES_SCAN = 64
 #: Lines kept per rank (:attr:`~diag_service.contracts.ProgressLog.last_lines`), and characters kept of each (a
@@ -1071,6 +1074,12 @@ class Extractor:
         self._progress(rd)
         self._launches(rd)
         obs = self.progress
+        if block.first_line <= 1 and src.path not in obs.file_start and len(obs.file_start) < 4096:
+            # the file's first time (within its first lines): when this console or worker log began
+            for first in rd.data[:FILE_START_BYTES].decode("utf-8", "replace").split("\n")[:FILE_START_LINES]:
+                if (ts := self._ts(rd.attr(first).text)) is not None:
+                    obs.file_start[src.path] = ts
+                    break
         if src.rank is not None:
             obs.ranks.add(src.rank)
         if src.node is not None and len(obs.source_nodes) < 4096:

@@ -35,7 +35,7 @@ import sys
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from diag_service.contracts import Localization, ProgressLog, RawEvent, TemplateGroup
 from diag_service.domain import (
@@ -1516,7 +1516,9 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     """:data:`AFTER_COMPLETION_FINDING` when every file that holds a failure event (an error, traceback, exit or
     launcher report that is not a known-harmless line) holds the run's own report of completion
     (``ProgressLog.completed_line``) and each such event first occurs after it, else None."""
-    marks = progress.completed_line
+    # a completion that a restart of the launcher followed (a second start banner in the same console) is an earlier
+    # attempt's: the failure after it is the new attempt's, not one at shutdown
+    marks = {f: n for f, n in progress.completed_line.items() if not _restarted_after_completion(progress, f)}
     if not marks:
         return None
     failing = _failure_firsts(events, benign)
@@ -1535,6 +1537,22 @@ FINISHED_BEFORE_PEERS_FINDING = (
     "different sizes; DDP's Join handles uneven inputs). Compare the ranks' command lines and batch counts.")
 
 
+def _completion_ts(progress: ProgressLog, file: str) -> float | None:
+    """The time on ``file``'s completion line (``ProgressLog.completed``), unix seconds, or None."""
+    text = progress.completed.get(file)
+    if not text:
+        return None
+    ref = next(iter(progress.file_start.values()), None)
+    year = datetime.fromtimestamp(ref, UTC).year if ref is not None else datetime.now(UTC).year
+    return parse_timestamp(text, year)
+
+
+def _restarted_after_completion(progress: ProgressLog, file: str) -> bool:
+    """True when a launcher's restart (``ProgressLog.launches``) is stamped after ``file``'s completion line."""
+    t = _completion_ts(progress, file) if progress.launches else None
+    return t is not None and any(x > t for x in progress.launches)
+
+
 #: A script's rank marker in a line (``[node1 rank1]``, ``rank 2:``, ``rank=3``).
 _MARK_RANK = re.compile(r"(?i)(?:^|(?<=[\s\[(|,]))rank[\s:=#]?\s?(\d{1,6})\b(?![./])")
 
@@ -1545,12 +1563,17 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
     report of completion and no failure event before it, while another file holds a failure event and no such report
     (e.g. node 1 ran 2 epochs and logged "training finished", node 0 ran a third and lost its peer); else
     None."""
-    marks = progress.completed_line
+    marks = {f: n for f, n in progress.completed_line.items() if not _restarted_after_completion(progress, f)}
     if not marks:
         return None
     failing = _failure_firsts(events, benign)
     others = [ev for ev in failing if ev.file not in marks]
     done = [f for f in marks if not any(ev.file == f and ev.line < marks[f] for ev in failing)]
+    # a file that began after the finished one reported its completion is a later attempt (a resume, a new launch),
+    # not a peer of that run still training
+    ended = [t for f in done if (t := _completion_ts(progress, f)) is not None]
+    if ended:
+        others = [ev for ev in others if (start := progress.file_start.get(ev.file)) is None or start <= min(ended)]
     if not others or not done:
         return None
     file = sorted(done)[0]

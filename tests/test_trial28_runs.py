@@ -1,0 +1,29 @@
+"""A new user's trial 28 (/work/trial28_inputs/REPORT.md): real gloo/CPU runs the tool got partly right, misled on or
+got wrong at first contact, each read from the run's own bundle (``tests/fixtures/trial28``, as the user judged it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial28"
+
+
+def test_a_completion_before_the_launcher_started_again_is_the_earlier_attempts() -> None:
+    """r02 (torchrun --tee, one file): attempt 1 trained 200 steps and logged "training finished"; torchrun was started
+    again (a second start banner) to resume from a last.pt cut to 60 %, and every rank failed to read it. It read
+    "Training had completed before this failure ... it failed at shutdown ... do not re-run the training", L0."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r02_job.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_stop", "storage"), d.root_cause.summary
+    assert "completed before this failure" not in d.root_cause.summary and d.recovery.level.value != "L0"
+
+
+def test_a_file_that_began_after_another_finished_is_a_later_attempt_not_a_peer() -> None:
+    """r03 (accelerate, .tar.gz of attempt1.log and attempt2.log): attempt 1 finished; attempt 2's resume failed on every
+    rank (torch.load's weights_only refusal). It opened with "that rank or node finished its loop and left while its
+    peers were still training ... The ranks disagree on how many steps to run"."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r03.tar.gz"), kb=False, llm=False))
+    assert d.category.value == "config" and d.first_failing_rank is None, d.root_cause.summary
+    assert "disagree on how many steps" not in d.root_cause.summary
+    assert not any("disagree on how many steps" in f for f in d.findings)
