@@ -27,3 +27,13 @@ def test_a_file_that_began_after_another_finished_is_a_later_attempt_not_a_peer(
     assert d.category.value == "config" and d.first_failing_rank is None, d.root_cause.summary
     assert "disagree on how many steps" not in d.root_cause.summary
     assert not any("disagree on how many steps" in f for f in d.findings)
+
+
+def test_a_frozen_nodes_hang_is_not_read_from_its_agents_store_timeout_after_the_peer_exited() -> None:
+    """r10 (two torchrun agents, .zip): node1 (agent and rank 1) frozen by the cgroup freezer at step ~20; rank 0 timed
+    out in its recv after 40 s and node0's agent exited with the c10d store; thawed, node1's agent failed its
+    keep-alive ("has failed to send a keep-alive heartbeat to the rendezvous ... RendezvousConnectionError"). It read
+    fail_stop, config, "Most often the launch itself: MASTER_ADDR/MASTER_PORT", L4."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r10.zip"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
+    assert d.category.value != "config" and "MASTER_ADDR" not in d.root_cause.summary

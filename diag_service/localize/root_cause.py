@@ -473,7 +473,9 @@ def _plain_cut(h: SignatureHit) -> bool:
 
 
 #: An agent's loss of the c10d store, which the agent of the rendezvous endpoint's node hosts.
-STORE_LOSSES = frozenset({"c10d_store_connection_closed", "c10d_store_lost_mid_run"})
+#: (A store timeout there is the same loss, as the agent's keep-alive to the rendezvous words it: "has failed to send a
+#: keep-alive heartbeat to the rendezvous ... RendezvousConnectionError".)
+STORE_LOSSES = frozenset({"c10d_store_connection_closed", "c10d_store_lost_mid_run", "c10d_store_timeout"})
 STORE_AFTER_EXIT_FINDING = (
     "{name} on {nodes} came after node {other}'s agent reported its own worker's failure ({when}): that agent exited "
     "and took the c10d store it hosted with it, so the store's loss is a consequence; the cause is node {other}'s "
