@@ -37,3 +37,12 @@ def test_a_frozen_nodes_hang_is_not_read_from_its_agents_store_timeout_after_the
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r10.zip"), kb=False, llm=False))
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
     assert d.category.value != "config" and "MASTER_ADDR" not in d.root_cause.summary
+
+
+def test_an_evaluation_every_few_steps_that_takes_most_of_the_run_is_a_config_slowdown() -> None:
+    """r13 (mp.spawn, one file): `eval_every: 5` (meant 500): 59 evaluations, each logged "eval step N ... in 2.3s",
+    took 60 % of the run; the step lines every 10 steps state only the training step's own time. It read "No failure
+    in these logs" (and `diag slow`: NOT JUDGED, too few steps for a baseline)."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_train.out"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "config"), d.root_cause.summary
+    assert "periodic pass" in d.root_cause.summary

@@ -174,6 +174,8 @@ def analyze_slow(
     if not feed.stats.format.startswith("logs") and len(batch):
         _untimed_straggler(rep, batch)
     if feed.stats.format.startswith("logs") and len(batch):
+        if feed.pause_durations:
+            _frequent_passes(rep, batch, feed.pause_durations)
         _untimed_log_time(rep, batch)
         _drop_averaged_out(rep, det)
         _whole_log(rep, batch)
@@ -714,6 +716,49 @@ def _stated_save_slowdown(rep: SlowReport, batch: StepBatch, saves: tuple[tuple[
         f"for the {k} before, against about {interval:.3g}s of training between two saves: writing the checkpoint got "
         "slower, which points at the checkpoint storage (its throughput or IOPS, a throttled or nearly full volume), "
         "not at the training steps."))
+
+
+#: A periodic pass that states its own duration (evaluation, validation, an upload: :data:`PAUSE_LINE` of the log
+#: reader) is the run's cost, not its rhythm, when it comes every this many training steps or fewer (the common
+#: slip: ``eval_steps: 5`` meant as 500) ...
+FREQUENT_PASS_STEPS = 10
+#: ... at least this many times, and its stated durations add up to at least this share of the run's time (first to
+#: last step line): the job spends more time evaluating than training.
+FREQUENT_PASS_MIN = 5
+FREQUENT_PASS_SHARE = 0.5
+
+
+def _frequent_passes(rep: SlowReport, batch: StepBatch, pauses: Mapping[int, tuple[tuple[int, float], ...]]) -> None:
+    """A log whose periodic passes between training steps state their durations (``pauses``, per writer: (step of the
+    reading before, seconds)) and come every :data:`FREQUENT_PASS_STEPS` steps or fewer, adding up to
+    :data:`FREQUENT_PASS_SHARE` or more of the time between the first and the last step line: an episode over the
+    run whose cost is the passes' time, category config (how often the job evaluates is its own setting), said in
+    place of the report's (left alone when it found a costlier slowdown). O(passes)."""
+    ends = batch.end[np.isfinite(batch.end)]
+    if ends.size < 2 or batch.step.size == 0:
+        return
+    wall = float(ends.max() - ends.min())
+    steps = int(batch.step.max() - batch.step.min())
+    if wall <= 0 or steps <= 0:
+        return
+    writer, stated = max(pauses.items(), key=lambda kv: sum(c for _, c in kv[1]))
+    n, total = len(stated), float(sum(c for _, c in stated))
+    if n < FREQUENT_PASS_MIN or steps / n > FREQUENT_PASS_STEPS or total < FREQUENT_PASS_SHARE * wall \
+            or total < MATERIAL_SLOWDOWN_S or total <= rep.time_lost_s:
+        return
+    first = int(batch.step.min())
+    ep = SlowEpisode(start_step=first, end_step=int(batch.step.max()), detected_at_step=first, steps=steps,
+                     slowdown_factor=round(wall / max(wall - total, 1e-9), 3), time_lost_s=round(total, 6))
+    rep.job_slowdown = [ep, *rep.job_slowdown]
+    rep.time_lost_s = round(sum(e.time_lost_s for e in rep.job_slowdown), 6)
+    rep.failure_mode = FailureMode.FAIL_SLOW
+    rep.category = Category.CONFIG
+    who = f"rank {writer}'s" if writer >= 0 else "the job's"
+    rep.summary = (f"The job spent {total / wall:.0%} of its time ({total:.4g}s of {wall:.4g}s) in a periodic pass "
+                   f"between training steps that its lines time ({who} evaluation / validation / upload lines): {n} "
+                   f"passes, about one every {steps / n:.3g} steps, {float(np.median([c for _, c in stated])):.3g}s "
+                   "each (median). Passes that often cost more than the training: run them less often (every few "
+                   "hundred steps) or on a subset.")
 
 
 def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[int, tuple[tuple[int, float], ...]]) -> None:
