@@ -46,3 +46,13 @@ def test_an_evaluation_every_few_steps_that_takes_most_of_the_run_is_a_config_sl
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_train.out"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value) == ("fail_slow", "config"), d.root_cause.summary
     assert "periodic pass" in d.root_cause.summary
+
+
+def test_a_prefetch_threads_death_on_a_truncated_npy_file_is_a_data_hang() -> None:
+    """r09 (mp.spawn, folder with the output and 3 py-spy snapshots): rank 1's prefetch thread died on numpy's "Failed
+    to read all data for array ... (file seems not fully written?)"; its main thread blocked on the queue and rank 0
+    timed out. The story (a thread died first) was right, but its category came from another rule on the same line
+    ("A library refused a value it was given": config)."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r09"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_hang", "data", 1), d.root_cause.summary
+    assert "A thread of the job died first" in d.root_cause.summary

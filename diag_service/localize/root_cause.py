@@ -880,8 +880,8 @@ def localize(
     roots = _cut_traceback_yields(roots, hits, findings)
     roots = _signal_after_stall(roots, progress)
     thread_death = _thread_death_then_hang(roots, hits, root_events)
-    if thread_death is not None:
-        roots = [h for h in roots if h is not thread_death]
+    if thread_death is not None:  # (and the other signatures that matched the same lines: one event, one story)
+        roots = [h for h in roots if h is not thread_death and not set(h.template_ids) <= set(thread_death.template_ids)]
     handled = _handled_then_hang(roots, hits, root_events, by_tid) if thread_death is None else None
     if handled is not None:
         roots = [h for h in roots if h is not handled[0]]
