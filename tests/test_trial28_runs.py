@@ -56,3 +56,12 @@ def test_a_prefetch_threads_death_on_a_truncated_npy_file_is_a_data_hang() -> No
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r09"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_hang", "data", 1), d.root_cause.summary
     assert "A thread of the job died first" in d.root_cause.summary
+
+
+def test_the_exited_ranks_own_uncatalogued_exception_leads_over_a_peers_lost_connection() -> None:
+    """r07 (node1's last 60 lines pasted): rank 3's DataLoader worker raised "max(): Expected reduction dim to be
+    specified for input.numel() == 0" on an empty sample; rank 2 then read "Connection closed by peer". It answered
+    "Suspected: Connection reset / refused / closed by peer" with the real error third."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r07_stdin.txt"), kb=False, llm=False))
+    assert d.first_failing_rank == 3 and "Suspected: Connection reset" not in d.root_cause.summary
+    assert "Expected reduction dim" in d.root_cause.evidence[0].text

@@ -763,16 +763,22 @@ CLEAN_EXIT_FINDING = (
 )
 
 
-OWN_ERROR_FINDING = ("Rank {rank}, the launcher's first observed failure, logged an error of its own just before it exited "
-                     "({where}: {text!r}): its program's own words for why it stopped, though no catalogued message "
-                     "names a cause; the other ranks' errors follow from its exit.")
+OWN_ERROR_FINDING = ("Rank {rank}, the launcher's first observed failure, logged or raised an error of its own before it "
+                     "exited ({where}: {text!r}): its program's own words for why it stopped, though no catalogued "
+                     "message names a cause; the other ranks' errors follow from its exit.")
+
+
+#: What a rank's own error may be for :func:`_exited_ranks_own_error`: its logger's error line, or an exception (a
+#: traceback's last line) that no signature knows.
+OWN_ERROR_KINDS = frozenset({EventKind.ERROR_LINE, EventKind.EXCEPTION, EventKind.TRACEBACK})
 
 
 def _exited_ranks_own_error(events: list[EventTemplate], elastic_root: RawEvent | None) -> EventTemplate | None:
-    """The latest error line (an unmatched ``ERROR_LINE`` event: a logger's ERROR, an ``error:`` line) of the rank the
-    launcher's failure report names first (``elastic_root``), written on that rank alone and no later than its
-    reported exit (the report's time is to the second), or None. A program that logs why it gives up and exits with a
-    code of its own (``logger.error(...)``, then an exit status of 3) leaves no traceback: that line is its cause as it saw it."""
+    """The latest error of its own (an unmatched error line or exception, :data:`OWN_ERROR_KINDS`: a logger's ERROR,
+    an ``error:`` line, an uncatalogued exception) of the rank the launcher's failure report names first
+    (``elastic_root``), written on that rank alone and no later than its reported exit (the report's time is to the
+    second), or None. A program that logs why it gives up and exits with a code of its own (``logger.error(...)``,
+    then an exit status of 3) leaves no traceback: that line is its cause as it saw it."""
     if elastic_root is None or elastic_root.rank is None:
         return None
     r, t_exit = elastic_root.rank, elastic_root.ts
@@ -784,7 +790,7 @@ def _exited_ranks_own_error(events: list[EventTemplate], elastic_root: RawEvent 
         except ValueError:
             return True
 
-    own = [e for e in events if e.kind is EventKind.ERROR_LINE and e.role is EventRole.CONTEXT and e.ranks == [r]
+    own = [e for e in events if e.kind in OWN_ERROR_KINDS and e.role is EventRole.CONTEXT and e.ranks == [r]
            and before_exit(e)]
     return max(own, key=lambda e: (e.first.timestamp or "", e.first.line), default=None)
 
