@@ -65,3 +65,12 @@ def test_the_exited_ranks_own_uncatalogued_exception_leads_over_a_peers_lost_con
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r07_stdin.txt"), kb=False, llm=False))
     assert d.first_failing_rank == 3 and "Suspected: Connection reset" not in d.root_cause.summary
     assert "Expected reduction dim" in d.root_cause.evidence[0].text
+
+
+def test_a_rank_waiting_on_a_child_process_is_told_so_not_just_in_its_own_code() -> None:
+    """r20 (two agents, .tar.gz of node logs + one py-spy snapshot): rank 1's pre-evaluation hook ran a command
+    (standing for `stat` on a dead NFS mount) with subprocess.run; rank 0 timed out. It said "stuck outside any
+    collective in the job's own code (train (pcls.py:173))", although the rank waits for its child process."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r20.tar.gz"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
+    assert "waiting for a child process it started" in d.root_cause.summary

@@ -2397,10 +2397,13 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                   "worker is blocked reading its data (a hung network mount, a file that never "
                                   "answers) or loops in its own code; py-spy dump --subprocesses shows where the "
                                   "workers are")
+    child = None  # a wait for a child process the rank started (subprocess.py), innermost
     for f in top.top_frames:  # innermost first
         m = _SHORT_FRAME.match(f)
         owner = _stack_file_owner(m.group("file")) if m else "stdlib"
         if owner == "stdlib":
+            if child is None and m is not None and m.group("file").endswith("subprocess.py"):
+                child = f
             continue  # a wait in threading / multiprocessing belongs to whoever called it
         if owner != "user":
             return None
@@ -2411,6 +2414,14 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
             return Category.USER_CODE, (f"still running in the job's own code ({f}) while its peers wait: a loop that "
                                         "does not end on this rank (or work far longer than its peers'); check what "
                                         "ends that loop for this rank's data")
+        if child is not None:
+            # (e.g. a pre-evaluation hook that runs a command on a dead network mount; Popen(stdout=PIPE) then wait()
+            # on a child whose output fills the pipe)
+            return Category.USER_CODE, (f"stuck outside any collective waiting for a child process it started ({child}, "
+                                        f"called from {f}): the command never returned (a command on a hung mount, a "
+                                        "tool waiting for input, or a pipe nobody reads: Popen(stdout=PIPE) then wait() "
+                                        "blocks once the pipe is full); give it a timeout, or read its output with "
+                                        "communicate()")
         return Category.USER_CODE, f"stuck outside any collective in the job's own code ({f})"
     return None
 
