@@ -488,8 +488,7 @@ def _store_gone_after_worker_exit(roots: list[SignatureHit], groups: list[Templa
     of its own worker's exit ("failed (exitcode: 1) local_rank: 0", an exit event with a time of its own) precedes,
     within :data:`LATE_ROOT_S` (the store's host exits with its workers: the agent of node 1 loses the store 25 ms
     after node 0's rank timed out in a collective and its agent exited)."""
-    losses = [h for h in roots if (h.details.get("context_rule") or h.signature_id) in STORE_LOSSES
-              or h.signature_id in STORE_LOSSES]
+    losses = [h for h in roots if h.signature_id in STORE_LOSSES or h.details.get("context_rule") in STORE_LOSSES]
     if not losses:
         return roots
     exits = [(ev.ts, ev.node) for g in groups if g.kind is EventKind.EXIT for ev in g.examples
@@ -782,16 +781,8 @@ def _exited_ranks_own_error(events: list[EventTemplate], elastic_root: RawEvent 
     if elastic_root is None or elastic_root.rank is None:
         return None
     r, t_exit = elastic_root.rank, elastic_root.ts
-    def before_exit(e: EventTemplate) -> bool:
-        if t_exit is None or e.first.timestamp is None:
-            return True
-        try:
-            return datetime.fromisoformat(e.first.timestamp).timestamp() <= t_exit + 1.0
-        except ValueError:
-            return True
-
     own = [e for e in events if e.kind in OWN_ERROR_KINDS and e.role is EventRole.CONTEXT and e.ranks == [r]
-           and before_exit(e)]
+           and (t_exit is None or (t := _iso_ts(e.first.timestamp)) is None or t <= t_exit + 1.0)]
     return max(own, key=lambda e: (e.first.timestamp or "", e.first.line), default=None)
 
 
@@ -1545,13 +1536,15 @@ FINISHED_BEFORE_PEERS_FINDING = (
     "different sizes; DDP's Join handles uneven inputs). Compare the ranks' command lines and batch counts.")
 
 
-def _completion_ts(progress: ProgressLog, file: str) -> float | None:
-    """The time on ``file``'s completion line (``ProgressLog.completed``), unix seconds, or None."""
+def _completion_ts(progress: ProgressLog, file: str, year: int | None = None) -> float | None:
+    """The time on ``file``'s completion line (``ProgressLog.completed``), unix seconds, or None; a line without a
+    year (glog's) is read in ``year``, by default the year of the logs' first file start (else this year)."""
     text = progress.completed.get(file)
     if not text:
         return None
-    ref = next(iter(progress.file_start.values()), None)
-    year = datetime.fromtimestamp(ref, UTC).year if ref is not None else datetime.now(UTC).year
+    if year is None:
+        ref = next(iter(progress.file_start.values()), None)
+        year = datetime.fromtimestamp(ref, UTC).year if ref is not None else datetime.now(UTC).year
     return parse_timestamp(text, year)
 
 
@@ -1621,7 +1614,7 @@ def _recovered_after_failure(events: list[EventTemplate], benign: frozenset[int]
     if not failing or not ended:
         return None
     year = next((int(ev.timestamp[:4]) for ev in failing if ev.timestamp), 1970)
-    done_ts = [t for t in (parse_timestamp(line, year) for line in progress.completed.values()) if t is not None]
+    done_ts = [t for f in progress.completed if (t := _completion_ts(progress, f, year)) is not None]
     done_attempts = [int(m.group(1)) for p in progress.completed if (m := _ATTEMPT_DIR.search(p))]
     # ... and a restart after it: a later attempt_N folder, or a launcher's (re)start line after the failure
     restarts = sorted(progress.launches)
@@ -1868,13 +1861,10 @@ def _deviating_rank(events: list[EventTemplate], primary: SignatureHit) -> tuple
     for e in events:
         if e.kind not in (EventKind.WARNING, EventKind.ERROR_LINE) or e.role is not EventRole.CONTEXT or len(e.ranks) != 1:
             continue
-        if e.ranks[0] in primary.ranks or not _DEVIATED.search(e.first.text) or e.first.timestamp is None:
+        if e.ranks[0] in primary.ranks or not _DEVIATED.search(e.first.text):
             continue
-        try:
-            te = datetime.fromisoformat(e.first.timestamp).timestamp()
-        except ValueError:
-            continue
-        if t - DEVIATION_S <= te <= t + LATE_ROOT_S:
+        te = _iso_ts(e.first.timestamp)
+        if te is not None and t - DEVIATION_S <= te <= t + LATE_ROOT_S:
             found.setdefault(e.ranks[0], e)
     if len(found) != 1:
         return None
@@ -1915,7 +1905,7 @@ def _checkpoint_failed_ranks(groups: list[TemplateGroup]) -> frozenset[int] | No
     for g in sorted(groups, key=lambda g: g.first_order):
         for ev in g.examples:
             for line in ev.lines:
-                m = CHECKPOINT_RANKS.search(line)
+                m = CHECKPOINT_RANKS.search(line) if "CheckpointException" in line else None
                 if m:
                     ranks = frozenset(int(x) for x in re.findall(r"\d+", m.group(1)) if int(x) <= LIMITS.max_rank)
                     return ranks or None
