@@ -650,3 +650,18 @@ def test_a_utf16_log_is_named_as_such_with_its_conversion(tmp_path: Path) -> Non
     p.write_bytes("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\r\n".encode("utf-16"))
     with pytest.raises(BundleError, match=r"UTF-16 text.*iconv -f UTF-16 -t UTF-8"):
         diagnose(DiagnoseRequest(path=str(p)))
+
+
+def test_an_archive_cut_inside_its_only_stack_dump_is_an_input_error(tmp_path: Path) -> None:
+    # a new user's fresh-clone check: the first 300 bytes of a .tar.gz of one node log folder whose first member is a
+    # py-spy dump read 0 log lines and an unparseable piece of a dump, and answered fail_stop / unknown (exit 0)
+    # (a long command line of varied arguments, so that the cut lands before the dump's first thread)
+    args = " ".join(f"--opt{i}={zlib.crc32(str(i).encode()):08x}" for i in range(200))
+    dump = (f"Process 1264: python train.py {args}\nPython v3.11.7\n\nThread 1264 (idle): \"MainThread\"\n"
+            "    _engine_run_backward (torch/autograd/graph.py:979)\n").encode()
+    full = B.make_tar(tmp_path / "full.tar.gz", {"run/dumps/snap1/rank-0.txt": dump,
+                                                  "run/dumps/snap1/rank-1.txt": dump}, "w:gz")
+    cut = tmp_path / "run.tar.gz"
+    cut.write_bytes(full.read_bytes()[:300])
+    with pytest.raises(BundleError, match="no readable log lines and no readable stack"):
+        run_diagnose(cut)

@@ -291,6 +291,12 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
             d.hang = fuse(stacks, fr)
             combine_hang(d, d.hang)
         timings["hang"] = time.perf_counter() - t0
+        if report.lines == 0 and d.hang is None:
+            # no log line and no dump that could be read (an archive cut inside its only dump): nothing to diagnose
+            raise BundleError(
+                f"empty bundle: no readable log lines and no readable stack or Flight Recorder dump in {req.path}"
+                + (f" ({'; '.join(report.warnings[:5])})" if report.warnings else "")
+            )
     feeds = bundle.feeds()
     cpu_job = progress.backends == {"gloo"}  # the logs name only gloo: a CPU job (combine_slow)
     if feeds:
