@@ -283,3 +283,16 @@ def test_a_spawn_report_cut_after_terminated_with_still_names_the_process() -> N
     terminated with" (its exit code or signal cut off). The report still names spawn index 1, the failed rank."""
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n36c-006.log"), kb=False, llm=False))
     assert d.first_failing_rank == 1, d.root_cause.summary
+
+
+def test_a_warning_that_reports_a_caught_error_is_read_for_that_error(tmp_path: Path) -> None:
+    """n52a-007: FSDP's state_dict warns that cloning lm_head.weight failed and quotes the caught CUDA OOM; the run
+    is out of GPU memory at save time, not a job whose logs end without an error. A warning that only names a risk
+    (no caught error) still decides nothing."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n52a-007.log"), kb=False, llm=False))
+    assert d.category.value == "gpu_oom" and d.failure_mode.value == "fail_stop"
+    risk = tmp_path / "risk.log"
+    risk.write_text("UserWarning: reserved memory is large; if CUDA out of memory happens, set "
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n")
+    d2 = diagnose(DiagnoseRequest(path=str(risk), kb=False, llm=False))
+    assert d2.category.value != "gpu_oom"

@@ -34,6 +34,13 @@ CASES = {
         "Traceback (most recent call last):\n  File \"train.py\", line 212, in <module>\n"
         "    raise ValueError(f'Loss is nan at step {step}')\n"
         "ValueError: Loss is nan at step 1200, stopping training\n",
+        "fail_stop", "unknown",  # on no named rank: a batch, the learning rate or fp16's range, the line does not tell
+    ),
+    "nan_loss_one_rank": (  # one data-parallel replica of four: its own batch
+        "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"train.py\", line 212, in <module>\n"
+        "[rank3]:     raise ValueError(f'Loss is nan at step {step}')\n"
+        "[rank3]: ValueError: Loss is nan at step 1200, stopping training\n"
+        "[rank0]: step 1190 loss 2.31\n[rank1]: step 1190 loss 2.29\n[rank2]: step 1190 loss 2.35\n",
         "fail_stop", "data",
     ),
     "import_error": (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from diag_service.domain import Category, EventRole, FailureMode
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
@@ -470,3 +472,16 @@ def test_two_ranks_that_lost_each_other_are_a_failed_connection_not_an_absent_ra
     assert d.category is Category.NETWORK and "connection between the two ranks failed" in d.root_cause.summary
     d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / "b21_hang_oneway_rx_node1"), kb=False, llm=False))
     assert d.first_failing_rank is None and "gloo_timeout" in {h.signature_id for h in d.signature_hits}
+
+
+@pytest.mark.parametrize(("run", "rank"), [
+    ("b23_data_inf_feature_guard_r2", 2),  # mp.spawn, rank 2's guard: "non-finite loss nan on rank 2 (... batch 66)"
+    ("b14_data_nan_row_ray_r1", 1),        # Ray Train, world_size=2 stated; worker 1's guard
+])
+def test_a_loss_that_turned_nan_on_one_rank_alone_is_that_ranks_batch(run: str, rank: int) -> None:
+    """Zoo dev runs whose injected cause is one rank's data (an inf feature, a NaN row): the replicas share weights and
+    settings, so one rank's non-finite loss alone is its own batch (data); the same error with no rank named, or on
+    every rank, is not (tests/test_fault_kinds.py)."""
+    d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / run), kb=False, llm=False))
+    assert d.category is Category.DATA and d.first_failing_rank == rank, d.root_cause.summary
+    assert any("alone of the" in f for f in d.findings)

@@ -20,7 +20,10 @@ def test_a_run_whose_loss_was_nan_to_the_end_did_not_recover() -> None:
     NaN lines as a failure the run got past). Without a process that ended and a restart, nothing recovered."""
     d = _diagnose(FIX / "r11_nan_loss_bad_lr_no_guard")
     assert "recovered" not in d.root_cause.summary
-    assert d.category.value == "data" and d.failure_mode.value == "fail_stop", d.root_cause.summary
+    # (every rank's loss turned NaN: a batch is not singled out; the trial's truth is the learning rate, config; the
+    # step lines' slowdown does not take the category over, and the hand-off stands)
+    assert d.category.value in ("unknown", "config") and d.failure_mode.value == "fail_stop", d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
 
 
 def test_a_clean_ray_train_run_is_finished_not_recovered() -> None:

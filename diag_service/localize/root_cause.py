@@ -1051,6 +1051,15 @@ def localize(
             findings.append(CHECKPOINT_ALL_FINDING.format(ranks=", ".join(map(str, sorted(stated))), rank=first_rank))
             first_rank = None
             alike = len(stated) if stated >= ranks_seen else 0
+        lone_cat = spec.one_rank_category
+        # (a rank numbered N says the job has at least N + 1)
+        known = len(ranks_seen | world | ({first_rank} if first_rank is not None else set()))
+        known = max(known, first_rank + 1) if first_rank is not None else known
+        if (lone_cat is not None and mode is FailureMode.FAIL_STOP and first_rank is not None and not alike
+                and len(primary.ranks) <= 1 and known >= 2 and "context_rule" not in primary.details):
+            category = primary.category = lone_cat
+            responsible = spec.responsible or DEFAULT_RESPONSIBLE[category]
+            findings.append(ONE_RANK_FINDING.format(rank=first_rank, n=known, name=primary.name))
         named_node = primary.details.get("node")
         if broadcast:
             pass  # one signal to every rank: no node singled out
@@ -1894,6 +1903,8 @@ CHECKPOINT_RANKS = re.compile(r"CheckpointException ranks:\s*dict_keys\(\[([\d,\
 CHECKPOINT_ALL_FINDING = ("torch.distributed.checkpoint reports that its step failed on ranks {ranks} (its "
                           "CheckpointException lists them): the same save or load failed on each, so no rank is singled "
                           "out (rank {rank}'s copy is only the first the logs show).")
+ONE_RANK_FINDING = ("{name}: rank {rank} alone of the {n} or more ranks the logs show. The ranks run the same code and "
+                    "settings, so what differs is that rank's own input: look at the batch it was on.")
 CHECKPOINT_ONE_FINDING = ("torch.distributed.checkpoint reports that its step failed on rank {rank} alone (its "
                           "CheckpointException lists it; every rank re-raises the exception): rank {rank}'s own error is "
                           "the cause, the other ranks' copies follow from it.")
@@ -2541,7 +2552,9 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
         return  # an episode that opened and averaged out (0.99x over its steps): nothing to tell
     finding = ("Step times in the logs: " if slow.input.format.startswith("logs") else "Timing feed: ") + slow.summary
     inferred_hang = d.hang is None and d.confidence <= ALIVE_NO_ERROR_CONFIDENCE  # the logs only stopped
-    if d.category is not Category.UNKNOWN or (d.failure_mode is FailureMode.FAIL_HANG and not inferred_hang):
+    decided = d.primary_hit()  # a catalogued error whose category the catalogue leaves open (a NaN loss on every rank)
+    named = decided is not None and decided.confidence >= MIN_CONFIDENCE and d.failure_mode is FailureMode.FAIL_STOP
+    if d.category is not Category.UNKNOWN or named or (d.failure_mode is FailureMode.FAIL_HANG and not inferred_hang):
         d.findings.append(finding)
         return
     terminated = any(e.kind in TERMINATION_KINDS for e in d.events)

@@ -171,6 +171,11 @@ class SignatureSpec(BaseModel):
     #: (with role ``context``): a setting that makes every step slower (autograd anomaly detection, blocking
     #: CUDA launches): when the job slowed down, its category is the slowdown's.
     cascade: str | None = Field(default=None, pattern=r"^(?:silent_death|peer_loss|precursor|slows)$")
+    #: The category when the hit is one rank's alone among the two or more ranks the logs show (no context rule
+    #: refined it, and no other rank raised it): a cause local to that replica. Data-parallel replicas hold the same
+    #: weights and settings, so a loss that turns NaN on one of them alone came from that replica's own batch; on
+    #: every rank, or on no named rank, the message does not tell data from the learning rate or the precision.
+    one_rank_category: Category | None = None
     #: How a hit is named when it is listed in another cause's cascade (default: ``name``); ``{message}``
     #: stands for the first line it matched, shortened. For catch-all signatures, whose name ("Unclassified
     #: RuntimeError in the job") describes the catalog's ignorance, not the line.
@@ -194,6 +199,9 @@ class SignatureSpec(BaseModel):
         return v
 
 
+# a warning that reports an error it caught ("... Error: CUDA out of memory ...", FSDP's state_dict clone): the text after
+# the marker is the failure's own message
+_CAUGHT_ERROR = re.compile(r"\b(?:Error|Exception|error was|failed with)[:=] ")
 _SITE_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages)')
 #: The Python standard library (``/usr/lib/python3.10/os.py``, ``<frozen importlib._bootstrap>``): not an
 #: owner of its own; a call into ``os.makedirs`` belongs to whoever called it.
@@ -645,11 +653,15 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
             for c in sigs.signatures:
                 if c.spec.kinds and ev.kind not in c.spec.kinds:
                     continue
-                if ev.kind is EventKind.WARNING and c.spec.role is EventRole.ROOT and EventKind.WARNING not in c.spec.kinds:
-                    continue  # a Python warning names a risk, not the failure
+                warned = ev.kind is EventKind.WARNING and c.spec.role is EventRole.ROOT and EventKind.WARNING not in c.spec.kinds
                 m = c.search(ev.key)
                 if m is None:
                     continue
+                if warned:
+                    # a Python warning names a risk, not the failure, unless it reports an error it caught
+                    caught = _CAUGHT_ERROR.search(ev.key)
+                    if caught is None or caught.end() > m.start():
+                        continue
                 if c.context and not any(p.search(line) for p in c.context for line in ev.lines):
                     continue
                 fields = _hit_fields(c, m, sigs.tables)
