@@ -16,6 +16,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("case", "category", "signature"), [
+    # a site's Slurm submit filter refuses a GPU partition job without --gres: its message, then "Unspecified error"
+    ("n55b-013", "config", "f_slurm_submit_rejected"),
+    # submitit's FailedJobError carrying sbatch's refusal of an untyped GPU GRES request
+    ("n55b-016", "config", "f_slurm_submit_rejected"),
+    # Python 2's gzip raising IOError "Not a gzipped file" on a bad MNIST download (BadGzipFile's older form)
+    ("n55b-006", "data", "d_compressed_stream_truncated"),
     # nanotron's ParallelContext: the config's parallel layout needs 8 processes, torchrun started 4
     ("n37a-013", "config", "size_divisibility_check"),
     # a TPU program out of SMEM, which XLA's own message calls its bug (not the model's size in HBM)
