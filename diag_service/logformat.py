@@ -110,7 +110,9 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: of Process N.`` (N the slot's rank; horovod/runner/gloo_run.py), and PyTorch Lightning's ``DeadlockDetectedException:
 #: DeadLock detected from rank: N`` (the rank whose exception it re-raises; strategies/ddp.py reconciliate_processes),
 #: and HPE Cray PALS ``mpiexec``'s report of a rank that ended, ``<host>: rank N exited with code C`` / ``rank N died
-#: from signal S [and dumped core]`` (ALCF Polaris/Aurora; pmodels/mpich#7569, saforem2/ezpz#210).
+#: from signal S [and dumped core]`` (ALCF Polaris/Aurora; pmodels/mpich#7569, saforem2/ezpz#210), and Megatron-Core's
+#: rerun state machine, ``Unexpected result nan on rank N at iteration #I`` / ``Rank N, node H, device D, iteration I:
+#: Unexpected result ...`` (megatron/core/rerun_state_machine.py).
 INLINE_RANK = re.compile(
     r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
@@ -126,6 +128,8 @@ INLINE_RANK = re.compile(
     r"|^Process (\d{1,6}) exit with status code|Terminating remaining workers after failure of Process (\d{1,6})\."
     r"|DeadlockDetectedException: DeadLock detected from rank: (\d{1,6})"
     r"|(?:^|: )rank (\d{1,6}) (?:exited with code -?\d+|died from signal \d+)"
+    r"|\bUnexpected result \S+ on rank (\d{1,6}) at iteration #"
+    r"|(?:^|Error: )Rank (\d{1,6}), node \S+, device \d+, iteration -?\d+:"
 )
 #: Python multiprocessing's name of a process started by torch.multiprocessing.spawn, as a logging format's
 #: ``%(processName)s`` or multiprocessing's own "Process SpawnProcess-2:" header prints it: spawn starts processes 0..n-1

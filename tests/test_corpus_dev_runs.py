@@ -302,3 +302,13 @@ def test_a_warning_that_reports_a_caught_error_is_read_for_that_error(tmp_path: 
                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n")
     d2 = diagnose(DiagnoseRequest(path=str(risk), kb=False, llm=False))
     assert d2.category.value != "gpu_oom"
+
+
+def test_megatrons_rerun_check_names_the_rank_but_not_data() -> None:
+    """n54a-005 (a dependency update's CI run): Megatron-Core's rerun state machine logs "Unexpected result nan on rank
+    3 at iteration #3": the rank is the line's subject (faulty rank 3); the check does not tell data from settings, a
+    library or the device, so the category stays unknown (n27a-021, n45b-017: unsettled)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n54a-005.log"), kb=False, llm=False))
+    assert d.first_failing_rank == 3, d.root_cause.summary
+    assert d.category.value == "unknown"
+    assert "vs_megatron_rerun_nan_grad" in {h.signature_id for h in d.signature_hits}
