@@ -545,7 +545,10 @@ def test_diagnose_reads_every_ranks_file_when_the_lines_give_data_waits(tmp_path
     assert 0.7 * ep.time_lost_s < rep.stragglers[0].time_lost_s < 1.3 * ep.time_lost_s  # both in seconds of the job
     assert not any("not enough to learn a baseline" in w for w in rep.input.warnings)
     assert rep.log_evidence[0].text.startswith("rank 6 step ")  # the straggler's own line is cited first
-    assert d.recovery is not None and d.recovery.rule_id == "straggler_rank_drain_at_checkpoint"
+    # (one rank's reader lags on every step: its data, handed to the owner, not a node to drain)
+    assert d.category.value == "data"
+    assert d.recovery is not None and d.recovery.rule_id == "slow_data_straggler_owner"
+    assert "Keep training" in d.recovery.action
 
 
 def test_a_log_line_stamp_gives_the_episodes_start_time(tmp_path: Path) -> None:
@@ -612,3 +615,18 @@ def test_the_shells_job_control_lines_are_not_a_rank(tmp_path: Path) -> None:
     log.write_text("[1] 4242\n" + "".join(f"step {i} | loss 0.5 | 20.0 ms/step\n" for i in range(1, 40)) + "[1]+  Done\n")
     b = load_log_bundle(log)
     assert b.rank_batch is None or set(b.rank_batch.rank.tolist()) <= {-1}
+
+
+@pytest.mark.parametrize(("run", "rank", "category"), [
+    # rank 1's parquet parts re-exported with 4-row row groups from step 201: its reader lags on every step
+    ("b25_slow_data_parquet_rowgroups_r1", 1, "data"),
+    # rank 1 SIGSTOPped 150 ms of every 250 ms: an intermittent "data" straggler on these lines, the host's doing
+    ("slow_stopcont_rank1_step80", 1, "infrastructure"),
+])
+def test_a_rank_whose_data_lags_on_every_step_is_its_data(run: str, rank: int, category: str, tmp_path: Path) -> None:
+    """Zoo dev: a job-wide slowdown whose lines split out each rank's data wait, one rank's lagging behind. On every
+    step (a persistent straggler) it is that rank's data; on some steps only (intermittent), the job's category
+    stands, as a rank paused anywhere in its step shows as a data wait too."""
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == rank, d.root_cause.summary
+    assert d.category.value == category

@@ -519,12 +519,14 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
     rep.input.ranks = max(rep.input.ranks, int(np.unique(ranks.rank).size))
     explain_episodes(rep.job_slowdown, stragglers)
     rep.failure_mode = FailureMode.FAIL_SLOW
-    if not rep.job_slowdown:
+    lead = rep.stragglers[0] if rep.stragglers and not rep.groups else None
+    if not rep.job_slowdown or (lead is not None and lead.kind is StragglerKind.DATA and not lead.intermittent):
         rep.category = SlowDetector._category(rep.job_slowdown, rep.stragglers, rep.groups)
     # else the job's finding keeps its category: a log splits out only the data wait, so a rank paused anywhere
-    # in its step shows there (a rank SIGSTOPped 150 ms of every 250 ms, CPU throttling, is a "data"
-    # straggler on these lines; so is a rank whose shard holds heavier samples, a data fault): the rank is named,
-    # the kind does not say storage
+    # in its step shows there (a rank SIGSTOPped 150 ms of every 250 ms, CPU throttling, is an intermittent "data"
+    # straggler on these lines): the rank is named, the kind does not say storage. One rank whose data time stays
+    # above its peers' on every step (its shard heavier, its files re-exported in a slower format) is its data: zoo
+    # dev, 2 of 2 such runs data; the one intermittent one a SIGSTOPped rank
     if rep.job_slowdown and "whole-log" not in rep.summary and "grew steadily" not in rep.summary:
         rep.summary = job._summary(rep.job_slowdown, rep.stragglers, rep.groups)  # the episode's phase is the straggler's
     else:  # the whole-log test's episode (or none): its words, then the stragglers'
