@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h155", "/home/user/proj"),  # batch 34 (h155; before /work/wt/h1, its prefix)
     ("/work/wt/h152", "/home/user/proj"),  # batch 33 (h152; before /work/wt/h1, its prefix)
     ("/work/wt/h146", "/home/user/proj"),  # batch 32 (h146; before /work/wt/h1, its prefix)
     ("/work/wt/h147", "/home/user/proj"),  # clean batch 6 (h147; before /work/wt/h1, its prefix)
@@ -978,6 +979,13 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
             os.kill(pid, sig)
 
 
+def _ports(value: str, port: int) -> str:
+    """A scenario's environment value with its ports filled in: {port}, and (batch 34) the ports of services the
+    job uses, {port_asset} (the scenario's port + 3) and {port_mirror1} (+ 4, the second node's)."""
+    return (value.replace("{port_asset}", str(port + 3)).replace("{port_mirror1}", str(port + 4))
+            .replace("{port}", str(port)))
+
+
 def record(sc: Scenario, i: int) -> None:
     wd = WORK / sc.id
     if wd.exists():
@@ -987,7 +995,7 @@ def record(sc: Scenario, i: int) -> None:
     port = _port(i)
     env = {k: v for k, v in os.environ.items() if k not in sc.unset and not k.startswith(("MASTER_", "TORCH", "RANK"))}
     env.update(PATH=f"{VENV}/bin:{env['PATH']}", PYTHONUNBUFFERED="1", ZOO_PORT=str(port), ZOO_RUN=sc.id)
-    env.update({k: v.replace("{port}", str(port)) for k, v in sc.env.items()})
+    env.update({k: _ports(v, port) for k, v in sc.env.items()})
     env.pop("VIRTUAL_ENV", None)
     if sc.setup:
         # batch 7: {port_asset} is a port of a service the job uses (the scenario's port + 3)
@@ -1107,7 +1115,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         if k and sc.hosts2:  # batch 19
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                     f"mount --bind {shlex.quote(sc.hosts2)} /etc/hosts && exec bash -c {shlex.quote(c)}"]
-        procs.append(subprocess.Popen(argv, cwd=wd, env={**env, **sc.env2} if k else env, stdout=out,
+        env2 = {key: _ports(v, port) for key, v in sc.env2.items()}  # batch 34: ports in the second node's profile
+        procs.append(subprocess.Popen(argv, cwd=wd, env={**env, **env2} if k else env, stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True))
     stop = threading.Event()
     th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)

@@ -5636,3 +5636,222 @@ SCENARIOS += [
     Scenario("b33_net_link_reset_logdir_twonode_n1", "train_logtagger.py", LOGTAG33_2N.format(k=0),
              cmd2=LOGTAG33_2N.format(k=1), env=dict(ENV33), action=("ss_kill", 1, "[rank1] step 400 loss")),
 ]
+
+# ---- batch 34 (h155): common kinds in other launch shapes (a rank killed mid-run with a cascade, failures in
+# checkpoint save and evaluation, two-node runs whose second node fails, hangs with one py-spy dump per rank,
+# stragglers that are not rank 0); ids b34_* ----
+ENV34 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # rank 2 runs under its container's 1,000 MiB memory limit; the evaluation all_gathers the whole passage corpus
+    # (3 x 234 MB of embeddings) on every rank
+    Scenario("b34_oom_eval_embed_cache_tee3_r2", "train_retriever.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --tee 3 train_retriever.py", env=dict(ENV34),
+             action=("cgroup", 2, 1000)),
+]
+MT34_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+           "--rdzv-id mt-rev-0611 --log-dir logs/node{k} --tee 3 train_mt.py")
+SCENARIOS += [
+    # node 1 lost as a whole (agent and rank SIGKILLed: the machine went away) as its rank starts the step-100
+    # sharded checkpoint save
+    Scenario("b34_inf_node1_lost_dcp_save_c10d_twonode_n1", "train_mt.py", MT34_2N.format(k=0),
+             cmd2=MT34_2N.format(k=1), env=dict(ENV34),
+             action=("kill_node", 1, 9, "[rank1] step 100: saving checkpoint")),
+]
+# checkpoints/ is the job's checkpoint volume (a 12 MiB tmpfs named b34_ckpt here: the quota left on the project's
+# volume); nothing deletes old checkpoints
+CKPT34 = ("mkdir -p checkpoints && (mountpoint -q checkpoints && umount checkpoints || true) && "
+          "mount -t tmpfs -o size=12m b34_ckpt checkpoints")
+SCENARIOS += [
+    Scenario("b34_st_enospc_safetensors_optim_spawn_r0", "train_vit.py", "python train_vit.py {port}", setup=CKPT34,
+             teardown="umount checkpoints; true", env=dict(ENV34)),
+]
+# the ticket export, 4 parts of 480 tickets per rank; rank 1's third part came from the exporter's newer version,
+# which gzip-compresses its output but kept the .jsonl name
+TICKETS34 = r"""mkdir -p data && python - <<'EOF2'
+import gzip, json, random
+words = "printer vpn login password reset invoice refund laptop screen broken slow email outlook access denied".split()
+for r in range(3):
+    for k in range(4):
+        rng = random.Random(100 * r + k)
+        lines = [json.dumps({"id": f"T{r}{k}{i:05d}", "subject": " ".join(rng.choices(words, k=4)),
+                             "body": " ".join(rng.choices(words, k=rng.randrange(10, 40)))}) for i in range(480)]
+        raw = ("\n".join(lines) + "\n").encode()
+        open(f"data/tickets-{r}-{k}.jsonl", "wb").write(gzip.compress(raw) if (r, k) == (1, 2) else raw)
+EOF2"""
+SCENARIOS += [
+    Scenario("b34_data_gzip_as_jsonl_worker_pyrun_r1", "train_ticket_lm.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 "
+             "train_ticket_lm.py", setup=TICKETS34, env=dict(ENV34)),
+]
+SCENARIOS += [
+    # the launch line's --eval-batch-size 512 (raised from 128 to speed up validation) is larger than each rank's
+    # 400 validation examples, and the validation loader drops the last incomplete batch
+    Scenario("b34_cfg_eval_batch_dropped_zerodiv_tqdm", "train_headlines.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_headlines.py --train-batch-size 64 "
+             "--eval-batch-size 512 --eval-every 150", env=dict(ENV34)),
+]
+SCENARIOS += [
+    # Ray Train worker 1 SIGKILLed from outside during its epoch-1 evaluation
+    Scenario("b34_inf_ray_sigkill_eval_r1", "train_recsys.py", "python train_recsys.py",
+             env={**ENV34, "RAY_DEDUP_LOGS": "0"},
+             action=("ray_kill", 1, signal.SIGKILL, "worker 1 epoch 1 evaluating")),
+]
+SCENARIOS += [
+    # the predictions are gathered with accelerator.gather (the last batch padded by the even-batches sampler)
+    # and written next to the 1,001 utterance ids with zip(..., strict=True) on the main process only
+    Scenario("b34_uc_gather_padded_zip_strict_accel_r0", "train_intent.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --main_process_port {port} "
+             "--mixed_precision no --dynamo_backend no train_intent.py", env=dict(ENV34)),
+]
+QLM34_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id query-lm-1207 train_query_lm.py")
+SCENARIOS += [
+    # node 1's process runs under its container's 1,400 MiB memory limit; the Trainer subclass keeps every batch's
+    # softmaxed logits (8 MB) for an end-of-epoch calibration report
+    Scenario("b34_oom_trainer_calib_logits_c10d_twonode_n1", "train_query_lm.py", QLM34_2N, cmd2=QLM34_2N,
+             env=dict(ENV34), action=("cgroup", 1, 1400)),
+]
+# held-out articles per rank (12 each, 150-600 tokens); rank 1's part holds a 64-token stub article (a page cut by
+# the dump's length filter)
+DOCS34 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(5)
+for r in range(2):
+    lens = torch.randint(150, 600, (12,), generator=g).tolist()
+    if r == 1:
+        lens[7] = 64
+    torch.save([torch.randint(0, 12000, (n,), generator=g) for n in lens], f"data/heldout-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b34_hang_eval_window_spin_pyspy_logdir_r1", "train_wikilm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_wikilm.py", setup=DOCS34,
+             env=dict(ENV34), action=("shell", "[rank 0] step 100: held-out eval", PYSPY33.format(
+                 f="train_wikilm.py", id="b34_hang_eval_window_spin_pyspy_logdir_r1"))),
+]
+SED34_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id audio-events-77 --tee 3 train_audio_events.py")
+SCENARIOS += [
+    # node 1's process runs in a 800 MiB memory cgroup with the OOM killer disabled (its container was started with
+    # --oom-kill-disable); the per-clip feature memo (24 KB a clip) grows without bound
+    Scenario("b34_hang_oom_paused_c10d_twonode_n1", "train_audio_events.py", SED34_2N, cmd2=SED34_2N,
+             env=dict(ENV34), action=("oom_pause", 1, 800)),
+]
+SCENARIOS += [
+    # from rank 2's 'step 250/600' line on, rank 2 is stopped 100 ms of every 200 ms (SIGSTOP/SIGCONT: its host
+    # throttled by a co-tenant's hypervisor steal)
+    Scenario("b34_slow_stopcont_r2_pyrun_asctime", "train_fraud.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --tee 3 train_fraud.py",
+             env=dict(ENV34), action=("stopcont_until", 2, "[rank 2] step 250/600", None, 100, 100)),
+]
+CHAT34_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id chat-lm-3 train_chat_lm.py")
+SCENARIOS += [
+    # from node 1's 'step 120/300' line on, node 1's process is held to 35 % of a core (cgroup v1 cfs quota: its
+    # container's CPU limit lowered under it)
+    Scenario("b34_slow_rank_quota_trainer_c10d_twonode_n1", "train_chat_lm.py", CHAT34_2N, cmd2=CHAT34_2N,
+             env=dict(ENV34), action=("rank_quota", 1, "[node1] step 120/300", 35)),
+]
+SCENARIOS += [
+    # from rank 3's epoch-0 summary on, rank 3's two DataLoader workers (not the rank) are held to 12 % of a core
+    # (cgroup v1 cfs quota: the node's data-loading processes starved)
+    Scenario("b34_slow_loader_quota_r3_4r_tqdm", "train_kws.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_kws.py", env=dict(ENV34),
+             action=("worker_quota", 3, "rank 3 epoch 0 done", 12)),
+]
+DENOISE34_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+                "--main_process_ip 127.0.0.1 --main_process_port {{port}} --mixed_precision no --dynamo_backend no "
+                "train_denoise.py")
+SCENARIOS += [
+    # each machine's process pinned to its own core; from node 1's 'step 125/300' line, four busy processes of
+    # another tenant land on node 1's core
+    Scenario("b34_slow_pinhog_accel_twonode_n1", "train_denoise.py", DENOISE34_2N.format(k=0),
+             cmd2=DENOISE34_2N.format(k=1), env=dict(ENV34), action=("pin_hogx", 1, "[RANK 1] step 125/300", 4)),
+]
+# the vendored tile reader (a ctypes binding: the native decoder reads the payload at the offset the tile header
+# gives, with no bounds check) and three packs of 1,600 4x32x32 tiles; in rank 1's pack tile 913's header was
+# overwritten by a bad sector on the cache disk (its offset field is garbage)
+TILES34 = r"""mkdir -p data && cat > tilecodec.py <<'EOF2'
+import ctypes
+import mmap
+import struct
+
+import numpy as np
+
+_HDR = struct.Struct("<4sQIHHHH")  # magic, payload offset, payload length, bands, height, width, label
+
+
+class PackReader:
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        (self._n,) = struct.unpack_from("<I", mm, 0)
+        self._buf = (ctypes.c_char * len(mm)).from_buffer_copy(mm)  # the pack, pinned for the native decoder
+        self._base = ctypes.addressof(self._buf)
+
+    def __len__(self):
+        return self._n
+
+    def decode(self, i):
+        magic, off, length, bands, h, w, label = _HDR.unpack_from(self._buf, 4 + i * _HDR.size)
+        raw = ctypes.string_at(self._base + off, length)
+        return np.frombuffer(raw, dtype=np.uint8).reshape(bands, h, w), label
+EOF2
+python - <<'EOF2'
+import struct
+import numpy as np
+hdr = struct.Struct("<4sQIHHHH")
+for r in range(3):
+    rng = np.random.default_rng(r)
+    n = 1600
+    payload_start = 4 + n * hdr.size
+    heads, blobs = [], []
+    for i in range(n):
+        t = rng.integers(0, 256, (4, 32, 32), dtype=np.uint8)
+        heads.append(hdr.pack(b"TILE", payload_start + i * t.nbytes, t.nbytes, 4, 32, 32, int(t.mean()) % 10))
+        blobs.append(t.tobytes())
+    if r == 1:
+        heads[913] = hdr.pack(b"TILE", 0x3A5F00D2C41E7700, 4096, 4, 32, 32, 3)
+    open(f"data/tiles-{r}.pack", "wb").write(struct.pack("<I", n) + b"".join(heads) + b"".join(blobs))
+EOF2"""
+SCENARIOS += [
+    Scenario("b34_data_decoder_segv_main_logdir_r1", "train_landcover.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --redirects 3 train_landcover.py",
+             setup=TILES34, env=dict(ENV34)),
+]
+# each rack's data mirror (an HTTP server per node, on the scenario's port + 3 and + 4, started here and killed
+# after the run by the recorder's ZOO_RUN sweep): node 1's mirror serves two requests, then its backend hangs and
+# it accepts connections but never answers
+MIRROR34 = r"""mkdir -p mirror && python - <<'EOF2'
+import numpy as np, os
+for e in range(4):
+    for r in range(2):
+        os.makedirs(f"mirror/ctr/epoch{e:02d}", exist_ok=True)
+        rng = np.random.default_rng(10 * e + r)
+        x = rng.integers(0, 2**18, (20480, 24), dtype=np.int32)
+        np.savez(f"mirror/ctr/epoch{e:02d}/part-{r:05d}.npz", x=x, y=(x[:, 0] % 7 == 0).astype(np.int8))
+EOF2
+cat > mirror_server.py <<'EOF2'
+import http.server, sys, threading, time
+served = [0]
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        served[0] += 1
+        if int(sys.argv[2]) and served[0] > int(sys.argv[2]):
+            threading.Event().wait()
+        return super().do_GET()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), lambda *a: H(*a, directory="mirror")).serve_forever()
+EOF2
+(nohup python mirror_server.py {port_asset} 0 >/dev/null 2>&1 &)
+(nohup python mirror_server.py $((ZOO_PORT + 4)) 2 >/dev/null 2>&1 &)
+sleep 1"""
+CTR34_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id ctr-daily-1207 --tee 3 train_ctr.py")
+SCENARIOS += [
+    Scenario("b34_hang_mirror_fetch_pyspy_c10d_twonode_n1", "train_ctr.py", CTR34_2N, cmd2=CTR34_2N,
+             setup=MIRROR34, env={**ENV34, "DATA_MIRROR": "http://127.0.0.1:{port_asset}"},
+             env2={"DATA_MIRROR": "http://127.0.0.1:{port_mirror1}"},
+             action=("shell", "[rank 1] epoch 2: fetching shard", PYSPY33.format(
+                 f="train_ctr.py", id="b34_hang_mirror_fetch_pyspy_c10d_twonode_n1"))),
+]
