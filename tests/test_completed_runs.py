@@ -167,3 +167,13 @@ def test_a_completed_nccl_tests_run_is_not_a_failed_job(tmp_path: Path, corpus_d
         log.write_text("".join(prefix + ln + "\n" for ln in _NCCL_TESTS.format(oob="0 OK").splitlines()))
         d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
         assert d.failure_mode.value == "fail_slow" and "2.47 GB/s" in d.root_cause.summary, prefix
+
+
+def test_a_cut_run_that_got_over_a_small_slowdown_is_not_read_as_slow() -> None:
+    """clean6_logdir_eval_cut (dev): a healthy run whose logs were taken mid-run; the host slowed it 1.43x from step
+    180 to 330 (0.67 s in all), then it was back at its pace. A slowdown over and under a second is a finding, as for a
+    finished run; the verdict is the cut log's own (it may still be running), not fail_slow."""
+    assert "clean6_logdir_eval_cut" in DEV
+    d = _diagnose(CLEAN / "runs" / "clean6_logdir_eval_cut")
+    assert d.failure_mode is not FailureMode.FAIL_SLOW, d.root_cause.summary
+    assert any("too little to be the run's failure" in f for f in d.findings)

@@ -2563,7 +2563,10 @@ def combine_slow(d: Diagnosis, slow: SlowReport, sigs: SignatureSet | None = Non
     if factor < (SEVERE_SLOWDOWN if terminated else 1.1):
         d.findings.append(finding)
         return
-    why = immaterial(slow) if d.failure_mode is FailureMode.NONE else None
+    # a run still going when its logs were taken (an inferred hang) is judged as a feed that may still grow: a slowdown
+    # it got over that cost a sliver is no verdict either, one still open at the end is
+    why = (immaterial(slow) if d.failure_mode is FailureMode.NONE
+           else immaterial(slow, finished=False) if inferred_hang else None)
     if why is not None:
         # a finished run whose slowdown cost a sliver of it: the run's verdict stays "finished"; the slowdown is told,
         # not the cause of anything
