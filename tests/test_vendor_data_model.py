@@ -227,7 +227,8 @@ def test_overflow_warnings_alone_do_not_decide() -> None:
 
 
 def test_loss_scale_floor_after_overflows_is_divergence() -> None:
-    """Repeated overflow skips ending at the loss-scale floor: the floor (data, low confidence) decides."""
+    """Repeated overflow skips ending at the loss-scale floor: the floor decides (a divergence, category left open: the
+    batch, the learning rate or fp16's range), the overflows are what came before it."""
     log = (
         "[INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
         "Attempted loss scale: 2, reducing to 1\n"
@@ -238,7 +239,8 @@ def test_loss_scale_floor_after_overflows_is_divergence() -> None:
         "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n"
     )
     d = analyze_text(log)
-    assert d.category == Category.DATA
+    assert d.primary_hit() is not None and d.primary_hit().signature_id == "fp16_min_loss_scale"
+    assert d.category == Category.UNKNOWN and d.failure_mode.value == "fail_stop"
     assert d.confidence <= 0.7
 
 
