@@ -359,7 +359,9 @@ class HangSuspect(BaseModel):
         "Why it is suspected. From stacks: 'outside_collective' (stuck in no collective while others wait), "
         "'collective_mismatch' (stuck in another collective than the majority), 'call_site_mismatch' (the same "
         "collective from another place), 'call_order_mismatch' (as many ranks in the same collective called from "
-        "another place: the ranks issue their collectives in different orders), 'same_collective', 'moving' (still "
+        "another place: the ranks issue their collectives in different orders), 'split_mismatch' (as many ranks in "
+        "another collective: the code took different paths, which side left the common path untold), "
+        "'same_collective', 'moving' (still "
         "running), 'no_stack'. From Flight "
         "Recorder: its culprit kinds ('not_joined', 'mismatch', 'no_dump', 'p2p', 'cycle')."))
 

@@ -334,6 +334,16 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
                           "call their collectives in different orders (or on different groups), each waiting for the "
                           "others at its own call")
                 score, why = 0.7, "call_order_mismatch"
+            elif majority is not None and g.collective != majority.collective:
+                # as many ranks on each side, in different collectives (e.g. rank 0 in a checkpoint save's all_gather
+                # called under `if rank == 0:`, rank 1 already in the barrier after it): the ranks' code took different
+                # paths around a collective; the stacks do not say which side left the common path
+                theirs = majority.top_frames[1] if len(majority.top_frames) > 1 else "?"
+                reason = (f"collective mismatch with no majority: stuck in {g.collective} while rank(s) "
+                          f"{majority.ranks[:8]} wait in {majority.collective} at {theirs}: the ranks' code took "
+                          "different paths around a collective (one called on some ranks only); the stacks do not "
+                          "tell which side left the common path")
+                score, why = 0.5, "split_mismatch"
             else:
                 reason = f"stuck in {g.collective}, as many ranks as the group in {majority.collective if majority else '?'}"
                 score, why = 0.5, "same_collective"

@@ -2328,7 +2328,13 @@ def _hang_source(hang: HangReport) -> str:
 #: ranks that issued different collectives at the same point. Every rank of a process group must call the same
 #: collectives in the same order (PyTorch distributed docs, "Collective functions"; TORCH_DISTRIBUTED_DEBUG=DETAIL
 #: reports such a mismatch as the program's error).
-MISMATCH_KINDS = ("collective_mismatch", "mismatch")
+MISMATCH_KINDS = ("collective_mismatch", "mismatch", "split_mismatch")
+#: The stack suspect kind of as many ranks waiting in another collective than their peers (no majority).
+SPLIT_MISMATCH = "split_mismatch"
+SPLIT_FINDING = ("Category user_code from the stacks: the ranks wait in different collectives, as many on each side, so "
+                 "the job's code took different paths around a collective (a collective called on some ranks only, e.g. "
+                 "a distributed checkpoint save or an evaluation under `if rank == 0:`, or a rank that skipped a step); "
+                 "every rank must call the same collectives in the same order, and a restart hangs the same way.")
 #: The stack suspect kind of ranks that wait in one collective called from different lines (they wait for each other).
 ORDER_MISMATCH = "call_order_mismatch"
 _SHORT_FRAME = re.compile(r"^(?P<name>.*) \((?P<file>.+?)(?::\d+)?\)$")
@@ -2472,6 +2478,13 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
                 d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + (
                     f" The stacks say why: {why}." if top.kind == ORDER_MISMATCH else
                     f" Rank {top.rank}'s stack says why: {why}.")
+        elif top is not None and top.kind == SPLIT_MISMATCH:
+            # as many ranks on each side of a collective mismatch: no rank is singled out, but the code took different
+            # paths around a collective, which is the job's own (MISMATCH_KINDS)
+            d.category, d.responsible = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE]
+            d.category_source = "analyzers"
+            d.findings.append(SPLIT_FINDING)
+            d.root_cause.summary = d.root_cause.summary.replace(STALL_UNEXPLAINED, "") + " " + SPLIT_FINDING
     elif unique and top is not None and top.score >= 0.9 and d.confidence < CONFIDENT_LOGS:
         # a weak log verdict (e.g. the agent was signalled from outside: someone killed the hung job)
         # does not outrank a culprit the hang evidence singles out
