@@ -23,3 +23,15 @@ def test_two_ranks_in_different_collectives_are_the_jobs_code_paths_not_a_restar
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r10_dcp_save_rank0"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value) == ("fail_hang", "user_code"), d.root_cause.summary
     assert d.responsible.value == "user"
+
+
+def test_a_rank_that_left_silently_under_spawn_is_not_read_as_slow_nor_as_its_code() -> None:
+    """r03 (mp.spawn, one file): an operator's SIGINT to rank 1 after step 200; spawn's child wrapper swallows the
+    KeyboardInterrupt, so rank 1 exits 0 without a line, and rank 0 fails in backward. It read "fail_slow" from
+    "Throughput collapsed about 9x" (rank 0's "eval at step 200" line after its step-200 line taken as the interval
+    to step 200) and "The job's own code let one rank finish ... a restart would fail the same way"."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r03_job.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_stop" and d.first_failing_rank == 1, d.root_cause.summary
+    assert "collapsed" not in d.root_cause.summary and not any("collapsed" in f for f in d.findings)
+    assert d.category.value == "unknown" and "SIGINT" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value != "L4"

@@ -146,15 +146,26 @@ class _Slowdown:
     stream: str
 
 
+#: An end-of-run interval is a collapse only when no earlier interval of the series was at least this share of it long.
+RECURRING_PAUSE_SHARE = 0.5
+
+
 def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     """Throughput collapse at the end of any progress series: the last three step intervals' max
     against the median of the earlier ones, per step; needs at least three earlier intervals. In a run that
     reported its own completion the collapse must hold over the last three intervals (their least): one long last
     interval of a finished run is its final evaluation or save, or a periodic pause, not a collapse (e.g.
-    a clean run whose last interval held its final 4 s evaluation would read "collapsed about 49x")."""
+    a clean run whose last interval held its final 4 s evaluation would read "collapsed about 49x"). Nor is an end
+    interval that an earlier one of the series matched (:data:`RECURRING_PAUSE_SHARE`): the job's periodic pause."""
     best: _Slowdown | None = None
     for (path, _rank, _node), series in progress.series.items():
-        pts = sorted(set(series), key=lambda p: p[1])
+        # a step is reached when it is first reported: a later line naming the same step ("eval at step 200: ...", a
+        # second logger) adds a pause after it, not to the interval that led to it
+        first: dict[int, float] = {}
+        for t, st in series:
+            if st not in first or t < first[st]:
+                first[st] = t
+        pts = sorted(((t, st) for st, t in first.items()), key=lambda p: p[1])
         rates: list[float] = []
         for (t0, s0), (t1, s1) in zip(pts, pts[1:], strict=False):
             if s1 > s0 and t1 >= t0:
@@ -167,7 +178,13 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
         base = statistics.median(head)
         if base <= 0:
             continue
-        factor = (min(tail) if progress.completed and len(tail) >= 3 else max(tail)) / base
+        last = min(tail) if progress.completed and len(tail) >= 3 else max(tail)
+        if max(head) >= RECURRING_PAUSE_SHARE * last:
+            # an interval as long came earlier in the run and training went on after it: the job's own recurring pause
+            # (an evaluation, a checkpoint), caught again just before the end, is no collapse (a new user's trial 29,
+            # r03 and r21: a 1-s evaluation every 100 steps read "Throughput collapsed about 9x")
+            continue
+        factor = last / base
         if factor >= SLOWDOWN_FACTOR and (best is None or factor > best.factor):
             best = _Slowdown(factor, base, max(tail), path)
     return best
@@ -759,6 +776,18 @@ CLEAN_EXIT_FINDING = (
     "{rank}: it ended with exit code 0 while its peers still waited on it. The job's own code let one rank finish or "
     "return early (an early stop or a data loop that ends on one rank, a rank-dependent exit): every rank must leave "
     "the training loop together (PyTorch distributed docs: all ranks must call each collective)."
+)
+
+
+#: torch.multiprocessing.spawn's report of the process that failed (torch/multiprocessing/spawn.py, ProcessContext.join).
+SPAWN_REPORT = "terminated with the following error"
+SPAWN_CLEAN_EXIT_FINDING = (
+    "Every other rank lost its connection to rank {rank}, and the launcher's failure report lists them but not rank "
+    "{rank}: it ended with exit code 0 while its peers still waited on it, without a line of its own. Under "
+    "torch.multiprocessing.spawn that is either the job's own code letting one rank return early (an early stop or a "
+    "data loop that ends on one rank) or a SIGINT to that rank (an operator's Ctrl-C, a signal meant for another "
+    "process): spawn's child wrapper swallows KeyboardInterrupt and exits 0 (torch/multiprocessing/spawn.py, _wrap). "
+    "Check who signalled rank {rank}'s process, and whether its loop can end before its peers'."
 )
 
 
@@ -1414,6 +1443,13 @@ def localize(
             first_rank = silent
             if lost is not None:
                 pass  # the lost node's rank: the node's reading below says why
+            elif _left_cleanly(silent, groups, len(progress.launches)) and any(
+                    SPAWN_REPORT in g.template for g in groups):
+                # torch.multiprocessing.spawn's child wrapper swallows KeyboardInterrupt and returns: a SIGINT to one
+                # rank (an operator's Ctrl-C meant for another process) ends it with exit code 0 too, without a line
+                category, responsible, confidence = Category.UNKNOWN, DEFAULT_RESPONSIBLE[Category.UNKNOWN], 0.3
+                summary = SPAWN_CLEAN_EXIT_FINDING.format(rank=silent) + " " + summary
+                findings.append(SPAWN_CLEAN_EXIT_FINDING.format(rank=silent))
             elif _left_cleanly(silent, groups, len(progress.launches)):
                 # torchelastic lists every worker of its agent that failed (exit code or signal): one it leaves out
                 # ended with exit code 0 while its peers were still in a collective with it
