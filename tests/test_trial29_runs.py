@@ -35,3 +35,13 @@ def test_a_rank_that_left_silently_under_spawn_is_not_read_as_slow_nor_as_its_co
     assert "collapsed" not in d.root_cause.summary and not any("collapsed" in f for f in d.findings)
     assert d.category.value == "unknown" and "SIGINT" in d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value != "L4"
+
+
+def test_a_rank_slow_in_two_phases_is_its_host_not_its_data() -> None:
+    """r13 (two agents, per-node logs + timing.jsonl): node1 (rank 1) moved into a 0.3-CPU cgroup at step 250. The feed
+    names rank 1 an intermittent data straggler and an intermittent compute straggler; it read category data and
+    "Hand the slowdown's cause ... to the job owner". A quota stalls whatever phase the rank is in: the host."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_cpu_quota_rank1"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 1, d.root_cause.summary
+    assert d.category.value == "infrastructure" and d.faulty_nodes == ["node1"]
+    assert d.recovery is not None and d.recovery.responsible.value != "user"

@@ -648,6 +648,11 @@ class SlowDetector:
         if stage and not [g for g in groups if g.group == "node"]:
             return Category.CONFIG  # stage partitioning imbalance: the job's configuration
         lead = groups[0].kind if groups else (stragglers[0].kind if stragglers else None)
+        if not groups and stragglers and len({s.kind for s in stragglers if s.rank == stragglers[0].rank}) >= 2:
+            # the lead rank lags in two phases or more (its data loading and its compute): what it shares across
+            # phases is its host (a CPU quota or a co-tenant stalls whatever phase the rank is in), not its data or
+            # its device (a new user's trial 29, r13: a 0.3-CPU quota on node1 read "data straggler")
+            return Category.INFRASTRUCTURE
         if lead is not None:
             if lead is StragglerKind.COMPUTE and groups and groups[0].group == "node":
                 return Category.GPU_HARDWARE
