@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from diag_service.hang import HangRequest, analyze_hang
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
@@ -45,3 +47,25 @@ def test_a_rank_slow_in_two_phases_is_its_host_not_its_data() -> None:
     assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 1, d.root_cause.summary
     assert d.category.value == "infrastructure" and d.faulty_nodes == ["node1"]
     assert d.recovery is not None and d.recovery.responsible.value != "user"
+
+
+def test_a_store_host_that_never_resolves_is_the_launchs_address() -> None:
+    """r06 (two agents, static rendezvous; per-node files): node1 was launched with a stale --master-addr; its c10d
+    client printed the IPv6 lookup warning of that name for ten minutes ("gai error: -2 - Name or service not known")
+    and node0's log stayed empty. It read category unknown and "take stack dumps of every rank" for a job whose ranks
+    never started. A warning printed once at start-up by working runs is harmless; nineteen times with nothing else is
+    a name that never resolved."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r06_master_addr_typo"), kb=False, llm=False))
+    assert d.category.value == "config" and "trainer-head-0.cluster.internal" in d.root_cause.summary
+    assert "stack dumps" not in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L4"
+
+
+@pytest.mark.parametrize("times", [1, 3])
+def test_a_lookup_warning_printed_at_start_up_is_still_harmless(tmp_path: Path, times: int) -> None:
+    """The same warning once or a few times as a working job starts (it then connects over IPv4) names no cause."""
+    line = ("[W1206 22:15:26.572043499 socket.cpp:764] [c10d] The IPv6 network addresses of (trainer-head-0, 29804) "
+            "cannot be retrieved (gai error: -2 - Name or service not known).\n")
+    (tmp_path / "node1.log").write_text(line * times)
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert d.category.value == "unknown", d.root_cause.summary

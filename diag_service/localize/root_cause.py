@@ -150,6 +150,34 @@ class _Slowdown:
 RECURRING_PAUSE_SHARE = 0.5
 
 
+#: c10d's lookup of the store host printed at least this many times: its client retrying a name that never resolves
+#: (a working run prints it once or twice per process as it starts, then connects over IPv4).
+STORE_LOOKUP_RETRIES = 10
+_STORE_LOOKUP = re.compile(r"The IPv6 network addresses of \((?P<host>[^,()]{0,253}), \d+\) cannot be retrieved")
+STORE_LOOKUP_FINDING = (
+    "The logs hold c10d's lookup of the store host {host!r} repeated {n} times and nothing a worker wrote: the name "
+    "never resolved (its client retried until it was stopped), so the job never got past its rendezvous. The launch "
+    "passes a store address that does not exist (a stale or mistyped MASTER_ADDR / --master-addr / --rdzv-endpoint, a "
+    "short pod name from another namespace): fix it and launch again; a restart with the same address waits the same way."
+)
+
+
+def _store_lookup_retries(hits: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]]) -> tuple[str, int] | None:
+    """``(host, times)`` when c10d's IPv6 lookup warning of one store host (context rule ``c10d_ipv6_lookup_warning``)
+    was printed :data:`STORE_LOOKUP_RETRIES` times or more; None otherwise."""
+    tids = {t for h in hits if h.details.get("context_rule") == "c10d_ipv6_lookup_warning" for t in h.template_ids}
+    hosts: Counter[str] = Counter()
+    for tid in tids:
+        for g in by_tid.get(tid, []):
+            m = _STORE_LOOKUP.search(g.first.key) if g.first is not None else None
+            if m is not None:
+                hosts[m.group("host")] += g.count
+    if not hosts:
+        return None
+    host, n = hosts.most_common(1)[0]
+    return (host, n) if n >= STORE_LOOKUP_RETRIES else None
+
+
 def _slowdown(progress: ProgressLog) -> _Slowdown | None:
     """Throughput collapse at the end of any progress series: the last three step intervals' max
     against the median of the earlier ones, per step; needs at least three earlier intervals. In a run that
@@ -1390,6 +1418,12 @@ def localize(
                     "node was launched; if they did start, these logs lack their output (torchrun --tee 3 or "
                     "--log-dir)."
                 )
+            elif (looked := _store_lookup_retries(hits, by_tid)) is not None and not progress.series:
+                host, n = looked
+                category, responsible = Category.CONFIG, DEFAULT_RESPONSIBLE[Category.CONFIG]
+                confidence = 0.45
+                summary = STORE_LOOKUP_FINDING.format(host=host, n=n)
+                findings.append(STORE_LOOKUP_FINDING.format(host=host, n=n))
             else:
                 summary = ALIVE_SUMMARY
                 findings.append(ALIVE_FINDING)
