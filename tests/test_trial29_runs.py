@@ -69,3 +69,12 @@ def test_a_lookup_warning_printed_at_start_up_is_still_harmless(tmp_path: Path, 
     (tmp_path / "node1.log").write_text(line * times)
     d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
     assert d.category.value == "unknown", d.root_cause.summary
+
+
+def test_a_header_row_read_as_a_number_is_the_data_even_when_an_outer_frame_names_args() -> None:
+    """r05 (accelerate, one file): rank 1's CSV shard is two exports joined with cat, its header repeated mid-file:
+    "ValueError: could not convert string to float: 'd0'" in the shard loader. It read user_code ("a kind that comes
+    from program logic or configuration"): the rule that keeps command-line values out looked at every frame, and an
+    outer one passes args.data to the loader."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r05_train.log"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank) == ("data", 1), d.root_cause.summary
