@@ -5855,3 +5855,190 @@ SCENARIOS += [
              action=("shell", "[rank 1] epoch 2: fetching shard", PYSPY33.format(
                  f="train_ctr.py", id="b34_hang_mirror_fetch_pyspy_c10d_twonode_n1"))),
 ]
+
+# ---- batch 35 (h158): common kinds in the categories earlier batches have least of (network, config, framework,
+# storage, gpu-free user code), hangs with one py-spy dump per rank, stragglers that are not rank 0; ids b35_* ----
+ENV35 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # each Ray Train worker's hard-example replay buffer draws with random.randint(0, len(items)) (inclusive upper
+    # bound); worker 1's draws hit the end first
+    Scenario("b35_uc_ray_replay_randint_r1", "train_ctr_replay.py", "python train_ctr_replay.py",
+             env={**ENV35, "RAY_DEDUP_LOGS": "0"}),
+]
+SPK35_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id spk-emb-1206 train_xvector.py --epochs 3 --grad-accum 2")
+SCENARIOS += [
+    # the LambdaLR schedule is stepped on every micro-batch but sized in optimizer steps (gradient accumulation 2):
+    # past its end the square-root decay takes the root of a negative number
+    Scenario("b35_uc_lr_lambda_domain_c10d_twonode", "train_xvector.py", SPK35_2N, cmd2=SPK35_2N, env=dict(ENV35)),
+]
+SCENARIOS += [
+    # --ddp_find_unused_parameters false copied from the team's recipe; this run's intent-only data never uses the
+    # slot head
+    Scenario("b35_cfg_trainer_unused_false_logdir", "train_joint_nlu.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_joint_nlu.py "
+             "--output_dir out/nlu --use_cpu --ddp_backend gloo --max_steps 300 --per_device_train_batch_size 32 "
+             "--logging_steps 20 --save_strategy no --report_to none --ddp_find_unused_parameters false",
+             env=dict(ENV35)),
+]
+SCENARIOS += [
+    # a custom nn.Module with tied input/output embeddings; Trainer saves checkpoints as safetensors (its default)
+    Scenario("b35_fw_trainer_tied_safetensors_tee3_r0", "train_query_lm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_query_lm.py --max-steps 300 "
+             "--save-steps 100", env=dict(ENV35)),
+]
+# the pretraining cluster exports its encoder with a newer PyTorch than this fine-tuning image's: the archive's
+# format version record is 11 (this torch reads up to 10)
+ENC35 = r"""mkdir -p pretrained && python - <<'EOF2'
+import os
+import zipfile
+import torch
+sd = {"conv.0.weight": torch.randn(128, 40, 5), "conv.0.bias": torch.zeros(128), "conv.2.weight": torch.randn(128, 128, 5),
+      "conv.2.bias": torch.zeros(128), "proj.weight": torch.randn(128, 128), "proj.bias": torch.zeros(128)}
+torch.save({"encoder": sd, "step": 412000, "exported_by": "pretrain-audio/v7"}, "pretrained/tmp.pt")
+zin = zipfile.ZipFile("pretrained/tmp.pt")
+with zipfile.ZipFile("pretrained/audio-encoder-v7.pt", "w", zipfile.ZIP_STORED) as zout:
+    for it in zin.infolist():
+        data = zin.read(it.filename)
+        if it.filename.split("/", 1)[1] == "version":
+            data = b"11\n"
+        zout.writestr(it, data)
+os.remove("pretrained/tmp.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b35_fw_ckpt_newer_torch_spawn", "finetune_kws.py", "python finetune_kws.py {port}", setup=ENC35,
+             env=dict(ENV35)),
+]
+SCENARIOS += [
+    # the run was started with 2 ranks and checkpointed at step 200 (by the setup, the same script); it is resumed
+    # with 3 ranks after the job was given a bigger allocation
+    Scenario("b35_cfg_resume_world3_loader_state_pyrun", "train_asr.py",
+             "python -m torch.distributed.run --nproc_per_node 3 --master_port {port} --log-dir logs --tee 3 "
+             "train_asr.py --steps 600 --resume ckpt/step_200",
+             setup="torchrun --nproc-per-node 2 --master-port {port} train_asr.py --steps 200 >/dev/null 2>&1",
+             env=dict(ENV35)),
+]
+# cache/ is the team's shared volume; a job killed two days earlier while it tokenized left its lock file behind
+LOCK35 = ("mkdir -p cache && printf '{\"batch_size\": 64, \"lr\": 0.001}' > config.json && "
+          "touch -d '2 days ago' cache/titles-tok-v3.pt.lock")
+SCENARIOS += [
+    Scenario("b35_st_stale_softlock_accel_r0", "train_titles.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --main_process_port {port} "
+             "--mixed_precision no --dynamo_backend no train_titles.py", setup=LOCK35, env=dict(ENV35)),
+]
+# node 1's resolver view: its /etc/hosts (and no DNS) lacks the head node's name `vm`, which node 0 resolves
+HOSTS35 = "printf '127.0.0.1 localhost\\n::1 localhost ip6-localhost\\n' > hosts.node1"
+REC35_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint vm:{port} --rdzv-id gru4rec-77 "
+            "--rdzv-conf join_timeout=30,read_timeout=15 --log-dir logs/node{k} --tee 3 train_gru4rec.py")
+SCENARIOS += [
+    Scenario("b35_net_c10d_dns_node1_logdir_twonode_n1", "train_gru4rec.py", REC35_2N.format(port="{port}", k=0),
+             cmd2=REC35_2N.format(port="{port}", k=1), setup=HOSTS35, hosts2="hosts.node1", env=dict(ENV35)),
+]
+# node 1 in a network namespace of its own joined to this host by a veth pair (10.135.0.1 here = node 0, 10.135.0.2 =
+# node 1): the nodes' data network; each node's GLOO_SOCKET_IFNAME comes from its profile
+NET35 = ("ip netns del b35_n1 2>/dev/null; ip link del b35eth1 2>/dev/null; ip netns add b35_n1 && "
+         "ip link add b35eth1 type veth peer name b35p && ip link set b35p netns b35_n1 && "
+         "ip netns exec b35_n1 ip link set b35p name eth1 && ip addr add 10.135.0.1/24 dev b35eth1 && "
+         "ip link set b35eth1 up && ip netns exec b35_n1 ip addr add 10.135.0.2/24 dev eth1 && "
+         "ip netns exec b35_n1 ip link set eth1 up && ip netns exec b35_n1 ip link set lo up")
+NET35_DOWN = "ip netns del b35_n1 2>/dev/null; ip link del b35eth1 2>/dev/null; true"
+IQA35_2N = ("accelerate launch --multi_gpu --num_machines 2 --num_processes 2 --machine_rank {k} "
+            "--main_process_ip 10.135.0.1 --main_process_port {port} --mixed_precision no --dynamo_backend no "
+            "train_iqa.py")
+SCENARIOS += [
+    # from node 1's step-150 line every packet on node 1's data link is dropped, both ways (a switch port
+    # blackholing the node's traffic; no reset, no error on the link)
+    Scenario("b35_hang_net_blackhole_accel_twonode_n1", "train_iqa.py", IQA35_2N.format(port="{port}", k=0),
+             cmd2=IQA35_2N.format(port="{port}", k=1), netns2="b35_n1", setup=NET35, teardown=NET35_DOWN,
+             env={**ENV35, "GLOO_SOCKET_IFNAME": "b35eth1"}, env2={"GLOO_SOCKET_IFNAME": "eth1"},
+             action=("shell", "[RANK 1] step 150/", "ip netns exec b35_n1 iptables -A INPUT -i eth1 -j DROP && "
+                     "ip netns exec b35_n1 iptables -A OUTPUT -o eth1 -j DROP")),
+]
+# the team's experiment tracker (an HTTP service on the scenario's port + 3, started here, ended with the run by the
+# recorder's ZOO_RUN sweep); after rank 0's step-180 line a firewall change starts dropping every packet to it (a
+# chain of this batch's own on lo, removed in teardown); one py-spy dump per rank 8 s later
+TRACKER35 = r"""echo {port_asset} > .tracker_port && cat > tracker.py <<'EOF2'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers()
+        self.wfile.write(b'{"ok": true}')
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+(nohup python tracker.py {port_asset} >/dev/null 2>&1 &)
+sleep 1"""
+DROP35 = ("iptables -N B35_TRK 2>/dev/null; iptables -C INPUT -j B35_TRK 2>/dev/null || iptables -I INPUT -j B35_TRK; "
+          "iptables -A B35_TRK -i lo -p tcp --dport $(cat .tracker_port) -j DROP; ")
+UNDROP35 = "iptables -D INPUT -j B35_TRK 2>/dev/null; iptables -F B35_TRK 2>/dev/null; iptables -X B35_TRK 2>/dev/null; true"
+SCENARIOS += [
+    Scenario("b35_hang_tracker_blackhole_pyspy_pyrun_r0", "train_churn.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_churn.py",
+             setup=TRACKER35, teardown=UNDROP35, env={**ENV35, "TRACKER_URL": "http://127.0.0.1:{port_asset}"},
+             action=("shell", "[rank 0] step 180 ", DROP35 + PYSPY33.format(
+                 f="train_churn.py", id="b35_hang_tracker_blackhole_pyspy_pyrun_r0"))),
+]
+# the shared dataset volume (ext4 on a loop device, mounted fresh: nothing cached), one 64 MiB shard of log-mel
+# patches per rank (read once through in 500 steps); from rank 1's step-200 line rank 1's reads from it are throttled
+# to 2 MB/s (its node's path to the volume degraded)
+MELS35 = ("truncate -s 200M shared.img && mkfs.ext4 -q shared.img && mkdir -p shared && mount -o loop shared.img shared && "
+          "mkdir -p shared/mels && python -c \"import numpy as np\nfor r in range(2):\n"
+          "    m = np.memmap(f'shared/mels/shard-{r:02d}.f16', dtype=np.float16, mode='w+', shape=(8192, 4096))\n"
+          "    m[:] = np.random.default_rng(r).standard_normal(m.shape).astype(np.float16)\n    m.flush()\" && "
+          "umount shared && mount -o loop shared.img shared")
+SCENARIOS += [
+    Scenario("b35_slow_st_blkio_read_r1_logdir_tqdm", "train_tagger.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_tagger.py", setup=MELS35,
+             teardown="umount shared; true", env=dict(ENV35),
+             action=("blkio_read", 1, "rank 1 step 200/500", "shared", 2000000)),
+]
+DUR35_2N = "python train_duration.py --node-rank {k} --master 10.135.0.1:{port} --steps 400"
+SCENARIOS += [
+    # from node 1's step-160 line node 1's uplink (its side of the veth, egress) is held to 200 Mbit/s by a token
+    # bucket: the node's port renegotiated down / a rate limit applied on its host
+    Scenario("b35_slow_net_tbf_spawn_twonode_n1", "train_duration.py", DUR35_2N.format(port="{port}", k=0),
+             cmd2=DUR35_2N.format(port="{port}", k=1), netns2="b35_n1", setup=NET35, teardown=NET35_DOWN,
+             env={**ENV35, "GLOO_SOCKET_IFNAME": "b35eth1"}, env2={"GLOO_SOCKET_IFNAME": "eth1"},
+             action=("shell", "node1 rank1 INFO step 160/400", "ip netns exec b35_n1 tc qdisc add dev eth1 root tbf "
+                     "rate 200mbit burst 256kb latency 50ms")),
+]
+# the export job's consolidated (full, unsharded) checkpoint of the model, written with torch.save
+EXPORT35 = r"""mkdir -p export && python - <<'EOF2'
+import sys
+import torch
+sys.argv = ["x"]
+import importlib.util
+spec = importlib.util.spec_from_file_location("lm", "train_tinylm.py")
+lm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lm)
+torch.manual_seed(3)
+torch.save({"model": lm.TinyLM().state_dict(), "step": 24000}, "export/tinylm-step24000-full.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b35_fw_fsdp2_full_sd_load_plain", "train_tinylm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_tinylm.py", setup=EXPORT35, env=dict(ENV35)),
+]
+SCENARIOS += [
+    # the curriculum moves to 512-residue fragments at step 250; the model's learned position table has 256 rows
+    Scenario("b35_uc_curriculum_posemb_redirects", "train_fraglm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --redirects 3 train_fraglm.py "
+             "--steps 400 --curriculum-step 250", env=dict(ENV35)),
+]
+SCENARIOS += [
+    # the hard-negative sampler lowers a drawn item's weight by 5x and never restores it; rank 1's catalogue
+    # partition (320 items) runs out of non-zero weights first
+    Scenario("b35_uc_negsampler_decay_spawn_r1", "train_two_tower.py", "python train_two_tower.py {port}",
+             env=dict(ENV35)),
+]
+# the first run (--epochs 3) was preempted during its second epoch (setup: the same script, its torchrun stopped once
+# ckpt/epoch_1.pt is written); the user resumes from that checkpoint and asks for 4 epochs this time
+PETS35 = ("torchrun --nproc-per-node 2 --master-port {port} train_pets.py --epochs 3 >/dev/null 2>&1 & pid=$!; "
+          "until [ -f ckpt/epoch_1.pt ]; do sleep 0.2; done; sleep 1.5; kill -TERM $pid; wait $pid; rm -f ckpt/best.pt; "
+          "sleep 1; true")
+SCENARIOS += [
+    Scenario("b35_cfg_resume_more_epochs_onecycle_tee3", "train_pets.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_pets.py --epochs 4 "
+             "--resume ckpt/epoch_1.pt", setup=PETS35, env=dict(ENV35)),
+]
