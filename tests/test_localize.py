@@ -485,3 +485,12 @@ def test_a_loss_that_turned_nan_on_one_rank_alone_is_that_ranks_batch(run: str, 
     d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / run), kb=False, llm=False))
     assert d.category is Category.DATA and d.first_failing_rank == rank, d.root_cause.summary
     assert any("alone of the" in f for f in d.findings)
+
+
+def test_a_checkpoint_from_a_newer_torch_is_the_environments_version_not_a_corrupt_file() -> None:
+    """Zoo dev b35_fw_ckpt_newer_torch_spawn (first contact: "torch.load could not open the checkpoint's archive",
+    storage): the archive declares format version 11 and this PyTorch reads up to 10 (inline_container.cc). The file is
+    whole; the reader's PyTorch is older than the writer's: a version setting (config), named as such."""
+    d = diagnose(DiagnoseRequest(path=str(ZOO_RUNS / "b35_fw_ckpt_newer_torch_spawn"), kb=False, llm=False))
+    assert d.category is Category.CONFIG, d.root_cause.summary
+    assert "newer PyTorch" in d.root_cause.summary
