@@ -807,11 +807,24 @@ CLEAN_EXIT_FINDING = (
 )
 
 
+#: A rank's own line announcing that it leaves its loop (an early stop, a stop file, "training finished"): what its code
+#: said as it returned.
+_STOP_ANNOUNCED = re.compile(r"(?i)\b(?:early[ _-]?stop\w*|stopping|stop(?:ped)? training|finished|done|exiting|"
+                             r"leaving|break(?:ing)? out|stop file)\b")
+
+
+def _announced_stop(progress: ProgressLog, rank: int) -> bool:
+    """True when ``rank``'s last line of its own (``progress.last_lines``) announces that it stops (an early stop, a
+    stop file, the end of its loop): the rank's code returned on purpose."""
+    lines = progress.last_lines.get(rank) or []
+    return bool(lines) and _STOP_ANNOUNCED.search(lines[-1][3]) is not None
+
+
 #: torch.multiprocessing.spawn's report of the process that failed (torch/multiprocessing/spawn.py, ProcessContext.join).
 SPAWN_REPORT = "terminated with the following error"
 SPAWN_CLEAN_EXIT_FINDING = (
     "Every other rank lost its connection to rank {rank}, and the launcher's failure report lists them but not rank "
-    "{rank}: it ended with exit code 0 while its peers still waited on it, without a line of its own. Under "
+    "{rank}: it ended with exit code 0 while its peers still waited on it, and its last line says nothing of stopping. Under "
     "torch.multiprocessing.spawn that is either the job's own code letting one rank return early (an early stop or a "
     "data loop that ends on one rank) or a SIGINT to that rank (an operator's Ctrl-C, a signal meant for another "
     "process): spawn's child wrapper swallows KeyboardInterrupt and exits 0 (torch/multiprocessing/spawn.py, _wrap). "
@@ -1478,7 +1491,7 @@ def localize(
             if lost is not None:
                 pass  # the lost node's rank: the node's reading below says why
             elif _left_cleanly(silent, groups, len(progress.launches)) and any(
-                    SPAWN_REPORT in g.template for g in groups):
+                    SPAWN_REPORT in g.template for g in groups) and not _announced_stop(progress, silent):
                 # torch.multiprocessing.spawn's child wrapper swallows KeyboardInterrupt and returns: a SIGINT to one
                 # rank (an operator's Ctrl-C meant for another process) ends it with exit code 0 too, without a line
                 category, responsible, confidence = Category.UNKNOWN, DEFAULT_RESPONSIBLE[Category.UNKNOWN], 0.3
