@@ -1122,9 +1122,8 @@ def localize(
             first_rank = None
             alike = len(stated) if stated >= ranks_seen else 0
         lone_cat = spec.one_rank_category
-        # (a rank numbered N says the job has at least N + 1)
-        known = len(ranks_seen | world | ({first_rank} if first_rank is not None else set()))
-        known = max(known, first_rank + 1) if first_rank is not None else known
+        # the ranks the logs show (a rank numbered N says the job has at least N + 1)
+        known = max(len(ranks_seen | world), first_rank + 1 if first_rank is not None else 0)
         if (lone_cat is not None and mode is FailureMode.FAIL_STOP and first_rank is not None and not alike
                 and len(primary.ranks) <= 1 and known >= 2 and "context_rule" not in primary.details):
             category = primary.category = lone_cat
