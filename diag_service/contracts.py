@@ -84,6 +84,7 @@ class ProgressLog:
     ``collectives``: every collective-timeout report (first 100,000).
     ``last_completed``: per rank, the watchdog's "last completed NCCL work" sequence number.
     ``ranks``: every global rank seen anywhere (line prefixes, file names), not only in events.
+    ``source_node_files``: per file (first 4,096), the node of ``source_nodes`` its name or folder gives.
     ``source_nodes``: the nodes that files are attributed to by their names or folders (``console_node0.log``,
     ``node1/``), whether or not they hold an event (first 4,096).
     ``launcher_local_ranks``: per file of torchrun's ``--log-dir`` tree (``<run_id>/attempt_N/<local_rank>/...``,
@@ -136,6 +137,7 @@ class ProgressLog:
     last_completed: dict[int, int] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
     source_nodes: set[str] = field(default_factory=set)
+    source_node_files: dict[str, str] = field(default_factory=dict)
     launcher_local_ranks: dict[str, int] = field(default_factory=dict)
     world_size: int | None = None
     launch_world: int | None = None

@@ -1084,6 +1084,8 @@ class Extractor:
             obs.ranks.add(src.rank)
         if src.node is not None and len(obs.source_nodes) < 4096:
             obs.source_nodes.add(src.node)
+        if src.node is not None and len(obs.source_node_files) < 4096:
+            obs.source_node_files[src.path] = src.node
         if src.layout == "torchrun_logdir" and src.local_rank is not None and len(obs.launcher_local_ranks) < 4096:
             obs.launcher_local_ranks[src.path] = src.local_rank
         for kind in ("rank", "mpi"):

@@ -34,6 +34,7 @@ import statistics
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -1479,7 +1480,8 @@ def localize(
             heard |= set(progress.launcher_local_ranks.values())
         # a node whose logs just stop while the other nodes lose their peers went away whole: read first, so that
         # its silent rank is not taken for one that returned early (its agent's report went with it)
-        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs)
+        lost = (_lost_node(hits, progress.source_nodes, nodes_seen, sigs, progress.completed,
+                           progress.source_node_files)
                 if mode is FailureMode.FAIL_STOP and first_rank is None else None)
         # under torch.multiprocessing.spawn a rank's error reaches the output only through spawn's one report, and a
         # rank spawn SIGTERMed was still alive: its silence says nothing of an early end
@@ -1807,15 +1809,21 @@ def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) ->
 
 
 def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set[str],
-               sigs: SignatureSet | None) -> str | None:
+               sigs: SignatureSet | None, completed: Mapping[str, str] | None = None,
+               completed_nodes: Mapping[str, str] | None = None) -> str | None:
     """The one node whose log files hold no event at all while ranks on other nodes report closed connections
     (``peer_loss`` hits of mode ``fail_stop``) and nobody reports a failure of their own (a root of a known
     category that is not a lost peer), or None. A live launcher reports its workers' exits; a node's console
     that just stops while its peers lose their connections went away whole (machine, container or agent).
-    Needs files of at least two nodes."""
+    Needs files of at least two nodes. A node one of whose files (``completed_nodes``: file -> node) ends with the run's
+    own completion report (``completed``: file -> line) finished; it is not lost."""
+    completed = completed or {}
+    completed_nodes = completed_nodes or {}
     quiet = source_nodes - nodes_seen
     if len(source_nodes) < 2 or len(quiet) != 1:
         return None
+    if any(completed_nodes.get(path) in quiet for path in completed):
+        return None  # its log ends with the run's own report of completion: it finished, it was not lost (trial 30 r14)
     if any(h.role is EventRole.ROOT and h.category is not Category.UNKNOWN and _cascade(h, sigs) != "peer_loss"
            for h in hits):
         return None

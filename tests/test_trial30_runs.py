@@ -1,0 +1,20 @@
+"""A new user's trial 30 (/work/trial30_inputs/REPORT.md): real gloo/CPU runs the tool got partly right, misled on or
+got wrong at first contact, each read from the run's own bundle (``tests/fixtures/trial30``, as the user judged it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial30"
+
+
+def test_a_node_whose_log_ends_with_its_completion_was_not_lost() -> None:
+    """r14 (two agents; node0.log, node1.log, timing.jsonl): both ranks finished ("training finished: 300 steps"),
+    then node1's agent lost the store in torchrun's exit barrier (node0's agent had already left). It read "Node node0
+    was lost: its logs end without an error". A node whose log ends with the run's own completion report finished."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r14_anomaly_debug_node1"), kb=False, llm=False))
+    assert d.faulty_nodes == [] and "was lost" not in d.root_cause.summary, d.root_cause.summary
+    assert "Training had completed" in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value == "L0"
