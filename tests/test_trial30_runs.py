@@ -18,3 +18,13 @@ def test_a_node_whose_log_ends_with_its_completion_was_not_lost() -> None:
     assert d.faulty_nodes == [] and "was lost" not in d.root_cause.summary, d.root_cause.summary
     assert "Training had completed" in d.root_cause.summary
     assert d.recovery is not None and d.recovery.level.value == "L0"
+
+
+def test_a_store_key_the_jobs_own_code_waits_on_is_its_code_not_the_launch() -> None:
+    """r13 (accelerate, stdin): after 60 good steps rank 1's store.get("eval_60") timed out (rank 0 set "eval/60"):
+    "DistStoreError: wait timeout ..., keys: /default_pg/0//eval_60". It read "c10d store timeout ... Most often the
+    launch itself: MASTER_ADDR/MASTER_PORT, the node rank or world size". The call is the job's own, past the launch.
+    Zoo dev b8_hang_store_key_typo (store.wait(["vocab_ready"]) that no rank answered) reads the same."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_train.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_hang", "user_code"), d.root_cause.summary
+    assert "MASTER_ADDR" not in d.root_cause.summary
