@@ -28,3 +28,14 @@ def test_a_store_key_the_jobs_own_code_waits_on_is_its_code_not_the_launch() -> 
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_train.log"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value) == ("fail_hang", "user_code"), d.root_cause.summary
     assert "MASTER_ADDR" not in d.root_cause.summary
+
+
+def test_the_one_rank_dumped_outside_any_collective_is_the_culprit_when_the_logs_show_the_hang() -> None:
+    """r12 (two agents, .tar.gz with node logs and three py-spy snapshots of rank 1 only, rank 0 already gone): rank 1
+    blocked opening a FIFO nobody wrote; rank 0 timed out in its all-reduce. `diag hang` and the diagnosis said "Every
+    rank waits at the same place, so the stacks do not name a culprit: look for a rank whose ... GPU/network failed".
+    The dumped rank sits outside any collective while the logs show its peer waiting in one: it is the one waited
+    for."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r12_bundle.tar.gz"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
+    assert "Every rank waits at the same place" not in d.root_cause.summary

@@ -311,8 +311,10 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     suspects: list[HangSuspect] = []
     if hung:
         for g in groups:
-            if g is majority:
+            if g is majority and (g.in_collective or not hung_from_logs or len(groups) > 1):
                 continue
+            # (the only group, when every dumped rank sits at one place outside any collective while the logs show the
+            # others waiting in one: a rank that never entered it, and the dumps caught only it; trial 30, r12)
             if not g.in_collective:
                 reason = f"stuck outside any collective in {g.top_frames[0] if g.top_frames else '?'}"
                 score, why = 0.9, "outside_collective"
@@ -408,6 +410,15 @@ def _explain(
         parts.append(f"{lead}: rank {top.rank}" + (f" on {top.node}" if top.node else "") + f", {top.reason}.")
         if len(suspects) > 1:
             parts.append("Other suspects: " + "; ".join(f"rank {s.rank} ({s.reason})" for s in suspects[1:4]) + ".")
+    elif majority is not None and not majority.in_collective and len(stuck) == len(majority.ranks):
+        # every dumped rank sits at one place outside any collective (one rank dumped, or all in one wait): no peer to
+        # contrast it with in these dumps
+        where = majority.top_frames[0] if majority.top_frames else "?"
+        parts.append(
+            f"Every dumped rank is stuck outside any collective, at {where}: if the job has ranks not dumped here that "
+            "wait in a collective, these are the ranks they wait for (give the job's logs with --logs, or dump every "
+            "rank); if these are all its ranks, they wait for something outside the job (a file, a lock, a service)."
+        )
     else:
         parts.append(
             "Every rank waits at the same place, so the stacks do not name a culprit: look for a rank whose process "
