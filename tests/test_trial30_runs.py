@@ -39,3 +39,12 @@ def test_the_one_rank_dumped_outside_any_collective_is_the_culprit_when_the_logs
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r12_bundle.tar.gz"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
     assert "Every rank waits at the same place" not in d.root_cause.summary
+
+
+def test_np_load_of_a_file_that_is_no_array_file_is_the_data() -> None:
+    """r07 (two agents x 2, .tar.gz): node1's shard_3.npz is an un-pulled git-lfs pointer; np.load takes it for a pickle
+    and refuses it ("This file contains pickled (object) data ... allow_pickle="). It read "A library refused a value
+    it was given ... Usually a configuration" error. numpy's own load documents the fallback: the file is no .npy/.npz."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r07_bundle.tar.gz"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank) == ("data", 3), d.root_cause.summary
+    assert "git-lfs" in d.root_cause.summary
