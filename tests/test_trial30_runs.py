@@ -48,3 +48,12 @@ def test_np_load_of_a_file_that_is_no_array_file_is_the_data() -> None:
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r07_bundle.tar.gz"), kb=False, llm=False))
     assert (d.category.value, d.first_failing_rank) == ("data", 3), d.root_cause.summary
     assert "git-lfs" in d.root_cause.summary
+
+
+def test_spawns_terminated_processes_count_the_ranks_so_the_one_that_never_entered_is_named() -> None:
+    """r11 (mp.spawn, one file): rank 0 deadlocked on two of its own locks at step 50; rank 1 timed out in its recv,
+    and spawn reported process 1 and terminated process 4836 (rank 0). The script's own "[ecgnet r0]" prefix is no rank
+    the tool reads, so only rank 1 was seen and no rank was named. Spawn's report plus one terminated process is a job
+    of two: rank 1 alone timed out, rank 0 never entered the collective (zoo dev b30_hang_rank1_frozen_spawn_r1 too)."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r11_output.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 0, d.root_cause.summary

@@ -814,6 +814,16 @@ _STOP_ANNOUNCED = re.compile(r"(?i)\b(?:early[ _-]?stop\w*|stopping|stop(?:ped)?
                              r"leaving|break(?:ing)? out|stop file)\b")
 
 
+def _spawn_world(groups: list[TemplateGroup]) -> int | None:
+    """The job's process count under torch.multiprocessing.spawn when its logs tell it: spawn reported the failed
+    process and terminated each other live one with its own line ("Terminating process P via signal SIGTERM"), so
+    the failed one plus those; None without spawn's report or with no other process terminated."""
+    if not any(SPAWN_REPORT in g.template for g in groups):
+        return None
+    n = 1 + sum(g.count for g in groups if SPAWN_TERMINATING in g.template)
+    return n if n >= 2 else None
+
+
 def _announced_stop(progress: ProgressLog, rank: int) -> bool:
     """True when ``rank``'s last line of its own (``progress.last_lines``) announces that it stops (an early stop, a
     stop file, the end of its loop): the rank's code returned on purpose."""
@@ -959,7 +969,7 @@ def localize(
     kinds_present = {g.kind for g in groups}
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
-    size = progress.world_size or progress.launch_world or progress.stated_world
+    size = progress.world_size or progress.launch_world or progress.stated_world or _spawn_world(groups)
     world = set(range(size)) if size and size <= LIMITS.max_rank + 1 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
