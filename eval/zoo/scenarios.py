@@ -6042,3 +6042,138 @@ SCENARIOS += [
              "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_pets.py --epochs 4 "
              "--resume ckpt/epoch_1.pt", setup=PETS35, env=dict(ENV35)),
 ]
+
+# ---- batch 36 (h161): common weekly kinds in launch shapes earlier batches used little; hangs with one py-spy dump
+# per rank, stragglers that are not rank 0; ids b36_* ----
+ENV36 = {"OMP_NUM_THREADS": "1"}
+# the previous run was launched with --compile and saved the compiled module's state dict (keys under `_orig_mod.`);
+# this run resumes from it without --compile (compilation was too slow on the CPU pool)
+CKPT36 = r"""mkdir -p ckpt && python - <<'EOF2'
+import importlib.util
+import sys
+import torch
+sys.argv = ["x"]
+spec = importlib.util.spec_from_file_location("tc", "train_topics.py")
+tc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tc)
+torch.manual_seed(1)
+model = torch.compile(tc.TopicClassifier())
+opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
+torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 1800}, "ckpt/last.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b36_uc_compile_prefix_resume_accel", "train_topics.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --main_process_port {port} "
+             "--mixed_precision no --dynamo_backend no train_topics.py --steps 3000 --resume ckpt/last.pt",
+             setup=CKPT36, env=dict(ENV36)),
+]
+# 1,000 utterances' features, one .npy each; utt_00881 (rank 1's 441st with an unshuffled DistributedSampler) is
+# an empty file: the sync from the feature store was interrupted while it copied that file
+FEATS36 = r"""mkdir -p data/feats && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+with open("data/train.txt", "w") as fh:
+    for i in range(1000):
+        p = f"data/feats/utt_{i:05d}.npy"
+        np.save(p, rng.standard_normal((40, 40)).astype(np.float32))
+        fh.write(f"{p} {i % 12}\n")
+open("data/feats/utt_00881.npy", "wb").close()
+EOF2"""
+SCENARIOS += [
+    Scenario("b36_data_empty_npy_worker_logdir_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_kws.py", setup=FEATS36,
+             env=dict(ENV36)),
+]
+# the team's recipe file was updated to the new warm-up convention (warmup_ratio); this script still reads
+# warmup_steps
+GRU36 = ("mkdir -p configs && printf 'lr: 0.002\\nweight_decay: 0.01\\nbatch_size: 128\\nsteps: 600\\n"
+         "warmup_ratio: 0.05\\n' > configs/session_gru.yaml")
+SCENARIOS += [
+    Scenario("b36_cfg_ray_yaml_warmup_key", "train_session_gru.py", "python train_session_gru.py configs/session_gru.yaml",
+             setup=GRU36, env={**ENV36, "RAY_DEDUP_LOGS": "0"}),
+]
+# rank 0's validation shard has 320 rows, rank 1's 321 (the split by store id is uneven): rank 1's last validation
+# batch holds one row
+HOUSES36 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(5)
+w = torch.randn(32, generator=g)
+for r, nv in ((0, 320), (1, 321)):
+    for name, n in (("train", 4000), ("valid", nv)):
+        x = torch.randn(n, 32, generator=g)
+        torch.save({"x": x, "y": x @ w / 4 + 0.1 * torch.randn(n, generator=g)}, f"data/{name}-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b36_uc_squeeze_last_batch_spawn_r1", "train_prices.py", "python train_prices.py {port}",
+             setup=HOUSES36, env=dict(ENV36)),
+]
+# node 1's container was started without a larger /dev/shm: a 1 MiB tmpfs there (the agent in a mount namespace of
+# its own); node 0's is the host's
+LEAF36_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id leaf-cls-36 --rdzv-conf join_timeout=30,read_timeout=15 train_leaf.py")
+SCENARIOS += [
+    Scenario("b36_st_shm_node1_c10d_twonode_n1", "train_leaf.py", LEAF36_2N, cmd2=LEAF36_2N, mask2="/dev/shm",
+             env=dict(ENV36)),
+]
+SCENARIOS += [
+    # rank 0's metrics flusher thread holds the registry's lock while it writes (and sleeps); the epoch-2 DataLoader
+    # forks its workers while the lock is held, and the workers' Dataset calls METRICS.incr
+    Scenario("b36_hang_fork_metrics_lock_pyspy_tee3_r0", "train_match.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --tee 3 train_match.py", env=dict(ENV36),
+             action=("shell", "[rank0] epoch 2/3", PYSPY33.format(f="train_match.py",
+                                                                   id="b36_hang_fork_metrics_lock_pyspy_tee3_r0"))),
+]
+# node 1 in a network namespace of its own joined to this host by a veth pair (10.136.0.1 = node 0, 10.136.0.2 =
+# node 1)
+NET36 = ("ip netns del b36_n1 2>/dev/null; ip link del b36eth1 2>/dev/null; ip netns add b36_n1 && "
+         "ip link add b36eth1 type veth peer name b36p && ip link set b36p netns b36_n1 && "
+         "ip netns exec b36_n1 ip link set b36p name eth1 && ip addr add 10.136.0.1/24 dev b36eth1 && "
+         "ip link set b36eth1 up && ip netns exec b36_n1 ip addr add 10.136.0.2/24 dev eth1 && "
+         "ip netns exec b36_n1 ip link set eth1 up && ip netns exec b36_n1 ip link set lo up")
+NET36_DOWN = "ip netns del b36_n1 2>/dev/null; ip link del b36eth1 2>/dev/null; true"
+ENH36_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 10.136.0.1 --master-port {port} "
+            "train_enhance.py")
+SCENARIOS += [
+    # from node 1's step-160 line node 1's uplink (its side of the veth, egress) is held to 150 Mbit/s by a token
+    # bucket: its port renegotiated to a lower speed
+    Scenario("b36_slow_net_tbf_static_twonode_n1", "train_enhance.py", ENH36_2N.format(port="{port}", k=0),
+             cmd2=ENH36_2N.format(port="{port}", k=1), netns2="b36_n1", setup=NET36, teardown=NET36_DOWN,
+             env={**ENV36, "GLOO_SOCKET_IFNAME": "b36eth1"}, env2={"GLOO_SOCKET_IFNAME": "eth1"},
+             action=("shell", "node1 rank1 INFO step 160/400", "ip netns exec b36_n1 tc qdisc add dev eth1 root tbf "
+                     "rate 150mbit burst 256kb latency 50ms")),
+]
+SCENARIOS += [
+    # from rank 1's step-200 line rank 1 (and its threads) is held to 30 % of one core (its container's CPU limit
+    # lowered / a neighbour's share)
+    Scenario("b36_slow_rank_quota_plain_r1", "train_charlm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_charlm.py", env=dict(ENV36),
+             action=("rank_quota", 1, "rank 1 step 200/500", 30)),
+]
+# each worker's JSON-lines shard of labelled queries (3,000 records); record 4,107 of the export (rank 1's 1,107th)
+# came from the new annotation tool, which writes the label under "label" instead of "intent"
+INTENTS36 = r"""mkdir -p data && python - <<'EOF2'
+import json
+import random
+rnd = random.Random(3)
+labels = ["weather", "music", "alarm", "navigation", "shopping", "news", "timer", "smalltalk"]
+words = "play set the a for me what is tomorrow rain song alarm at route home buy milk latest headlines minutes".split()
+for r in range(2):
+    with open(f"data/part-{r}.jsonl", "w") as fh:
+        for i in range(3000):
+            rec = {"id": f"q{r}-{i:05d}", "text": " ".join(rnd.choice(words) for _ in range(rnd.randint(3, 9))),
+                   "intent": rnd.choice(labels)}
+            if r == 1 and i == 1107:
+                rec["label"] = rec.pop("intent")
+            fh.write(json.dumps(rec) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b36_hang_ray_prefetch_thread_r1", "train_intents.py", "python train_intents.py", setup=INTENTS36,
+             env={**ENV36, "RAY_DEDUP_LOGS": "0"}),
+]
+SCENARIOS += [
+    # rank 1 runs in a memory cgroup (v1) of 900 MiB (its container's limit); the evaluation keeps every batch's
+    # logits (256 x 64 x 16,000 floats, ~1 GiB)
+    Scenario("b36_oom_eval_logits_pyrun_r1", "train_tinylm.py",
+             "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_tinylm.py",
+             env=dict(ENV36), action=("cgroup", 1, 900)),
+]
