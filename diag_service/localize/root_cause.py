@@ -1501,14 +1501,14 @@ def localize(
             first_rank = silent
             if lost is not None:
                 pass  # the lost node's rank: the node's reading below says why
-            elif _left_cleanly(silent, groups, len(progress.launches)) and any(
+            elif (clean := _left_cleanly(silent, groups, len(progress.launches))) and any(
                     SPAWN_REPORT in g.template for g in groups) and not _announced_stop(progress, silent):
                 # torch.multiprocessing.spawn's child wrapper swallows KeyboardInterrupt and returns: a SIGINT to one
                 # rank (an operator's Ctrl-C meant for another process) ends it with exit code 0 too, without a line
                 category, responsible, confidence = Category.UNKNOWN, DEFAULT_RESPONSIBLE[Category.UNKNOWN], 0.3
                 summary = SPAWN_CLEAN_EXIT_FINDING.format(rank=silent) + " " + summary
                 findings.append(SPAWN_CLEAN_EXIT_FINDING.format(rank=silent))
-            elif _left_cleanly(silent, groups, len(progress.launches)):
+            elif clean:
                 # torchelastic lists every worker of its agent that failed (exit code or signal): one it leaves out
                 # ended with exit code 0 while its peers were still in a collective with it
                 category, responsible, confidence = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE], 0.4
@@ -1618,9 +1618,7 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     """:data:`AFTER_COMPLETION_FINDING` when every file that holds a failure event (an error, traceback, exit or
     launcher report that is not a known-harmless line) holds the run's own report of completion
     (``ProgressLog.completed_line``) and each such event first occurs after it, else None."""
-    # a completion that a restart of the launcher followed (a second start banner in the same console) is an earlier
-    # attempt's: the failure after it is the new attempt's, not one at shutdown
-    marks = {f: n for f, n in progress.completed_line.items() if not _restarted_after_completion(progress, f)}
+    marks = _current_completions(progress)
     if not marks:
         return None
     failing = _failure_firsts(events, benign)
@@ -1657,6 +1655,13 @@ def _restarted_after_completion(progress: ProgressLog, file: str) -> bool:
     return t is not None and any(x > t for x in progress.launches)
 
 
+def _current_completions(progress: ProgressLog) -> dict[str, int]:
+    """``ProgressLog.completed_line`` less the completions a restart of the launcher followed (a second start banner in
+    the same console): those are an earlier attempt's, and a failure after them is the new attempt's, not one at
+    shutdown."""
+    return {f: n for f, n in progress.completed_line.items() if not _restarted_after_completion(progress, f)}
+
+
 #: A script's rank marker in a line (``[node1 rank1]``, ``rank 2:``, ``rank=3``).
 _MARK_RANK = re.compile(r"(?i)(?:^|(?<=[\s\[(|,]))rank[\s:=#]?\s?(\d{1,6})\b(?![./])")
 
@@ -1667,7 +1672,7 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
     report of completion and no failure event before it, while another file holds a failure event and no such report
     (e.g. node 1 ran 2 epochs and logged "training finished", node 0 ran a third and lost its peer); else
     None."""
-    marks = {f: n for f, n in progress.completed_line.items() if not _restarted_after_completion(progress, f)}
+    marks = _current_completions(progress)
     if not marks:
         return None
     failing = _failure_firsts(events, benign)
@@ -1819,16 +1824,13 @@ def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) ->
 
 
 def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set[str],
-               sigs: SignatureSet | None, completed: Mapping[str, str] | None = None,
-               completed_nodes: Mapping[str, str] | None = None) -> str | None:
+               sigs: SignatureSet | None, completed: Mapping[str, str], completed_nodes: Mapping[str, str]) -> str | None:
     """The one node whose log files hold no event at all while ranks on other nodes report closed connections
     (``peer_loss`` hits of mode ``fail_stop``) and nobody reports a failure of their own (a root of a known
     category that is not a lost peer), or None. A live launcher reports its workers' exits; a node's console
     that just stops while its peers lose their connections went away whole (machine, container or agent).
     Needs files of at least two nodes. A node one of whose files (``completed_nodes``: file -> node) ends with the run's
     own completion report (``completed``: file -> line) finished; it is not lost."""
-    completed = completed or {}
-    completed_nodes = completed_nodes or {}
     quiet = source_nodes - nodes_seen
     if len(source_nodes) < 2 or len(quiet) != 1:
         return None
