@@ -650,18 +650,18 @@ def match_signatures(groups: Iterable[TemplateGroup], sigs: SignatureSet) -> tup
         for ev in g.examples:
             if not sigs.any_pattern.search(ev.key):
                 continue
+            # a Python warning names a risk, not the failure, unless it reports an error it caught: where that error's
+            # text starts (once per event, not per signature)
+            caught = _CAUGHT_ERROR.search(ev.key) if ev.kind is EventKind.WARNING else None
             for c in sigs.signatures:
                 if c.spec.kinds and ev.kind not in c.spec.kinds:
                     continue
                 warned = ev.kind is EventKind.WARNING and c.spec.role is EventRole.ROOT and EventKind.WARNING not in c.spec.kinds
-                m = c.search(ev.key)
-                if m is None:
+                if warned and caught is None:
                     continue
-                if warned:
-                    # a Python warning names a risk, not the failure, unless it reports an error it caught
-                    caught = _CAUGHT_ERROR.search(ev.key)
-                    if caught is None or caught.end() > m.start():
-                        continue
+                m = c.search(ev.key)
+                if m is None or (warned and caught is not None and caught.end() > m.start()):
+                    continue
                 if c.context and not any(p.search(line) for p in c.context for line in ev.lines):
                     continue
                 fields = _hit_fields(c, m, sigs.tables)
