@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("case", "category", "signature"), [
+    # PaddleDetection on 4 GPUs: the DataLoader's reader thread cannot map a worker's batch back from shared memory
+    ("n58b-004", "storage", "vs_paddle_shm_mmap_failed"),
     # the HF Trainer's own rename of tmp-checkpoint-* into checkpoint-N losing a race (a source checkout of transformers)
     ("n56b-013", "framework", "checkpoint_path_race"),
     # the same rename's error line alone, with no frames
@@ -316,3 +318,27 @@ def test_megatrons_rerun_check_names_the_rank_but_not_data() -> None:
     assert d.first_failing_rank == 3, d.root_cause.summary
     assert d.category.value == "unknown"
     assert "vs_megatron_rerun_nan_grad" in {h.signature_id for h in d.signature_hits}
+
+
+def test_an_unpicklable_sample_in_a_dataloader_worker_is_data_not_a_checkpoint(tmp_path: Path) -> None:
+    """n58b-002 (GameFormer, rank 6): np.load falls back to pickle in a DataLoader worker and finds an invalid load
+    key; the paste cuts the key itself ("invalid load ke"). Whole, that line is the corrupt-checkpoint signature's;
+    raised in a DataLoader worker (torch's "Caught UnpicklingError in DataLoader worker process N") the file is a
+    dataset sample's: data, rank 6. The same line from torch.load in the main process stays a checkpoint (storage)."""
+    log = (ROOT / "eval/corpus/logs/n58b-002.log").read_text()
+    assert log.rstrip().endswith("invalid load ke")
+    whole = tmp_path / "whole.log"
+    whole.write_text(log.rstrip() + "y, '\\x00'.\n")
+    d = diagnose(DiagnoseRequest(path=str(whole), kb=False, llm=False))
+    assert d.category.value == "data", d.root_cause.summary
+    assert d.first_failing_rank == 6
+    resume = tmp_path / "resume.log"
+    resume.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/proj/train.py", line 50, in <module>\n'
+        '    state = torch.load(args.resume, map_location="cpu")\n'
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/serialization.py", line 1040, in load\n'
+        "    return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)\n"
+        "_pickle.UnpicklingError: invalid load key, '\\x00'.\n")
+    d2 = diagnose(DiagnoseRequest(path=str(resume), kb=False, llm=False))
+    assert d2.category.value == "storage", d2.root_cause.summary
