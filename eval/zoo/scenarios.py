@@ -6177,3 +6177,134 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc_per_node 2 --master_port {port} --tee 3 train_tinylm.py",
              env=dict(ENV36), action=("cgroup", 1, 900)),
 ]
+# ---- batch 37 (h164): common weekly kinds in logging styles and launch shapes earlier batches used little (JSON-lines
+# and key=value logs, rich's RichHandler, transformers.Trainer, 3-4 ranks, two torchrun agents as two nodes); hangs
+# with a rank stuck outside a collective, stragglers that are not rank 0; ids b37_* ----
+ENV37 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # the model returns its pooled embedding next to the logits, so Trainer hands compute_metrics a tuple
+    Scenario("b37_uc_trainer_metrics_tuple_rich_3r", "train_sentiment.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --tee 3 train_sentiment.py", env=dict(ENV37)),
+]
+# the warehouse's daily export, one CSV part per rank and day; in 2026-11-29's part-00002 one store's humidity sensor
+# was offline and the export wrote the literal N/A
+CSV37 = r"""python - <<'EOF2'
+import csv, os, random
+rnd = random.Random(7)
+cols = [f"lag_{k}" for k in range(1, 13)] + ["temp_c", "humidity", "is_holiday", "demand"]
+for d, day in enumerate(["2026-11-28", "2026-11-29", "2026-11-30"]):
+    os.makedirs(f"data/dt={day}", exist_ok=True)
+    for r in range(4):
+        with open(f"data/dt={day}/part-{r:05d}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(cols)
+            for i in range(5120):
+                lags = [round(rnd.uniform(20, 80), 2) for _ in range(12)]
+                row = lags + [round(rnd.uniform(-5, 15), 1), round(rnd.uniform(30, 95), 1), int(rnd.random() < 0.05)]
+                if d == 1 and r == 2 and i == 1411:
+                    row[13] = "N/A"
+                w.writerow(row + [round(sum(lags) / 12 + rnd.gauss(0, 3), 2)])
+EOF2"""
+SCENARIOS += [
+    Scenario("b37_data_csv_na_kv_logdir_4r_r2", "train_demand.py",
+             "torchrun --nproc-per-node 4 --master-port {port} --log-dir logs --redirects 3 train_demand.py",
+             setup=CSV37, env=dict(ENV37)),
+]
+SEARCH37_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+               "--rdzv-id prodsearch-37 --rdzv-conf join_timeout=30,read_timeout=15 train_search.py")
+SCENARIOS += [
+    # node 1's container has a 700 MiB memory limit (a memory cgroup v1 on its rank); node 0's pool has more memory.
+    # The evaluation builds the full 12,000 x 12,000 similarity matrix (~550 MiB) on every rank
+    Scenario("b37_oom_recall_simmatrix_jsonl_twonode_n1", "train_search.py", SEARCH37_2N, cmd2=SEARCH37_2N,
+             env=dict(ENV37), action=("cgroup", 1, 700)),
+]
+# the run config was copied from the 2-process workstation recipe: "world_size": 2 under "distributed"
+TAGCFG37 = r"""mkdir -p configs && cat > configs/tagger_ft.json <<'EOF2'
+{
+  "seed": 17,
+  "lr": 0.05,
+  "batch_size": 32,
+  "epochs": 2,
+  "train_size": 4096,
+  "num_tags": 40,
+  "distributed": {"backend": "gloo", "world_size": 2, "timeout_s": 25}
+}
+EOF2"""
+SCENARIOS += [
+    Scenario("b37_cfg_sampler_replicas_jsonl_pyrun_4r", "train_tagger.py",
+             "python -m torch.distributed.run --nproc-per-node 4 --master-port {port} train_tagger.py "
+             "configs/tagger_ft.json", setup=TAGCFG37, env=dict(ENV37)),
+]
+# the team volume at ./checkpoints (a 32 MiB tmpfs standing in for the project's quota) still holds the previous
+# run's two checkpoints (no save_total_limit): ~10 MiB free, less than one checkpoint (model 3.6 MB + optimizer 7.3 MB)
+CKPTVOL37 = r"""mkdir -p checkpoints && mount -t tmpfs -o size=32m tmpfs checkpoints && python - <<'EOF2'
+import os
+for step in (1450, 1500):
+    d = f"checkpoints/ticket-lm/checkpoint-{step}"
+    os.makedirs(d)
+    for name, size in (("model.safetensors", 3654280), ("optimizer.pt", 7326619), ("scheduler.pt", 1465)):
+        with open(f"{d}/{name}", "wb") as fh:
+            fh.write(os.urandom(size))
+EOF2"""
+TICKET37_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+               "train_ticket_lm.py")
+SCENARIOS += [
+    Scenario("b37_st_trainer_ckpt_enospc_jsonl_twonode_n0", "train_ticket_lm.py",
+             TICKET37_2N.format(port="{port}", k=0), cmd2=TICKET37_2N.format(port="{port}", k=1), setup=CKPTVOL37,
+             teardown="umount checkpoints; true", env=dict(ENV37)),
+]
+# rank 2's shard holds one utterance of a speaker with no other utterance there (anchor 2,245, step 71); one py-spy
+# dump per rank 8 s after rank 2's step-70 line
+SPK37 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(0)
+for r in range(3):
+    spk = torch.arange(6400) % 50
+    spk = spk[torch.randperm(6400, generator=g)]
+    if r == 2:
+        spk[32 * 70 + 5] = 50
+    torch.save({"feats": torch.randn(6400, 80, generator=g), "speaker": spk}, f"data/spk_shard{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b37_hang_positive_sampler_loop_rich_logdir_r2", "train_spk.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_spk.py", setup=SPK37,
+             env=dict(ENV37),
+             action=("shell", "[rank2] ep 0 step 70/200", PYSPY33.format(
+                 f="train_spk.py", id="b37_hang_positive_sampler_loop_rich_logdir_r2"))),
+]
+# node 1 was restarted after a preemption and re-joined the same job name: its metrics/rank1.jsonl from the previous
+# attempt (250 KiB) is still there, so rank 1's writer crosses the 256 KiB rotation threshold at about step 60
+METRICS37 = r"""mkdir -p metrics && python - <<'EOF2'
+import json, random
+rnd = random.Random(1)
+with open("metrics/rank1.jsonl", "w") as fh:
+    step = 0
+    while fh.tell() < 256 * 1024 - 6000:
+        step += 1
+        fh.write(json.dumps({"step": step, "loss": round(0.6 - step * 1e-4 + rnd.random() * 0.01, 5), "lr": 0.05,
+                             "ts": round(1796520000 + step * 0.05, 3), "node": "1", "examples": 512 * step}) + "\n")
+EOF2"""
+CTR37_2N = ("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id ctr-37 --rdzv-conf join_timeout=30,read_timeout=15 train_ctr.py")
+SCENARIOS += [
+    Scenario("b37_hang_metrics_rotate_lock_kv_twonode_n1", "train_ctr.py", CTR37_2N, cmd2=CTR37_2N, setup=METRICS37,
+             env=dict(ENV37)),
+]
+FRAUD37_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+              "train_fraud.py")
+SCENARIOS += [
+    # each node's rank pinned to its own core (node k -> core k); from node 1's step-200 line another tenant's busy
+    # processes run on node 1's core
+    Scenario("b37_slow_pinhog_rich_static_twonode_n1", "train_fraud.py", FRAUD37_2N.format(port="{port}", k=0),
+             cmd2=FRAUD37_2N.format(port="{port}", k=1), env=dict(ENV37),
+             action=("pin_hogx", 1, "node1 step 200/600", 2)),
+    # from rank 0's step-100 line the whole job (every rank) is held to 85 % of one core (the pod's CPU limit lowered
+    # by the quota controller); measured beforehand: the job used ~1.26 cores of this shared host
+    Scenario("b37_slow_job_quota_trainer_jsonl_3r", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py", env=dict(ENV37),
+             action=("quota_until", '"rank": 0, "global_step": 100,', None, 85)),
+    # from rank 3's step-80 line rank 3's two DataLoader workers (decode + augment) share 20 % of one core
+    Scenario("b37_slow_loader_quota_kv_4r_r3", "train_iqa.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_iqa.py", env=dict(ENV37),
+             action=("worker_quota", 3, "rank=3 step=80/200", 20)),
+]
