@@ -513,6 +513,47 @@ def _srun_cleanup(roots: list[SignatureHit], groups: list[TemplateGroup], root_e
     return kept
 
 
+#: torchelastic's failure-table signals of its own teardown: after a worker fails, the agent stops the others with
+#: SIGTERM and SIGKILLs those still alive after the grace period (torch/distributed/elastic/multiprocessing/api.py,
+#: ``PContext.close``: ``death_sig``, then SIGKILL after ``timeout``, 30 s by default)
+_ELASTIC_STOP_SIGNALS = ("-9", "-15")
+
+
+def _elastic_teardown_kill(roots: list[SignatureHit], groups: list[TemplateGroup],
+                           root_events: dict[int, list[RawEvent]], findings: list[str]) -> list[SignatureHit]:
+    """A rank whose only failure is an entry of torchelastic's failure table ending by SIGKILL or SIGTERM, stamped more
+    than :data:`LATER_FAILURE_S` after another entry of the same table that ended with a non-zero exit code of its own
+    (a worker that raised), was stopped by its agent's teardown after that failure, not a cause of it (a rank SIGKILLed
+    31 s after its peers exited with code 1 is the grace period running out, not the host OOM killer). ``root_events``:
+    each root's example events, by ``id(hit)``."""
+    first_exit: dict[str, float] = {}  # per file, the first table entry of a worker that exited with an error
+    for g in groups:
+        if g.kind is not EventKind.ELASTIC_SUMMARY:
+            continue
+        for ev in g.examples:
+            code = ev.fields.get("exitcode", "")
+            if ev.ts is not None and code.isdigit() and int(code) > 0:
+                first_exit[ev.path] = min(ev.ts, first_exit.get(ev.path, ev.ts))
+    if not first_exit:
+        return roots
+    kept: list[SignatureHit] = []
+    for h in roots:
+        # (one template holds every entry of the table: its entries with an exit code of their own are not this hit's)
+        evs = [ev for ev in root_events.get(id(h), []) if ev.kind is not EventKind.ELASTIC_SUMMARY
+               or not ev.fields.get("exitcode", "").isdigit()]
+        late = [ev for ev in evs if ev.kind is EventKind.ELASTIC_SUMMARY and ev.ts is not None
+                and ev.fields.get("exitcode", "") in _ELASTIC_STOP_SIGNALS and ev.path in first_exit
+                and ev.ts > first_exit[ev.path] + LATER_FAILURE_S]
+        if evs and len(late) == len(evs):
+            gap = min(ev.ts - first_exit[ev.path] for ev in late if ev.ts is not None)
+            findings.append(f"{h.name}: torchelastic recorded it {gap:.0f} s after another worker had exited with an "
+                            "error: the agent stopping the remaining workers (SIGTERM, then SIGKILL after its grace "
+                            "period), not a cause.")
+            continue
+        kept.append(h)
+    return kept
+
+
 def _plain_cut(h: SignatureHit) -> bool:
     """A traceback cut before its exception line whose context rule names no cause (only the frame it stopped in)."""
     return h.signature_id == "traceback_cut_short" and h.details.get("context_rule", "") in _CUT_SHORT_PLAIN
@@ -953,6 +994,7 @@ def localize(
         roots = _demote_late_roots([h for h in after if h.role is EventRole.ROOT], after, findings, sigs,
                                    progress.launches)
     roots = _srun_cleanup(roots, groups, root_events, findings)
+    roots = _elastic_teardown_kill(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
     roots = _store_gone_after_worker_exit(roots, groups, findings)
     roots = _cut_traceback_yields(roots, hits, findings)

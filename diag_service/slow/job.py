@@ -322,8 +322,14 @@ class JobDetector:
             return [(c, False)]
         if len(self.buf) >= 5:
             med = float(np.median([b.T for b in self.buf]))
-            if c.T > med * (1 + max(cfg.spike_factor, 3 * cfg.min_effect)):
+            cut = 1 + max(cfg.spike_factor, 3 * cfg.min_effect)
+            if c.T > med * cut:
                 self._outlier(c.step)
+                return [(c, False)]
+            if c.T < med / cut:
+                # as far below as an outlier is above: left out too, or trimming one side only would put the
+                # baseline's median below the job's level on a noisy host (a false episode from the first steps)
+                self.excluded += 1
                 return [(c, False)]
         self.buf.append(c)
         while len(self.buf) >= cfg.baseline_steps:

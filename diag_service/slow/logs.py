@@ -110,6 +110,17 @@ DATA_PHASE = re.compile(
     r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b[\"']?"
     r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
 )
+#: A step line's compute time and its communication time, both named (``compute 82.0 ms allreduce 12.8 ms``,
+#: ``fwd_bwd_ms=41.2 comm_ms=9.7``): a synchronous job's ranks wait for the slowest inside the communication, so a
+#: rank's own compute, beside its peers', names the rank the others wait for. Groups: ``_ms`` suffix, value, unit.
+COMPUTE_PHASE = re.compile(
+    r"\b(?i:compute|fwd[ _+/-]?bwd|forward[ _+/-]backward|fwd[ _]?bwd[ _]?opt)(?:[ _]time)?(_ms)?\b[\"']?"
+    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+)
+COMM_PHASE = re.compile(
+    r"\b(?i:comm|communication|all[ _-]?reduce|allgather|all[ _-]gather|reduce[ _-]scatter|sync|grad[ _]sync)"
+    r"(?:[ _](?:time|wait))?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+)
 #: A cumulative clock on a step line (``it: 100 elapsed: 12.3s``, ``time elapsed 0:01:23``): the step time is
 #: its rise over the steps between two lines.
 CUM_CLOCK = re.compile(
@@ -183,6 +194,9 @@ class _Point:
     comm: float = math.nan
     #: the data-loading part of ``value`` (seconds; NaN when the line does not give it)
     data: float = math.nan
+    #: the rank's own compute and communication seconds of a script's step line (:func:`_work_phases`), for the rank
+    #: test only: a rank's communication time holds its wait for the slowest rank, so the job's series keeps neither
+    own: tuple[float, float] = (math.nan, math.nan)
     evidence: _Ev | None = None
     #: the interval this reading covers held a checkpoint save (a :data:`SAVE_LINE` of the same file before it)
     save: bool = False
@@ -419,7 +433,7 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         ms = m.group(5).lower().endswith("_ms") or m.group(7) == "ms"
         sec = x / 1000.0 if ms else x
         _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
-                  _data_phase(text, sec, ms))
+                  _data_phase(text, sec, ms), _work_phases(text, sec, ms))
         return
     m = STEP_ONLY.search(text)
     if m is None or (step := _global_step(m, text, st, key)) is None:
@@ -593,7 +607,7 @@ def _table_row(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
 
 
 def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float, r: int, ts: float | None,
-              ev: _Ev, data: float = math.nan) -> None:
+              ev: _Ev, data: float = math.nan, phases: tuple[float, float] = (math.nan, math.nan)) -> None:
     """One logged step of ``sec`` seconds per iteration (``data`` of them waiting for the batch, when the line
     says); a line covers the iterations since the same writer's previous one (a log interval), a repeated or
     earlier step is a redraw and is skipped."""
@@ -602,7 +616,8 @@ def _add_step(st: _State, fmt: str, key: tuple[str, int], step: int, sec: float,
         return
     st.prev[key] = step
     st.formats.add(fmt)
-    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, data=data, evidence=ev))
+    st.points.append(_Point(step, sec, float(step - prev) if prev is not None else 1.0, r, ts, data=data, own=phases,
+                            evidence=ev))
 
 
 def _data_phase(text: str, step_sec: float, ms: bool) -> float:
@@ -618,6 +633,25 @@ def _data_phase(text: str, step_sec: float, ms: bool) -> float:
     in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)  # type: ignore[union-attr]
     sec = x / 1000.0 if in_ms else x
     return sec if sec <= 1.05 * step_sec else math.nan
+
+
+def _work_phases(text: str, step_sec: float, ms: bool) -> tuple[float, float]:
+    """The compute and communication seconds a step line gives (:data:`COMPUTE_PHASE`, :data:`COMM_PHASE`), both or
+    neither (NaN, NaN): one without the other does not say which rank waits. Also neither when together they exceed
+    1.05 x the step of ``step_sec`` seconds (other quantities). ``ms``: the step time's unit (a bare number takes it)."""
+    if "omp" not in text and "wd" not in text and "orward" not in text:
+        return math.nan, math.nan
+    out: list[float] = []
+    for rx in (COMPUTE_PHASE, COMM_PHASE):
+        m = rx.search(text)
+        x = _num(m.group(2)) if m is not None else None
+        if m is None or x is None or x < 0:
+            return math.nan, math.nan
+        in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)
+        out.append(x / 1000.0 if in_ms else x)
+    if out[0] + out[1] > 1.05 * step_sec:
+        return math.nan, math.nan
+    return out[0], out[1]
 
 
 #: Timestamped step lines kept per writer for :func:`_clock_points` (bounded state).
@@ -750,7 +784,8 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
                     st.pending_save.discard(src.path)
                     for p in st.points[before:]:
                         p.save = True
-        phased = phased or any(p.rank >= 0 and math.isfinite(p.data) for p in st.points[-8:])
+        phased = phased or any(p.rank >= 0 and (math.isfinite(p.data) or math.isfinite(p.own[0]))
+                               for p in st.points[-8:])
         found = len(st.points) + len(st.ds_rate) + sum(map(len, st.clock.values())) + sum(map(len, st.cum.values())) \
             + sum(map(len, st.thr.values()))
         if found > seen_lines:
@@ -886,7 +921,7 @@ def _rank_phases(points: list[_Point]) -> StepBatch | None:
     by_rank: dict[int, list[_Point]] = {}
     seen: set[tuple[int, int]] = set()
     for p in points:  # a rank's line read twice (the console and torchrun's --log-dir file) counts once
-        if p.rank >= 0 and math.isfinite(p.data) and (p.rank, p.step) not in seen:
+        if p.rank >= 0 and (math.isfinite(p.data) or math.isfinite(p.own[0])) and (p.rank, p.step) not in seen:
             seen.add((p.rank, p.step))
             by_rank.setdefault(p.rank, []).append(p)
     ranks = [r for r, ps in by_rank.items() if len(ps) >= RANK_PHASE_MIN_LINES]
@@ -896,4 +931,4 @@ def _rank_phases(points: list[_Point]) -> StepBatch | None:
     ps = [p for r in ranks for p in by_rank[r]]
     return StepBatch.from_columns(step=[p.step for p in ps], rank=[p.rank for p in ps],
                                   step_time=[p.value for p in ps], weight=[p.weight for p in ps],
-                                  data=[p.data for p in ps])
+                                  data=[p.data for p in ps], compute=[p.own[0] for p in ps], comm=[p.own[1] for p in ps])
