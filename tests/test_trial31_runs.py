@@ -53,3 +53,15 @@ def test_a_rank_whose_own_compute_time_grew_is_named_from_its_step_lines() -> No
     assert d.first_failing_rank == 1
     assert d.slow is not None and d.slow.stragglers and d.slow.stragglers[0].rank == 1
     assert d.slow.job_slowdown and d.slow.job_slowdown[0].start_step >= 110
+
+
+def test_a_memory_cgroups_oom_report_without_its_failcnt_is_the_memory_limit(tmp_path: Path) -> None:
+    """g09 (RadFM#30): mp.spawn's "process 2 terminated with signal SIGKILL" and the kernel's memory-cgroup OOM report
+    "memory+swap: usage 117964800kB, limit 117964800kB" (cgroup v1, the paste stops before failcnt). It read the
+    SIGKILL alone (host_oom at 0.38, "check dmesg"): the line that proves it was not known."""
+    log = tmp_path / "issue.log"
+    log.write_text("torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL\n"
+                   "memory+swap: usage 117964800kB, limit 117964800kB\n")
+    d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+    assert d.category.value == "host_oom" and d.confidence >= 0.5, d.root_cause.summary
+    assert d.primary_hit() is not None and d.primary_hit().signature_id == "vk_scheduler_memlimit"
