@@ -65,3 +65,12 @@ def test_a_memory_cgroups_oom_report_without_its_failcnt_is_the_memory_limit(tmp
     d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
     assert d.category.value == "host_oom" and d.confidence >= 0.5, d.root_cause.summary
     assert d.primary_hit() is not None and d.primary_hit().signature_id == "vk_scheduler_memlimit"
+
+
+def test_the_watchdogs_own_abort_is_not_the_hangs_suspect() -> None:
+    """g11 (verl#1158): ranks time out in an ALLTOALL (the NCCL watchdog's "Watchdog caught collective operation
+    timeout") and torchelastic reports "exitcode: -6": the watchdog takes a timed-out rank down with SIGABRT. It read
+    "Suspected: Process aborted (SIGABRT)", the hang's consequence named as its suspect."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "g11_issue.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert "Suspected: Process aborted" not in d.root_cause.summary

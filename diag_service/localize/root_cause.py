@@ -1510,6 +1510,10 @@ def localize(
         own_line = _exited_ranks_own_error(events, elastic_root) if mode is FailureMode.FAIL_STOP else None
         # ... and so is a lost peer beside the exited rank's own error line: it noticed that rank's exit
         explained = explained or (own_line is not None and primary is not None and _cascade(primary, sigs) == "peer_loss")
+        # ... and so is an abort in a hang its collective timeouts show: the NCCL watchdog takes a timed-out rank down
+        # with SIGABRT (exit -6; "To avoid data inconsistency, we are taking the entire process down")
+        explained = explained or (primary is not None and mode is FailureMode.FAIL_HANG
+                                  and primary.signature_id == "abort_core_dump" and bool(progress.collectives))
         if primary is not None and not explained:
             summary += f" Suspected: {primary.name} ({primary.explanation.split('. ')[0]})."
             confidence = max(confidence, min(primary.confidence, 0.39))
