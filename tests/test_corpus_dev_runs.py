@@ -342,3 +342,13 @@ def test_an_unpicklable_sample_in_a_dataloader_worker_is_data_not_a_checkpoint(t
         "_pickle.UnpicklingError: invalid load key, '\\x00'.\n")
     d2 = diagnose(DiagnoseRequest(path=str(resume), kb=False, llm=False))
     assert d2.category.value == "storage", d2.root_cause.summary
+
+
+def test_a_watchdog_timeout_hard_wrapped_mid_word_is_still_a_collective_timeout() -> None:
+    """n59b-002 (Flow-GRPO, 2025): the paste is hard-wrapped at a fixed width, splitting "Watchdog caught collective
+    operatio" from "n timeout: WorkNCCL(SeqNum=63, OpType=ALLREDUCE, ...) ran for 600088 milliseconds before timing
+    out." The WorkNCCL report alone is the watchdog's timeout (ProcessGroupNCCL.cpp words nothing else this way): a
+    hang in an ALLREDUCE, not a stop."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n59b-002.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert "nccl_watchdog_timeout" in {h.signature_id for h in d.signature_hits}
