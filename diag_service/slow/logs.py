@@ -25,7 +25,8 @@ Formats (each documented by the line its framework prints):
 Lines are attributed to ranks and nodes with :mod:`diag_service.logformat` and a script's own rank marker
 (:data:`SCRIPT_RANK`); when several ranks print the same iteration, the median of their values is used. A step
 line's data wait (:data:`DATA_PHASE`) becomes the series' data phase and, when two or more ranks print it, every
-rank's own record for the straggler test (:attr:`~diag_service.slow.feeds.Feed.rank_batch`).
+rank's own record for the straggler test (:attr:`~diag_service.slow.feeds.Feed.rank_batch`), as does a line's
+named compute and communication time (:data:`COMPUTE_PHASE`, :data:`COMM_PHASE`; the rank test only).
 Unparseable numbers are skipped and counted. A bundle
 member named ``timing*.jsonl`` (a per-rank timing feed, e.g. inside a ``.tar.gz``) is read as the feed
 instead, since it says more than iteration lines.
@@ -908,15 +909,18 @@ RANK_PHASE_MAX_RECORDS = 262_144
 
 
 def _rank_phases(points: list[_Point]) -> StepBatch | None:
-    """Every rank's own step and data-loading times (:attr:`~diag_service.slow.feeds.Feed.rank_batch`), when
-    at least two ranks print both on at least :data:`RANK_PHASE_MIN_LINES` steps, the log is not merged (at
-    most :data:`LOG_MAX_RECORDS` steps) and the records are at most :data:`RANK_PHASE_MAX_RECORDS`; else None.
+    """Every rank's own step and data-loading times, and its compute and communication times where its lines name
+    both (:attr:`~diag_service.slow.feeds.Feed.rank_batch`), when at least two ranks print them on at least
+    :data:`RANK_PHASE_MIN_LINES` steps, the log is not merged (at most :data:`LOG_MAX_RECORDS` steps) and the records
+    are at most :data:`RANK_PHASE_MAX_RECORDS`; else None.
 
     In a synchronous job every rank's step time is the slowest rank's, so a straggler shows only in a part of
     the step: a rank whose data wait is longer than its peers' is the one the others wait for, inside the rest of
     their step. The rest (compute and the all-reduce's wait, which these lines do not split) is not passed on: a
     rank with a shorter data wait has a longer rest, which is not a fault (as ``comm`` it gave 5 communication
-    stragglers on the 26 clean dev feeds of ``eval/slow_feeds`` read this way; data alone gave none).
+    stragglers on the 26 clean dev feeds of ``eval/slow_feeds`` read this way; data alone gave none). Lines that
+    name the compute and the communication themselves split the rest: those go as they are (the same 26 feeds read
+    with their own compute and comm: no straggler).
     """
     by_rank: dict[int, list[_Point]] = {}
     seen: set[tuple[int, int]] = set()
