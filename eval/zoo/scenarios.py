@@ -6308,3 +6308,158 @@ SCENARIOS += [
              "torchrun --nproc-per-node 4 --master-port {port} train_iqa.py", env=dict(ENV37),
              action=("worker_quota", 3, "rank=3 step=80/200", 20)),
 ]
+# ---- batch 38 (h167): weekly kinds earlier batches used little (a node's open-files limit, an environment variable
+# missing on one node, optimizer state resumed into reordered parameters, a GPU checkpoint on the CPU pool, Ray Train's
+# worker working directory; hangs on a dead producer thread's queue, a barrier skipped by a rank with a cache, a stale
+# MASTER_PORT on one node); ids b38_* ----
+import os  # noqa: E402 (batch 38: the recorder's work dir, for node 1's profile value)
+from pathlib import Path  # noqa: E402
+
+ENV38 = {"OMP_NUM_THREADS": "1"}
+WORK38 = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))
+# 3,000 packed shard files of 4 sequences x 128 uint16 ids (1 KiB each)
+PACKED38 = r"""mkdir -p data/packed && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(0)
+for k in range(3000):
+    rng.integers(0, 256, 4 * 128, dtype=np.uint16).tofile(f"data/packed/shard-{k:05d}.bin")
+EOF2"""
+# node 1's container runtime starts processes with a soft/hard open-files limit of 1024/4096 (node 0 has this host's
+# 20000): applied to node 1's agent 0.3 s after it starts, before it spawns its worker
+NOFILE38 = ("for d in /proc/[0-9]*; do tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -qx 'ZOO_RUN={id}' || continue; "
+            "tr '\\0' ' ' < $d/cmdline | grep -q -- '--node-rank 1 ' || continue; "
+            "prlimit --pid ${{d#/proc/}} --nofile=1024:4096 && echo \"  nofile: node 1 agent ${{d#/proc/}}\" >&2; done")
+BYTELM38_2N = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+               "train_bytelm.py")
+SCENARIOS += [
+    Scenario("b38_inf_nofile_node1_static_twonode_n1", "train_bytelm.py", BYTELM38_2N.format(port="{port}", k=0),
+             cmd2=BYTELM38_2N.format(port="{port}", k=1), setup=PACKED38, env=dict(ENV38),
+             action=("shell", 0.3, NOFILE38.format(id="b38_inf_nofile_node1_static_twonode_n1"))),
+]
+# the team's path config uses $DATASET_ROOT; node 1's profile exports it, node 0 (a node added to the pool this
+# week) has no such line
+TOWERS38 = r"""mkdir -p configs datasets/wiki-tok/v2/train && cat > configs/paths.json <<'EOF2'
+{
+  "train_tokens": "$DATASET_ROOT/wiki-tok/v2/train",
+  "output_dir": "runs/towers-v2"
+}
+EOF2
+python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(1)
+for r in range(4):
+    np.save(f"datasets/wiki-tok/v2/train/part-{r:05d}.npy", rng.integers(1, 32000, (8192, 32), dtype=np.int32))
+EOF2"""
+TOWERS38_2N = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+               "--rdzv-id towers-v2 --rdzv-conf join_timeout=30,read_timeout=15 train_towers.py")
+SCENARIOS += [
+    Scenario("b38_cfg_env_unset_node0_jsonl_c10d_twonode_n0", "train_towers.py", TOWERS38_2N, cmd2=TOWERS38_2N,
+             setup=TOWERS38, env=dict(ENV38),
+             env2={"DATASET_ROOT": str(WORK38 / "b38_cfg_env_unset_node0_jsonl_c10d_twonode_n0" / "datasets")}),
+]
+# the checkpoint of the previous run (step 1500), written while the class declared the encoder before the head
+INTENT38 = r"""mkdir -p ckpt && python - <<'EOF2'
+import torch
+import torch.nn as nn
+class IntentModel(nn.Module):
+    def __init__(self, vocab=8000, d=96, hidden=192, n_intents=24):
+        super().__init__()
+        self.embed = nn.EmbeddingBag(vocab, d, mode="mean")
+        self.encoder = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.LayerNorm(hidden))
+        self.head = nn.Linear(hidden, n_intents)
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)))
+torch.manual_seed(0)
+m = IntentModel()
+opt = torch.optim.AdamW(m.parameters(), lr=2e-3, weight_decay=0.01)
+for _ in range(3):
+    x = torch.randint(0, 8000, (64, 20))
+    loss = nn.functional.cross_entropy(m(x), x[:, 0] % 24)
+    opt.zero_grad(); loss.backward(); opt.step()
+torch.save({"model": m.state_dict(), "optimizer": opt.state_dict(), "step": 1500}, "ckpt/last.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b38_uc_adam_state_param_order_resume_accel", "train_intents.py",
+             "accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --main_process_port {port} "
+             "--mixed_precision no --dynamo_backend no train_intents.py --resume ckpt/last.pt",
+             setup=INTENT38, env=dict(ENV38)),
+]
+# the encoder checkpoint as the GPU cluster's pre-training job saved it (its storages tagged cuda:0); here written
+# on this CPU host and re-tagged in the archive's pickle
+KWS38 = r"""mkdir -p pretrained && python - <<'EOF2'
+import zipfile
+import torch
+import torch.nn as nn
+enc = nn.Sequential(nn.Conv1d(40, 128, 5, padding=2), nn.ReLU(), nn.Conv1d(128, 128, 5, padding=2), nn.ReLU())
+sd = {"conv." + k: v for k, v in enc.state_dict().items()}
+torch.save({"encoder": sd, "epoch": 40, "val_acc": 0.947}, "pretrained/cpu.pt")
+zin = zipfile.ZipFile("pretrained/cpu.pt")
+with zipfile.ZipFile("pretrained/kws_encoder_e40.pt", "w", compression=zipfile.ZIP_STORED) as zout:
+    for info in zin.infolist():
+        data = zin.read(info.filename)
+        if info.filename.endswith("data.pkl"):
+            data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+        zout.writestr(info, data)
+EOF2
+rm pretrained/cpu.pt"""
+SCENARIOS += [
+    Scenario("b38_uc_gpu_ckpt_no_map_location_jsonl_spawn", "train_kws.py", "python train_kws.py {port}",
+             setup=KWS38, env=dict(ENV38)),
+]
+RATINGS38 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(0)
+n = 200000
+torch.save({"user": torch.randint(0, 6040, (n,), generator=g), "item": torch.randint(0, 3706, (n,), generator=g),
+            "rating": torch.randint(1, 6, (n,), generator=g).float()}, "data/ratings-train.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b38_uc_ray_relative_data_path_workers", "train_mf.py", "python train_mf.py", setup=RATINGS38,
+             env={**ENV38, "RAY_DEDUP_LOGS": "0"}),
+]
+# per-rank transcripts: 640 examples in each of the 16/32/64-token buckets; ranks 0 and 1 have 64 examples longer
+# than 64 tokens, rank 2 only 20 (fewer than one batch of 32)
+TRANSCRIPTS38 = r"""mkdir -p data && python - <<'EOF2'
+import random
+import torch
+rnd = random.Random(4)
+for r in range(3):
+    ex = []
+    for lo, hi, n in ((4, 16, 640), (17, 32, 640), (33, 64, 640), (65, 128, 20 if r == 2 else 64)):
+        for _ in range(n):
+            ex.append(([rnd.randint(1, 4999) for _ in range(rnd.randint(lo, hi))], rnd.randint(0, 15)))
+    rnd.shuffle(ex)
+    torch.save(ex, f"data/transcripts-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b38_hang_bucket_thread_queue_get_logdir_r2", "train_bucketed.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_bucketed.py",
+             setup=TRANSCRIPTS38, env=dict(ENV38)),
+]
+# the previous attempt was preempted after rank 3 had written its token cache (cache/tok-3.pt); the other ranks'
+# caches were never written
+SNIPPETS38 = r"""mkdir -p data cache && python - <<'EOF2'
+import random
+import torch
+rnd = random.Random(8)
+words = "def return self if else for in range len None import from class try except raise with as yield lambda".split()
+names = ["x", "y", "idx", "buf", "path", "model", "cfg", "batch", "loss", "out", "tmp", "n", "i", "j", "data"]
+with open("data/snippets.txt", "w") as fh:
+    for _ in range(60000):
+        toks = [rnd.choice(words + names) for _ in range(rnd.randint(6, 40))]
+        fh.write(" ".join(toks) + "(" + rnd.choice(names) + ")\n")
+torch.save([[rnd.randint(1, 16383) for _ in range(rnd.randint(8, 40))] for _ in range(15000)], "cache/tok-3.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b38_hang_cached_rank_skips_barrier_jsonl_redirects_4r_r3", "train_codesearch.py",
+             "torchrun --nproc-per-node 4 --master-port {port} --log-dir logs --redirects 3 train_codesearch.py",
+             setup=SNIPPETS38, env=dict(ENV38)),
+]
+# the job exports MASTER_ADDR / MASTER_PORT on both nodes; node 1's shell profile still exports the MASTER_PORT of
+# an older job, which wins there ({port_mirror1}: nothing listens on it)
+CLICK38 = "python train_click.py --nnodes 2 --node-rank {k} --nproc-per-node 2"
+SCENARIOS += [
+    Scenario("b38_hang_master_port_env_node1_spawn_twonode_n1", "train_click.py", CLICK38.format(k=0),
+             cmd2=CLICK38.format(k=1), env={**ENV38, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"},
+             env2={"MASTER_PORT": "{port_mirror1}"}),
+]
