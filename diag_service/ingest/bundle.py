@@ -310,6 +310,23 @@ def _looks_binary(head: bytes) -> bool:
     return ctrl > 0.1 * len(sample)
 
 
+#: This tool's own reports, saved beside the logs they read (``diag diagnose DIR > DIR/report.txt``): the text report's
+#: panel (``diagnosis: <job>``; ``diag hang``'s ``HUNG``/``not hung``), ``diag slow``'s first line, and the JSON
+#: forms (``schema_version`` first; ``diag hang --json``'s ``hung``/``snapshots``). Read as logs they would quote the
+#: previous answer's evidence and explanation back as new events (a new user's trial 32: a saved report turned a
+#: KeyError into a "corrupt checkpoint").
+_OWN_REPORT = re.compile(
+    rb"\A\s*(?:\xe2\x95\xad(?:\xe2\x94\x80)+ (?:diagnosis: |HUNG  \d+ ranks, |not hung  \d+ ranks, )"
+    rb"|(?:FAIL-SLOW  category: |MINOR  a slowdown too small to act on |NOT JUDGED  too few steps for a baseline|"
+    rb"OK  no slowdown and no straggler)"
+    rb"|\{\s*\"(?:schema_version\": \"\d+\.\d+\",\s*\"(?:job_id|failure_mode)\"|hung\": (?:true|false),\s*\"snapshots\"))")
+
+
+def _own_report(head: bytes) -> bool:
+    """Whether a member's first bytes are one of this tool's own reports (:data:`_OWN_REPORT`)."""
+    return _OWN_REPORT.match(head[:4096]) is not None
+
+
 # A line that may start with a Slurm task label (``3: ``) or a host prefix (``gpu-node-040: ``).
 _PREFIX_PROBE = re.compile(r"\n(?:[ \t]{0,5}\d{1,6}: |(?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]{0,62}: )")
 #: The same over ASCII bytes (the same matches: the classes and ``\\d`` differ from the text pattern's only
@@ -420,6 +437,10 @@ def _stream_blocks(
                 return
             if _looks_binary(bytes(chunk[:8192])):
                 report.warnings.append(f"{src.path}: binary content, skipped")
+                return
+            if _own_report(bytes(chunk[:4096])):
+                report.warnings.append(f"{src.path}: a report of this tool's (diag diagnose, hang or slow), not a "
+                                       "log: skipped")
                 return
             undo, wrap = unwrapper(bytes(chunk[:65536]))
             if wrap:
