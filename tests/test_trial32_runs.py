@@ -50,3 +50,14 @@ def test_a_missing_data_shard_is_data_not_a_checkpoint_race() -> None:
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r17_console_node1.log"), kb=False, llm=False))
     assert (d.category.value, d.first_failing_rank) == ("data", 2), d.root_cause.summary
     assert "checkpoint" not in d.root_cause.summary.split(".")[0].lower()
+
+
+def test_a_culprit_that_left_no_dump_is_not_sent_to_its_frame() -> None:
+    """r18 (two agents, 4 ranks): rank 1 SIGSTOPped for good; the Flight Recorder dumps of ranks 0, 2 and 3 say rank 1
+    never joined all_reduce #73 and "left no Flight Recorder dump (process gone or unresponsive)", and py-spy could not
+    read the stopped process. The action said "fix or clear that first (the culprit's frame above)": there is no frame.
+    It now sends the engineer to that rank's node and process state."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r18_bundle.tar.gz"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
+    assert d.recovery is not None and d.recovery.rule_id == "hang_ended_culprit_silent"
+    assert "frame above" not in d.recovery.action
