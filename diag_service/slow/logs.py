@@ -627,13 +627,19 @@ def _data_phase(text: str, step_sec: float, ms: bool) -> float:
     the logger keeps outside the step). ``ms``: the step time's unit was milliseconds (a bare number takes it)."""
     if "ata" not in text:
         return math.nan
-    m = DATA_PHASE.search(text)
+    sec = _phase_seconds(DATA_PHASE.search(text), ms)
+    return sec if sec is not None and sec <= 1.05 * step_sec else math.nan
+
+
+def _phase_seconds(m: re.Match[str] | None, ms: bool) -> float | None:
+    """The seconds a phase pattern's match gives (groups: ``_ms`` suffix, value, unit; :data:`DATA_PHASE`,
+    :data:`COMPUTE_PHASE`, :data:`COMM_PHASE`), None without a match or a usable value. ``ms``: the step time's unit
+    was milliseconds (a bare number takes it)."""
     x = _num(m.group(2)) if m is not None else None
-    if x is None or x < 0:
-        return math.nan
-    in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)  # type: ignore[union-attr]
-    sec = x / 1000.0 if in_ms else x
-    return sec if sec <= 1.05 * step_sec else math.nan
+    if m is None or x is None or x < 0:
+        return None
+    in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)
+    return x / 1000.0 if in_ms else x
 
 
 def _work_phases(text: str, step_sec: float, ms: bool) -> tuple[float, float]:
@@ -642,17 +648,10 @@ def _work_phases(text: str, step_sec: float, ms: bool) -> tuple[float, float]:
     1.05 x the step of ``step_sec`` seconds (other quantities). ``ms``: the step time's unit (a bare number takes it)."""
     if "omp" not in text and "wd" not in text and "orward" not in text:
         return math.nan, math.nan
-    out: list[float] = []
-    for rx in (COMPUTE_PHASE, COMM_PHASE):
-        m = rx.search(text)
-        x = _num(m.group(2)) if m is not None else None
-        if m is None or x is None or x < 0:
-            return math.nan, math.nan
-        in_ms = m.group(3) == "ms" or m.group(1) is not None or (m.group(3) is None and ms)
-        out.append(x / 1000.0 if in_ms else x)
-    if out[0] + out[1] > 1.05 * step_sec:
+    compute, comm = _phase_seconds(COMPUTE_PHASE.search(text), ms), _phase_seconds(COMM_PHASE.search(text), ms)
+    if compute is None or comm is None or compute + comm > 1.05 * step_sec:
         return math.nan, math.nan
-    return out[0], out[1]
+    return compute, comm
 
 
 #: Timestamped step lines kept per writer for :func:`_clock_points` (bounded state).
