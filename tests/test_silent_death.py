@@ -41,6 +41,17 @@ def test_a_restarted_groups_rendezvous_timeout_is_the_kills_consequence() -> Non
     assert d.first_failing_rank == 3
 
 
+def test_an_agents_local_rank_above_the_first_global_rank_prefix_gets_its_global_rank() -> None:
+    # stop_sigkill_restart, 2 nodes of 2 (lab seed 2107, run 003): node0's local rank 1 (global 1) SIGKILLed. Node 0's
+    # agent wrote "failed (exitcode: -9) local_rank: 1 (pid: 5252)" at line 18, before any "[default1]:[rank1]:"
+    # prefix told its console's local-to-global offset (the restarted group's tracebacks, 50 s later); node 1's agent
+    # reports its own local rank 0 (global 2). Rank 2 was named.
+    d = diagnose(DiagnoseRequest(path=str(FIX / "lab_sigkill_restart_local_rank_only"), kb=False, llm=False))
+    ev = d.root_cause.evidence[0]
+    assert "local_rank: 1 (pid: 5252)" in ev.text and ev.rank == 1
+    assert (d.first_failing_rank, d.faulty_nodes) == (1, ["node0"])
+
+
 def test_a_rank_the_launchers_failure_report_leaves_out_exited_cleanly(tmp_path: Path) -> None:
     """Zoo dev b6_uc_early_stop_local_r2 (a real 3-rank torchrun run): rank 2 stops early on its own validation loss
     and returns; ranks 0 and 1 read 'Connection closed by peer' and torchrun's report lists ranks 0 and 1 only. The

@@ -471,6 +471,11 @@ RAY_WORKER_RANK = re.compile(
 )
 #: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
 #: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
+#: torchrun ``--tee`` prefix then torch's ``[rankN]:`` prefix (torch >= 2.2 writes it on every traceback line of a
+#: worker): the role's local rank and the global rank on one line; the role ``rank`` itself is not a role
+_ROLE_RANK_AHEAD = re.compile(rb"\[(?!rank\d)[A-Za-z_][A-Za-z_]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
+#: bytes of a block searched for those prefixes (a block is at most a few MiB; the prefixes of a traceback are many)
+OFFSET_AHEAD_BYTES = 8 << 20
 RAY_MARKS = ("process group for: ", ") world_rank=", ":log_dist] [Rank ")
 #: The literals the literal scan also reports where it finds them (LiteralScan's ``marks``): Ray's rank statements
 #: and the platform marks, each otherwise searched for over the block or its head and tail windows
@@ -1174,6 +1179,9 @@ class Extractor:
             if m_stated is not None and 0 < int(m_stated.group(1)) <= LIMITS.max_rank + 1:
                 obs.stated_world = int(m_stated.group(1))
         consumed: set[int] = set()
+        if src.path not in self._rank_offset and len(self._rank_offset) < 65536 and (
+                (b"]:[rank" in text) if asc else ("]:[rank" in text)):  # type: ignore[operator]
+            self._offset_ahead(src.path, rd.data)
         if len(self._ray_rank) < 65536 and (
             any(m in seen for m in RAY_MARKS) if seen is not None else any(m.encode() in rd.data for m in RAY_MARKS)
         ):
@@ -1186,6 +1194,15 @@ class Extractor:
                 continue
             line, _ = rd.line_at(ls)
             yield from self._handle(rd, ls, line, line_no, consumed)
+
+    def _offset_ahead(self, path: str, data: bytes) -> None:
+        """Learn the file's global-minus-local rank offset from the block's ``[default1]:[rank5]:`` prefixes before
+        its lines are read, so that a line above the first of them (torchelastic's ``failed (exitcode: -9)
+        local_rank: 1``, written before the surviving workers' tracebacks) gets its global rank too. Only when every
+        such prefix in the block agrees: a file of several nodes' consoles (``srun -l``) has one offset per node."""
+        offsets = {int(m.group(2)) - int(m.group(1)) for m in _ROLE_RANK_AHEAD.finditer(data[:OFFSET_AHEAD_BYTES])}
+        if len(offsets) == 1:
+            self._rank_offset[path] = offsets.pop()
 
     def _last_lines(self, rd: _BlockReader, starts: list[int]) -> None:
         """Each rank's last :data:`LAST_LINES` lines in the block's last :data:`LAST_LINES_BYTES` that are not
@@ -1560,7 +1577,7 @@ class Extractor:
         if stripped == "Last error:":
             nxt_line, _ = rd.line_at(ls + len(line) + 1)
             nxt_att = rd.attr(nxt_line)
-            if nxt_line and _who(rd.src, nxt_att) == who:
+            if nxt_line and self._global(rd.src.path, _who(rd.src, nxt_att), learn=False) == who:
                 key = "Last error: " + clean_key(nxt_att.text)
                 consumed.add(ls + len(line) + 1)
                 kind = EventKind.NCCL
@@ -1758,7 +1775,8 @@ class Extractor:
             line, nxt = rd.line_at(pos)
             scanned += 1
             att = rd.attr(line)
-            if _who(rd.src, att) != who and scanned > 1:
+            # ``who`` is the header's writer with its global rank filled from the file's offset: so is each line's
+            if self._global(rd.src.path, _who(rd.src, att), learn=False) != who and scanned > 1:
                 pos, n = nxt, n + 1
                 continue
             body = att.text
@@ -1847,7 +1865,7 @@ class Extractor:
             line, nxt = rd.line_at(pos)
             att = rd.attr(line)
             s = att.text.strip()
-            if _who(rd.src, att) != who:
+            if self._global(rd.src.path, _who(rd.src, att), learn=False) != who:
                 break
             if not (CPP_FRAME.match(s) or "(most recent call first)" in s or (not lines and s)):
                 break
