@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("case", "category", "signature"), [
+    # a Spot VM's worker: Compute Engine's preemption notice, then the ACPI soft-off systemd-logind logs as "Power key
+    # pressed" (a 2-line paste; no training line, so no "set-up failure" either)
+    ("n60b-001", "infrastructure", "h_cloud_gce_preempt_soft_off"),
     # PaddleDetection on 4 GPUs: the DataLoader's reader thread cannot map a worker's batch back from shared memory
     ("n58b-004", "storage", "vs_paddle_shm_mmap_failed"),
     # the HF Trainer's own rename of tmp-checkpoint-* into checkpoint-N losing a race (a source checkout of transformers)
@@ -352,3 +355,12 @@ def test_a_watchdog_timeout_hard_wrapped_mid_word_is_still_a_collective_timeout(
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval/corpus/logs/n59b-002.log"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
     assert "nccl_watchdog_timeout" in {h.signature_id for h in d.signature_hits}
+
+
+def test_a_spot_reclaim_is_the_platforms_to_resume_not_a_set_up_failure() -> None:
+    """n60b-001 (a Taskcluster worker on a GCP spot VM, 2 lines): with no training step in the paste, the
+    failed_before_training rule handed the preemption to the job owner as a set-up failure ("restart fails the same
+    way"). A provider's reclaim is resumed from the last checkpoint on new capacity, by the platform."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n60b-001.log"), kb=False, llm=False))
+    assert (d.category.value, d.responsible.value) == ("infrastructure", "platform")
+    assert d.recovery is not None and d.recovery.level.value == "L2", d.recovery
