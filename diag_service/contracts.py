@@ -94,7 +94,8 @@ class ProgressLog:
     ``launch_world``: the number of processes a launch command shown in the logs asks for (torchrun's
     ``--nproc-per-node`` x ``--nnodes``, accelerate's ``--num_processes``; ``diag_service.extract.events.launch_world``).
     ``stated_world``: the world size the job's own output states in the first 64 KiB of a file (``world_size=4``,
-    ``world size: 4``, ``WORLD_SIZE=4``; ``diag_service.extract.events.STATED_WORLD``), the first seen.
+    ``world size: 4``, ``WORLD_SIZE=4``; ``diag_service.extract.events.STATED_WORLD``; else a banner's ``rank 2/4``, every one
+    in that head agreeing: ``RANK_OF_WORLD``), the first seen.
     ``job_output``: some line looks like a distributed training job's own output (NCCL INFO lines, rank or
     world-size banners, progress bars and loss lines, a launcher or framework name): see
     ``diag_service.extract.events.JOB_OUTPUT``.

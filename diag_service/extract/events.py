@@ -226,6 +226,13 @@ _BENCH_OOB = re.compile(r"^[^#\n]{0,80}# Out of bounds values\s*: *(\d+) (OK|FAI
 #: ``WORLD_SIZE``; ``world size: 4``): the number of processes the job was started with.
 STATED_WORLD = re.compile(r"(?<![Ll]ocal )(?<!LOCAL )\b(?:world_size|world size|WORLD_SIZE|World size)\s?[=:]\s?(\d{1,6})\b")
 STATED_WORLD_BYTES = re.compile(STATED_WORLD.pattern.encode("ascii"))
+#: a yearless time more than this far ahead of the clock is read in the year before (clock skew between hosts)
+FUTURE_SLACK_S = 2 * 86400.0
+#: how this tool's live agent (``diag watch``) starts its own messages on stderr: not the job's lines
+OWN_AGENT_PREFIX = "[diag watch] "
+#: a rank's banner "rank 2/3 started", "[Rank 0/8]", "rank=1/4": the rank out of the world size (not "local rank")
+RANK_OF_WORLD = re.compile(r"(?<![Ll]ocal )(?<![Ll]ocal_)\b[Rr]ank[ =:]?\s?(\d{1,6})\s?/\s?(\d{1,6})\b(?![/.]\d)")
+RANK_OF_WORLD_BYTES = re.compile(RANK_OF_WORLD.pattern.encode("ascii"))
 
 
 def launch_world(text: str) -> int | None:
@@ -1008,6 +1015,10 @@ class Extractor:
         if ts is not None and (text[:1].isdigit() or text[:1] == "[") and LEAD_DATE.match(text):
             self.year = time.gmtime(ts).tm_year
             self._year_learned = True
+        elif ts is not None and not self._year_learned and ts > time.time() + FUTURE_SLACK_S:
+            # a line without a year (glog's "E1229 16:47:25"), read in this year, would be in the future: no log
+            # was written then, so it is last year's (a paste from a thread of an earlier December)
+            ts = parse_timestamp(text, self.year - 1)
         return ts
 
     def _ts_before(self, rd: _BlockReader, start: int, who: tuple) -> float | None:
@@ -1178,6 +1189,13 @@ class Extractor:
             m_stated = (STATED_WORLD_BYTES if asc else STATED_WORLD).search(head)  # type: ignore[arg-type]
             if m_stated is not None and 0 < int(m_stated.group(1)) <= LIMITS.max_rank + 1:
                 obs.stated_world = int(m_stated.group(1))
+        if obs.stated_world is None and block.first_line <= 1 and (
+                (b"ank" in head) if asc else ("ank" in head)):  # type: ignore[operator]
+            # a start-up banner's "rank 2/3": the rank out of the world size (every such line of the head agreeing)
+            worlds = {int(m.group(2)) for m in (RANK_OF_WORLD_BYTES if asc else RANK_OF_WORLD).finditer(head)  # type: ignore[arg-type]
+                      if int(m.group(1)) < int(m.group(2)) <= LIMITS.max_rank + 1}
+            if len(worlds) == 1:
+                obs.stated_world = worlds.pop()
         consumed: set[int] = set()
         if src.path not in self._rank_offset and len(self._rank_offset) < 65536 and (
                 (b"]:[rank" in text) if asc else ("]:[rank" in text)):  # type: ignore[operator]
@@ -1486,6 +1504,8 @@ class Extractor:
         att = rd.attr(line)
         body = att.text
         stripped = body.strip()
+        if stripped.startswith(OWN_AGENT_PREFIX):
+            return  # the live agent's own messages, mixed into the console it launched (``diag watch -- torchrun``)
         who = _who(rd.src, att)
         fields: dict[str, str] = {}
         if "local_rank: " in body:
