@@ -314,17 +314,28 @@ def _looks_binary(head: bytes) -> bool:
 #: panel (``diagnosis: <job>``; ``diag hang``'s ``HUNG``/``not hung``), ``diag slow``'s first line, and the JSON
 #: forms (``schema_version`` first; ``diag hang --json``'s ``hung``/``snapshots``). Read as logs they would quote the
 #: previous answer's evidence and explanation back as new events (a new user's trial 32: a saved report turned a
-#: KeyError into a "corrupt checkpoint").
+#: KeyError into a "corrupt checkpoint"). Also the live agent's own log (``diag watch --log-file``: ``[diag watch] ...``
+#: lines; trial 33: its "DIAG_AGENT_TOKEN is not set" line made a clean run a failure).
 _OWN_REPORT = re.compile(
     rb"\A\s*(?:\xe2\x95\xad(?:\xe2\x94\x80)+ (?:diagnosis: |HUNG  \d+ ranks, |not hung  \d+ ranks, )"
     rb"|(?:FAIL-SLOW  category: |MINOR  a slowdown too small to act on |NOT JUDGED  too few steps for a baseline|"
     rb"OK  no slowdown and no straggler)"
     rb"|\{\s*\"(?:schema_version\": \"\d+\.\d+\",\s*\"(?:job_id|failure_mode)\"|hung\": (?:true|false),\s*\"snapshots\"))")
+#: A line of the live agent's own log file (``diag watch --log-file``: ``%(asctime)s [diag watch] %(message)s``).
+_AGENT_LINE = re.compile(rb"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?\[diag watch\] ")
 
 
 def _own_report(head: bytes) -> bool:
-    """Whether a member's first bytes are one of this tool's own reports (:data:`_OWN_REPORT`)."""
-    return _OWN_REPORT.match(head[:4096]) is not None
+    """Whether a member's first bytes are one of this tool's own reports (:data:`_OWN_REPORT`), or the live agent's
+    log: every whole line of the first 4 KiB one of its lines (:data:`_AGENT_LINE`; a console the agent's messages
+    are mixed into holds the job's lines too, and is read: the extractor passes over the agent's lines there)."""
+    head = head[:4096]
+    if _OWN_REPORT.match(head) is not None:
+        return True
+    lines = head.split(b"\n")
+    if len(lines) > 1:
+        lines = lines[:-1]  # the last one may be cut
+    return bool(lines[0]) and all(_AGENT_LINE.match(ln) is not None for ln in lines if ln.strip())
 
 
 # A line that may start with a Slurm task label (``3: ``) or a host prefix (``gpu-node-040: ``).
@@ -439,8 +450,8 @@ def _stream_blocks(
                 report.warnings.append(f"{src.path}: binary content, skipped")
                 return
             if _own_report(bytes(chunk[:4096])):
-                report.warnings.append(f"{src.path}: a report of this tool's (diag diagnose, hang or slow), not a "
-                                       "log: skipped")
+                report.warnings.append(f"{src.path}: a report of this tool's (diag diagnose, hang or slow) or its "
+                                       "agent's log (diag watch), not a job's log: skipped")
                 return
             undo, wrap = unwrapper(bytes(chunk[:65536]))
             if wrap:
