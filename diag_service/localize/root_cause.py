@@ -285,9 +285,10 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
     if not findings:
         seq, op, numel = next(iter(per_rank.values()))
         findings.append(
-            f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; the logs do not show which rank "
-            f"never joined ({DUMPS_ADVICE})."
+            f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; {NOBODY_NAMED} ({DUMPS_ADVICE})."
         )
+    if set(seqs) == {1}:
+        findings.append(FIRST_COLLECTIVE_FINDING)
     return findings, suspects, len(ops) > 1
 
 
@@ -1028,6 +1029,11 @@ def localize(
     if broadcast:
         elastic_root = None
         findings.append(BROADCAST_FINDING)
+    elif elastic_root is not None and elastic_root.node:
+        srun_first = _srun_overrules(groups, elastic_root.node)
+        if srun_first is not None:
+            elastic_root = None
+            findings.append(srun_first)
 
     evidence: list[Evidence] = []
     first_rank: int | None = None
@@ -1318,6 +1324,10 @@ def localize(
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
+                if hang_suspects:
+                    # the timeouts alone named nobody ("the logs do not show which rank never joined"); now a
+                    # report or the job's size did: that sentence no longer holds
+                    hang_findings = [f for f in hang_findings if NOBODY_NAMED not in f]
             common = None
             if mutual_loss:
                 category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.35
@@ -1740,6 +1750,13 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
 
 
 #: The launcher's table of a signal that reached every rank at once (``_same_signal_at_once``).
+#: Every collective timeout is in the job's first collective (ProcessGroupNCCL numbers a process group's collectives
+#: from 1: WorkNCCL(SeqNum=1, ...), "Timeout at NCCL work: 1 ... last completed NCCL work: -1").
+FIRST_COLLECTIVE_FINDING = (
+    "The timeouts are in the job's first collective (SeqNum 1): no collective ever completed, so the ranks never "
+    "communicated at all (the transport between them, the communicator's set-up, or a rank that never got there).")
+#: The collective timeouts' reading when they name no rank (dropped when another reading names one).
+NOBODY_NAMED = "the logs do not show which rank never joined"
 BROADCAST_FINDING = ("Every rank in the launcher's failure table ended by the same signal in the same second: one "
                      "signal reached them all, so no rank or node is singled out.")
 #: A failure the job got past: a later attempt (a launcher's restart) or the same run went on to report completion.
@@ -1910,6 +1927,45 @@ def _one_named_missing(hits: list[SignatureHit]) -> int | None:
     """The one rank that the hits' ``missing`` details name, or None when they name none or several."""
     named = {r for h in hits for r in _missing_ranks(h)}
     return next(iter(named)) if len(named) == 1 else None
+
+
+#: srun's report of one task's end (``srun: error: cn01: task 0: Exited with exit code 1``; srun.c, the step's
+#: task-exit messages): the node, the task(s), and how it ended
+_SRUN_TASK_END = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<tasks>[\d,-]+): "
+                            r"(?P<how>Exited with exit code (?P<code>\d+)|Terminated|Killed)")
+
+
+def _srun_overrules(groups: list[TemplateGroup], root_node: str) -> str | None:
+    """A finding when srun's report says the node of a torchelastic "first observed failure" was not where the job
+    failed first, else None: srun lists each task's end as it sees it; the first that ``Exited with exit code`` N > 0
+    was another node's, and ``root_node``'s task only ``Terminated`` or was ``Killed`` (srun ends the other tasks
+    once one fails, ``--kill-on-bad-exit``). Each node's agent prints its own table, whose "first observed failure" is
+    that node's first, not the job's (trial 33, r20: cn02's table named rank 4; srun: cn01's task 0 exited first)."""
+    ends: list[tuple[str, int, str, str]] = []  # (path, line, node, how)
+    for g in groups:
+        for ev in g.examples:
+            text = ev.lines[0] if ev.lines else ev.key
+            m = _SRUN_TASK_END.search(text)
+            if m is not None:
+                ends.append((ev.path, ev.line, m.group("node"), m.group("how")))
+    if not ends:
+        return None
+    ends.sort()
+
+    def short(name: str) -> str:
+        return name.split(".", 1)[0]
+    first = next(((node, how) for _p, _l, node, how in ends
+                  if how.startswith("Exited") and not how.endswith(" 0")), None)
+    root = short(root_node)
+    if first is None or short(first[0]) == root:
+        return None
+    ended = {how for _p, _l, node, how in ends if short(node) == root}
+    if not ended or any(h.startswith("Exited") for h in ended):
+        return None
+    return (f"srun reports node {first[0]}'s task as the first to exit with an error ({first[1].lower()}), while "
+            f"node {root_node}'s task was {'terminated' if 'Terminated' in ended else 'killed'} by srun after it: "
+            f"that node's launcher table, whose \"first observed failure\" is the node's own first, does not name "
+            f"the job's first failing rank. The failing rank's own error is in {first[0]}'s logs.")
 
 
 def _same_signal_at_once(table: list[RawEvent]) -> bool:
