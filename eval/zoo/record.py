@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h170", "/home/user/proj"),  # batch 39 (h170; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h167", "/home/user/proj"),  # batch 38 (h167; before /work/wt/h16 and /work/wt/h1, its prefixes)
     ("/work/wt/h164", "/home/user/proj"),  # batch 37 (h164; before /work/wt/h16 and /work/wt/h1, its prefixes)
     ("/work/wt/h161", "/home/user/proj"),  # batch 36 (h161; before /work/wt/h16 and /work/wt/h1, its prefixes)
@@ -124,6 +125,7 @@ class Scenario:
     #: of every rank once, delay_s after the trigger, written to dumps/<snapshot>/rank-R.txt as an on-call engineer collects them
     #: batch 5: ("tc_rate", rank, after, rate) from the trigger on, the rank's established TCP connections (matched by
     #: its local ports on lo) are shaped to `rate` (tc htb, e.g. "2gbit": a degraded link); removed when the run ends
+    #: batch 39: ("shell4", after, bash) as "shell", the trigger also looked for in the job's logs/ files
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -931,6 +933,13 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind == "shell4":
+        # batch 39: ("shell4", after, bash) as "shell", but the trigger (a line fragment) is also looked for in the
+        # job's logs/ files (a launcher writing one file per pod): the command runs once it appears
+        _, after, cmd = sc.action
+        if not _waited4(stop, after, wd):
+            subprocess.run(["bash", "-c", cmd], cwd=wd)
+        return
     if kind in B10_ACTIONS:  # batch 10
         _act_batch10(sc, procs or [proc], stop, wd)
         return

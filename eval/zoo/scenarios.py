@@ -6463,3 +6463,480 @@ SCENARIOS += [
              cmd2=CLICK38.format(k=1), env={**ENV38, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"},
              env2={"MASTER_PORT": "{port_mirror1}"}),
 ]
+# ---- batch 39 (h170): failures in the way jobs are launched and logged on real clusters (a `srun -l` wrapper,
+# PyTorchJob-like pods with one timestamped log file each, torch.multiprocessing.spawn with a log file per rank,
+# python logging with the rank in the logger name, `accelerate launch --config_file`, transformers.Trainer with
+# gradient accumulation); ids b39_* ----
+WORK39 = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))
+ENV39 = {"OMP_NUM_THREADS": "1"}
+
+
+def _path39(sid: str) -> str:
+    """The job's PATH: the cluster's own tools (bin/ of the work dir: srun, podrun) before the venv's."""
+    return f"{WORK39 / sid / 'bin'}:/work/main/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+# the single-node test cluster's srun (a stand-in): tasks, -l labels, -K, the task prolog's RANK/WORLD_SIZE
+SRUN39 = r"""
+#!/usr/bin/env python3
+'''srun as this single-node test cluster provides it: -n/--ntasks tasks on node01, -l/--label prefixes every
+line with the task number, -K/--kill-on-bad-exit ends the step when a task fails. The node's task prolog exports
+RANK / LOCAL_RANK / WORLD_SIZE from SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS.'''
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+label, ntasks, kill_bad = False, 1, False
+while args and args[0].startswith("-"):
+    a = args.pop(0)
+    if a in ("-l", "--label"):
+        label = True
+    elif a in ("-K", "--kill-on-bad-exit"):
+        kill_bad = True
+    elif a.startswith("--kill-on-bad-exit="):
+        kill_bad = a.split("=", 1)[1] != "0"
+    elif a in ("-n", "--ntasks"):
+        ntasks = int(args.pop(0))
+    elif a.startswith("--ntasks="):
+        ntasks = int(a.split("=", 1)[1])
+    elif a in ("-N", "--nodes", "-J", "--job-name", "-c", "--cpus-per-task"):
+        args.pop(0)
+jobid = os.environ.get("SLURM_JOB_ID", "48213")
+node = "node01"
+out_lock = threading.Lock()
+
+
+def pump(r, stream):
+    pre = f"{r}: ".encode() if label else b""
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with out_lock:
+            sys.stdout.buffer.write(pre + line)
+            sys.stdout.buffer.flush()
+
+
+def say(msg):
+    with out_lock:
+        sys.stdout.buffer.write((msg + "\n").encode())
+        sys.stdout.buffer.flush()
+
+
+procs, pumps = [], []
+for r in range(ntasks):
+    env = dict(os.environ, SLURM_PROCID=str(r), SLURM_LOCALID=str(r), SLURM_NTASKS=str(ntasks), SLURM_NNODES="1",
+               SLURM_NODEID="0", SLURMD_NODENAME=node, SLURM_JOB_ID=jobid, SLURM_STEP_ID="0",
+               SLURM_STEP_NUM_TASKS=str(ntasks), RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(ntasks))
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    procs.append(p)
+    t = threading.Thread(target=pump, args=(r, p.stdout), daemon=True)
+    t.start()
+    pumps.append(t)
+done, failed, killed_at = {}, False, None
+while len(done) < ntasks:
+    for r, p in enumerate(procs):
+        if r in done or p.poll() is None:
+            continue
+        done[r] = p.returncode
+        pumps[r].join(2)
+        rc = p.returncode
+        if rc > 0:
+            say(f"srun: error: {node}: task {r}: Exited with exit code {rc}")
+        elif rc < 0:
+            name = {9: "Killed", 15: "Terminated", 6: "Aborted", 11: "Segmentation fault", 7: "Bus error"}.get(-rc, f"signal {-rc}")
+            say(f"srun: error: {node}: task {r}: {name}")
+        if rc != 0 and kill_bad and not failed:
+            failed = True
+            say(f"srun: Terminating StepId={jobid}.0")
+            now = datetime.datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+            say(f"slurmstepd: error: *** STEP {jobid}.0 ON {node} CANCELLED AT {now} ***")
+            for q in procs:
+                if q.poll() is None:
+                    q.send_signal(signal.SIGTERM)
+            killed_at = time.time()
+    if killed_at and time.time() - killed_at > 30:
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+    time.sleep(0.05)
+sys.exit(max((abs(c) for c in done.values()), default=0))
+"""
+# the team's PyTorchJob stand-in: one process per pod, kubectl-logs-style timestamped file per pod
+PODRUN39 = r"""
+#!/usr/bin/env python3
+'''podrun: the team's stand-in for submitting a PyTorchJob on this single-node test cluster and following it.
+
+    podrun --job NAME --replicas N [--log-dir DIR] -- COMMAND ...
+
+One process per pod (NAME-worker-0 .. NAME-worker-{N-1}), each with the environment the training operator gives
+a pod (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, HOSTNAME); each pod's output is written to
+DIR/NAME-worker-K.log as `kubectl logs --timestamps` shows it (RFC 3339 time, nanoseconds, then the line). The
+terminal shows the pods' phases and the job's condition. Pods run under the namespace's security policy
+(PODRUN_POLICY=restricted: capabilities dropped).'''
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+job, replicas, log_dir = "job", 1, "logs"
+while args and args[0] != "--":
+    a = args.pop(0)
+    if a == "--job":
+        job = args.pop(0)
+    elif a == "--replicas":
+        replicas = int(args.pop(0))
+    elif a == "--log-dir":
+        log_dir = args.pop(0)
+args.pop(0)
+os.makedirs(log_dir, exist_ok=True)
+
+
+def stamp():
+    ns = time.time_ns()
+    dt = datetime.datetime.fromtimestamp(ns // 1_000_000_000, tz=datetime.timezone.utc)
+    return f"{dt:%Y-%m-%dT%H:%M:%S}.{ns % 1_000_000_000:09d}Z"
+
+
+def event(msg):
+    sys.stdout.write(f"{stamp()[:19]}Z  {msg}\n")
+    sys.stdout.flush()
+
+
+def pump(stream, path):
+    with open(path, "ab", buffering=0) as fh:
+        for line in iter(stream.readline, b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            fh.write(stamp().encode() + b" " + line)
+
+
+policy = os.environ.get("PODRUN_POLICY", "")
+prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"] if policy == "restricted" else []
+print(f"pytorchjob.kubeflow.org/{job} created", flush=True)
+procs, pumps = [], []
+for k in range(replicas):
+    pod = f"{job}-worker-{k}"
+    env = dict(os.environ, RANK=str(k), WORLD_SIZE=str(replicas), HOSTNAME=pod, PYTHONUNBUFFERED="1")
+    env.setdefault("MASTER_ADDR", "127.0.0.1")
+    env.pop("PODRUN_POLICY", None)
+    p = subprocess.Popen(prefix + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    procs.append((pod, p))
+    t = threading.Thread(target=pump, args=(p.stdout, os.path.join(log_dir, f"{pod}.log")), daemon=True)
+    t.start()
+    pumps.append(t)
+    event(f"pod/{pod}  Pending -> Running")
+done, failed = set(), 0
+while len(done) < replicas:
+    for k, (pod, p) in enumerate(procs):
+        if k in done or p.poll() is None:
+            continue
+        done.add(k)
+        pumps[k].join(2)
+        rc = p.returncode
+        if rc == 0:
+            event(f"pod/{pod}  Running -> Succeeded (Completed, exit code 0)")
+            continue
+        failed += 1
+        event(f"pod/{pod}  Running -> Failed (Error, exit code {rc if rc > 0 else 128 - rc})")
+        if failed == 1:
+            event(f"pytorchjob/{job}  Failed: PyTorchJob {job} is failed because 1 Worker replica(s) failed.")
+            running = [(q, pp) for j, (q, pp) in enumerate(procs) if j not in done and pp.poll() is None]
+            if running:
+                event("deleting running pods (cleanPodPolicy: Running): " + ", ".join(q for q, _ in running))
+                for _, pp in running:
+                    pp.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+if not failed:
+    event(f"pytorchjob/{job}  Succeeded: PyTorchJob {job} is successfully completed.")
+sys.exit(1 if failed else 0)
+"""
+# the team's feature gateway (a stand-in), paced per client by gateway_qos.json
+GATEWAY39 = r"""
+'''The team's feature gateway (a stand-in): serves pre-built dense feature batches per shard over HTTP, each
+client's responses paced to the per-client bandwidth in gateway_qos.json (re-read every request; 0 = unlimited).'''
+import io
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+rng = np.random.default_rng(0)
+W = rng.standard_normal(512).astype(np.float32)
+CACHE = {}
+
+
+def batch(shard, i):
+    key = (shard, i % 50)
+    if key not in CACHE:
+        r = np.random.default_rng(shard * 1000 + i % 50)
+        x = r.standard_normal((256, 512)).astype(np.float32)
+        y = (x @ W + r.standard_normal(256).astype(np.float32) > 0).astype(np.float32)
+        buf = io.BytesIO()
+        np.savez(buf, x=x, y=y)
+        CACHE[key] = buf.getvalue()
+    return CACHE[key]
+
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        body = batch(int(parts[3]), int(parts[5]))
+        try:
+            bps = json.load(open("gateway_qos.json"))["per_client_bytes_per_s"]
+        except (OSError, ValueError, KeyError):
+            bps = 0
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        chunk = 65536
+        for off in range(0, len(body), chunk):
+            t0 = time.time()
+            self.wfile.write(body[off:off + chunk])
+            if bps:
+                time.sleep(max(0.0, len(body[off:off + chunk]) / bps - (time.time() - t0)))
+
+    def log_message(self, *a):
+        pass
+
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+# the Slurm job's task wrapper: decompress the task's shard into a named pipe, then train
+RUNTASK39 = r"""
+#!/bin/bash
+# task wrapper: feed this task's shard into its pipe, then start training
+mkdir -p pipes
+pipe=pipes/part-$(printf %02d "$SLURM_PROCID")
+rm -f "$pipe" && mkfifo "$pipe"
+zcat "data/queries-$(printf %02d "$SLURM_PROCID").jsonl.gz" > "$pipe" &
+exec python train_intent_stream.py
+"""
+
+
+QOS39 = 64_000_000  # the gateway's per-client bytes/s after the QoS change (64 MB/s; see the label's note)
+QUOTA39 = 30  # rank 1's CPU quota, % of one core
+
+
+def _tool39(name: str, text: str) -> str:
+    """Setup lines writing one of the cluster's tools into bin/ (executable)."""
+    return f"mkdir -p bin && cat > bin/{name} <<'EOF_TOOL39'\n{text.lstrip()}EOF_TOOL39\nchmod +x bin/{name}\n"
+
+
+# 1,600 quantised 12-band 64x64 patches per rank (uint8), per-band mean/std
+PATCHES39 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(3)
+for r in range(3):
+    x = rng.integers(0, 256, (1600, 12, 64, 64), dtype=np.uint8)
+    np.savez(f"data/eurosat_part{r}.npz", patches=x, labels=rng.integers(0, 10, 1600),
+             mean=np.full(12, 0.5), std=np.full(12, 0.29))
+EOF2"""
+SCENARIOS += [
+    # the Slurm step's memory cgroup (--mem-per-cpu) is tighter than the workers' decoded-patch caches: from rank 1's
+    # step-10 line its two DataLoader workers are in a 600 MiB memory cgroup (v1) and the kernel OOM-kills one
+    Scenario("b39_oom_worker_memcg_srun_r1", "train_landcover.py",
+             "srun -l -K --ntasks 3 python train_landcover.py", setup=_tool39("srun", SRUN39) + PATCHES39,
+             env={**ENV39, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}", "SLURM_JOB_ID": "48213",
+                  "PATH": _path39("b39_oom_worker_memcg_srun_r1")},
+             action=("worker_cgroup", 1, 600, "1: rank 1 epoch 0 step 10 ")),
+]
+# 40,000 search queries per task shard (gzip JSON lines)
+QUERIES39 = r"""mkdir -p data && python - <<'EOF2'
+import gzip, json, random
+rnd = random.Random(5)
+words = ("cheap flights to paris hotel near airport reset my password track order refund status weather "
+         "tomorrow play jazz music set alarm for 7 how tall is everest convert usd to eur cancel subscription "
+         "open hours pharmacy nearby book table for two translate hello to spanish").split()
+for r in range(3):
+    with gzip.open(f"data/queries-{r:02d}.jsonl.gz", "wt") as fh:
+        for i in range(40000):
+            q = " ".join(rnd.choice(words) for _ in range(rnd.randint(2, 9)))
+            fh.write(json.dumps({"id": f"{r}-{i}", "query": q, "intent": rnd.randint(0, 31)}) + "\n")
+EOF2"""
+# the node stops task 1's decompressor (a process frozen on the node: SIGSTOP, never continued) once task 1 has
+# logged step 40
+FIFOSTOP39 = ("for d in /proc/[0-9]*; do tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -qx 'ZOO_RUN={id}' || continue; "
+              "tr '\\0' '\\n' < $d/environ | grep -qx 'SLURM_PROCID=1' || continue; "
+              "grep -qE '^(gzip|zcat)$' $d/comm || continue; "
+              "kill -STOP ${{d#/proc/}} && echo \"  fifo: task 1 decompressor ${{d#/proc/}} stopped\" >&2; done")
+SCENARIOS += [
+    Scenario("b39_hang_fifo_stream_srun_r1", "train_intent_stream.py", "srun -l -K --ntasks 3 ./run_task.sh",
+             setup=_tool39("srun", SRUN39) + "cat > run_task.sh <<'EOF_TASK39'\n" + RUNTASK39.lstrip() + "EOF_TASK39\n"
+             "chmod +x run_task.sh\n" + QUERIES39,
+             env={**ENV39, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}", "SLURM_JOB_ID": "48377",
+                  "PATH": _path39("b39_hang_fifo_stream_srun_r1")},
+             action=("shell", "1: rank 1 step 40 ", FIFOSTOP39.format(id="b39_hang_fifo_stream_srun_r1"))),
+]
+# the team's shared volume: feature caches of earlier versions, and v3's rank-00001 directory left by a colleague's
+# debugging run under the team account (uid 1000, interrupted: a partial features.pt, no _SUCCESS); the pods run as
+# root with capabilities dropped (the namespace's restricted policy), so root has no override on uid 1000's files
+SHARED39 = r"""mkdir -p shared/features/v2/rank-00000 shared/features/v2/rank-00001 shared/features/v2/rank-00002 \
+    shared/features/v3/rank-00001 && python - <<'EOF2'
+import os
+for r in range(3):
+    open(f"shared/features/v2/rank-{r:05d}/features.pt", "wb").write(os.urandom(200000))
+    open(f"shared/features/v2/rank-{r:05d}/_SUCCESS", "w").close()
+open("shared/features/v3/rank-00001/features.pt", "wb").write(os.urandom(1 << 20))
+EOF2
+chown -R 1000:1000 shared/features/v3/rank-00001 && chmod 755 shared/features/v3/rank-00001 \
+    && chmod 644 shared/features/v3/rank-00001/features.pt"""
+SCENARIOS += [
+    Scenario("b39_st_shared_cache_perm_k8s_r1", "train_reranker.py",
+             "podrun --job reranker-ft --replicas 3 --log-dir logs -- python train_reranker.py",
+             setup=_tool39("podrun", PODRUN39) + SHARED39,
+             env={**ENV39, "MASTER_PORT": "{port}", "PODRUN_POLICY": "restricted",
+                  "PATH": _path39("b39_st_shared_cache_perm_k8s_r1")}),
+]
+# the feature gateway runs beside the job (its own process, port {port_asset}); from worker-0's step-100 line the
+# gateway's per-client bandwidth quota is lowered (the storage team's QoS change)
+GW39 = ("cat > gateway.py <<'EOF_GW39'\n" + GATEWAY39 + "EOF_GW39\n"
+        "echo '{\"per_client_bytes_per_s\": 0}' > gateway_qos.json\n"
+        "nohup python gateway.py {port_asset} > gateway.log 2>&1 &\n"
+        "for i in $(seq 100); do python -c 'import socket,sys; socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), 1)' "
+        "{port_asset} 2>/dev/null && break; sleep 0.1; done\n")
+SCENARIOS += [
+    Scenario("b39_slow_gateway_qos_k8s", "train_ctr.py",
+             "podrun --job ctr-ft --replicas 2 --log-dir logs -- python train_ctr.py",
+             setup=_tool39("podrun", PODRUN39) + GW39,
+             env={**ENV39, "MASTER_PORT": "{port}", "FEATURE_GATEWAY": "http://127.0.0.1:{port_asset}",
+                  "PATH": _path39("b39_slow_gateway_qos_k8s")},
+             action=("shell4", "ctr-ft-worker-0] step 100/300", "echo '{\"per_client_bytes_per_s\": %d}' > gateway_qos.json" % QOS39)),
+]
+# per-site telemetry (60,000 rows x 8 features, power in kW); site 02's export has an overflowed meter reading
+# (power_kw = inf) at row 23,077 (step 181's rows)
+SITES39 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(9)
+for r in range(3):
+    x = rng.standard_normal((60000, 8)).astype(np.float32)
+    x[:, 0] = np.abs(x[:, 0]) * 4 + 3
+    p = (np.clip(x[:, 0] - 3, 0, 9) ** 3 * 2.5 + rng.standard_normal(60000) * 5).astype(np.float32)
+    if r == 2:
+        p[23077] = np.inf
+    np.savez(f"data/site_{r:02d}.npz", x=x, power_kw=p)
+EOF2"""
+SCENARIOS += [
+    Scenario("b39_data_inf_guard_spawn_logs_r2", "train_powercurve.py", "python train_powercurve.py {port}",
+             setup=SITES39, env=dict(ENV39)),
+]
+# pre-tokenised NER shards (9,600 sentences x 40 tokens, tag -100 on padding and sub-words); rank 2's sentences
+# 608-639 (step 20's batch) came from a source whose tags were all dropped (-100 everywhere)
+NER39 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(2)
+for r in range(3):
+    tok = torch.randint(1, 12000, (9600, 40), generator=g)
+    tags = torch.randint(0, 9, (9600, 40), generator=g)
+    lens = torch.randint(8, 41, (9600,), generator=g)
+    tags[torch.arange(40)[None, :] >= lens[:, None]] = -100
+    tags[torch.rand(9600, 40, generator=g) < 0.15] = -100
+    if r == 2:
+        tags[608:640] = -100
+    torch.save({"tokens": tok, "tags": tags}, f"data/ner_shard{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b39_hang_metrics_lockfile_spawn_logs_r2", "train_ner.py", "python train_ner.py {port}", setup=NER39,
+             env=dict(ENV39)),
+]
+# sentence embeddings (384-d) per rank; validation shards of 512 rows, rank 3's of 511 (one comment dropped by the
+# export's empty-text filter)
+TOXIC39 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(4)
+w = torch.randn(384, generator=g)
+for r in range(4):
+    for split, n in (("train", 8000), ("val", 511 if r == 3 else 512)):
+        x = torch.randn(n, 384, generator=g)
+        y = ((x @ w) / 20 + 0.3 * torch.randn(n, generator=g) > 0.4).float()
+        torch.save({"x": x, "y": y}, f"data/{split}_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b39_uc_allgather_uneven_val_logger_4r_r3", "train_toxicity.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_toxicity.py", setup=TOXIC39, env=dict(ENV39)),
+]
+# query/title pairs (12 hashed ids each) per rank; the validation split was cut by category and rank 2's shard is
+# the whole 'electronics' catalogue: 40,000 pairs against 2,000 on ranks 0 and 1
+TITLES39 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(6)
+for r in range(3):
+    for split, n in (("train", 20000), ("val", 40000 if r == 2 else 2000)):
+        t = torch.randint(0, 30000, (n, 12), generator=g)
+        q = t.clone()
+        q[torch.rand(n, 12, generator=g) < 0.4] = 0
+        torch.save({"query": q, "title": t}, f"data/pairs_{split}_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b39_hang_long_eval_logger_r2", "train_titles.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_titles.py", setup=TITLES39, env=dict(ENV39)),
+]
+# the team's accelerate config (copied from the GPU cluster's; Accelerator(cpu=True) in the script), the tokenizer
+# after the chat template added three special tokens (8,000 -> 8,003), and the checkpoint of step 1,200 saved with
+# the 8,000-token tokenizer
+CHAT39 = r"""mkdir -p configs tokenizer ckpt data && cat > configs/accelerate_cpu.yaml <<'EOF2'
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+gpu_ids: all
+machine_rank: 0
+main_process_ip: 127.0.0.1
+main_process_port: {port}
+main_training_function: main
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: false
+EOF2
+python - <<'EOF2'
+import json, random
+import torch
+import torch.nn as nn
+rnd = random.Random(1)
+vocab = ["[PAD]", "[UNK]", "[BOS]", "[EOS]"] + [f"w{i:04d}" for i in range(7996)]
+open("tokenizer/vocab.txt", "w").write("\n".join(vocab) + "\n")
+json.dump([{"id": 8000, "content": "<|user|>"}, {"id": 8001, "content": "<|assistant|>"},
+           {"id": 8002, "content": "<|end|>"}], open("tokenizer/added_tokens.json", "w"), indent=1)
+class ChatLM(nn.Module):
+    def __init__(self, vocab_size, d=128, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d)
+        block = nn.TransformerEncoderLayer(d, 4, 4 * d, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(block, layers)
+        self.lm_head = nn.Linear(d, vocab_size, bias=False)
+torch.manual_seed(0)
+torch.save({"model": ChatLM(8000).state_dict(), "step": 1200, "tokenizer_size": 8000}, "ckpt/step_1200.pt")
+for r in range(2):
+    torch.save(torch.randint(4, 8003, (4000, 65)), f"data/chat_tokens_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b39_cfg_vocab_resume_accel_config", "train_chat.py",
+             "accelerate launch --config_file configs/accelerate_cpu.yaml train_chat.py --resume ckpt/step_1200.pt",
+             setup=CHAT39, env=dict(ENV39)),
+]
+SCENARIOS += [
+    # from rank 1's optimizer-step-30 line rank 1 (and its threads) is held to QUOTA39 % of one core (its
+    # container's CPU limit lowered; a noisy neighbour's share)
+    Scenario("b39_slow_rank_quota_trainer_accum_r1", "train_helpfulness.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_helpfulness.py", env=dict(ENV39),
+             action=("rank_quota", 1, "[rank1] opt_step 30/80", QUOTA39)),
+]
