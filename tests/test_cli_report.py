@@ -88,7 +88,7 @@ def test_a_fallback_summary_says_why_in_a_phrase_not_the_internal_error() -> Non
 
     long = ("invalid answer (1 attempt(s)): the sentence that states the first failure was dropped (not in the cited log "
             "lines (loading, weights): Rank 3 on node node1 failed first with RuntimeError ... while loading weights")
-    assert _fallback_why(long) == "the local model's answer was set aside: it was not grounded in the cited log lines"
+    assert _fallback_why(long) == "the model's wording added a claim the cited log lines do not show, so it was not used"
     assert _fallback_why("backend unavailable: OSError: no model") == "the local model is unavailable"
     assert _fallback_why("disabled") == "no model asked"
     assert len(_fallback_why("x" * 500)) <= 80

@@ -36,7 +36,8 @@ def _fallback_why(reason: str | None) -> str:
     """One short phrase for why the summary is the deterministic one (the full reason is in the JSON report)."""
     r = reason or ""
     if r.startswith("invalid answer"):
-        return "the local model's answer was set aside: it was not grounded in the cited log lines"
+        # the check worked as meant (the model added something the cited lines do not say); not the model failing
+        return "the model's wording added a claim the cited log lines do not show, so it was not used"
     if r.startswith("backend unavailable"):
         return "the local model is unavailable"
     if r == "disabled":
