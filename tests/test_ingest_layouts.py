@@ -11,7 +11,6 @@ watchdog cascade to ranks 0-3 (and their node where the layout names nodes).
 from __future__ import annotations
 
 import datetime as dt
-
 import json
 import shutil
 from collections.abc import Callable
