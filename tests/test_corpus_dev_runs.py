@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
     # a Spot VM's worker: Compute Engine's preemption notice, then the ACPI soft-off systemd-logind logs as "Power key
     # pressed" (a 2-line paste; no training line, so no "set-up failure" either)
     ("n60b-001", "infrastructure", "h_cloud_gce_preempt_soft_off"),
+    # t5x's Orbax checkpointing on a TPU pod without jax.distributed.initialize(): JAX's own ValueError
+    ("n61a-001", "config", "jax_distributed_not_initialized"),
+    # JAX's TPU backend still waiting for the pod's other hosts after 60 s (a UserWarning, the job never starts)
+    ("n61a-002", "config", "jax_tpu_init_all_hosts"),
+    # torch.distributed.launch's CalledProcessError for a child that exited 2 (argparse refused --local_rank=3)
+    ("n61a-008", "config", "launcher_child_exit_status_2"),
+    # TensorFlow's grouped errors: "(0) Data loss:  corrupted record at 0"
+    ("n61b-002", "data", "vs_data_record_store_corrupt"),
     # PaddleDetection on 4 GPUs: the DataLoader's reader thread cannot map a worker's batch back from shared memory
     ("n58b-004", "storage", "vs_paddle_shm_mmap_failed"),
     # the HF Trainer's own rename of tmp-checkpoint-* into checkpoint-N losing a race (a source checkout of transformers)
