@@ -88,3 +88,12 @@ def test_a_named_absentee_drops_the_timeouts_nobody_named_sentence() -> None:
     assert d.first_failing_rank == 0
     assert "do not show which rank never joined" not in d.root_cause.summary
     assert not any("do not show which rank never joined" in f for f in d.findings)
+
+
+def test_a_stuck_watchdog_is_said_as_such_not_as_collective_timeouts() -> None:
+    """r16 (VLM-R1, a paste hard-wrapped at 116 columns): rank 6's heartbeat monitor found its NCCL watchdog stuck
+    for 480 s. It read "Ranks timed out waiting in collectives": no collective timed out."""
+    d = _diagnose("r16_train.log")
+    assert d.failure_mode.value == "fail_hang"
+    assert "timed out waiting in collectives" not in d.root_cause.summary
+    assert "watchdog thread of rank(s) [6] was stuck" in d.root_cause.summary

@@ -1406,7 +1406,18 @@ def localize(
                 hang_findings = [INTERRUPTED_FINDING]
                 findings.extend(hang_findings)
             elif not hang_findings:
-                hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never joined."]
+                stuck = [h for h in symptoms if h.failure_mode is FailureMode.FAIL_HANG]
+                if stuck and all(h.signature_id == "nccl_heartbeat_monitor" for h in stuck):
+                    # no collective timed out: the watchdog thread itself was blocked (a CUDA or NCCL call that never
+                    # returned), which ProcessGroupNCCL's heartbeat monitor reports and then aborts the process
+                    where = sorted({r for h in stuck for r in h.ranks})
+                    who = (f"rank(s) {where[:8]}" if where else "a rank")
+                    hang_findings = [f"The NCCL watchdog thread of {who} was stuck inside a CUDA or NCCL call (no "
+                                     "collective timeout was reported): the process hung; the logs do not name the "
+                                     "rank at fault."]
+                else:
+                    hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never "
+                                     "joined."]
                 findings.extend(hang_findings)
             lead = ("The job stalled, then was stopped: " if interrupted and stalled is not None
                     else "The job was stopped while it ran: " if interrupted and mode is FailureMode.FAIL_STOP
