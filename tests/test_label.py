@@ -401,15 +401,15 @@ def test_knowledge_base_goes_through_the_pipeline_so_labels_equal_diag_diagnose_
     # what the pipeline's default retriever (diag diagnose --kb) asks
     monkeypatch.setattr(kb.DefaultRetriever, "similar_incidents", lambda self, d, k=5: similar(d, k))
     monkeypatch.setattr(worker, "load_kb", lambda mode: (None, None, None) if mode == "off" else (similar, "fake-kb:1", None))
-    # a public corpus dev log that no signature matches (an NCCL job's output that just stops): unknown without
+    # a public corpus dev log that no signature matches (a paddle.distributed.launch abort): unknown without
     # retrieval (a collective timeout would not do: retrieval never names one, tests/test_kb_pipeline.py)
-    log = REPO / "eval" / "corpus" / "logs" / "n8-042.log"
+    log = REPO / "eval" / "corpus" / "logs" / "n61b-011.log"
     expected = diagnose(DiagnoseRequest(path=str(log), kb=True))
-    row = Labeller(LabelOptions(kb="on")).label(Job(job_id="n8-042", path=str(log)))
+    row = Labeller(LabelOptions(kb="on")).label(Job(job_id="n61b-011", path=str(log)))
     assert expected.category_source == "retrieval"
     assert row.category == expected.category.value == "user_code" and row.confidence == expected.confidence
     assert row.similar_incident_ids == ["uneven-batches"] and row.kb_version == "fake-kb:1"
-    assert Labeller(OFF).label(Job(job_id="n8-042", path=str(log))).category == "unknown"
+    assert Labeller(OFF).label(Job(job_id="n61b-011", path=str(log))).category == "unknown"
 
 
 def test_knowledge_base_absent_in_auto_mode_is_a_warning_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
