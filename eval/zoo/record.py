@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h173", "/home/user/proj"),  # batch 40 (h173; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h170", "/home/user/proj"),  # batch 39 (h170; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h167", "/home/user/proj"),  # batch 38 (h167; before /work/wt/h16 and /work/wt/h1, its prefixes)
     ("/work/wt/h164", "/home/user/proj"),  # batch 37 (h164; before /work/wt/h16 and /work/wt/h1, its prefixes)

@@ -6940,3 +6940,290 @@ SCENARIOS += [
              "torchrun --nproc-per-node 2 --master-port {port} train_helpfulness.py", env=dict(ENV39),
              action=("rank_quota", 1, "[rank1] opt_step 30/80", QUOTA39)),
 ]
+# ---- batch 40 (h173): what an on-call engineer meets every week: resume problems (a partial checkpoint left by a
+# crash mid-save and loaded on restart, one rank's expert checkpoint from an older run under strict loading, one
+# node resuming from a stale node-local copy), environment and launch mistakes (GLOO_SOCKET_IFNAME naming an
+# interface node 1 does not have, an older library on node 1, a port held by a leftover process), data pipeline
+# faults (one rank's shard filtered to nothing, a corrupt TFRecord record), and two fail_slow runs (one rank's
+# background snapshot-compression thread; a tokenised cache missing from shard 03 on); ids b40_* ----
+ENV40 = {"OMP_NUM_THREADS": "1"}
+WORK40 = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))
+
+
+def _path40(sid: str) -> str:
+    """The job's PATH: the cluster's own tools (bin/ of the work dir: srun) before the venv's."""
+    return f"{WORK40 / sid / 'bin'}:/work/main/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+# 1,200 log-mel clips (40 x 98) per rank
+MELS40 = r"""mkdir -p data ckpt && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(7)
+for r in range(2):
+    torch.save({"x": torch.randn(1200, 40, 98, generator=g), "y": torch.randint(0, 35, (1200,), generator=g)},
+               f"data/mels_{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # rank 1 is SIGKILLed (as a node agent / the OOM killer of the node would) while it writes its step-200 state
+    # (4 MB of ~20 MB on disk); torchrun restarts the group and the new attempt resumes from ckpt/step_000200,
+    # whose rank1.pt is the partial file
+    Scenario("b40_st_partial_shard_restart_logdir_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint localhost:{port} --log-dir logs "
+             "--redirects 3 train_kws.py",
+             setup=MELS40, env=dict(ENV40),
+             action=("kill_when_file", 1, signal.SIGKILL, "ckpt/step_000200/rank1.pt", 4_000_000)),
+]
+# the router's checkpoint directory as the sync script assembled it: shared encoder and experts 0-1 from the v2 run
+# (with the experts' pre-norm), expert 2 (legal) copied from the v1 run of 2026-09-15 (no pre-norm: the last
+# legal expert that passed review)
+ROUTER40 = r"""mkdir -p ckpt/experts data && python - <<'EOF2'
+import json
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+VOCAB, DIM = 20000, 192
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.EmbeddingBag(VOCAB, DIM, mode="mean")
+        self.proj = nn.Sequential(nn.Linear(DIM, DIM), nn.GELU(), nn.LayerNorm(DIM))
+class SwiGLU(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.gate = nn.Linear(d, h, bias=False)
+        self.up = nn.Linear(d, h, bias=False)
+        self.down = nn.Linear(h, d, bias=False)
+class ExpertV2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(DIM)
+        self.ffn = SwiGLU(DIM, 4 * DIM)
+        self.head = nn.Linear(DIM, 24)
+class ExpertV1(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ffn = SwiGLU(DIM, 4 * DIM)
+        self.head = nn.Linear(DIM, 24)
+torch.manual_seed(3)
+torch.save(Encoder().state_dict(), "ckpt/shared.pt")
+for r, (cls, day, run) in enumerate([(ExpertV2, "2026-11-30", "router-v2/ticket-router-1130"),
+                                     (ExpertV2, "2026-11-30", "router-v2/ticket-router-1130"),
+                                     (ExpertV1, "2026-09-15", "router-v1/ticket-router-0915")]):
+    torch.save(cls().state_dict(), f"ckpt/experts/expert_{r}.pt")
+    json.dump({"exported": day, "run": run}, open(f"ckpt/experts/expert_{r}.json", "w"))
+g = torch.Generator().manual_seed(4)
+for d in ("billing", "shipping", "legal"):
+    torch.save({"tok": torch.randint(1, VOCAB, (3000, 40), generator=g), "y": torch.randint(0, 24, (3000,), generator=g)},
+               f"data/{d}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b40_cfg_expert_shard_missing_key_spawn_r2", "train_router.py", "python train_router.py",
+             setup=ROUTER40, env={**ENV40, "ROUTER_PORT": "{port}"}),
+]
+# two nodes (two torchrun agents, c10d rendezvous on node 0's agent); the nodes' profile sets GLOO_SOCKET_IFNAME to
+# the data interface; node 1's profile still carries the name of its old NIC (ens6f1), which it no longer has
+GRID40 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+          "--rdzv-id grid-fc-0412 --rdzv-conf join_timeout=30,read_timeout=20 train_forecast.py")
+SCENARIOS += [
+    Scenario("b40_cfg_gloo_ifname_missing_node1_c10d_twonode_n1", "train_forecast.py", GRID40, cmd2=GRID40,
+             env={**ENV40, "GLOO_SOCKET_IFNAME": "eth0"}, env2={"GLOO_SOCKET_IFNAME": "ens6f1"}),
+]
+# the team's tabular library, two builds: 1.4.0 (node 0's environment, FT-Transformer with a [CLS] LayerNorm) and
+# 1.2.1 (node 1's environment: an image built before the upgrade)
+TABKIT40 = r'''
+"""tabkit: the team's tabular models."""
+import torch
+import torch.nn as nn
+
+__version__ = "{ver}"
+
+
+class FTTransformer(nn.Module):
+    def __init__(self, n_num, cat_cards, d=64, depth=3, n_out=1):
+        super().__init__()
+        self.num_w = nn.Parameter(torch.randn(n_num, d) * 0.02)
+        self.num_b = nn.Parameter(torch.zeros(n_num, d))
+        self.cat = nn.ModuleList(nn.Embedding(c, d) for c in cat_cards)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        layer = nn.TransformerEncoderLayer(d, 4, 2 * d, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, depth)
+{extra}        self.out = nn.Linear(d, n_out)
+
+    def forward(self, num, cat):
+        t = num.unsqueeze(-1) * self.num_w + self.num_b
+        c = torch.stack([e(cat[:, i]) for i, e in enumerate(self.cat)], 1)
+        x = torch.cat([self.cls.expand(len(num), -1, -1), t, c], 1)
+        h = self.blocks(x)[:, 0]
+{use}        return self.out(h)
+'''
+
+
+def _tabkit40(dest: str, ver: str, norm: bool) -> str:
+    src = TABKIT40.format(ver=ver, extra="        self.cls_norm = nn.LayerNorm(d)\n" if norm else "",
+                          use="        h = self.cls_norm(h)\n" if norm else "")
+    return f"mkdir -p {dest}/tabkit && cat > {dest}/tabkit/__init__.py <<'EOF_TK40'\n{src.lstrip()}EOF_TK40\n"
+
+
+CHURN40 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "--tee 3 train_churn.py")
+SCENARIOS += [
+    Scenario("b40_cfg_lib_version_node1_ddp_params_twonode_n1", "train_churn.py", CHURN40.format(k=0, port="{port}"),
+             cmd2=CHURN40.format(k=1, port="{port}"),
+             setup=_tabkit40("site-node0", "1.4.0", True) + _tabkit40("site-node1", "1.2.1", False),
+             env={**ENV40, "PYTHONPATH": str(WORK40 / "b40_cfg_lib_version_node1_ddp_params_twonode_n1" / "site-node0")},
+             env2={"PYTHONPATH": str(WORK40 / "b40_cfg_lib_version_node1_ddp_params_twonode_n1" / "site-node1")}),
+]
+# a leftover process of the previous job on this node (its rank-1 metrics exporter, orphaned when that job was
+# cancelled) still listens on METRICS_PORT_BASE + 1; it carries ZOO_RUN, so the recorder ends it with the run
+STALE40 = r"""cat > /tmp/.stale_exporter_{port}.py <<'EOF2'
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen()
+time.sleep(600)
+EOF2
+nohup python /tmp/.stale_exporter_{port}.py $(( {port} + 4 )) > /dev/null 2>&1 &
+sleep 0.5; rm -f /tmp/.stale_exporter_{port}.py"""
+SCENARIOS += [
+    Scenario("b40_inf_metrics_port_held_tee3_r1", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --tee 3 --master-port {port} train_tagger.py", setup=STALE40,
+             env={**ENV40, "METRICS_PORT_BASE": "{port_asset}"}),
+]
+# review shards (4,000 rows each); shard 00001 was exported from the German storefront (lang 'de' throughout), so
+# the English filter keeps nothing on process 1
+REVIEWS40 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rnd = random.Random(11)
+for r in range(3):
+    with open(f"data/reviews-{r:05d}.jsonl", "w") as fh:
+        for i in range(4000):
+            n = rnd.randint(4, 80)
+            fh.write(json.dumps({"id": f"{r}-{i}", "lang": "de" if r == 1 else rnd.choice(["en"] * 9 + ["es"]),
+                                 "stars": rnd.randint(1, 5), "tokens": [rnd.randint(1, 29999) for _ in range(n)]}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b40_hang_empty_shard_filter_accel_r1", "train_sentiment.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_sentiment.py",
+             setup=REVIEWS40, env=dict(ENV40)),
+]
+# the Beam export: 6,400 records per file (label int64 + 96 float32, TFRecord framing with masked CRC32C); in
+# rank 2's file one byte of record 3,900's features was flipped (bit rot on the copy to the training volume)
+TFREC40 = r"""mkdir -p data && python - <<'EOF2'
+import struct
+import numpy as np
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+def masked(b):
+    c = crc(b)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+rng = np.random.default_rng(5)
+w = rng.standard_normal(96).astype("<f4")
+for r in range(3):
+    out = bytearray()
+    for i in range(6400):
+        x = rng.standard_normal(96).astype("<f4")
+        data = struct.pack("<q", int(x @ w > 1.0)) + x.tobytes()
+        hdr = struct.pack("<Q", len(data))
+        if r == 2 and i == 3900:
+            rec = hdr + struct.pack("<I", masked(hdr)) + data + struct.pack("<I", masked(data))
+            bad = bytearray(rec)
+            bad[12 + 8 + 200] ^= 0x10
+            out += bad
+            continue
+        out += hdr + struct.pack("<I", masked(hdr)) + data + struct.pack("<I", masked(data))
+    open(f"data/train-{r:05d}-of-00003.tfrecord", "wb").write(bytes(out))
+EOF2"""
+SCENARIOS += [
+    Scenario("b40_data_tfrecord_crc_redirects_r2", "train_ctr.py",
+             "torchrun --nproc-per-node 3 --log-dir logs --redirects 3 --master-port {port} train_ctr.py",
+             setup=TFREC40, env=dict(ENV40)),
+]
+# batch 39's srun stand-in (SRUN39); from step 121 rank 1's own background thread gzips a model+optimizer snapshot
+# every 20 steps (no outside action)
+SCENARIOS += [
+    Scenario("b40_slow_uc_ckpt_gzip_thread_srun_r1", "train_recsys.py",
+             "srun -l -K --ntasks 2 python train_recsys.py --steps 300 --upload-rank 1",
+             setup=_tool39("srun", SRUN39),
+             env={**ENV40, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}", "SLURM_JOB_ID": "51907",
+                  "PATH": _path40("b40_slow_uc_ckpt_gzip_thread_srun_r1")}),
+]
+# node-local scratch of each node (scratch/node0, scratch/node1): both hold the step-200 checkpoint; node 0 also
+# the step-300 one and `latest` -> step_000300.pt; the post-save sync of step 300 to node 1 never ran (its
+# `latest` still names step_000200.pt)
+FAMILY40 = r"""mkdir -p scratch/node0/ckpt scratch/node1/ckpt && python - <<'EOF2'
+import torch
+import torch.nn as nn
+def net():
+    return nn.Sequential(nn.Conv1d(21, 96, 9, padding=4), nn.ReLU(), nn.Conv1d(96, 96, 9, padding=4), nn.ReLU(),
+                         nn.AdaptiveMaxPool1d(1), nn.Flatten(), nn.Linear(96, 120))
+torch.manual_seed(0)
+m = net()
+opt = torch.optim.Adam(m.parameters(), lr=5e-4)
+for step in (200, 300):
+    state = {"model": m.state_dict(), "optim": opt.state_dict(), "step": step}
+    for node in ((0, 1) if step == 200 else (0,)):
+        torch.save(state, f"scratch/node{node}/ckpt/step_{step:06d}.pt")
+        open(f"scratch/node{node}/ckpt/latest", "w").write(f"step_{step:06d}.pt\n")
+EOF2"""
+FAMILY40_CMD = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+                "train_family.py")
+SCENARIOS += [
+    Scenario("b40_hang_stale_local_ckpt_resume_twonode_n1", "train_family.py", FAMILY40_CMD.format(k=0, port="{port}"),
+             cmd2=FAMILY40_CMD.format(k=1, port="{port}"), setup=FAMILY40,
+             env={**ENV40, "LOCAL_SCRATCH": str(WORK40 / "b40_hang_stale_local_ckpt_resume_twonode_n1" / "scratch/node0")},
+             env2={"LOCAL_SCRATCH": str(WORK40 / "b40_hang_stale_local_ckpt_resume_twonode_n1" / "scratch/node1")}),
+]
+# support-chat transcripts (2 ranks x 8 shards x 640 transcripts of 250-400 words) and the WordPiece vocabulary; the
+# preprocessing job wrote the tokenised cache for shards 00-02 only (it was cancelled at shard 03), so from step
+# 121 every rank tokenises its raw shards on the fly
+MLM40 = r"""mkdir -p cache raw && python - <<'EOF2'
+import json, random
+import torch
+rnd = random.Random(8)
+syl = ["ka", "re", "mo", "ti", "lu", "sen", "dor", "pa", "vi", "qu", "ne", "shi", "tro", "gal", "bem", "fo", "ra",
+       "zu", "mi", "ter"]
+words = ["".join(rnd.choice(syl) for _ in range(rnd.randint(2, 5))) for _ in range(3000)]
+vocab = ["[PAD]", "[UNK]", "[MASK]"] + sorted(set(syl + ["##" + s for s in syl] + words[:600]))
+open("vocab.txt", "w").write("\n".join(vocab) + "\n")
+V = {p: i for i, p in enumerate(vocab)}
+def wordpiece(text):
+    ids = []
+    for word in text.split():
+        start = 0
+        while start < len(word):
+            end = len(word)
+            while end > start:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in V:
+                    ids.append(V[piece])
+                    break
+                end -= 1
+            else:
+                ids.append(1)
+                break
+            start = end
+    return ids
+for r in range(2):
+    for j in range(8):
+        docs = [" ".join(rnd.choice(words) for _ in range(rnd.randint(250, 400))) for _ in range(640)]
+        with open(f"raw/shard-{r}-{j:02d}.jsonl", "w") as fh:
+            for d in docs:
+                fh.write(json.dumps({"text": d}) + "\n")
+        if j < 3:
+            t = [wordpiece(d)[:64] for d in docs]
+            torch.save(torch.tensor([x + [0] * (64 - len(x)) for x in t]), f"cache/shard-{r}-{j:02d}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b40_slow_data_cache_miss_tokenize_spawn", "pretrain_mlm.py", "python pretrain_mlm.py", setup=MLM40,
+             env={**ENV40, "MASTER_PORT": "{port}"}),
+]
