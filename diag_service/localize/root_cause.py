@@ -223,6 +223,14 @@ def _slowdown(progress: ProgressLog) -> _Slowdown | None:
 #: handful of extra collectives; reports thousands apart are of different process groups (each counts its own), and
 #: a rank's lowest SeqNum then mixes them (e.g. a public report with 1008 on one group, 956300 on another).
 SEQ_AHEAD_MAX = 16
+#: ProcessGroupNCCL's OpTypes whose element count is the same on every rank of one call (torch.distributed's
+#: collectives: all_reduce, broadcast, reduce, all_gather(_into_tensor), reduce_scatter(_tensor), barrier). Not
+#: COALESCED (a batch of ops, e.g. FSDP's uneven shards), ALLTOALL(_BASE) (uneven splits), GATHER/SCATTER (the root's
+#: count differs) or SEND/RECV.
+NUMEL_MUST_MATCH = frozenset({"ALLREDUCE", "BROADCAST", "REDUCE", "ALLGATHER", "_ALLGATHER_BASE", "REDUCE_SCATTER",
+                              "_REDUCE_SCATTER_BASE", "BARRIER"})
+#: One rank's send and its peer's receive are one point-to-point transfer, not two different collectives.
+_P2P = {"SEND": "P2P", "RECV": "P2P", "RECVANYSOURCE": "P2P"}
 
 
 def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int], bool]:
@@ -240,11 +248,15 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
             per_rank[c.rank] = (c.seq, c.op, c.numel)  # type: ignore[index]
     seqs = Counter(v[0] for v in per_rank.values())
     top_seq = seqs.most_common(1)[0][0]
-    at_top = {r: v for r, v in per_rank.items() if v[0] == top_seq}
+    # (a collective whose per-rank sizes may differ - a coalesced batch of uneven shards, an all-to-all's splits, a
+    # gather's root - or one rank's send and its peer's receive, is no mismatch: only op and size that must agree)
+    at_top = {r: (v[0], _P2P.get(v[1], v[1]), v[2] if v[1] in NUMEL_MUST_MATCH else None)
+              for r, v in per_rank.items() if v[0] == top_seq}
     ops = Counter((v[1], v[2]) for v in at_top.values())
     if len(ops) > 1:
         desc = "; ".join(
-            f"{op}(numel {numel}) on rank(s) {sorted(r for r, v in at_top.items() if (v[1], v[2]) == (op, numel))[:8]}"
+            f"{op}{f'(numel {numel})' if numel is not None else ''} on rank(s) "
+            f"{sorted(r for r, v in at_top.items() if (v[1], v[2]) == (op, numel))[:8]}"
             for (op, numel), _ in ops.most_common()
         )
         findings.append(f"Collective mismatch at SeqNum {top_seq}: ranks issued different collectives: {desc}.")
@@ -1637,6 +1649,13 @@ def localize(
         findings.append(early[0])
         if early[1] is not None:  # the rank that left first is where the peers' losses start
             first_rank = early[1]
+            # it ended on its own (its completion report), not by a signal: the silent-death reading of it goes, and
+            # an unexplained failure is the job's own step count (as for a worker torchelastic saw exit 0)
+            findings = [f for f in findings if not f.startswith(f"Every other rank reports a lost peer (closed "
+                                                                  f"connection, broken pipe, timeout); rank {first_rank} ")]
+            if category is Category.UNKNOWN:
+                category, responsible = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE]
+                confidence = max(confidence, 0.4)
     if broadcast and first_rank is not None and BROADCAST_FINDING in findings:
         # the table ties, the ranks' own lines do not (else "no rank is singled out" stands beside the rank named)
         findings[findings.index(BROADCAST_FINDING)] = (
@@ -1754,8 +1773,10 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
         return None
     file = sorted(done)[0]
     ranks = {e.first.rank for e in events if e.first.file == file and e.first.rank is not None}
-    if not ranks and (m := _MARK_RANK.search(progress.completed.get(file, ""))) is not None:
-        ranks = {int(m.group(1))}  # the completion line's own rank marker ("[node1 rank1] INFO training finished")
+    if (m := _MARK_RANK.search(progress.completed.get(file, ""))) is not None:
+        # the completion line's own rank marker ("[node1 rank1] INFO training finished"): that rank, whatever other
+        # ranks write to the same file (a node's console holds its peers' losses too)
+        ranks = {int(m.group(1))}
     said = FINISHED_BEFORE_PEERS_FINDING.format(file=file, mark=progress.completed.get(file, "")[:120], line=marks[file])
     return said, ranks.pop() if len(ranks) == 1 else None
 
