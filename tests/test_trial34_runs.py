@@ -48,3 +48,12 @@ def test_an_illegal_instruction_is_not_called_an_illegal_memory_access() -> None
     d = _diagnose("p15_run.log")
     assert "cuda_illegal_instruction" in {h.signature_id for h in d.signature_hits}
     assert "illegal memory access" not in d.root_cause.summary
+
+
+def test_a_later_attempt_in_torchruns_log_dir_is_a_restart_not_teardown() -> None:
+    """r03 (torchrun --max-restarts 1 --log-dir): rank 2 was SIGKILLed in attempt_0; in attempt_1 rank 1 failed in
+    gloo's connectFullMesh (connection refused). The second attempt's failure was "treated as teardown"."""
+    d = _diagnose("r03_bundle")
+    assert d.first_failing_rank == 2
+    assert any("started again" in f and "Gloo could not connect its ranks" in f for f in d.findings), d.findings
+    assert not any(f.startswith("Gloo could not connect") and "teardown" in f for f in d.findings)

@@ -228,6 +228,8 @@ STATED_WORLD = re.compile(r"(?<![Ll]ocal )(?<!LOCAL )\b(?:world_size|world size|
 STATED_WORLD_BYTES = re.compile(STATED_WORLD.pattern.encode("ascii"))
 #: a yearless time more than this far ahead of the clock is read in the year before (clock skew between hosts)
 FUTURE_SLACK_S = 2 * 86400.0
+#: a worker's file of a later attempt in torchrun's --log-dir tree (``<run id>/attempt_1/0/stderr.log``)
+LATER_ATTEMPT = re.compile(r"(?:^|/)attempt_[1-9]\d*/\d+/(?:stderr|stdout)\.log$")
 #: how this tool's live agent (``diag watch``) starts its own messages on stderr: not the job's lines
 OWN_AGENT_PREFIX = "[diag watch] "
 #: a rank's banner "rank 2/3 started", "[Rank 0/8]", "rank=1/4": the rank out of the world size (not "local rank")
@@ -1095,6 +1097,11 @@ class Extractor:
             for first in rd.data[:FILE_START_BYTES].decode("utf-8", "replace").split("\n")[:FILE_START_LINES]:
                 if (ts := self._ts(rd.attr(first).text)) is not None:
                     obs.file_start[src.path] = ts
+                    # torchrun's --log-dir keeps each attempt of the worker group apart (attempt_0, attempt_1, ...):
+                    # a worker file of a later attempt began with the group's restart (--max-restarts)
+                    if (LATER_ATTEMPT.search(src.path) is not None and len(obs.launches) < 1024
+                            and not any(abs(x - ts) <= 1.0 for x in obs.launches)):
+                        obs.launches.append(ts - 0.001)  # (events' times are compared at millisecond resolution)
                     break
         if src.rank is not None:
             obs.ranks.add(src.rank)
