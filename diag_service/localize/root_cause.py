@@ -468,11 +468,12 @@ def _demote_late_roots(
     first_failure = min(root_times + loss_times) if root_times or loss_times else None
     restart = min((x for x in launches or () if first_failure is not None and x > first_failure), default=None)
     kept: list[SignatureHit] = []
+    again: list[str] = []  # the later attempt's failures, said in one finding
     for h in roots:
         t = _ts_of(h)
         if t is not None and restart is not None and t >= restart and h.priority < HARDWARE_PRIORITY:
-            findings.append(f"The job was started again at {iso(restart)} and that attempt failed too: {h.name}. The "
-                            "root cause above is the first attempt's; fix this one as well before the next restart.")
+            if h.name not in again:
+                again.append(h.name)
             continue
         start = first_any
         earlier = first_failure
@@ -491,6 +492,9 @@ def _demote_late_roots(
             findings.append(f"{h.name} came {t - earlier:.0f} s after an earlier failure: treated as its consequence.")
             continue
         kept.append(h)
+    if again and restart is not None:
+        findings.append(f"The job was started again at {iso(restart)} and that attempt failed too: {'; '.join(again[:4])}."
+                        " The root cause above is the first attempt's; fix this one as well before the next restart.")
     return kept
 
 
