@@ -18,3 +18,12 @@ def test_hccls_socket_timeout_is_a_wait_for_a_stuck_peer_not_a_set_up_failure() 
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
     assert "ascend_hccl_socket_timeout" in {h.signature_id for h in d.signature_hits}
     assert d.recovery is not None and d.recovery.rule_id != "failed_before_training"
+
+
+def test_two_ranks_watchdog_reports_run_together_on_one_line_are_two_reports() -> None:
+    """r13 (hiyouga/LlamaFactory#2902, a quoted comment): a tqdm bar's carriage returns joined the progress and both
+    ranks' watchdog reports into one line: rank 0 timed out at SeqNum 1516, rank 1 at 1517. Only rank 0's was read,
+    so that the ranks were one collective apart was lost."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r13_comment.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang"
+    assert any("different SeqNums" in f and "[0]" in f for f in d.findings), d.findings

@@ -567,6 +567,8 @@ LAUNCH_ACCEL = re.compile(r"accelerate launch\b[^\n]{0,500}?--num[-_]processes[=
 NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
+#: ProcessGroupNCCL's "[Rank N]" (or "[PG ID 0 PG GUID 0(default_pg) Rank N]") before its report
+WATCHDOG_RANK = re.compile(r"\[(?:PG [^\]]{0,80}?)?Rank (\d{1,6})\]")
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
 #: NCCL puts before every line (src/include/debug.h): the communicator init line
 #: (``comm 0x.. rank R nranks N cudaDev D ...``, init.cc) and a channel / ring connection line
@@ -1766,11 +1768,17 @@ class Extractor:
         obs = self.progress
         if ("aught collective operation timeout" in key or "timed out in blocking wait" in key) \
                 and len(obs.collectives) < 100_000:
-            m = WORK_RE.search(key)
-            if m:
+            found = list(WORK_RE.finditer(key))
+            for m in found[:64]:
+                rank = who[0]
+                if len(found) > 1:
+                    # several ranks' reports run together on one line (a paste whose newlines were lost after a
+                    # progress bar's carriage returns): each WorkNCCL is the rank named just before it ("[Rank 1]")
+                    named = [int(r.group(1)) for r in WATCHDOG_RANK.finditer(key, 0, m.start())]
+                    rank = named[-1] if named else rank
                 obs.collectives.append(
                     CollectiveTimeout(
-                        rank=who[0], node=who[2], seq=int(m.group(1)), op=m.group(2),
+                        rank=rank, node=who[2], seq=int(m.group(1)), op=m.group(2),
                         numel=int(m.group(3)) if m.group(3) else None, ts=ts,
                     )
                 )
