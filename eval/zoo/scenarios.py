@@ -6548,7 +6548,8 @@ while len(done) < ntasks:
         if rc > 0:
             say(f"srun: error: {node}: task {r}: Exited with exit code {rc}")
         elif rc < 0:
-            name = {9: "Killed", 15: "Terminated", 6: "Aborted", 11: "Segmentation fault", 7: "Bus error"}.get(-rc, f"signal {-rc}")
+            name = {9: "Killed", 15: "Terminated", 6: "Aborted", 11: "Segmentation fault",
+                    7: "Bus error"}.get(-rc, f"signal {-rc}")
             say(f"srun: error: {node}: task {r}: {name}")
         if rc != 0 and kill_bad and not failed:
             failed = True
@@ -6814,7 +6815,8 @@ SCENARIOS += [
              setup=_tool39("podrun", PODRUN39) + GW39,
              env={**ENV39, "MASTER_PORT": "{port}", "FEATURE_GATEWAY": "http://127.0.0.1:{port_asset}",
                   "PATH": _path39("b39_slow_gateway_qos_k8s")},
-             action=("shell4", "ctr-ft-worker-0] step 100/300", "echo '{\"per_client_bytes_per_s\": %d}' > gateway_qos.json" % QOS39)),
+             action=("shell4", "ctr-ft-worker-0] step 100/300",
+                     "echo '{\"per_client_bytes_per_s\": " + str(QOS39) + "}' > gateway_qos.json")),
 ]
 # per-site telemetry (60,000 rows x 8 features, power in kW); site 02's export has an overflowed meter reading
 # (power_kw = inf) at row 23,077 (step 181's rows)
