@@ -478,13 +478,13 @@ RAY_WORKER_RANK = re.compile(
     r"|\(ip=[\w.:-]+, pid=(\d+)\) world_rank=(\d+)"
     r"|\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ?ip=[\w.:-]+)?\)[^\n]{0,200}?:log_dist\] \[Rank (\d+)\]"
 )
-#: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
-#: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
 #: torchrun ``--tee`` prefix then torch's ``[rankN]:`` prefix (torch >= 2.2 writes it on every traceback line of a
 #: worker): the role's local rank and the global rank on one line; the role ``rank`` itself is not a role
 _ROLE_RANK_AHEAD = re.compile(rb"\[(?!rank\d)[A-Za-z_][A-Za-z_]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
 #: bytes of a block searched for those prefixes (a block is at most a few MiB; the prefixes of a traceback are many)
 OFFSET_AHEAD_BYTES = 8 << 20
+#: Literals every match of RAY_WORKER_RANK holds one of: a block without them is not searched with it (looked for in
+#: the literal scan's own pass over an ASCII block, LiteralScan's ``marks``)
 RAY_MARKS = ("process group for: ", ") world_rank=", ":log_dist] [Rank ")
 #: The literals the literal scan also reports where it finds them (LiteralScan's ``marks``): Ray's rank statements
 #: and the platform marks, each otherwise searched for over the block or its head and tail windows
@@ -1251,7 +1251,7 @@ class Extractor:
         for line in rd.slice(lo, rd.size).split("\n"):
             if line.strip():
                 att = rd.attr(line.rstrip("\r"))
-                rank = self._global(rd.src.path, _who(rd.src, att), learn=False)[0]  # the tail is read out of order
+                rank = self._writer(rd, att)[0]  # the tail is read out of order
                 if rank is None or rank in ended:
                     pass
                 elif ls in bad or att.text.startswith("Traceback (most recent call last)"):
@@ -1509,6 +1509,12 @@ class Extractor:
             rank = local + self._rank_offset[path]
         return rank, local, node
 
+    def _writer(self, rd: _BlockReader, att: Attribution) -> tuple[int | None, int | None, str | None]:
+        """The writer of a line, ``(rank, local rank, node)``, its global rank filled from the file's learnt offset (as
+        an event's own writer is); the line teaches no offset: it is read out of the file's order (a traceback's
+        continuation, the block's tail)."""
+        return self._global(rd.src.path, _who(rd.src, att), learn=False)
+
     def _handle(self, rd: _BlockReader, ls: int, line: str, line_no: int, consumed: set[int]) -> Iterator[RawEvent]:
         att = rd.attr(line)
         body = att.text
@@ -1606,7 +1612,7 @@ class Extractor:
         if stripped == "Last error:":
             nxt_line, _ = rd.line_at(ls + len(line) + 1)
             nxt_att = rd.attr(nxt_line)
-            if nxt_line and self._global(rd.src.path, _who(rd.src, nxt_att), learn=False) == who:
+            if nxt_line and self._writer(rd, nxt_att) == who:
                 key = "Last error: " + clean_key(nxt_att.text)
                 consumed.add(ls + len(line) + 1)
                 kind = EventKind.NCCL
@@ -1811,7 +1817,7 @@ class Extractor:
             scanned += 1
             att = rd.attr(line)
             # ``who`` is the header's writer with its global rank filled from the file's offset: so is each line's
-            if self._global(rd.src.path, _who(rd.src, att), learn=False) != who and scanned > 1:
+            if self._writer(rd, att) != who and scanned > 1:
                 pos, n = nxt, n + 1
                 continue
             body = att.text
@@ -1900,7 +1906,7 @@ class Extractor:
             line, nxt = rd.line_at(pos)
             att = rd.attr(line)
             s = att.text.strip()
-            if self._global(rd.src.path, _who(rd.src, att), learn=False) != who:
+            if self._writer(rd, att) != who:
                 break
             if not (CPP_FRAME.match(s) or "(most recent call first)" in s or (not lines and s)):
                 break
