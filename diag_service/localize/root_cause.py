@@ -1598,11 +1598,7 @@ def localize(
                 summary = CLEAN_EXIT_FINDING.format(rank=silent) + " " + summary
                 findings.append(CLEAN_EXIT_FINDING.format(rank=silent))
             else:
-                findings.append(
-                    f"Every other rank reports a lost peer (closed connection, broken pipe, timeout); rank {silent} "
-                    "reports nothing of its own: it died first, without a traceback (killed by a signal, e.g. the OOM "
-                    "killer; check the node's dmesg)."
-                )
+                findings.append(SILENT_DEATH_FINDING.format(rank=silent))
         if lost is not None:
             category, responsible, confidence = Category.INFRASTRUCTURE, DEFAULT_RESPONSIBLE[Category.INFRASTRUCTURE], 0.45
             faulty_nodes = [lost]
@@ -1655,8 +1651,7 @@ def localize(
             first_rank = early[1]
             # it ended on its own (its completion report), not by a signal: the silent-death reading of it goes, and
             # an unexplained failure is the job's own step count (as for a worker torchelastic saw exit 0)
-            findings = [f for f in findings if not f.startswith(f"Every other rank reports a lost peer (closed "
-                                                                  f"connection, broken pipe, timeout); rank {first_rank} ")]
+            findings = [f for f in findings if f != SILENT_DEATH_FINDING.format(rank=first_rank)]
             if category is Category.UNKNOWN:
                 category, responsible = Category.USER_CODE, DEFAULT_RESPONSIBLE[Category.USER_CODE]
                 confidence = max(confidence, 0.4)
@@ -1785,7 +1780,6 @@ def _finished_before_peers(events: list[EventTemplate], benign: frozenset[int],
     return said, ranks.pop() if len(ranks) == 1 else None
 
 
-#: The launcher's table of a signal that reached every rank at once (``_same_signal_at_once``).
 #: Every collective timeout is in the job's first collective (ProcessGroupNCCL numbers a process group's collectives
 #: from 1: WorkNCCL(SeqNum=1, ...), "Timeout at NCCL work: 1 ... last completed NCCL work: -1").
 FIRST_COLLECTIVE_FINDING = (
@@ -1793,6 +1787,11 @@ FIRST_COLLECTIVE_FINDING = (
     "communicated at all (the transport between them, the communicator's set-up, or a rank that never got there).")
 #: The collective timeouts' reading when they name no rank (dropped when another reading names one).
 NOBODY_NAMED = "the logs do not show which rank never joined"
+#: One rank silent while every other reports losing a peer (``_silent_rank``), read as a death by a signal.
+SILENT_DEATH_FINDING = (
+    "Every other rank reports a lost peer (closed connection, broken pipe, timeout); rank {rank} reports nothing of "
+    "its own: it died first, without a traceback (killed by a signal, e.g. the OOM killer; check the node's dmesg).")
+#: The launcher's table of a signal that reached every rank at once (``_same_signal_at_once``).
 BROADCAST_FINDING = ("Every rank in the launcher's failure table ended by the same signal in the same second: one "
                      "signal reached them all, so no rank or node is singled out.")
 #: A failure the job got past: a later attempt (a launcher's restart) or the same run went on to report completion.
