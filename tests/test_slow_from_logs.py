@@ -411,6 +411,38 @@ def test_equal_data_waits_name_no_rank(tmp_path: Path) -> None:
     assert rep.job_slowdown and not rep.stragglers
 
 
+def test_a_short_log_names_the_rank_whose_own_compute_made_the_episode(tmp_path: Path) -> None:
+    """Zoo dev run: rank 1 held to 30 % of a core from step 200; both ranks print ``fwd_bwd`` and ``allreduce``
+    every 25 steps (20 lines each: too few for the streaming rank test). Both step times rise 25.7 -> 71.9 ms;
+    only rank 1's fwd_bwd rises (21 -> 62 ms), rank 0's wait shows in its all-reduce. The whole-log episode
+    names rank 1 as a compute straggler (it named no rank when only the data wait was compared)."""
+    run = "b36_slow_rank_quota_plain_r1"
+    assert run in DEV_RUNS
+    d = _diagnose(run, tmp_path)
+    assert d.failure_mode.value == "fail_slow" and d.first_failing_rank == 1
+    assert [(s.rank, s.kind.value) for s in d.slow.stragglers] == [(1, "compute")]
+    assert 200 <= d.slow.stragglers[0].first_step <= 250
+    assert "Rank 1 is a persistent compute straggler" in d.root_cause.summary
+
+
+def test_equal_compute_rises_name_no_rank(tmp_path: Path) -> None:
+    """Counter-example from the same run: rank 0's fwd_bwd and allreduce given rank 1's on every line (a job-wide
+    slowdown of the compute, as a throttled whole node gives) -> a job episode, no straggler."""
+    import re
+
+    lines = (ZOO / "runs" / "b36_slow_rank_quota_plain_r1" / "console.log").read_text().splitlines()
+    parts = re.compile(r"rank (\d) step (\d+)/500 .*?(fwd_bwd \S+ ms allreduce \S+ ms)")
+    own = {m.group(2): m.group(3) for ln in lines if (m := parts.search(ln)) and m.group(1) == "1"}
+    out = [parts.sub(lambda m: m.group(0).replace(m.group(3), own.get(m.group(2), m.group(3))), ln) for ln in lines]
+    assert len(own) == 20 and out != lines
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(out) + "\n")
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(log)
+    assert rep.job_slowdown and not rep.stragglers
+
+
 @pytest.mark.parametrize("name", DEV_FEEDS[:6])
 def test_clean_runs_read_as_step_and_data_lines_name_no_straggler(name: str) -> None:
     """Real clean lab runs (dev feeds) reduced to what such step lines give per rank: step time and data

@@ -508,7 +508,7 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
         found = det.report()
         stragglers, groups = found.stragglers, found.groups
     if not (stragglers or groups) and rep.job_slowdown:
-        one = _episode_data_straggler(rep.job_slowdown[0], ranks, det.cfg.min_effect)
+        one = _episode_phase_straggler(rep.job_slowdown[0], ranks, det.cfg.min_effect)
         stragglers = [one] if one is not None else []
     if not (stragglers or groups):
         return
@@ -795,23 +795,42 @@ def _stated_pause_slowdown(rep: SlowReport, batch: StepBatch, pauses: Mapping[in
     _lead_with_saves(rep, ep, said, Category.USER_CODE)
 
 
-#: The whole-log rank comparison names a rank when its data-wait excess over its peers, on the episode's steps
-#: and above its excess before them, is at least this share of the episode's rise in step time (the rank's wait is
-#: most of what the job lost) -- and at least ``min_effect`` of the step time before the episode.
-EPISODE_DATA_SHARE = 0.5
+#: The whole-log rank comparison names a rank when its data wait (or, failing that, its own compute time) in excess of
+#: its peers', on the episode's steps and above its excess before them, is at least this share of the episode's rise in
+#: step time (the rank's wait or work is most of what the job lost) -- and at least ``min_effect`` of the step time
+#: before the episode.
+EPISODE_PHASE_SHARE = 0.5
 #: ... and when that rise is significant against the rank's own excess before the episode: z >= 3.09 (one-sided
 #: alpha = 0.001 per rank, the whole-log test's level; diag_service.slow.offline).
-EPISODE_DATA_Z = 3.09
+EPISODE_PHASE_Z = 3.09
+#: The phases compared, in order (the first that names exactly one rank wins). Data first: a rank's longer data wait
+#: is the one the others wait for. Compute only from lines that name it (``fwd_bwd 63.9 ms allreduce 6.4 ms``): a
+#: synchronous job's ranks all take the slowest rank's step time, so only a rank's own compute, beside its peers',
+#: shows which rank they waited for; a job-wide slowdown raises every rank's compute alike and names nobody.
+EPISODE_PHASES = (StragglerKind.DATA, StragglerKind.COMPUTE)
 
 
-def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float) -> Straggler | None:
-    """A job episode found in a log with every rank's data wait on its step lines, too few lines for the
-    streaming rank test (a line every 10-50 steps): the one rank whose data wait, over its peers' (their median;
-    the other's when there are two), rose on the episode's steps by at least :data:`EPISODE_DATA_SHARE` of the
-    job's rise in step time, significantly (:data:`EPISODE_DATA_Z`: the rise over the standard error from the
-    rank's excess before the episode). ``None`` when no rank or more than one does, or there are fewer than 2 of
-    its lines in the episode or 2 before it. Confidence ``1 - 0.5 ** (z / 3.09)``, the streaming test's form
-    (evidence over threshold)."""
+def _episode_phase_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float) -> Straggler | None:
+    """A job episode found in a log with every rank's data wait, or its compute time, on its step lines, too few
+    lines for the streaming rank test (a line every 10-50 steps): the one rank whose time in a phase
+    (:data:`EPISODE_PHASES`, in order), over its peers' (their median; the other's when there are two), rose on the
+    episode's steps by at least :data:`EPISODE_PHASE_SHARE` of the job's rise in step time, significantly
+    (:data:`EPISODE_PHASE_Z`: the rise over the standard error from the rank's excess before the episode). ``None``
+    when no rank or more than one does in every phase, or there are fewer than 2 of its lines in the episode or 2
+    before it. Confidence ``1 - 0.5 ** (z / 3.09)``, the streaming test's form (evidence over threshold)."""
+    for kind in EPISODE_PHASES:
+        values = ranks.data if kind is StragglerKind.DATA else ranks.compute
+        if np.isfinite(values).any():
+            found = _episode_straggler(ep, ranks, values, kind, min_effect)
+            if found is not None:
+                return found
+    return None
+
+
+def _episode_straggler(ep: SlowEpisode, ranks: StepBatch, values: np.ndarray, kind: StragglerKind,
+                       min_effect: float) -> Straggler | None:
+    """:func:`_episode_phase_straggler` for one phase: ``values`` are each record's time in it (seconds; NaN where
+    the line does not give it)."""
     hi = ep.end_step if ep.end_step is not None else np.inf
     steps = np.unique(ranks.step)
     units = np.unique(ranks.rank)
@@ -821,7 +840,7 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
     row = {int(s): i for i, s in enumerate(steps)}
     data = np.full((steps.size, units.size), np.nan)
     t = np.full((steps.size, units.size), np.nan)
-    for s, r, d, x in zip(ranks.step, ranks.rank, ranks.data, ranks.step_time, strict=True):
+    for s, r, d, x in zip(ranks.step, ranks.rank, values, ranks.step_time, strict=True):
         data[row[int(s)], col[int(r)]] = d
         t[row[int(s)], col[int(r)]] = x
     inside = (steps >= ep.start_step) & (steps <= hi)
@@ -833,7 +852,7 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
         job_t = np.nanmedian(t, axis=1)
         base = float(np.nanmedian(job_t[before]))
         rise = float(np.nanmean(job_t[inside])) - base
-        peer_med = np.full_like(data, np.nan)  # per step, the other ranks' median data wait
+        peer_med = np.full_like(data, np.nan)  # per step, the other ranks' median time in the phase
         for j in range(units.size):
             peer_med[:, j] = np.nanmedian(np.delete(data, j, axis=1), axis=1)
         excess = data - peer_med
@@ -844,8 +863,8 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
         z = up / (sd * np.sqrt(1.0 / np.maximum(n_in, 1) + 1.0 / np.maximum(n_before, 1)))
     if not (base > 0 and rise > 0):
         return None
-    need = max(EPISODE_DATA_SHARE * rise, min_effect * base)
-    hit = np.flatnonzero(np.isfinite(up) & (up >= need) & (z >= EPISODE_DATA_Z) & (n_in >= 2) & (n_before >= 2))
+    need = max(EPISODE_PHASE_SHARE * rise, min_effect * base)
+    hit = np.flatnonzero(np.isfinite(up) & (up >= need) & (z >= EPISODE_PHASE_Z) & (n_in >= 2) & (n_before >= 2))
     if hit.size != 1:
         return None
     j = int(hit[0])
@@ -855,10 +874,10 @@ def _episode_data_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: float
     slow = ok & (own - ref >= min_effect * base)
     in_steps = steps[inside]
     return Straggler(
-        rank=int(units[j]), kind=StragglerKind.DATA,
+        rank=int(units[j]), kind=kind,
         slowdown_factor=round(float(own[ok].sum() / max(ref[ok].sum(), 1e-12)), 4),
         first_step=ep.start_step, last_step=int(in_steps[slow].max()) if slow.any() else ep.start_step,
-        detected_at_step=ep.detected_at_step, confidence=round(1 - 0.5 ** (float(z[j]) / EPISODE_DATA_Z), 3),
+        detected_at_step=ep.detected_at_step, confidence=round(1 - 0.5 ** (float(z[j]) / EPISODE_PHASE_Z), 3),
         intermittent=bool(slow.mean() < 0.7) if ok.any() else False,
         slow_fraction=round(float(slow.sum() / max(ok.sum(), 1)), 4),
         time_lost_s=round(float(np.clip(own[ok] - ref[ok], 0, None).sum()), 6), active=bool(ep.ongoing),

@@ -898,7 +898,7 @@ def _waiting_lines(points: list[_Point]) -> dict[tuple[int, int], Evidence]:
 
 #: Per-rank data-loading times go to the streaming rank test with at least two ranks giving them on at least this
 #: many steps each (its warm-up and baseline take 25 steps; SlowConfig); to the whole-log comparison of a job
-#: episode's steps (:func:`diag_service.slow.analyze._episode_data_straggler`) with at least
+#: episode's steps (:func:`diag_service.slow.analyze._episode_phase_straggler`) with at least
 #: :data:`RANK_PHASE_MIN_LINES` (a log line every 10-50 steps).
 RANK_PHASE_MIN_STEPS = 30
 RANK_PHASE_MIN_LINES = 6
