@@ -148,6 +148,17 @@ JAX_TASK = re.compile(
 #: ran on; srun's own wording). Groups: ``host``, ``tasks`` (one id, or a list/range), ``status``.
 SRUN_REPORT = re.compile(r"^srun: error: (?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<status>.+)$")
 
+#: Determined AI's trial logs (``det trial logs``, the web UI's copy): ``[<UTC time>] <container id, 8 hex digits>
+#: [rank=N] || <level>: <line>`` (master/static/srv/get_trial_logs.sql: ``[YYYY-MM-DD"T"HH24:MI:SS"Z"]``, then the
+#: container id cut to 8 characters or ``[UNKNOWN CONTAINER]``, then `` [rank=N]`` where the line has a rank, then
+#: `` || ``); an empty container shows as ``[]``. The ``[rank=N] `` itself is the launch wrapper's
+#: (determined/launch/wrap_rank.py prefixes each line of a worker's output). Read only with the container and the rank
+#: both present, so that a script's own ``[rank=N]`` lines are left to :data:`INLINE_RANK`.
+DETERMINED_PREFIX = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z)\] |\[UNKNOWN TIME\] )?"
+    r"(?:[0-9a-f]{8} |\[UNKNOWN CONTAINER\] |\[[0-9a-f]{0,64}\] )\[rank=(?P<rank>\d{1,6})\] (?:\|\| )?"
+)
+
 # RFC 3339 with nanoseconds and a zone, then one space: what kubectl/docker put before each line.
 COLLECTOR_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d):? ")
 
@@ -273,6 +284,10 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
         if att.stamp is None and dated is not None:  # (text is still the whole line: no collector stamp was cut)
             att.stamp = dated.group(1)
             text = text[dated.end():]
+        if text[:1] in "[0123456789abcdef" and (m := DETERMINED_PREFIX.match(text)) is not None:
+            att.stamp = att.stamp or m.group("ts")
+            att.rank = int(m.group("rank"))
+            text = text[m.end():]
         if "syslog" in kinds:
             m = SYSLOG_PREFIX.match(text)
             if m:

@@ -762,3 +762,34 @@ Process 0 exit with status code 143.
 def test_composer_and_horovod_gloo_name_the_first_process_that_failed(tmp_path: Path) -> None:
     assert _diag(tmp_path, COMPOSER_CRASH).first_failing_rank == 5
     assert _diag(tmp_path, HOROVOD_GLOO).first_failing_rank == 2
+
+
+@pytest.mark.parametrize(("line", "rank", "text"), [
+    # det trial logs: [UTC time] <container id, 8 hex> [rank=N] || <line> (corpus dev n7-004's shape)
+    ("[2024-02-27T21:35:28.726901Z] fa88a9df [rank=2] || Traceback (most recent call last):", 2,
+     "Traceback (most recent call last):"),
+    # the web UI's copy with an empty container (corpus dev n57a-012's shape)
+    ("[] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB", 0,
+     "RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB"),
+])
+def test_determined_trial_log_prefix_gives_the_rank_and_is_stripped(line: str, rank: int, text: str) -> None:
+    att = attribute(line, detect_prefixes([line]))
+    assert (att.rank, att.text) == (rank, text)
+
+
+def test_determined_prefix_needs_its_container_field() -> None:
+    """Counter-examples: an application's own dated record and a script's ``[rank=N]`` are not Determined's prefix
+    (the first names no rank; the second keeps its text, its rank read from the body)."""
+    line = "[2024-02-27T21:35:28Z] INFO starting [rank=1] step 3"
+    assert attribute(line, detect_prefixes([line])).text == line
+    line = "[rank=1] step 3 loss 0.2"
+    att = attribute(line, detect_prefixes([line]))
+    assert att.rank == 1 and att.text == line
+
+
+def test_a_one_line_determined_oom_names_its_rank(tmp_path: Path) -> None:
+    """Corpus dev n57a-012 (a Lightning trial on Determined, one pasted line): the OOM is rank 0's."""
+    d = _diag(tmp_path, "[] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB (GPU 0; 7.93 GiB "
+                        "total capacity; 4.71 GiB already allocated; 362.38 MiB free; 5.77 GiB reserved in total by "
+                        "PyTorch)\n")
+    assert d.category.value == "gpu_oom" and d.first_failing_rank == 0
