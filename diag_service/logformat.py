@@ -33,8 +33,9 @@ from datetime import date as _date
 # --- prefixes -------------------------------------------------------------------------------------
 
 RANK_PREFIX = re.compile(r"\[rank(\d{1,6})\]:\s?")
-#: TorchX's replica prefix (``{role}/{replica_id} ``, torchx's log streaming), only right before torchrun's tee prefix
-TORCHX_PREFIX = re.compile(r"([A-Za-z_][\w.-]{0,63}/\d{1,5}) (?=\[[A-Za-z_]*\d{1,6}\]:)")
+#: TorchX's replica prefix (``{role}/{replica_id} ``, torchx's log streaming), only right before torchrun's tee prefix;
+#: a role name may start with a digit (a CI job's ``4-task-1-0/0 [default7]:[rank7]: ...``, corpus dev n42d-005)
+TORCHX_PREFIX = re.compile(r"(\w[\w.-]{0,63}/\d{1,5}) (?=\[[A-Za-z_]*\d{1,6}\]:)")
 ROLE_PREFIX = re.compile(r"\[([A-Za-z_][A-Za-z_]*?)(\d{1,6})\]:\s?")
 NUM_PREFIX = re.compile(r"\[(\d{1,6})\]:\s?")
 SRUN_PREFIX = re.compile(r"\s{0,5}(\d{1,6}): ")
@@ -228,7 +229,7 @@ def detect_prefixes(sample_lines: list[str]) -> frozenset[str]:
         if m:
             counts["syslog"] += 1
             line = line[m.end():]
-        if line[:1].isalpha() and (m := TORCHX_PREFIX.match(line)) is not None:
+        if line[:1].isalnum() and (m := TORCHX_PREFIX.match(line)) is not None:
             counts["torchx"] += 1
             line = line[m.end():]
         for _ in range(3):
@@ -294,7 +295,7 @@ def attribute(line: str, kinds: frozenset[str]) -> Attribution:
                 att.stamp = att.stamp or m.group(1)
                 att.node = m.group(2)
                 text = text[m.end():]
-        if "torchx" in kinds and text[:1].isalpha():
+        if "torchx" in kinds and text[:1].isalnum():
             m = TORCHX_PREFIX.match(text)
             if m:  # the replica (role/index) names no host: the node stays for the line's other marks
                 text = text[m.end():]

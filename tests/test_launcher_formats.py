@@ -793,3 +793,14 @@ def test_a_one_line_determined_oom_names_its_rank(tmp_path: Path) -> None:
                         "total capacity; 4.71 GiB already allocated; 362.38 MiB free; 5.77 GiB reserved in total by "
                         "PyTorch)\n")
     assert d.category.value == "gpu_oom" and d.first_failing_rank == 0
+
+
+def test_a_ci_jobs_role_prefix_before_torchruns_tee_is_stripped() -> None:
+    """Corpus dev n42d-005 (Megatron-LM's CI log): a collector's stamp, the job's ``4-task-1-0/0`` replica prefix
+    (TorchX's ``{role}/{replica}`` shape, but a role starting with a digit), then ``[default7]:[rank7]:``."""
+    lines = [f"2026-04-03T12:16:00.52236{i}Z 4-task-1-0/0 [default7]:[rank7]: {t}" for i, t in enumerate(
+        ["Traceback (most recent call last): (RANK 7)", '  File "/usr/local/lib/python3.12/x.py", line 193, in f'])]
+    att = attribute(lines[0], detect_prefixes(lines))
+    assert att.rank == 7 and att.local_rank == 7 and att.text == "Traceback (most recent call last): (RANK 7)"
+    line = "4-task-1-0/0 is the job"  # no torchrun prefix after it: not a replica prefix
+    assert attribute(line, detect_prefixes([line])).text == line
