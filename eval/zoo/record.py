@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h176", "/home/user/proj"),  # batch 41 (h176; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h173", "/home/user/proj"),  # batch 40 (h173; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h170", "/home/user/proj"),  # batch 39 (h170; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h167", "/home/user/proj"),  # batch 38 (h167; before /work/wt/h16 and /work/wt/h1, its prefixes)
@@ -94,6 +95,8 @@ JOB_PIDS_CGROUP = Path(f"/sys/fs/cgroup/pids/zoo_job{_TAG}")  # batch 6
 FREEZER_CGROUP = Path(f"/sys/fs/cgroup/freezer/zoo_rank{_TAG}")  # batch 6
 RANK_CPU_CGROUP = Path(f"/sys/fs/cgroup/cpu/zoo_rank{_TAG}")  # batch 7
 BLKIO_CGROUP = Path(f"/sys/fs/cgroup/blkio/zoo_job{_TAG}")  # batch 9
+#: batch 41: one CPU cgroup per rank (zoo_rank{TAG}_r<R>), for "ranks_quota"
+RANKS_CPU_PREFIX = f"zoo_rank{_TAG}_r"
 RANK_BLKIO_CGROUP = Path(f"/sys/fs/cgroup/blkio/zoo_rank{_TAG}")  # batch 10
 
 
@@ -127,6 +130,8 @@ class Scenario:
     #: batch 5: ("tc_rate", rank, after, rate) from the trigger on, the rank's established TCP connections (matched by
     #: its local ports on lo) are shaped to `rate` (tc htb, e.g. "2gbit": a degraded link); removed when the run ends
     #: batch 39: ("shell4", after, bash) as "shell", the trigger also looked for in the job's logs/ files
+    #: batch 41: ("ranks_quota", nranks, after, percent) from the trigger on, every rank (with its threads and children)
+    #: in a CPU cgroup (v1) of its own at `percent` of one core: each rank's container CPU limit lowered
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -906,6 +911,28 @@ def _act_batch10(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Ev
         print(f"  {kind}: rank {sc.action[1]} {src} ({dev}) {rw}s at {bps} B/s for {pids}", file=sys.stderr)
 
 
+def _act_ranks_quota(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    """Batch 41: ("ranks_quota", nranks, after, percent): every rank in a CPU cgroup (v1) of its own at `percent` of
+    one core from the trigger on (each rank's container limit lowered, as a resize of every pod of the job does)."""
+    _, nranks, after, percent = sc.action
+    roots = [p.pid for p in procs]
+    pids = [_rank_pid(roots, r, sc.file, time.time() + 40) for r in range(nranks)]
+    if _waited4(stop, after, wd):
+        return
+    for r, pid in enumerate(pids):
+        if pid is None:
+            print(f"  !! rank {r} not found", file=sys.stderr)
+            continue
+        cg = CPU_CGROUP.parent / f"{RANKS_CPU_PREFIX}{r}"
+        cg.mkdir(exist_ok=True)
+        (cg / "cpu.cfs_period_us").write_text("100000")
+        (cg / "cpu.cfs_quota_us").write_text(str(percent * 1000))
+        for p in [pid, *_descendants(pid)]:
+            with contextlib.suppress(OSError):
+                (cg / "cgroup.procs").write_text(str(p))
+        print(f"  ranks_quota: rank {r} pid {pid} at {percent}%", file=sys.stderr)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -940,6 +967,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
         _, after, cmd = sc.action
         if not _waited4(stop, after, wd):
             subprocess.run(["bash", "-c", cmd], cwd=wd)
+        return
+    if kind == "ranks_quota":  # batch 41
+        _act_ranks_quota(sc, procs or [proc], stop, wd)
         return
     if kind in B10_ACTIONS:  # batch 10
         _act_batch10(sc, procs or [proc], stop, wd)
@@ -1062,6 +1092,8 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup(BLKIO_CGROUP)
     if RANK_BLKIO_CGROUP.exists():  # batch 10
         _rmcgroup(RANK_BLKIO_CGROUP)
+    for cg in sorted(CPU_CGROUP.parent.glob(f"{RANKS_CPU_PREFIX}*")):  # batch 41
+        _rmcgroup(cg)
     for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
         if cg.exists():
             if cg == FREEZER_CGROUP:
@@ -1153,7 +1185,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
 
 def _rmcgroup(path: Path = CGROUP) -> None:
     # move what is left back to the root before removing
-    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP, RANK_BLKIO_CGROUP):
+    if path in (CPU_CGROUP, RANK_CPU_CGROUP, FREEZER_CGROUP, BLKIO_CGROUP, RANK_BLKIO_CGROUP) or \
+            path.name.startswith(RANKS_CPU_PREFIX):  # batch 41
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (path.parent / "cgroup.procs").write_text(pid)

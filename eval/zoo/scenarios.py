@@ -7229,3 +7229,202 @@ SCENARIOS += [
     Scenario("b40_slow_data_cache_miss_tokenize_spawn", "pretrain_mlm.py", "python pretrain_mlm.py", setup=MLM40,
              env={**ENV40, "MASTER_PORT": "{port}"}),
 ]
+
+
+# ---- batch 41 (h176): failures around restarts and multi-node set-up (a torchrun restart that fails differently from
+# the first attempt, a resume from per-rank FSDP shards saved at another world size, node 1 typed with the wrong
+# --master-port, DDP's unused-parameter and parameter-shape checks failing on one rank, an evaluation error swallowed
+# on one rank so that it skips the metric all-reduce, a persistent DataLoader worker stuck on an object-store read,
+# node 1's scratch filling while it writes its checkpoint shard) and two fail_slow runs (node 1's feature requests
+# through a slow proxy; a CPU quota on every rank); ids b41_* ----
+ENV41 = {"OMP_NUM_THREADS": "1"}
+WORK41 = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))
+SCENARIOS += [
+    # attempt 0: rank 1 SIGKILLed at its step 120 (the node's OOM killer / an agent); torchrun restarts the group and
+    # attempt 1 fails in the script's own start-up: os.makedirs(runs/<run>/rank<R>) without exist_ok
+    Scenario("b41_uc_restart_run_dir_exists_c10d", "train_seg.py",
+             "torchrun --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint localhost:{port} "
+             "--tee 3 train_seg.py",
+             env=dict(ENV41), action=("kill", 1, signal.SIGKILL, "[rank1] step 120/")),
+]
+# the checkpoint of the same script's earlier 2-rank run (per-rank FSDP2 shards, step 60), made by running it
+FSDP41 = ("mkdir -p ckpt && torchrun --nproc-per-node 2 --master-port {port} train_lm.py --steps 60 --save-every 60 "
+          "> /dev/null 2>&1")
+SCENARIOS += [
+    Scenario("b41_cfg_resume_fsdp_world_size_2to3", "train_lm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_lm.py --steps 200 --resume ckpt/step_000060",
+             setup=FSDP41, env=dict(ENV41)),
+]
+# two nodes (static rendezvous); node 1's launch line has --master-port one above node 0's (a typo)
+CTR41 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {p} "
+         "--rdzv-conf timeout=20 train_ctr.py")
+SCENARIOS += [
+    Scenario("b41_cfg_master_port_typo_node1_static_twonode_n1", "train_ctr.py",
+             CTR41.format(k=0, p="{port}"), cmd2=CTR41.format(k=1, p="{port_next}"), env=dict(ENV41)),
+]
+# NLU shards: 00000 and 00001 from the joint intent+slot annotation batch; 00002 from the intent-only batch
+# (no "slots" field)
+NLU41 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rnd = random.Random(41)
+for i in range(3):
+    with open(f"data/nlu-{i:05d}.jsonl", "w") as fh:
+        for k in range(1600):
+            n = rnd.randint(4, 24)
+            row = {"id": f"{i}-{k}", "tokens": [rnd.randint(1, 7999) for _ in range(n)], "intent": rnd.randint(0, 23)}
+            if i != 2:
+                row["slots"] = [rnd.randint(0, 40) for _ in range(n)]
+            fh.write(json.dumps(row) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b41_uc_ddp_unused_slot_head_accel_r2", "train_nlu.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_nlu.py",
+             setup=NLU41, env=dict(ENV41)),
+]
+# product embeddings, 12 categories; part-3 (the newest crawl) has no product of category 11
+PRODUCTS41 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(5)
+for r in range(4):
+    y = torch.randint(0, 12 if r != 3 else 11, (3000,), generator=g)
+    torch.save({"emb": torch.randn(3000, 512, generator=g), "label": y}, f"data/part-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b41_uc_ddp_local_num_classes_logdir_4r_r3", "train_cat.py",
+             "torchrun --nproc-per-node 4 --log-dir logs --redirects 3 --master-port {port} train_cat.py",
+             setup=PRODUCTS41, env=dict(ENV41)),
+]
+# validation shards of the PCB defect set; val-1 (line B's images) has no 'pinhole' defect
+PCB41 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(9)
+for r in range(3):
+    y = torch.randint(0, 7 if r != 1 else 6, (400,), generator=g)
+    torch.save({"img": torch.randn(400, 1, 32, 32, generator=g), "label": y}, f"data/val-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b41_hang_swallowed_eval_error_tee_r1", "train_pcb.py",
+             "torchrun --nproc-per-node 3 --tee 3 --master-port {port} train_pcb.py", setup=PCB41, env=dict(ENV41)),
+]
+# the team's object gateway (S3-style GETs over HTTP on {port_asset}), started by the setup with the objects on disk;
+# it carries ZOO_RUN, so the recorder ends it with the run. From rank 1's epoch 2 the storage node holding
+# train-00001/chunk-0007 stops answering: the gateway accepts that GET and never replies
+GATEWAY41 = r"""mkdir -p .gateway/objects && python - <<'EOF2'
+import io, os
+import numpy as np
+rng = np.random.default_rng(3)
+for s in range(2):
+    d = f".gateway/objects/speech-commands/train-{s:05d}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(12):
+        buf = io.BytesIO()
+        np.savez(buf, x=rng.standard_normal((128, 40, 98)).astype("float32"), y=rng.integers(0, 35, 128))
+        open(f"{d}/chunk-{i:04d}.npz", "wb").write(buf.getvalue())
+EOF2
+cat > .gateway/gateway.py <<'EOF2'
+import os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+ROOT = os.path.abspath(".gateway/objects")
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        if "train-00001/chunk-0007" in self.path and os.path.exists(".gateway/stuck"):
+            time.sleep(3600)
+        p = os.path.join(ROOT, self.path.lstrip("/"))
+        if not os.path.isfile(p):
+            self.send_error(404)
+            return
+        body = open(p, "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+nohup python .gateway/gateway.py {port_asset} > /dev/null 2>&1 &
+sleep 1"""
+SCENARIOS += [
+    Scenario("b41_hang_persistent_worker_stuck_object_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", setup=GATEWAY41,
+             env={**ENV41, "BLOB_GATEWAY": "http://127.0.0.1:{port_asset}"},
+             action=("shell", "[rank1] epoch 2 start", "touch .gateway/stuck")),
+]
+# node-local scratch: node 0's a plain directory, node 1's a 64 MiB tmpfs (its scratch allocation) already holding
+# 22 MiB of an earlier job's files; teardown unmounts it
+SCRATCH41 = r"""mkdir -p scratch/node0 scratch/node1 && mount -t tmpfs -o size=64m tmpfs scratch/node1 && \
+mkdir -p scratch/node1/asr-conformer-0877 && \
+head -c 23068672 /dev/urandom > scratch/node1/asr-conformer-0877/step012000-rank1.pt"""
+FRAUD41 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_fraud.py")
+SCENARIOS += [
+    Scenario("b41_st_scratch_full_node1_shard_twonode_n1", "train_fraud.py", FRAUD41.format(k=0, port="{port}"),
+             cmd2=FRAUD41.format(k=1, port="{port}"), setup=SCRATCH41,
+             teardown="umount scratch/node1 2>/dev/null; true",
+             env={**ENV41, "LOCAL_SCRATCH": str(WORK41 / "b41_st_scratch_full_node1_shard_twonode_n1" / "scratch/node0")},
+             env2={"LOCAL_SCRATCH": str(WORK41 / "b41_st_scratch_full_node1_shard_twonode_n1" / "scratch/node1")}),
+]
+# the feature service ({port_asset}) and node 1's site HTTP proxy ({port_mirror1}, node 1's profile sets http_proxy),
+# both started by the setup (ZOO_RUN, ended with the run); from node 0's step 100 the proxy's uplink is degraded:
+# it holds every request PROXY_DELAY_MS before forwarding it
+FEATURES41 = r"""mkdir -p .svc && cat > .svc/features.py <<'EOF2'
+import io, sys
+from urllib.parse import urlparse, parse_qs
+import numpy as np
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        q = parse_qs(urlparse(self.path).query)
+        rng = np.random.default_rng(int(q["rank"][0]) * 100000 + int(q["step"][0]))
+        buf = io.BytesIO()
+        np.savez(buf, items=rng.integers(0, 8000, (64, 20)), target=rng.integers(0, 8000, 64))
+        body = buf.getvalue()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+cat > .svc/proxy.py <<'EOF2'
+import os, sys, time, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+DELAY = float(sys.argv[2]) / 1000
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        if os.path.exists(".svc/uplink-degraded"):
+            time.sleep(DELAY)
+        with opener.open(self.path) as r:
+            body = r.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+nohup python .svc/features.py {port_asset} > /dev/null 2>&1 &
+nohup python .svc/proxy.py $(( {port} + 4 )) PROXY_DELAY_MS > /dev/null 2>&1 &
+sleep 1"""
+RECS41 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+          "train_recs.py")
+SCENARIOS += [
+    Scenario("b41_slow_net_proxy_delay_node1_twonode_n1", "train_recs.py", RECS41.format(k=0, port="{port}"),
+             cmd2=RECS41.format(k=1, port="{port}"),
+             setup=FEATURES41.replace("PROXY_DELAY_MS", "30"),
+             env={**ENV41, "FEATURE_URL": "http://127.0.0.1:{port_asset}"},
+             env2={"http_proxy": "http://127.0.0.1:{port_mirror1}"},
+             action=("shell", "[node0 rank0] step 100/", "touch .svc/uplink-degraded")),
+]
+SCENARIOS += [
+    # from rank 1's step 125 each rank's CPU limit is lowered to 60 % of a core (a cgroup of its own per rank)
+    Scenario("b41_slow_inf_cpu_quota_every_rank_spawn", "train_charlm.py", "python train_charlm.py",
+             env={**ENV41, "MASTER_PORT": "{port}"},
+             action=("ranks_quota", 2, "rank 1 | step  125/", 60)),
+]
