@@ -853,8 +853,11 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
         warnings.append("no iteration lines (Megatron-LM, DeepSpeed, Hugging Face Trainer, Lightning) found")
     if st.bad:
         warnings.append(f"{st.bad} iteration line(s) with unusable numbers skipped")
-    if units != "seconds":
+    if units == "seconds per sample":
         warnings.append("DeepSpeed throughput without train_batch_size: the series is seconds per sample")
+    elif units != "seconds":
+        warnings.append("no step time on the step lines: the series is their throughput's inverse (seconds per sample "
+                        "or token), so its level is not a step time")
     if merged:
         warnings.append(f"{len(steps)} steps read: consecutive steps merged {math.ceil(len(steps) / LOG_MAX_RECORDS)} "
                         f"at a time ({n} records)")
