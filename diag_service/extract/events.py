@@ -169,6 +169,8 @@ COMPLETION_VENDOR = (
     r"Training completed\. Do not forget to share|'train_runtime': |`Trainer\.fit` stopped: `max_(?:epochs|steps|time)="
     r"|Signaling Trainer to stop\.|worker group successfully finished|[Ww]orker group finished \((?:WorkerState\.)?SUCCEEDED\)"
     r"|Process \d+ exits successfully\.|done training in \d|\[after training is done\]"
+    # ms-swift's pipeline after its run() returned (swift/llm/base.py SwiftPipeline.main: "End time of running main: ...")
+    r"|End time of running main: "
 )
 #: A script's own words for the same ("Training finished", "training completed in 3h", "Done training."): counted
 #: unless the line says the opposite or reports an iteration ("waiting until training is done", Ray Tune's
@@ -566,7 +568,12 @@ LAUNCH_NNODES = re.compile(r"--nnodes[= ](\d{1,5})(:\d+)?\b")
 LAUNCH_ACCEL = re.compile(r"accelerate launch\b[^\n]{0,500}?--num[-_]processes[= ](\d{1,6})\b")
 NCCL_ORIGIN_BYTES = ascii_bytes_pattern(NCCL_ORIGIN.pattern)
 WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
-LAST_DONE_RE = re.compile(r"last completed NCCL work: (\d+)")
+#: the watchdog's "last completed NCCL work: N" (ProcessGroupNCCL before torch 2.3) or its "PG status: last enqueued
+#: work: N, last completed work: M" (since)
+LAST_DONE_RE = re.compile(r"last completed (?:NCCL )?work: (\d+)")
+#: ProcessGroupNCCL's watchdog's "failure detected by watchdog at work sequence id: N PG status: ..." (torch >= 2.4,
+#: ProcessGroupNCCL.cpp): the SeqNum of the collective that failed on this rank, its op not said
+WATCHDOG_SEQ_RE = re.compile(r"failure detected by watchdog at work sequence id: (\d+)")
 #: ProcessGroupNCCL's "[Rank N]" (or "[PG ID 0 PG GUID 0(default_pg) Rank N]") before its report
 WATCHDOG_RANK = re.compile(r"\[(?:PG [^\]]{0,80}?)?Rank (\d{1,6})\]")
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
@@ -1101,9 +1108,15 @@ class Extractor:
                     obs.file_start[src.path] = ts
                     # torchrun's --log-dir keeps each attempt of the worker group apart (attempt_0, attempt_1, ...):
                     # a worker file of a later attempt began with the group's restart (--max-restarts)
-                    if (LATER_ATTEMPT.search(src.path) is not None and len(obs.launches) < 1024
-                            and not any(abs(x - ts) <= 1.0 for x in obs.launches)):
-                        obs.launches.append(ts - 0.001)  # (events' times are compared at millisecond resolution)
+                    if LATER_ATTEMPT.search(src.path) is not None:
+                        # (events' times are compared at millisecond resolution); the attempt's workers' files begin
+                        # within a second of each other, the earliest of them when the attempt began (trial 36 r03:
+                        # rank 1's file began with its error 0.1 s before its peers' first lines)
+                        near = next((i for i, x in enumerate(obs.launches) if abs(x - ts) <= 1.0), None)
+                        if near is not None:
+                            obs.launches[near] = min(obs.launches[near], ts - 0.001)
+                        elif len(obs.launches) < 1024:
+                            obs.launches.append(ts - 0.001)
                     break
         if src.rank is not None:
             obs.ranks.add(src.rank)
@@ -1624,7 +1637,7 @@ class Extractor:
             ts, approx = self._time_or_before(rd, ls, who, ts)
         if kind is EventKind.STACK_DUMP:
             self.progress.stack_dumps += 1
-        if "NCCL work" in key or "WorkNCCL" in key:
+        if "NCCL work" in key or "WorkNCCL" in key or "work sequence id" in key:
             self._collective(key, who, ts)
         if stripped[:1] in "[W" and GLOG_WARNING.match(stripped):
             fields = {**fields, "severity": "warning"}
@@ -1788,6 +1801,12 @@ class Extractor:
                         numel=int(m.group(3)) if m.group(3) else None, ts=ts,
                     )
                 )
+        elif "failure detected by watchdog at work sequence id" in key and len(obs.collectives) < 100_000:
+            # the same report in the watchdog's own words, without the WorkNCCL (its op is not said)
+            m = WATCHDOG_SEQ_RE.search(key)
+            if m:
+                obs.collectives.append(CollectiveTimeout(rank=who[0], node=who[2], seq=int(m.group(1)), op="",
+                                                         numel=None, ts=ts))
         m = LAST_DONE_RE.search(key)
         if m and who[0] is not None:
             obs.last_completed[who[0]] = int(m.group(1))

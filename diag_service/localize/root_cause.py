@@ -244,14 +244,15 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
     per_rank: dict[int, tuple[int, str, int | None]] = {}
     for c in recs:
         cur = per_rank.get(c.rank)  # type: ignore[arg-type]
-        if cur is None or c.seq < cur[0]:
+        if cur is None or c.seq < cur[0] or (c.seq == cur[0] and not cur[1]):
             per_rank[c.rank] = (c.seq, c.op, c.numel)  # type: ignore[index]
     seqs = Counter(v[0] for v in per_rank.values())
     top_seq = seqs.most_common(1)[0][0]
     # (a collective whose per-rank sizes may differ - a coalesced batch of uneven shards, an all-to-all's splits, a
     # gather's root - or one rank's send and its peer's receive, is no mismatch: only op and size that must agree)
+    # (a report that does not say its op -- the watchdog's "failure detected ... at work sequence id" -- differs from none)
     at_top = {r: (v[0], _P2P.get(v[1], v[1]), v[2] if v[1] in NUMEL_MUST_MATCH else None)
-              for r, v in per_rank.items() if v[0] == top_seq}
+              for r, v in per_rank.items() if v[0] == top_seq and v[1]}
     ops = Counter((v[1], v[2]) for v in at_top.values())
     if len(ops) > 1:
         desc = "; ".join(
@@ -295,9 +296,10 @@ def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[st
         )
         suspects = missing
     if not findings:
-        seq, op, numel = next(iter(per_rank.values()))
+        seq, op, numel = max(per_rank.values(), key=lambda v: bool(v[1]))  # one that says its op, if any does
         findings.append(
-            f"{len(per_rank)} rank(s) timed out in {op} at SeqNum {seq}; {NOBODY_NAMED} ({DUMPS_ADVICE})."
+            f"{len(per_rank)} rank(s) timed out in {op or 'a collective'} at SeqNum {seq}; {NOBODY_NAMED} "
+            f"({DUMPS_ADVICE})."
         )
     if set(seqs) == {1}:
         findings.append(FIRST_COLLECTIVE_FINDING)
@@ -1205,6 +1207,7 @@ def localize(
             responsible = spec.responsible or DEFAULT_RESPONSIBLE[category]
             findings.append(ONE_RANK_FINDING.format(rank=first_rank, n=known, name=primary.name))
         named_node = primary.details.get("node")
+        lost_said: str | None = None  # a node lost whole, said ahead of the finding's own summary
         if broadcast:
             pass  # one signal to every rank: no node singled out
         elif category in NODE_LEVEL and isinstance(named_node, str) and named_node:
@@ -1220,6 +1223,12 @@ def localize(
             faulty_nodes = [elastic_root.node]
         elif category in NODE_LEVEL and corroborated_node is not None:
             faulty_nodes = [corroborated_node]
+        elif category in NODE_LEVEL and waiting and (lost := _lost_node(
+                hits, progress.source_nodes, nodes_seen, sigs, progress.completed, progress.source_node_files)):
+            # the finding is a lost peer or store (it names the node that noticed): the one node whose logs just stop
+            # is the one lost (trial 36 r11: node 1's agent and ranks killed at once, node 0's agent lost the store)
+            faulty_nodes, lost_said = [lost], lost
+            findings.append(LOST_NODE_FINDING.format(node=lost))
         faulty_nodes, refused = node_names(faulty_nodes)
         if refused:
             findings.append(refused_nodes_finding(refused))
@@ -1243,9 +1252,10 @@ def localize(
                 own = _evidence(where_ev)
                 evidence[:] = [own, *(e for e in evidence if e != own)]
         ev_node = where_ev.node if where_ev is not None and where_ev.node not in refused else None
-        # the rank's own event says its node; a faulty node stands in only when it is the one named
+        # the rank's own event says its node; a faulty node stands in only when it is the one named (not a lost node:
+        # the finding is then another node's report of losing it)
         where = _where(first_rank, where_ev.local_rank if where_ev else None,
-                       ev_node if ev_node is not None and first_rank is not None
+                       ev_node if ev_node is not None and (first_rank is not None or lost_said is not None)
                        else faulty_nodes[0] if len(faulty_nodes) == 1 else ev_node)
         if alike:
             where = f"every rank ({alike})"
@@ -1302,6 +1312,8 @@ def localize(
                                                else "") + "."
         if slow is not None:
             findings.append(f"Throughput fell {slow.factor:.0f}x before the failure ({slow.stream}).")
+        if lost_said is not None:
+            summary = LOST_NODE_SUMMARY.format(node=lost_said) + " " + summary
     else:
         category = Category.UNKNOWN
         responsible = Responsible.PLATFORM
@@ -1319,7 +1331,8 @@ def localize(
             wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
             mutual_loss = False
             if not hang_suspects:
-                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world))
+                hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world),
+                                                         hits=hits, heard=frozenset(progress.rank_last_step))
                 if len(hang_suspects) == 1 and why is not None and why.startswith(TWO_RANK_ABSENT):
                     # the rank that did not time out may have been waiting too, in another collective: its report of
                     # the lost peer (raised where it waited) says where
@@ -1602,12 +1615,8 @@ def localize(
         if lost is not None:
             category, responsible, confidence = Category.INFRASTRUCTURE, DEFAULT_RESPONSIBLE[Category.INFRASTRUCTURE], 0.45
             faulty_nodes = [lost]
-            summary = (f"Node {lost} was lost: its logs end without an error, an exit or its launcher's report, while "
-                       "the ranks of the other nodes lost their connections to their peers (the machine, its container "
-                       "or its launcher went away at once). Check the node's state and kernel log; replace it if it "
-                       "does not come back. " + summary)
-            findings.append(f"The logs of node {lost} stop without a failure of their own; the other nodes' ranks report "
-                            "closed connections: the node was lost.")
+            summary = LOST_NODE_SUMMARY.format(node=lost) + " " + summary
+            findings.append(LOST_NODE_FINDING.format(node=lost))
         noticed = False  # the one rank in the logs only noticed a lost peer: no fallback below names it
         if (elastic_root is not None and elastic_root.rank is not None and first_rank is None and lost is None
                 and mode is FailureMode.FAIL_STOP):
@@ -1640,7 +1649,9 @@ def localize(
             same = [hits_by_id[s] for s in e.signature_ids if s in hits_by_id]
             if e.role is EventRole.ROOT and not any(h.category == category and h.role is EventRole.ROOT for h in same):
                 e.role = EventRole.SYMPTOM
-    after = _failed_after_completion(events, benign, progress) if mode is FailureMode.FAIL_STOP else None
+    after = (_failed_after_completion(events, benign, progress, HUNG_AFTER_COMPLETION_FINDING
+                                      if mode is FailureMode.FAIL_HANG else AFTER_COMPLETION_FINDING)
+             if mode in (FailureMode.FAIL_STOP, FailureMode.FAIL_HANG) else None)
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
@@ -1689,6 +1700,16 @@ AFTER_COMPLETION_FINDING = (
     "step, so the trained model and the checkpoints written before it stand; do not re-run the training.")
 
 
+#: The same for a hang (:func:`_failed_after_completion` in a ``fail_hang``): the processes hung on their way out.
+HUNG_AFTER_COMPLETION_FINDING = (
+    "Training had completed before this hang: the processes hung at shutdown, after their last step (a process group "
+    "left for the garbage collector or a destructor to tear down -- PyTorch warns that destroy_process_group() was "
+    "not called -- a non-daemon thread, a last collective only some ranks reached), so the trained model and the "
+    "checkpoints written before it stand; stop the processes and do not re-run the training ({mark!r} at "
+    "{file}:{line})."
+)
+
+
 _FAILURE_KINDS = _OWN_ERROR_KINDS | {EventKind.EXIT, EventKind.ELASTIC_SUMMARY}
 
 
@@ -1699,10 +1720,11 @@ def _failure_firsts(events: list[EventTemplate], benign: frozenset[int]) -> list
 
 
 def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int],
-                             progress: ProgressLog) -> str | None:
-    """:data:`AFTER_COMPLETION_FINDING` when every file that holds a failure event (an error, traceback, exit or
-    launcher report that is not a known-harmless line) holds the run's own report of completion
-    (``ProgressLog.completed_line``) and each such event first occurs after it, else None."""
+                             progress: ProgressLog, finding: str = "") -> str | None:
+    """``finding`` (:data:`AFTER_COMPLETION_FINDING` by default; :data:`HUNG_AFTER_COMPLETION_FINDING` for a hang)
+    when every file that holds a failure event (an error, traceback, exit or launcher report that is not a
+    known-harmless line) holds the run's own report of completion (``ProgressLog.completed_line``) and each such event
+    first occurs after it, else None."""
     marks = _current_completions(progress)
     if not marks:
         return None
@@ -1710,7 +1732,8 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     if not failing or any(ev.file not in marks or ev.line <= marks[ev.file] for ev in failing):
         return None
     file = failing[0].file
-    return AFTER_COMPLETION_FINDING.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
+    return (finding or AFTER_COMPLETION_FINDING).format(mark=progress.completed.get(file, "")[:120], file=file,
+                                                        line=marks[file])
 
 
 #: Some of the job's logs report the end of training while the others hold the failure (``_finished_before_peers``).
@@ -1919,6 +1942,18 @@ def _stopped_before_hang(hits: list[SignatureHit], sigs: SignatureSet | None) ->
     return any(_cascade(h, sigs) == "peer_loss" and h.failure_mode is FailureMode.FAIL_STOP and len(h.ranks) >= 2
                and h.role is not EventRole.SUMMARY and (t := _ts_of(h)) is not None and t < first_hang - LATE_ROOT_S
                for h in hits)
+
+
+#: :func:`_lost_node`'s node, said in the summary and in the findings.
+LOST_NODE_SUMMARY = (
+    "Node {node} was lost: its logs end without an error, an exit or its launcher's report, while the ranks of the "
+    "other nodes lost their connections to their peers (the machine, its container or its launcher went away at "
+    "once). Check the node's state and kernel log; replace it if it does not come back."
+)
+LOST_NODE_FINDING = (
+    "The logs of node {node} stop without a failure of their own; the other nodes' ranks report closed connections: "
+    "the node was lost."
+)
 
 
 def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set[str],
@@ -2227,7 +2262,9 @@ def _lone_submitter(hits: list[SignatureHit], world_size: int | None, ranks_seen
 
 
 def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
-                        sigs: SignatureSet | None, world_known: bool = False) -> tuple[list[int], str | None]:
+                        sigs: SignatureSet | None, world_known: bool = False,
+                        hits: list[SignatureHit] | None = None,
+                        heard: frozenset[int] = frozenset()) -> tuple[list[int], str | None]:
     """Ranks that hang reports name as never having arrived, and why; ``([], None)`` when none do.
 
     - ``monitored_barrier``: rank 0 names the ranks that did not pass it ("Ranks 1, 2 failed to pass
@@ -2239,7 +2276,10 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
     - all but one: in a job of three or more whose size is known (``world_known``: NCCL's ``nranks`` or the
       launch command's process count, and ``ranks`` is exactly ``0..n-1``), every rank but one reported a
       collective timeout: the silent one is the rank they waited for (it never entered the collective; a rank
-      that crashed instead is named by its own exit before this is asked).
+      that crashed instead is named by its own exit before this is asked). With ``hits`` (every signature hit) and
+      ``heard`` (ranks whose own progress lines are in the logs): every rank but one timed out (at least one) or
+      reported a closed connection (a timed-out peer's abort closes its sockets: gloo's "Connection closed by peer"),
+      and the one left is heard and named by no root hit: its own lines end without an error (trial 36 r05).
     """
     for h in symptoms:
         named = sorted(_missing_ranks(h))
@@ -2267,7 +2307,24 @@ def _reported_absentees(symptoms: list[SignatureHit], ranks: set[int],
                                  f"collective: rank {other} never entered it.")
             return [other], (f"Of the job's {n} ranks every one but rank {other} timed out waiting in a collective: "
                              f"rank {other} never entered it.")
+        if n >= 3 and world_known and waiting and hits:
+            # a rank's own report of a closed connection (a root; the launcher's SIGTERM of a live rank is teardown,
+            # a symptom, and its failure table a summary: neither is the rank's own word)
+            closed = {r for h in hits if h.role is EventRole.ROOT and h.failure_mode is FailureMode.FAIL_STOP
+                      and _cascade(h, sigs) == "peer_loss" for r in h.ranks}
+            told = waiting | closed
+            if len(told) == n - 1 and told <= ranks:
+                other = next(iter(ranks - told))
+                if other in heard and not any(other in h.ranks for h in hits if h.role is EventRole.ROOT):
+                    return [other], ALL_BUT_ONE_SILENT_FINDING.format(n=n, rank=other)
     return [], None
+
+
+#: :func:`_reported_absentees`' reading of a hang where each other rank either timed out or lost a peer.
+ALL_BUT_ONE_SILENT_FINDING = (
+    "Of the job's {n} ranks every one but rank {rank} timed out waiting in a collective or lost its connection to a "
+    "peer that did, while rank {rank}'s own lines end without an error: rank {rank} never entered the collective."
+)
 
 
 _FRAME_SITE = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line (?P<line>\d+), in (?P<func>[\w.<>]+)')
