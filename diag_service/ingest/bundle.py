@@ -140,6 +140,10 @@ _NODE_NAME = re.compile(
     r"(?:\.[a-z0-9.-]+)?)$"
 )
 _NODE_TOKEN = re.compile(r"(?i)(?:^|[_.-])((?:node|host|worker)[-_]?\d+)(?:$|[_.-])")
+#: A folder that names a rank is all rank (``rank3/``, ``rank_3_logs/``, ``global_rank-3/``): a rank token inside a
+#: longer folder name (``r07_allreduce_size_mismatch_rank2/``, a case's or a run's own name, the top folder of a
+#: ``tar czf`` of it) describes the bundle, not the files in it (trial 37: every file of such a tarball read as rank 2).
+_RANK_DIR = re.compile(r"(?i)^(?:global_?)?rank[-_]?(\d{1,6})(?:[-_.](?:logs?|out|output|dir))?$")
 _LOG_EXT = re.compile(r"(?i)(\.(?:log|txt|out|err|stdout|stderr|json|jsonl|dmesg|kern|syslog|messages|console))+(\.gz)?$|\.gz$")
 _ARCHIVE_EXT = re.compile(r"(?i)\.(?:tar(?:\.(?:gz|bz2|xz))?|tgz|tbz2|txz|zip)$")
 
@@ -161,21 +165,25 @@ def attribute_path(path: str) -> Source:
             src.layout = "torchrun_logdir"
             if i + 1 < len(parts) - 1 and parts[i + 1].isascii() and parts[i + 1].isdigit() and len(parts[i + 1]) <= 6:
                 src.local_rank = int(parts[i + 1])
-    for part in parts:
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
         stem = _LOG_EXT.sub("", _ARCHIVE_EXT.sub("", part))  # node0.tar.gz/... names node0
         if not stem:
             continue
+        folder = i < last and not _ARCHIVE_EXT.search(part)  # (an archive's own name is read as a file's)
         m = _LOCAL_RANK_NAME.search(stem)
-        if m and src.local_rank is None:
+        if m and src.local_rank is None and (not folder or m.group(0) == stem):
             src.local_rank = int(m.group(1))
             continue
-        m = _RANK_NAME.search(stem)
+        m = (_RANK_DIR.match(stem) if folder else None) or (None if folder else _RANK_NAME.search(stem))
         if m and src.rank is None:
             src.rank = int(m.group(1))
             continue
         if src.node is None and not stem.isdigit() and not _ATTEMPT.match(stem):
             if _NODE_NAME.match(stem):
                 src.node = stem
+            elif folder:
+                continue  # a node token inside a longer folder name is the bundle's own name (see _RANK_DIR)
             else:
                 m = _NODE_TOKEN.search(stem)
                 if m:
