@@ -67,6 +67,10 @@ DS_THROUGHPUT = re.compile(r"global_step=(\d+),.*?CurrSamplesPerSec=([0-9.]+(?:[
 DS_STEP = re.compile(r"\bstep=(\d+), skipped=\d+")
 DS_TIMERS = re.compile(r"time \(ms\) \|((?:\s*[a-z_]+: [0-9.]+(?:[eE][+-]?\d+)?\s*\|?)+)")
 DS_BATCH = re.compile(r"""["']?train_batch_size["']?\s*(?:\.{2,}|:|=)\s*(\d+)""")
+#: The end of a number's unit on a step line: no word, dot, colon, slash or dash after it -- or the next record's start
+#: glued to it, when two ranks wrote at once and the newline between them was lost ("step_time 25.6 msstep 605/2000 ...";
+#: trial 37 r10: the unit was dropped and 25.6 read as seconds).
+_UNIT_END = r"(?:(?![\w.:/-])|(?<=s)(?=(?i:step|iter|epoch|rank)\b))"
 #: A training script's own step line: a step counter (``step 120``, ``step 120/2000``, ``[iter 100]``, the PyTorch
 #: tutorials' ``Epoch [1/5], Step [100/600]``), then a
 #: per-step time under a key that names it (``step 120 loss 2.31 time_ms 148.2``, ``iter: 40 | step_time: 0.52s``);
@@ -80,13 +84,13 @@ EPOCH_BEFORE = re.compile(r"\b(?i:epoch)\s*[:=#]?\s*\[?\s*(\d+)\b(\s*/\s*\d+)?")
 GENERIC_STEP = re.compile(
     STEP_COUNTER + r".{0,200}?"
     r"\b((?i:time_ms|step_time_ms|iter_time_ms|batch_time_ms|step_ms|time|step_time|iter_time|batch_time))\b[\"']?\s*[:=]?\s*"
-    r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+    r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
 #: ... or the step's own name as the key of its time, which then needs its unit (``it 225/500 | loss 0.35 | data 10.1 ms |
 #: step 24.7 ms``; a bare ``step 24`` is a counter). Groups as :data:`GENERIC_STEP`'s.
 GENERIC_STEP_UNIT = re.compile(
     STEP_COUNTER + r".{0,200}?"
-    r"\b((?i:step|iter|batch|total))\b\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)(?![\w.:/-])"
+    r"\b((?i:step|iter|batch|total))\b\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)" + _UNIT_END
 )
 #: The same step counter with an unnamed time that its unit makes a per-step time: ``148.2 ms/step``,
 #: ``0.52 s/it``, ``3.1 it/s`` (a rate), or a lone ``10.8 ms`` column (``step 13 | loss 1.0 | 10.8 ms |``; used
@@ -109,18 +113,18 @@ BRACKET_RANK = re.compile(r"\[(\d{1,5})\] (?=\S)")
 #: time's unit.
 DATA_PHASE = re.compile(
     r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b[\"']?"
-    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
 #: A step line's compute time and its communication time, both named (``compute 82.0 ms allreduce 12.8 ms``,
 #: ``fwd_bwd_ms=41.2 comm_ms=9.7``): a synchronous job's ranks wait for the slowest inside the communication, so a
 #: rank's own compute, beside its peers', names the rank the others wait for. Groups: ``_ms`` suffix, value, unit.
 COMPUTE_PHASE = re.compile(
     r"\b(?i:compute|fwd[ _+/-]?bwd|forward[ _+/-]backward|fwd[ _]?bwd[ _]?opt)(?:[ _]time)?(_ms)?\b[\"']?"
-    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
 COMM_PHASE = re.compile(
     r"\b(?i:comm|communication|all[ _-]?reduce|allgather|all[ _-]gather|reduce[ _-]scatter|sync|grad[ _]sync)"
-    r"(?:[ _](?:time|wait))?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?(?![\w.:/-])"
+    r"(?:[ _](?:time|wait))?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
 #: A cumulative clock on a step line (``it: 100 elapsed: 12.3s``, ``time elapsed 0:01:23``): the step time is
 #: its rise over the steps between two lines.
