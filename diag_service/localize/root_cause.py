@@ -57,7 +57,7 @@ from diag_service.domain import (
     refused_nodes_finding,
 )
 from diag_service.limits import LIMITS
-from diag_service.logformat import SRUN_REPORT, iso, parse_timestamp
+from diag_service.logformat import SRUN_REPORT, attribute, iso, parse_timestamp
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
 from diag_service.slow.material import immaterial
@@ -1337,7 +1337,8 @@ def localize(
                     # the rank that did not time out may have been waiting too, in another collective: its report of
                     # the lost peer (raised where it waited) says where
                     pair = _pair_wait_sites(_wait_sites(
-                        symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True))
+                        symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True),
+                        progress)
                     if pair is not None:
                         hang_suspects, why = pair
                         mismatch = True
@@ -1349,7 +1350,7 @@ def localize(
                         mutual_loss = True
                 if not hang_suspects and not mismatch and not mutual_loss:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
-                    hang_suspects, why = _pair_wait_sites(wait_sites) or _odd_wait_site(wait_sites)
+                    hang_suspects, why = _pair_wait_sites(wait_sites, progress) or _odd_wait_site(wait_sites)
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
@@ -1651,7 +1652,8 @@ def localize(
                 e.role = EventRole.SYMPTOM
     after = (_failed_after_completion(events, benign, progress, HUNG_AFTER_COMPLETION_FINDING
                                       if mode is FailureMode.FAIL_HANG else AFTER_COMPLETION_FINDING)
-             if mode in (FailureMode.FAIL_STOP, FailureMode.FAIL_HANG) else None)
+             if mode is FailureMode.FAIL_STOP
+             or (mode is FailureMode.FAIL_HANG and not _one_ranks_completion(progress, ranks_seen)) else None)
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
@@ -1734,6 +1736,19 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     file = failing[0].file
     return (finding or AFTER_COMPLETION_FINDING).format(mark=progress.completed.get(file, "")[:120], file=file,
                                                         line=marks[file])
+
+
+def _one_ranks_completion(progress: ProgressLog, ranks_seen: set[int]) -> bool:
+    """True when a completion report (``ProgressLog.completed``) is one rank's own line (a torchrun tee prefix or its
+    own rank marker) in a job of several ranks: that rank finished its loop, which says nothing of the job's (a rank
+    that left its loop early while its peers trained on is a hang's cause, not a shutdown: trial 37 r06)."""
+    if len(ranks_seen) < 2:
+        return False
+    for line in progress.completed.values():
+        att = attribute(line, frozenset())
+        if att.rank is not None or att.local_rank is not None:
+            return True
+    return False
 
 
 #: Some of the job's logs report the end of training while the others hold the failure (``_finished_before_peers``).
@@ -2393,20 +2408,30 @@ def _lost_before_timeout(rank: int, hits: list[SignatureHit], by_tid: dict[int, 
 TWO_RANK_ABSENT = "Of the job's two ranks only"
 
 
-def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str] | None:
+def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]],
+                     progress: ProgressLog | None = None) -> tuple[list[int], str] | None:
     """Two ranks that both wait, in different collectives (``sites``: :func:`_wait_sites`; None unless it holds exactly
     two ranks at two sites): the job's code took a
     rank-dependent path around a collective (every rank must call the same collectives in the same order, PyTorch
     distributed docs). Which of the two left the common path is not in the sites: a rank whose data ran out waits in
     an end-of-epoch barrier while its peer is still in the step's gradient all-reduce, but a rank that skipped a step
     (an empty batch it ``continue``d past) is the one in the all-reduce, ahead of its peer
-    (both orders occur in injected hangs of each kind). No rank is named."""
+    (both orders occur in injected hangs of each kind). No rank is named from the sites; with ``progress``, the one
+    rank whose own last line announces that it stops (:func:`_announced_stop`: "training finished", "epoch done", an
+    early stop) left the loop first (trial 37 r06: its shard ran out at step 32 while its peer trained on)."""
     if len(sites) != 2 or len(set(sites.values())) != 2:
         return None
     (ra, (sa, ca)), (rb, (sb, cb)) = sorted(sites.items())
-    return [], (f"The job's two ranks wait in different collectives (rank {ra} in {sa[1]} ({ca or sa[0]}); rank {rb} in "
-                f"{sb[1]} ({cb or sb[0]})), each for the other: the job's code took a different path on each around a "
-                "collective; which rank left the common path is not in these reports (compare their last logged steps).")
+    said = (f"The job's two ranks wait in different collectives (rank {ra} in {sa[1]} ({ca or sa[0]}); rank {rb} in "
+            f"{sb[1]} ({cb or sb[0]})), each for the other: the job's code took a different path on each around a "
+            "collective")
+    stopped = [r for r in (ra, rb) if progress is not None and _announced_stop(progress, r)]
+    if len(stopped) == 1:
+        r = stopped[0]
+        last = progress.last_lines[r][-1][3][:120]  # type: ignore[union-attr]
+        return [r], (f"{said}; rank {r}'s own last line says it stopped ({last!r}): it left the training loop first "
+                     "while its peer trained on (uneven data per rank, or a rank-dependent stop).")
+    return [], f"{said}; which rank left the common path is not in these reports (compare their last logged steps)."
 
 
 def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str | None]:
