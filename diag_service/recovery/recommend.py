@@ -140,9 +140,11 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
         return False
     if w.category is not None and d.category not in w.category:
         return False
-    if w.signature_ids is not None and not (hit is not None and hit.signature_id in w.signature_ids):
+    # a rule names a signature, or a context rule that refined the hit (``details['context_rule']``)
+    ids = {hit.signature_id, str(hit.details.get("context_rule") or "")} if hit is not None else set()
+    if w.signature_ids is not None and not ids & set(w.signature_ids):
         return False
-    if w.not_signature_ids is not None and hit is not None and hit.signature_id in w.not_signature_ids:
+    if w.not_signature_ids is not None and ids & set(w.not_signature_ids):
         return False
     if w.trained is not None and d.trained is not w.trained:
         return False
@@ -232,7 +234,7 @@ def _commands(pol: Policy, platform: str, level: RecoveryLevel, d: Diagnosis, re
     from_logs = False
     if (rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job))
             and logged is not None and re.fullmatch(rule.pattern, logged)):
-        out.append(f"# job id {logged}: from Slurm's own lines in the logs")
+        out.append(f"# job id {logged}: from the logs (Slurm's own lines, or the name of its slurm-<id>.out file)")
         job, from_logs = logged, True
     elif rule is not None and any("{job_id}" in t for t in templates) and (piped or not re.fullmatch(rule.pattern, job)):
         # a bundle's or log's name ("run_7") is not always the platform's job id; never act on a guess
