@@ -95,3 +95,19 @@ def test_a_later_attempts_earliest_worker_file_dates_the_restart() -> None:
     assert any(f.startswith("The job was started again") and "Gloo could not connect its ranks" in f
                for f in d.findings), d.findings
     assert not any("teardown" in f for f in d.findings), d.findings
+
+
+def test_an_archives_top_folder_named_after_the_case_attributes_no_file(tmp_path: Path) -> None:
+    """Trial 37 (r07): ``tar czf r07.tar.gz r07_allreduce_size_mismatch_rank2`` read every file as rank 2 (the folder
+    name's "rank2"), so the CLI on the folder and on its archive disagreed. A folder names a rank or a node only when
+    that is all its name says (``rank3/``, ``node1/``); the same for a node token inside a case's name."""
+    import tarfile
+
+    for bundle, wrapper in (("r05_bundle", "hang_case_rank3"), ("r11_bundle", "r11_twonode_node1_lost")):
+        folder = diagnose(DiagnoseRequest(path=str(RUNS / bundle), kb=False, llm=False))
+        arc = tmp_path / f"{wrapper}.tar.gz"
+        with tarfile.open(arc, "w:gz") as tf:
+            tf.add(RUNS / bundle, arcname=wrapper)
+        packed = diagnose(DiagnoseRequest(path=str(arc), kb=False, llm=False))
+        assert (packed.first_failing_rank, packed.faulty_nodes, packed.category) == (
+            folder.first_failing_rank, folder.faulty_nodes, folder.category), (bundle, packed.root_cause.summary)
