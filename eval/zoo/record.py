@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h179", "/home/user/proj"),  # batch 42 (h179; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h176", "/home/user/proj"),  # batch 41 (h176; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h173", "/home/user/proj"),  # batch 40 (h173; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h170", "/home/user/proj"),  # batch 39 (h170; before /work/wt/h17 and /work/wt/h1 style prefixes)
@@ -933,6 +934,29 @@ def _act_ranks_quota(sc: Scenario, procs: list[subprocess.Popen], stop: threadin
         print(f"  ranks_quota: rank {r} pid {pid} at {percent}%", file=sys.stderr)
 
 
+def _act_ranks_tc_rate(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    """Batch 42: ("ranks_tc_rate", nranks, after, rate): from the trigger, the established TCP connections of every
+    rank (their local ports on lo) go through one htb class of `rate` (tc), as a job's links through a degraded
+    switch or an oversubscribed uplink do; removed when the run ends."""
+    _, nranks, after, rate = sc.action
+    roots = [p.pid for p in procs]
+    pids = [_rank_pid(roots, r, sc.file, time.time() + 40) for r in range(nranks)]
+    if _waited4(stop, after, wd):
+        return
+    ports = sorted({local.rsplit(":", 1)[1] for pid in pids if pid is not None for local, _ in _sockets_of(pid)})
+    subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
+    for cid, r in (("1:10", "100gbit"), ("1:20", rate)):
+        subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", cid, "htb", "rate", r, "ceil", r],
+                       check=True, capture_output=True)
+    for port in ports:
+        for field_ in ("sport", "dport"):
+            subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
+                            "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
+    print(f"  ranks_tc_rate: ranks {list(range(nranks))} pids {pids} ports {ports} at {rate}", file=sys.stderr)
+    stop.wait()
+    subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+
+
 def _job_cgroups(sc: Scenario) -> list[Path]:
     """Batch 6: create the job's memory / pids cgroups (v1) before it starts; the launcher joins them in preexec."""
     out = []
@@ -970,6 +994,9 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
         return
     if kind == "ranks_quota":  # batch 41
         _act_ranks_quota(sc, procs or [proc], stop, wd)
+        return
+    if kind == "ranks_tc_rate":  # batch 42
+        _act_ranks_tc_rate(sc, procs or [proc], stop, wd)
         return
     if kind in B10_ACTIONS:  # batch 10
         _act_batch10(sc, procs or [proc], stop, wd)

@@ -7428,3 +7428,182 @@ SCENARIOS += [
              env={**ENV41, "MASTER_PORT": "{port}"},
              action=("ranks_quota", 2, "rank 1 | step  125/", 60)),
 ]
+
+
+# ---- batch 42 (h179): failures whose first visible error is not the cause (node 1's agent and ranks SIGKILLed,
+# node 1 lost without closing its sockets, a rank's pod memory limit hit inside pyarrow, one rank's checkpoint write
+# stalled on a throttled volume, a truncated feature file read by a DataLoader worker, PYTHONHASHSEED and
+# TORCH_FORCE_WEIGHTS_ONLY_LOAD different on node 1, a rank that stops with exit 0 on a local non-finite loss) and two
+# fail_slow runs (one rank's shard throttled at the object gateway; the whole job's fabric rate-limited); ids b42_* ----
+ENV42 = {"OMP_NUM_THREADS": "1"}
+WORK42 = Path(os.environ.get("ZOO_WORK", "/tmp/zoo"))
+LM42 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+        "train_lm.py")
+SCENARIOS += [
+    # node 1 (its agent and both ranks) SIGKILLed at once when rank 3 prints step 100 (the host lost: a kernel panic
+    # or the provider reclaiming the VM); node 0's ranks are left with the gloo error
+    Scenario("b42_inf_sigkill_node1_static_twonode_n1", "train_lm.py", LM42.format(k=0, port="{port}"),
+             cmd2=LM42.format(k=1, port="{port}"), env=dict(ENV42),
+             action=("kill_node", 1, signal.SIGKILL, "[node1 rank3] step 100/")),
+]
+# click histories, one Parquet file per partition; partition 1 holds the heavy users (2.2x the users of the others)
+HIST42 = r"""mkdir -p data/histories && python - <<'EOF2'
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+rng = np.random.default_rng(42)
+for r, users in enumerate([120000, 260000, 120000]):
+    lens = rng.integers(20, 160, users)
+    flat = rng.integers(0, 20000, lens.sum())
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    items = pa.ListArray.from_arrays(pa.array(offs), pa.array(flat))
+    t = pa.table({"user_id": np.arange(users) * 3 + r, "items": items, "ts": rng.integers(1.6e9, 1.7e9, users)})
+    pq.write_table(t, f"data/histories/part-{r:05d}.parquet", row_group_size=50000)
+EOF2"""
+SCENARIOS += [
+    # every rank's pod has a 768 MiB memory limit (ranks 0 and 2 peak at ~710 MiB RSS, rank 1 at ~1,090 MiB): rank 1
+    # runs in a memory cgroup (v1) of 768 MiB and the OOM killer ends it inside pyarrow's read / to_pandas
+    Scenario("b42_oom_memcg_arrow_history_logdir_r1", "train_sasrec.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_sasrec.py",
+             setup=HIST42, env=dict(ENV42), action=("cgroup", 1, 768)),
+]
+# the shared checkpoint volume: a 128 MiB ext4 on a loop device mounted at ckpt/; from rank 2's step 40 rank 2's
+# writes to it go at 600 kB/s (its node's path to the storage degraded)
+CKPTFS42 = "truncate -s 128M ckpt.img && mkfs.ext4 -q ckpt.img && mkdir -p ckpt && mount -o loop ckpt.img ckpt"
+SCENARIOS += [
+    Scenario("b42_hang_ckpt_shard_slow_volume_r2", "train_asr.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_asr.py", setup=CKPTFS42,
+             teardown="umount ckpt; true", env=dict(ENV42),
+             action=("blkio_write", 2, "[rank2] step 40/", "ckpt", 600000)),
+]
+# per-utterance log-mel features (.safetensors), one manifest per process; one file of manifest-2 was cut short by an
+# interrupted sync (a third of its bytes)
+FEATS42 = r"""mkdir -p data && python - <<'EOF2'
+import os, random, torch
+from safetensors.torch import save_file
+g = torch.Generator().manual_seed(4)
+rnd = random.Random(4)
+for r in range(3):
+    files = []
+    for k in range(480):
+        spk = rnd.randint(0, 199)
+        d = f"data/feats/spk{spk:03d}"
+        os.makedirs(d, exist_ok=True)
+        f = f"{d}/utt-{r}{k:04d}.safetensors"
+        save_file({"mel": torch.randn(40, 98, generator=g), "label": torch.randint(0, 12, (1,), generator=g)}, f)
+        files.append(f)
+    open(f"data/manifest-{r}.txt", "w").write("\n".join(files) + "\n")
+bad = open("data/manifest-2.txt").read().split()[317]
+b = open(bad, "rb").read()
+open(bad, "wb").write(b[: len(b) // 3])
+EOF2"""
+SCENARIOS += [
+    Scenario("b42_data_truncated_safetensors_worker_accel_r2", "train_kws.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_kws.py",
+             setup=FEATS42, env=dict(ENV42)),
+]
+# the cluster image sets PYTHONHASHSEED=0 for reproducible runs; node 1 runs an older image whose profile sets 42
+CTR42 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+         "--rdzv-id ctr-0412 train_ctr.py")
+SCENARIOS += [
+    Scenario("b42_cfg_hashseed_node1_feature_order_c10d_twonode_n1", "train_ctr.py", CTR42, cmd2=CTR42,
+             env={**ENV42, "PYTHONHASHSEED": "0"}, env2={"PYTHONHASHSEED": "42"}),
+]
+# house listings, one CSV per rank; shard 2 (a newer export) has listings with price 0 ("price on request")
+LISTINGS42 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(8)
+for r in range(3):
+    x = rng.normal(size=(20000, 12))
+    price = np.exp(12 + 0.3 * x[:, 0] - 0.2 * x[:, 1] + 0.1 * rng.normal(size=20000)).round(-2)
+    if r == 2:
+        price[rng.choice(20000, 3, replace=False)] = 0
+    np.savetxt(f"data/listings_{r}.csv", np.c_[x, price], delimiter=",", fmt="%.5f",
+               header=",".join([f"f{i}" for i in range(12)] + ["price"]), comments="")
+EOF2"""
+SCENARIOS += [
+    Scenario("b42_uc_nan_guard_exit0_spawn_r2", "train_price.py", "python train_price.py", setup=LISTINGS42,
+             env={**ENV42, "MASTER_PORT": "{port}"}),
+]
+# the object gateway ({port_asset}) with the shards' feature chunks, started by the setup (ZOO_RUN: ended with the
+# run); from rank 1's step 120 the storage pool holding train-00001 is throttled: the gateway serves its objects at
+# THROTTLE_BPS bytes/s
+GATEWAY42 = r"""mkdir -p .gateway/objects && python - <<'EOF2'
+import io, os
+import numpy as np
+rng = np.random.default_rng(6)
+for s in range(2):
+    d = f".gateway/objects/products-emb/train-{s:05d}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(40):
+        buf = io.BytesIO()
+        np.savez(buf, x=rng.standard_normal((64, 768)).astype("float32"), y=rng.integers(0, 500, 64))
+        open(f"{d}/batch-{i:05d}.npz", "wb").write(buf.getvalue())
+EOF2
+cat > .gateway/gateway.py <<'EOF2'
+import os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+ROOT = os.path.abspath(".gateway/objects")
+RATE = float(sys.argv[2])
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        p = os.path.join(ROOT, self.path.lstrip("/"))
+        if not os.path.isfile(p):
+            self.send_error(404)
+            return
+        body = open(p, "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        throttled = "train-00001/" in self.path and os.path.exists(".gateway/throttle-train-00001")
+        for k in range(0, len(body), 65536):
+            self.wfile.write(body[k:k + 65536])
+            if throttled:
+                time.sleep(65536 / RATE)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+nohup python .gateway/gateway.py {port_asset} THROTTLE_BPS > /dev/null 2>&1 &
+sleep 1"""
+SCENARIOS += [
+    Scenario("b42_slow_st_throttled_shard_gateway_tee_r1", "train_emb.py",
+             "torchrun --nproc-per-node 2 --tee 3 --master-port {port} train_emb.py",
+             setup=GATEWAY42.replace("THROTTLE_BPS", "1400000"),
+             env={**ENV42, "BLOB_GATEWAY": "http://127.0.0.1:{port_asset}"},
+             action=("shell", "[rank1] step 120/", "touch .gateway/throttle-train-00001")),
+]
+SCENARIOS += [
+    # from rank 0's step 120 every rank's connections share one htb class (the job's links through a degraded switch)
+    Scenario("b42_slow_net_job_fabric_rate_3r", "train_retrieval.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_retrieval.py", env=dict(ENV42),
+             action=("ranks_tc_rate", 3, "rank 0 step 120/", "28gbit")),
+]
+# the checkpoint of the same script's earlier run (2 ranks, 60 steps; run by the setup); the site's hardening rollout
+# reached node 1 first: its profile sets TORCH_FORCE_WEIGHTS_ONLY_LOAD=1, which overrides weights_only=False
+QA42 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+        "train_qa.py --steps 300 --resume ckpt/last.pt")
+SCENARIOS += [
+    Scenario("b42_cfg_weights_only_env_node1_resume_static_twonode_n1", "train_qa.py",
+             QA42.format(k=0, port="{port}"), cmd2=QA42.format(k=1, port="{port}"),
+             setup="torchrun --nproc-per-node 2 --master-port {port} train_qa.py --steps 60 > /dev/null 2>&1",
+             env=dict(ENV42), env2={"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "1"}),
+]
+# node 1 lost power: from its rank's step 100 line its agent and rank are frozen (cgroup v1 freezer: nothing more runs,
+# nothing is written, no socket is closed) and 26 s later SIGKILLed, as the host is gone; node 0 waits in the
+# gradient all-reduce until the gloo timeout
+POWERLOSS42 = r"""CG=/sys/fs/cgroup/freezer/zoo_node_b42_; mkdir -p $CG
+for p in /proc/[0-9]*; do
+  grep -qz '^ZOO_RUN=b42_hang_node1_power_loss_static_twonode_n1$' $p/environ 2>/dev/null || continue
+  if tr '\0' ' ' < $p/cmdline | grep -q -- '--node-rank 1' || grep -qz '^GROUP_RANK=1$' $p/environ; then
+    echo ${p#/proc/} > $CG/cgroup.procs 2>/dev/null; fi
+done
+echo FROZEN > $CG/freezer.state; echo "  power loss: node 1 frozen: $(cat $CG/cgroup.procs | tr '\n' ' ')" >&2
+sleep 26; for q in $(cat $CG/cgroup.procs); do kill -9 $q; done; echo THAWED > $CG/freezer.state
+for i in $(seq 50); do rmdir $CG 2>/dev/null && break; sleep 0.2; done"""
+MIXER42 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+           "train_mixer.py")
+SCENARIOS += [
+    Scenario("b42_hang_node1_power_loss_static_twonode_n1", "train_mixer.py", MIXER42.format(k=0, port="{port}"),
+             cmd2=MIXER42.format(k=1, port="{port}"), env=dict(ENV42),
+             action=("shell", "node 1 rank 1: step 100/600", POWERLOSS42)),
+]
