@@ -601,14 +601,7 @@ def _act_batch5(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Eve
         if _waited4(stop, after, wd):
             return
         ports = sorted({local.rsplit(":", 1)[1] for local, _ in _sockets_of(pid)})
-        subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
-        for cid, r in (("1:10", "100gbit"), ("1:20", rate)):
-            subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", cid, "htb", "rate", r, "ceil", r],
-                           check=True, capture_output=True)
-        for port in ports:
-            for field_ in ("sport", "dport"):
-                subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
-                                "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
+        _lo_rate_limit(ports, rate)
         print(f"  tc_rate: rank {sc.action[1]} ports {ports} at {rate}", file=sys.stderr)
         stop.wait()
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
@@ -944,6 +937,15 @@ def _act_ranks_tc_rate(sc: Scenario, procs: list[subprocess.Popen], stop: thread
     if _waited4(stop, after, wd):
         return
     ports = sorted({local.rsplit(":", 1)[1] for pid in pids if pid is not None for local, _ in _sockets_of(pid)})
+    _lo_rate_limit(ports, rate)
+    print(f"  ranks_tc_rate: ranks {list(range(nranks))} pids {pids} ports {ports} at {rate}", file=sys.stderr)
+    stop.wait()
+    subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+
+
+def _lo_rate_limit(ports: list[str], rate: str) -> None:
+    """Send the loopback traffic of ``ports`` (either end) through one HTB class at ``rate`` (tc syntax, e.g.
+    ``28gbit``); other loopback traffic is left at 100gbit. Removed with ``tc qdisc del dev lo root``."""
     subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10"], check=True)
     for cid, r in (("1:10", "100gbit"), ("1:20", rate)):
         subprocess.run(["tc", "class", "add", "dev", "lo", "parent", "1:", "classid", cid, "htb", "rate", r, "ceil", r],
@@ -952,9 +954,6 @@ def _act_ranks_tc_rate(sc: Scenario, procs: list[subprocess.Popen], stop: thread
         for field_ in ("sport", "dport"):
             subprocess.run(["tc", "filter", "add", "dev", "lo", "parent", "1:0", "protocol", "ip", "prio", "1",
                             "u32", "match", "ip", field_, port, "0xffff", "flowid", "1:20"], check=True)
-    print(f"  ranks_tc_rate: ranks {list(range(nranks))} pids {pids} ports {ports} at {rate}", file=sys.stderr)
-    stop.wait()
-    subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
 
 
 def _job_cgroups(sc: Scenario) -> list[Path]:
