@@ -111,3 +111,16 @@ def test_an_archives_top_folder_named_after_the_case_attributes_no_file(tmp_path
         packed = diagnose(DiagnoseRequest(path=str(arc), kb=False, llm=False))
         assert (packed.first_failing_rank, packed.faulty_nodes, packed.category) == (
             folder.first_failing_rank, folder.faulty_nodes, folder.category), (bundle, packed.root_cause.summary)
+
+
+def test_a_silent_ranks_peers_line_is_not_handed_to_the_model_as_the_first_failure() -> None:
+    """Trial 38 (r07: rank 2 stuck in its checkpoint write, ranks 0, 1, 3 timed out): the first failing rank is the
+    silent one, so the first evidence line is a peer's; labelled "first failure, rank 3", the model wrote "Rank 3 ...
+    RuntimeError" beside the header's rank 2. The same shape here: r05's rank 2 never entered the collective."""
+    from diag_service.llm import build_evidence_pack
+    from diag_service.llm.config import PackConfig
+
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r05_bundle"), kb=False, llm=False))
+    assert d.first_failing_rank == 2
+    first = build_evidence_pack(d, PackConfig()).items[0]
+    assert first.kind == "first_failure" and "peer of rank 2" in first.label, first.label

@@ -270,7 +270,11 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
             evidence.insert(0, evidence.pop(own))
     for i, ev in enumerate(evidence):
         if i == 0:
-            add_line("first_failure", "first failure", ev, 100)
+            # a named first failing rank with no line of its own (a silent or absent rank): the first line is a peer's
+            # report, and labelled "first failure" it had the model name that peer (trial 38 r07: rank 3 for rank 2)
+            peer = ffr is not None and ev.rank is not None and ev.rank != ffr
+            add_line("first_failure", f"first error, reported by a peer of rank {ffr}" if peer else "first failure", ev,
+                     100)
         else:
             add_line("root_line", "root cause", ev, 90 - i)
 
