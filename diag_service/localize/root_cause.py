@@ -1650,10 +1650,11 @@ def localize(
             same = [hits_by_id[s] for s in e.signature_ids if s in hits_by_id]
             if e.role is EventRole.ROOT and not any(h.category == category and h.role is EventRole.ROOT for h in same):
                 e.role = EventRole.SYMPTOM
-    after = (_failed_after_completion(events, benign, progress, HUNG_AFTER_COMPLETION_FINDING
-                                      if mode is FailureMode.FAIL_HANG else AFTER_COMPLETION_FINDING)
-             if mode is FailureMode.FAIL_STOP
-             or (mode is FailureMode.FAIL_HANG and not _one_ranks_completion(progress, ranks_seen)) else None)
+    after = None
+    if mode is FailureMode.FAIL_STOP:
+        after = _failed_after_completion(events, benign, progress)
+    elif mode is FailureMode.FAIL_HANG and not _one_ranks_completion(progress, ranks_seen):
+        after = _failed_after_completion(events, benign, progress, HUNG_AFTER_COMPLETION_FINDING)
     if after is not None:
         summary = after + " " + summary
         findings.append(after)
@@ -1722,7 +1723,7 @@ def _failure_firsts(events: list[EventTemplate], benign: frozenset[int]) -> list
 
 
 def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int],
-                             progress: ProgressLog, finding: str = "") -> str | None:
+                             progress: ProgressLog, finding: str = AFTER_COMPLETION_FINDING) -> str | None:
     """``finding`` (:data:`AFTER_COMPLETION_FINDING` by default; :data:`HUNG_AFTER_COMPLETION_FINDING` for a hang)
     when every file that holds a failure event (an error, traceback, exit or launcher report that is not a
     known-harmless line) holds the run's own report of completion (``ProgressLog.completed_line``) and each such event
@@ -1734,8 +1735,7 @@ def _failed_after_completion(events: list[EventTemplate], benign: frozenset[int]
     if not failing or any(ev.file not in marks or ev.line <= marks[ev.file] for ev in failing):
         return None
     file = failing[0].file
-    return (finding or AFTER_COMPLETION_FINDING).format(mark=progress.completed.get(file, "")[:120], file=file,
-                                                        line=marks[file])
+    return finding.format(mark=progress.completed.get(file, "")[:120], file=file, line=marks[file])
 
 
 def _one_ranks_completion(progress: ProgressLog, ranks_seen: set[int]) -> bool:
