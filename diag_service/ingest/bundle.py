@@ -175,7 +175,7 @@ def attribute_path(path: str) -> Source:
         if m and src.local_rank is None and (not folder or m.group(0) == stem):
             src.local_rank = int(m.group(1))
             continue
-        m = (_RANK_DIR.match(stem) if folder else None) or (None if folder else _RANK_NAME.search(stem))
+        m = _RANK_DIR.match(stem) if folder else _RANK_NAME.search(stem)
         if m and src.rank is None:
             src.rank = int(m.group(1))
             continue
