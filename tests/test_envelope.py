@@ -122,3 +122,23 @@ def test_a_structured_records_rank_field_names_the_rank(tmp_path: Path) -> None:
     d = run_diagnose(tmp_path)
     assert d.first_failing_rank == 2
     assert unwrap(json.dumps({"rank": 1, "message": "a\nb\n"}).encode() + b"\n", Envelope.JSON) == b"[rank1]: a\n[rank1]: b\n"
+
+
+def test_soft_wrapped_pastes_are_joined_and_logs_with_long_lines_are_not(corpus_dev_case) -> None:
+    """A paste broken at spaces near one width (public corpus dev n41b-001: JAX's NCCL report with NCCL's "Error /
+    while creating shared memory segment /dev/shm/... No space / left on device" over five lines) is joined and read as
+    the full /dev/shm it reports; real dev logs whose long lines end a record before a line of its own (NCCL's
+    ``host:pid:tid`` lines after a quoted error, download lines, timed steps, progress lines) are not joined."""
+    from diag_service.ingest.envelope import sniff_soft_wrap, unwrap_soft
+
+    d = corpus_dev_case("n41b-001")
+    assert d.category.value == "storage"
+    assert any("hard-wrapped at 92" in w for w in d.input.warnings)
+    logs = REPO / "eval" / "corpus" / "logs"
+    for cid in ("n22b-017", "n7-022", "n29b-006", "n9b-010", "n26a-022"):
+        assert sniff_soft_wrap((logs / f"{cid}.log").read_bytes()[:65536]) is None, cid
+    wrapped = (logs / "n41b-001.log").read_bytes()
+    joined = unwrap_soft(wrapped, 92).decode()
+    assert "'Error while creating shared memory segment /dev/shm/nccl-TfciGV (size 31850880), error: No space left " \
+           "on device (28)'." in joined
+    assert "replica 0 failed: INTERNAL" in joined

@@ -211,15 +211,99 @@ def unwrap_wrapped(block: bytes, width: int) -> bytes:
     return ("\n".join(out) + ("\n" if ends else "")).encode()
 
 
+#: Soft wrapping (a web page, mail or chat client that broke long lines at spaces, or at a width that varies by a
+#: few characters once host and user names were replaced): a line is taken as broken when it is within
+#: :data:`SOFT_WRAP_SLACK` characters of the widest line and the next line's first word would not have fitted after
+#: it; the member is soft-wrapped when at least :data:`SOFT_WRAP_MIN_BREAKS` lines are broken and they are at least
+#: :data:`SOFT_WRAP_MIN_SHARE` of the lines that wide. (Public corpus dev n41b-001: NCCL's "Error / while creating
+#: shared memory segment /dev/shm/..." broken at 92 characters; n53a-002, n57b-005: PyTorch's dump-signal and
+#: mismatch reports cut mid-word at a width of 208 and 138 give or take a replaced name.)
+SOFT_WRAP_SLACK = 25
+SOFT_WRAP_MIN_BREAKS = 3
+SOFT_WRAP_MIN_SHARE = 0.5
+#: the start of a line of its own, never the rest of the line before: a date or clock time, glog's ``E0605 09:26``,
+#: NCCL's ``host:pid:tid``, a traceback's header, frame or exception line
+_LINE_START = re.compile(
+    r"(?:\d{4}[-/]\d\d[-/]\d\d|\d\d:\d\d:\d\d|[IWEF]\d{4} \d\d:|[\w.-]+:\d+:\d+ |Traceback |File \"|"
+    r"[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b)")
+_FRAME_END = re.compile(r"line \d+, in \S+$")
+
+
+def _soft_break(line: str, nxt: str, width: int) -> bool:
+    """Whether ``line`` was broken by soft wrapping at ``width`` and ``nxt`` is its rest (see :data:`SOFT_WRAP_SLACK`):
+    ``line`` near the width, ``nxt``'s first word too long to have fitted after it, ``nxt`` not a line start of its
+    own (:func:`_continues`, :data:`_LINE_START`; an indented line only after a line exactly as wide, a terminal's cut
+    before a space), ``line`` not a traceback's frame line, and the cut inside a sentence: after a space, before a
+    lower-case letter, digit or punctuation, or between two word characters at the full width."""
+    body = line.rstrip("\r")
+    word = nxt.split(maxsplit=1)
+    if not body.strip() or not word or len(body) < width - SOFT_WRAP_SLACK or len(body.rstrip()) + 1 + len(word[0]) <= width:
+        return False
+    if nxt[:1].isspace() and not (len(body) == width and nxt[1:2] != " "):
+        return False
+    if _LINE_START.match(nxt) or _FRAME_END.search(body) or not _continues(body, nxt):
+        return False
+    first = nxt[0]
+    return (body[-1] == " " or first.islower() or first.isdigit() or first in ")]}.,:;_-/'\"" or first == " "
+            or (body[-1].isalnum() and first.isalnum() and len(body) >= width - 1))
+
+
+def sniff_soft_wrap(head: bytes) -> int | None:
+    """The width at which a member's lines were soft-wrapped (:data:`SOFT_WRAP_SLACK`), from its first bytes, or
+    None."""
+    parts = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        parts.pop()
+    lines = [p.rstrip(b"\r").decode("utf-8", "replace") for p in parts]
+    sizes = [len(x) for x in lines if x.strip()]
+    if len(sizes) < SOFT_WRAP_MIN_BREAKS:
+        return None
+    width = max(sizes)
+    if not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
+        return None
+    wide = sum(1 for n in sizes if n >= width - 10)
+    breaks = sum(1 for a, b in zip(lines, lines[1:], strict=False) if _soft_break(a, b, width))
+    return width if breaks >= max(SOFT_WRAP_MIN_BREAKS, SOFT_WRAP_MIN_SHARE * wide) else None
+
+
+def unwrap_soft(block: bytes, width: int) -> bytes:
+    """``block`` (complete lines, UTF-8) with every soft-wrapped line (:func:`_soft_break`) joined to its rest: with
+    nothing between them when the line ends in a space or fills the width (a cut inside a word), else with the space
+    the wrapping took. A line that is the block's last is not joined. Returns UTF-8 bytes ending as ``block`` does."""
+    text = block.decode("utf-8", "replace")
+    ends = text.endswith("\n")
+    lines = text.split("\n")
+    if ends:
+        lines.pop()
+    out: list[str] = []
+    pending = ""
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if _soft_break(line, nxt, width):
+            body = line.rstrip("\r")
+            pending += body if body.endswith(" ") or len(body) >= width - 1 else body + " "
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return ("\n".join(out) + ("\n" if ends else "")).encode()
+
+
 def unwrapper(head: bytes) -> tuple[Callable[[bytes], bytes] | None, int]:
     """What a member needs, from its first bytes: the function that turns a block of its complete lines into the
-    lines as printed (:func:`unwrap` for an envelope, else :func:`unwrap_wrapped` for hard-wrapped lines; None for
-    plain lines), and the wrap width (0 when not wrapped, for the reader's warning)."""
+    lines as printed (:func:`unwrap` for an envelope, else :func:`unwrap_wrapped` for lines hard-wrapped at one
+    width, else :func:`unwrap_soft` for soft-wrapped ones; None for plain lines), and the wrap width (0 when not
+    wrapped, for the reader's warning)."""
     kind = sniff(head)
     if kind is not None:
         return (lambda block: unwrap(block, kind)), 0
     width = sniff_wrap(head) or 0
-    return ((lambda block: unwrap_wrapped(block, width)) if width else None), width
+    if width:
+        return (lambda block: unwrap_wrapped(block, width)), width
+    soft = sniff_soft_wrap(head) or 0
+    return ((lambda block: unwrap_soft(block, soft)) if soft else None), soft
 
 
-__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_wrap", "unwrap", "unwrap_wrapped", "unwrapper"]
+__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_soft_wrap", "sniff_wrap", "unwrap", "unwrap_soft", "unwrap_wrapped",
+           "unwrapper"]
