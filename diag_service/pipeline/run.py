@@ -30,6 +30,7 @@ from diag_service.domain import (
     job_id_from_name,
 )
 from diag_service.extract import ProgressLog, extract_events
+from diag_service.extract.global_ranks import fill_global_ranks
 from diag_service.hang.analyzer import analyze_dumps
 from diag_service.hang.flight import analyze_fr_files, analyze_fr_members
 from diag_service.hang.fusion import fuse
@@ -219,6 +220,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
     clean = _Timed(redact_events(raw))
     t0 = time.perf_counter()
     groups = mine_templates(clean)
+    fill_global_ranks(groups)
     t_mine_total = time.perf_counter() - t0
     timings = {
         "ingest": blocks.seconds,
