@@ -572,8 +572,9 @@ WORK_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?"
 #: work: N, last completed work: M" (since)
 LAST_DONE_RE = re.compile(r"last completed (?:NCCL )?work: (\d+)")
 #: ProcessGroupNCCL's watchdog's "failure detected by watchdog at work sequence id: N PG status: ..." (torch >= 2.4,
-#: ProcessGroupNCCL.cpp): the SeqNum of the collective that failed on this rank, its op not said
-WATCHDOG_SEQ_RE = re.compile(r"failure detected by watchdog at work sequence id: (\d+)")
+#: ProcessGroupNCCL.cpp) or "Exception (either an error or timeout) detected by watchdog at work: N, last enqueued NCCL
+#: work: M, ..." (torch 2.2-2.3): the SeqNum of the collective that failed on this rank, its op not said
+WATCHDOG_SEQ_RE = re.compile(r"(?:failure|\(either an error or timeout\)) detected by watchdog at work(?: sequence id)?: (\d+)")
 #: ProcessGroupNCCL's "[Rank N]" (or "[PG ID 0 PG GUID 0(default_pg) Rank N]") before its report
 WATCHDOG_RANK = re.compile(r"\[(?:PG [^\]]{0,80}?)?Rank (\d{1,6})\]")
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
@@ -1801,7 +1802,7 @@ class Extractor:
                         numel=int(m.group(3)) if m.group(3) else None, ts=ts,
                     )
                 )
-        elif "failure detected by watchdog at work sequence id" in key and len(obs.collectives) < 100_000:
+        elif " detected by watchdog at work" in key and len(obs.collectives) < 100_000:
             # the same report in the watchdog's own words, without the WorkNCCL (its op is not said)
             m = WATCHDOG_SEQ_RE.search(key)
             if m:
