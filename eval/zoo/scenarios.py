@@ -7607,3 +7607,119 @@ SCENARIOS += [
              cmd2=MIXER42.format(k=1, port="{port}"), env=dict(ENV42),
              action=("shell", "node 1 rank 1: step 100/600", POWERLOSS42)),
 ]
+
+# ---- batch 43 (h182): the same visible message with different causes ('Connection reset by peer' from a SIGKILLed
+# rank and from node 1's link cut by a reject rule with every rank alive; 'No space left on device' from a 64 MiB
+# /dev/shm and from a full checkpoint volume), configuration mistakes caught by a library's own check deep inside it
+# (a 2x2 parallel layout on 3 processes, a global eval batch not divisible by the processes, a float64 model on node 1),
+# a hang outside any collective (rank 2 blocked on another job's cache lock while the others wait in a barrier) and
+# two fail_slow (one rank's CPU quota; one rank stopped on 1 step in 5); ids b43_* ----
+ENV43 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # rank 2 SIGKILLed from outside the job at its step-120 line (a node agent's kill -9; no memory pressure)
+    Scenario("b43_inf_sigkill_cleanup_r2_logdir", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_intent.py",
+             env=dict(ENV43), action=("kill", 2, signal.SIGKILL, "[rank2] step 120/")),
+]
+# node 1 is the network namespace zoo43_n1; the data link between the nodes is a veth pair data1 (10.93.0.1 on node 0
+# = this host, 10.93.0.2 on node 1)
+NET43 = ("ip netns del zoo43_n1 2>/dev/null; ip link del data1 2>/dev/null; ip netns add zoo43_n1 && "
+         "ip link add data1 type veth peer name zoo43p && ip link set zoo43p netns zoo43_n1 && "
+         "ip netns exec zoo43_n1 ip link set zoo43p name data1 && ip addr add 10.93.0.1/24 dev data1 && "
+         "ip link set data1 up && ip netns exec zoo43_n1 ip addr add 10.93.0.2/24 dev data1 && "
+         "ip netns exec zoo43_n1 ip link set data1 up && ip netns exec zoo43_n1 ip link set lo up")
+NET43_DOWN = "ip netns del zoo43_n1 2>/dev/null; ip link del data1 2>/dev/null; true"
+# at node 1's step 100 its network policy agent installs a deny rule for the inter-node link: every TCP segment in or
+# out of node 1's data1 is answered with a reset (iptables REJECT --reject-with tcp-reset, in node 1's namespace); every
+# process keeps running
+CUT43 = ("ip netns exec zoo43_n1 iptables -A INPUT -i data1 -p tcp -j REJECT --reject-with tcp-reset && "
+         "ip netns exec zoo43_n1 iptables -A OUTPUT -o data1 -p tcp ! --tcp-flags RST RST "
+         "-j REJECT --reject-with tcp-reset && echo '  link cut: node 1 rejects data1 with tcp-reset' >&2")
+CTR43 = ("GLOO_SOCKET_IFNAME=data1 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 10.93.0.1 "
+         "--master-port {port} train_ctr.py")
+SCENARIOS += [
+    Scenario("b43_net_policy_reset_node1_twonode_n1", "train_ctr.py", CTR43.format(k=0, port="{port}"),
+             cmd2=CTR43.format(k=1, port="{port}"), netns2="zoo43_n1", setup=NET43, teardown=NET43_DOWN,
+             env=dict(ENV43), action=("shell", "[node1 rank3] step 100/", CUT43)),
+]
+# wafer images (768 x 3 x 256 x 256 uint8) and their defect classes; the job's container has docker's default 64 MiB
+# /dev/shm; validation batches (64 full images, 50 MiB as float32) go through shared memory
+WAFERS43 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(43)
+np.save("data/wafers.npy", rng.integers(0, 256, (768, 3, 256, 256), dtype=np.uint8))
+np.save("data/labels.npy", rng.integers(0, 9, 768))
+EOF2"""
+SCENARIOS += [
+    Scenario("b43_st_shm_full_val_loader_accel", "train_wafer.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_wafer.py",
+             setup=WAFERS43, env=dict(ENV43), shm_mb=64),
+]
+# the shared checkpoint directory: a 64 MiB volume (tmpfs) already holding earlier runs' checkpoints, 7.0 MiB free
+CKPT43 = r"""mkdir -p checkpoints && mount -t tmpfs -o size=64m tmpfs checkpoints && python - <<'EOF2'
+import os
+free = lambda: (lambda s: s.f_bavail * s.f_frsize)(os.statvfs("checkpoints"))
+target = 7 * 2**20
+k = 0
+while free() - target > 0:
+    step = 500 * (k // 3 + 1)
+    d = f"checkpoints/kws-conv-0511/step_{step:06d}"
+    os.makedirs(d, exist_ok=True)
+    n = min(9 * 2**20, free() - target)
+    with open(f"{d}/model-{k % 3:05d}-of-00003.safetensors", "wb") as f:
+        f.write(os.urandom(n))
+    k += 1
+print(f"checkpoints: {free() / 2**20:.1f} MiB free")
+EOF2"""
+SCENARIOS += [
+    Scenario("b43_st_ckpt_volume_full_spawn_r2", "train_kws.py", "python train_kws.py", setup=CKPT43,
+             teardown="umount checkpoints; true", env={**ENV43, "MASTER_PORT": "{port}"}),
+]
+SCENARIOS += [
+    # the launch flags of the 4-slot layout (2 data-parallel shards x tensor-parallel 2) kept on a 3-process launch
+    Scenario("b43_cfg_tp_dp_mesh_num_processes_accel", "train_lm.py",
+             "accelerate launch --num_processes 3 --use_fsdp --fsdp_version 2 --use_parallelism_config "
+             "--parallelism_config_dp_shard_size 2 --parallelism_config_tp_size 2 --main_process_port {port} "
+             "train_lm.py", env=dict(ENV43)),
+    # configs/rating.json: global batches (split_batches); the eval batch of 100 was sized for 4 processes
+    Scenario("b43_cfg_eval_batch_split_batches_torchrun", "train_rating.py",
+             "torchrun --standalone --nproc-per-node 3 train_rating.py",
+             setup="mkdir -p configs && echo '{\"buckets\": 50000, \"lr\": 0.002, \"train_batch_size\": 48, "
+                   "\"eval_batch_size\": 100, \"epochs\": 3, \"eval_every\": 80}' > configs/rating.json",
+             env=dict(ENV43)),
+]
+# node 1's command came from its shell history: the --param-dtype float64 of a gradient-check run is still on it
+RISK43 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 1 --master-addr 127.0.0.1 --master-port {port} "
+          "train_risk.py --steps 600")
+SCENARIOS += [
+    Scenario("b43_cfg_param_dtype_node1_static_twonode_n1", "train_risk.py", RISK43.format(k=0, port="{port}"),
+             cmd2=RISK43.format(k=1, port="{port}") + " --param-dtype float64", env=dict(ENV43)),
+]
+# the node's shared token cache (cache/tokens): another team's job on the node is tokenizing the same shard 2 of the
+# same corpus and holds its FileLock (started by the setup; it carries ZOO_RUN, so the recorder ends it with the run)
+CORPUS43 = r"""mkdir -p data/legal-corpus cache/tokens/legal-corpus-bpe8k && python - <<'EOF2'
+import random
+words = [f"w{i}" for i in range(6000)] + "the court held that plaintiff defendant shall any of".split()
+for s in range(3):
+    rng = random.Random(s)
+    open(f"data/legal-corpus/shard-{s:05d}.txt", "w").write(" ".join(rng.choice(words) for _ in range(150000)))
+EOF2
+(nohup python -c "import time; from filelock import FileLock; """ + \
+    r"""l = FileLock('cache/tokens/legal-corpus-bpe8k/shard-00002.npy.lock'); l.acquire(); time.sleep(600)" """ + \
+    r"""> /dev/null 2>&1 &)
+sleep 1.5"""
+SCENARIOS += [
+    Scenario("b43_hang_shared_cache_lock_r2", "train_dapt.py", "torchrun --nproc-per-node 3 --master-port {port} "
+             "train_dapt.py", setup=CORPUS43, env={**ENV43, "TOKEN_CACHE": "cache/tokens"}),
+]
+SCENARIOS += [
+    # from rank 1's step 100 its container's CPU limit is lowered (cgroup v1 quota at 40 % of one core)
+    Scenario("b43_slow_rank_quota_r1_tee", "train_forecast.py",
+             "torchrun --nproc-per-node 3 --tee 3 --master-port {port} train_forecast.py", env=dict(ENV43),
+             action=("rank_quota", 1, "[rank1] step 100/", 40)),
+    # from rank 1's step 100 a periodic background writer on its node stalls it: the rank is stopped for 60 ms each
+    # time it logs a step divisible by 5
+    Scenario("b43_slow_periodic_stall_r1_distrun", "train_kws_crnn.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} train_kws_crnn.py",
+             env=dict(ENV43), action=("stall_every", 1, "[rank1] step 100/", r"\[rank1\] step (\d+)/", 5, 60)),
+]
