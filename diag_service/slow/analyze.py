@@ -42,7 +42,7 @@ from diag_service.slow.feeds import (
 from diag_service.slow.logs import RANK_PHASE_MIN_STEPS, load_log_bundle
 from diag_service.slow.material import MATERIAL_SLOWDOWN_S, immaterial
 from diag_service.slow.models import GroupFinding, SlowConfig, SlowEpisode, SlowReport, Straggler, StragglerKind
-from diag_service.slow.offline import whole_log_episode
+from diag_service.slow.offline import find_shift, whole_log_episode
 from diag_service.slow.traces import is_alibaba_trace, is_bytedance_trace, load_alibaba_feed, load_bytedance_feed
 
 _JSONL = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
@@ -510,6 +510,9 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
     if not (stragglers or groups) and rep.job_slowdown:
         one = _episode_phase_straggler(rep.job_slowdown[0], ranks, det.cfg.min_effect)
         stragglers = [one] if one is not None else []
+    elif not (stragglers or groups):
+        one = _stretch_phase_straggler(ranks, det.cfg.min_effect)
+        stragglers = [one] if one is not None else []
     if not (stragglers or groups):
         return
     per_line = float(np.median(ranks.weight))  # a line every N steps stands for N steps of excess
@@ -824,6 +827,58 @@ def _episode_phase_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: floa
             found = _episode_straggler(ep, ranks, values, kind, min_effect)
             if found is not None:
                 return found
+    return None
+
+
+#: A short log with no job episode (its job-wide rise below the whole-log test's least effect): a rank's time in a
+#: phase over its peers' median, as a ratio per line, tested for a rise of at least this much by the whole-log test
+#: (:func:`~diag_service.slow.offline.find_shift`); the stretch found is then held to the episode test's rules
+#: (:func:`_episode_straggler`: the job's step time rose over it, the rank's excess is most of that rise, z >= 3.09).
+#: Zoo dev b43_slow_rank_quota_r1_tee: rank 1 at 40 % of a core from step 100, its compute 1.38x, the job 1.18x, one
+#: line every 20 steps (18 lines): no job episode, so no rank was named. Over the zoo's dev runs this stretch test
+#: names the labelled rank in all 7 runs with a rank's own phase on its lines, and no rank in the others.
+STRETCH_PHASE_MIN_EFFECT = 0.25
+
+
+def _stretch_phase_straggler(ranks: StepBatch, min_effect: float) -> Straggler | None:
+    """The one rank whose data wait (else compute time) rose over its peers' in a stretch of a log that has no job
+    episode (:data:`STRETCH_PHASE_MIN_EFFECT`), confirmed by :func:`_episode_straggler` over that stretch; None when
+    no rank or more than one does."""
+    steps = np.unique(ranks.step)
+    units = np.unique(ranks.rank)
+    if units.size < 2:
+        return None
+    col = {int(r): i for i, r in enumerate(units)}
+    row = {int(s): i for i, s in enumerate(steps)}
+    weight = np.ones(steps.size)
+    for s, w in zip(ranks.step, ranks.weight, strict=True):
+        weight[row[int(s)]] = w
+    for kind in EPISODE_PHASES:
+        values = ranks.data if kind is StragglerKind.DATA else ranks.compute
+        if not np.isfinite(values).any():
+            continue
+        data = np.full((steps.size, units.size), np.nan)
+        for s, r, d in zip(ranks.step, ranks.rank, values, strict=True):
+            data[row[int(s)], col[int(r)]] = d
+        found: list[Straggler] = []
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for j in range(units.size):
+                ratio = data[:, j] / np.nanmedian(np.delete(data, j, axis=1), axis=1)
+                ok = np.isfinite(ratio) & (ratio > 0)
+                sh = find_shift(steps[ok], ratio[ok], weight[ok], min_effect=STRETCH_PHASE_MIN_EFFECT)
+                if sh is None:
+                    continue
+                ep = SlowEpisode(start_step=sh.start_step, end_step=None if sh.ongoing else sh.end_step,
+                                 detected_at_step=int(steps[-1]), steps=int(sh.hi - sh.lo), slowdown_factor=sh.factor,
+                                 time_lost_s=0.0, ongoing=sh.ongoing)
+                one = _episode_straggler(ep, ranks, values, kind, min_effect)
+                if one is not None and one.rank == int(units[j]):
+                    found.append(one)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            return None
     return None
 
 
