@@ -142,3 +142,15 @@ def test_soft_wrapped_pastes_are_joined_and_logs_with_long_lines_are_not(corpus_
     assert "'Error while creating shared memory segment /dev/shm/nccl-TfciGV (size 31850880), error: No space left " \
            "on device (28)'." in joined
     assert "replica 0 failed: INTERNAL" in joined
+
+
+def test_a_logging_record_written_right_after_a_progress_bar_is_a_line_of_its_own(corpus_dev_case) -> None:
+    """Public corpus dev n65b-005: torchelastic's keep-alive WARNING was printed at the end of a tqdm bar's last redraw
+    ("...CUDAUtil=0%]WARNING:torch.distributed.elastic.rendezvous..."), read as an error line, and its
+    "RendezvousTimeoutError" taken for a rendezvous that did not gather its nodes (framework). Split from the bar, it is
+    the agent's warning (a missed keep-alive: a symptom), and the worker SIGKILLed next to it is the cause."""
+    d = corpus_dev_case("n65b-005")
+    assert any("written right after a progress bar were split" in w for w in d.input.warnings)
+    assert d.category.value == "host_oom" and d.first_failing_rank == 1, d.root_cause.summary
+    assert not any(h.signature_id == "rendezvous_timeout" for h in d.signature_hits)
+    assert any(h.signature_id == "rendezvous_keepalive_failed" and h.role.value == "symptom" for h in d.signature_hits)

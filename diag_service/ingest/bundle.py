@@ -74,6 +74,17 @@ IngestLimits = BundleLimits
 ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CRLF_RE = re.compile(r"\r+\n")
 CR_REDRAW_RE = re.compile(r"[^\n]*\r([^\n]*)")
+#: A tqdm progress bar's last redraw (``12172/13725 [4:44:35<35:03,  1.35s/it, loss=0.97]``, tqdm's
+#: ``{n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]``) with the next log record written right after it, no newline
+#: between (tqdm leaves the cursor at the bar's end; a logger or a traceback on the same stream starts there): a
+#: traceback's header or a Python logging record (``WARNING:torch...``, transformers' ``[WARNING|logging.py:328]``) is
+#: where its line begins, so its level and its traceback are read. (A c10d or NCCL report glued to a bar stays glued: the
+#: bar on its line is what the catalogue reads as a dataset pass still running when a collective timed out.) Public
+#: corpus: 80 logs hold a record glued to a bar (dev n65b-005: torchelastic's keep-alive WARNING read as an error line).
+GLUED_BAR_RE = re.compile(
+    rb"(\d+/\d+ \[[\d:]+<[\d:?]+,(?:[^\]\[\n]|\[[^\]\[\n]{0,80}\]){0,200}\])"
+    rb"(?=Traceback \(most recent call last\)|(?:WARNING|ERROR|INFO|CRITICAL|DEBUG)[:|]"
+    rb"|\[(?:WARNING|ERROR|INFO|CRITICAL)[|:])")
 # A tqdm bar (``desc: 45%|####      | 225/500 [01:23<01:42,  2.69it/s, loss=2.31]``) with more text
 # right after it: an exception or log line written while the bar was on screen, without a newline.
 PROGRESS_BAR_RE = re.compile(r"(?:[^\n|]{0,120}: )?\s*\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}\[[^\]\n]{0,200}\](?=\S)")
@@ -429,7 +440,7 @@ def _stream_blocks(
     buf = b""  # the incomplete last line of what was read so far
     line_no = 1
     skipping_long = False  # inside a line already cut (and counted): drop it up to its newline
-    truncated = bad_chars = member_bytes = nuls = 0
+    truncated = bad_chars = member_bytes = nuls = glued = 0
     blank = True  # only whitespace so far: such a member holds no log line (counted as no lines, with a warning)
     sniffer = _PrefixSniffer(src)
     first = True
@@ -490,6 +501,9 @@ def _stream_blocks(
                 truncated += n_cut
                 if undo is not None:
                     complete = undo(complete)
+                if b"<" in complete and (b"it/s" in complete or b"s/it" in complete):
+                    complete, n_glued = GLUED_BAR_RE.subn(rb"\1\n", complete)
+                    glued += n_glued
             if len(buf) > max_line:
                 complete += buf[: _utf8_cut(buf, max_line)] + _TRUNC_MARK + b"\n"
                 truncated += 1
@@ -539,6 +553,9 @@ def _stream_blocks(
         report.lines += line_no - 1
     if truncated:
         report.warnings.append(f"{src.path}: {truncated} line(s) longer than {max_line} bytes truncated")
+    if glued:
+        report.warnings.append(f"{src.path}: {glued} log line(s) written right after a progress bar were split from it "
+                               "(line numbers count the split lines)")
     if bad_chars:
         report.warnings.append(f"{src.path}: {bad_chars} byte sequence(s) not valid UTF-8, replaced")
     if nuls:
