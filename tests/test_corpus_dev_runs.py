@@ -372,3 +372,12 @@ def test_a_spot_reclaim_is_the_platforms_to_resume_not_a_set_up_failure() -> Non
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n60b-001.log"), kb=False, llm=False))
     assert (d.category.value, d.responsible.value) == ("infrastructure", "platform")
     assert d.recovery is not None and d.recovery.level.value == "L2", d.recovery
+
+
+def test_a_gaudi_graph_workspace_allocation_failure_is_device_memory() -> None:
+    """n65b-001 (optimum-habana, 8 Gaudi cards, LoRA DDP): "FATAL ERROR :: MODULE:PT_SYNHELPER workspace Allocation of
+    size ::9618705792 failed!" is the bridge's graph workspace in device memory, as PT_DEVMEM's failure is (the thread's
+    fix: the model had been placed on the device before DDP). It read unknown."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n65b-001.log"), kb=False, llm=False))
+    assert d.category.value == "gpu_oom", d.root_cause.summary
+    assert "gaudi_device_memory_exhausted" in {h.signature_id for h in d.signature_hits}
