@@ -60,3 +60,13 @@ def test_a_ranks_watchdog_exception_report_is_a_timeout_in_that_collective(corpu
     assert d.failure_mode.value == "fail_hang"
     assert d.first_failing_rank is None, d.root_cause.summary
     assert "3 rank(s) timed out in ALLREDUCE at SeqNum 1580" in d.root_cause.summary
+
+
+def test_yearless_glog_stamps_take_the_year_of_torchelastics_failure_table() -> None:
+    """r15 (SimpleTuner#759, a 2024 paste): glog stamps ("E814 13:15:58") were read in today's year and the failure
+    table's "time : 2024-08-14_13:16:02" in its own, and the report warned "events span 730 days: the bundle may hold
+    logs of several jobs"."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r15_simpletuner759_paste.log"), kb=False, llm=False))
+    assert not any("events span" in w for w in d.input.warnings), d.input.warnings
+    assert d.root_cause.evidence and all(e.timestamp is None or e.timestamp.startswith("2024-08-14")
+                                         for e in d.root_cause.evidence)

@@ -496,6 +496,10 @@ SCAN_MARKS = RAY_MARKS + _PLATFORM_MARK_LIST + SAVE_MARKS
 #: year glog lines (``E1114 09:00:08.123``, no year) are read in. A date later in a line may be a message's own.
 LEAD_DATE = re.compile(r"(?:\[[^\[\]\n]{0,32}\]:?\s?)*\[?((?:19|20)\d\d)[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")
 LEAD_DATE_BLOCK = re2.compile(b"(?m)^" + LEAD_DATE.pattern.encode())  # the same, at every line start of a block
+#: ... or, with no such line, the date of torchelastic's failure table (``  time      : 2024-08-14_13:16:02``,
+#: torch/distributed/elastic/multiprocessing/errors/__init__.py): a paste of glog lines (``E814 13:15:58``) above the
+#: table was read in today's year and the table in its own, "events span 730 days" (trial 39 r15)
+ELASTIC_TIME_BLOCK = re2.compile(rb"(?m)^\s*(?:\[\w+\]:)?\s*time\s*:\s*((?:19|20)\d\d)-\d\d-\d\d_\d\d:\d\d")
 #: how far into a file's first block the year is looked for before its lines are read
 YEAR_SCAN_BYTES = 1 << 16
 
@@ -1095,7 +1099,8 @@ class Extractor:
         text = rd.hay  # the block's text, or its bytes when ASCII (the same offsets, lines decoded when read)
         asc = rd.ascii
         if not self._year_learned and block.first_line <= 1:
-            m_year = LEAD_DATE_BLOCK.search(rd.data[:YEAR_SCAN_BYTES])
+            m_year = LEAD_DATE_BLOCK.search(rd.data[:YEAR_SCAN_BYTES]) or ELASTIC_TIME_BLOCK.search(
+                rd.data[:YEAR_SCAN_BYTES])
             if m_year is not None:
                 self.year = int(m_year.group(1))
                 self._year_learned = True
