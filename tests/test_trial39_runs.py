@@ -70,3 +70,27 @@ def test_yearless_glog_stamps_take_the_year_of_torchelastics_failure_table() -> 
     assert not any("events span" in w for w in d.input.warnings), d.input.warnings
     assert d.root_cause.evidence and all(e.timestamp is None or e.timestamp.startswith("2024-08-14")
                                          for e in d.root_cause.evidence)
+
+
+def test_the_one_rank_that_did_not_time_out_is_named_from_the_failure_tables_world(tmp_path: Path) -> None:
+    """r05 (torchrun, 3 ranks, accelerate's logging): rank 1 blocks in open() of a shard on a hung mount; ranks 0 and 2
+    time out in the all-reduce (gloo's send/recv timeouts), rank 1 is SIGTERMed. Only torchelastic's failure table says
+    the job had 3 ranks; it said "the logs do not name the rank that never joined"."""
+    import shutil
+
+    shutil.copy(RUNS / "r05_logs" / "accelerate_job.log", tmp_path / "accelerate_job.log")
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 1, d.root_cause.summary
+    assert "every one but rank 1 timed out" in d.root_cause.summary
+
+
+def test_a_rank_stuck_in_its_datasets_read_under_an_in_process_dataloader_is_storage() -> None:
+    """r05 with its py-spy snapshot: rank 1 sits in ShardDataset.__getitem__ under the DataLoader's in-process fetcher
+    (num_workers=0) while its peers wait in the all-reduce. It said user_code, "do not start it again: hand the job to
+    its owner"; the read of a sample that never returns is the data's storage (as a worker's read is), restarted once
+    the mount is healthy."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r05_logs"), kb=False, llm=False))
+    assert (d.category.value, d.failure_mode.value, d.first_failing_rank) == ("storage", "fail_hang", 1), \
+        d.root_cause.summary
+    assert "do not name the rank" not in d.root_cause.summary
+    assert d.recovery is not None and d.recovery.level.value != "L4", d.recovery

@@ -884,6 +884,26 @@ def _spawn_world(groups: list[TemplateGroup]) -> int | None:
     return n if n >= 2 else None
 
 
+def _elastic_world(groups: list[TemplateGroup]) -> int | None:
+    """The job's process count from one torchrun agent's failure table when it lists every rank 0..n-1 (n >= 3) with
+    its local rank equal to its rank, all on one node: after one worker fails the agent stops every other one, and the
+    table lists each (torch/distributed/elastic/multiprocessing/errors/__init__.py; a rank that had already exited 0
+    is not listed, so a gap leaves the size unknown). None otherwise: several nodes' tables each list only their own
+    workers. (Trial 39 r05: 3 ranks, the table the one place that says so.)"""
+    ranks: set[int] = set()
+    nodes: set[str] = set()
+    for g in groups:
+        if g.kind is not EventKind.ELASTIC_SUMMARY:
+            continue
+        for ev in (*g.examples, *g.rank_first.values()):
+            if ev.rank is None or ev.local_rank != ev.rank:
+                return None
+        ranks |= g.ranks
+        nodes |= g.nodes
+    n = len(ranks)
+    return n if n >= 3 and ranks == set(range(n)) and len(nodes) <= 1 else None
+
+
 def _announced_stop(progress: ProgressLog, rank: int) -> bool:
     """True when ``rank``'s last line of its own (``progress.last_lines``) announces that it stops (an early stop, a
     stop file, the end of its loop): the rank's code returned on purpose."""
@@ -1030,7 +1050,8 @@ def localize(
     kinds_present = {g.kind for g in groups}
     terminated = bool(kinds_present & TERMINATION_KINDS)
     slow = _slowdown(progress)
-    size = progress.world_size or progress.launch_world or progress.stated_world or _spawn_world(groups)
+    size = (progress.world_size or progress.launch_world or progress.stated_world or _spawn_world(groups)
+            or _elastic_world(groups))
     world = set(range(size)) if size and size <= LIMITS.max_rank + 1 else set()
     hang_findings, hang_suspects, mismatched = _hang_analysis(progress, ranks_seen | world)
     # Each node's agent reports its own "first observed failure" (torchelastic's table; Ray's raylet naming a dead
@@ -2672,6 +2693,9 @@ def _stack_file_owner(path: str) -> str:
 
 #: A frame of PyTorch's multi-process DataLoader waiting for its workers' batches (:func:`hang_culprit_category`).
 _DATALOADER_WAIT = re.compile(r"^_MultiProcessingDataLoaderIter\._(?:get_data|next_data|try_get_data) \(")
+#: A DataLoader fetching a sample in the rank's own process (num_workers=0): the dataset's code runs under the fetcher
+#: (torch/utils/data/_utils/fetch.py), so a rank stuck there is where a worker would be, in its read of the data.
+_IN_PROCESS_FETCH = re.compile(r"^_(?:Map|Iterable)DatasetFetcher\.fetch\b")
 #: The standard library's writes of a process's output (logging's stream handler, a text or buffered stream's write).
 _OUTPUT_WAIT = re.compile(r"^(?:StreamHandler\.(?:emit|flush) \((?:.*/)?logging/__init__\.py"
                           r"|(?:TextIOWrapper|BufferedWriter)\.(?:write|flush) \()")
@@ -2725,6 +2749,15 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                   "worker is blocked reading its data (a hung network mount, a file that never "
                                   "answers) or loops in its own code; py-spy dump --subprocesses shows where the "
                                   "workers are")
+    fetch = next((i for i, f in enumerate(top.top_frames) if _IN_PROCESS_FETCH.match(f)), None)
+    if fetch is not None and top.kind != "moving":
+        # the dataset's own code, called by a DataLoader in the rank's process, does not return: the read of a sample
+        # blocks (the same wait a worker's read is when num_workers > 0; trial 39 r05: a shard on a hung mount, open()
+        # in ShardDataset.__getitem__); a loop in that code would show the rank moving between dumps
+        where = top.top_frames[0]
+        return Category.STORAGE, (f"stuck outside any collective reading a sample in its DataLoader ({where}, under "
+                                  f"{top.top_frames[fetch].split(' (')[0]}): the read of its data blocks (a hung network "
+                                  "mount, a file that never answers); check that node's data mount")
     child = None  # a wait for a child process the rank started (subprocess.py), innermost
     for f in top.top_frames:  # innermost first
         m = _SHORT_FRAME.match(f)
