@@ -381,3 +381,18 @@ def test_a_gaudi_graph_workspace_allocation_failure_is_device_memory() -> None:
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n65b-001.log"), kb=False, llm=False))
     assert d.category.value == "gpu_oom", d.root_cause.summary
     assert "gaudi_device_memory_exhausted" in {h.signature_id for h in d.signature_hits}
+
+
+@pytest.mark.parametrize("cid", ["n66a-004", "n48b-005", "n48b-006", "n3net-024"])
+def test_a_gdb_backtrace_of_a_process_that_did_not_end_is_a_hang(cid: str) -> None:
+    """Pastes of gdb / pstack backtraces (MPI_Bcast waiting in MPIC_Wait, TensorFlow's session waiting on a condition
+    variable, NCCL's socket thread in recv) were read as stops: the backtrace is of a live process attached while it
+    hung (the py-spy rule: stack dumps and no process's end)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{cid}.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+
+
+def test_a_gdb_backtrace_beside_its_processs_crash_stays_a_stop() -> None:
+    """n2hw-022: ncclShmOpen's backtrace beside the SIGBUS that ended the process: a crash, not a hang."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n2hw-022.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_stop", d.root_cause.summary

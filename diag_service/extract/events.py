@@ -85,6 +85,7 @@ PREFILTER_PARTS = (
     r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
     r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
     r"Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x)",
+    r"^#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \(",
     r"<defunct>",
     r"Unable to determine the device handle|fallen off the bus",
 )
@@ -531,8 +532,12 @@ INFO_LINE = re.compile(
 LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?[\s:|-]+)+")
 #: py-spy's thread header (its native thread id in decimal, or in hex as older py-spy and macOS print it: ``Thread
 #: 0x7FA6E7C01740 (idle): "MainThread"``; the hang analyzer's ``PYSPY_THREAD`` reads both) or gdb's ``Thread 2
-#: (Thread 0x7f... (LWP N))`` (``thread apply all bt`` on a process)
-STACK_DUMP = re.compile(r"^Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x[0-9a-fA-F]+ \(LWP \d+\)\))")
+#: (Thread 0x7f... (LWP N))`` (``thread apply all bt`` on a process), or the innermost frame of a gdb / pstack backtrace
+#: (``#0  0x00007f87915e4ce3 in MPIC_Wait () from libmpi.so.12``, ``#0  syscall () at ...``): taken of a live
+#: process, attached while it hung, unless the logs show it ended (public corpus dev: of the 6 pastes with one, 5 are
+#: hangs; the sixth shows its process's SIGBUS)
+STACK_DUMP = re.compile(r"^(?:Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x[0-9a-fA-F]+ \(LWP \d+\)\))"
+                        r"|#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \()")
 _ELASTIC_ENTRY = re.compile(r"^\[\d+\]:$")  # an entry's "[1]:" in the failure report's list
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 ELASTIC_RANK = re.compile(r"(\d+)\s*\(local[_ ]rank:?\s*(\d+)\)")
