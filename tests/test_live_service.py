@@ -125,8 +125,10 @@ def test_two_nodes_logs_then_failure_give_the_post_hoc_diagnosis(client: TestCli
     for n, t in texts.items():
         assert (folder / n / f"console_{n}.log").read_text() == t
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in events[:4]] == ["started", "started", "failure", "failure"]
-    assert all(e["job"] == job for e in events) and events[2]["onset_time"] == T0 + 55
+    # (the first node's failure may be diagnosed before the second node's failure arrives: a "diagnosed" event between)
+    lifecycle = [e for e in events if e["event"] != "diagnosed"]
+    assert [e["event"] for e in lifecycle[:4]] == ["started", "started", "failure", "failure"]
+    assert all(e["job"] == job for e in events) and lifecycle[2]["onset_time"] == T0 + 55
     assert any(e["event"] == "diagnosed" for e in events)
     listed = client.get("/v1/live/jobs").json()["items"]
     assert any(v["job_id"] == job and v["diagnosis_id"] == view["diagnosis_id"] for v in listed)
