@@ -243,16 +243,20 @@ def test_a_failure_after_the_job_was_started_again_is_the_later_attempts(tmp_pat
 
 
 def test_all_but_one_rank_timing_out_names_it_only_when_the_jobs_size_is_known(tmp_path: Path) -> None:
-    # the same console without its "$ torchrun --nproc-per-node 3" line: three ranks seen, but nothing says the job
-    # had three (an excerpt of a larger job looks the same), so the silent rank is not named
+    # the same console without its "$ torchrun --nproc-per-node 3" line and without torchelastic's failure table:
+    # three ranks seen, but nothing says the job had three (an excerpt of a larger job looks the same), so the silent
+    # rank is not named; with the table (ranks 0, 1, 2 of one agent, local = global) the job's size is said again
     text = (ZOO / "runs" / "b9_hang_oom_paused_r2" / "console.log").read_text()
-    assert text.startswith("$ torchrun --nproc-per-node 3 ")
+    assert text.startswith("$ torchrun --nproc-per-node 3 ") and "Failures:" in text
     p = tmp_path / "console.log"
-    p.write_text(text.split("\n", 1)[1])
+    p.write_text(text.split("\n", 1)[1].split("Failures:")[0])
     d = diagnose(DiagnoseRequest(path=str(p), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang"
     assert d.first_failing_rank is None
     assert not any("never entered it" in f for f in d.findings), d.findings
+    p.write_text(text.split("\n", 1)[1])
+    d = diagnose(DiagnoseRequest(path=str(p), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang" and d.first_failing_rank == 2, d.root_cause.summary
 
 
 def test_an_interrupted_launcher_after_a_stuck_progress_bar_is_a_hang(tmp_path: Path) -> None:
