@@ -262,6 +262,11 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     placed = hung_from_logs and n < k  # too few snapshots to time the hang: the logs did, the stacks place it
     if placed:
         k = max(1, n)
+    elif hung_from_logs:
+        # the logs report the hang: a rank whose last two dumps agree is stuck, whatever an earlier dump of the job
+        # still training showed (trial 40 r02: the first of three rounds taken just before the hang read every rank
+        # as "still changing its stack", and the job as not hung)
+        k = min(k, 2)
     tail = set(range(max(0, n - k), n))
     stuck: dict[int, int] = {}  # rank -> first snapshot of its final unchanged run
     moving: list[int] = []

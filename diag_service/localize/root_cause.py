@@ -2817,7 +2817,12 @@ def combine_hang(d: Diagnosis, hang: HangReport) -> None:
     top = hang.suspects[0] if hang.suspects else None
     unique = top is not None and hang.lone_suspect() is top and top.score >= HangSuspect.SINGLED_OUT
     if d.category is Category.UNKNOWN:
-        d.root_cause.summary = hang.explanation + " " + d.root_cause.summary
+        logs_said = d.root_cause.summary
+        if unique and top is not None:  # the stacks name the rank the logs could not: the logs' words say "alone"
+            logs_said = "Logs: " + logs_said.replace("the logs do not name the rank that never joined",
+                                                     "the logs alone do not name the rank").replace(
+                NOBODY_NAMED, "the logs alone do not show which rank never joined")
+        d.root_cause.summary = hang.explanation + " " + logs_said
         if unique and top is not None:
             if top.kind != ORDER_MISMATCH:  # ranks that wait for each other in opposite orders: none is first
                 d.first_failing_rank = top.rank

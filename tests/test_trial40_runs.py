@@ -1,0 +1,23 @@
+"""A new user's trial 40 (/work/trial40_inputs/REPORT.md): inputs the tool misread at first contact
+(``tests/fixtures/trial40``: real torch.multiprocessing.spawn runs on this machine, with py-spy dumps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial40"
+
+
+def test_an_early_dump_of_the_job_still_training_does_not_undo_the_hang_the_logs_report() -> None:
+    """r02 (spawn, 3 ranks): rank 2 spins in a busy loop from step 15; ranks 0 and 1 wait in DDP's all-reduce until
+    gloo's 30 s timeout. Three py-spy rounds, the first taken just before the hang: every rank's stack differed between
+    the first two rounds, so all read "still moving" ("Not hung: 3 of 3 rank(s) still change their stacks") and the
+    answer was unknown, for the platform. The logs report the hang; the last two rounds place it."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r02_bundle"), kb=False, llm=False))
+    assert d.hang is not None and d.hang.hung, d.hang
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_hang", "user_code", 2), \
+        d.root_cause.summary
+    assert "Culprit: rank 2" in d.root_cause.summary
+    assert "the logs do not name the rank that never joined" not in d.root_cause.summary
