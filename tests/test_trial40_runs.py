@@ -21,3 +21,11 @@ def test_an_early_dump_of_the_job_still_training_does_not_undo_the_hang_the_logs
         d.root_cause.summary
     assert "Culprit: rank 2" in d.root_cause.summary
     assert "the logs do not name the rank that never joined" not in d.root_cause.summary
+
+
+def test_a_data_shard_torch_load_refused_by_pytorchfilereader_is_data() -> None:
+    """r03 (two torchrun agents as two nodes): rank 3's shard is truncated; `batch = torch.load(shard)` fails in
+    PyTorchFileReader with "OSError: [Errno 22] Invalid argument". It read storage, "resume from the previous complete
+    checkpoint"; the job's own load call names a data shard, as the other torch.load failures are read."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r03_bundle"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank, d.first_failing_node) == ("data", 3, "node1"), d.root_cause.summary
