@@ -29,3 +29,15 @@ def test_a_data_shard_torch_load_refused_by_pytorchfilereader_is_data() -> None:
     checkpoint"; the job's own load call names a data shard, as the other torch.load failures are read."""
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r03_bundle"), kb=False, llm=False))
     assert (d.category.value, d.first_failing_rank, d.first_failing_node) == ("data", 3, "node1"), d.root_cause.summary
+
+
+def test_json_step_lines_named_jsonl_are_read_as_step_lines_when_they_carry_no_feed_times() -> None:
+    """r11 (spawn, 3 ranks, `{"rank": 1, "step": 50, "step_ms": 91.83, "data_ms": 0.13}` per rank and step, saved as
+    stdout.jsonl): `diag slow` read it as a timing feed without start/end or step_time_s and said "only 140 step
+    record(s): not enough to learn a baseline" for 140 steps; the same file named .log showed the 9x slowdown."""
+    from diag_service.slow.analyze import analyze_slow
+
+    rep = analyze_slow(RUNS / "r11_stdout.jsonl")
+    assert rep.input.format.startswith("logs")
+    assert rep.job_slowdown and 48 <= rep.job_slowdown[0].start_step <= 52, rep.summary
+    assert not any("not enough to learn a baseline" in w for w in rep.input.warnings), rep.input.warnings

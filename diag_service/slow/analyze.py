@@ -89,7 +89,22 @@ def load_feed(path: str | Path, root: str | Path | None = None) -> Feed:
 
 def _load_feed_file(p: Path, name: str, fh: BinaryIO) -> Feed:
     if name.endswith(_JSONL):
-        return load_jsonl(p, fh)
+        feed = load_jsonl(p, fh)
+        b = feed.batch
+        if len(b) and not (np.isfinite(b.step_time).any() or np.isfinite(b.end - b.start).any()) \
+                and not name.endswith(".gz"):
+            # JSON records with no step time the feed format knows (start/end, step_time_s): a script's own step
+            # lines printed as JSON ({"rank": 1, "step": 50, "step_ms": 91.8}), which the log reader understands
+            # (trial 40 r11: "only 140 step record(s): not enough to learn a baseline" for 140 timed steps)
+            try:
+                logs = load_log_bundle(p)
+            except BundleError:
+                return feed
+            if len(logs.batch):
+                logs.stats.warnings.insert(0, "the records carry no step time of the feed format (start/end, "
+                                              "step_time_s): read as a script's step lines")
+                return logs
+        return feed
     if name.endswith(".parquet"):
         import polars as pl
 
