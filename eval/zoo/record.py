@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h187", "/home/user/proj"),  # batch 44 (h187; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h182", "/home/user/proj"),  # batch 43 (h182; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h179", "/home/user/proj"),  # batch 42 (h179; before /work/wt/h17 and /work/wt/h1 style prefixes)
     ("/work/wt/h176", "/home/user/proj"),  # batch 41 (h176; before /work/wt/h17 and /work/wt/h1 style prefixes)
@@ -134,6 +135,8 @@ class Scenario:
     #: batch 39: ("shell4", after, bash) as "shell", the trigger also looked for in the job's logs/ files
     #: batch 41: ("ranks_quota", nranks, after, percent) from the trigger on, every rank (with its threads and children)
     #: in a CPU cgroup (v1) of its own at `percent` of one core: each rank's container CPU limit lowered
+    #: batch 44: ("both", action_a, action_b) two of the actions above at once, each in its own thread (e.g. a fault
+    #: and the py-spy dumps an on-call engineer takes during the hang)
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -985,6 +988,16 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
     if not sc.action or sc.action[0] == "hold_port":
         return
     kind = sc.action[0]
+    if kind == "both":  # batch 44: two actions at once, each on a copy of the scenario carrying one of them
+        import dataclasses
+
+        ths = [threading.Thread(target=_act, args=(dataclasses.replace(sc, action=a), proc, stop, procs, wd),
+                                daemon=True) for a in sc.action[1:]]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        return
     if kind == "shell4":
         # batch 39: ("shell4", after, bash) as "shell", but the trigger (a line fragment) is also looked for in the
         # job's logs/ files (a launcher writing one file per pod): the command runs once it appears
@@ -1135,14 +1148,17 @@ def record(sc: Scenario, i: int) -> None:
     dest.mkdir(parents=True)
     for con in sorted(wd.glob("console*.log")):
         _copy_rewritten(con, dest / con.name, wd)
-    for sub in ("logs", "dumps"):  # dumps/: batch 5's py-spy snapshots
+    for sub in ("logs", "dumps", "fr"):  # dumps/: batch 5's py-spy snapshots; fr/: batch 44's Flight Recorder dumps
         if not (wd / sub).is_dir():
             continue
         for f in sorted((wd / sub).rglob("*")):
             if f.is_file():
                 target = dest / sub / f.relative_to(wd / sub)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                _copy_rewritten(f, target, wd)
+                if sub == "fr":
+                    _copy_fr_rewritten(f, target, wd)
+                else:
+                    _copy_rewritten(f, target, wd)
     print(f"{sc.id}: rc={rc} {dt:.1f}s load {load_before} -> {load_after}")
 
 
@@ -1230,6 +1246,33 @@ def _copy_rewritten(src: Path, dst: Path, wd: Path) -> None:
     for a, b in [(str(wd), "/home/user/proj"), *REWRITES]:
         text = text.replace(a, b)
     dst.write_bytes(text.encode(errors="surrogateescape"))
+
+
+def _copy_fr_rewritten(src: Path, dst: Path, wd: Path) -> None:
+    """Batch 44: a Flight Recorder dump (a pickled dict, as ``_dump_fr_trace()`` returns it) with the paths in its
+    strings (the frames' file names) rewritten like the text files: loaded, rewritten, pickled again (a byte-level
+    replacement would break the pickle's string lengths). Anything that is not a pickle is copied as text."""
+    import pickle
+
+    pairs = [(str(wd), "/home/user/proj"), *REWRITES]
+
+    def fix(o):
+        if isinstance(o, str):
+            for a, b in pairs:
+                o = o.replace(a, b)
+            return o
+        if isinstance(o, dict):
+            return {fix(k): fix(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return type(o)(fix(x) for x in o)
+        return o
+
+    try:
+        obj = pickle.loads(src.read_bytes())
+    except Exception:  # noqa: BLE001 (a JSON or text dump)
+        _copy_rewritten(src, dst, wd)
+        return
+    dst.write_bytes(pickle.dumps(fix(obj)))
 
 
 def main(argv: list[str]) -> None:

@@ -7723,3 +7723,166 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc-per-node 2 --master-port {port} train_kws_crnn.py",
              env=dict(ENV43), action=("stall_every", 1, "[rank1] step 100/", r"\[rank1\] step (\d+)/", 5, 60)),
 ]
+
+# ---- batch 44 (h187): hangs and slowdowns an on-call meets, with the evidence a real cluster leaves (py-spy dumps of
+# every rank, Flight Recorder traces): a rank blocked in a native (ctypes) read of a stalled named pipe, a rank that
+# skips one all-reduce in a rare branch, a rank whose DataLoader worker was OOM-killed under a prefetch thread, a hang
+# at shutdown after one rank destroyed its process group; four fail_slow at modest sizes in four logging styles (one
+# rank's CPU quota, node 1's link rate-limited (no netem here), a background CPU hog, a straggler every 10th step);
+# two fail_stop where a rank on node 1 is SIGKILLed and node 0's ranks print the tracebacks; ids b44_* ----
+ENV44 = {"OMP_NUM_THREADS": "1"}
+# the team's native record reader (C, built by the setup) and the platform's stream fetchers: one per part, each
+# writing fixed-size records (64 float32 + int32 label) into a named pipe; part 1's fetcher stalls after 4,810 records
+# (150 batches of 32 and 10 records) with its end of the pipe still open (it carries ZOO_RUN: ended with the run)
+FIFO44 = r"""mkdir -p native stream && cat > native/librecio.c <<'EOF2'
+#include <unistd.h>
+#include <errno.h>
+/* read exactly n bytes (a whole batch of records) from fd; returns the bytes read (< n at end of stream) */
+long recio_read(int fd, char *buf, long n) {
+    long got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, buf + got, (size_t)(n - got));
+        if (k == 0) break;
+        if (k < 0) { if (errno == EINTR) continue; return -1; }
+        got += k;
+    }
+    return got;
+}
+EOF2
+gcc -O2 -shared -fPIC -o native/librecio.so native/librecio.c
+cat > stream/fetcher.py <<'EOF2'
+import sys, time
+import numpy as np
+part, n, stall = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "stall"
+rec = np.dtype([("x", "<f4", 64), ("y", "<i4")])
+rng = np.random.default_rng(part)
+with open(f"stream/part-{part}.bin", "wb", buffering=0) as f:
+    sent = 0
+    while sent < n:
+        k = min(320, n - sent)
+        r = np.zeros(k, dtype=rec)
+        r["x"] = rng.standard_normal((k, 64))
+        r["y"] = (r["x"][:, :6].argmax(1)).astype(np.int32)
+        f.write(r.tobytes())
+        sent += k
+    if stall:
+        time.sleep(600)
+EOF2
+for p in 0 1 2; do mkfifo stream/part-$p.bin; done
+(nohup python stream/fetcher.py 0 12000 eof > /dev/null 2>&1 &)
+(nohup python stream/fetcher.py 1 4810 stall > /dev/null 2>&1 &)
+(nohup python stream/fetcher.py 2 12000 eof > /dev/null 2>&1 &)
+sleep 0.5"""
+SCENARIOS += [
+    # py-spy dumps of every rank 8 s after rank 0's step-140 line (rank 1 blocks at its step 151)
+    Scenario("b44_hang_ctypes_fifo_read_pyspy_r1", "train_sensor.py",
+             "torchrun --nproc-per-node 3 --tee 3 --master-port {port} train_sensor.py", setup=FIFO44,
+             env=dict(ENV44), action=("pyspy", "[rank0] step 140/", 3, 8)),
+]
+# pre-tokenized NER shards (4,800 sentences of 24 tokens each); in shard 2 the 16 sentences of batch 137 come from an
+# unannotated block of the newer export: every tag is -100
+NER44 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(44)
+for r in range(3):
+    ids = torch.randint(1, 8000, (4800, 24), generator=g)
+    tags = torch.randint(0, 9, (4800, 24), generator=g)
+    tags[:, 20:] = -100
+    tags[torch.rand(4800, 24, generator=g) < 0.2] = -100
+    if r == 2:
+        tags[136 * 16:137 * 16] = -100
+    torch.save({"ids": ids, "tags": tags}, f"data/ner-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # Flight Recorder on (TORCH_FR_BUFFER_SIZE); the script writes each rank's trace to fr/trace_rank_<R> on a
+    # collective error; py-spy dumps of every rank 10 s after rank 0's step-140 line (the ranks stop at step 150)
+    Scenario("b44_hang_rare_branch_skip_allreduce_fr_r2", "train_ner.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ner.py", setup=NER44,
+             env={**ENV44, "TORCH_FR_BUFFER_SIZE": "2000", "TORCH_FR_DUMP_TEMP_FILE": "fr/trace_rank_"},
+             action=("pyspy", "[rank0] step 140/", 3, 10)),
+]
+# bird-call recordings (3 s, float32 at 16 kHz), 240 per rank; rank 1's shard also holds one 90-minute field
+# recording (346 MB) at position 200, which a DataLoader worker loads whole
+CALLS44 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(44)
+for r in range(2):
+    d = f"data/calls-{r}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(240):
+        n = 48000 if not (r == 1 and i == 200) else 16000 * 5400
+        np.save(f"{d}/rec-{i:05d}-{rng.integers(0, 20)}.npy", (rng.standard_normal(n) * 0.1).astype(np.float32))
+EOF2"""
+SCENARIOS += [
+    # from rank 1's step-10 line its DataLoader workers (not the rank) are in a memory cgroup (v1) of 256 MiB (the
+    # worker's share of the pod's limit): the OOM killer ends the worker that loads the long recording; py-spy dumps
+    # of both ranks 4 s after the prefetch thread reports it
+    Scenario("b44_hang_loader_worker_oomkill_prefetch_r1", "train_birds.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_birds.py", setup=CALLS44, env=dict(ENV44),
+             action=("both", ("worker_cgroup", 1, 256, "[rank1] epoch 1 step 10/"),
+                     ("pyspy", "exited unexpectedly", 2, 4))),
+]
+SCENARIOS += [
+    # py-spy dumps of every rank 6 s after the export rank starts exporting
+    Scenario("b44_hang_shutdown_destroy_one_rank_r2", "train_churn.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_churn.py", env=dict(ENV44),
+             action=("pyspy", "rank 2 | exporting model", 3, 6)),
+]
+SCENARIOS += [
+    # from the log dict of step 100 rank 2's container CPU limit is lowered (cgroup v1 quota, percent of one core)
+    Scenario("b44_slow_rank_quota_r2_hfdict", "train_sentiment.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_sentiment.py", env=dict(ENV44),
+             action=("rank_quota", 2, "'step': 100,", 35)),
+]
+# node 1 is the network namespace zoo44_n1 joined to this host (node 0) by the veth pair data44 (10.94.0.1 / .2)
+NET44 = ("ip netns del zoo44_n1 2>/dev/null; ip link del data44 2>/dev/null; ip netns add zoo44_n1 && "
+         "ip link add data44 type veth peer name zoo44p && ip link set zoo44p netns zoo44_n1 && "
+         "ip netns exec zoo44_n1 ip link set zoo44p name data44 && ip addr add 10.94.0.1/24 dev data44 && "
+         "ip link set data44 up && ip netns exec zoo44_n1 ip addr add 10.94.0.2/24 dev data44 && "
+         "ip netns exec zoo44_n1 ip link set data44 up && ip netns exec zoo44_n1 ip link set lo up")
+NET44_DOWN = "ip netns del zoo44_n1 2>/dev/null; ip link del data44 2>/dev/null; true"
+BASKET44 = ("GLOO_SOCKET_IFNAME=data44 torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 10.94.0.1 "
+            "--master-port {port} train_basket.py")
+SCENARIOS += [
+    # at 50/100 of epoch 0 node 1's side of the data link degrades: its egress shaped to 1500mbit (tbf; this kernel has
+    # no netem qdisc, so the degraded link is a lower rate, not an added delay)
+    Scenario("b44_slow_net_tbf_node1_twonode_bars", "train_basket.py", BASKET44.format(k=0, port="{port}"),
+             cmd2=BASKET44.format(k=1, port="{port}"), netns2="zoo44_n1", setup=NET44, teardown=NET44_DOWN,
+             env=dict(ENV44),
+             action=("shell", "| 50/100 [", "ip netns exec zoo44_n1 tc qdisc add dev data44 root tbf rate 1500mbit "
+                     "burst 256kb latency 100ms && echo '  tbf: node 1 data44 egress at 1500mbit' >&2")),
+]
+SCENARIOS += [
+    # from iteration 120 another tenant's CPU job lands on the node: 2 processes (a preprocessing job's workers) busy
+    # 60 ms of every 100 ms, each in its own session as a separate container's processes are (this host shares CPU by
+    # session); they carry ZOO_RUN, so the recorder ends them with the run
+    Scenario("b44_slow_cpu_hog_job_megatron", "pretrain_gpt.py",
+             "torchrun --nproc-per-node 3 --master-port {port} pretrain_gpt.py", env=dict(ENV44),
+             action=("shell", "iteration      120/",
+                     "for i in 1 2; do ZOO_RUN=b44_slow_cpu_hog_job_megatron setsid nohup python3 -c "
+                     "'exec(\"import time\\nwhile True:\\n t = time.time() + 0.06\\n"
+                     " while time.time() < t: pass\\n time.sleep(0.04)\")' "
+                     "> /dev/null 2>&1 & done; echo '  hog: 2 processes busy 60 % of every 100 ms' >&2")),
+    # from rank 1's step 100 it is stopped 120 ms each time it logs a step divisible by 10 (a periodic agent on its
+    # node: the node's log shipper compressing and uploading the rank's rotated logs)
+    Scenario("b44_slow_straggler_every10_jsonl_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", env=dict(ENV44),
+             action=("stall_every", 1, '"rank": 1, "step": 100,', r'"rank": 1, "step": (\d+),', 10, 120)),
+]
+LAYOUT44 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+            "train_layout.py")
+SCENARIOS += [
+    # rank 3 (node 1) SIGKILLed from outside the job at its step-200 line
+    Scenario("b44_inf_sigkill_r3_node1_static_twonode_n1", "train_layout.py", LAYOUT44.format(k=0, port="{port}"),
+             cmd2=LAYOUT44.format(k=1, port="{port}"), env=dict(ENV44),
+             action=("kill", 3, signal.SIGKILL, "[node1 rank3] INFO layout: step 200/")),
+]
+TITLES44 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+            "--rdzv-id titles-0712 train_titles.py")
+SCENARIOS += [
+    # node 1 is a smaller instance type: its first rank (global rank 2) runs in a memory cgroup (v1) of 900 MiB, its
+    # pod's limit; the featurized-title cache grows ~4 MiB a step on every rank and the OOM killer ends rank 2
+    Scenario("b44_oom_cgroup_r2_node1_c10d_twonode_n1", "train_titles.py", TITLES44, cmd2=TITLES44,
+             env=dict(ENV44), action=("cgroup", 2, 900)),
+]
