@@ -158,21 +158,51 @@ def sniff_wrap(head: bytes) -> int | None:
     next line): at least :data:`WRAP_MIN_LINES` and :data:`WRAP_MIN_SHARE` of its non-empty lines, the width within
     :data:`WRAP_WIDTHS`, and most of those lines followed by a non-empty one. A log as printed has a few long lines of
     different lengths."""
-    parts = head.split(b"\n")
-    if not head.endswith(b"\n"):
-        parts.pop()
-    lines = [p.rstrip(b"\r").decode("utf-8", "replace") for p in parts]
-    sizes = [len(x) for x in lines if x.strip()]
-    if len(sizes) < WRAP_MIN_LINES:
+    got = _head_lines(head, WRAP_MIN_LINES)
+    if got is None:
         return None
-    width = max(sizes)
-    if not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
-        return None
+    lines, sizes, width = got
     at = [i for i, x in enumerate(lines) if len(x) == width]
     if len(at) < max(WRAP_MIN_LINES, WRAP_MIN_SHARE * len(sizes)):
         return None
     continued = sum(1 for i in at if i + 1 < len(lines) and _continues(lines[i], lines[i + 1]))
     return width if continued >= 0.8 * len(at) else None
+
+
+def _head_lines(head: bytes, min_lines: int) -> tuple[list[str], list[int], int] | None:
+    """A member's first complete lines (``\r`` dropped), the lengths of the non-empty ones and the widest, or None when
+    fewer than ``min_lines`` are non-empty or the widest is outside :data:`WRAP_WIDTHS`."""
+    parts = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        parts.pop()
+    lines = [p.rstrip(b"\r").decode("utf-8", "replace") for p in parts]
+    sizes = [len(x) for x in lines if x.strip()]
+    if len(sizes) < min_lines:
+        return None
+    width = max(sizes)
+    return (lines, sizes, width) if WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1] else None
+
+
+def _rejoin(block: bytes, carry: Callable[[list[str], int], str | None]) -> bytes:
+    """``block`` (complete lines, UTF-8) with each line for which ``carry(lines, i)`` gives a text joined to the next
+    line, that text standing for it. Returns UTF-8 bytes ending as ``block`` does; the result has fewer lines."""
+    text = block.decode("utf-8", "replace")
+    ends = text.endswith("\n")
+    lines = text.split("\n")
+    if ends:
+        lines.pop()
+    out: list[str] = []
+    pending = ""
+    for i, line in enumerate(lines):
+        piece = carry(lines, i)
+        if piece is not None:
+            pending += piece
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return ("\n".join(out) + ("\n" if ends else "")).encode()
 
 
 def _continues(line: str, nxt: str) -> bool:
@@ -192,23 +222,12 @@ def _continues(line: str, nxt: str) -> bool:
 def unwrap_wrapped(block: bytes, width: int) -> bytes:
     """``block`` (complete lines, UTF-8) with every line exactly ``width`` characters wide joined to the next one.
     Returns UTF-8 bytes ending as ``block`` does; the result has fewer lines."""
-    text = block.decode("utf-8", "replace")
-    ends = text.endswith("\n")
-    lines = text.split("\n")
-    if ends:
-        lines.pop()
-    out: list[str] = []
-    pending = ""
-    for line in lines:
-        body = line.rstrip("\r")
-        if len(body) == width:
-            pending += body
-            continue
-        out.append(pending + line)
-        pending = ""
-    if pending:
-        out.append(pending)
-    return ("\n".join(out) + ("\n" if ends else "")).encode()
+
+    def carry(lines: list[str], i: int) -> str | None:
+        body = lines[i].rstrip("\r")
+        return body if len(body) == width else None
+
+    return _rejoin(block, carry)
 
 
 #: Soft wrapping (a web page, mail or chat client that broke long lines at spaces, or at a width that varies by a
@@ -251,16 +270,10 @@ def _soft_break(line: str, nxt: str, width: int) -> bool:
 def sniff_soft_wrap(head: bytes) -> int | None:
     """The width at which a member's lines were soft-wrapped (:data:`SOFT_WRAP_SLACK`), from its first bytes, or
     None."""
-    parts = head.split(b"\n")
-    if not head.endswith(b"\n"):
-        parts.pop()
-    lines = [p.rstrip(b"\r").decode("utf-8", "replace") for p in parts]
-    sizes = [len(x) for x in lines if x.strip()]
-    if len(sizes) < SOFT_WRAP_MIN_BREAKS:
+    got = _head_lines(head, SOFT_WRAP_MIN_BREAKS)
+    if got is None:
         return None
-    width = max(sizes)
-    if not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
-        return None
+    lines, sizes, width = got
     wide = sum(1 for n in sizes if n >= width - 10)
     breaks = sum(1 for a, b in zip(lines, lines[1:], strict=False) if _soft_break(a, b, width))
     return width if breaks >= max(SOFT_WRAP_MIN_BREAKS, SOFT_WRAP_MIN_SHARE * wide) else None
@@ -270,24 +283,14 @@ def unwrap_soft(block: bytes, width: int) -> bytes:
     """``block`` (complete lines, UTF-8) with every soft-wrapped line (:func:`_soft_break`) joined to its rest: with
     nothing between them when the line ends in a space or fills the width (a cut inside a word), else with the space
     the wrapping took. A line that is the block's last is not joined. Returns UTF-8 bytes ending as ``block`` does."""
-    text = block.decode("utf-8", "replace")
-    ends = text.endswith("\n")
-    lines = text.split("\n")
-    if ends:
-        lines.pop()
-    out: list[str] = []
-    pending = ""
-    for i, line in enumerate(lines):
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if _soft_break(line, nxt, width):
-            body = line.rstrip("\r")
-            pending += body if body.endswith(" ") or len(body) >= width - 1 else body + " "
-            continue
-        out.append(pending + line)
-        pending = ""
-    if pending:
-        out.append(pending)
-    return ("\n".join(out) + ("\n" if ends else "")).encode()
+
+    def carry(lines: list[str], i: int) -> str | None:
+        if not _soft_break(lines[i], lines[i + 1] if i + 1 < len(lines) else "", width):
+            return None
+        body = lines[i].rstrip("\r")
+        return body if body.endswith(" ") or len(body) >= width - 1 else body + " "
+
+    return _rejoin(block, carry)
 
 
 def unwrapper(head: bytes) -> tuple[Callable[[bytes], bytes] | None, int]:
