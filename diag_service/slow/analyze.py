@@ -855,15 +855,26 @@ def _episode_phase_straggler(ep: SlowEpisode, ranks: StepBatch, min_effect: floa
 STRETCH_PHASE_MIN_EFFECT = 0.25
 
 
+def _grid(ranks: StepBatch, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(steps, ranks, matrix)``: the batch's distinct steps and ranks (sorted) and ``values`` laid out as a
+    (step x rank) matrix, NaN where a rank has no record of a step."""
+    steps = np.unique(ranks.step)
+    units = np.unique(ranks.rank)
+    col = {int(r): i for i, r in enumerate(units)}
+    row = {int(s): i for i, s in enumerate(steps)}
+    out = np.full((steps.size, units.size), np.nan)
+    for s, r, v in zip(ranks.step, ranks.rank, values, strict=True):
+        out[row[int(s)], col[int(r)]] = v
+    return steps, units, out
+
+
 def _stretch_phase_straggler(ranks: StepBatch, min_effect: float) -> Straggler | None:
     """The one rank whose data wait (else compute time) rose over its peers' in a stretch of a log that has no job
     episode (:data:`STRETCH_PHASE_MIN_EFFECT`), confirmed by :func:`_episode_straggler` over that stretch; None when
     no rank or more than one does."""
-    steps = np.unique(ranks.step)
-    units = np.unique(ranks.rank)
+    steps, units, _ = _grid(ranks, ranks.step_time)
     if units.size < 2:
         return None
-    col = {int(r): i for i, r in enumerate(units)}
     row = {int(s): i for i, s in enumerate(steps)}
     weight = np.ones(steps.size)
     for s, w in zip(ranks.step, ranks.weight, strict=True):
@@ -872,9 +883,7 @@ def _stretch_phase_straggler(ranks: StepBatch, min_effect: float) -> Straggler |
         values = ranks.data if kind is StragglerKind.DATA else ranks.compute
         if not np.isfinite(values).any():
             continue
-        data = np.full((steps.size, units.size), np.nan)
-        for s, r, d in zip(ranks.step, ranks.rank, values, strict=True):
-            data[row[int(s)], col[int(r)]] = d
+        data = _grid(ranks, values)[2]
         found: list[Straggler] = []
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -902,17 +911,10 @@ def _episode_straggler(ep: SlowEpisode, ranks: StepBatch, values: np.ndarray, ki
     """:func:`_episode_phase_straggler` for one phase: ``values`` are each record's time in it (seconds; NaN where
     the line does not give it)."""
     hi = ep.end_step if ep.end_step is not None else np.inf
-    steps = np.unique(ranks.step)
-    units = np.unique(ranks.rank)
+    steps, units, data = _grid(ranks, values)
     if units.size < 2:
         return None
-    col = {int(r): i for i, r in enumerate(units)}
-    row = {int(s): i for i, s in enumerate(steps)}
-    data = np.full((steps.size, units.size), np.nan)
-    t = np.full((steps.size, units.size), np.nan)
-    for s, r, d, x in zip(ranks.step, ranks.rank, values, ranks.step_time, strict=True):
-        data[row[int(s)], col[int(r)]] = d
-        t[row[int(s)], col[int(r)]] = x
+    t = _grid(ranks, ranks.step_time)[2]
     inside = (steps >= ep.start_step) & (steps <= hi)
     before = steps < ep.start_step
     if inside.sum() < 2 or before.sum() < 2:
