@@ -889,7 +889,9 @@ def _elastic_world(groups: list[TemplateGroup]) -> int | None:
     its local rank equal to its rank, all on one node: after one worker fails the agent stops every other one, and the
     table lists each (torch/distributed/elastic/multiprocessing/errors/__init__.py; a rank that had already exited 0
     is not listed, so a gap leaves the size unknown). None otherwise: several nodes' tables each list only their own
-    workers. (Trial 39 r05: 3 ranks, the table the one place that says so.)"""
+    workers. (Trial 39 r05: 3 ranks, the table the one place that says so.) Node 0's table of a multi-node job pasted
+    alone looks the same; the all-but-one reading it feeds names a rank only when every other listed rank timed out,
+    which a cause on another node does not give (node 0's ranks all wait for it)."""
     ranks: set[int] = set()
     nodes: set[str] = set()
     for g in groups:
