@@ -218,8 +218,18 @@ def test_a_save_line_dated_by_its_collectors_stamp_keeps_that_time(tmp_path: Pat
 def test_a_job_that_failed_in_set_up_loses_no_training(tmp_path: Path) -> None:
     """The rule that decides on "no training step before the failure" (failed_before_training) hands the job over
     because it failed in set-up: a restart then loses no training, not half the policy's checkpoint interval."""
-    d = _run(tmp_path, 'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.11/site-packages/foo/run.py", '
-                       'line 3, in main\nfoo.errors.FooError: something went wrong\n')
+    tb = ('Traceback (most recent call last):\n  File "/opt/venv/lib/python3.11/site-packages/foo/run.py", '
+          'line 3, in main\nfoo.errors.FooError: something went wrong\n')
+    start = ("W1201 11:00:00.100000 4242 torch/distributed/run.py:793] *****\n"
+             "W1201 11:00:00.100000 4242 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable\n"
+             "Loading dataset from /data/train\nBuilding the model\n")
+    d = _run(tmp_path, start + tb)
     assert d.trained is False and d.recovery.rule_id == "failed_before_training"
     l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
     assert l2.lost_progress_basis == "no_training" and l2.lost_progress_s == 0.0
+    # the traceback pasted alone (3 lines) is an excerpt: the same hand-off, without claiming no training was lost
+    (tmp_path / "excerpt").mkdir()
+    d = _run(tmp_path / "excerpt", tb)
+    assert d.recovery.rule_id == "failed_before_training_excerpt" and d.recovery.level is RecoveryLevel.L4
+    l2 = next(o.lost for o in d.recovery.options if o.level is RecoveryLevel.L2)
+    assert l2.lost_progress_basis != "no_training"

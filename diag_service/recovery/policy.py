@@ -52,6 +52,9 @@ class When(BaseModel):
     signature_ids: list[str] | None = None
     not_signature_ids: list[str] | None = None  # the primary hit is none of these (or there is none)
     trained: bool | None = None  # Diagnosis.trained: a training step (loss, step counter, step checkpoint) before it
+    #: the logs read hold at most this many lines (Diagnosis.input.lines): an excerpt, whose lack of training steps
+    #: says nothing of whether the job had trained
+    log_lines_at_most: int | None = Field(default=None, ge=0)
     xid_codes: list[int] | None = None
     min_confidence: float | None = Field(default=None, ge=0, le=1)
     max_confidence: float | None = Field(default=None, ge=0, le=1)

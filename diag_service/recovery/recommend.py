@@ -148,6 +148,8 @@ def _matches(rule: Rule, d: Diagnosis, hit: SignatureHit | None, facts: Facts) -
         return False
     if w.trained is not None and d.trained is not w.trained:
         return False
+    if w.log_lines_at_most is not None and d.input.lines > w.log_lines_at_most:
+        return False
     if w.xid_codes is not None:
         code = hit.details.get("code") if hit is not None and hit.signature_id == "xid" else None
         if code is None or not code.isdigit() or int(code) not in w.xid_codes:
@@ -367,13 +369,15 @@ def recommend(
     reason = f"{d.failure_mode.value}/{d.category.value}" + (f" ({hit.name})" if hit else "") + f" -> rule {rule_id}"
     commands, refused = _commands(pol, platform, level, d, reason, namespace)
     since_save = d.last_checkpoint.before_failure_s if d.last_checkpoint is not None else None
+    # no training step, and the logs are not a mere excerpt: no training to lose (an excerpt does not say)
+    untrained = rule.when.trained is False and rule.when.log_lines_at_most is None
     plan = RecoveryPlan(
         level=level, action=action, rule_id=rule_id, reason=reason, timing=timing, backoff_s=backoff_s,
         target_nodes=list(d.faulty_nodes) if level is RecoveryLevel.L3 else [],
         target_ranks=[d.first_failing_rank] if d.first_failing_rank is not None and level is RecoveryLevel.L1 else [],
         fix_hint=hint, responsible=responsible, platform=platform, commands=commands, refused=refused,
         options=[RecoveryOption(level=lv, action=_OPTION_TEXT[lv], lost=_lost(lv, pol, gpus, since_save,
-                                                                             untrained=rule.when.trained is False))
+                                                                             untrained=untrained))
                  for lv in _LEVEL_ORDER],
         history_note=note, idempotency_key=key,
     )
