@@ -41,3 +41,12 @@ def test_json_step_lines_named_jsonl_are_read_as_step_lines_when_they_carry_no_f
     assert rep.input.format.startswith("logs")
     assert rep.job_slowdown and 48 <= rep.job_slowdown[0].start_step <= 52, rep.summary
     assert not any("not enough to learn a baseline" in w for w in rep.input.warnings), rep.input.warnings
+
+
+def test_a_straggler_ranks_node_comes_from_its_logs_folder() -> None:
+    """r10 (two torchrun agents as two nodes, each node's --log-dir tree under node0/ and node1/): rank 2 (node1) waits
+    60 ms more for its data from step 60. The straggler was named without its node (first_failing_node null)."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r10_bundle"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank, d.first_failing_node) == ("fail_slow", 2, "node1"), \
+        d.root_cause.summary
+    assert d.slow is not None and [(s.rank, s.node) for s in d.slow.stragglers] == [(2, "node1")]

@@ -939,6 +939,13 @@ def _rank_phases(points: list[_Point]) -> StepBatch | None:
             or sum(len(by_rank[r]) for r in ranks) > RANK_PHASE_MAX_RECORDS:
         return None
     ps = [p for r in ranks for p in by_rank[r]]
+    # each rank's node, where its lines' file or prefix names one (a two-node --log-dir tree under node0/, node1/):
+    # the straggler's node is then the one to look at
+    nodes = [p.evidence[4] if p.evidence is not None else None for p in ps]
+    names = sorted({n for n in nodes if n})
+    col = {n: i for i, n in enumerate(names)}
     return StepBatch.from_columns(step=[p.step for p in ps], rank=[p.rank for p in ps],
                                   step_time=[p.value for p in ps], weight=[p.weight for p in ps],
-                                  data=[p.data for p in ps], compute=[p.own[0] for p in ps], comm=[p.own[1] for p in ps])
+                                  data=[p.data for p in ps], compute=[p.own[0] for p in ps], comm=[p.own[1] for p in ps],
+                                  node=[col[n] if n else -1 for n in nodes] if names else None,
+                                  node_names=names or None)
