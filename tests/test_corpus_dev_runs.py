@@ -396,3 +396,14 @@ def test_a_gdb_backtrace_beside_its_processs_crash_stays_a_stop() -> None:
     """n2hw-022: ncclShmOpen's backtrace beside the SIGBUS that ended the process: a crash, not a hang."""
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n2hw-022.log"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_stop", d.root_cause.summary
+
+
+def test_a_gdb_backtrace_behind_a_collectors_timestamps_is_still_a_hang(tmp_path: Path) -> None:
+    """n66a-004 as `kubectl logs --timestamps` gives it (an RFC 3339 stamp before each line): the backtrace's innermost
+    frame no longer starts its line, and the hang read as a stop (eval/format_eval.py's k8s, CRI and Docker JSON
+    transforms flipped the four gdb cases)."""
+    src = (ROOT / "eval" / "corpus" / "logs" / "n66a-004.log").read_text().splitlines()
+    (tmp_path / "pod.log").write_text("".join(f"2025-03-01T10:00:{i % 60:02d}.123456789Z {line}\n"
+                                              for i, line in enumerate(src)))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary

@@ -86,6 +86,7 @@ PREFILTER_PARTS = (
     r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
     r"Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x)",
     r"^#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \(",
+    r"[ \t:\]]#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \(",  # (the same behind a collector's time or a rank prefix)
     r"<defunct>",
     r"Unable to determine the device handle|fallen off the bus",
 )
