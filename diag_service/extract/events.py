@@ -55,6 +55,9 @@ PROGRESS_SAMPLES = 64
 
 #: The pre-filter's own alternatives (the catalogue's patterns are added to them by prefilter_with). Case variants are
 #: spelled out: Python's re is much faster on literals than with (?i).
+#: The innermost frame of a gdb / pstack backtrace (``#0  0x00007f87915e4ce3 in MPIC_Wait () from libmpi.so.12``,
+#: ``#0  syscall () at ...``): a stack dump (:data:`STACK_DUMP`)
+GDB_TOP_FRAME = r"#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \("
 PREFILTER_PARTS = (
     r"Traceback \(most recent call last\)",
     r'File "[^"\n]*", line \d',
@@ -85,8 +88,8 @@ PREFILTER_PARTS = (
     r"No space left|[Pp]ermission denied|[Rr]ead-only file system",
     r"[Cc]onnection (?:reset|refused|closed)|[Bb]roken pipe|[Aa]ddress already in use|[Uu]nreachable",
     r"Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x)",
-    r"^#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \(",
-    r"[ \t:\]]#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \(",  # (the same behind a collector's time or a rank prefix)
+    "^" + GDB_TOP_FRAME,
+    r"[ \t:\]]" + GDB_TOP_FRAME,  # (the same behind a collector's time or a rank prefix)
     r"<defunct>",
     r"Unable to determine the device handle|fallen off the bus",
 )
@@ -538,7 +541,7 @@ LEVEL_HEADER = re.compile(r"^(?:\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FAT
 #: process, attached while it hung, unless the logs show it ended (public corpus dev: of the 6 pastes with one, 5 are
 #: hangs; the sixth shows its process's SIGBUS)
 STACK_DUMP = re.compile(r"^(?:Thread (?:0x[0-9a-fA-F]+|\d+) \((?:idle|active|gil|Thread 0x[0-9a-fA-F]+ \(LWP \d+\)\))"
-                        r"|#0 +(?:0x[0-9a-fA-F]+ in )?[^\s(]+ \()")
+                        "|" + GDB_TOP_FRAME + ")")
 _ELASTIC_ENTRY = re.compile(r"^\[\d+\]:$")  # an entry's "[1]:" in the failure report's list
 ELASTIC_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 ELASTIC_RANK = re.compile(r"(\d+)\s*\(local[_ ]rank:?\s*(\d+)\)")
