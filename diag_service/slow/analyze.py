@@ -872,7 +872,7 @@ def _stretch_phase_straggler(ranks: StepBatch, min_effect: float) -> Straggler |
     """The one rank whose data wait (else compute time) rose over its peers' in a stretch of a log that has no job
     episode (:data:`STRETCH_PHASE_MIN_EFFECT`), confirmed by :func:`_episode_straggler` over that stretch; None when
     no rank or more than one does."""
-    steps, units, _ = _grid(ranks, ranks.step_time)
+    steps, units = np.unique(ranks.step), np.unique(ranks.rank)
     if units.size < 2:
         return None
     row = {int(s): i for i, s in enumerate(steps)}
