@@ -50,3 +50,5 @@ def test_a_straggler_ranks_node_comes_from_its_logs_folder() -> None:
     assert (d.failure_mode.value, d.first_failing_rank, d.first_failing_node) == ("fail_slow", 2, "node1"), \
         d.root_cause.summary
     assert d.slow is not None and [(s.rank, s.node) for s in d.slow.stragglers] == [(2, "node1")]
+    # the input line counts the ranks and nodes the lines came from, not the job series' (-1) rank
+    assert (d.slow.input.ranks, d.slow.input.nodes) == (4, 2)

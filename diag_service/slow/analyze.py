@@ -209,6 +209,8 @@ def analyze_slow(
             _onset_note(rep, batch, feed.notes)
     rep.input.records = len(batch)
     rep.input.bad_records = feed.stats.bad_records
+    rep.input.ranks = max(rep.input.ranks, feed.stats.ranks)
+    rep.input.nodes = max(rep.input.nodes, feed.stats.nodes)
     rep.minor = immaterial(rep, finished=False)
     if feed.log_evidence:
         steps = {e.start_step for e in rep.job_slowdown} | {e.detected_at_step for e in rep.job_slowdown}

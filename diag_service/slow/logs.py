@@ -865,8 +865,12 @@ def log_feed(blocks: Iterable[Block], source: str, report: InputReport | None = 
     if merged:
         warnings.append(f"{len(steps)} steps read: consecutive steps merged {math.ceil(len(steps) / LOG_MAX_RECORDS)} "
                         f"at a time ({n} records)")
+    # the ranks and nodes the lines came from, though the job's series is their median per step (a user who gave
+    # four ranks' files reads "0 ranks" as files not read; new-user trials 39 r06, 40 r05)
     stats = FeedStats(source=str(path), format="logs:" + ",".join(sorted(st.formats)) if st.formats else "logs",
-                      records=n, bad_records=st.bad, warnings=warnings)
+                      records=n, bad_records=st.bad, warnings=warnings,
+                      ranks=len({p.rank for p in st.points if p.rank >= 0}),
+                      nodes=len({p.evidence[4] for p in st.points if p.evidence is not None and p.evidence[4]}))
     saves = frozenset(p.step for p in st.points if p.save) if not merged else frozenset()
     rank_batch = _rank_phases(st.points)
     stated = max(st.save_durations.values(), key=len) if st.save_durations and not merged else []
