@@ -135,6 +135,26 @@ def test_no_progress_beyond_the_adaptive_timeout_is_a_hang_with_stack_samples(tm
     assert stacks[0].time == pytest.approx(hang[0].time)  # the first sample at detection
 
 
+def test_a_start_up_line_stating_the_runs_length_is_not_progress(tmp_path: Path) -> None:
+    """New-user trial 40, r09: "starting training world_size=4 steps=80" made the hang report say step 80 of a job
+    that stopped at step 25."""
+    clock = Clock()
+    agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=10.0, stack_every_s=5.0, max_snapshots=1)
+    log = tmp_path / "logs" / "run" / "attempt_0" / "0" / "stdout.log"
+    _append(log, "starting training world_size=4 steps=80\n")
+    for step in range(1, 26):
+        _append(log, f"[rank0] step {step}/80 loss 1.{step:02d}\n")
+        agent.step()
+        clock.t += 2.0
+    agent.workers = {101: WorkerProc(pid=101, rank=0, local_rank=0)}
+    quiet_until = clock.t + 60
+    while clock.t < quiet_until:
+        clock.t += 0.5
+        agent.step()
+    hang = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.HANG_DETECTED]
+    assert len(hang) == 1 and hang[0].step == 25, hang
+
+
 def test_a_checkpoint_pause_stretches_the_timeout(tmp_path: Path) -> None:
     clock = Clock()
     agent = _agent(tmp_path, clock, hang_floor_s=10.0, hang_factor=1.0, hang_phase_factor=4.0)

@@ -82,9 +82,12 @@ FATAL_LINE = re.compile(
 #: agents (``_exit_barrier`` in ``torch/distributed/elastic/agent/server/api.py``); when the node hosting the c10d
 #: store has already exited it logs this error with the store's traceback and still exits 0: no failure.
 EXIT_BARRIER_ERROR = re.compile(r"Error waiting on exit barrier")
-#: Progress: a step/iteration number, or a tqdm bar's count ("450/1000 [01:30<01:50").
+#: Progress: a step/iteration number, or a tqdm bar's count ("450/1000 [01:30<01:50"). A plural word counts only
+#: before a count out of a total ("steps 40/100"): "steps=80" on a start-up line is the run's length (a new user's
+#: trial 40, r09: a hang reported at "step 80" of a job stuck at step 25), and "Steps:  10%|" a bar's percentage.
 STEP_LINE = re.compile(
-    r"(?:\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)s?(?: at)?\s*[:=#]?\s*\[?\s*(\d{1,12})\b)"
+    r"(?:\b(?:[Ii]teration|[Ii]ter|[Ss]tep|global_step)(?:s(?=\s*[:#]?\s*\[?\s*\d{1,12}\s*/))?(?: at)?\s*[:=#]?\s*"
+    r"\[?\s*(\d{1,12})\b(?!%))"
     r"|(?:\b(\d{1,12})/\d{1,12} \[\d+:\d\d(?::\d\d)?<)"
 )
 #: Checkpoint and evaluation phases: training pauses without a step (the hang timeout is stretched).
