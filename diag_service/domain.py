@@ -448,6 +448,8 @@ class HangReport(BaseModel):
     """
 
     hung: bool
+    undecided: bool = Field(default=False, description="Too few snapshots to call a hang either way (fewer than the "
+                            "unchanged run it takes, and no logs given that show the hang); ``hung`` is then False.")
     snapshots: int
     ranks: int
     stuck_ranks: list[int] = Field(default_factory=list)

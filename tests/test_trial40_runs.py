@@ -52,3 +52,19 @@ def test_a_straggler_ranks_node_comes_from_its_logs_folder() -> None:
     assert d.slow is not None and [(s.rank, s.node) for s in d.slow.stragglers] == [(2, "node1")]
     # the input line counts the ranks and nodes the lines came from, not the job series' (-1) rank
     assert (d.slow.input.ranks, d.slow.input.nodes) == (4, 2)
+
+
+def test_two_agreeing_snapshots_alone_are_undecided_not_not_hung() -> None:
+    """r01 (torchrun, 2 ranks): rank 1 sleeps in the job's code at step 20 while rank 0 waits in DDP's all-reduce; two
+    py-spy rounds were taken during the hang. `diag hang dumps/` headed its report "not hung" (three snapshots are
+    needed to time a hang); with the logs it named rank 1."""
+    from diag_service.hang.analyzer import HangRequest, analyze_hang
+
+    alone = analyze_hang(HangRequest(dumps_dir=str(RUNS / "r01" / "dumps")))
+    assert (alone.hung, alone.undecided) == (False, True)
+    assert "2 of 2 rank(s) show the same stack" in alone.explanation and "--logs" in alone.explanation
+    placed = analyze_hang(HangRequest(dumps_dir=str(RUNS / "r01" / "dumps"), hung_from_logs=True))
+    assert (placed.hung, placed.undecided) == (True, False)
+    assert [s.rank for s in placed.suspects][:1] == [1], placed.explanation
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r01"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary

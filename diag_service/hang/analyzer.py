@@ -375,12 +375,16 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     since = snapshots[since_idx] if since_idx is not None else None
     if placed:
         since = None  # too few snapshots to say since when
-    explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n, placed)
+    undecided = not hung and not hung_from_logs and n < k
+    # the ranks whose stack is the same in every snapshot taken (what two dumps of a hang show, and of a long call too)
+    unchanged = sum(1 for r in all_ranks if len(sigs.get(r, {})) >= 2 and len({v[0] for v in sigs[r].values()}) == 1)
+    explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n, placed,
+                           need=k if undecided else 0, unchanged=unchanged)
     for r in sorted(bad):
         if r not in sigs:
             warnings.append(f"rank {r}: no readable dump in any snapshot")
     return HangReport(
-        hung=hung, snapshots=n, ranks=len(all_ranks), stuck_ranks=sorted(stuck), moving_ranks=sorted(moving),
+        hung=hung, undecided=undecided, snapshots=n, ranks=len(all_ranks), stuck_ranks=sorted(stuck), moving_ranks=sorted(moving),
         stuck_since=since, stuck_since_time=times.get(since) if since else None, groups=groups, suspects=suspects,
         suspect_nodes=suspect_nodes, explanation=explanation, warnings=warnings[:200],
     )
@@ -389,11 +393,15 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
 def _explain(
     hung: bool, n_ranks: int, stuck: dict[int, int], moving: list[int], groups: list[StackGroup],
     majority: StackGroup | None, suspects: list[HangSuspect], since: str | None, n_snap: int, placed: bool = False,
+    need: int = 0, unchanged: int = 0,
 ) -> str:
     if not hung:
-        if n_snap < 3:
-            return (f"Not enough snapshots ({n_snap}) to call a hang: at least 3 are needed; take {3 - n_snap} more of "
-                    "every rank, some seconds apart, while it is stuck.")
+        if need:
+            seen = (f" In these {n_snap}, {unchanged} of {n_ranks} rank(s) show the same stack in every one (as a hung "
+                    "rank would, and a rank in one long call too)." if n_snap >= 2 else "")
+            return (f"Not enough snapshots ({n_snap}) to call a hang: at least {need} are needed; take {need - n_snap} "
+                    f"more of every rank, some seconds apart, while it is stuck, or give the job's logs (--logs DIR): "
+                    f"collective timeouts there show the hang, and the snapshots then place the ranks.{seen}")
         return (f"Not hung: {len(moving)} of {n_ranks} rank(s) still change their stacks between dumps"
                 f"{'' if not stuck else f'; {len(stuck)} look stuck'}.")
     parts = ([f"The logs (collective timeouts, or no progress long before the job was stopped) or the Flight Recorder "

@@ -52,10 +52,11 @@ def hang_cmd(
         sys.stdout.write(rep.model_dump_json(indent=2) + "\n")
         return
     c = Console()
-    style = "bold yellow" if rep.hung else "bold green"
+    style = "bold yellow" if rep.hung or rep.undecided else "bold green"
     names = {"stacks": f"{rep.snapshots} stack snapshots", "flight_recorder": "Flight Recorder"}
     seen = " + ".join(names.get(e, e) for e in rep.evidence)
-    c.print(Panel(escape(rep.explanation), title=f"[{style}]{'HUNG' if rep.hung else 'not hung'}[/{style}]  "
+    head = "HUNG" if rep.hung else "undecided" if rep.undecided else "not hung"
+    c.print(Panel(escape(rep.explanation), title=f"[{style}]{head}[/{style}]  "
                   f"{rep.ranks} ranks, {seen or 'no evidence'}"))
     if rep.suspects:
         t = Table(title="Suspects")

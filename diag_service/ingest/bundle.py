@@ -330,13 +330,13 @@ def _looks_binary(head: bytes) -> bool:
 
 
 #: This tool's own reports, saved beside the logs they read (``diag diagnose DIR > DIR/report.txt``): the text report's
-#: panel (``diagnosis: <job>``; ``diag hang``'s ``HUNG``/``not hung``), ``diag slow``'s first line, and the JSON
+#: panel (``diagnosis: <job>``; ``diag hang``'s ``HUNG``/``not hung``/``undecided``), ``diag slow``'s first line, and the JSON
 #: forms (``schema_version`` first; ``diag hang --json``'s ``hung``/``snapshots``). Read as logs they would quote the
 #: previous answer's evidence and explanation back as new events (a new user's trial 32: a saved report turned a
 #: KeyError into a "corrupt checkpoint"). Also the live agent's own log (``diag watch --log-file``: ``[diag watch] ...``
 #: lines; trial 33: its "DIAG_AGENT_TOKEN is not set" line made a clean run a failure).
 _OWN_REPORT = re.compile(
-    rb"\A\s*(?:\xe2\x95\xad(?:\xe2\x94\x80)+ (?:diagnosis: |HUNG  \d+ ranks, |not hung  \d+ ranks, )"
+    rb"\A\s*(?:\xe2\x95\xad(?:\xe2\x94\x80)+ (?:diagnosis: |HUNG  \d+ ranks, |not hung  \d+ ranks, |undecided  \d+ ranks, )"
     rb"|(?:FAIL-SLOW  category: |MINOR  a slowdown too small to act on |NOT JUDGED  too few steps for a baseline|"
     rb"OK  no slowdown and no straggler)"
     rb"|\{\s*\"(?:schema_version\": \"\d+\.\d+\",\s*\"(?:job_id|failure_mode)\"|hung\": (?:true|false),\s*\"snapshots\"))")
