@@ -407,3 +407,20 @@ def test_a_gdb_backtrace_behind_a_collectors_timestamps_is_still_a_hang(tmp_path
                                               for i, line in enumerate(src)))
     d = diagnose(DiagnoseRequest(path=str(tmp_path), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+
+
+@pytest.mark.parametrize(("cid", "says"), [
+    # worker_count=8 for world_size=4: more processes than the group's size joined its store key
+    ("n40a-006", "8 processes checked in for a group of 4"),
+    # 2 of 8 ranks checked in; the log then holds a traceback cut before its exception line (read "framework")
+    ("n67b-005", "2 of 8 had (6 missing)"),
+])
+def test_logs_ending_in_the_store_barriers_waiting_lines_are_a_hang_before_training(cid: str, says: str) -> None:
+    """torch's _store_based_barrier logs "Waiting in store based barrier to initialize process group ..." every 10 s
+    until its timeout; logs that end on it were read as stops with nothing matched (n40a-006, n62b-008) or as the cut
+    traceback's framework error (n67b-005)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{cid}.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_hang", "unknown"), d.root_cause.summary
+    assert "The job hung creating a process group" in d.root_cause.summary and says in d.root_cause.summary
+    # (the policy's hang_process_group_init: the group never formed, so a relaunch as it is waits the same way)
+    assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("hang_process_group_init", "L4")

@@ -233,6 +233,36 @@ NUMEL_MUST_MATCH = frozenset({"ALLREDUCE", "BROADCAST", "REDUCE", "ALLGATHER", "
 _P2P = {"SEND": "P2P", "RECV": "P2P", "RECVANYSOURCE": "P2P"}
 
 
+#: The signature of init_process_group's store-based barrier still waiting (knowledge_base rendezvous.yaml).
+STORE_BARRIER_WAIT = "c10d_store_barrier_waiting"
+STORE_BARRIER_LEAD = "init_process_group's store-based barrier"
+#: ``(world_size=8, worker_count=2, ...)`` (torch 1.x-2.0; ``num_workers_joined`` in later wording).
+_STORE_BARRIER_COUNTS = re.compile(r"world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+)")
+
+
+def _store_barrier_finding(events: list[RawEvent]) -> str:
+    """What the latest of the barrier's waiting reports says: how many of the group's ranks checked in.
+
+    torch's ``_store_based_barrier`` (distributed_c10d.py, v1.13-2.0) logs the counts every 10 s while it waits."""
+    counts = None
+    for ev in events:  # (in time order: the last report is the latest count)
+        m = _STORE_BARRIER_COUNTS.search(ev.key) or next(
+            (m for m in map(_STORE_BARRIER_COUNTS.search, ev.lines) if m), None)
+        if m:
+            counts = (int(m.group(1)), int(m.group(2)))
+    head = f"{STORE_BARRIER_LEAD} was still waiting for the group's ranks to check in"
+    if counts is None:
+        return head + " when the logs end: some rank never reached init_process_group."
+    world, joined = counts
+    if joined < world:
+        return (f"{head}: {joined} of {world} had ({world - joined} missing) when the logs end. The missing ranks never "
+                "reached init_process_group: not launched, crashed or still loading before it, or given another "
+                "MASTER_ADDR/MASTER_PORT; their own output says which.")
+    return (f"{head}: {joined} processes checked in for a group of {world}. More than the group's size joined the same "
+            "store key: a relaunch reusing a store that was still up, two jobs on one port, or a world size other "
+            "than the number of processes the launcher started.")
+
+
 def _hang_analysis(progress: ProgressLog, ranks_seen: set[int]) -> tuple[list[str], list[int], bool]:
     """Findings, suspect ranks, and whether the ranks at the most common SeqNum issued different collectives
     (OpType / numel), from collective-timeout reports."""
@@ -1468,13 +1498,17 @@ def localize(
                     hang_findings = [f"The NCCL watchdog thread of {who} was stuck inside a CUDA or NCCL call (no "
                                      "collective timeout was reported): the process hung; the logs do not name the "
                                      "rank at fault."]
+                elif stuck and all(h.signature_id == STORE_BARRIER_WAIT for h in stuck):
+                    hang_findings = [_store_barrier_finding([ev for h in stuck for ev in primary_events(h)])]
                 else:
                     hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never "
                                      "joined."]
                 findings.extend(hang_findings)
+            before_init = bool(hang_findings) and hang_findings[0].startswith(STORE_BARRIER_LEAD)
             lead = ("The job stalled, then was stopped: " if interrupted and stalled is not None
                     else "The job was stopped while it ran: " if interrupted and mode is FailureMode.FAIL_STOP
-                    else "The job was interrupted: " if interrupted else "The job hung in a collective: ")
+                    else "The job was interrupted: " if interrupted
+                    else "The job hung creating a process group: " if before_init else "The job hung in a collective: ")
             summary = lead + " ".join(hang_findings)
             for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
                 if len(evidence) >= 2:
