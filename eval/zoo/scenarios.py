@@ -7886,3 +7886,182 @@ SCENARIOS += [
     Scenario("b44_oom_cgroup_r2_node1_c10d_twonode_n1", "train_titles.py", TITLES44, cmd2=TITLES44,
              env=dict(ENV44), action=("cgroup", 2, 900)),
 ]
+# ---- batch 45 (h190): fail_stop and fail_hang where a training job spends time besides the forward/backward pass:
+# a checkpoint save that fails on one rank only (a resume-shard directory that is a read-only bind mount; node 1's
+# small node-local scratch under a distributed checkpoint), rank 0 alone uploading its checkpoint past the gloo timeout,
+# an evaluation loop with one more batch on one rank, an unpicklable object in all_gather_object / broadcast_object_list,
+# a float64 shard in a statistics all_reduce, a module path missing from node 1's profile, a NaN loss caught by the
+# script's own check, a validation DataLoader worker killed by the OOM killer; ids b45_* ----
+ENV45 = {"OMP_NUM_THREADS": "1"}
+# the three ranks' resume-shard directories; shard-2's is a read-only bind mount (the restore step of the previous
+# attempt bind-mounted the archived shard read-only instead of copying it)
+RO45 = ("mkdir -p ckpt/ranker-0712/shard-0 ckpt/ranker-0712/shard-1 ckpt/ranker-0712/shard-2 && "
+        "mount --bind ckpt/ranker-0712/shard-2 ckpt/ranker-0712/shard-2 && "
+        "mount -o remount,bind,ro ckpt/ranker-0712/shard-2")
+RO45_DOWN = "umount ckpt/ranker-0712/shard-2 2>/dev/null; true"
+SCENARIOS += [
+    Scenario("b45_st_ckpt_ro_shard_dir_r2", "train_ranker.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ranker.py", setup=RO45, teardown=RO45_DOWN,
+             env=dict(ENV45)),
+]
+LM45 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node {n} --master-addr 127.0.0.1 --master-port {port} "
+        "train_lm.py")
+SCENARIOS += [
+    # node 0 runs 2 ranks, node 1 (a smaller instance) 1 rank; on node 1 the node-local scratch volume (scratch/) is a
+    # 1 MiB tmpfs (mask2), on node 0 the host's disk
+    Scenario("b45_st_dcp_scratch_node1_full_twonode_n1", "train_lm.py", LM45.format(k=0, n=2, port="{port}"),
+             cmd2=LM45.format(k=1, n=1, port="{port}"), mask2="scratch", setup="mkdir -p scratch", env=dict(ENV45)),
+]
+# the team's object-store gateway (S3-style PUT), a process of the platform started before the job (it carries
+# ZOO_RUN: ended with the run); its uplink is shared by the whole cluster: one stream gets ~128 KiB/s
+GATEWAY45 = r"""mkdir -p objstore && cat > objstore/gateway.py <<'EOF2'
+import os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = "objstore/data"
+
+
+class H(BaseHTTPRequestHandler):
+    def do_PUT(self):
+        n = int(self.headers["Content-Length"])
+        path = os.path.join(ROOT, self.path.lstrip("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            while n > 0:
+                chunk = self.rfile.read(min(n, 16384))
+                if not chunk:
+                    break
+                f.write(chunk)
+                n -= len(chunk)
+                time.sleep(0.125)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+(nohup python objstore/gateway.py {port_asset} > objstore/gateway.log 2>&1 &)
+sleep 0.5"""
+SCENARIOS += [
+    Scenario("b45_hang_rank0_ckpt_upload_r0", "train_twotower.py",
+             "torchrun --nproc-per-node 3 --tee 3 --master-port {port} train_twotower.py", setup=GATEWAY45,
+             env={**ENV45, "CKPT_STORE_URL": "http://127.0.0.1:{port_asset}/ckpt-bucket"}),
+]
+# token-id bags (16 ids) with 21 intents; 1,280 training rows per rank; validation shards of 512, 512 and 530 rows (the
+# last shard got the remainder of the split): 8, 8 and 9 batches of 64
+INTENT45 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(45)
+for r, nval in enumerate((512, 512, 530)):
+    for name, n in (("train", 1280), ("val", nval)):
+        y = torch.randint(0, 21, (n,), generator=g)
+        x = (torch.randint(0, 200, (n, 16), generator=g) + y[:, None] * 200) % 5000
+        torch.save({"x": x, "y": y}, f"data/{name}-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b45_hang_eval_uneven_val_shard_r2", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py", setup=INTENT45, env=dict(ENV45)),
+]
+# slot-tagging shards (sentences of 20 token ids, 8 tags); rank 1's validation shard has no 'B-meal' (tag 7) token
+SLOTS45 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(45)
+for r in range(4):
+    for name, n in (("train", 1200), ("val", 200)):
+        y = torch.randint(0, 8, (n, 20), generator=g)
+        y[torch.rand(n, 20, generator=g) < 0.5] = 0
+        if r == 1 and name == "val":
+            y[y == 7] = 0
+        x = (y * 300 + torch.randint(0, 300, (n, 20), generator=g)) % 3000
+        torch.save({"x": x, "y": y}, f"data/slots-{name}-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b45_uc_gather_object_dict_keys_spawn_r1", "tag_slots.py",
+             "MASTER_ADDR=127.0.0.1 MASTER_PORT={port} python tag_slots.py", setup=SLOTS45, env=dict(ENV45)),
+]
+# tabular feature shards (6,000 rows x 32 features each); shard 2 was re-exported by the newer feature pipeline, which
+# writes float64 (the other shards are float32)
+FEATS45 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(45)
+for r in range(3):
+    x = rng.normal(2.0, 3.0, (6000, 32))
+    y = (x[:, :4].sum(1) > 8).astype(np.int64)
+    np.save(f"data/feats-{r}.npy", x if r == 2 else x.astype(np.float32))
+    np.save(f"data/labels-{r}.npy", y)
+EOF2"""
+SCENARIOS += [
+    Scenario("b45_data_shard_float64_stats_logdir_r2", "train_churn.py",
+             "torchrun --nproc-per-node 3 --log-dir logs --tee 3 --master-port {port} train_churn.py", setup=FEATS45,
+             env=dict(ENV45)),
+]
+# the team's evaluation package in team_libs/ (a shared checkout); node 0's profile puts it on PYTHONPATH, node 1's
+# profile still points PYTHONPATH at the old location /opt/team/python (not on that node any more)
+EVALKIT45 = r"""mkdir -p team_libs/evalkit && touch team_libs/evalkit/__init__.py && cat > team_libs/evalkit/retrieval.py <<'EOF2'
+import torch
+
+
+def recall_at_k(scores, k=10):
+    # fraction of queries whose own passage (the diagonal) is among the k best-scored passages
+    top = scores.topk(k, dim=1).indices
+    return (top == torch.arange(scores.size(0))[:, None]).any(1).float().mean().item()
+EOF2"""
+RETR45 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+          "train_retrieval.py")
+SCENARIOS += [
+    Scenario("b45_cfg_pythonpath_node1_evalkit_twonode_n1", "train_retrieval.py", RETR45.format(k=0, port="{port}"),
+             cmd2=RETR45.format(k=1, port="{port}"), setup=EVALKIT45,
+             env={**ENV45, "PYTHONPATH": "team_libs"}, env2={"PYTHONPATH": "/opt/team/python"}),
+]
+# precomputed 512-d CNN features of product images, 3,840 per rank (60 batches of 64); in shard 3 three images of
+# batch 38 failed to decode upstream and were written as all-zero feature vectors
+IMG45 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(45)
+for r in range(4):
+    y = torch.randint(0, 40, (3840,), generator=g)
+    f = torch.randn(40, 512, generator=g)[y] + 0.5 * torch.randn(3840, 512, generator=g)
+    f = f.relu()
+    if r == 3:
+        f[37 * 64 + 5] = 0
+        f[37 * 64 + 21] = 0
+        f[37 * 64 + 40] = 0
+    torch.save({"feats": f, "labels": y}, f"data/img-feats-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b45_uc_l2norm_zero_row_nan_guard_tee_r3", "train_embed.py",
+             "torchrun --nproc-per-node 4 --tee 3 --master-port {port} train_embed.py", setup=IMG45, env=dict(ENV45)),
+]
+# validation slides (uint8 RGB, 512x512) per rank, 40 each; rank 1's list also holds one whole-slide scan at full
+# resolution (3 x 13,000 x 13,000, 507 MB) that slipped through the tiling step
+SLIDES45 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(45)
+for r in range(2):
+    d = f"data/val-{r}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(40):
+        side = 13000 if (r == 1 and i == 29) else 512
+        img = np.empty((3, side, side), dtype=np.uint8)
+        img[:] = rng.integers(0, 256, (3, 1, side), dtype=np.uint8)
+        np.save(f"{d}/slide-{i:04d}-{rng.integers(0, 4)}.npy", img)
+EOF2"""
+SCENARIOS += [
+    # rank 1's pod memory limit: the rank (and the DataLoader workers it forks) in a memory cgroup (v1) of 650 MiB
+    Scenario("b45_oom_val_loader_worker_killed_r1", "train_patches.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_patches.py", setup=SLIDES45, env=dict(ENV45),
+             action=("cgroup", 1, 650)),
+]
+CURR45 = r"""mkdir -p configs && cat > configs/curriculum.json <<'EOF2'
+{"warmup_steps": 100, "aux_weight": 0.2, "dropout": 0.1,
+ "enable_at": {"user": 0, "item": 0, "context": 50, "cross": 120}}
+EOF2"""
+SCENARIOS += [
+    Scenario("b45_uc_broadcast_object_lambda_plan_r0", "train_ctr.py",
+             "python -m torch.distributed.run --nproc-per-node 3 --master-port {port} train_ctr.py", setup=CURR45,
+             env=dict(ENV45)),
+]
