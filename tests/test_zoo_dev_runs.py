@@ -301,3 +301,17 @@ def test_a_spawn_processes_name_is_its_rank_and_its_skip_warning_names_the_rank_
     d = _diagnose("b33_uc_warn_skip_auc_spawn_r1", tmp_path)
     assert (d.category.value, d.first_failing_rank) == ("user_code", 1), d.root_cause.summary
     assert "validation at step 150 failed" in d.root_cause.summary
+
+
+@pytest.mark.parametrize(("run", "rank"), [
+    # "TypeError: cannot pickle 'dict_keys' object" in all_gather_object's _object_to_tensor (read framework: the
+    # innermost frame is torch's)
+    ("b45_uc_gather_object_dict_keys_spawn_r1", 1),
+    # "_pickle.PicklingError: Can't pickle <function <lambda> ...>" in broadcast_object_list (read unknown: a
+    # PicklingError was no catalogued exception)
+    ("b45_uc_broadcast_object_lambda_plan_r0", 0),
+])
+def test_an_object_pickle_refuses_in_an_object_collective_is_the_jobs_own(run: str, rank: int, tmp_path: Path) -> None:
+    d = _diagnose(run, tmp_path)
+    assert (d.category.value, d.first_failing_rank) == ("user_code", rank), d.root_cause.summary
+    assert "unpicklable_local_object" in {h.signature_id for h in d.signature_hits}
