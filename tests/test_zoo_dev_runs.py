@@ -314,4 +314,4 @@ def test_a_spawn_processes_name_is_its_rank_and_its_skip_warning_names_the_rank_
 def test_an_object_pickle_refuses_in_an_object_collective_is_the_jobs_own(run: str, rank: int, tmp_path: Path) -> None:
     d = _diagnose(run, tmp_path)
     assert (d.category.value, d.first_failing_rank) == ("user_code", rank), d.root_cause.summary
-    assert "unpicklable_local_object" in {h.signature_id for h in d.signature_hits}
+    assert "unpicklable_local_object" in {h.details.get("context_rule") for h in d.signature_hits}
