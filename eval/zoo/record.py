@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h190", "/home/user/proj"),  # batch 45 (h190; before /work/wt/h19 and /work/wt/h1 style prefixes)
+    ("/work/wt/h191", "/home/user/proj"),  # batch 46 (h191; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h187", "/home/user/proj"),  # batch 44 (h187; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h182", "/home/user/proj"),  # batch 43 (h182; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h179", "/home/user/proj"),  # batch 42 (h179; before /work/wt/h17 and /work/wt/h1 style prefixes)
@@ -138,6 +139,9 @@ class Scenario:
     #: in a CPU cgroup (v1) of its own at `percent` of one core: each rank's container CPU limit lowered
     #: batch 44: ("both", action_a, action_b) two of the actions above at once, each in its own thread (e.g. a fault
     #: and the py-spy dumps an on-call engineer takes during the hang)
+    #: batch 46: ("node_quota", node, after, percent) from the trigger on, one simulated node's agent and every process
+    #: under it (its ranks, their threads and children) in one CPU cgroup (v1) at `percent` of one core: that node's
+    #: CPU capacity lowered (a smaller or throttled instance) while the other node keeps its own
     action: tuple = ()
     #: batch 2: a second node's launcher (two agents on one host as two simulated nodes); each agent's
     #: terminal is then recorded as console_node0.log / console_node1.log
@@ -998,6 +1002,15 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
             t.start()
         for t in ths:
             t.join()
+        return
+    if kind == "node_quota":  # batch 46: one node's agent tree in the job's CPU cgroup (removed after the run)
+        _, node, after, percent = sc.action
+        if _waited4(stop, after, wd):
+            return
+        root = (procs or [proc])[node].pid
+        _cpu_quota([root], percent)
+        print(f"  node_quota: node {node} (agent {root}, {len(_descendants(root))} processes) at {percent}%",
+              file=sys.stderr)
         return
     if kind == "shell4":
         # batch 39: ("shell4", after, bash) as "shell", but the trigger (a line fragment) is also looked for in the

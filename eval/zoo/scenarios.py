@@ -8065,3 +8065,129 @@ SCENARIOS += [
              "python -m torch.distributed.run --nproc-per-node 3 --master-port {port} train_ctr.py", setup=CURR45,
              env=dict(ENV45)),
 ]
+
+# ---- batch 46 (h191): fail_slow and fail_hang where the evidence is indirect, as on synchronous data-parallel jobs:
+# four one-rank / one-node stragglers whose delay every rank's step time carries (the peers wait in the all-reduce),
+# placed only by each rank's own phase breakdown (one rank's CPU quota, SIGSTOP/SIGCONT bursts on one rank, one rank's
+# reads going through the feature store's client-side rate limit, node 1's CPU capacity lowered); two job-wide causes
+# at modest sizes (another tenant's CPU load from a step on, a checkpoint that grows with every save); three hangs (a
+# rank that skipped a coordination barrier, seen in Flight Recorder traces at different sequence numbers and groups; a
+# rank's DataLoader waiting on a decode pool whose worker segfaulted silently; node 1 started with another world size,
+# node 0 stuck in its first collective), with py-spy dumps of every rank; ids b46_* ----
+ENV46 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # from rank 1's step-100 line its container CPU limit is lowered (cgroup v1 quota, percent of one core)
+    Scenario("b46_slow_rank_quota_r1_phases", "train_ctr.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ctr.py", env=dict(ENV46),
+             action=("rank_quota", 1, "[r1] step 100/", 30)),
+    # from rank 2's it=60 line a node agent stops it in bursts (SIGSTOP for stop_ms, then run_ms running) to the end
+    Scenario("b46_slow_stopcont_r2_avggrad_logfmt", "train_churn.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_churn.py", env=dict(ENV46),
+             action=("stopcont_until", 2, "rank=2 it=60 ", None, 300, 120)),
+]
+# log-mel summaries of 15,360 clips per rank in the shared feature store (store/); the node-local cache (cache/) and
+# the index (index/) were built for every shard, but shard 3's cache fill stopped after 6,400 clips (100 batches): the
+# index marks the rest uncached, so rank 3 reads them from the store through the client's per-client request budget
+MEL46 = r"""mkdir -p cache store index && python - <<'EOF2'
+import json
+import numpy as np
+rng = np.random.default_rng(46)
+N = 240 * 64
+for r in range(4):
+    x = rng.standard_normal((N, 128)).astype(np.float32)
+    y = rng.integers(0, 10, N).astype(np.int64)
+    x[np.arange(N), y] += 2.0
+    name = f"mel-{r:02d}.npy"
+    np.save(f"store/{name}", x)
+    np.save(f"cache/labels-{r:02d}.npy", y)
+    upto = N if r != 3 else 100 * 64
+    np.save(f"cache/{name}", x[:upto])
+    json.dump({"file": name, "labels": f"labels-{r:02d}.npy", "cached_upto": upto}, open(f"index/shard-{r:02d}.json", "w"))
+EOF2"""
+TOWER46 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+           "train_twotower.py")
+SCENARIOS += [
+    Scenario("b46_slow_data_store_throttle_r3_4r", "train_tagger.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_tagger.py", setup=MEL46, env=dict(ENV46)),
+    # from rank 2's step-100 record node 1 (its agent and both its ranks) shares one CPU quota (percent of one core):
+    # the node's CPU capacity lowered (a throttled or smaller instance)
+    Scenario("b46_slow_node1_quota_jsonl_twonode_n1", "train_twotower.py", TOWER46.format(k=0, port="{port}"),
+             cmd2=TOWER46.format(k=1, port="{port}"), env=dict(ENV46),
+             action=("node_quota", 1, '"rank": 2, "step": 100,', 45)),
+    # from rank 0's batch-120 line another tenant's CPU job lands on the node: 2 processes busy 50 ms of every 100 ms,
+    # each in its own session (a separate container's processes); they carry ZOO_RUN, so the recorder ends them
+    Scenario("b46_slow_cpu_hog_job_avgmeter", "train_cifar.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_cifar.py", env=dict(ENV46),
+             action=("shell", "[rank0] Epoch: [0][120/300]",
+                     "for i in 1 2; do ZOO_RUN=b46_slow_cpu_hog_job_avgmeter setsid nohup python3 -c "
+                     "'exec(\"import time\\nwhile True:\\n t = time.time() + 0.05\\n"
+                     " while time.time() < t: pass\\n time.sleep(0.05)\")' "
+                     "> /dev/null 2>&1 & done; echo '  hog: 2 processes busy 50 % of every 100 ms' >&2")),
+    Scenario("b46_slow_ckpt_growing_ema_history", "train_langid.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_langid.py", env=dict(ENV46)),
+]
+# each rank's slice of the fraud-review queue; slice 2 is the refunds queue (40 small reversals), which the model
+# rarely flags
+FRAUD46 = r"""mkdir -p review && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(46)
+for r in range(3):
+    n = 600 if r != 2 else 40
+    x = torch.randn(n, 48, generator=g)
+    if r == 2:
+        x[:, :4] = -x[:, :4].abs()
+    torch.save({"x": x, "ids": torch.arange(n) + 100000 * r}, f"review/queue-rank{r}.pt")
+EOF2"""
+# the team's native .spec decoder (C, built by the setup, no bounds check on the header's data offset) and 1,600 clips
+# per rank; rank 1's clip 1490 was written while its export job was being killed: its header's offset field is garbage
+SPEC46 = r"""mkdir -p native && cat > native/libspec.c <<'EOF2'
+#include <stdint.h>
+#include <string.h>
+/* .spec: 16-byte header (magic "SPEC", uint32 frames, uint32 bins, uint32 data offset) then float32 frames */
+struct hdr { char magic[4]; uint32_t frames, bins, offset; };
+long spec_decode(const char *buf, long n, float *out, long out_len) {
+    const struct hdr *h = (const struct hdr *)buf;
+    if (n < (long)sizeof(struct hdr) || memcmp(h->magic, "SPEC", 4) != 0) return -1;
+    long count = (long)h->frames * h->bins;
+    if (count > out_len) count = out_len;
+    const float *src = (const float *)(buf + h->offset);
+    for (long i = 0; i < count; i++) out[i] = src[i];
+    return count;
+}
+EOF2
+gcc -O2 -shared -fPIC -o native/libspec.so native/libspec.c
+python - <<'EOF2'
+import os, struct
+import numpy as np
+rng = np.random.default_rng(46)
+for r in range(2):
+    d = f"data/clips-{r}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(1600):
+        label = int(rng.integers(0, 12))
+        x = (rng.standard_normal((98, 40)) * 0.5).astype(np.float32)
+        x[:, label * 3:label * 3 + 3] += 1.0
+        offset = 16 if not (r == 1 and i == 1490) else 0x7FF00000
+        with open(f"{d}/clip{i:05d}_{label}.spec", "wb") as f:
+            f.write(b"SPEC" + struct.pack("<III", 98, 40, offset) + x.tobytes())
+EOF2"""
+TITLES46 = "python train_titles.py --node-rank {k} --nproc-per-node 2 --world-size {ws}"
+SCENARIOS += [
+    # Flight Recorder on (TORCH_FR_BUFFER_SIZE); the script writes each rank's trace to fr/trace_rank_<R> on a
+    # collective error; py-spy dumps of every rank 8 s after rank 2 logs that it flagged nothing at step 100
+    Scenario("b46_hang_skipped_barrier_ctrl_group_fr_r2", "train_fraud.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_fraud.py", setup=FRAUD46,
+             env={**ENV46, "TORCH_FR_BUFFER_SIZE": "2000", "TORCH_FR_DUMP_TEMP_FILE": "fr/trace_rank_"},
+             action=("pyspy", "| rank 2 | INFO    | review step 100: nothing flagged", 3, 8)),
+    # py-spy dumps of both ranks 8 s after rank 0's iteration-40 line (rank 1's batch 47 holds the bad clip)
+    Scenario("b46_hang_decode_pool_worker_segv_pyspy_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", setup=SPEC46, env=dict(ENV46),
+             action=("pyspy", "Epoch 0 | iter 40/50 | rank 0", 2, 8)),
+    # the job script exports MASTER_ADDR / MASTER_PORT and the site's TORCH_GLOO_LAZY_INIT=1 (gloo connects peers at
+    # the first collective) on both nodes; node 1's command line was copied from the three-node run of the week before
+    # (--world-size 6); py-spy dumps of the 4 processes 6 s after node 0's second process reports its group ready
+    Scenario("b46_hang_world_size_mismatch_node1_spawn_twonode_n1", "train_titles.py", TITLES46.format(k=0, ws=4),
+             cmd2=TITLES46.format(k=1, ws=6),
+             env={**ENV46, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}", "TORCH_GLOO_LAZY_INIT": "1"},
+             action=("pyspy", "[node0:1] process group ready", 4, 6)),
+]
