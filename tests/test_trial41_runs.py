@@ -1,0 +1,33 @@
+"""A new user's trial 41 (/work/trial41_inputs/REPORT.md): inputs the tool misread at first contact
+(``tests/fixtures/trial41``: real torchrun / torch.multiprocessing.spawn runs on this machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.slow.logs import load_log_bundle
+from diag_service.slow.offline import whole_log_episode
+
+RUNS = Path(__file__).parent / "fixtures" / "trial41"
+
+
+def test_a_gross_slowdown_with_a_noisy_stretch_is_found_in_a_short_log() -> None:
+    """r04 (mp.spawn, 3 ranks, 70 steps): six CPU-bound processes started beside the job at step ~24 took its step
+    time from 0.05-0.27 s to 0.4-6 s, varying with the co-tenants' load. Too few steps for the streaming baseline,
+    and the stretch's own spread hid it from the change test: "No failure in these logs ... nothing here needs
+    recovery"."""
+    feed = load_log_bundle(RUNS / "r04_job.out")
+    ep = whole_log_episode(feed.batch.step, feed.batch.step_time, feed.batch.weight, feed.batch.end)
+    assert ep is not None and 22 <= ep.start_step <= 26 and ep.slowdown_factor > 5, ep
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r04_job.out"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_slow", "infrastructure"), d.root_cause.summary
+
+
+def test_the_first_half_of_the_same_log_is_not_called_slow() -> None:
+    """The first 18 steps, before the co-tenants started (the step time rises from step 20), alone: no stretch (the
+    warm-up's slow first steps are no slowdown)."""
+    feed = load_log_bundle(RUNS / "r04_job.out")
+    keep = feed.batch.step <= 18
+    assert whole_log_episode(feed.batch.step[keep], feed.batch.step_time[keep], feed.batch.weight[keep],
+                             feed.batch.end[keep]) is None
