@@ -315,3 +315,15 @@ def test_an_object_pickle_refuses_in_an_object_collective_is_the_jobs_own(run: s
     d = _diagnose(run, tmp_path)
     assert (d.category.value, d.first_failing_rank) == ("user_code", rank), d.root_cause.summary
     assert "unpicklable_local_object" in {h.details.get("context_rule") for h in d.signature_hits}
+
+
+def test_the_imagenet_examples_progress_meter_lines_are_step_times(tmp_path: Path) -> None:
+    """b46 cpu-hog run: pytorch/examples' ImageNet ProgressMeter ("Epoch: [0][ 10/300]\\tTime  0.146 ( 0.119)\\tData
+    0.001 ( 0.001)\\t..."), every 10 batches on 3 ranks: "no step timing ... nothing to analyse". Each line's own value
+    (before the running average in brackets) is the batch's time."""
+    from diag_service.slow.logs import load_log_bundle
+
+    assert "b46_slow_cpu_hog_job_avgmeter" in DEV
+    feed = load_log_bundle(ZOO / "runs" / "b46_slow_cpu_hog_job_avgmeter" / "console.log")
+    assert feed.stats.format == "logs:imagenet_progress" and feed.stats.ranks == 3
+    assert list(feed.batch.step[:3]) == [0, 10, 20] and abs(float(feed.batch.step_time[1]) - 0.143) < 0.005

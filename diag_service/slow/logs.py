@@ -16,6 +16,8 @@ Formats (each documented by the line its framework prints):
   rate is an exponential moving average, so the series is smoothed).
 * **MMEngine** (OpenMMLab): ``Iter(train) [ 100/1000] ... time: 0.4234`` / ``Epoch(train) [1][ 50/1251] ... time:``
   (:data:`MMENGINE`).
+* **pytorch/examples' ImageNet ProgressMeter**: ``Epoch: [0][ 10/5005]  Time  0.403 ( 0.536)  Data ...``
+  (:data:`IMAGENET_PROGRESS`).
 * **torchvision's reference MetricLogger** (also DETR, DeiT, MAE): ``Epoch: [0]  [ 10/468]  eta: ...  time: 0.0163
   data: 0.0006`` (:data:`METRIC_LOGGER`), and **fairseq**'s ``epoch 001: 100 / 700 ..., ups=28.27, ...,
   num_updates=100`` (:data:`FAIRSEQ`, step time 1 / ups).
@@ -151,6 +153,13 @@ MMENGINE = re.compile(
 METRIC_LOGGER = re.compile(
     r"Epoch: \[(\d+)\](?:\s*\[[^\]]{0,20}\])?\s+\[\s*(\d+)\s*/\s*(\d+)\].{0,600}?"
     r"\btime: ([0-9]+(?:\.[0-9]+)?)\s+data: ([0-9]+(?:\.[0-9]+)?)"
+)
+#: pytorch/examples' ImageNet script's ProgressMeter of AverageMeters (imagenet/main.py, copied by many training
+#: scripts): ``Epoch: [0][ 10/5005]\tTime  0.403 ( 0.536)\tData  0.001 ( 0.125)\tLoss ...``: each meter's value for
+#: this batch, then its running average in brackets, seconds; the batch counts from 0 within the epoch, epochs from 0.
+IMAGENET_PROGRESS = re.compile(
+    r"Epoch: \[(\d+)\]\[\s*(\d+)\s*/\s*(\d+)\]\s+Time\s+([0-9]+(?:\.[0-9]+)?)\s+\(\s*[0-9.]+\)"
+    r"(?:\s+Data\s+([0-9]+(?:\.[0-9]+)?)\s+\(\s*[0-9.]+\))?"
 )
 #: fairseq's training log line (fairseq/logging/progress_bar.py; ``train_inner``): ``epoch 001:  100 / 700 loss=9.968,
 #: ..., ups=28.27, ..., num_updates=100, ...``: updates per second over the log interval, and the global update count.
@@ -311,8 +320,8 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
     if st.tables and path in st.tables and "|" in raw and _table_row(st, path, lineno, raw, rank, node, year):
         return
     if not ("iter" in raw or "step" in raw or "it/s" in raw or "s/it" in raw or "train_batch_size" in raw
-            or "time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw or "Iter" in raw
-            or "ups=" in raw):
+            or "time" in raw or "Time" in raw or "atch" in raw or "it:" in raw or "elapsed" in raw or "Step" in raw
+            or "Iter" in raw or "ups=" in raw):
         return
     if "|" in raw and (header := _table_header(raw)) is not None:
         st.tables[path] = header
@@ -390,6 +399,16 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         step = n if epoch is None else (epoch - 1) * total + n  # MMEngine counts epochs from 1
         _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
                   _data_phase(text, sec, ms=False))
+        return
+    m = IMAGENET_PROGRESS.search(text) if "Epoch: [" in text else None
+    if m:
+        epoch, n, total, sec, data = (_count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)),
+                                      _num(m.group(5)))
+        if epoch is None or n is None or total is None or sec is None or sec <= 0 or epoch * total + n > LIMITS.max_step:
+            st.bad += 1
+            return
+        _add_step(st, "imagenet_progress", key, epoch * total + n, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+                  data if data is not None and data <= 1.05 * sec else math.nan)
         return
     m = METRIC_LOGGER.search(text) if "Epoch: [" in text else None
     if m:
