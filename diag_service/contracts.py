@@ -238,6 +238,9 @@ class Localization:
     faulty_nodes: list[str]
     events: list[EventTemplate]
     findings: list[str] = field(default_factory=list)
+    #: The node the first failing rank ran on when no evidence line of its own says it (a hang's silent rank, placed
+    #: by its progress lines' file or prefix); None otherwise.
+    first_failing_node: str | None = None
 
 
 

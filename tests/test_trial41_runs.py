@@ -31,3 +31,13 @@ def test_the_first_half_of_the_same_log_is_not_called_slow() -> None:
     keep = feed.batch.step <= 18
     assert whole_log_episode(feed.batch.step[keep], feed.batch.step_time[keep], feed.batch.weight[keep],
                              feed.batch.end[keep]) is None
+
+
+def test_a_hangs_culprit_placed_on_its_node_has_that_node_in_the_json() -> None:
+    """r02 (two torchrun agents as two nodes, py-spy dumps of every rank): rank 2 on node1 sleeps in the job's code
+    while the others wait in the all-reduce. The text said "Rank 2 runs on node node1"; ``first_failing_node`` was
+    null."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r02"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank, d.first_failing_node) == ("fail_hang", 2, "node1"), \
+        d.root_cause.summary
+    assert d.faulty_nodes == []  # the job's own code: nothing against the node to act on

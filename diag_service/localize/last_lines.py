@@ -81,10 +81,12 @@ def _differing_last_lines(d: Diagnosis, progress: ProgressLog) -> None:
                       + "; ".join(told) + ".")
 
 
-def set_first_failing_node(d: Diagnosis) -> None:
+def set_first_failing_node(d: Diagnosis, placed: tuple[int | None, str | None] = (None, None)) -> None:
     """Set ``d.first_failing_node``: the node of ``d.first_failing_rank``'s own evidence line, else of the straggler
-    report naming it, else the one faulty node; None when no rank is named (a node the evidence names for several
-    ranks alike is no one rank's)."""
+    report naming it, else the one faulty node, else ``placed``'s node when ``placed`` names the same rank (the
+    localizer's :attr:`~diag_service.contracts.Localization.first_failing_node`: a hang's silent rank has no evidence
+    line of its own; a new user's trial 41, r02: "Rank 2 runs on node node1" in the findings, the field null); None
+    when no rank is named (a node the evidence names for several ranks alike is no one rank's)."""
     rank = d.first_failing_rank
     node = None
     if rank is not None:
@@ -93,5 +95,7 @@ def set_first_failing_node(d: Diagnosis) -> None:
             node = next((s.node for s in d.slow.stragglers if s.rank == rank and s.node), None)
         if node is None and len(d.faulty_nodes) == 1:
             node = d.faulty_nodes[0]
+        if node is None and placed[0] == rank:
+            node = placed[1]
     # a launcher table's "host : localhost" names no node
     d.first_failing_node = node if node is None or not LOOPBACK.match(node) else None

@@ -1045,6 +1045,7 @@ def localize(
         by_tid.setdefault(g.template_id, []).append(g)
     events = _event_templates(groups, per_group, hits_by_id, len(ranks_seen))
     findings: list[str] = []
+    rank_node: tuple[int, str] | None = None  # (a hang's culprit, the node its own lines come from)
     # templates that only context-role signatures matched (lines known to be harmless), and lines their logger
     # marked informational that no signature matched: not a rank's own error
     matched = {tid for h in hits if h.role is not EventRole.CONTEXT for tid in h.template_ids}
@@ -1445,6 +1446,7 @@ def localize(
                         if first_rank in g.rank_first and g.rank_first[first_rank].node}
                     named_nodes, _ = node_names(sorted(where_nodes))
                     if len(where_nodes) == 1 and named_nodes:
+                        rank_node = (first_rank, named_nodes[0])
                         # where to look (py-spy, its kernel log), said in words; faulty_nodes (the node to act on,
                         # and a node fault in the recovery history) only for a node-level category: a rank stuck in
                         # the job's code or its data says nothing against its node
@@ -1751,6 +1753,7 @@ def localize(
         failure_mode=mode, category=category, responsible=responsible, confidence=round(confidence, 3),
         summary=summary, evidence=unique_evidence[:8], first_failing_rank=first_rank, faulty_nodes=faulty_nodes,
         events=events[:200], findings=findings,
+        first_failing_node=rank_node[1] if rank_node is not None and rank_node[0] == first_rank else None,
     )
 
 

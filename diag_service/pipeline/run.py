@@ -318,7 +318,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         _slow_from_logs(d, bundle, req.path, sigs, cpu_job=cpu_job)
         timings["slow"] = time.perf_counter() - t0
     combine_last_lines(d, progress)
-    set_first_failing_node(d)
+    set_first_failing_node(d, (loc.first_failing_rank, loc.first_failing_node))
     retriever = req.retriever if req.retriever is not None else _default_retriever() if req.kb else None
     if retriever is not None:
         t0 = time.perf_counter()
