@@ -41,3 +41,20 @@ def test_a_hangs_culprit_placed_on_its_node_has_that_node_in_the_json() -> None:
     assert (d.failure_mode.value, d.first_failing_rank, d.first_failing_node) == ("fail_hang", 2, "node1"), \
         d.root_cause.summary
     assert d.faulty_nodes == []  # the job's own code: nothing against the node to act on
+
+
+def test_a_network_signature_the_hang_verdict_overruled_is_not_offered_to_the_summary() -> None:
+    """r10 (torchrun, 4 ranks, one py-spy round): rank 1 skipped the evaluation's all_reduce and waited in a barrier
+    (user_code, a collective mismatch). The evidence pack offered the connection-reset signature (network) as the
+    deciding "known failure", and the model's summary read "Rank 1 hung ... due to a TCP connection reset"; the
+    fallback said "Rank 1 failed first with" rank 0's timeout line."""
+    from diag_service.llm.fallback import fallback_summary
+    from diag_service.llm.pack import PackConfig, build_evidence_pack
+
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r10"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank) == ("user_code", 1), d.root_cause.summary
+    pack = build_evidence_pack(d, PackConfig())
+    assert pack.facts["signature"] is None
+    assert not any(i.kind == "signature" and "Connection reset" in i.label for i in pack.items)
+    text, _ = fallback_summary(pack)
+    assert text.startswith("Rank 1 is the rank the job hung on; the first error, reported by a peer, was"), text

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from diag_service.domain import Diagnosis, EventRole, EventTemplate, Evidence
+from diag_service.domain import Diagnosis, EventRole, EventTemplate, Evidence, SignatureHit
 from diag_service.llm.config import PackConfig
 from diag_service.redact import redact
 
@@ -298,8 +298,7 @@ def _candidates(d: Diagnosis, cfg: PackConfig) -> list[_Candidate]:
             out.append(_Candidate(kind="slow", label=_label("straggler", _ranks_label([s.rank]), s.node and f"node {s.node}"),
                                   text=text, priority=84 - j, ranks=[s.rank], nodes=[s.node] if s.node else []))
 
-    roots = [h for h in d.signature_hits if h.role is EventRole.ROOT]
-    roots.sort(key=lambda h: -h.priority)
+    roots = _deciding_roots(d)
     for j, h in enumerate(roots[:3]):
         out.append(_Candidate(
             kind="signature",
@@ -345,6 +344,16 @@ def _event_priority(ev: EventTemplate, root_i: int, symptom_i: int, summary_i: i
     return 20 - min(context_i, 9), "context", "context"
 
 
+def _deciding_roots(d: Diagnosis) -> list[SignatureHit]:
+    """The root-role signature hits whose category is the diagnosis's, highest priority first. A root signature of
+    another category did not decide it: the localizer read it as another failure's consequence, or another finding
+    (a hang's collective mismatch, a slowdown) overruled it; offered as "known failure" it invites a summary that
+    blames it (a new user's trial 41, r10: a collective mismatch, user_code, whose model summary blamed "a TCP
+    connection reset", the network signature the pack had offered as the deciding one)."""
+    roots = [h for h in d.signature_hits if h.role is EventRole.ROOT and h.category is d.category]
+    return sorted(roots, key=lambda h: -h.priority)
+
+
 def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
     first = d.root_cause.evidence[0] if d.root_cause.evidence else None
     if d.first_failing_rank is not None and first is not None and first.rank not in (None, d.first_failing_rank):
@@ -359,7 +368,7 @@ def _facts(d: Diagnosis) -> dict[str, str | int | list[str] | None]:
             others.update(ev.ranks)
     if d.first_failing_rank is not None:
         others.discard(d.first_failing_rank)
-    roots = sorted((h for h in d.signature_hits if h.role is EventRole.ROOT), key=lambda h: -h.priority)
+    roots = _deciding_roots(d)
     return {
         "signature": sanitize(roots[0].name) if roots else None,
         "failure_mode": d.failure_mode.value,
