@@ -327,3 +327,12 @@ def test_the_imagenet_examples_progress_meter_lines_are_step_times(tmp_path: Pat
     feed = load_log_bundle(ZOO / "runs" / "b46_slow_cpu_hog_job_avgmeter" / "console.log")
     assert feed.stats.format == "logs:imagenet_progress" and feed.stats.ranks == 3
     assert list(feed.batch.step[:3]) == [0, 10, 20] and abs(float(feed.batch.step_time[1]) - 0.143) < 0.005
+
+
+def test_a_rank_waiting_on_its_own_multiprocessing_pool_is_not_read_as_a_hung_mount(tmp_path: Path) -> None:
+    """b46 decode-pool run: rank 1's Dataset decodes clips in a multiprocessing.Pool; a pool worker segfaulted on a bad
+    clip (only the host's kernel log says so) and Pool.map waited forever under the in-process DataLoader fetch. It
+    read storage, "the read of its data blocks (a hung network mount ...)"."""
+    d = _diagnose("b46_hang_decode_pool_worker_segv_pyspy_r1", tmp_path)
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
+    assert d.category.value == "unknown" and "multiprocessing.Pool waiting forever" in d.root_cause.summary

@@ -2742,6 +2742,28 @@ _OUTPUT_WAIT = re.compile(r"^(?:StreamHandler\.(?:emit|flush) \((?:.*/)?logging/
 _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
 
 
+#: multiprocessing.Pool's waits for a task's result (multiprocessing/pool.py: ApplyResult.wait/get, Pool.map, the
+#: imap iterators' next).
+_POOL_WAIT = re.compile(r"\((?:.*/)?multiprocessing/pool\.py:\d+\)$")
+
+
+def _pool_wait(frames: list[str]) -> tuple[str, str] | None:
+    """``(the pool's frame, the caller's frame)`` when the innermost frames, up to the first outside the standard
+    library, wait in multiprocessing.Pool for a result; else None. ``frames``: 'function (file:line)', innermost
+    first."""
+    for i, f in enumerate(frames):
+        m = _SHORT_FRAME.match(f)
+        if m is None:
+            return None
+        if _stack_file_owner(m.group("file")) != "stdlib":
+            return None
+        if _POOL_WAIT.search(f):
+            caller = next((g for g in frames[i + 1:] if (n := _SHORT_FRAME.match(g)) is not None
+                           and _stack_file_owner(n.group("file")) != "stdlib"), frames[-1])
+            return f, caller
+    return None
+
+
 def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
     """``(category, why)`` that a hang's single culprit implies, or None: ``user_code`` when it issued another
     collective than its peers (:data:`MISMATCH_KINDS`), or when it is stuck outside any collective (or still running,
@@ -2788,6 +2810,13 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                   "worker is blocked reading its data (a hung network mount, a file that never "
                                   "answers) or loops in its own code; py-spy dump --subprocesses shows where the "
                                   "workers are")
+    pool = _pool_wait(top.top_frames)
+    if pool is not None and top.kind != "moving":
+        return Category.UNKNOWN, (
+            f"stuck outside any collective waiting for a result from a multiprocessing pool it started ({pool[0]}, "
+            f"called from {pool[1]}): a pool worker that died (the OOM killer, a segfault in native code) leaves "
+            "multiprocessing.Pool waiting forever (CPython issue 22393), so the worker's end is in that node's kernel "
+            "log (dmesg: a segfault or an OOM kill), not in these logs")
     fetch = next((i for i, f in enumerate(top.top_frames) if _IN_PROCESS_FETCH.match(f)), None)
     if fetch is not None and top.kind != "moving":
         # the dataset's own code, called by a DataLoader in the rank's process, does not return: the read of a sample
