@@ -212,6 +212,24 @@ def test_hang_dumps_upload_and_one_alert_per_incident(srv: LiveServer, hooks: Fa
     assert r.status_code == 422 and r.json()["detail"]
 
 
+def test_one_snapshot_with_the_jobs_logs_places_the_hang(srv: LiveServer) -> None:
+    """A new user's trial 41, r10: one py-spy round of every rank, then the job died (gloo's timeout); POST /v1/hang
+    said "Not enough snapshots (1) ... take 2 more" and had no way to take the logs, which show the hang."""
+    import shutil
+
+    run = Path(__file__).parent / "fixtures" / "trial41" / "r10"
+    shutil.copytree(run, srv.roots / "t41-r10")  # type: ignore[attr-defined]
+    alone = srv.client.post("/v1/hang", json={"path": "t41-r10/dumps", "job_id": "t41-r10-alone"})
+    assert alone.status_code == 200 and alone.json()["report"]["undecided"] is True
+    r = srv.client.post("/v1/hang", json={"path": "t41-r10/dumps", "logs": "t41-r10", "job_id": "t41-r10"})
+    assert r.status_code == 200, r.text[:500]
+    rep = r.json()["report"]
+    assert rep["hung"] is True and rep["suspects"][0]["rank"] == 1, rep["explanation"]
+    # the logs' path is held to the allowed roots like the dumps'
+    r = srv.client.post("/v1/hang", json={"path": "t41-r10/dumps", "logs": "/etc"})
+    assert r.status_code in (403, 404, 422), r.text[:300]
+
+
 def test_slow_batch_and_live_stream(srv: LiveServer, hooks: FakeSlack) -> None:
     records = [json.loads(line) for line in SLOW_FEED.read_text().splitlines()]
     r = srv.client.post("/v1/slow", json={"records": records, "job_id": "slow-batch"})

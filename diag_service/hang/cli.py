@@ -1,4 +1,5 @@
-"""``diag hang DUMPS_DIR [--logs LOG_BUNDLE] [--json]``: a thin layer over :func:`analyze_hang`."""
+"""``diag hang DUMPS_DIR [--logs LOG_BUNDLE] [--json]``: a thin layer over
+:func:`~diag_service.pipeline.hang_with_logs`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from diag_service.hang.analyzer import HangRequest, analyze_hang
 from diag_service.hang.flight import fmt_ranks
 
 err = Console(stderr=True)
@@ -31,23 +31,11 @@ def hang_cmd(
     \f
     Raises :class:`~diag_service.hang.analyzer.HangInputError` (exit 2, from the one CLI handler) when
     there is nothing to analyse."""
-    log_diag = None
-    log_warnings: list[str] = []
-    if logs is not None:
-        from diag_service.ingest import BundleError
-        from diag_service.pipeline import DiagnoseRequest, diagnose
+    from diag_service.pipeline import hang_with_logs
 
-        try:
-            log_diag = diagnose(DiagnoseRequest(path=str(logs), recovery=False))
-        except BundleError as exc:
-            log_warnings.append(f"logs not read: {exc}")
-        else:
-            log_warnings.extend(f"logs: {f}" for f in log_diag.findings)
     # the logs' collective timeouts show the hang, as `diag diagnose` reads them: one snapshot then places the ranks
-    logs_hung = log_diag is not None and log_diag.hang_in_logs()
-    # analyze_hang finds a bundle's dumps/ folder itself
-    rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck, hung_from_logs=logs_hung))
-    rep.warnings.extend(log_warnings)
+    # (analyze_hang finds a bundle's dumps/ folder itself)
+    rep = hang_with_logs(dumps, logs, min_stuck)
     if json_out:
         sys.stdout.write(rep.model_dump_json(indent=2) + "\n")
         return

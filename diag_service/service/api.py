@@ -411,6 +411,8 @@ async def post_hang(request: Request, principal: Submit) -> Any:
         folder = await run_in_threadpool(resolve_allowed, body.path, ctx.settings.allowed_roots)
         task = {"kind": "hang", "dumps_dir": str(folder), "min_stuck_snapshots": body.min_stuck_snapshots,
                 "confined": str(folder)}
+        if body.logs is not None:
+            task["logs"] = str(await run_in_threadpool(resolve_allowed, body.logs, ctx.settings.allowed_roots))
         job, fut = ctx.submit("hang", task, job_id=body.job_id or folder.name, caller=principal.name)
         return await _answer_report(ctx, job, fut, HangEnvelope, HangReport)
     job_uuid = new_id()

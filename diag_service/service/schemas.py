@@ -111,6 +111,9 @@ class HangPathBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1, max_length=4096, description="Stack-dump folder under an allowed root.")
+    logs: str | None = Field(default=None, min_length=1, max_length=4096, description=(
+        "The job's logs (a folder or file under an allowed root): when they show the hang (collective timeouts), "
+        "fewer snapshots place the ranks; one snapshot is enough."))
     job_id: str | None = Field(default=None, pattern=_ID)
     min_stuck_snapshots: int = Field(default=3, ge=2, le=1000)
 

@@ -7,7 +7,7 @@ A task is a JSON-able dict (it is stored with the job, so a restarted service ca
   ``"record_counts": false``)
   → :func:`diag_service.pipeline.diagnose`, given this process's knowledge base (:func:`knowledge_base`,
   when ``kb`` is set) as its retriever and its summarizer (:func:`summarizer`, when ``llm`` is set);
-- ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots"}`` → :func:`diag_service.hang.analyze_hang`;
+- ``{"kind": "hang", "dumps_dir", "min_stuck_snapshots", "logs"?}`` → :func:`diag_service.pipeline.hang_with_logs`;
 - ``{"kind": "slow", "path", "world_size"}`` → :func:`diag_service.slow.analyze_slow`;
 - ``{"kind": "etpr", "path", "by", "slow_tolerance"}`` → :mod:`diag_service.etpr` (load, ledger, report).
 
@@ -92,9 +92,9 @@ def _diagnose(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _hang(task: dict[str, Any]) -> dict[str, Any]:
-    from diag_service.hang import HangRequest, analyze_hang
+    from diag_service.pipeline import hang_with_logs
 
-    rep = analyze_hang(HangRequest(dumps_dir=task["dumps_dir"], min_stuck_snapshots=task.get("min_stuck_snapshots", 3)))
+    rep = hang_with_logs(task["dumps_dir"], task.get("logs"), task.get("min_stuck_snapshots", 3))
     return _ok(rep.model_dump_json(), category=None, failure_mode="fail_hang" if rep.hung else None,
                summary=rep.explanation, hung=rep.hung)
 
