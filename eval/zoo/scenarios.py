@@ -8191,3 +8191,131 @@ SCENARIOS += [
              env={**ENV46, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}", "TORCH_GLOO_LAZY_INIT": "1"},
              action=("pyspy", "[node0:1] process group ready", 4, 6)),
 ]
+
+# ---- batch 47 (h194): launchers other than plain torchrun, each with the failure output its launcher really prints:
+# `accelerate launch` (the repository's accelerate config asks for fp8 on a CPU host: the launcher refuses before any
+# process starts; a random crop that assumes every clip is at least the model's window, on the process that gets the
+# short clip); transformers.Trainer under the legacy `python -m torch.distributed.launch` (standing in for Lightning,
+# which is not installed: dev-set token ids from a newer tokenizer in one process's evaluation batch; a process
+# SIGKILLed from outside); Ray Train's TorchTrainer (a worker whose block of validation parts is empty; a worker's
+# actor SIGKILLed); torch.multiprocessing.spawn with Python logging's default format (one rank's click-log part
+# missing; a rank that stops with sys.exit(3) when its spill directory is too full); torchrun --max-restarts 1 (an
+# evaluation bug that comes back on the second attempt; one rank's TCP connections reset once, the second attempt
+# completes); ids b47_* ----
+ENV47 = {"OMP_NUM_THREADS": "1"}
+# the repository's accelerate config, last regenerated on the H100 training nodes (fp8 through Transformer Engine)
+ACCEL_FP8_47 = r"""mkdir -p configs && cat > configs/accelerate.yaml <<'EOF2'
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+enable_cpu_affinity: false
+gpu_ids: all
+machine_rank: 0
+main_process_port: {port}
+main_training_function: main
+mixed_precision: fp8
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: false
+EOF2"""
+# 3,840 keyword clips (40-bin log-mel frames, 70-120 frames each); clip 2475 was cut by the old VAD and has 53 frames
+KWS47 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(47)
+clips, labels = [], []
+for i in range(3840):
+    y = int(torch.randint(0, 12, (1,), generator=g))
+    n = 53 if i == 2475 else int(torch.randint(70, 121, (1,), generator=g))
+    x = 0.5 * torch.randn(n, 40, generator=g)
+    x[:, y * 3:y * 3 + 3] += 1.0
+    clips.append(x)
+    labels.append(y)
+torch.save({"clips": clips, "labels": torch.tensor(labels)}, "data/kws_train.pt")
+EOF2"""
+# support tickets tokenized with tokenizer v1 (8,000 ids); the dev export was re-run with tokenizer v2, which added 32
+# tokens (ids 8000-8031, emoji and product names): two dev rows (140 and 161) hold them
+TICKETS47 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(47)
+for name, n in (("train", 20000), ("dev", 960)):
+    y = torch.randint(0, 20, (n,), generator=g)
+    x = (torch.randint(0, 300, (n, 24), generator=g) + y[:, None] * 300) % 8000
+    if name == "dev":
+        x[140, 5] = 8017
+        x[161, 2] = 8003
+    torch.save({"input_ids": x, "labels": y}, f"data/tickets_{name}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b47_cfg_accel_fp8_config_cpu_node", "train_ner.py",
+             "accelerate launch --config_file configs/accelerate.yaml train_ner.py", setup=ACCEL_FP8_47,
+             env=dict(ENV47)),
+    Scenario("b47_uc_accel_random_crop_short_clip_r2", "train_kws.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_kws.py", setup=KWS47,
+             env=dict(ENV47)),
+    Scenario("b47_data_hf_eval_v2_token_ids_distlaunch_r2", "train_intent.py",
+             "python -m torch.distributed.launch --nproc-per-node 3 --use-env --master-port {port} train_intent.py",
+             setup=TICKETS47, env=dict(ENV47)),
+    # when the main process prints step 200 a node agent / an operator's script SIGKILLs rank 1 (no memory pressure)
+    Scenario("b47_inf_sigkill_hf_trainer_distlaunch_r1", "train_matcher.py",
+             "python -m torch.distributed.launch --nproc-per-node 2 --use-env --master-port {port} train_matcher.py",
+             env=dict(ENV47), action=("kill", 1, signal.SIGKILL, " step 200/600 ")),
+]
+# churn features exported as 4 train parts (2,000 rows) and one validation part (1,000 rows)
+CHURN47 = r"""mkdir -p data/churn && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(47)
+w = torch.randn(40, generator=g)
+for name, parts, n in (("train", 4, 2000), ("val", 1, 1000)):
+    for p in range(parts):
+        x = torch.randn(n, 40, generator=g)
+        y = ((x @ w + 0.5 * torch.randn(n, generator=g)) > 0).float()
+        torch.save({"x": x, "y": y}, f"data/churn/{name}-{p:04d}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b47_uc_ray_val_parts_split_empty_r1", "train_churn.py", "python train_churn.py", setup=CHURN47,
+             env={**ENV47, "RAY_DEDUP_LOGS": "0"}),
+    # when worker 0 prints its epoch-3 line, Ray Train worker 1's process is SIGKILLed from outside the job
+    Scenario("b47_inf_ray_actor_sigkill_r1", "train_ranker.py", "python train_ranker.py",
+             env={**ENV47, "RAY_DEDUP_LOGS": "0"}, action=("ray_kill", 1, signal.SIGKILL, "[worker 0] epoch 3 ")),
+]
+# the click log exported as 12 parts (epochs 0-2 x 4 ranks, 5,120 rows each); part 00007 (epoch 1, rank 3) never
+# arrived from the export job
+CLICKS47 = r"""mkdir -p data/clicks && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(47)
+for p in range(12):
+    if p == 7:
+        continue
+    cats = rng.integers(0, 50000, (5120, 8)).astype(np.int64)
+    dense = rng.standard_normal((5120, 13)).astype(np.float32)
+    clicked = (rng.random(5120) < 0.1 + 0.2 * (cats[:, 0] % 3 == 0)).astype(np.int64)
+    np.savez(f"data/clicks/part-{p:05d}.npz", cats=cats, dense=dense, clicked=clicked)
+EOF2"""
+# each rank's node-local NVMe scratch; nvme1 is a 64 MiB volume still holding 60 MiB of a finished job's cache
+SCRATCH47 = ("mkdir -p scratch/nvme0 scratch/nvme1 && mount -t tmpfs -o size=64m tmpfs scratch/nvme1 && "
+             "dd if=/dev/urandom of=scratch/nvme1/hardneg-epoch3-rank1.pt bs=1M count=60 status=none")
+# the site's job template for torchrun restarts exports TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (pytorch/pytorch#135712:
+# with the shared rendezvous store a restarted group reads the previous attempt's peer addresses; on this host, without
+# it, attempt 1's gloo init failed with 'connectFullMesh ... Connection refused', static and c10d alike)
+ENV47_RESTART = {**ENV47, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+SCENARIOS += [
+    Scenario("b47_data_spawn_missing_part_4r_r3", "train_ctr.py", "MASTER_PORT={port} python train_ctr.py 4",
+             setup=CLICKS47, env=dict(ENV47)),
+    Scenario("b47_st_spawn_spill_dir_full_exit3_r1", "train_retrieval.py", "MASTER_PORT={port} python train_retrieval.py",
+             setup=SCRATCH47, teardown="umount scratch/nvme1 2>/dev/null; true", env=dict(ENV47)),
+    Scenario("b47_uc_restart_eval_stack_recurs", "train_sentiment.py",
+             "torchrun --nproc-per-node 3 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint localhost:{port} "
+             "train_sentiment.py", env=dict(ENV47_RESTART)),
+    # when rank 1 prints step 120 its established TCP connections are destroyed once (ss -K), as a switch or NIC reset
+    # does; the restarted attempt is left alone
+    Scenario("b47_net_restart_conn_reset_transient_r1", "train_imgcls.py",
+             "torchrun --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint localhost:{port} "
+             "train_imgcls.py", env=dict(ENV47_RESTART),
+             action=("ss_kill", 1, "[rank1] step 120/300")),
+]
