@@ -336,3 +336,12 @@ def test_a_rank_waiting_on_its_own_multiprocessing_pool_is_not_read_as_a_hung_mo
     d = _diagnose("b46_hang_decode_pool_worker_segv_pyspy_r1", tmp_path)
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1), d.root_cause.summary
     assert d.category.value == "unknown" and "multiprocessing.Pool waiting forever" in d.root_cause.summary
+
+
+def test_the_jobs_own_torch_stack_of_unequal_tensors_is_its_code_not_its_data(tmp_path: Path) -> None:
+    """b47 restart run: the evaluation stacks per-batch predictions with torch.stack and the last batch is smaller
+    ('stack expects each tensor to be equal size, but got [64] at entry 0 and [40] at entry 7', raised at
+    train_sentiment.py:42, not in the DataLoader's collate): it read data, "default_collate cannot stack samples"."""
+    d = _diagnose("b47_uc_restart_eval_stack_recurs", tmp_path)
+    assert d.category.value == "user_code", d.root_cause.summary
+    assert "stack_in_jobs_own_code" in {h.details.get("context_rule") for h in d.signature_hits}
