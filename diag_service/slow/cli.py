@@ -69,7 +69,7 @@ def print_report(rep: SlowReport, con: Console, show: int = 10) -> None:
         for col in ("start", "end", "detected", "factor", lost, "kind", "straggler ranks"):
             t.add_column(col)
         for e in rep.job_slowdown:
-            t.add_row(str(e.start_step), "ongoing" if e.end_step is None else str(e.end_step), str(e.detected_at_step),
+            t.add_row(str(e.start_step), "last read" if e.end_step is None else str(e.end_step), str(e.detected_at_step),
                       f"{e.slowdown_factor:.2f}x", f"{e.time_lost_s:.4g}", str(e.kind or ""),
                       ",".join(map(str, e.explained_by_ranks[:8])))
         con.print(t)

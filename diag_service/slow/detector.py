@@ -678,7 +678,8 @@ class SlowDetector:
         # leave out the two that cost 13 s)
         shown_eps = sorted(episodes, key=lambda e: -e.time_lost_s)[:3]
         for ep in shown_eps:
-            since = f"from step {ep.start_step}" + (f" to step {ep.end_step}" if ep.end_step is not None else " (ongoing)")
+            since = f"from step {ep.start_step}" + (f" to step {ep.end_step}" if ep.end_step is not None
+                                                    else " (still slow at the last step read)")
             why = f", {ep.kind} phase" if ep.kind else ""
             how = " on average, its slow steps recurring among normal ones (intermittent)," if ep.intermittent else ""
             parts.append(f"The job ran {ep.slowdown_factor:.2f}x slower than its baseline ({base:.4g}{u}/step){how} {since}, "
