@@ -345,3 +345,12 @@ def test_the_jobs_own_torch_stack_of_unequal_tensors_is_its_code_not_its_data(tm
     d = _diagnose("b47_uc_restart_eval_stack_recurs", tmp_path)
     assert d.category.value == "user_code", d.root_cause.summary
     assert "stack_in_jobs_own_code" in {h.details.get("context_rule") for h in d.signature_hits}
+
+
+def test_a_ranks_forward_and_backward_named_apart_on_ms_per_step_lines_name_the_straggler(tmp_path: Path) -> None:
+    """b46 quota run: "[r1] step 20/300 loss 0.3892 | 64.2 ms/step | fwd 11.1 bwd 25.0 allreduce 26.7 opt 1.4" on
+    every rank; rank 1 in a CPU quota from step 140. "[r1]" was no rank marker and a "ms/step" line's phases were not
+    read: "0 ranks", the job's slowdown found and no rank named."""
+    d = _diagnose("b46_slow_rank_quota_r1_phases", tmp_path)
+    assert d.slow is not None and [(s.rank, s.kind.value) for s in d.slow.stragglers] == [(1, "compute")]
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_slow", 1), d.root_cause.summary

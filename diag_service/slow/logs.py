@@ -105,9 +105,9 @@ STEP_ONLY = re.compile(STEP_COUNTER)
 #: ``[RANK 3]``); ``nranks``, ``world_rank`` and ``rank/``-style keys are not markers.
 SCRIPT_RANK = re.compile(r"(?:^|(?<=[\s\[(|,;{\"']))(?i:rank)[\"']?\s?[:=#]?\s?(\d{1,6})\b(?![./])")
 #: ... or a bare bracketed number in front of a step line (``[1] it 225/500 | ... | step 24.7 ms``: a script's
-#: ``print(f"[{rank}] ...")``); read only on a line with a step counter (the shell's job-control ``[1] 4242``
-#: and ``[1]+  Done`` are not step lines).
-BRACKET_RANK = re.compile(r"\[(\d{1,5})\] (?=\S)")
+#: ``print(f"[{rank}] ...")``; ``[r1] step 20/300``); read only on a line with a step counter (the shell's job-control
+#: ``[1] 4242`` and ``[1]+  Done`` are not step lines).
+BRACKET_RANK = re.compile(r"\[[rR]?(\d{1,5})\] (?=\S)")
 #: The data-loading part of a step on the same line as its step time (``step 90 time_ms 669.6 data_ms 220.2``,
 #: ``iter_time: 8.711s, data_time: 8.409s`` (YOLOX), ``step_time 46.9ms data 30.2ms fwd_bwd 16.7ms``, MMEngine's
 #: ``time: 0.42  data_time: 0.02``): the time the rank waited for its next batch, which every one of these loggers
@@ -124,6 +124,11 @@ COMPUTE_PHASE = re.compile(
     r"\b(?i:compute|fwd[ _+/-]?bwd|forward[ _+/-]backward|fwd[ _]?bwd[ _]?opt)(?:[ _]time)?(_ms)?\b[\"']?"
     r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
+#: The forward and the backward pass named apart (``fwd 11.6 bwd 24.8``, ``forward_ms=12 backward_ms=25``): their sum
+#: is the line's compute (groups as :data:`COMPUTE_PHASE`'s, for each).
+_PHASE_VALUE = r"(?:[ _]time)?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
+FWD_PHASE = re.compile(r"\b(?i:fwd|forward)" + _PHASE_VALUE)
+BWD_PHASE = re.compile(r"\b(?i:bwd|backward)" + _PHASE_VALUE)
 COMM_PHASE = re.compile(
     r"\b(?i:comm|communication|all[ _-]?reduce|allgather|all[ _-]gather|reduce[ _-]scatter|sync|grad[ _]sync)"
     r"(?:[ _](?:time|wait))?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
@@ -473,8 +478,12 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         u = per_step[0] if per_step else lone_ms[0] if len(lone_ms) == 1 else None
         x = _num(u.group(1)) if u is not None else None
         if u is not None and x is not None and x > 0:
-            sec = 1.0 / x if u.group(3) else x / 1000.0 if (u.group(2) or u.group(4)) == "ms" else x
-            _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts))
+            in_ms = not u.group(3) and (u.group(2) or u.group(4)) == "ms"
+            sec = 1.0 / x if u.group(3) else x / 1000.0 if in_ms else x
+            # (the line's own phases, as on the named step-time lines: "| 64.2 ms/step | fwd 11.1 bwd 25.0 allreduce
+            # 26.7": a bare number takes the step time's unit)
+            _add_step(st, "step_lines", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+                      _data_phase(text, sec, in_ms), _work_phases(text, sec, in_ms))
             return
     c = CUM_CLOCK.search(text, m.end())
     if c is not None:
@@ -672,6 +681,9 @@ def _work_phases(text: str, step_sec: float, ms: bool) -> tuple[float, float]:
     if "omp" not in text and "wd" not in text and "orward" not in text:
         return math.nan, math.nan
     compute, comm = _phase_seconds(COMPUTE_PHASE.search(text), ms), _phase_seconds(COMM_PHASE.search(text), ms)
+    if compute is None:
+        fwd, bwd = _phase_seconds(FWD_PHASE.search(text), ms), _phase_seconds(BWD_PHASE.search(text), ms)
+        compute = fwd + bwd if fwd is not None and bwd is not None else None
     if compute is None or comm is None or compute + comm > 1.05 * step_sec:
         return math.nan, math.nan
     return compute, comm
