@@ -49,6 +49,7 @@ REWRITES = [
     ("/work/wt/h190", "/home/user/proj"),  # batch 45 (h190; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h191", "/home/user/proj"),  # batch 46 (h191; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h194", "/home/user/proj"),  # batch 47 (h194; before /work/wt/h19 and /work/wt/h1 style prefixes)
+    ("/work/wt/h195", "/home/user/proj"),  # batch 48 (h195; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h187", "/home/user/proj"),  # batch 44 (h187; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h182", "/home/user/proj"),  # batch 43 (h182; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h179", "/home/user/proj"),  # batch 42 (h179; before /work/wt/h17 and /work/wt/h1 style prefixes)
@@ -180,6 +181,14 @@ class Scenario:
     #: batch 20: variables only the second node's agent (and its workers) has in its environment: that node's own
     #: profile, invisible in the command as typed
     env2: dict[str, str] = field(default_factory=dict)
+    #: batch 48: the second node's container: its /dev/shm a tmpfs of this many MiB (0 = this host's); a file of the
+    #: work dir bind-mounted over another ("src:dst", relative: that node's own checkout of a file); its agent as PID 1
+    #: of a PID namespace of its own (a container whose main process is torchrun: when it dies, the kernel kills every
+    #: process left in the container). Any of them runs the agent in a mount namespace of its own (gone with it); the
+    #: console's first line stays the command as typed
+    shm2_mb: int = 0
+    bind2: str = ""
+    pidns2: bool = False
 
 
 def _port(i: int) -> int:
@@ -915,6 +924,60 @@ def _act_batch10(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Ev
         print(f"  {kind}: rank {sc.action[1]} {src} ({dev}) {rw}s at {bps} B/s for {pids}", file=sys.stderr)
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+NODE_MEM_CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_node{_TAG}")  # batch 48
+
+
+def _uptime() -> float:
+    return float(Path("/proc/uptime").read_text().split()[0])
+
+
+def _act_node_mem(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
+    """Batch 48: ("node_mem", node, after, mib): from the trigger on, one simulated node's agent and every process under
+    it in one memory cgroup (v1) of `mib` MiB (the node's memory, or its pod's limit; `after` 0 = from the agent's start,
+    so that everything its processes allocate is charged there): the kernel OOM killer picks its
+    largest process when they outgrow it. When the run ends, the host kernel's log lines of that OOM event (from
+    'invoked oom-killer' to the kill, as `dmesg` prints them) are written to logs/node<node>/dmesg.txt, as an on-call
+    engineer collects them from the node; the cgroup's name in them reads 'node<node>'."""
+    _, node, after, mib = sc.action
+    t0 = _uptime()
+    if _waited4(stop, after, wd):
+        return
+    root = procs[node].pid
+    NODE_MEM_CGROUP.mkdir(exist_ok=True)
+    (NODE_MEM_CGROUP / "memory.limit_in_bytes").write_text(str(mib * 1024 * 1024))
+    pids = [root, *_descendants(root)]
+    for p in pids:
+        with contextlib.suppress(OSError):
+            (NODE_MEM_CGROUP / "cgroup.procs").write_text(str(p))
+    usage = int((NODE_MEM_CGROUP / "memory.usage_in_bytes").read_text()) >> 20
+    print(f"  node_mem: node {node} ({len(pids)} processes, {usage} MiB) at {mib} MiB", file=sys.stderr)
+    stop.wait()
+    lines, keep = [], False
+    for line in subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines():
+        m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        if not m or float(m.group(1)) < t0:
+            continue
+        if "invoked oom-killer" in line:
+            keep = True
+        if keep:
+            lines.append(line.replace(f"/zoo_node{_TAG}", f"/node{node}"))
+        if "Killed process" in line or "oom_reaper" in line:
+            keep = "Killed process" in line  # the reaper's line follows the kill
+    if lines:
+        out = wd / "logs" / f"node{node}" / "dmesg.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n")
+    peak = int((NODE_MEM_CGROUP / "memory.max_usage_in_bytes").read_text()) >> 20
+    print(f"  node_mem: peak {peak} MiB, {len(lines)} kernel lines kept", file=sys.stderr)
+
+
 def _act_ranks_quota(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
     """Batch 41: ("ranks_quota", nranks, after, percent): every rank in a CPU cgroup (v1) of its own at `percent` of
     one core from the trigger on (each rank's container limit lowered, as a resize of every pod of the job does)."""
@@ -1012,6 +1075,25 @@ def _act(sc: Scenario, proc: subprocess.Popen, stop: threading.Event, procs: lis
         _cpu_quota([root], percent)
         print(f"  node_quota: node {node} (agent {root}, {len(_descendants(root))} processes) at {percent}%",
               file=sys.stderr)
+        return
+    if kind == "node_mem":  # batch 48
+        _act_node_mem(sc, procs or [proc], stop, wd)
+        return
+    if kind == "kill_node_agent":
+        # batch 48: ("kill_node_agent", node, sig, after): the signal to the node's torchrun itself (found under the
+        # node's wrapper, e.g. PID 1 of its container's PID namespace), not to its workers
+        _, node, sig, after = sc.action
+        if _waited4(stop, after, wd):
+            return
+        root = (procs or [proc])[node].pid
+        agents = [p for p in [root, *_descendants(root)]  # the agent itself, not a wrapper naming it in its argv
+                  if any(a.endswith(b"/torchrun") or a in (b"torchrun", b"torch.distributed.run")
+                         for a in _cmdline(p).split(b"\0")[:3])]
+        if not agents:
+            print(f"  !! node {node}: no torchrun found", file=sys.stderr)
+            return
+        os.kill(agents[0], sig)
+        print(f"  kill_node_agent: node {node} torchrun pid {agents[0]} signal {sig}", file=sys.stderr)
         return
     if kind == "shell4":
         # batch 39: ("shell4", after, bash) as "shell", but the trigger (a line fragment) is also looked for in the
@@ -1149,6 +1231,8 @@ def record(sc: Scenario, i: int) -> None:
         _rmcgroup(RANK_BLKIO_CGROUP)
     for cg in sorted(CPU_CGROUP.parent.glob(f"{RANKS_CPU_PREFIX}*")):  # batch 41
         _rmcgroup(cg)
+    if NODE_MEM_CGROUP.exists():  # batch 48
+        _rmcgroup(NODE_MEM_CGROUP)
     for cg in (JOB_MEM_CGROUP, JOB_PIDS_CGROUP, FREEZER_CGROUP):  # batch 6
         if cg.exists():
             if cg == FREEZER_CGROUP:
@@ -1219,6 +1303,18 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         if k and sc.hosts2:  # batch 19
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                     f"mount --bind {shlex.quote(sc.hosts2)} /etc/hosts && exec bash -c {shlex.quote(c)}"]
+        if k and (sc.shm2_mb or sc.bind2 or sc.pidns2):  # batch 48: node 1's container
+            mounts = []
+            if sc.shm2_mb:
+                mounts.append(f"mount -t tmpfs -o size={sc.shm2_mb}m tmpfs /dev/shm")
+            if sc.bind2:
+                src, dst = sc.bind2.split(":")
+                mounts.append(f"mount --bind {shlex.quote(src)} {shlex.quote(dst)}")
+            inner = " && ".join([*mounts, f"exec bash -c {shlex.quote(c)}"])
+            argv = ["unshare", "-m", "--propagation", "private", *(["-p", "-f", "--mount-proc"] if sc.pidns2 else []),
+                    "bash", "-c", inner]
+            if sc.netns2:
+                argv = ["ip", "netns", "exec", sc.netns2, *argv]
         env2 = {key: _ports(v, port) for key, v in sc.env2.items()}  # batch 34: ports in the second node's profile
         procs.append(subprocess.Popen(argv, cwd=wd, env={**env, **env2} if k else env, stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True))

@@ -8319,3 +8319,108 @@ SCENARIOS += [
              "train_imgcls.py", env=dict(ENV47_RESTART),
              action=("ss_kill", 1, "[rank1] step 120/300")),
 ]
+
+# ---- batch 48 (h195): two-node runs (two torchrun agents as two nodes, each node's --log-dir in logs/node<k>) with a
+# node-level fault and the evidence a node leaves: node 1's data link down mid-training (netns); node 1's scratch volume
+# full while node 0 saves fine; node 1's /dev/shm (its container's 64 MiB) too small for the validation loader; node 1's
+# memory cgroup OOM-killing one of its ranks, with the host kernel's lines in logs/node1/dmesg.txt; node 1's profile with
+# a stale head-node address (its agent never reaches the store, node 0's static rendezvous times out); node 1 started
+# 40 s late (node 0's c10d rendezvous times out); node 1's CPU quota lowered (fail_slow, per-rank step timing); node 1's
+# torchrun SIGKILLed as PID 1 of its container; node 1 running an older checkout of the script (a smaller model: the flat
+# gradient all-reduce's size differs); node 1's scratch filesystem remounted read-only mid-run; ids b48_* ----
+ENV48 = {"OMP_NUM_THREADS": "1"}
+# node 1 is the network namespace zoo48_n1; the data link between the nodes is a veth pair (data48 = 10.148.0.1 on node 0
+# = this host, eth1 = 10.148.0.2 on node 1)
+NET48 = ("ip netns del zoo48_n1 2>/dev/null; ip link del data48 2>/dev/null; "
+         "ip netns add zoo48_n1 && ip link add data48 type veth peer name zoo48p && ip link set zoo48p netns zoo48_n1 && "
+         "ip netns exec zoo48_n1 ip link set zoo48p name eth1 && ip addr add 10.148.0.1/24 dev data48 && "
+         "ip link set data48 up && ip netns exec zoo48_n1 ip addr add 10.148.0.2/24 dev eth1 && "
+         "ip netns exec zoo48_n1 ip link set eth1 up && ip netns exec zoo48_n1 ip link set lo up")
+NET48_DOWN = "ip netns del zoo48_n1 2>/dev/null; ip link del data48 2>/dev/null; true"
+STATIC48 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr {addr} --master-port {{port}} "
+            "--log-dir logs/node{k} --tee 3 {file}")
+
+
+def _two48(sid: str, file: str, addr: str = "127.0.0.1", **kw) -> Scenario:
+    return Scenario(sid, file, STATIC48.format(k=0, addr=addr, file=file),
+                    cmd2=STATIC48.format(k=1, addr=addr, file=file), **kw)
+
+
+SCENARIOS += [
+    # at node 1's rank 3 step-120 line node 1's data NIC goes down (ip link set eth1 down in its namespace): every TCP
+    # connection between the nodes stays open with nothing arriving; each node uses its data NIC (GLOO_SOCKET_IFNAME)
+    _two48("b48_net_node1_link_down_static_twonode_n1", "train_ranker.py", addr="10.148.0.1",
+           env={**ENV48, "GLOO_SOCKET_IFNAME": "data48"}, env2={"GLOO_SOCKET_IFNAME": "eth1"}, netns2="zoo48_n1",
+           setup=NET48, teardown=NET48_DOWN,
+           action=("shell", "[node1 rank3] step 120/",
+                   "ip netns exec zoo48_n1 ip link set eth1 down && echo '  link down: node 1 eth1' >&2")),
+]
+# each node's local scratch disk ($LOCAL_SCRATCH, from the node's profile): node 0's is a plain directory, node 1's a 40 MiB
+# volume (tmpfs) still holding 24 MiB of an earlier job's node-local checkpoints that nobody cleaned up
+SCRATCH48 = ("mkdir -p scratch/node0 scratch/node1 && mount -t tmpfs -o size=40m tmpfs scratch/node1 && "
+             "mkdir -p scratch/node1/mtrec-0923/ckpt && "
+             "for s in 011000 012000; do head -c 12582912 /dev/urandom > scratch/node1/mtrec-0923/ckpt/step_$s.pt; done")
+SCENARIOS += [
+    _two48("b48_st_node1_ckpt_scratch_full_twonode_n1", "train_sessrec.py", setup=SCRATCH48,
+           teardown="umount scratch/node1 2>/dev/null; true", env={**ENV48, "LOCAL_SCRATCH": "scratch/node0"},
+           env2={"LOCAL_SCRATCH": "scratch/node1"}),
+    # node 1's container has docker's default 64 MiB /dev/shm (node 0's has the host's); the validation loader's
+    # batches (512 tiles of 4 x 96 x 96 float32, 75 MiB each) go through shared memory from its workers
+    _two48("b48_st_node1_shm_val_loader_twonode_n1", "train_tiles.py", env=dict(ENV48), shm2_mb=64),
+]
+SCENARIOS += [
+    # node 1 (its agent from its start, so every rank it starts) runs in one memory cgroup of 1,100 MiB (the node's pod
+    # limit); its ranks' negative queues fill 6 MiB a step each; the host kernel's OOM lines go to logs/node1/dmesg.txt
+    _two48("b48_oom_node1_memcg_dmesg_twonode_n1", "train_retriever.py", env=dict(ENV48),
+           action=("node_mem", 1, 0.0, 1100)),
+]
+SCENARIOS += [
+    # the launch line takes the head node's address from $HEAD_ADDR, which each node's profile sets; node 1's still holds
+    # the head node of the previous allocation (10.148.0.9, no longer up); --rdzv-conf timeout=25 for the static store
+    Scenario("b48_cfg_master_addr_stale_node1_twonode_n1", "train_forecast.py",
+             STATIC48.replace("--master-addr {addr}", "--master-addr $HEAD_ADDR --rdzv-conf timeout=25")
+             .format(k=0, file="train_forecast.py"),
+             cmd2=STATIC48.replace("--master-addr {addr}", "--master-addr $HEAD_ADDR --rdzv-conf timeout=25")
+             .format(k=1, file="train_forecast.py"),
+             env={**ENV48, "HEAD_ADDR": "10.148.0.1", "GLOO_SOCKET_IFNAME": "data48"},
+             env2={"HEAD_ADDR": "10.148.0.9", "GLOO_SOCKET_IFNAME": "eth1"}, netns2="zoo48_n1", setup=NET48,
+             teardown=NET48_DOWN),
+]
+C10D48 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.148.0.1:{{port}} "
+          "--rdzv-id kws-1207 --rdzv-conf join_timeout=30,read_timeout=5{host} --log-dir logs/node{k} --tee 3 "
+          "train_kws.py")
+SCENARIOS += [
+    # node 1 (its own machine, netns) is started 40 s after node 0 (its image pull / boot took longer): node 0's c10d
+    # rendezvous gives up after its join timeout of 30 s and its agent (the store's host) exits before node 1 arrives
+    Scenario("b48_inf_node1_late_rdzv_c10d_twonode_n1", "train_kws.py", C10D48.format(k=0, host=",is_host=1"),
+             cmd2=C10D48.format(k=1, host=""),
+             cmd2_delay_s=40, env={**ENV48, "GLOO_SOCKET_IFNAME": "data48"}, env2={"GLOO_SOCKET_IFNAME": "eth1"},
+             netns2="zoo48_n1", setup=NET48, teardown=NET48_DOWN),
+]
+SCENARIOS += [
+    # from node 1's rank 2 step-80 line node 1 (its agent and both ranks) shares one CPU quota of 40 % of one core
+    _two48("b48_slow_node1_cpu_quota_steptime_twonode_n1", "train_ctr.py", env=dict(ENV48),
+           action=("node_quota", 1, "node1 rank2 INFO step 80/", 40)),
+    # node 1's torchrun is the main process (PID 1) of node 1's container; at node 1's rank 2 step-300 line it is
+    # SIGKILLed (a container runtime's or node agent's kill -9): the kernel ends every process left in the container
+    _two48("b48_inf_node1_agent_sigkill_static_twonode_n1", "train_ner.py", env=dict(ENV48), pidns2=True,
+           action=("kill_node_agent", 1, signal.SIGKILL, "[node1] rank 2 step 300/")),
+    # node 1 runs its own checkout of train_lm.py, one commit behind (d_model 192, before the widening to 256): the
+    # setup writes that version to node1_checkout/ and node 1's container sees it as train_lm.py
+    _two48("b48_cfg_node1_stale_checkout_allreduce_twonode_n1", "train_lm.py", env=dict(ENV48),
+           setup=("mkdir -p node1_checkout && sed -e 's/^REVISION = .*/REVISION = \"7d2e0b5 (lm: eval every 25 steps)\"/' "
+                  "-e 's/^D_MODEL, N_LAYERS, N_HEADS, VOCAB, CTX = 256,/D_MODEL, N_LAYERS, N_HEADS, VOCAB, CTX = 192,/' "
+                  "train_lm.py > node1_checkout/train_lm.py"),
+           bind2="node1_checkout/train_lm.py:train_lm.py"),
+]
+# each node's NVMe scratch ($LOCAL_SCRATCH from the node's profile): node 0's a plain directory, node 1's a volume
+# (tmpfs); at node 1's rank 2 step-100 line node 1's scratch filesystem goes read-only (as ext4 with errors=remount-ro
+# does after an I/O error on a failing drive), every process keeps running
+SCENARIOS += [
+    _two48("b48_st_node1_scratch_ro_remount_twonode_n1", "train_intent.py",
+           setup="mkdir -p scratch/node0 scratch/node1 && mount -t tmpfs -o size=512m tmpfs scratch/node1",
+           teardown="umount scratch/node1 2>/dev/null; true", env={**ENV48, "LOCAL_SCRATCH": "scratch/node0"},
+           env2={"LOCAL_SCRATCH": "scratch/node1"},
+           action=("shell", "[node1/rank2] step 100/", "mount -o remount,ro scratch/node1 && "
+                   "echo '  node 1 scratch read-only' >&2")),
+]
