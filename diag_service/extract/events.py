@@ -182,8 +182,6 @@ COMPLETION_VENDOR = (
 #: "Training finished iteration 3").
 COMPLETION_WORDS = (r"(?i)\b(?:training|train) (?:is |has )?(?:finished|completed?|done)\b"
                     r"|\b(?:finished|done|completed) training\b"
-                    # a rank's closing count ("rank=0 finished 240 steps", "completed 3 epochs")
-                    r"|\b(?:finished|completed) (?:all )?\d+ (?:training )?(?:steps|iterations|epochs)\b"
                     # the run's closing report of its final score ("Done! Final validation accuracy 0.9870")
                     r"|\bfinal (?:validation|val|test|eval(?:uation)?) (?:accuracy|acc|loss|score|metrics?|results?)\b")
 _COMPLETION_FAST = re2.compile(("(?:" + COMPLETION_VENDOR + ")|(?:" + COMPLETION_WORDS + ")").encode())
