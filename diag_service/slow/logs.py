@@ -166,6 +166,8 @@ IMAGENET_PROGRESS = re.compile(
     r"Epoch: \[(\d+)\]\[\s*(\d+)\s*/\s*(\d+)\]\s+Time\s+([0-9]+(?:\.[0-9]+)?)\s+\(\s*[0-9.]+\)"
     r"(?:\s+Data\s+([0-9]+(?:\.[0-9]+)?)\s+\(\s*[0-9.]+\))?"
 )
+#: The ``Epoch: [E]...[N/T]`` lines, by format name: each gives epoch, batch, batches per epoch, seconds and data seconds.
+_EPOCH_BATCH_FORMATS = (("imagenet_progress", IMAGENET_PROGRESS), ("metric_logger", METRIC_LOGGER))
 #: fairseq's training log line (fairseq/logging/progress_bar.py; ``train_inner``): ``epoch 001:  100 / 700 loss=9.968,
 #: ..., ups=28.27, ..., num_updates=100, ...``: updates per second over the log interval, and the global update count.
 FAIRSEQ = re.compile(r"\bups=([0-9]+(?:\.[0-9]+)?)\b.{0,200}?\bnum_updates=(\d+)\b")
@@ -405,24 +407,17 @@ def parse_line(st: _State, path: str, lineno: int, raw: str, rank: int | None, n
         _add_step(st, "mmengine", key, step, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
                   _data_phase(text, sec, ms=False))
         return
-    m = IMAGENET_PROGRESS.search(text) if "Epoch: [" in text else None
-    if m:
+    for fmt, pattern in _EPOCH_BATCH_FORMATS if "Epoch: [" in text else ():
+        # (groups: epoch, batch within it, batches per epoch, seconds, data seconds; both count from 0)
+        m = pattern.search(text)
+        if m is None:
+            continue
         epoch, n, total, sec, data = (_count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)),
                                       _num(m.group(5)))
         if epoch is None or n is None or total is None or sec is None or sec <= 0 or epoch * total + n > LIMITS.max_step:
             st.bad += 1
             return
-        _add_step(st, "imagenet_progress", key, epoch * total + n, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
-                  data if data is not None and data <= 1.05 * sec else math.nan)
-        return
-    m = METRIC_LOGGER.search(text) if "Epoch: [" in text else None
-    if m:
-        epoch, n, total, sec, data = (_count(m.group(1)), _count(m.group(2)), _count(m.group(3)), _num(m.group(4)),
-                                      _num(m.group(5)))
-        if epoch is None or n is None or total is None or sec is None or sec <= 0 or epoch * total + n > LIMITS.max_step:
-            st.bad += 1
-            return
-        _add_step(st, "metric_logger", key, epoch * total + n, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
+        _add_step(st, fmt, key, epoch * total + n, sec, r, ts, _ev(path, lineno, raw, rank, node, ts),
                   data if data is not None and data <= 1.05 * sec else math.nan)
         return
     m = FAIRSEQ.search(text) if "num_updates=" in text else None
