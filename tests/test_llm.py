@@ -327,6 +327,27 @@ def test_check_unknown_rank_quote_and_resemblance_rules(example_diag: Diagnosis)
     assert ok.citations == ["E1"]
 
 
+def test_a_sentence_naming_one_past_incident_must_cite_that_one() -> None:
+    """A clean clone's check: "resembles past incident cuda-oom-eval-no-grad [E4]" was accepted with E4 the pack's
+    other past incident, cuda-oom-optimizer-state-init."""
+    inc = [SimilarIncident(incident_id=name, title=title, score=0.8 - j / 100, category=Category.GPU_OOM,
+                           root_cause="rank ran out of device memory", action="x")
+           for j, (name, title) in enumerate([("cuda-oom-eval-no-grad", "OOM in evaluation without no_grad"),
+                                              ("cuda-oom-optimizer-state-init", "OOM while creating optimizer state")])]
+    d = _diag([], [_ev(1, "torch.OutOfMemoryError: CUDA out of memory", rank=3)], category=Category.GPU_OOM,
+              similar=inc)
+    pack = build_evidence_pack(d)
+    ids = {i.label.split(",")[0].removeprefix("past incident "): i.id for i in pack.items if i.kind == "similar"}
+    first = next(i.id for i in pack.items if i.kind == "first_failure")
+    lead = f"Rank 3 ran out of CUDA memory [{first}]. "
+    wrong = lead + f"It resembles past incident cuda-oom-eval-no-grad [{ids['cuda-oom-optimizer-state-init']}]."
+    checked = check_answer(parse_answer(json.dumps({"summary": wrong})), pack)
+    assert "cuda-oom-eval-no-grad" not in checked.text and any("names past incident" in x for x in checked.dropped)
+    right = lead + f"It resembles past incident cuda-oom-eval-no-grad [{ids['cuda-oom-eval-no-grad']}]."
+    checked = check_answer(parse_answer(json.dumps({"summary": right})), pack)
+    assert "cuda-oom-eval-no-grad" in checked.text, checked.dropped
+
+
 def test_category_suggestion_only_for_unknown(example_diag: Diagnosis) -> None:
     pack = build_evidence_pack(example_diag)
     def answer(category: str) -> str:

@@ -453,6 +453,9 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     slow = pack.facts.get("failure_mode") == FailureMode.FAIL_SLOW.value
     kinds = {i.id: i.kind for i in pack.items}
     item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
+    # the past incidents' ids as the pack labels them ("past incident <id>, similarity 0.81")
+    incidents = [m.group(1) for i in pack.items if i.kind == "similar"
+                 for m in [re.search(r"past incident (\S+?),? ", i.label + " ")] if m]
     pack_ngrams = word_ngrams(corpus) if prompt_ngrams else set()
     kept: list[str] = []
     cites: list[str] = []
@@ -515,6 +518,12 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
             continue
         if resemblance and not any(kinds.get(i) == "similar" for i in ids):
             dropped.append(f"resemblance without a past incident: {sentence}")
+            continue
+        named = [n for n in incidents if n in body]
+        if named and not any(n in item_text[i] for n in named for i in ids):
+            # the sentence names one past incident and cites another (a clean clone's check: "resembles past incident
+            # cuda-oom-eval-no-grad [E4]" with E4 cuda-oom-optimizer-state-init)
+            dropped.append(f"names past incident {named[0]} but cites {', '.join(ids)}: {sentence}")
             continue
         if len(kept) >= max_sentences:
             dropped.append(f"extra: {sentence}")
