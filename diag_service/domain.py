@@ -461,6 +461,8 @@ class HangReport(BaseModel):
     suspect_nodes: list[str] = Field(default_factory=list)
     explanation: str
     warnings: list[str] = Field(default_factory=list)
+    log_findings: list[str] = Field(default_factory=list, description=(
+        "The findings of the job's logs when they were given (``diag hang --logs``, ``POST /v1/hang``'s ``logs``)."))
     evidence: list[str] = Field(default_factory=list, description="What the report rests on: 'stacks', 'flight_recorder'.")
     collectives: CollectiveReport | None = Field(default=None, description="The Flight Recorder view, when dumps were given.")
 

@@ -129,4 +129,6 @@ def test_diag_hang_with_the_logs_agrees_with_diagnose_on_one_snapshot() -> None:
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)
     assert rep["hung"] is True and rep["suspects"][0]["rank"] == 2
+    # the logs' findings are their own field, not warnings (new users read "warning: logs: ..." as a problem)
+    assert rep["log_findings"] and not any(w.startswith("logs: ") for w in rep["warnings"])
     assert _diagnose("r02_loader_hang_one_snapshot").first_failing_rank == 2

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from diag_service.domain import HangReport
 from diag_service.hang.flight import fmt_ranks
 
 err = Console(stderr=True)
@@ -63,8 +64,7 @@ def hang_cmd(
                       f"{st.op} #{st.seq}", fmt_ranks(st.joined), fmt_ranks(st.missing), escape(st.mismatch_detail or "-"))
         c.print(t)
     if not rep.groups:
-        for w in rep.warnings[:20]:
-            c.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        _notes(c, rep)
         return
     t = Table(title="Stack groups")
     t.add_column("ranks")
@@ -74,6 +74,15 @@ def hang_cmd(
         ranks = fmt_ranks(g.ranks)
         t.add_row(ranks, g.collective or "-", escape(" < ".join(g.top_frames[:3])))
     c.print(t)
+    _notes(c, rep)
+
+
+def _notes(c: Console, rep: HangReport) -> None:
+    """The logs' findings (what ``--logs`` added, not a problem: a new user read them as warnings), then warnings."""
+    if rep.log_findings:
+        c.print("From the logs:")
+        for f in rep.log_findings[:20]:
+            c.print(f"  • {escape(f)}")
     for w in rep.warnings[:20]:
         c.print(f"[yellow]warning:[/yellow] {escape(w)}")
 

@@ -19,10 +19,11 @@ from diag_service.pipeline.run import DiagnoseRequest, diagnose
 def hang_with_logs(dumps: str | Path, logs: str | Path | None = None, min_stuck_snapshots: int = 3) -> HangReport:
     """:func:`~diag_service.hang.analyze_hang` of ``dumps`` (a snapshot folder, a bundle with ``dumps/``), told by
     ``logs`` (a log folder or file; None: the dumps alone) whether the job hung. The logs' findings are added to the
-    report's ``warnings`` as ``logs: ...`` lines; logs that cannot be read add one ``logs not read: ...`` line.
+    report's ``log_findings``; logs that cannot be read add one ``logs not read: ...`` line to its ``warnings``.
 
     Raises :class:`~diag_service.hang.analyzer.HangInputError` when ``dumps`` holds nothing to analyse."""
     notes: list[str] = []
+    found: list[str] = []
     hung = False
     if logs is not None:
         try:
@@ -30,8 +31,9 @@ def hang_with_logs(dumps: str | Path, logs: str | Path | None = None, min_stuck_
         except BundleError as exc:
             notes.append(f"logs not read: {exc}")
         else:
-            notes.extend(f"logs: {f}" for f in d.findings)
+            found = list(d.findings)
             hung = d.hang_in_logs()
     rep = analyze_hang(HangRequest(dumps_dir=str(dumps), min_stuck_snapshots=min_stuck_snapshots, hung_from_logs=hung))
     rep.warnings.extend(notes)
+    rep.log_findings = found
     return rep
