@@ -117,16 +117,14 @@ DATA_PHASE = re.compile(
     r"\b(?i:data|data[ _]time|data[ _]?load(?:ing|er)?(?:[ _]time)?|dataloader(?:[ _]time)?|data[ _]wait)(_ms)?\b[\"']?"
     r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 )
+#: A named phase's value after its name: an optional ``_time``, a ``_ms`` suffix, the number and its unit.
+_PHASE_VALUE = r"(?:[ _]time)?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 #: A step line's compute time and its communication time, both named (``compute 82.0 ms allreduce 12.8 ms``,
 #: ``fwd_bwd_ms=41.2 comm_ms=9.7``): a synchronous job's ranks wait for the slowest inside the communication, so a
 #: rank's own compute, beside its peers', names the rank the others wait for. Groups: ``_ms`` suffix, value, unit.
-COMPUTE_PHASE = re.compile(
-    r"\b(?i:compute|fwd[ _+/-]?bwd|forward[ _+/-]backward|fwd[ _]?bwd[ _]?opt)(?:[ _]time)?(_ms)?\b[\"']?"
-    r"\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
-)
+COMPUTE_PHASE = re.compile(r"\b(?i:compute|fwd[ _+/-]?bwd|forward[ _+/-]backward|fwd[ _]?bwd[ _]?opt)" + _PHASE_VALUE)
 #: The forward and the backward pass named apart (``fwd 11.6 bwd 24.8``, ``forward_ms=12 backward_ms=25``): their sum
 #: is the line's compute (groups as :data:`COMPUTE_PHASE`'s, for each).
-_PHASE_VALUE = r"(?:[ _]time)?(_ms)?\b[\"']?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?\d+)?)\s*(ms|s)?" + _UNIT_END
 FWD_PHASE = re.compile(r"\b(?i:fwd|forward)" + _PHASE_VALUE)
 BWD_PHASE = re.compile(r"\b(?i:bwd|backward)" + _PHASE_VALUE)
 COMM_PHASE = re.compile(
