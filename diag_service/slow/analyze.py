@@ -536,7 +536,6 @@ def _log_stragglers(rep: SlowReport, job: SlowDetector, ranks: StepBatch, config
     for st in stragglers:
         st.time_lost_s = round(st.time_lost_s * per_line, 6)
     rep.stragglers, rep.groups = stragglers, groups
-    rep.input.ranks = max(rep.input.ranks, int(np.unique(ranks.rank).size))
     explain_episodes(rep.job_slowdown, stragglers)
     rep.failure_mode = FailureMode.FAIL_SLOW
     lead = rep.stragglers[0] if rep.stragglers and not rep.groups else None
