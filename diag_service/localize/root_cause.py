@@ -235,7 +235,6 @@ _P2P = {"SEND": "P2P", "RECV": "P2P", "RECVANYSOURCE": "P2P"}
 
 #: The signature of init_process_group's store-based barrier still waiting (knowledge_base rendezvous.yaml).
 STORE_BARRIER_WAIT = "c10d_store_barrier_waiting"
-STORE_BARRIER_LEAD = "init_process_group's store-based barrier"
 #: ``(world_size=8, worker_count=2, ...)`` (torch 1.x-2.0; ``num_workers_joined`` in later wording).
 _STORE_BARRIER_COUNTS = re.compile(r"world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+)")
 
@@ -250,7 +249,7 @@ def _store_barrier_finding(events: list[RawEvent]) -> str:
             (m for m in map(_STORE_BARRIER_COUNTS.search, ev.lines) if m), None)
         if m:
             counts = (int(m.group(1)), int(m.group(2)))
-    head = f"{STORE_BARRIER_LEAD} was still waiting for the group's ranks to check in"
+    head = "init_process_group's store-based barrier was still waiting for the group's ranks to check in"
     if counts is None:
         return head + " when the logs end: some rank never reached init_process_group."
     world, joined = counts
@@ -1474,6 +1473,7 @@ def localize(
                 hang_findings.insert(0, THREAD_DEATH_FINDING.format(
                     thread=dead.fields.get("thread", "?"), error=dead.key[:200]))
                 evidence.append(_evidence(dead))
+            before_init = False  # only init_process_group's store-based barrier was seen waiting
             interrupted = not hang_findings and _interrupted_only(symptoms)
             stalled = next((h for h in symptoms if h.details.get("context_rule") == SIGNAL_AFTER_STALL), None)
             if interrupted and stalled is not None:
@@ -1501,12 +1501,12 @@ def localize(
                                      "collective timeout was reported): the process hung; the logs do not name the "
                                      "rank at fault."]
                 elif stuck and all(h.signature_id == STORE_BARRIER_WAIT for h in stuck):
+                    before_init = True
                     hang_findings = [_store_barrier_finding([ev for h in stuck for ev in primary_events(h)])]
                 else:
                     hang_findings = ["Ranks timed out waiting in collectives; the logs do not name the rank that never "
                                      "joined."]
                 findings.extend(hang_findings)
-            before_init = bool(hang_findings) and hang_findings[0].startswith(STORE_BARRIER_LEAD)
             lead = ("The job stalled, then was stopped: " if interrupted and stalled is not None
                     else "The job was stopped while it ran: " if interrupted and mode is FailureMode.FAIL_STOP
                     else "The job was interrupted: " if interrupted
