@@ -64,7 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from diag_service.domain import Category, FailureMode
 from diag_service.llm.config import SUGGESTABLE, LlmError
 from diag_service.llm.fallback import fallback_summary
-from diag_service.llm.pack import BACKGROUND_KINDS, EvidencePack
+from diag_service.llm.pack import BACKGROUND_KINDS, EvidencePack, sanitize
 
 MAX_SUMMARY_CHARS = 900
 #: Check 10: words that say something failed.
@@ -453,9 +453,8 @@ def check_answer(answer: ModelAnswer, pack: EvidencePack, max_sentences: int = 3
     slow = pack.facts.get("failure_mode") == FailureMode.FAIL_SLOW.value
     kinds = {i.id: i.kind for i in pack.items}
     item_text = {i.id: f"{i.label} {i.text}" for i in pack.items}
-    # the past incidents' ids as the pack labels them ("past incident <id>, similarity 0.81")
-    incidents = [m.group(1) for i in pack.items if i.kind == "similar"
-                 for m in [re.search(r"past incident (\S+?),? ", i.label + " ")] if m]
+    # the past incidents' ids, as the pack shows them to the model (its labels: "past incident <id>, similarity 0.81")
+    incidents = [sanitize(i.location) for i in pack.items if i.kind == "similar" and i.location]
     pack_ngrams = word_ngrams(corpus) if prompt_ngrams else set()
     kept: list[str] = []
     cites: list[str] = []
