@@ -51,7 +51,7 @@ def fallback_summary(pack: EvidencePack) -> tuple[str, list[str]]:
         if sig is not None and sig.label.count('"') >= 2:
             what = sig.label.split('"')[1]
             cites.append(sig.id)
-        if rank is not None and "reported by a peer" in first.label:
+        if rank is not None and first.ranks and rank not in first.ranks:
             # the first error line is another rank's report about the named one (a hang's silent rank, a rank killed
             # without a traceback): not "rank 2 failed first with <rank 0's timeout>" (a new user's trial 41, r02)
             state = "is the rank the job hung on" if f.get("failure_mode") == "fail_hang" else "failed first"
