@@ -424,3 +424,17 @@ def test_logs_ending_in_the_store_barriers_waiting_lines_are_a_hang_before_train
     assert "The job hung creating a process group" in d.root_cause.summary and says in d.root_cause.summary
     # (the policy's hang_process_group_init: the group never formed, so a relaunch as it is waits the same way)
     assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("hang_process_group_init", "L4")
+
+
+def test_a_callers_report_that_an_nccl_call_failed_is_an_error_not_a_warning() -> None:
+    """XLA's glog line "Execution of replica 0 failed: INTERNAL: NCCL operation ncclAllReduce(...) failed: invalid
+    argument" (n69b-003, a Flax job's first train_step) reports an NCCL call that returned an error: the job stopped.
+    It was read as NCCL chatter, so the logs "end without an error" and the job was called hung. NCCL's own WARN lines
+    stay warnings in that test (a rank still retrying)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n69b-003.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_stop", d.root_cause.summary
+    assert "The logs end without an error" not in d.root_cause.summary
+    # n69b-008 ends on NCCL's own "NCCL WARN Duplicate GP" (cut): a warning no rank turned into an error
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n69b-008.log"), kb=False, llm=False))
+    assert d.failure_mode.value == "fail_hang", d.root_cause.summary
+    assert "NCCL warnings that no rank turned into an error" in d.root_cause.summary

@@ -797,6 +797,15 @@ def _earlier(hit: SignatureHit, root: SignatureHit) -> bool:
     return a + 1.0 <= b if a == int(a) and b != int(b) else a < b
 
 
+#: A caller's report that an NCCL call returned an error: one of the result strings of NCCL's
+#: ``ncclGetErrorString`` (nccl src/init.cc) after "failed: " or "NCCL error", e.g. XLA's "Execution of replica 0
+#: failed: INTERNAL: NCCL operation ncclAllReduce(...) failed: invalid argument". NCCL's own WARN/INFO lines are not
+#: matched by it (they report retries and set-up steps, see :func:`_own_errors`).
+_NCCL_CALL_FAILED = re.compile(
+    r"(?:failed: |NCCL error[^\n]{0,200}?)(?:unhandled cuda error|unhandled system error|internal error|"
+    r"invalid argument|invalid usage|remote process exited or there was a network error)")
+
+
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozenset[int] = frozenset()) -> bool:
     """True when some rank wrote an error of its own: an exception, an error line, a kernel report, C++ frames or
     (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors, nor are the templates in ``benign`` (template
@@ -805,8 +814,14 @@ def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozense
         if g.template_id in benign:
             continue
         if g.kind is EventKind.NCCL:
-            if nccl and g.first is not None and any(" NCCL WARN " in ln for ln in (g.first.key, *g.first.lines)):
+            if g.first is None:
+                continue
+            lines = (g.first.key, *g.first.lines)
+            if nccl and any(" NCCL WARN " in ln for ln in lines):
                 return True
+            if any(_NCCL_CALL_FAILED.search(ln) and " NCCL WARN " not in ln and " NCCL INFO " not in ln
+                   for ln in lines):
+                return True  # a caller's report that an NCCL call returned an error: not a warning
         elif g.kind in _OWN_ERROR_KINDS:
             return True
     return False
