@@ -8424,3 +8424,250 @@ SCENARIOS += [
            action=("shell", "[node1/rank2] step 100/", "mount -o remount,ro scratch/node1 && "
                    "echo '  node 1 scratch read-only' >&2")),
 ]
+
+# ---- batch 50 (h199): data faults in multi-rank training, each as a user's data pipeline really fails: a sample cut
+# short in one rank's shard read by a DataLoader worker (a webdataset-style tar whose copy ended inside a member, two
+# JSON records on one line, a per-utterance .npy whose writer was preempted), the error re-raised from the worker; a
+# class id out of range in one rank's annotations against the same 'Target N is out of bounds' from a head too small
+# for the dataset (config); a loss that turns NaN on one rank after a bad row (a -999 sentinel under log1p caught by
+# anomaly detection; a null reading whose batch the script skips on that rank only, so that the ranks part at the
+# epoch-end barrier and hang); files of one rank's shard moved away mid-run by a dedup job; an empty shard whose rank
+# ends its epoch at once and waits at the barrier while the others hang in their first all-reduce; a shard extended
+# with token ids of a newer tokenizer (index out of range in self); ids b50_* ----
+ENV50 = {"OMP_NUM_THREADS": "1"}
+# six webdataset-style tar shards of 640 bird-call samples (<key>.npy + <key>.cls); shard 5 (rank 2's second, read by its
+# DataLoader worker 1) was synced from the bucket while its upload was still running
+WDS50 = r"""mkdir -p shards && python - <<'EOF2'
+import io, tarfile
+import numpy as np
+rng = np.random.default_rng(50)
+for s in range(6):
+    path = f"shards/birds-train-{s:06d}.tar"
+    with tarfile.open(path, "w") as tar:
+        for i in range(640):
+            key = f"xc{s:02d}{i:05d}"
+            y = int(rng.integers(0, 20))
+            x = (rng.standard_normal((40, 24)) * 0.5).astype(np.float32)
+            x[y * 2:y * 2 + 2] += 1.0
+            buf = io.BytesIO()
+            np.save(buf, x)
+            for ext, data in (("npy", buf.getvalue()), ("cls", str(y).encode())):
+                ti = tarfile.TarInfo(f"{key}.{ext}")
+                ti.size, ti.mtime = len(data), 1733500000
+                tar.addfile(ti, io.BytesIO(data))
+# shard 5 (rank 2's second shard) was synced from the bucket while its upload was still running: the copy ends in
+# the middle of sample 410's features
+p = "shards/birds-train-000005.tar"
+with tarfile.open(p) as tar:
+    cut = next(m for m in tar.getmembers() if m.name == "xc0500410.npy").offset_data + 1800
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[:cut])
+EOF2"""
+# one JSON-lines part of 3000 reviews per rank; in part 0 two exporter processes appended at once and record 2317 lost
+# its newline
+REVIEWS50 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(50)
+pos = "great love excellent perfect fast works recommend happy sturdy".split()
+neg = "broken refund slow poor cheap returned disappointed noisy leaks".split()
+common = "the a it this product was is and for my i after use days price box".split()
+for r in range(2):
+    recs = []
+    for i in range(3000):
+        stars = rng.randint(1, 5)
+        words = [rng.choice(common) for _ in range(rng.randint(6, 30))]
+        words += [rng.choice(pos if stars >= 4 else neg) for _ in range(3)]
+        rng.shuffle(words)
+        recs.append(json.dumps({"review_id": f"R{r}{i:06d}", "stars": stars, "text": " ".join(words)}))
+    if r == 0:
+        # two exporter processes appended to the same part file at once: record 2317 lost its newline and
+        # the next record follows it on the same line
+        recs[2317] = recs[2317] + recs.pop(2318)
+    open(f"data/reviews-{r}.jsonl", "w").write("\n".join(recs) + "\n")
+EOF2"""
+# filterbank features, one .npy per utterance, and a manifest per shard; shard 1's extraction job was preempted while
+# writing one utterance (the manifest had been written first)
+SPK50 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(50)
+for r in range(2):
+    d = f"feats/spk-shard{r}"
+    os.makedirs(d, exist_ok=True)
+    rows = ["path\tspeaker\tframes"]
+    for i in range(1600):
+        spk = int(rng.integers(0, 48))
+        x = (rng.standard_normal((120, 40)) * 0.6).astype(np.float32)
+        x[:, spk % 40] += 1.0 + spk / 48
+        p = f"{d}/utt{r}{i:05d}.npy"
+        np.save(p, x)
+        rows.append(f"{p}\t{spk}\t120")
+    open(f"feats/manifest-{r}.tsv", "w").write("\n".join(rows) + "\n")
+# the extraction job of shard 1 was preempted while writing utt101179.npy; its manifest had been written first
+p = "feats/spk-shard1/utt101179.npy"
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[:8192])
+EOF2"""
+# four annotation batches from the labelling tool (64 descriptor columns + class id 0-9, classes.txt); batch 3 came
+# from the new vendor, whose tool writes an 'unsure' patch with its own class id 10
+DEFECTS50 = r"""mkdir -p annotations && python - <<'EOF2'
+import numpy as np
+names = ["scratch", "dent", "crack", "stain", "pit", "burr", "chip", "warp", "inclusion", "porosity"]
+open("annotations/classes.txt", "w").write("\n".join(names) + "\n")
+rng = np.random.default_rng(50)
+centers = rng.standard_normal((10, 64)) * 1.5
+for r in range(4):
+    n = 1440
+    y = rng.integers(0, 10, n)
+    x = centers[y] + rng.standard_normal((n, 64))
+    if r == 3:
+        # batch 3 came from the new vendor's export: a patch its annotator marked "unsure" is written with the
+        # tool's own class id 10
+        y[1158] = 10
+    header = ",".join([f"d{i}" for i in range(64)] + ["label"])
+    np.savetxt(f"annotations/batch-{r}.csv", np.column_stack([x, y]), delimiter=",", header=header, comments="",
+               fmt=["%.5f"] * 64 + ["%d"])
+EOF2"""
+# 4096 image embeddings of the 102 flower species (labels 0-101, classes.txt has 102 names); the command line asks
+# for a 100-class head
+FLOWERS50 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(50)
+# Oxford 102 Flowers: 102 species; embeddings exported by the team's feature job
+names = [f"species_{i:03d}" for i in range(102)]
+open("data/classes.txt", "w").write("\n".join(names) + "\n")
+centers = rng.standard_normal((102, 256)).astype(np.float32)
+label = rng.integers(0, 102, 4096)
+emb = (centers[label] + rng.standard_normal((4096, 256)) * 0.8).astype(np.float32)
+np.savez("data/flowers-embeddings.npz", emb=emb, label=label)
+EOF2"""
+# one parquet partition of 3200 customers per rank; partition 1 was re-exported by the new ETL job, which keeps the
+# warehouse's -999 sentinel in days_since_last
+CHURN50 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+import pandas as pd
+rng = np.random.default_rng(50)
+for r in range(3):
+    n = 3200
+    df = pd.DataFrame({
+        "customer_id": np.arange(n) + 1_000_000 * r,
+        "order_value": rng.lognormal(4, 1, n).round(2),
+        "days_since_last": rng.integers(0, 400, n).astype(float),
+        "n_items": rng.integers(1, 40, n).astype(float),
+        "support_tickets": rng.poisson(0.4, n).astype(float),
+        "is_member": rng.integers(0, 2, n).astype(float),
+        "region_code": rng.integers(0, 12, n) / 11.0,
+        "discount_rate": rng.random(n).round(3),
+        "returns_ratio": rng.random(n).round(3),
+    })
+    df["churned"] = ((df.days_since_last > 180) ^ (rng.random(n) < 0.1)).astype(int)
+    if r == 1:
+        # partition 1 was re-exported by the new ETL job, which keeps the warehouse's -999 ("no previous order")
+        # for a customer whose first order was cancelled
+        df.loc[1900, "days_since_last"] = -999.0
+    df.to_parquet(f"data/part-{r}.parquet", index=False)
+EOF2"""
+# one site's vibration measurements per rank; site 2's logger lost its temperature probe for one reading (a null)
+WEAR50 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+import pandas as pd
+rng = np.random.default_rng(50)
+for r in range(3):
+    n = 3840
+    bands = rng.gamma(2.0, 1.0, (n, 24))
+    df = pd.DataFrame(bands, columns=[f"band_{i:02d}" for i in range(24)])
+    df["rpm"] = rng.normal(1800, 120, n)
+    df["load_kn"] = rng.normal(40, 6, n)
+    df["temp_c"] = rng.normal(55, 5, n)
+    df["wear_um"] = bands[:, 3] * 2 + bands[:, 17] + rng.normal(0, 0.3, n)
+    if r == 2:
+        # site 2's logger lost its temperature probe for one reading: the exporter writes a null
+        df.loc[1950, "temp_c"] = None
+    df.to_parquet(f"data/site-{r}.parquet", index=False)
+EOF2"""
+# 1280 product thumbnails (.npy, 32x32x3) per shard directory; from rank 1's first epoch-1 line the data team's
+# near-duplicate cleanup moves every ninth file of shard 1 to data/thumbs/_near_dups/ (recorder's shell action)
+THUMBS50 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(50)
+palette = rng.integers(0, 256, (16, 3))
+for r in range(3):
+    d = f"data/thumbs/shard-{r}"
+    os.makedirs(d, exist_ok=True)
+    for i in range(1280):
+        c = int(rng.integers(0, 16))
+        img = np.clip(palette[c] + rng.normal(0, 40, (32, 32, 3)), 0, 255).astype(np.uint8)
+        np.save(f"{d}/{r}{i:06d}_{c}.npy", img)
+EOF2"""
+# one JSON-lines part of 1600 titles per rank; the export task of part 3 failed after creating its (empty) file
+NEWS50 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(50)
+topics = [["market", "stocks", "rates", "bank"], ["match", "goal", "season", "coach"], ["vote", "senate", "bill", "party"],
+          ["storm", "rain", "heat", "flood"], ["film", "album", "show", "award"], ["chip", "app", "startup", "ai"],
+          ["vaccine", "clinic", "study", "virus"], ["school", "exam", "teacher", "campus"]]
+filler = "the a new after over in on as with for says report week city".split()
+for r in range(4):
+    path = f"data/part-{r:05d}.jsonl"
+    if r == 3:
+        open(path, "w").close()  # the export task for part 3 failed after creating its output file
+        continue
+    with open(path, "w") as f:
+        for i in range(1600):
+            t = rng.randrange(8)
+            words = [rng.choice(filler) for _ in range(5)] + rng.sample(topics[t], 2)
+            rng.shuffle(words)
+            f.write(json.dumps({"title": " ".join(words), "topic": t}) + "\n")
+EOF2"""
+# flat uint16 token files (nanoGPT style) and the tokenizer config the model is built from (team-bpe-v1, 8192);
+# shard 1 was extended with documents tokenized by team-bpe-v2 (8448)
+TOKENS50 = r"""mkdir -p data tokenizer && python - <<'EOF2'
+import json
+import numpy as np
+json.dump({"name": "team-bpe-v1", "vocab_size": 8192}, open("tokenizer/config.json", "w"))
+rng = np.random.default_rng(50)
+zipf = lambda n, hi: np.minimum(rng.zipf(1.3, n), hi) - 1
+n = 16 * 33 * 50
+for r in range(2):
+    toks = zipf(n, 8192).astype(np.uint16)
+    if r == 1:
+        # shard 1 was extended last week with new documents tokenized by team-bpe-v2 (8448 entries: 256 new
+        # code/markup tokens appended after 8191); the first 60 % of its tokens are the old v1 export
+        new = zipf(n - int(n * 0.6), 8448).astype(np.uint16)
+        toks = np.concatenate([toks[: int(n * 0.6)], new])
+    toks.tofile(f"data/tokens-{r}.bin")
+EOF2"""
+SCENARIOS += [
+    Scenario("b50_data_wds_tar_cut_logdir_r2", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_tagger.py",
+             setup=WDS50, env=dict(ENV50)),
+    Scenario("b50_data_jsonl_extra_data_spawn_r0", "train_reviews.py", "python train_reviews.py", setup=REVIEWS50,
+             env={**ENV50, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"}),
+    Scenario("b50_data_npy_clip_truncated_worker_r1", "train_spkid.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_spkid.py", setup=SPK50, env=dict(ENV50)),
+    Scenario("b50_data_label_oob_annot_pyrun_4r_r3", "train_defects.py",
+             "python -m torch.distributed.run --nproc-per-node 4 --master-port {port} train_defects.py",
+             setup=DEFECTS50, env=dict(ENV50)),
+    Scenario("b50_cfg_head_too_small_num_classes_accel", "train_flowers.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_flowers.py "
+             "--num-classes 100", setup=FLOWERS50, env=dict(ENV50)),
+    Scenario("b50_data_sentinel_log1p_detect_anomaly_r1", "train_churn.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --redirects 3 train_churn.py "
+             "--detect-anomaly", setup=CHURN50, env=dict(ENV50)),
+    # py-spy dumps of the 3 ranks 5 s after rank 2 logs that it finished epoch 0
+    Scenario("b50_hang_nan_row_skip_step_pyspy_r2", "train_wear.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_wear.py", setup=WEAR50, env=dict(ENV50),
+             action=("pyspy", "wear.rank2: epoch 0 finished, waiting for the other ranks", 3, 5)),
+    Scenario("b50_data_files_removed_midrun_worker_r1", "train_thumbs.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_thumbs.py", setup=THUMBS50, env=dict(ENV50),
+             action=("shell", "rank 1 epoch 1 step 0/",
+                     "mkdir -p data/thumbs/_near_dups && ls data/thumbs/shard-1/*.npy | awk 'NR % 9 == 4' | "
+                     "xargs mv -t data/thumbs/_near_dups/ && echo \"  dedup: $(ls data/thumbs/_near_dups | wc -l) "
+                     "files of shard-1 moved\" >&2")),
+    Scenario("b50_hang_empty_shard_early_epoch_end_4r_r3", "train_topics.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_topics.py", setup=NEWS50, env=dict(ENV50)),
+    Scenario("b50_data_tokenizer_v2_ids_embedding_c10d_r1", "train_lm.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint localhost:{port} train_lm.py",
+             setup=TOKENS50, env=dict(ENV50)),
+]
