@@ -571,6 +571,10 @@ def _is_tar(name: str) -> bool:
 
 #: Members that are programs rather than output, by name: Python, C/C++/CUDA and Rust/Go sources.
 SOURCE_CODE = re.compile(r"\.(?:py|pyx|pyi|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go)$", re.IGNORECASE)
+#: Prose documents by their name (Markdown, reStructuredText, AsciiDoc): the notes, ticket text or README a person
+#: puts beside a run's logs. Inside a folder or an archive they are skipped; a prose file given itself is read (a
+#: thread saved as ``issue.md``).
+PROSE = re.compile(r"\.(?:md|markdown|rst|adoc)$", re.IGNORECASE)
 
 
 def read_bundle(
@@ -600,6 +604,7 @@ def read_bundle(
         raise BundleError(f"no such file or directory: {p}")
     layouts: set[str] = set()
     area: list[bytearray] = []
+    direct = False  # one plain file given itself (not a folder or an archive): read whatever its name
 
     def leaf(name: str, fobj: BinaryIO, compressed: Compressed) -> Iterator[Block]:
         inner = name[:-3] if name.lower().endswith(".gz") else name
@@ -607,6 +612,12 @@ def read_bundle(
             # the job's own program in the bundle: its lines are code, not output (a `raise ...` or a log call's
             # format string would read as the error or the completion it only names)
             report.warnings.append(f"{name}: source code, not a log: skipped")
+            return iter(())
+        if PROSE.search(inner) and not direct:
+            # notes or ticket text beside the logs: their words quote errors (an issue's title, a summary of what
+            # happened) that would read as the run's own evidence
+            report.warnings.append(f"{name}: a prose document (notes), not a log: skipped (pass the file itself to "
+                                   "read it)")
             return iter(())
         src = attribute_path(inner)
         src.path = name  # evidence names the member as it is in the bundle, ``.gz`` included
@@ -652,6 +663,7 @@ def read_bundle(
         elif is_zip:
             yield from _tracked(walker.zip(stream, "", 0, top=p))
         else:
+            direct = True
             yield from _tracked(walker.member(name, stream, st.st_size or None, 0))
 
 
