@@ -33,3 +33,18 @@ def test_notes_beside_the_logs_are_not_evidence_but_a_notes_file_given_itself_is
     read = diagnose(DiagnoseRequest(path=str(notes), kb=False, llm=False))
     assert not any("prose document" in w for w in read.input.warnings)
     assert read.input.lines > 0
+
+
+def test_a_plan_after_the_launchers_own_restarts_failed_is_not_restart_as_it_is() -> None:
+    """r02 (torchrun --nproc-per-node 8 --max-restarts 2, --log-dir --tee 3): rank 5 SIGKILLed at step 15, then both
+    of torchrun's restarts failed connecting Gloo at set-up (attempt_1, attempt_2). The diagnosis saw the later
+    attempts fail ("that attempt failed too"), yet the plan was the bare kill's "restart from the last checkpoint as
+    it is": the in-place restart is spent, so the plan is a fresh launch after both causes are dealt with."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_stop", "host_oom", 5)
+    assert any("that attempt failed too" in f for f in d.findings), d.findings
+    assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("restart_failed_again", "L2")
+    assert "as it is will not do" in d.recovery.action
+    # the console alone shows no second attempt: the bare kill's plan stands
+    alone = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed" / "console.log"), kb=False, llm=False))
+    assert alone.recovery is not None and alone.recovery.rule_id == "unconfirmed_kill_restart"
