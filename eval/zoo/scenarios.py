@@ -8671,3 +8671,121 @@ SCENARIOS += [
              "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint localhost:{port} train_lm.py",
              setup=TOKENS50, env=dict(ENV50)),
 ]
+
+# ---- batch 49 (h198): the newer PyTorch distributed APIs with the messages users meet on them: FSDP2 / DeviceMesh /
+# DTensor misuse (an HSDP mesh smaller than the world, a vocabulary built per rank so one rank's sharded embedding has
+# another shape), torch.distributed.checkpoint (a resume on another world size from a checkpoint without a parameter,
+# a shard file on the shared volume whose inode is corrupt, the process-based async save's background process
+# SIGKILLed, a rank SIGKILLed while writing its shard), torch.distributed.pipelining and a hand-written send/recv
+# pipeline (the short last batch of an epoch through stages whose buffers were sized at the first step, a stage whose
+# container is frozen), torch.compile under DDP (recompile limit on the rank whose shard is unpadded and length-sorted,
+# rank 0's max-autotune compile before the first all-reduce); ids b49_* ----
+ENV49 = {"OMP_NUM_THREADS": "1"}
+PAR49 = r"""cat > parallel.json <<'EOF2'
+{"dp_replicate": 1, "dp_shard": 2}
+EOF2
+cat > model.json <<'EOF2'
+{"vocab": 2048, "d": 128, "h": 4, "layers": 4, "ctx": 64}
+EOF2"""
+# support-ticket dump split in 3 shards; shards 0 and 1 use the same 300 words, shard 2 also holds the tickets of the
+# product line launched this month (40 words nobody else uses)
+TICKETS49 = r"""mkdir -p data && python - <<'EOF2'
+import random
+rng = random.Random(49)
+base = [f"w{i}" for i in range(300)]
+new = [f"pro{i}" for i in range(40)]
+for r in range(3):
+    words = base + (new if r == 2 else [])
+    lines = []
+    for i in range(1200):
+        k = rng.randint(6, 20)
+        text = " ".join(rng.choice(words) for _ in range(k))
+        lines.append(f"{rng.randrange(8)}\t{text}")
+    lines.append("0\t" + " ".join(words))  # the glossary ticket: every word of the shard at least once
+    rng.shuffle(lines)
+    open(f"data/tickets-{r}.txt", "w").write("\n".join(lines) + "\n")
+EOF2"""
+CORPUS49 = r"""python - <<'EOF2'
+import random
+rng = random.Random(49)
+words = "the of and to in is was for on that with as by at from his her it an were are which this be or has".split()
+open("corpus.txt", "w").write(" ".join(rng.choice(words) for _ in range(60000)))
+EOF2"""
+SCENARIOS += [
+    # parallel.json was written for the 2-GPU workstation (dp_replicate 1 x dp_shard 2); the job is started on 3
+    Scenario("b49_cfg_hsdp_mesh_smaller_than_world", "train_gpt.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_gpt.py", setup=PAR49, env=dict(ENV49)),
+    Scenario("b49_uc_fsdp2_local_vocab_r2", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py", setup=TICKETS49, env=dict(ENV49)),
+    # the checkpoint ckpt/step_200 was written last week by a 2-process run configured without learned positions
+    # (--no-learned-pos); this week's run resumes it on 3 processes with the default (learned positions on)
+    Scenario("b49_cfg_dcp_resume_missing_key", "train_charlm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_charlm.py --resume ckpt/step_200",
+             setup=CORPUS49 + "\ntorchrun --nproc-per-node 2 --master-port {port_asset} train_charlm.py "
+                              "--no-learned-pos --steps 200 --save-every 200 > /dev/null 2>&1 && rm -rf ckpt/.tmp*",
+             env=dict(ENV49)),
+    # the team's checkpoint volume (an ext4 image, mounted read-only at shared_ckpt/) holds step_60, written by an
+    # earlier 3-process run; the inode of rank 1's shard file __1_0.distcp is corrupt (its extent header zeroed, as a
+    # torn metadata write leaves it): reading that one file fails with EUCLEAN (every rank reads it: DCP spreads the
+    # replicated items of a save over all ranks' files)
+    Scenario("b49_st_dcp_shard_corrupt_inode", "train_kws.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_kws.py --resume shared_ckpt/step_60 "
+             "--save-dir ckpt",
+             setup="torchrun --nproc-per-node 3 --master-port {port_asset} train_kws.py --steps 60 --save-every 60 "
+                   "--save-dir vol > /dev/null 2>&1 && mkfs.ext4 -q -F -d vol ckpt.img 64M && rm -rf vol && "
+                   "debugfs -w -R 'sif /step_60/__1_0.distcp block[0] 0' ckpt.img > /dev/null 2>&1 && "
+                   "mkdir -p shared_ckpt && mount -o loop,ro ckpt.img shared_ckpt",
+             teardown="umount shared_ckpt; rm -f ckpt.img", env=dict(ENV49)),
+    # 1 s after rank 1 queues its step-40 checkpoint, the node's stray-process reaper SIGKILLs rank 1's checkpoint
+    # background process (a python 'multiprocessing.spawn' child of the rank)
+    Scenario("b49_inf_dcp_async_daemon_killed_r1", "train_rec.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_rec.py", env=dict(ENV49),
+             action=("shell", "[1] checkpoint step 40 queued",
+                     "sleep 1; for p in $(pgrep -f 'multiprocessing.spawn import spawn_main'); do "
+                     "pp=$(ps -o ppid= -p $p | tr -d ' '); "
+                     "if tr '\\0' '\\n' < /proc/$pp/environ | grep -qx RANK=1 && "
+                     "tr '\\0' '\\n' < /proc/$p/environ | grep -qx ZOO_RUN=b49_inf_dcp_async_daemon_killed_r1 && "
+                     "grep -q train_rec.py /proc/$pp/cmdline; then kill -9 $p; "
+                     "echo \"  reaper: SIGKILL to pid $p (checkpoint process of rank 1, pid $pp)\" >&2; fi; done")),
+    Scenario("b49_uc_pipelining_short_last_batch", "train_pp_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_pp_tagger.py", env=dict(ENV49)),
+    # stage 2's container is frozen (cgroup freezer, as `docker pause` or a node agent's checkpoint does) from its
+    # step-30 line, thawed 25 s later
+    Scenario("b49_hang_handpipe_stage2_frozen", "train_pipe.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_pipe.py", env=dict(ENV49),
+             action=("freeze", 2, "[stage 2] step 30 ", 25)),
+]
+# reviews tokenized by the export job, each shard padded to 64 tokens per review; shard 2 was re-exported this week
+# with the new tokenizer script, which drops the padding step (reviews of 20-64 tokens) and sorts the reviews by length
+REVIEWS49 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(49)
+for r in range(3):
+    ids, labels = [], []
+    for i in range(960):
+        n = int(torch.randint(20, 65, (1,), generator=g))
+        t = torch.randint(1, 20000, (n,), generator=g)
+        y = int(t[:5].sum() % 2)
+        if r != 2:
+            t = torch.cat([t, torch.zeros(64 - n, dtype=torch.long)])
+        ids.append(t)
+        labels.append(y)
+    if r == 2:  # the new script also writes the reviews sorted by length (length bucketing)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        ids, labels = [ids[i] for i in order], [labels[i] for i in order]
+    torch.save({"ids": ids, "labels": torch.tensor(labels)}, f"data/reviews-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b49_data_compile_recompile_limit_r2", "train_sentiment.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_sentiment.py --compile-backend aot_eager",
+             setup=REVIEWS49, env=dict(ENV49)),
+    Scenario("b49_hang_compile_rank0_eval_warmup", "train_tab.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tab.py --compile-backend aot_eager",
+             env={**ENV49, "TORCHINDUCTOR_CACHE_DIR": ".inductor_cache"}),  # the job's own (cold) compile cache
+    # rank 2 SIGKILLed (as the OOM killer or a preemption agent does) while its shard of the step-60 checkpoint
+    # is being written, once the file holds 2 MB
+    Scenario("b49_inf_sigkill_dcp_save_fsdp2_r2", "train_mt.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --redirects 3 train_mt.py",
+             env=dict(ENV49),
+             action=("kill_when_file", 2, signal.SIGKILL, "ckpt/step_60/__2_0.distcp", 2_000_000)),
+]
