@@ -7,9 +7,12 @@ import shutil
 import tarfile
 from pathlib import Path
 
+from diag_service.ingest.envelope import sniff_indent
+from diag_service.logformat import attribute
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
 RUNS = Path(__file__).parent / "fixtures" / "trial42"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_notes_beside_the_logs_are_not_evidence_but_a_notes_file_given_itself_is_read(tmp_path: Path) -> None:
@@ -48,3 +51,33 @@ def test_a_plan_after_the_launchers_own_restarts_failed_is_not_restart_as_it_is(
     # the console alone shows no second attempt: the bare kill's plan stands
     alone = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed" / "console.log"), kb=False, llm=False))
     assert alone.recovery is not None and alone.recovery.rule_id == "unconfirmed_kill_restart"
+
+
+def test_a_log_pasted_as_an_indented_block_reads_as_the_log_itself(tmp_path: Path) -> None:
+    """A log pasted as an indented block (Markdown's four-space code block; trial 42's g03 paste had every line
+    indented) hid the ``[rankN]:`` prefixes at the line's start: zoo dev b49_cfg_hsdp_mesh_smaller_than_world's console,
+    indented by four spaces, read ``unknown`` (its traceback's frames not found) where the console reads an exception
+    inside a library on rank 2. A paste that starts inside a traceback keeps its frames' indentation."""
+    console = ROOT / "eval" / "zoo" / "runs" / "b49_cfg_hsdp_mesh_smaller_than_world" / "console.log"
+    plain = diagnose(DiagnoseRequest(path=str(console), kb=False, llm=False))
+    pasted = tmp_path / "pasted.log"
+    pasted.write_text("".join("    " + line for line in console.read_text().splitlines(keepends=True)))
+    d = diagnose(DiagnoseRequest(path=str(pasted), kb=False, llm=False))
+    assert (d.category, d.first_failing_rank) == (plain.category, plain.first_failing_rank) == (plain.category, 2)
+    assert d.category.value != "unknown"
+    frames = tmp_path / "frames.log"  # a paste that starts inside a traceback: frames at the least indentation
+    frames.write_bytes(b'  File "/home/user/proj/train.py", line 60, in main\n    fully_shard(block, mesh=mesh)\n')
+    assert sniff_indent(frames.read_bytes()) == 0 and sniff_indent(pasted.read_bytes()[:4096]) == 4
+
+
+def test_a_subgroups_rank_in_processgroupnccls_prefix_is_not_a_global_rank() -> None:
+    """ProcessGroupNCCL prefixes its reports with "[PG ID <id> PG GUID <guid> Rank <r>]" where r is the rank within
+    that process group (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, logPrefix); only the default group's (PG ID
+    0) is the global rank. Trial 42's g03 (NVIDIA/nccl #1610): "[PG ID 11 PG GUID 112 Rank 0]" on a line of global
+    rank 15 was taken for rank 0."""
+    sub = ("[PG ID 11 PG GUID 112 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 57, last "
+           "enqueued NCCL work: 57, last completed NCCL work: 56.")
+    default = sub.replace("[PG ID 11 PG GUID 112 Rank 0]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]")
+    assert attribute(sub, frozenset()).rank is None
+    assert attribute(default, frozenset()).rank == 3
+    assert attribute("[rank15]:" + sub, frozenset({"rank"})).rank == 15

@@ -293,11 +293,45 @@ def unwrap_soft(block: bytes, width: int) -> bytes:
     return _rejoin(block, carry)
 
 
+#: Leading whitespace of a line (spaces and tabs).
+_INDENT = re.compile(rb"[ \t]*")
+
+
+def sniff_indent(head: bytes) -> int:
+    """The indentation every one of a member's first :data:`SNIFF_LINES` non-empty lines shares (0: none): a log
+    pasted as an indented block (Markdown's four-space code block, a reply's indentation), whose prefixes (a
+    ``[rankN]:`` or a time at the line's start) are then not at the start. Lines at that indentation must not be
+    traceback frames (``File "..."``): a paste that starts inside a traceback keeps its frames' indentation."""
+    parts = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        parts.pop()
+    lines = [x.rstrip(b"\r") for x in parts if x.strip()][:SNIFF_LINES]
+    if not lines:
+        return 0
+    width = min(len(_INDENT.match(x).group(0)) for x in lines)  # type: ignore[union-attr]
+    if width == 0 or any(x[width:].startswith(b'File "') for x in lines if len(_INDENT.match(x).group(0)) == width):  # type: ignore[union-attr]
+        return 0
+    return width
+
+
+def dedent(block: bytes, width: int) -> bytes:
+    """``block`` with up to ``width`` leading spaces or tabs removed from each line (a line indented less, or not
+    at all, loses only what it has)."""
+    return b"\n".join(line[min(width, len(_INDENT.match(line).group(0))):]  # type: ignore[union-attr]
+                       for line in block.split(b"\n"))
+
+
 def unwrapper(head: bytes) -> tuple[Callable[[bytes], bytes] | None, int]:
     """What a member needs, from its first bytes: the function that turns a block of its complete lines into the
     lines as printed (:func:`unwrap` for an envelope, else :func:`unwrap_wrapped` for lines hard-wrapped at one
     width, else :func:`unwrap_soft` for soft-wrapped ones; None for plain lines), and the wrap width (0 when not
     wrapped, for the reader's warning)."""
+    indent = sniff_indent(head)
+    if indent:  # an indented paste: its lines as printed first, then whatever else they need
+        inner, width = unwrapper(dedent(head, indent))
+        if inner is None:
+            return (lambda block: dedent(block, indent)), width
+        return (lambda block: inner(dedent(block, indent))), width
     kind = sniff(head)
     if kind is not None:
         return (lambda block: unwrap(block, kind)), 0
@@ -308,5 +342,16 @@ def unwrapper(head: bytes) -> tuple[Callable[[bytes], bytes] | None, int]:
     return ((lambda block: unwrap_soft(block, soft)) if soft else None), soft
 
 
-__all__ = ["CRI_LINE", "Envelope", "sniff", "sniff_soft_wrap", "sniff_wrap", "unwrap", "unwrap_soft", "unwrap_wrapped",
-           "unwrapper"]
+__all__ = [
+    "CRI_LINE",
+    "Envelope",
+    "dedent",
+    "sniff",
+    "sniff_indent",
+    "sniff_soft_wrap",
+    "sniff_wrap",
+    "unwrap",
+    "unwrap_soft",
+    "unwrap_wrapped",
+    "unwrapper",
+]
