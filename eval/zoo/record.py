@@ -52,6 +52,7 @@ REWRITES = [
     ("/work/wt/h194", "/home/user/proj"),  # batch 47 (h194; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h195", "/home/user/proj"),  # batch 48 (h195; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h198", "/home/user/proj"),  # batch 49 (h198; before /work/wt/h19 and /work/wt/h1 style prefixes)
+    ("/work/wt/h200", "/home/user/proj"),  # batch 51 (h200; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h187", "/home/user/proj"),  # batch 44 (h187; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h182", "/home/user/proj"),  # batch 43 (h182; before /work/wt/h18 and /work/wt/h1 style prefixes)
     ("/work/wt/h179", "/home/user/proj"),  # batch 42 (h179; before /work/wt/h17 and /work/wt/h1 style prefixes)

@@ -8789,3 +8789,91 @@ SCENARIOS += [
              env=dict(ENV49),
              action=("kill_when_file", 2, signal.SIGKILL, "ckpt/step_60/__2_0.distcp", 2_000_000)),
 ]
+
+# ---- batch 51 (h200): fail_slow runs whose timing comes from the training frameworks' own loggers, not from lines
+# the script prints: transformers.Trainer's log dicts and tqdm bar under torchrun with one rank slowed from mid-run (its
+# CPU quota cut, or SIGSTOP/SIGCONT bursts); accelerate's progress bar and logger lines with every rank's CPU quota cut
+# from mid-run; a Lightning-format progress bar and CSVLogger-layout metrics with a straggler rank; torchtitan-format
+# step lines with a rank stopped on one step in five; a data-loader-bound slowdown (num_workers=0, a slow transform on
+# one rank's data from mid-run); one clean control (a Trainer run with checkpoint saves and evaluation pauses, under
+# clean/); ids b51_* ----
+ENV51 = {"OMP_NUM_THREADS": "1"}
+SCENARIOS += [
+    # from the bar's 40/100 redraw rank 1's container CPU limit is lowered (cgroup v1 quota, percent of one core)
+    Scenario("b51_slow_hf_tqdm_rank_quota_r1", "train_intent.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_intent.py", env=dict(ENV51),
+             action=("rank_quota", 1, "| 40/100 [", 20)),
+]
+SCENARIOS += [
+    # from the epoch-0 line (after step 60 of 120) every rank's container CPU limit is lowered (one cgroup per rank,
+    # percent of one core): the whole job's pods resized
+    Scenario("b51_slow_accel_tqdm_ranks_quota_job", "train_titles.py",
+             "accelerate launch --multi_gpu --num_processes 2 --main_process_port {port} train_titles.py",
+             env=dict(ENV51), action=("ranks_quota", 2, "epoch 0: train_loss", 15)),
+]
+SCENARIOS += [
+    # torchtitan's launch (run_train.sh): only rank 0's output, prefixed; from rank 0's step-40 line, each time a step
+    # line whose step is a multiple of 5 appears, rank 1 is stopped (SIGSTOP) for 600 ms: one slow step in five
+    Scenario("b51_slow_titan_stall_every5_r1", "train.py",
+             "torchrun --nproc-per-node 2 --local-ranks-filter 0 --role rank --tee 3 --master-port {port} train.py",
+             env=dict(ENV51), action=("stall_every", 1, "- step: 40  loss", r"- step: +(\d+)  loss", 5, 600)),
+    # from the bar's 'Epoch 1:  25%' redraw a node agent stops rank 1 in bursts (SIGSTOP 180 ms after every 250 ms
+    # running) to the end
+    Scenario("b51_slow_lightning_bar_stopcont_r1", "train_churn.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_churn.py", env=dict(ENV51),
+             action=("stopcont_until", 1, "Epoch 1:  25%|", None, 250, 180)),
+]
+# 1-second command clips per rank, 16 kHz 16-bit mono .wav, and one manifest per rank; rank 1's manifest from row 481
+# on lists the recordings of the second vendor's delivery: 5-second takes at 48 kHz, not cut to the 1-second
+# command (the Dataset resamples the whole take, then keeps its first second)
+KWS51 = r"""mkdir -p data && python - <<'EOF2'
+import csv, os, wave
+import numpy as np
+rng = np.random.default_rng(51)
+for r in range(2):
+    rows = []
+    for i in range(960):
+        sr = 48000 if (r == 1 and i >= 480) else 16000
+        vendor = "vendor-b" if sr == 48000 else "vendor-a"
+        label = int(rng.integers(0, 12))
+        t = np.arange(sr * (5 if sr == 48000 else 1)) / sr
+        x = 0.3 * np.sin(2 * np.pi * (300 + 90 * label) * t) + 0.05 * rng.standard_normal(len(t))
+        d = f"data/{vendor}/rank{r}"
+        os.makedirs(d, exist_ok=True)
+        p = f"{d}/clip{i:04d}.wav"
+        with wave.open(p, "wb") as w:
+            w.setnchannels(1); w.setsampwidth(2); w.setframerate(sr)
+            w.writeframes((x * 32767).astype(np.int16).tobytes())
+        rows.append({"path": p, "label": label})
+    with open(f"data/manifest-rank{r}.csv", "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=["path", "label"]); wr.writeheader(); wr.writerows(rows)
+EOF2"""
+SCENARIOS += [
+    Scenario("b51_slow_data_resample_loader_r1", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", setup=KWS51, env=dict(ENV51)),
+    # from the bar's 40/100 redraw a node agent stops rank 2 in bursts (SIGSTOP 400 ms after every 200 ms running)
+    Scenario("b51_slow_hf_logdir_stopcont_r2_3r", "train_ner.py",
+             "torchrun --nproc-per-node 3 --log-dir logs --tee 3 --master-port {port} train_ner.py",
+             env=dict(ENV51), action=("stopcont_until", 2, "| 40/100 [", None, 200, 400)),
+    # clean control (clean/runs/): evaluation and a checkpoint every 40 steps, no fault
+    Scenario("b51_clean_hf_ckpt_eval_pause", "train_faq.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_faq.py", env=dict(ENV51), clean=True),
+]
+SCENARIOS += [
+    # from the epoch-0 line (after optimizer step 50 of 100) every rank's container CPU limit is lowered
+    Scenario("b51_slow_accel_accum_ranks_quota_job_3r", "train_rating.py",
+             "accelerate launch --multi_gpu --num_processes 3 --main_process_port {port} train_rating.py",
+             env=dict(ENV51), action=("ranks_quota", 3, "epoch 0: train_mse", 20)),
+    # every rank logs (no rank filter); from the first step-30 line, each time a line of rank 2 shows a step that is a
+    # multiple of 5, rank 2 is stopped (SIGSTOP) for 500 ms
+    Scenario("b51_slow_titan_allranks_stall_every5_r2_3r", "train.py",
+             "torchrun --nproc-per-node 3 --role rank --tee 3 --master-port {port} train.py", env=dict(ENV51),
+             action=("stall_every", 2, "- step: 30  loss", r"\[rank2\]:\[titan\] .* - step: +(\d+)  loss", 5, 500)),
+]
+SCENARIOS += [
+    # from the bar's 'Epoch 1:  25%' redraw a node agent stops rank 2 in bursts (SIGSTOP 180 ms after every 250 ms
+    # running) to the end
+    Scenario("b51_slow_lightning_csv_stopcont_r2_3r", "train_delay.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_delay.py", env=dict(ENV51),
+             action=("stopcont_until", 2, "Epoch 1:  25%|", None, 250, 180)),
+]
