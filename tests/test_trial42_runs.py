@@ -81,3 +81,11 @@ def test_a_subgroups_rank_in_processgroupnccls_prefix_is_not_a_global_rank() -> 
     assert attribute(sub, frozenset()).rank is None
     assert attribute(default, frozenset()).rank == 3
     assert attribute("[rank15]:" + sub, frozenset({"rank"})).rank == 15
+
+
+def test_the_first_failing_ranks_node_comes_from_slurms_report_of_its_task() -> None:
+    """r04 (srun -l -N2 --ntasks-per-node=4, one task per rank): rank 6's truncated shard; its traceback lines carry
+    only srun's "6: " prefix, and Slurm's "srun: error: gpu-node02: task 6: Exited with exit code 1" is the one line
+    that places task 6. The rank was named, its node (gpu-node02) was not."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r04_srun_l"), kb=False, llm=False))
+    assert (d.category.value, d.first_failing_rank, d.first_failing_node) == ("data", 6, "gpu-node02")

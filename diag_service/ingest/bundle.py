@@ -14,7 +14,8 @@ exist or cannot be opened at all. Everything else becomes a warning in the repor
 - invalid UTF-8 is decoded with U+FFFD replacement and counted;
 - a member written by a container runtime or a log shipper (CRI ``<time> stderr F <text>`` lines, Docker
   ``json-file`` or other JSON-lines records) is unwrapped to ``<time> <text>`` lines, a Markdown quote loses its
-  ``> ``, a paste indented as a block loses the indentation its lines share, and hard-wrapped lines are joined, with a warning (:mod:`diag_service.ingest.envelope`);
+  ``> ``, a paste indented as a block loses the indentation its lines share, and hard-wrapped lines are joined,
+  with a warning (:mod:`diag_service.ingest.envelope`);
 - CRLF (and CR CR LF) becomes LF, ``\\r`` progress-bar redraws keep only their last segment (what a
   terminal shows; a tqdm bar with text written right after it is dropped), ANSI colour codes are
   removed;

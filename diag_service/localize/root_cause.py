@@ -1762,6 +1762,14 @@ def localize(
         mode = FailureMode.NONE
         summary = recovered + " " + summary
         findings.append(recovered)
+    if first_rank is not None and (rank_node is None or rank_node[0] != first_rank):
+        # the node of the first failing rank from any line of its that names one (a Slurm report "srun: error:
+        # gpu-node02: task 6: Exited with exit code 1" under srun -l, whose traceback lines name no host)
+        where = {g.rank_first[first_rank].node for g in groups
+                 if first_rank in g.rank_first and g.rank_first[first_rank].node}
+        named, _ = node_names(sorted(where))
+        if len(where) == 1 and named:
+            rank_node = (first_rank, named[0])
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     unique_evidence = list({(e.file, e.line, e.text): e for e in evidence}.values())
     return Localization(
