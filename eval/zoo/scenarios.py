@@ -8877,3 +8877,80 @@ SCENARIOS += [
              "torchrun --nproc-per-node 3 --master-port {port} train_delay.py", env=dict(ENV51),
              action=("stopcont_until", 2, "Epoch 1:  25%|", None, 250, 180)),
 ]
+
+# ---- batch 52 (h201): failures at the boundary between the job's own code, its configuration and the library: DDP's
+# 'Expected to have finished reduction' from a length branch that skips a block on one rank (user_code) and from a
+# --ddp-find-unused-parameters false flag on a model whose task leaves a head unused (config); 'Expected to mark a
+# variable ready only once' from reentrant checkpointing of a weight-shared block (config: use_reentrant in the YAML); a
+# DDP-saved checkpoint resumed into the unwrapped model ('module.' keys, user_code); DDP's construction-time check on
+# a random architecture sampled without a shared seed (user_code); an in-place write to softmax probabilities on the
+# ranks whose batches have padding (user_code); a vendored helper importing torch._six and a ReduceLROnPlateau
+# 'verbose' keyword, both removed from the installed torch (config, environment); BatchNorm with a per-rank batch of 1
+# from --global-batch-size split over 4 ranks (config); the GPU recipe's --sync-bn on a CPU/gloo job (config); ids
+# b52_* ----
+ENV52 = {"OMP_NUM_THREADS": "1"}
+# the lab's shared utilities, vendored from its older training codebase (written for torch 1.x)
+OPTUTILS52 = r"""mkdir -p utils && touch utils/__init__.py && cat > utils/optim_utils.py <<'EOF2'
+# Copied from the lab's training codebase (fp32 gradient clipping with an inf-norm option)
+import torch
+from torch._six import inf
+
+
+def clip_grad_norm_fp32(parameters, max_norm, norm_type=2):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if norm_type == inf:
+        total = max(g.abs().max() for g in grads)
+    else:
+        total = torch.norm(torch.stack([torch.norm(g, norm_type) for g in grads]), norm_type)
+    coef = max_norm / (total + 1e-6)
+    if coef < 1:
+        for g in grads:
+            g.mul_(coef)
+    return float(total)
+EOF2"""
+# the checkpointing config of the run (copied from the team's earlier recipe)
+YAML52 = r"""mkdir -p configs && cat > configs/clickstream.yaml <<'EOF2'
+model:
+  vocab: 2048
+  dim: 96
+  heads: 4
+  depth: 4
+gradient_checkpointing:
+  enabled: true
+  use_reentrant: true
+train:
+  world_size: 2
+  batch_size: 16
+  lr: 0.0003
+  steps: 60
+EOF2"""
+# the preempted earlier run of the same script (one process, 2 epochs) left ckpt/last.pt
+RESUME52 = ("torchrun --nproc-per-node 1 --master-port $(( {port} + 1 )) train_demand.py --epochs 2 > /dev/null 2>&1 "
+            "&& ls ckpt/last.pt > /dev/null")
+SCENARIOS += [
+    Scenario("b52_uc_ddp_len_branch_skip_adapter_r2", "train_reviews.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_reviews.py", env=dict(ENV52)),
+    Scenario("b52_cfg_ddp_unused_false_flag_pooler_logdir", "finetune_intent.py",
+             "torchrun --nproc-per-node 2 --log-dir logs --tee 3 --master-port {port} finetune_intent.py --task intent "
+             "--ddp-find-unused-parameters false", env=dict(ENV52)),
+    Scenario("b52_cfg_ddp_reentrant_ckpt_shared_block_spawn", "train_clicks.py",
+             "python train_clicks.py configs/clickstream.yaml", setup=YAML52,
+             env={**ENV52, "MASTER_PORT": "{port}"}),
+    Scenario("b52_uc_resume_module_prefix_unwrapped_logdir", "train_demand.py",
+             "python -m torch.distributed.run --nproc-per-node 2 --log-dir logs --redirects 3 --tee 3 "
+             "--master-port {port} train_demand.py --resume ckpt/last.pt", setup=RESUME52, env=dict(ENV52)),
+    Scenario("b52_uc_ddp_random_arch_noseed_3r", "search_trial.py",
+             "torchrun --nproc-per-node 3 --master-port {port} search_trial.py", env=dict(ENV52)),
+    Scenario("b52_uc_inplace_zero_pad_probs_tee_r1", "train_tagger.py",
+             "torchrun --nproc-per-node 2 --tee 3 --master-port {port} train_tagger.py", env=dict(ENV52)),
+    Scenario("b52_cfg_torch_six_vendored_clip", "train_xvector.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_xvector.py", setup=OPTUTILS52, env=dict(ENV52)),
+    Scenario("b52_cfg_lr_plateau_verbose_kwarg_3r", "train_yield.py",
+             "torchrun --standalone --nproc-per-node 3 train_yield.py", env=dict(ENV52)),
+    Scenario("b52_cfg_bn_global_batch_per_rank1_4r", "train_fraud.py",
+             "torchrun --nnodes 1 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "train_fraud.py --global-batch-size 4 --lr 1e-3", env=dict(ENV52)),
+    Scenario("b52_cfg_syncbn_flag_cpu_gloo_logdir", "train_defects.py",
+             "torchrun --nproc-per-node 2 --log-dir logs --redirects 3 --master-port {port} train_defects.py "
+             "--sync-bn --batch-size 32", env=dict(ENV52)),
+]
