@@ -115,7 +115,7 @@ _NCCL_ORIGIN_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 #: rerun state machine, ``Unexpected result nan on rank N at iteration #I`` / ``Rank N, node H, device D, iteration I:
 #: Unexpected result ...`` (megatron/core/rerun_state_machine.py).
 INLINE_RANK = re.compile(
-    r"\[(?:PG (?!(?:ID )?[1-9])[^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
+    r"\[(?:PG [^\]]*?)?Rank (\d{1,6})\]|\brank[ :=]\s?(\d{1,6}) nranks \d+|^Rank (\d{1,6}):"
     r"|^\[?(?:rank|RANK)\s?[:=]\s*(\d{1,6})\]?\s?[|:\]]|^\[rank(\d{1,6})\] "
     r"|^(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]\s?)?\[(?:rank|RANK) (\d{1,6})\]\s?[\[:]"
     r"|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})? (?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\]? )?"

@@ -589,7 +589,7 @@ LAST_DONE_RE = re.compile(r"last completed (?:NCCL )?work: (\d+)")
 #: work: M, ..." (torch 2.2-2.3): the SeqNum of the collective that failed on this rank, its op not said
 WATCHDOG_SEQ_RE = re.compile(r"(?:failure|\(either an error or timeout\)) detected by watchdog at work(?: sequence id)?: (\d+)")
 #: ProcessGroupNCCL's "[Rank N]" (or "[PG ID 0 PG GUID 0(default_pg) Rank N]") before its report
-WATCHDOG_RANK = re.compile(r"\[(?:PG (?!(?:ID )?[1-9])[^\]]{0,80}?)?Rank (\d{1,6})\]")
+WATCHDOG_RANK = re.compile(r"\[(?:PG [^\]]{0,80}?)?Rank (\d{1,6})\]")
 #: NCCL INFO lines that state the writing process's own rank, with the ``host:pid:tid [dev]`` origin
 #: NCCL puts before every line (src/include/debug.h): the communicator init line
 #: (``comm 0x.. rank R nranks N cudaDev D ...``, init.cc) and a channel / ring connection line
