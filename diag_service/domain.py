@@ -322,7 +322,9 @@ class JobRestarts(BaseModel):
     first_time: float | None = Field(default=None, description="The first of those restarts.")
     last_time: float | None = Field(default=None, description="The last of those restarts.")
     highest_step: int | None = Field(default=None, description="The highest training step the job reported.")
-    source: str = Field(default="live", description="Where the restarts were counted: live (the agents' events).")
+    source: str = Field(default="live", description=(
+        "Where the restarts were counted: live (the agents' events) or logs (torchelastic's attempt_N folders in the "
+        "bundle, diag_service.localize.attempts)."))
 
     def storm(self, at_least: int) -> str | None:
         """The restart-storm finding when ``without_progress`` is ``at_least`` or more (the recovery policy's

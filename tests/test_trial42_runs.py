@@ -8,7 +8,6 @@ import tarfile
 from pathlib import Path
 
 from diag_service.ingest.envelope import sniff_indent
-from diag_service.logformat import attribute
 from diag_service.pipeline import DiagnoseRequest, diagnose
 
 RUNS = Path(__file__).parent / "fixtures" / "trial42"
@@ -70,22 +69,51 @@ def test_a_log_pasted_as_an_indented_block_reads_as_the_log_itself(tmp_path: Pat
     assert sniff_indent(frames.read_bytes()) == 0 and sniff_indent(pasted.read_bytes()[:4096]) == 4
 
 
-def test_a_subgroups_rank_in_processgroupnccls_prefix_is_not_a_global_rank() -> None:
-    """ProcessGroupNCCL prefixes its reports with "[PG ID <id> PG GUID <guid> Rank <r>]" where r is the rank within
-    that process group (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, logPrefix); only the default group's (PG ID
-    0) is the global rank. Trial 42's g03 (NVIDIA/nccl #1610): "[PG ID 11 PG GUID 112 Rank 0]" on a line of global
-    rank 15 was taken for rank 0."""
-    sub = ("[PG ID 11 PG GUID 112 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 57, last "
-           "enqueued NCCL work: 57, last completed NCCL work: 56.")
-    default = sub.replace("[PG ID 11 PG GUID 112 Rank 0]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]")
-    assert attribute(sub, frozenset()).rank is None
-    assert attribute(default, frozenset()).rank == 3
-    assert attribute("[rank15]:" + sub, frozenset({"rank"})).rank == 15
-
-
 def test_the_first_failing_ranks_node_comes_from_slurms_report_of_its_task() -> None:
     """r04 (srun -l -N2 --ntasks-per-node=4, one task per rank): rank 6's truncated shard; its traceback lines carry
     only srun's "6: " prefix, and Slurm's "srun: error: gpu-node02: task 6: Exited with exit code 1" is the one line
     that places task 6. The rank was named, its node (gpu-node02) was not."""
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r04_srun_l"), kb=False, llm=False))
     assert (d.category.value, d.first_failing_rank, d.first_failing_node) == ("data", 6, "gpu-node02")
+
+
+def test_torchelastic_attempt_folders_are_the_jobs_restarts_and_three_without_progress_are_a_storm(
+        tmp_path: Path) -> None:
+    """r02's --log-dir holds attempt_0 (trained to step 14, killed), attempt_1 and attempt_2 (both failed in set-up):
+    two restarts, neither got past the first attempt's steps. The diagnosis' ``restarts`` was null (only a live job's
+    agents counted restarts), so the policy's restart-storm rule could never fire on a bundle. With a third failed
+    attempt (attempt_2's files again as attempt_3) the job has restarted three times without progress: stop
+    restarting (policy history.storm_restarts = 3)."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed"), kb=False, llm=False))
+    assert d.restarts is not None and d.restarts.source == "logs"
+    assert (d.restarts.count, d.restarts.without_progress) == (2, 2)
+    assert d.recovery is not None and d.recovery.rule_id == "restart_failed_again"
+    storm = tmp_path / "r02_storm"
+    shutil.copytree(RUNS / "r02_restarts_failed", storm)
+    run = next((storm / "torchrun_logs").iterdir())
+    shutil.copytree(run / "attempt_2", run / "attempt_3")
+    d = diagnose(DiagnoseRequest(path=str(storm), kb=False, llm=False))
+    assert d.restarts is not None and (d.restarts.count, d.restarts.without_progress) == (3, 3)
+    assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("restart_storm", "L4")
+    # one attempt only (the console alone): no restarts are claimed
+    alone = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed" / "console.log"), kb=False, llm=False))
+    assert alone.restarts is None
+
+
+def test_an_attempt_that_trains_past_the_earlier_ones_ends_the_run_of_restarts_without_progress() -> None:
+    """Attempt 1 resumed and trained past attempt 0's last step (a restart that worked); attempts 2 and 3 then each
+    stopped at or below that step: two restarts in a row without progress, not three. A configuration banner's
+    "steps=60" read first as a step does not count as how far a stream got."""
+    from diag_service.contracts import ProgressLog
+    from diag_service.localize.attempts import restarts_from_logs
+
+    p = ProgressLog()
+    runs = "logs/none_x/attempt_{}/0/stderr.log"
+    for a, steps in enumerate([(60, 1, 10), (60, 11, 25), (60, 21, 25), (60, 21, 24)]):
+        for i, s in enumerate(steps):
+            p.add((runs.format(a), 0, None), 1000.0 * a + i, s)
+    got = restarts_from_logs(p, [], [runs.format(a) for a in range(4)])
+    assert got is not None and (got.count, got.without_progress, got.highest_step) == (3, 2, 25)
+    assert got.first_time == 2000.0 and got.last_time == 3000.0
+    assert restarts_from_logs(p, [], [runs.format(0)]) is not None  # attempts seen through their step lines too
+    assert restarts_from_logs(ProgressLog(), [], ["logs/none_x/attempt_0/0/stderr.log"]) is None

@@ -107,6 +107,9 @@ def excluded_by(patterns: list[str]):  # noqa: ANN201 - Callable[[str], bool]
     return test
 
 
+#: The log members' names a bundle keeps (:attr:`Bundle.log_members`).
+MAX_LOG_MEMBERS = 100_000
+
 class Bundle:
     """One job's bundle, classified once. Build with :func:`open_bundle` or :meth:`from_text`."""
 
@@ -132,6 +135,9 @@ class Bundle:
         self._fr: FRFolder | Literal[False] | None = None  # the folder's Flight Recorder dumps (False: none)
         self._fr_names_cache: frozenset[str] | None = None
         self._fr_archive: dict[int, tuple[str, bytes]] = {}  # an archive's Flight Recorder dumps: rank -> (name, data)
+        #: the bundle paths of the log members read (first :data:`MAX_LOG_MEMBERS`), in bundle order, once blocks()
+        #: has been iterated: which files the logs came from (torchelastic's attempt_N folders)
+        self.log_members: list[str] = []
 
     def fr_archive_dumps(self) -> dict[int, tuple[str, bytes]]:
         """Flight Recorder dumps read from an archive in the log pass (members named like
@@ -271,6 +277,8 @@ class Bundle:
                     self._kept = None  # too much to keep: the step-time reader gets nothing rather than a part
                 else:
                     self._kept.append(b)
+            if (not self.log_members or self.log_members[-1] != name) and len(self.log_members) < MAX_LOG_MEMBERS:
+                self.log_members.append(name)
             yield b
         self._finish()
 

@@ -38,6 +38,7 @@ from diag_service.ingest import BundleError, IngestLimits
 from diag_service.ingest.open import KEPT_PIPE_BYTES, Bundle, open_bundle
 from diag_service.limits import LIMITS
 from diag_service.localize import combine_hang, combine_pace, combine_retrieval, combine_slow, localize
+from diag_service.localize.attempts import restarts_from_logs
 from diag_service.localize.last_lines import combine_last_lines, set_first_failing_node
 from diag_service.logformat import iso, parse_timestamp
 from diag_service.recovery import History, Policy, load_policy, recommend
@@ -268,7 +269,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         last_checkpoint=checkpoint_seen(progress, loc.evidence, write_failed=loc.category is Category.STORAGE),
         scheduler_job_id=progress.scheduler_job_id,
         k8s_namespace=progress.k8s_namespace,
-        restarts=req.restarts,
+        restarts=req.restarts if req.restarts is not None else restarts_from_logs(progress, groups, bundle.log_members),
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
