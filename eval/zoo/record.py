@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h201", "/home/user/proj"),  # batch 52 (h201; before /work/wt/h20 and /work/wt/h2 style prefixes)
+    ("/work/wt/h202", "/home/user/proj"),  # batch 53 (h202; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h199", "/home/user/proj"),  # batch 50 (h199; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h190", "/home/user/proj"),  # batch 45 (h190; before /work/wt/h19 and /work/wt/h1 style prefixes)
     ("/work/wt/h191", "/home/user/proj"),  # batch 46 (h191; before /work/wt/h19 and /work/wt/h1 style prefixes)
@@ -193,6 +194,14 @@ class Scenario:
     shm2_mb: int = 0
     bind2: str = ""
     pidns2: bool = False
+    #: batch 53: the host kernel's OOM-killer lines of this run (each event from 'invoked oom-killer' to the kill, as
+    #: `dmesg` prints them, only the events in this recorder's cgroups) written to dmesg.txt in the run folder, as an
+    #: on-call engineer collects them from the node; this recorder's cgroup names in them read as this string (the
+    #: job's container or pod cgroup), "" = not collected
+    dmesg: str = ""
+    #: batch 53: when the launcher ends, the job's other processes (those that inherited ZOO_RUN: orphaned workers)
+    #: are given up to this many seconds to end by themselves before the recorder kills what is left; 0 = killed at once
+    orphans_s: float = 0.0
 
 
 def _port(i: int) -> int:
@@ -982,6 +991,37 @@ def _act_node_mem(sc: Scenario, procs: list[subprocess.Popen], stop: threading.E
     print(f"  node_mem: peak {peak} MiB, {len(lines)} kernel lines kept", file=sys.stderr)
 
 
+def _write_dmesg(wd: Path, since: float, name: str) -> None:
+    """Batch 53: the host kernel's OOM-killer events since ``since`` (uptime seconds) that happened in this recorder's
+    cgroups (``zoo_*<TAG>``; other sessions on the host have their own), written to ``wd/dmesg.txt`` with those cgroup
+    names read as ``name``."""
+    time.sleep(0.5)  # the reaper's line follows the kill
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    events, cur = [], None
+    for line in out:
+        m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        if not m or float(m.group(1)) < since:
+            continue
+        if "invoked oom-killer" in line:
+            cur = [line]
+            events.append(cur)
+        elif cur is not None:
+            cur.append(line)
+            if "Killed process" in line:
+                cur = None
+        elif "oom_reaper" in line and events:
+            events[-1].append(line)
+    cg = re.compile(rf"/zoo_[a-z0-9]+{re.escape(_TAG)}[A-Za-z0-9_]*") if _TAG else None
+    lines = []
+    for ev in events:
+        if cg is None or not any(cg.search(x) for x in ev):
+            continue
+        lines += [cg.sub(name, x) if cg else x for x in ev]
+    if lines:
+        (wd / "dmesg.txt").write_text("\n".join(lines) + "\n")
+    print(f"  dmesg: {len(lines)} kernel lines kept", file=sys.stderr)
+
+
 def _act_ranks_quota(sc: Scenario, procs: list[subprocess.Popen], stop: threading.Event, wd: Path) -> None:
     """Batch 41: ("ranks_quota", nranks, after, percent): every rank in a CPU cgroup (v1) of its own at `percent` of
     one core from the trigger on (each rank's container limit lowered, as a resize of every pod of the job does)."""
@@ -1193,6 +1233,7 @@ def record(sc: Scenario, i: int) -> None:
         holder.bind(("0.0.0.0", port))
         holder.listen()
     load_before = Path("/proc/loadavg").read_text().split()[0]
+    uptime0 = _uptime()  # batch 53: the kernel's clock at the job's start (dmesg)
     t0 = time.time()
     if sc.cmd2:
         rc = _run_two_nodes(sc, cmd, wd, env, port)
@@ -1218,6 +1259,12 @@ def record(sc: Scenario, i: int) -> None:
                 print(f"  !! {sc.id}: hard timeout", file=sys.stderr)
             stop.set()
             th.join(5)
+    if sc.orphans_s:  # batch 53: orphaned workers of a launcher that died run on until they end by themselves
+        end = time.time() + sc.orphans_s
+        while _run_pids(sc.id) and time.time() < end:
+            time.sleep(0.2)
+        left = _run_pids(sc.id)
+        print(f"  orphans: {len(left)} of the job's processes still running after the launcher's end", file=sys.stderr)
     _leftovers(sc.id)
     if holder:
         holder.close()
@@ -1244,12 +1291,14 @@ def record(sc: Scenario, i: int) -> None:
                     (cg / "freezer.state").write_text("THAWED")
             _rmcgroup(cg)
     dt = time.time() - t0
+    if sc.dmesg:  # batch 53
+        _write_dmesg(wd, uptime0, sc.dmesg)
     load_after = Path("/proc/loadavg").read_text().split()[0]
     dest = (ZOO / "clean" / "runs" if sc.clean else RUNS) / sc.id
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for con in sorted(wd.glob("console*.log")):
+    for con in sorted([*wd.glob("console*.log"), *wd.glob("dmesg.txt")]):  # dmesg.txt: batch 53
         _copy_rewritten(con, dest / con.name, wd)
     for sub in ("logs", "dumps", "fr"):  # dumps/: batch 5's py-spy snapshots; fr/: batch 44's Flight Recorder dumps
         if not (wd / sub).is_dir():

@@ -8954,3 +8954,173 @@ SCENARIOS += [
              "torchrun --nproc-per-node 2 --log-dir logs --redirects 3 --master-port {port} train_defects.py "
              "--sync-bn --batch-size 32", env=dict(ENV52)),
 ]
+
+# ---- batch 53 (h202): host memory and shared-memory failures as a real cluster shows them, with the host kernel's
+# OOM-killer lines written to the run folder (dmesg.txt) where the kill is the kernel's: one rank's DataLoader worker
+# killed by its memory cgroup while decompressing an oversized scan; a slow leak on the last rank (a monitor that keeps
+# every step's features) until its cgroup kills it; the job's /dev/shm (a small tmpfs) too small for the loaders'
+# in-flight batches, and for a decoded-feature cache in POSIX shared memory (Bus error); one rank's page cache squeezed
+# by its cgroup limit (fail_slow, per-rank data/compute timing); a job-level cgroup exceeded when every rank loads the
+# full export at once; one rank's address-space limit failing a prefetch thread's torch.load(mmap=True) (the rank waits
+# forever, the peer times out); torchrun's agent itself OOM-killed (it hosts the job's TCPStore, which the script fills
+# with a sample ledger; the workers are orphaned); an async checkpoint writer process of rank 0 OOM-killed (rank 0 waits
+# for its acknowledgement forever); a DataLoader worker of rank 1 stopped alive at its limit in a cgroup with the OOM
+# killer disabled (rank 1 waits for its batch, the peer times out; py-spy dumps); ids b53_* ----
+ENV53 = {"OMP_NUM_THREADS": "1"}
+# 320 scans per rank (192 x 192 RGB, zlib-compressed raw pixels) with a manifest; rank 1's scan 250 is a whole-slide
+# scan exported at full resolution (15000 x 15000 RGB, 675 MB once decompressed)
+SCANS53 = r"""mkdir -p scans && python - <<'EOF2'
+import json, zlib
+import numpy as np
+rng = np.random.default_rng(53)
+for r in range(2):
+    with open(f"scans/manifest-{r}.jsonl", "w") as m:
+        for i in range(320):
+            label = int(rng.integers(0, 4))
+            if r == 1 and i == 250:
+                h = w = 15000
+                img = np.full((h, w, 3), 236, dtype=np.uint8)
+            else:
+                h = w = 192
+                yy, xx = np.mgrid[0:h, 0:w]
+                img = np.stack([(yy * (label + 1)) % 256, (xx * 3) % 256, ((yy + xx) // 4) % 256], -1).astype(np.uint8)
+            path = f"scans/r{r}/scan{i:04d}.raw.z"
+            import os; os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(zlib.compress(img.tobytes(), 1))
+            m.write(json.dumps({"path": path, "h": h, "w": w, "label": label}) + "\n")
+EOF2"""
+SCENARIOS += [
+    # from rank 1's first step line its 2 DataLoader workers are in a memory cgroup of 400 MiB (their container's share
+    # of the node); the kernel's OOM lines go to dmesg.txt
+    Scenario("b53_oom_loader_worker_scan_decode_memcg_r1", "train_scans.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_scans.py", setup=SCANS53, env=dict(ENV53),
+             action=("worker_cgroup", 1, 400, "rank 1 epoch 0 step 0/"), dmesg="/kubepods/burstable/pod-scans-r1"),
+    # rank 2 (the monitor rank) in a memory cgroup of 460 MiB from its start: its pod's limit
+    Scenario("b53_oom_monitor_feature_leak_memcg_r2", "train_ranker.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ranker.py", env=dict(ENV53),
+             action=("cgroup", 2, 460), dmesg="/kubepods/burstable/pod-ranker-r2"),
+]
+# 2,400 RGB patches (96 x 96, uint8) per rank
+PATCH53 = r"""mkdir -p patches && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(53)
+for r in range(2):
+    np.save(f"patches/shard-{r:02d}.npy", rng.integers(0, 256, (2400, 3, 96, 96), dtype=np.uint8))
+EOF2"""
+# 1,200 one-second clips (int16, 15,484 samples) per rank with labels
+CLIPS53 = r"""mkdir -p clips && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(53)
+for r in range(2):
+    np.save(f"clips/clips-{r}.npy", rng.integers(-3000, 3000, (1200, 98 * 158), dtype=np.int16))
+    np.save(f"clips/labels-{r}.npy", rng.integers(0, 12, 1200))
+EOF2"""
+SCENARIOS += [
+    # the job's container has a 48 MiB /dev/shm (its pod spec's emptyDir medium Memory with sizeLimit 48Mi)
+    Scenario("b53_st_shm_small_loader_batches", "train_sr.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_sr.py", setup=PATCH53, env=dict(ENV53), shm_mb=48),
+    # the job's container has docker's default 64 MiB /dev/shm; the two ranks' caches need 2 x 37.6 MiB
+    Scenario("b53_st_shm_decoded_cache_bus_error", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", setup=CLIPS53, env=dict(ENV53),
+             shm_mb=64),
+]
+# log-mel features (20,000 clips x 64 frames x 40 bins, float32, 195 MiB) and labels per rank
+MEL53 = r"""mkdir -p features && python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(53)
+for r in range(3):
+    y = rng.integers(0, 20, 20000)
+    x = np.lib.format.open_memmap(f"features/mel-{r}.npy", mode="w+", dtype=np.float32, shape=(20000, 64, 40))
+    for i in range(0, 20000, 2000):
+        blk = rng.standard_normal((2000, 64, 40), dtype=np.float32)
+        blk[np.arange(2000), :, y[i:i + 2000] * 2] += 1.5
+        x[i:i + 2000] = blk
+    x.flush()
+    del x
+    np.save(f"features/labels-{r}.npy", y)
+    fd = os.open(f"features/mel-{r}.npy", os.O_RDONLY)  # written out and dropped from the host's page cache: the
+    os.fsync(fd)                                        # job's own first pass reads it from disk
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+EOF2"""
+SCENARIOS += [
+    # rank 1 runs in a memory cgroup from its start; at its step-100 line the limit becomes its anonymous memory + 160 MiB
+    # (its container's limit lowered to what it holds: the memory.high-like squeeze, page cache reclaimed, no kill)
+    Scenario("b53_slow_memcg_reclaim_features_r1", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tagger.py", setup=MEL53, env=dict(ENV53),
+             action=("mem_squeeze", 1, "rank 1 step 100/300", 160)),
+]
+# last week's export of the encoder: weights and Adam moments at step 48000 (298 MB)
+EXPORT53 = r"""mkdir -p export && python - <<'EOF2'
+import torch, torch.nn as nn
+torch.manual_seed(53)
+m = nn.Sequential(nn.Embedding(16000, 512), nn.Flatten(0, 1),
+                  *[x for _ in range(4) for x in (nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))],
+                  nn.Linear(512, 16000))
+opt = torch.optim.Adam(m.parameters(), lr=1e-4)
+for p in m.parameters():
+    p.grad = torch.zeros_like(p)
+opt.step()
+torch.save({"step": 48000, "model": m.state_dict(), "optim": opt.state_dict()}, "export/encoder-step48000.pt")
+EOF2"""
+SCENARIOS += [
+    # the job (torchrun and everything under it) in one memory cgroup of 2,800 MiB: the node's pod limit
+    Scenario("b53_oom_job_memcg_all_ranks_full_load", "train_encoder.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_encoder.py", setup=EXPORT53, env=dict(ENV53),
+             job_mem_mib=2800, dmesg="/kubepods/burstable/pod-encoder"),
+]
+# the teacher's embeddings: 5 shards per rank of 48k rows (inputs 256-d, targets 512-d, float16); rank 1's last shard
+# holds 96k rows (the export's two leftover parts merged)
+TEACHER53 = r"""python - <<'EOF2'
+import os, torch
+g = torch.Generator().manual_seed(53)
+for r in range(2):
+    os.makedirs(f"teacher/rank{r}", exist_ok=True)
+    for k in range(5):
+        n = 96000 if (r == 1 and k == 4) else 48000
+        inp = torch.randn(n, 256, generator=g).half()
+        torch.save({"inp": inp, "emb": torch.randn(n, 512, generator=g).half()}, f"teacher/rank{r}/shard-{k:04d}.pt")
+EOF2"""
+# at rank 1's step-40 line its address-space limit becomes its current virtual size + 40 MiB (a batch system's vmem
+# limit for the task, `ulimit -v` / prlimit --as)
+AS53 = ("for p in $(pgrep -f train_distill.py); do tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=1 || continue; "
+        "pp=$(awk '{print $4}' /proc/$p/stat); tr '\\0' '\\n' < /proc/$pp/environ | grep -qx RANK=1 && continue; "
+        "vm=$(awk '/^VmSize:/{print $2}' /proc/$p/status); lim=$(( (vm + 40*1024) * 1024 )); "
+        "prlimit --pid $p --as=$lim:$lim && echo \"  prlimit_as: rank 1 pid $p vm ${vm} kB -> as $lim\" >&2; done")
+SCENARIOS += [
+    Scenario("b53_hang_prefetch_mmap_enomem_r1", "train_distill.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_distill.py", setup=TEACHER53, env=dict(ENV53),
+             action=("shell", "[rank 1] step 40 ", AS53)),
+    # the job (torchrun and its 3 ranks) in one memory cgroup of 1,200 MiB; the store torchrun hosts for the job holds
+    # every rank's per-step ledger; orphaned ranks are left to end by themselves (up to 40 s)
+    Scenario("b53_oom_agent_store_sample_ledger_killed", "train_clicks.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_clicks.py", env=dict(ENV53), job_mem_mib=1200,
+             dmesg="/kubepods/burstable/pod-clicks", orphans_s=40),
+    # from rank 0's step-10 line its child processes (the checkpoint writer) are in a memory cgroup of 40 MiB
+    Scenario("b53_hang_async_ckpt_writer_oomkilled_r0", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py", env=dict(ENV53),
+             action=("worker_cgroup", 0, 40, "rank=0 step=10 "), dmesg="/kubepods/burstable/pod-lm-r0"),
+]
+# 3,200 one-second clips per rank (16 kHz int16) with labels
+SPEECH53 = r"""mkdir -p speech && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(53)
+for r in range(2):
+    np.save(f"speech/wav-{r}.npy", rng.integers(-8000, 8000, (3200, 16000), dtype=np.int16))
+    np.save(f"speech/label-{r}.npy", rng.integers(0, 35, 3200))
+EOF2"""
+# at rank 1's step-5 line its 2 DataLoader workers go into a memory cgroup (v1) of 100 MiB with the OOM killer disabled
+# (memory.oom_control = 1, a container run with --oom-kill-disable): at the limit they wait in the cgroup's OOM queue,
+# alive; py-spy dumps of both ranks 15 s after that line, as an on-call engineer takes them during the hang
+OOMPAUSE53 = ("cg=/sys/fs/cgroup/memory/zoo_rank_b53_; mkdir -p $cg && echo $((100*1024*1024)) > $cg/memory.limit_in_bytes"
+              " && echo 1 > $cg/memory.oom_control && "
+              "for p in $(pgrep -f train_speech.py); do tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=1 || continue; "
+              "pp=$(awk '{print $4}' /proc/$p/stat); tr '\\0' '\\n' < /proc/$pp/environ | grep -qx RANK=1 || continue; "
+              "echo $p > $cg/cgroup.procs; echo \"  oom_pause: rank 1 worker $p (parent $pp)\" >&2; done")
+SCENARIOS += [
+    Scenario("b53_hang_loader_worker_oom_paused_pyspy_r1", "train_speech.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_speech.py", setup=SPEECH53, env=dict(ENV53),
+             action=("both", ("shell", "rank 1 epoch 0 step 5/", OOMPAUSE53), ("pyspy", "rank 1 epoch 0 step 5/", 2, 15))),
+]
