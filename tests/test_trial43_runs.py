@@ -1,0 +1,19 @@
+"""A new user's trial 43 (/work/trial43_inputs/REPORT.md): inputs the tool misread at first contact
+(``tests/fixtures/trial43``: real runs recorded on this machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+
+RUNS = Path(__file__).parent / "fixtures" / "trial43"
+
+
+def test_a_hyperparameter_that_does_not_parse_is_the_configs_not_the_datas() -> None:
+    """r09b (Ray Train TorchTrainer, 2 CPU workers): worker 1's learning rate comes from train_loop_config's
+    lr_schedule[rank] = "1e-2,warmup=100" and ``lr = float(sched)`` raises "could not convert string to float". It was
+    read as a bad row of the input data ("a bad row or file in the input"); the value is the job's configuration."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r09b_ray_driver.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_stop", "config", 1)
+    assert "A setting the job read does not parse" in d.root_cause.summary
