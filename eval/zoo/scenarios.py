@@ -9124,3 +9124,176 @@ SCENARIOS += [
              "torchrun --nproc-per-node 2 --master-port {port} train_speech.py", setup=SPEECH53, env=dict(ENV53),
              action=("both", ("shell", "rank 1 epoch 0 step 5/", OOMPAUSE53), ("pyspy", "rank 1 epoch 0 step 5/", 2, 15))),
 ]
+
+# ---- batch 55 (h204): restarts and repeated attempts as a restarted job's logs really hold them: torchrun
+# --max-restarts where a rank SIGKILLed in attempt 0 leaves a half-written checkpoint or an orphan holding a port and the
+# restarted attempts fail differently; a restart storm on a bad sample reached again after every resume (all attempts in
+# the --log-dir attempt_N folders); an elastic two-node job (--nnodes 1:2) whose node 1 leaves mid-run; a Slurm-requeue
+# style rerun appended to the same log file; jobs that recover by themselves after one failed attempt; ids b55_* ----
+ENV55 = {"OMP_NUM_THREADS": "1"}
+# the team's feature cache server (started by rank 0 of the CTR job, detached in its own session)
+CACHE55 = r"""cat > feature_cache.py <<'EOF2'
+# The team's feature cache: deterministic 32-float feature rows per item id over HTTP (POST /rows, a JSON list).
+import argparse
+import json
+import random
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--port", type=int, required=True)
+args = ap.parse_args()
+
+
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        ids = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        rows = [[random.Random(i * 32 + k).gauss(0, 1) for k in range(32)] for i in ids]
+        body = json.dumps(rows).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", args.port), H)
+print(f"serving on 127.0.0.1:{args.port}", flush=True)
+srv.serve_forever()
+EOF2"""
+# per-rank land-cover shards (10 classes); one tile of shard 2 came from the 13-class relabelling (class 12), at the
+# 17th sample of rank 2's step-57 batch
+LANDCOVER55 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(55)
+for r in range(3):
+    y = torch.randint(0, 10, (6400,), generator=g)
+    x = torch.randn(6400, 13, generator=g) + torch.nn.functional.one_hot(y, 13).float() * 1.5
+    if r == 2:
+        y[56 * 32 + 17] = 12
+    torch.save({"x": x, "y": y}, f"data/shard-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # attempt 0: rank 0 SIGKILLed while it writes ckpt/step-000060.pt (at 6 MB of its 25 MB); the restarted attempts
+    # resume from the newest file in ckpt/, the half-written one
+    Scenario("b55_inf_restart_kill_midsave_halfwritten_ckpt_logdir_r0", "train_ranker.py",
+             "torchrun --nproc-per-node 2 --max-restarts 2 --log-dir logs --tee 3 --master-port {port} train_ranker.py",
+             env=dict(ENV55), action=("kill_when_file", 0, signal.SIGKILL, "ckpt/step-000060.pt", 6_000_000)),
+    # attempt 0: rank 1 SIGKILLed at its step 60; torchrun ends rank 0's process group, but rank 0's feature cache
+    # server runs in its own session and keeps its port: every restarted rank 0 fails to start it
+    Scenario("b55_inf_restart_sigkill_orphan_cache_port_logdir_r1", "train_ctr.py",
+             "torchrun --nproc-per-node 2 --max-restarts 2 --log-dir logs --tee 3 --master-port {port} train_ctr.py",
+             setup=CACHE55, env={**ENV55, "FEATURE_CACHE_PORT": "{port_asset}"},
+             action=("kill", 1, signal.SIGKILL, "[rank1] step 60/200")),
+    # every attempt resumes from the step-40 checkpoint and meets rank 2's class-12 tile again at step 57
+    Scenario("b55_data_restart_storm_label_oob_step57_c10d_logdir_r2", "train_landcover.py",
+             "torchrun --nnodes 1 --nproc-per-node 3 --max-restarts 3 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--log-dir logs --redirects 3 train_landcover.py", setup=LANDCOVER55,
+             # the job's environment carries pytorch/pytorch#135712's workaround (without it every restarted attempt
+             # failed in gloo's connectFullMesh to the previous attempt's addresses; see README, batch 55)
+             env={**ENV55, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
+]
+ELASTIC55 = ("torchrun --nnodes 1:2 --nproc-per-node 2 --max-restarts 3 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--rdzv-id sentiment-elastic --rdzv-conf last_call_timeout=3,join_timeout=40 train_sentiment.py")
+SCENARIOS += [
+    # node 1 (its agent and both workers) SIGKILLed once rank 0 logs step 60: a machine lost; node 0's agent restarts its
+    # workers, re-rendezvouses alone (min 1 node) and the job goes on with world size 2 from the step-60 checkpoint
+    Scenario("b55_inf_elastic_node1_lost_rerdzv_c10d_twonode_n1", "train_sentiment.py", ELASTIC55, cmd2=ELASTIC55,
+             env=dict(ENV55), action=("kill_node", 1, signal.SIGKILL, "rank 0/4 step 60/160")),
+]
+# the Slurm batch script as the user wrote it; the console's loop stands in for Slurm requeueing it once (the job's
+# SLURM_RESTART_COUNT), each run appended to the same output file (--open-mode=append)
+JOB55 = r"""mkdir -p logs && cat > job.sh <<'EOF2'
+#!/bin/bash
+#SBATCH --job-name=kws-ddp --nodes=1 --ntasks-per-node=1 --cpus-per-task=2
+#SBATCH --requeue --open-mode=append --output=logs/kws-ddp-41873.log
+echo "[$(date '+%F %T')] job 41873 (restart ${SLURM_RESTART_COUNT:-0}) starting on $(hostname)"
+torchrun --nproc-per-node 2 --master-port $MASTER_PORT train_kws.py
+echo "[$(date '+%F %T')] job 41873 (restart ${SLURM_RESTART_COUNT:-0}) torchrun exit code $?"
+EOF2"""
+# the preemption: SIGTERM to the running torchrun (Slurm signals the job's step; torchrun forwards it to its workers)
+PREEMPT55 = ("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | "
+             "grep -qx 'ZOO_RUN=b55_inf_requeue_preempt_emergency_ckpt_keyerror_appendlog' && "
+             "tr '\\0' ' ' < $p/cmdline | grep -q 'bin/torchrun' && kill -TERM ${p#/proc/} && "
+             "echo \"  preempt: SIGTERM to torchrun ${p#/proc/}\" >&2; done")
+# the shared checkpoint volume (16 MiB tmpfs) holds 12 MiB of another experiment's eval dumps, deleted by their owner's
+# cleanup once the job's first save has failed
+VOLUME55 = r"""mkdir -p ckpt && mount -t tmpfs -o size=16m tmpfs ckpt && mkdir -p ckpt/exp-0412-evaldump && \
+head -c 12582912 /dev/urandom > ckpt/exp-0412-evaldump/logits-val.bin"""
+SCENARIOS += [
+    Scenario("b55_inf_requeue_preempt_emergency_ckpt_keyerror_appendlog", "train_kws.py",
+             "for n in 0 1; do SLURM_RESTART_COUNT=$n bash job.sh >> logs/kws-ddp-41873.log 2>&1; done",
+             setup=JOB55, env={**ENV55, "MASTER_PORT": "{port}"},
+             action=("shell4", "rank 0 step 120/200", PREEMPT55)),
+    Scenario("b55_st_restart_ckpt_volume_full_transient_recovers_c10d", "train_tagger.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--log-dir logs --tee 3 train_tagger.py", setup=VOLUME55, teardown="umount ckpt",
+             env={**ENV55, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"},
+             action=("shell4", "iostream error", "rm -rf ckpt/exp-0412-evaldump && echo '  cleanup: eval dumps deleted' >&2")),
+]
+ELASTIC55B = ("torchrun --nnodes 1:2 --nproc-per-node 2 --max-restarts 3 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+              "--rdzv-id fashion-attr --rdzv-conf last_call_timeout=3,join_timeout=40 train_attrs.py")
+JOB55B = r"""mkdir -p logs && cat > job.sh <<'EOF2'
+#!/bin/bash
+#SBATCH --job-name=speech-cmd --nodes=1 --cpus-per-task=2 --mem=8G
+#SBATCH --requeue --open-mode=append --output=logs/speech-cmd-41902.log
+echo "=== $(date '+%F %T') speech-cmd job 41902, SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}, node $(hostname) ==="
+torchrun --nproc-per-node 2 --master-port $MASTER_PORT train_speech.py
+rc=$?
+echo "=== $(date '+%F %T') torchrun exited with $rc ==="
+exit $rc
+EOF2"""
+# the team's experiment-tracking service (a stand-in REST endpoint); it is down (being redeployed) when the job starts
+# and comes back once the job's first metrics post has failed
+TRACK55 = r"""mkdir -p .svc && cat > .svc/tracking.py <<'EOF2'
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF2
+echo {port_asset} > .svc/port"""
+SCENARIOS += [
+    # node 1's agent gets SIGTERM once rank 0 logs step 60 (the spot node taken back: the scheduler's scale-down); it
+    # stops its workers and leaves; node 0 is left to re-rendezvous
+    Scenario("b55_inf_elastic_node1_sigterm_scale_down_c10d_twonode_n1", "train_attrs.py", ELASTIC55B, cmd2=ELASTIC55B,
+             env=dict(ENV55), action=("kill_node_launcher", 1, signal.SIGTERM, "rank 0 of 4 step 60/150")),
+    # the first run's rank 1 is in a 480 MiB memory cgroup (the node's container limit); after the requeue the job's
+    # ranks are not limited (the requeued run landed on a node with more memory)
+    Scenario("b55_oom_requeue_hard_example_cache_r1_rerun_completes", "train_speech.py",
+             "for n in 0 1; do SLURM_RESTART_COUNT=$n bash job.sh >> logs/speech-cmd-41902.log 2>&1; done",
+             setup=JOB55B, env={**ENV55, "MASTER_PORT": "{port}"}, action=("cgroup", 1, 480)),
+    Scenario("b55_inf_restart_tracking_server_refused_recovers_c10d", "train_forecast.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--log-dir logs --tee 3 train_forecast.py", setup=TRACK55,
+             env={**ENV55, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "TRACKING_URI": "http://127.0.0.1:{port_asset}"},
+             action=("shell4", "[Errno 111] Connection refused",
+                     "ZOO_RUN=b55_inf_restart_tracking_server_refused_recovers_c10d setsid nohup python3 .svc/tracking.py "
+                     "$(cat .svc/port) > /dev/null 2>&1 & echo '  tracking service back up' >&2")),
+]
+# pre-tokenized shards (<= 128 tokens each); one support transcript in shard 0 (example 520, in rank 0's step-33 batch)
+# went through the pipeline's fallback path, which skipped the truncation: 311 tokens
+INTENT55 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(55)
+for r in range(2):
+    with open(f"data/tok-{r}.jsonl", "w") as f:
+        for i in range(1600):
+            label = rng.randrange(20)
+            n = 311 if (r == 0 and i == 520) else rng.randint(6, 128)
+            ids = [rng.randrange(1, 8000) for _ in range(n)]
+            ids[0] = 100 + label
+            f.write(json.dumps({"ids": ids, "label": label}) + "\n")
+EOF2"""
+SCENARIOS += [
+    # every attempt resumes from the step-20 checkpoint and meets the 311-token example again at step 33
+    Scenario("b55_data_restart_storm_overlong_sample_posemb_c10d_tee_r0", "train_intent.py",
+             "torchrun --nnodes 1 --nproc-per-node 2 --max-restarts 3 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} "
+             "--log-dir logs --tee 3 train_intent.py", setup=INTENT55,
+             env={**ENV55, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
+]
