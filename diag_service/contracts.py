@@ -77,6 +77,8 @@ class ProgressLog:
     """Observations gathered while extracting, beside the events.
 
     ``series``: training-progress lines per stream, ``(unix seconds, step)``, the last 4,096 each.
+    ``file_last_step``: per file (bundle path, first 4,096), the step of its last progress line read, with or
+    without a time (how far an attempt of a restarted job got: ``diag_service.localize.attempts``).
     ``rank_last_step``: per global rank, the step of its last progress line read, with or without a time (first
     4,096 ranks); ``steps_sampled``: some block had more progress lines than were read (about 64 per block), so a
     rank's last step there may be an earlier one.
@@ -132,6 +134,7 @@ class ProgressLog:
 
     series: dict[tuple[str, int | None, str | None], deque[tuple[float, int]]] = field(default_factory=dict)
     rank_last_step: dict[int, int] = field(default_factory=dict)
+    file_last_step: dict[str, int] = field(default_factory=dict)
     steps_sampled: bool = False
     stack_dumps: int = 0
     collectives: list[CollectiveTimeout] = field(default_factory=list)

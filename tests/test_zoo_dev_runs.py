@@ -354,3 +354,17 @@ def test_a_ranks_forward_and_backward_named_apart_on_ms_per_step_lines_name_the_
     d = _diagnose("b46_slow_rank_quota_r1_phases", tmp_path)
     assert d.slow is not None and [(s.rank, s.kind.value) for s in d.slow.stragglers] == [(1, "compute")]
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_slow", 1), d.root_cause.summary
+
+
+def test_a_restart_storm_in_torchelastics_attempt_folders_stops_the_restarts(tmp_path: Path) -> None:
+    """b55 (dev, first contact after diag_service.localize.attempts was written, before its logs were read): a bad
+    label at step 57 of rank 2's shard; torchrun --max-restarts 3 resumed from the step-40 checkpoint each time and
+    each attempt failed on the same sample. Three restarts without getting past the first attempt: a storm (L4,
+    stop restarting), not another restart. The recovering run of the same batch (attempt 1 trained to the end)
+    has no restart without progress."""
+    d = _diagnose("b55_data_restart_storm_label_oob_step57_c10d_logdir_r2", tmp_path)
+    assert (d.category.value, d.first_failing_rank) == ("data", 2)
+    assert d.restarts is not None and (d.restarts.count, d.restarts.without_progress) == (3, 3)
+    assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("restart_storm", "L4")
+    ok = _diagnose("b55_st_restart_ckpt_volume_full_transient_recovers_c10d", tmp_path / "ok")
+    assert ok.restarts is not None and (ok.restarts.count, ok.restarts.without_progress) == (1, 0)

@@ -1360,6 +1360,9 @@ class Extractor:
             step_no = int(mm.group(1))
             if rank is not None and (rank in self.progress.rank_last_step or len(self.progress.rank_last_step) < 4096):
                 self.progress.rank_last_step[rank] = step_no  # the last read (a config banner's "steps=60" comes first)
+            path = rd.src.path
+            if path in self.progress.file_last_step or len(self.progress.file_last_step) < 4096:
+                self.progress.file_last_step[path] = step_no
             ts = self._ts(att.text)
             if ts is None:
                 continue

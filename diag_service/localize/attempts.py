@@ -28,19 +28,23 @@ def restarts_from_logs(progress: ProgressLog, groups: list[TemplateGroup],
                        members: list[str] | tuple[str, ...] = ()) -> JobRestarts | None:
     """The launcher's restarts shown by ``attempt_N`` folders: ``count`` the highest attempt number seen (attempt 0
     is the first start), ``without_progress`` the latest attempts in a row whose training step reached (the last step
-    of each of its step-line streams, ``progress.series``) is no higher than every earlier attempt's (an attempt
+    of each of its files, ``progress.file_last_step``) is no higher than every earlier attempt's (an attempt
     with no step line counts as none), ``first_time``/``last_time`` the earliest step time (unix seconds) of the
     first and of the last of those attempts when their lines have times, ``highest_step`` the highest step reached by
     any attempt. None when no file lies in an attempt folder above 0.
 
     The attempt numbers come from ``members`` (the bundle paths of the log files read, ingest's
     ``Bundle.log_members``) and from the files the events and step lines were read from."""
-    steps: dict[int, list[tuple[float, int]]] = {}  # per attempt: each stream's first time and last step
+    steps: dict[int, list[tuple[float | None, int]]] = {}  # per attempt: each file's first step time and last step
+    firsts: dict[str, float] = {}
     for (path, _rank, _node), points in progress.series.items():
+        if points and _attempt(path) is not None:
+            firsts[path] = min(points[0][0], firsts.get(path, points[0][0]))
+    for path, last in progress.file_last_step.items():
         a = _attempt(path)
-        if a is not None and points:
-            # a stream's last step is how far it got (its first may be a configuration banner's "steps=60")
-            steps.setdefault(a, []).append((points[0][0], points[-1][1]))
+        if a is not None:
+            # a file's last step is how far it got (its first may be a configuration banner's "steps=60")
+            steps.setdefault(a, []).append((firsts.get(path), last))
     seen = set(steps) | {a for p in members if (a := _attempt(p)) is not None}
     for g in groups:
         for ev in (*g.examples, *g.rank_first.values()):
@@ -63,7 +67,7 @@ def restarts_from_logs(progress: ProgressLog, groups: list[TemplateGroup],
             best = top if best is None else max(best, top)
 
     def start(a: int) -> float | None:
-        return min((t for t, _s in steps.get(a, ())), default=None)
+        return min((t for t, _s in steps.get(a, ()) if t is not None), default=None)
 
     return JobRestarts(
         count=last, without_progress=len(streak),
