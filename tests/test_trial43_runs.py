@@ -17,3 +17,13 @@ def test_a_hyperparameter_that_does_not_parse_is_the_configs_not_the_datas() -> 
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r09b_ray_driver.log"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_stop", "config", 1)
     assert "A setting the job read does not parse" in d.root_cause.summary
+
+
+def test_a_broken_pipe_to_a_store_that_shut_down_names_no_rank() -> None:
+    """r20 (qibin0506/Cortex #17, a part of a torchrun log): ranks 1 and 3's heartbeat monitors report 'Failed to check
+    the "should dump" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: Broken pipe' and
+    the store client's 'sendBytes failed ... Broken pipe': after-effects of the store's host having exited. They were
+    read as a connection reset of rank 3's own ("first failing rank 3")."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r20_store_gone_train.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_stop", "unknown", None)
+    assert "The c10d store had already shut down" in d.root_cause.summary
