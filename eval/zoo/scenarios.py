@@ -9297,3 +9297,140 @@ SCENARIOS += [
              "--log-dir logs --tee 3 train_intent.py", setup=INTENT55,
              env={**ENV55, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
 ]
+
+# ---- batch 54 (h203): hangs whose evidence is collective traces and stack dumps, as on-call collects them for a
+# hung job: every run keeps torch's Flight Recorder on (TORCH_FR_BUFFER_SIZE, gloo) and the script writes each rank's
+# trace to fr/ on the collective timeout (two runs: also from a SIGTERM handler), and py-spy dumps of every rank are taken
+# while the job hangs (record.py's "pyspy"): a rank that skips the gradient all_reduce in its spike guard, a rank that
+# all_reduces a normalizer the others broadcast, an empty validation-loss tensor in an all_reduce, a rank blocked on
+# its feature FIFO after the streaming sidecar stopped, a rank in the barrier of its data-parallel group while its
+# peers are in the tensor-parallel one, rank 0 exporting alone past the others' 20 s barrier, and a reporter thread
+# whose all_gather lands between different gradient all-reduces on different ranks; ids b54_* ----
+ENV54 = {"OMP_NUM_THREADS": "1", "TORCH_FR_BUFFER_SIZE": "2000"}
+SENSORS54 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(54)
+w = torch.randn(32, generator=g)
+for r in range(3):
+    x = torch.randn(300 * 64, 32, generator=g)
+    y = x @ w * 0.3 + 0.1 * torch.randn(len(x), generator=g)
+    if r == 1:  # a logger firmware bug: one burst of rows recorded in raw counts, not volts
+        x[136 * 64:137 * 64] *= 300.0
+    torch.save({"x": x, "y": y}, f"data/sensors-{r}.pt")
+EOF2"""
+REQUESTS54 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(54)
+w = torch.randn(40, generator=g)
+for r in range(3):
+    n = 300 * 256
+    x = torch.randn(n, 40, generator=g) * 3 + 1
+    y = ((x - 1) @ w / 3 + 0.5 * torch.randn(n, generator=g) > 0).float()
+    valid = 0.95 if r != 2 else 0.5  # rank 2's log: the mobile-app traffic, half of each batch is padding
+    mask = torch.rand(n, generator=g) < valid
+    torch.save({"x": x, "y": y, "mask": mask}, f"data/requests-{r}.pt")
+EOF2"""
+INTENTS54 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(54)
+for r in range(3):
+    label = torch.randint(0, 24, (3000,), generator=g)
+    ids = torch.randint(0, 5000, (3000, 12), generator=g)
+    ids[:, 0] = label * 100 + 7
+    torch.save({"ids": ids, "label": label}, f"data/train-{r}.pt")
+    nval = 200 if r != 2 else 40  # the new locale's validation split: 40 utterances so far
+    vl = torch.randint(0, 24, (nval,), generator=g)
+    vi = torch.randint(0, 5000, (nval, 12), generator=g)
+    vi[:, 0] = vl * 100 + 7
+    torch.save({"ids": vi, "label": vl}, f"data/val-{r}.pt")
+EOF2"""
+# the node's feature-streaming sidecar: one feeder per rank writing fixed-size records into the rank's FIFO (started
+# with the job, each in its own session; they carry ZOO_RUN, so the recorder ends them)
+FIFO54 = r"""mkdir -p stream && cat > stream/feeder.py <<'EOF2'
+import os, random, struct, sys
+r = int(sys.argv[1])
+open(f"stream/feeder-{r}.pid", "w").write(str(os.getpid()))
+rec = struct.Struct("<40fi")
+rng = random.Random(r)
+with open(f"stream/rank{r}.fifo", "wb") as f:
+    while True:
+        y = rng.randrange(50)
+        x = [rng.gauss(0, 1) + (1.5 if i == y % 40 else 0.0) for i in range(40)]
+        f.write(rec.pack(*x, y))
+EOF2
+for r in 0 1 2; do mkfifo stream/rank$r.fifo; setsid nohup python stream/feeder.py $r > /dev/null 2>&1 & done"""
+TOKENS54 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(54)
+for r in range(3):
+    torch.save(torch.randint(0, 4096, (200_000,), generator=g), f"data/tokens-{r}.pt")
+EOF2"""
+TR54 = "torchrun --nproc-per-node {n} --master-port {{port}} {f}"
+SCENARIOS += [
+    # (a) rank 1's batch at step 137 holds the raw-count rows: its local spike guard skips the gradient all_reduce
+    Scenario("b54_hang_spike_guard_skip_allreduce_fr_r1", "train_sensors.py",
+             TR54.format(n=3, f="train_sensors.py"), setup=SENSORS54, env=dict(ENV54),
+             action=("pyspy", "skipping this update", 3, 6)),
+    # (b) ranks 0-1 freeze the normalizer near step 83 (20,000 valid rows), rank 2 (half padding) near step 157: at
+    # the step-100 sync ranks 0-1 broadcast, rank 2 all_reduces
+    Scenario("b54_hang_normalizer_bcast_vs_allreduce_fr_r2", "train_ctr.py",
+             TR54.format(n=3, f="train_ctr.py"), setup=REQUESTS54, env=dict(ENV54),
+             action=("pyspy", "rank2: step 75/300", 3, 8)),
+    # (c) rank 2's validation split has 40 utterances: with batch 64 and drop_last its loss tensor is empty
+    Scenario("b54_hang_empty_val_loss_allreduce_size_r2", "train_intent.py",
+             TR54.format(n=3, f="train_intent.py"), setup=INTENTS54, env=dict(ENV54),
+             action=("pyspy", "step 50 loss", 3, 6)),
+    # (d) from rank 1's step-60 line its feeder (the sidecar process) is stopped, as a sidecar stuck on the store is
+    Scenario("b54_hang_fifo_feeder_stalled_pyspy_r1", "train_spkid.py",
+             TR54.format(n=3, f="train_spkid.py"), setup=FIFO54, env=dict(ENV54),
+             action=("both", ("shell", "rank 1: step 60/400",
+                              "kill -STOP $(cat stream/feeder-1.pid); echo '  sidecar: feeder 1 stopped' >&2"),
+                     ("pyspy", "rank 1: step 60/400", 3, 9))),
+    # (e) at step 80 rank 2 (it keeps the embedding's optimizer state) waits in its dp group [0,2]'s barrier
+    Scenario("b54_hang_subgroup_barrier_dp_vs_tp_4r_r2", "train_tp.py",
+             TR54.format(n=4, f="train_tp.py"), env=dict(ENV54),
+             action=("pyspy", "step 80: wrote ckpt", 4, 6)),
+    # (f) rank 0 alone exports the final model (gzip level 9, minutes on this host) while the others wait at the
+    # barrier with the job's 20 s process-group timeout
+    Scenario("b54_hang_final_save_rank0_barrier_timeout_r0", "train_lm.py",
+             TR54.format(n=3, f="train_lm.py"), setup=TOKENS54, env=dict(ENV54),
+             action=("pyspy", "rank 0: exporting final model", 3, 8)),
+    # (g) the reporter thread's all_gather, timed by the wall clock, lands between different gradient all-reduces
+    Scenario("b54_hang_reporter_thread_allgather_order_fr", "train_cnn.py",
+             TR54.format(n=3, f="train_cnn.py"), env=dict(ENV54),
+             action=("pyspy", "training started (reporter", 3, 8)),
+]
+ALERTS54 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(54)
+w = torch.randn(24, generator=g)
+for r in range(3):
+    x = torch.randn(6000, 24, generator=g)
+    y = ((x @ w) > 2.0).float()
+    torch.save({"x": x, "y": y}, f"data/alerts-train-{r}.pt")
+    vx = torch.randn(500, 24, generator=g)
+    vy = ((vx @ w) > 2.0).float()
+    if r == 1:  # slice 1: the new merchant segment, no alert there confirmed as fraud yet
+        vy.zero_()
+    torch.save({"x": vx, "y": vy}, f"data/alerts-val-{r}.pt")
+EOF2"""
+TAGGER54 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+            "train_tagger.py")
+SCENARIOS += [
+    # (d) rank 0's DataLoader worker reads the FIFO; from the step-60 log line rank 0's feeder is stopped; torchrun
+    # --redirects 3 (rank output only in logs/), so the trigger is looked for in the log files too ("shell4")
+    Scenario("b54_hang_loader_worker_fifo_logdir_r0", "train_spkid.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --redirects 3 train_spkid.py",
+             setup=FIFO54, env=dict(ENV54),
+             action=("both", ("shell4", "step 60/400 loss",
+                              "kill -STOP $(cat stream/feeder-0.pid); echo '  sidecar: feeder 0 stopped' >&2"),
+                     ("pyspy", "step 60/400 loss", 3, 9))),
+    # (f) two nodes: rank 0 (node 0) alone runs the final evaluation, the 3 others wait at the barrier (20 s timeout)
+    Scenario("b54_hang_rank0_final_eval_barrier_twonode_r0", "train_tagger.py", TAGGER54.format(k=0, port="{port}"),
+             cmd2=TAGGER54.format(k=1, port="{port}"), env=dict(ENV54),
+             action=("pyspy", "rank0: running final evaluation", 4, 8)),
+    # (a) rank 1's validation slice has no confirmed fraud: auc_histograms returns before its all_reduce
+    Scenario("b54_hang_auc_early_return_skip_allreduce_spawn_r1", "train_alerts.py", "python train_alerts.py 3",
+             setup=ALERTS54, env={**ENV54, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"},
+             action=("pyspy", "[proc 1] step 40 loss", 3, 6)),
+]
