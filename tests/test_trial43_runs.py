@@ -27,3 +27,13 @@ def test_a_broken_pipe_to_a_store_that_shut_down_names_no_rank() -> None:
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r20_store_gone_train.log"), kb=False, llm=False))
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_stop", "unknown", None)
     assert "The c10d store had already shut down" in d.root_cause.summary
+
+
+def test_a_net_ofi_completion_error_is_not_called_an_aws_efa_fault() -> None:
+    """r15 (NVIDIA/nccl #1928, an HPE/Cray system): "NET/OFI Request ... completed with error. RC: 113. Error: 2
+    (UNDELIVERABLE)" through the aws-ofi-nccl plugin, whose libfabric provider there is not EFA. The answer said
+    "EFA (libfabric) reported ..." and sent the reader to the instances' EFA devices and security group."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r15_ofi_undeliverable.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.category.value) == ("fail_stop", "network")
+    assert not d.root_cause.summary.startswith("EFA")
+    assert "another provider through NET/OFI" in d.root_cause.summary and "cxi" in d.root_cause.summary
