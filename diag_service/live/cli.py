@@ -92,8 +92,15 @@ def watch(
         cfg.pid = _attach(log_dir)
     token = os.environ.get("DIAG_AGENT_TOKEN")
     if service and not token:
-        logging.getLogger("diag.watch").warning(
-            "DIAG_AGENT_TOKEN is not set: a service that requires tokens (docs/service.md) refuses every batch")
+        # said, not warned: a service without agent tokens takes the batches as they are; one that requires them
+        # refuses them, and the sender reports that refusal
+        logging.getLogger("diag.watch").info(
+            "no DIAG_AGENT_TOKEN: batches are sent without a token (a service that requires agent tokens, "
+            "docs/service.md, refuses them)")
+    if service:
+        logging.getLogger("diag.watch").info(
+            "the service's live view of this job: GET %s/v1/live/jobs/%s (status, latest diagnosis; its ETPR: .../etpr)",
+            service.rstrip("/"), job_id)
     send = http_sender(service, job_id, token) if service else None
     launcher = pump = None
     if cmd:
