@@ -101,7 +101,9 @@ def test_nothing_known_is_unknown_with_ranked_events(tmp_path: Path) -> None:
     )
     d = diagnose(DiagnoseRequest(path=str(tmp_path)))
     assert d.category is Category.UNKNOWN
-    assert d.confidence < 0.3
+    # an unknown answer's confidence is the fitted probability that "unknown" is right for its kind of log
+    # (knowledge_base/calibration.yaml, unknown_by: about 0.3 on the dev split's first-contact answers): not confident
+    assert d.confidence < 0.5
     assert d.first_failing_rank is None and d.faulty_nodes == []
     assert "frobnicator" in d.root_cause.summary
     assert d.events and "frobnicator" in d.events[0].first.text

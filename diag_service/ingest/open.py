@@ -110,6 +110,7 @@ def excluded_by(patterns: list[str]):  # noqa: ANN201 - Callable[[str], bool]
 #: The log members' names a bundle keeps (:attr:`Bundle.log_members`).
 MAX_LOG_MEMBERS = 100_000
 
+
 class Bundle:
     """One job's bundle, classified once. Build with :func:`open_bundle` or :meth:`from_text`."""
 
