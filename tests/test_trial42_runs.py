@@ -47,6 +47,9 @@ def test_a_plan_after_the_launchers_own_restarts_failed_is_not_restart_as_it_is(
     assert any("that attempt failed too" in f for f in d.findings), d.findings
     assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("restart_failed_again", "L2")
     assert "as it is will not do" in d.recovery.action
+    # torchelastic logs its SIGTERMs to the other workers before the killed one's "failed (exitcode: -9)": teardown,
+    # not a precursor of the kill
+    assert "Preceded by" not in d.root_cause.summary and "Process terminated" in d.root_cause.summary
     # the console alone shows no second attempt: the bare kill's plan stands
     alone = diagnose(DiagnoseRequest(path=str(RUNS / "r02_restarts_failed" / "console.log"), kb=False, llm=False))
     assert alone.recovery is not None and alone.recovery.rule_id == "unconfirmed_kill_restart"

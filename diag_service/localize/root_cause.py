@@ -1357,7 +1357,11 @@ def localize(
         # scale hits its minimum), not its consequence: it is named as what came first.
         # So is a routine message the catalogue marks as a precursor (``cascade: precursor``, e.g. fp16 loss-scale
         # overflows before the scale's minimum): no failure evidence of its own, but the story when one follows.
-        before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)]
+        before = [h for h in cascade if h.role is EventRole.SYMPTOM and _earlier(h, primary)
+                  and not (h.signature_id == "process_sigterm" and _cascade(primary, sigs) == "silent_death")]
+        # (torchelastic stops the other workers, "Sending process N closing signal SIGTERM", before it logs the killed
+        # one's "failed (exitcode: -9) local_rank: R": the teardown is stamped first and is the kill's consequence;
+        # torch/distributed/elastic/multiprocessing/api.py; a new user's trial 42, r02)
         before += [h for h in hits if h.role is EventRole.CONTEXT and _cascade(h, sigs) == "precursor"
                    and _earlier(h, primary) and not set(h.template_ids) <= root_lines]
         cascade = [h for h in cascade if h not in before]
