@@ -806,6 +806,15 @@ _NCCL_CALL_FAILED = re.compile(
     r"invalid argument|invalid usage|remote process exited or there was a network error)")
 
 
+def _rank_node(rank: int, groups: list[TemplateGroup], also: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """The one node that ``rank``'s own lines name (each template's first event of the rank, and ``also``: nodes its
+    other lines gave, e.g. its progress lines' streams), as :func:`node_names` names it; None when they name none or
+    several."""
+    where = set(also) | {g.rank_first[rank].node for g in groups if rank in g.rank_first and g.rank_first[rank].node}
+    named, _ = node_names(sorted(where))
+    return named[0] if len(where) == 1 and named else None
+
+
 def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozenset[int] = frozenset()) -> bool:
     """True when some rank wrote an error of its own: an exception, an error line, a kernel report, C++ frames or
     (with ``nccl``) an NCCL warning; NCCL INFO lines are not errors, nor are the templates in ``benign`` (template
@@ -1459,19 +1468,17 @@ def localize(
                 first_rank = hang_suspects[0] if len(hang_suspects) == 1 else None
                 if first_rank is not None:
                     # the node the silent rank's own lines come from (its progress lines' file or prefix, its events)
-                    where_nodes = {n for (_p, r, n) in progress.series if r == first_rank and n} | {
-                        g.rank_first[first_rank].node for g in groups
-                        if first_rank in g.rank_first and g.rank_first[first_rank].node}
-                    named_nodes, _ = node_names(sorted(where_nodes))
-                    if len(where_nodes) == 1 and named_nodes:
-                        rank_node = (first_rank, named_nodes[0])
+                    node = _rank_node(first_rank, groups,
+                                      {n for (_p, r, n) in progress.series if r == first_rank and n})
+                    if node is not None:
+                        rank_node = (first_rank, node)
                         # where to look (py-spy, its kernel log), said in words; faulty_nodes (the node to act on,
                         # and a node fault in the recovery history) only for a node-level category: a rank stuck in
                         # the job's code or its data says nothing against its node
-                        hang_findings.append(f"Rank {first_rank} runs on node {named_nodes[0]}.")
+                        hang_findings.append(f"Rank {first_rank} runs on node {node}.")
                         findings.append(hang_findings[-1])
                         if category in NODE_LEVEL:
-                            faulty_nodes = named_nodes
+                            faulty_nodes = [node]
             if handled is not None:
                 # the rank went on after its own error and then waited in a collective: the error path is where its
                 # peers' collectives and its own parted (a skipped barrier or save), or what it no longer did
@@ -1769,11 +1776,9 @@ def localize(
     if first_rank is not None and (rank_node is None or rank_node[0] != first_rank):
         # the node of the first failing rank from any line of its that names one (a Slurm report "srun: error:
         # gpu-node02: task 6: Exited with exit code 1" under srun -l, whose traceback lines name no host)
-        where = {g.rank_first[first_rank].node for g in groups
-                 if first_rank in g.rank_first and g.rank_first[first_rank].node}
-        named, _ = node_names(sorted(where))
-        if len(where) == 1 and named:
-            rank_node = (first_rank, named[0])
+        node = _rank_node(first_rank, groups)
+        if node is not None:
+            rank_node = (first_rank, node)
     events.sort(key=lambda e: ({EventRole.ROOT: 0, EventRole.SYMPTOM: 2, EventRole.SUMMARY: 3}.get(e.role, 1), -e.suspicion))
     unique_evidence = list({(e.file, e.line, e.text): e for e in evidence}.values())
     return Localization(
