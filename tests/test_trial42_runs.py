@@ -116,12 +116,12 @@ def test_an_attempt_that_trains_past_the_earlier_ones_ends_the_run_of_restarts_w
         for i, s in enumerate(steps):
             p.add((runs.format(a), 0, None), 1000.0 * a + i, s)  # (as the extractor records a timed step line)
             p.file_last_step[runs.format(a)] = s
-    got = restarts_from_logs(p, [], [runs.format(a) for a in range(4)])
+    got = restarts_from_logs(p, [runs.format(a) for a in range(4)])
     assert got is not None and (got.count, got.without_progress, got.highest_step) == (3, 2, 25)
     assert got.first_time == 2000.0 and got.last_time == 3000.0
-    assert restarts_from_logs(p, [], [runs.format(0)]) is not None  # attempts seen through their step lines too
+    assert restarts_from_logs(p, [runs.format(0)]) is not None  # attempts seen through their step lines too
     untimed = ProgressLog()  # step lines without a time ("rank 2: step 50/100 loss 1.74") count as well
     untimed.file_last_step.update({runs.format(0): 56, runs.format(1): 50})
-    got = restarts_from_logs(untimed, [], [])
+    got = restarts_from_logs(untimed, [])
     assert got is not None and (got.count, got.without_progress, got.first_time) == (1, 1, None)
-    assert restarts_from_logs(ProgressLog(), [], ["logs/none_x/attempt_0/0/stderr.log"]) is None
+    assert restarts_from_logs(ProgressLog(), ["logs/none_x/attempt_0/0/stderr.log"]) is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from diag_service.contracts import ProgressLog, TemplateGroup
+from diag_service.contracts import ProgressLog
 from diag_service.domain import JobRestarts
 
 #: torchelastic's attempt folder in a file's bundle path
@@ -24,8 +24,7 @@ def _attempt(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def restarts_from_logs(progress: ProgressLog, groups: list[TemplateGroup],
-                       members: list[str] | tuple[str, ...] = ()) -> JobRestarts | None:
+def restarts_from_logs(progress: ProgressLog, members: list[str] | tuple[str, ...] = ()) -> JobRestarts | None:
     """The launcher's restarts shown by ``attempt_N`` folders: ``count`` the highest attempt number seen (attempt 0
     is the first start), ``without_progress`` the latest attempts in a row whose training step reached (the last step
     of each of its files, ``progress.file_last_step``) is no higher than every earlier attempt's (an attempt
@@ -34,7 +33,7 @@ def restarts_from_logs(progress: ProgressLog, groups: list[TemplateGroup],
     any attempt. None when no file lies in an attempt folder above 0.
 
     The attempt numbers come from ``members`` (the bundle paths of the log files read, ingest's
-    ``Bundle.log_members``) and from the files the events and step lines were read from."""
+    ``Bundle.log_members``: every file the events and step lines were read from) and from the step lines' files."""
     steps: dict[int, list[tuple[float | None, int]]] = {}  # per attempt: each file's first step time and last step
     firsts: dict[str, float] = {}
     for (path, _rank, _node), points in progress.series.items():
@@ -46,11 +45,6 @@ def restarts_from_logs(progress: ProgressLog, groups: list[TemplateGroup],
             # a file's last step is how far it got (its first may be a configuration banner's "steps=60")
             steps.setdefault(a, []).append((firsts.get(path), last))
     seen = set(steps) | {a for p in members if (a := _attempt(p)) is not None}
-    for g in groups:
-        for ev in (*g.examples, *g.rank_first.values()):
-            a = _attempt(ev.path)
-            if a is not None:
-                seen.add(a)
     if not seen or max(seen) == 0:
         return None
     last = max(seen)

@@ -269,7 +269,7 @@ def diagnose(req: DiagnoseRequest) -> Diagnosis:
         last_checkpoint=checkpoint_seen(progress, loc.evidence, write_failed=loc.category is Category.STORAGE),
         scheduler_job_id=progress.scheduler_job_id,
         k8s_namespace=progress.k8s_namespace,
-        restarts=req.restarts if req.restarts is not None else restarts_from_logs(progress, groups, bundle.log_members),
+        restarts=req.restarts if req.restarts is not None else restarts_from_logs(progress, bundle.log_members),
         input=report,
         versions={"diag_service": __version__, "signatures": sigs.version},
     )
