@@ -208,3 +208,52 @@ def test_a_code_running_pickle_is_named_as_such_in_the_warning(tmp_path: Path) -
     # the default group still spans all four ranks, the one without a readable dump included
     world = next(s for s in rep.stalls if s.group == "0") if any(s.group == "0" for s in rep.stalls) else None
     assert world is None or world.group_ranks == [0, 1, 2, 3]
+
+
+ZOO_EMPTY_ALLREDUCE = Path(__file__).parents[1] / "eval" / "zoo" / "runs" / "b54_hang_empty_val_loss_allreduce_size_r2" / "fr"
+
+
+def test_collective_with_other_sizes_on_one_rank_is_the_cause_even_when_every_rank_retired_it() -> None:
+    # Real gloo dumps (zoo dev run b54): rank 2's validation tensor was empty, its all_reduce #56 ([[0]]) returned at
+    # once and it went on to #57; ranks 0-1 waited in #56 ([[3]]) until the timeout retired every entry. Read by the
+    # wavefront alone, ranks 0-1 "never joined #57"; the sizes at #56 name rank 2 (PyTorch's own matcher: a
+    # SIZE_OR_SYNTAX_MISMATCH).
+    rep = analyze_fr_folder(ZOO_EMPTY_ALLREDUCE)
+    assert rep is not None and [c.rank for c in rep.culprits] == [2]
+    assert rep.culprits[0].kind == "mismatch" and "[[0]]" in rep.culprits[0].reason
+    s56 = next(s for s in rep.stalls if s.seq == 56)
+    assert s56.op == "all_reduce" and s56.mismatched == [2] and s56.missing == []
+
+
+def _entry(seq: int, op: str, sizes: list[list[int]], done: bool) -> dict:
+    return {"collective_seq_id": seq, "p2p_seq_id": 0, "profiling_name": f"nccl:{op}", "is_p2p": False,
+            "process_group": ("0", "default_pg"), "input_sizes": sizes, "output_sizes": sizes,
+            "state": "completed" if done else "started", "retired": done, "time_created_ns": 1_000 + seq}
+
+
+def _dump(entries: list[dict]) -> bytes:
+    return pickle.dumps({"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2]"}},
+                         "pg_status": {}, "entries": entries})
+
+
+def test_rank_that_completed_a_smaller_collective_is_named_while_its_peers_wait_in_it() -> None:
+    # NCCL's form of the same fault: a zero-count all_reduce completes on its rank, which then waits in the next one,
+    # while its peers' #56 stays incomplete; every rank enqueued #56, so none "never joined".
+    base = [_entry(q, "all_reduce", [[64]], True) for q in range(40, 56)]
+    dumps = {
+        r: parse_fr_dump(_dump(base + [_entry(56, "all_reduce", [[3]], False)]), r) for r in (0, 1)
+    }
+    dumps[2] = parse_fr_dump(_dump(base + [_entry(56, "all_reduce", [[0]], True), _entry(57, "all_reduce", [[64]], False)]), 2)
+    rep = analyze_collectives(dumps)
+    assert [c.rank for c in rep.culprits] == [2] and rep.culprits[0].kind == "mismatch"
+
+
+def test_uneven_all_to_all_sizes_are_not_a_mismatch() -> None:
+    # all_to_all's inputs differ across ranks by design (PyTorch's matcher does not compare them): the rank that
+    # never joined #9 is the culprit, not the ranks whose splits differ.
+    def hist(r: int) -> list[dict]:
+        return [_entry(q, "all_to_all", [[10 + r]], True) for q in range(1, 9)]
+    dumps = {r: parse_fr_dump(_dump(hist(r) + [_entry(9, "all_reduce", [[4]], False)]), r) for r in (0, 1)}
+    dumps[2] = parse_fr_dump(_dump(hist(2)), 2)
+    rep = analyze_collectives(dumps)
+    assert [c.rank for c in rep.culprits] == [2] and rep.culprits[0].kind == "not_joined"

@@ -50,6 +50,13 @@ from diag_service.limits import LIMITS
 
 #: Largest dump read (a 2,000-entry buffer with frames is ~2-5 MB; bounded against hostile files).
 MAX_DUMP_BYTES = 256 << 20
+#: Completed collectives kept per group and rank for the cross-rank op and size check (the most recent ones: a
+#: mismatch that matters is next to where the job stopped; 16 x a few hundred bytes per rank and group).
+KEEP_DONE = 16
+#: Ops whose input sizes differ across ranks by design (uneven splits, a root's buffer): compared by op only.
+#: The same exemptions as PyTorch's own matcher (``torch/distributed/flight_recorder/components/types.py``,
+#: ``Op.match``: all_to_all and scatter inputs), plus the ``_v`` (variable size) collectives.
+_SIZES_VARY = re.compile(r"all_?to_?all|^scatter|gather$|_v(?:_single)?$", re.IGNORECASE)
 _P2P_NAME = re.compile(r"(?P<op>send|recv)\s+(?P<a>\d+)\s*(?:->|<-)\s*(?P<b>\d+)")
 
 
@@ -111,6 +118,9 @@ class FRDump:
     #: group name -> [highest collective seq recorded, highest completed]; completed collectives are
     #: counted here and not kept in ``entries`` (which holds the incomplete ones and P2P ops)
     seen: dict[str, list[int]] = field(default_factory=dict)
+    #: group name -> seq -> the last :data:`KEEP_DONE` completed collectives of the group, for the size and op
+    #: check across ranks (a collective can complete on one rank with other sizes than its peers')
+    done: dict[str, dict[int, FREntry]] = field(default_factory=dict)
 
 
 def _int(v: Any) -> int | None:  # noqa: ANN401
@@ -230,9 +240,20 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
                 prog[0] = seq
             if done and seq > prog[1]:
                 prog[1] = seq
-            if done:
-                continue  # a completed collective: only the counters above matter (the wavefront is past it)
         name = str(e.get("profiling_name") or "")
+        if done and not is_p2p and seq is not None:
+            # a completed collective: the counters above place the wavefront past it; its op and sizes are kept
+            # (the last KEEP_DONE of the group) for the check across ranks
+            op = name.split(":", 1)[-1].strip() or "?"
+            if _P2P_NAME.search(op) is None:
+                kept = dump.done.setdefault(pg, {})
+                kept[seq] = FREntry(pg=pg, pg_desc=desc, seq=seq, p2p_seq=None, op=op, is_p2p=False,
+                                    state=str(state or ""), done=True, in_sizes=str(e.get("input_sizes", ""))[:200],
+                                    out_sizes="", dtypes="", time_ns=_int(e.get("time_created_ns")), where="")
+                if len(kept) > 2 * KEEP_DONE:
+                    for old in sorted(kept)[:-KEEP_DONE]:
+                        del kept[old]
+            continue
         op = name.split(":", 1)[-1].strip()
         peer = None
         m = _P2P_NAME.search(op)
@@ -259,6 +280,9 @@ def parse_fr_dump(data: bytes, rank: int, source: str = "") -> FRDump:
                 peer=peer,
             )
         )
+    for kept in dump.done.values():
+        for old in sorted(kept)[:-KEEP_DONE]:
+            del kept[old]
     # pg_status is keyed by the rank-local pg_id (FlightRecorder.hpp), not by the group's global name
     st = doc.get("pg_status")
     if isinstance(st, dict):
@@ -331,8 +355,10 @@ def _members(dumps: dict[int, FRDump]) -> tuple[dict[str, list[int]], dict[str, 
 
 
 def _progress(d: FRDump, g: str) -> tuple[int, int, dict[int, FREntry]]:
-    """(last enqueued, last completed, seq -> incomplete entry) of rank ``d`` in group ``g``; 0 when nothing."""
-    by_seq = {e.seq: e for e in d.entries if e.pg == g and e.seq is not None}
+    """(last enqueued, last completed, seq -> entry) of rank ``d`` in group ``g``; 0 when nothing. The entries are
+    the incomplete ones and the last :data:`KEEP_DONE` completed ones."""
+    by_seq = dict(d.done.get(g, {}))
+    by_seq.update({e.seq: e for e in d.entries if e.pg == g and e.seq is not None})
     enq, done = d.seen.get(g, (0, 0))
     st_enq, st_done = d.status.get(g, (None, None))
     if st_enq is not None and st_enq >= 0:
@@ -369,6 +395,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
                     pending.setdefault(r, []).append((g, p[1] + 1))
     # 2. The wavefront of every group with unfinished work.
     blockers: dict[tuple[str, int], set[int]] = {}
+    held: set[tuple[str, int]] = set()
     for g, ranks in sorted(members.items(), key=lambda kv: (kv[0] != "0", kv[0])):
         have = [r for r in ranks if (g, r) in prog]
         if not have:
@@ -376,50 +403,48 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
         front = min(prog[(g, r)][1] for r in have) + 1
         if all(prog[(g, r)][0] < front for r in have):
             continue  # nobody enqueued beyond what everyone completed: the group is idle
-        joined = [r for r in have if prog[(g, r)][0] >= front]
-        missing = sorted([r for r in have if prog[(g, r)][0] < front] + [r for r in ranks if r not in dumps])
-        sigs: dict[int, tuple[str, str]] = {}
-        sites: dict[int, str] = {}
-        created: list[int] = []
-        for r in joined:
-            e = prog[(g, r)][2].get(front)
-            if e is not None:
-                sigs[r] = (e.op, e.in_sizes)
-                sites[r] = e.where
-                if e.time_ns:
-                    created.append(e.time_ns)
-        mismatched: list[int] = []
-        detail = ""
-        common = Counter(sigs.values()).most_common()
-        if len(common) > 1:
-            (op0, sz0), n0 = common[0]
-            if n0 > common[1][1]:  # a majority: the others are the odd ones out
-                mismatched = sorted(r for r, sg in sigs.items() if sg != (op0, sz0))
-                detail = "; ".join(f"rank {r}: {sigs[r][0]} {sigs[r][1]}" for r in mismatched[:8]) + f" (others: {op0} {sz0})"
-            else:  # no majority: every joined rank is suspect
-                mismatched = sorted(sigs)
-                detail = "; ".join(f"rank {r}: {sg[0]} {sg[1]}" for r, sg in sorted(sigs.items())[:8])
-        op, sizes = common[0][0] if common else ("?", "")
-        # the call site of the majority's collective (a mismatched rank's own site is in its detail)
-        where = next((sites[r] for r in sorted(sigs) if sigs[r] == (op, sizes) and r not in mismatched and sites[r]), "")
-        rep.stalls.append(
-            CollectiveStall(
-                group=g,
-                group_desc="" if desc.get(g) in (None, "undefined") else desc[g],
-                group_ranks=ranks,
-                seq=front,
-                op=op,
-                sizes=sizes,
-                joined=joined,
-                missing=missing,
-                mismatched=mismatched,
-                mismatch_detail=detail,
-                where=where,
-                since=min(created) / 1e9 if created else None,
+        # A collective that every member enqueued, before the wavefront, with other sizes or another op on a
+        # minority: completed (or failed and retired) on some ranks, it holds the others (an empty tensor's all_reduce
+        # returns at once on its rank, which goes on to the next collective while its peers wait in this one).
+        early = None
+        for seq in sorted({q for r in have for q in prog[(g, r)][2] if q < front}):
+            entries = {r: prog[(g, r)][2][seq] for r in have if seq in prog[(g, r)][2]}
+            if len(entries) == len(have) and _mismatch(entries)[0]:
+                early = seq
+                break
+        fronts = [early, front] if early is not None else [front]
+        for seq in fronts:
+            if seq == front:
+                joined = [r for r in have if prog[(g, r)][0] >= front]
+                missing = sorted([r for r in have if prog[(g, r)][0] < front] + [r for r in ranks if r not in dumps])
+            else:
+                joined, missing = list(have), []
+            entries = {r: e for r in joined if (e := prog[(g, r)][2].get(seq)) is not None}
+            mismatched, detail, (op, sizes) = _mismatch(entries)
+            created = [e.time_ns for e in entries.values() if e.time_ns]
+            # the call site of the majority's collective (a mismatched rank's own site is in its detail)
+            where = next((e.where for r, e in sorted(entries.items()) if r not in mismatched and e.where), "")
+            rep.stalls.append(
+                CollectiveStall(
+                    group=g,
+                    group_desc="" if desc.get(g) in (None, "undefined") else desc[g],
+                    group_ranks=ranks,
+                    seq=seq,
+                    op=op,
+                    sizes=sizes,
+                    joined=joined,
+                    missing=missing,
+                    mismatched=mismatched,
+                    mismatch_detail=detail,
+                    where=where,
+                    since=min(created) / 1e9 if created else None,
+                )
             )
-        )
-        for r in joined:
-            blockers[(g, r)] = set(missing) | set(mismatched)
+            if seq == front:
+                for r in joined:
+                    blockers[(g, r)] = set(missing) | set(mismatched)
+            else:  # members that stopped at the mismatched collective are held by it, not stuck elsewhere
+                held.update((g, r) for r in have if prog[(g, r)][0] == seq)
     for r, waits in pending.items():
         # the oldest incomplete collective it enqueued is the one it waits in
         entries = [(g, s, prog[(g, r)][2].get(s)) for g, s in waits]
@@ -445,7 +470,7 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
             culprits[r] = _stall_culprit(r, st, "mismatch", f"joined collective #{st.seq} of group {st.group} with "
                                                             f"another op or size ({st.mismatch_detail})")
         for r in st.missing:
-            if r in culprits:
+            if r in culprits or (st.group, r) in held:
                 continue
             if r not in dumps:
                 culprits[r] = _stall_culprit(r, st, "no_dump", f"never joined {st.op} #{st.seq} of group {st.group} and "
@@ -477,6 +502,30 @@ def analyze_collectives(dumps: dict[int, FRDump], world_size: int | None = None)
     rep.culprits = sorted(culprits.values(), key=lambda c: c.rank)
     rep.stalls.sort(key=lambda st: (len(st.group_ranks), st.group))  # narrowest first, as the text shows them
     return rep
+
+
+def _signature(e: FREntry) -> tuple[str, str]:
+    return (e.op, "" if _SIZES_VARY.search(e.op) else e.in_sizes)
+
+
+def _mismatch(entries: dict[int, FREntry]) -> tuple[list[int], str, tuple[str, str]]:
+    """(mismatched ranks, detail, the majority's (op, sizes)) of the entries ranks recorded at one seq: with a
+    majority, the ranks outside it; with none, every rank; ([], "", ...) when all agree (("?", "") for none)."""
+    sigs = {r: _signature(e) for r, e in entries.items()}
+    common = Counter(sigs.values()).most_common()
+    if not common:
+        return [], "", ("?", "")
+    top = common[0][0]
+    shown = {r: (e.op, e.in_sizes) for r, e in entries.items()}
+    op_sizes = next(shown[r] for r in sorted(shown) if sigs[r] == top)
+    if len(common) == 1:
+        return [], "", op_sizes
+    if common[0][1] > common[1][1]:  # a majority: the others are the odd ones out
+        mismatched = sorted(r for r, sg in sigs.items() if sg != top)
+        detail = "; ".join(f"rank {r}: {shown[r][0]} {shown[r][1]}" for r in mismatched[:8])
+        return mismatched, detail + f" (others: {op_sizes[0]} {op_sizes[1]})", op_sizes
+    mismatched = sorted(sigs)  # no majority: every rank is suspect
+    return mismatched, "; ".join(f"rank {r}: {shown[r][0]} {shown[r][1]}" for r in mismatched[:8]), op_sizes
 
 
 def _cycle_ranks(edges: dict[int, set[int]]) -> list[int]:
