@@ -9434,3 +9434,168 @@ SCENARIOS += [
              setup=ALERTS54, env={**ENV54, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"},
              action=("pyspy", "[proc 1] step 40 loss", 3, 6)),
 ]
+
+# ---- batch 57 (h208): failures inside higher-level training loops whose own logging wraps the error: Hugging Face
+# Trainer (a null text reaching the tokenizer in one rank's collator; a scheduler name the TrainingArguments check
+# rejects; a checkpoint save filling the output volume under torchelastic's @record with its error files; an
+# evaluation whose DataLoader worker stops on one rank), accelerate (a config-file key the launcher rejects as from
+# another version; an encoder exported by a newer transformers; a notebook_launcher process SIGKILLed mid-epoch); ids
+# b57_* ----
+ENV57 = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+# the support team's word-level tokenizer (tok/), saved with transformers
+TOK57 = r"""python - <<'EOF2'
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+words = ("refund order late cancel my the a please where is package card charged twice password reset login "
+         "account address change delivery broken item return label invoice help agent speak human thanks "
+         "red blue shirt shoes phone case cable charger lamp desk chair kettle mug great bad ok love hate").split()
+vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3}
+for w in words:
+    vocab[w] = len(vocab)
+t = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+t.pre_tokenizer = pre_tokenizers.Whitespace()
+PreTrainedTokenizerFast(tokenizer_object=t, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                        sep_token="[SEP]").save_pretrained("tok")
+EOF2
+"""
+# 800 labelled chats; chat 517's transcript was redacted by the privacy filter after labelling: its text is null
+CHATS57 = TOK57 + r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(57)
+words = "refund order late cancel my the please where is package card charged twice password reset login".split()
+intents = ["refund", "tracking", "account", "billing"]
+with open("data/chats.jsonl", "w") as f:
+    for i in range(800):
+        text = None if i == 517 else " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
+        f.write(json.dumps({"chat_id": 90000 + i, "text": text, "intent": rng.choice(intents)}) + "\n")
+EOF2"""
+TICKETS57 = TOK57 + r"""mkdir -p data configs && python - <<'EOF2'
+import json, random
+rng = random.Random(5)
+words = "refund order late cancel invoice card charged twice password reset login address change".split()
+with open("data/tickets.jsonl", "w") as f:
+    for i in range(640):
+        f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(8)),
+                            "queue": rng.choice(["billing", "auth", "shipping"])}) + "\n")
+EOF2
+cat > configs/train_args.json <<'EOF2'
+{
+  "output_dir": "out/router",
+  "per_device_train_batch_size": 32,
+  "num_train_epochs": 3,
+  "learning_rate": 0.0005,
+  "lr_scheduler_type": "cosine_warmup",
+  "warmup_steps": 20,
+  "logging_steps": 10,
+  "save_strategy": "no",
+  "report_to": [],
+  "use_cpu": true,
+  "ddp_backend": "gloo",
+  "ddp_timeout": 30,
+  "disable_tqdm": true
+}
+EOF2"""
+# the checkpoint volume: a 3 MiB tmpfs (a scratch volume nearly full of other runs' checkpoints)
+TITLES57 = TOK57 + r"""mkdir -p data ckpt && mount -t tmpfs -o size=3m tmpfs ckpt && python - <<'EOF2'
+import json, random
+rng = random.Random(9)
+words = "red blue shirt shoes phone case cable charger lamp desk chair kettle mug".split()
+with open("data/titles.jsonl", "w") as f:
+    for i in range(1600):
+        f.write(json.dumps({"title": " ".join(rng.choice(words) for _ in range(6)),
+                            "cat": rng.choice(["apparel", "electronics", "home"])}) + "\n")
+EOF2"""
+FAQ57 = TOK57 + r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(11)
+words = "where is my package refund order late password reset login account address change help".split()
+for name, n in (("faq-train", 640), ("faq-eval", 960)):
+    with open(f"data/{name}.jsonl", "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"q": " ".join(rng.choice(words) for _ in range(7)), "faq": f"faq-{rng.randint(0, 9)}"}) + "\n")
+EOF2"""
+# the repository's accelerate config for the CPU box; someone added the accumulation steps they wanted to it
+ACCEL_CFG57 = r"""mkdir -p configs && cat > configs/accelerate_cpu.yaml <<'EOF2'
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+machine_rank: 0
+main_process_ip: 127.0.0.1
+main_process_port: {port}
+rdzv_backend: static
+same_network: true
+use_cpu: false
+gradient_accumulation_steps: 4
+EOF2"""
+# the pretraining group's export of the encoder (config.json written by their newer transformers, model type
+# 'modernbert_v2'), the tokenizer and 480 reviews
+ENCODER57 = TOK57 + r"""mkdir -p configs models/encoder-small data && cat > configs/accelerate_cpu.yaml <<'EOF2'
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+machine_rank: 0
+main_process_ip: 127.0.0.1
+main_process_port: {port}
+rdzv_backend: static
+same_network: true
+use_cpu: false
+EOF2
+cat > models/encoder-small/config.json <<'EOF2'
+{
+  "architectures": ["ModernBertV2ForMaskedLM"],
+  "model_type": "modernbert_v2",
+  "hidden_size": 128,
+  "num_hidden_layers": 4,
+  "num_attention_heads": 4,
+  "intermediate_size": 512,
+  "vocab_size": 64,
+  "max_position_embeddings": 128,
+  "global_attn_every_n_layers": 2,
+  "torch_dtype": "float32",
+  "transformers_version": "5.31.0"
+}
+EOF2
+python - <<'EOF2'
+import json, random
+rng = random.Random(3)
+words = "great bad ok love hate item broken return phone case lamp".split()
+with open("data/reviews.jsonl", "w") as f:
+    for i in range(480):
+        f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(6)), "y": rng.randint(0, 1)}) + "\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b57_data_trainer_null_text_collator_r1", "train_intent.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_intent.py", setup=CHATS57, env=dict(ENV57)),
+    Scenario("b57_cfg_trainer_args_scheduler_name_json", "train_router.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_router.py configs/train_args.json",
+             setup=TICKETS57, env=dict(ENV57)),
+    Scenario("b57_st_trainer_save_tmpfs_record_r0", "train_titles.py",
+             "torchrun --nproc-per-node 2 --master-port {port} --log-dir logs --tee 3 train_titles.py",
+             setup=TITLES57, teardown="umount ckpt", env=dict(ENV57)),
+    # at rank 1's epoch-1 step-20 line the process is SIGKILLed from outside the job (a node agent / another
+    # tenant's cleanup script killing a python process)
+    Scenario("b57_inf_notebook_launcher_sigkill_r1", "train_sentiment.py", "NB_PORT={port} python train_sentiment.py",
+             env=dict(ENV57),
+             # the forked processes carry RANK only in their in-memory environment (not /proc/<pid>/environ): rank 1
+             # is the launching process's second child running the script (rank order = start order)
+             action=("shell", "[process 1] epoch 1 step 20/",
+                     "pids=$(for p in $(pgrep -f train_sentiment.py); do [ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] "
+                     "&& echo $p; done | sort -n); set -- $pids; kill -KILL $3; "
+                     "echo \"  kill: rank 1 (pid $3; launcher $1, rank 0 $2) SIGKILL\" >&2")),
+    # once rank 1 has printed its dataset sizes, its first DataLoader worker (the evaluation's, eval_on_start) is
+    # stopped and never continued (a worker stuck on its storage read, as in D state)
+    Scenario("b57_hang_trainer_eval_worker_stopped_r1", "train_faq.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_faq.py", setup=FAQ57, env=dict(ENV57),
+             action=("both", ("worker_stop", 1, "[rank 1] train 640 eval 960 examples"),
+                     ("pyspy", "[rank 1] train 640 eval 960 examples", 2, 10))),
+    Scenario("b57_cfg_accel_yaml_unknown_key_grad_accum", "train_kws.py",
+             "accelerate launch --config_file configs/accelerate_cpu.yaml train_kws.py", setup=ACCEL_CFG57,
+             env=dict(ENV57)),
+    Scenario("b57_cfg_hf_model_type_newer_accel", "finetune_reviews.py",
+             "accelerate launch --config_file configs/accelerate_cpu.yaml finetune_reviews.py", setup=ENCODER57,
+             env=dict(ENV57)),
+]
