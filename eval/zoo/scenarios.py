@@ -9599,3 +9599,108 @@ SCENARIOS += [
              "accelerate launch --config_file configs/accelerate_cpu.yaml finetune_reviews.py", setup=ENCODER57,
              env=dict(ENV57)),
 ]
+
+# ---- batch 58 (h209): noisy real-looking logs with the failure buried: 150-400 steps before the failure, tqdm bars redrawn with
+# carriage returns (on rank 0 or on every rank), ANSI-coloured logging, the deprecation and CUDA-less warnings of GPU
+# recipes repeated per rank, four ranks' output interleaved without prefixes, JSON logging (one object per line) from
+# one or every rank, ISO 8601 / epoch-seconds / glog-style timestamps, tensors printed in full (lines of 10k+
+# characters), a dataset path with a Latin-1 byte; one failure each (an exception on one rank, the kernel OOM killer,
+# a malformed CSV row, a full checkpoint disk, a short shard, connections reset, a straggler stopped in bursts, a frozen
+# rank, a stale schedule length, a fixed-size view on the last batch); ids b58_* ----
+ENV58 = {"OMP_NUM_THREADS": "1"}
+TR58 = "torchrun --nproc-per-node 4 --master-port {port} "
+# validation embeddings (2,000 patches, 8 classes); the rare class 7 (hairline cracks) has 3 patches, at indices 12,
+# 401 and 1503: with the strided split val[rank::4] ranks 0, 1 and 3 hold one each, rank 2 none
+DEFECT58 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+centers = torch.randn(8, 96, generator=torch.Generator().manual_seed(7)) * 1.5
+g = torch.Generator().manual_seed(58)
+y = torch.randint(0, 7, (2000,), generator=g)
+y[[12, 401, 1503]] = 7
+torch.save({"x": centers[y] + torch.randn(2000, 96, generator=g), "y": y}, "data/val_embeddings.pt")
+EOF2"""
+# 14,400 uint8 crops (3x32x32) per rank
+CROPS58 = r"""mkdir -p crops && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(58)
+for r in range(4):
+    np.save(f"crops/shard-{r:03d}.npy", rng.integers(0, 256, (14400, 3, 32, 32), dtype=np.uint8))
+EOF2"""
+# meter exports under data/r\xe9gion-sud/ (the export job names the folder in Latin-1); rank 3's part has one row whose
+# readings the meter did not send ('N/A' in the 7th lag) at data row 1843
+METER58 = r"""python - <<'EOF2'
+import os, random
+d = b"data/r\xe9gion-sud"
+os.makedirs(d, exist_ok=True)
+rng = random.Random(58)
+for r in range(4):
+    with open(os.path.join(d, b"part-%05d.csv" % r), "w") as f:
+        f.write("meter_id," + ",".join(f"lag_{k}" for k in range(24, 0, -1)) + ",load_kw\n")
+        for i in range(2400):
+            base = rng.uniform(0.5, 3.0)
+            vals = [f"{base + rng.gauss(0, 0.1):.3f}" for _ in range(25)]
+            if r == 3 and i == 1843:
+                vals[6] = "N/A"
+            f.write(f"M{r}{i:06d}," + ",".join(vals) + "\n")
+EOF2"""
+# the node's checkpoint volume: a 14 MiB tmpfs at ckpt/ (one checkpoint is ~9 MB)
+CKPT58 = "mkdir -p ckpt && mount -t tmpfs -o size=14m tmpfs ckpt"
+# the nightly export's parts: 3,200 impressions each, but part 3's export stopped at 2,600
+CTR58 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(58)
+for r in range(4):
+    n = 3200 if r != 3 else 2600
+    ids = torch.randint(0, 2**14, (n, 8), generator=g)
+    torch.save({"ids": ids, "clicked": ((ids[:, 0] % 7) < 2).float()}, f"data/part-{r}.pt")
+EOF2"""
+# the run config of the previous dataset (7,680 reviews: 120 batches of 16 per rank); this dataset has 8,000 (125)
+SENT58 = r"""mkdir -p configs data && cat > configs/sentiment.yaml <<'EOF2'
+# sentiment v3 - 4 workers
+batch_size: 16
+epochs: 3
+steps_per_epoch: 120   # len(train_loader) per worker
+lr: 0.0005
+max_lr: 0.003
+EOF2
+python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(58)
+ids = torch.randint(1, 8000, (8000, 40), generator=g)
+torch.save({"ids": ids, "label": ids[:, 0] % 3}, "data/reviews_tok.pt")
+EOF2"""
+# 29,480 windows: 7,370 per rank = 230 full batches of 32 and one of 10
+WIN58 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(58)
+x = torch.randn(29480, 48, generator=g)
+torch.save({"x": x, "y": (x[:, :12] > 0.5).float()}, "data/windows.pt")
+EOF2"""
+SCENARIOS += [
+    Scenario("b58_uc_per_class_recall_zerodiv_r2_tqdm_ansi", "train_defects.py", TR58 + "train_defects.py",
+             setup=DEFECT58, env=dict(ENV58)),
+    # rank 1's container memory limit (cgroup v1) from its start; its Dataset's decoded-crop cache grows every step;
+    # the host kernel's OOM-killer lines of the event go to dmesg.txt
+    Scenario("b58_oom_decoded_cache_r1_jsonlog", "train_embed.py", TR58 + "train_embed.py", setup=CROPS58,
+             env=dict(ENV58), action=("cgroup", 1, 420), dmesg="/kubepods/burstable/pod-embed-w1"),
+    # LC_ALL=C on the node: Python's UTF-8 mode writes the folder's Latin-1 byte through (surrogateescape)
+    Scenario("b58_data_csv_na_row_r3_glog_latin1", "train_loadfc.py", TR58 + "train_loadfc.py", setup=METER58,
+             env={**ENV58, "LC_ALL": "C"}),
+    Scenario("b58_st_ckpt_tmpfs_enospc_r0_isots", "train_kws.py", TR58 + "train_kws.py", setup=CKPT58,
+             teardown="umount ckpt", env={**ENV58, "TZ": "Europe/Berlin"}),
+    Scenario("b58_hang_short_shard_r3_tqdm_all", "train_ctr.py", TR58 + "train_ctr.py", setup=CTR58, env=dict(ENV58)),
+    # rank 1's established TCP connections destroyed (ss -K) when rank 0 logs step 150: a NIC / switch port reset
+    Scenario("b58_net_conn_reset_r1_rank0_json", "train_basket.py", TR58 + "train_basket.py", env=dict(ENV58),
+             action=("ss_kill", 1, '"step": 150,')),
+    # from rank 2's step-100 timing line it is stopped 150 ms after every 150 ms running (SIGSTOP / SIGCONT) to the
+    # end: a node agent or a co-located process taking the rank's CPU in bursts
+    Scenario("b58_slow_stopcont_r2_tqdm_postfix", "train_fraud.py", TR58 + "train_fraud.py", env=dict(ENV58),
+             action=("stopcont_until", 2, "rank=2 step=100 ", None, 150, 150)),
+    # rank 2's container paused (cgroup v1 freezer) at its step-150 metric line, thawed 26 s later
+    Scenario("b58_inf_frozen_rank2_hang_glog", "train_intent.py", TR58 + "train_intent.py", env=dict(ENV58),
+             action=("freeze", 2, "rank=2 step=150 ", 26)),
+    Scenario("b58_cfg_onecycle_stale_steps_yaml_json", "train_sentiment.py", TR58 + "train_sentiment.py",
+             setup=SENT58, env=dict(ENV58)),
+    Scenario("b58_uc_view_fixed_batch_last_fulltensor", "train_windows.py", TR58 + "train_windows.py", setup=WIN58,
+             env=dict(ENV58)),
+]
