@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h207", "/home/user/proj"),  # batch 56 (h207; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h203", "/home/user/proj"),  # batch 54 (h203; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h201", "/home/user/proj"),  # batch 52 (h201; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h202", "/home/user/proj"),  # batch 53 (h202; before /work/wt/h20 and /work/wt/h2 style prefixes)
