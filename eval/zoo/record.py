@@ -48,6 +48,7 @@ REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h208", "/home/user/proj"),  # batch 57 (h208; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h209", "/home/user/proj"),  # batch 58 (h209; before /work/wt/h20 and /work/wt/h2 style prefixes)
+    ("/work/wt/h207", "/home/user/proj"),  # batch 56 (h207; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h203", "/home/user/proj"),  # batch 54 (h203; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h201", "/home/user/proj"),  # batch 52 (h201; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h202", "/home/user/proj"),  # batch 53 (h202; before /work/wt/h20 and /work/wt/h2 style prefixes)

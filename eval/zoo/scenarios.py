@@ -9704,3 +9704,91 @@ SCENARIOS += [
     Scenario("b58_uc_view_fixed_batch_last_fulltensor", "train_windows.py", TR58 + "train_windows.py", setup=WIN58,
              env=dict(ENV58)),
 ]
+
+# ---- batch 56 (h207): logs where only rank 0 prints, as most users' scripts do (a print helper that silences the
+# other ranks, logging configured on rank 0 only, torchrun's --local-ranks-filter 0, a wrapper that sends the other
+# ranks to /dev/null): a non-zero rank's exception seen only in its stderr traceback or in torchrun's summary; a
+# non-zero rank SIGKILLed from outside or by its memory cgroup; hangs where a non-zero rank stops entering collectives
+# (its container paused; a calibration loop that never ends on an empty held-out set) while rank 0 waits in a barrier;
+# a non-zero rank slowed (SIGSTOP/SIGCONT bursts, another tenant's busy processes on its core) while rank 0 prints
+# the job's step times; a data error in one rank's shard; a job-wide slowdown from mid-run (autograd's anomaly mode
+# switched on by the script's loss-spike guard); ids b56_* ----
+ENV56 = {"OMP_NUM_THREADS": "1"}
+# each rank's part of the support-chat export (1,280 lines); part 3's line 611 was cut mid-record when the export job
+# was restarted, and the next record starts on the following line
+CHAT56 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+random.seed(56)
+words = "order refund late package card charge account password login cancel subscription upgrade plan address".split()
+for r in range(4):
+    with open(f"data/part-{r:02d}.jsonl", "w") as f:
+        for i in range(1280):
+            intent = random.randrange(12)
+            text = " ".join(random.choice(words) for _ in range(random.randint(4, 30))) + f" i{intent}"
+            line = json.dumps({"id": f"c{r}-{i}", "text": text, "intent": intent})
+            if r == 3 and i == 610:
+                line = line[:57]
+            f.write(line + "\n")
+EOF2"""
+# toxicity comments from 9 sites; held-out = comments before the cut-off date; sites 6-8 (rank 1's, onboarded after
+# the cut-off) have none
+TOX56 = r"""python - <<'EOF2'
+import json
+import torch
+g = torch.Generator().manual_seed(56)
+n = 9 * 700
+site = torch.arange(n) % 9
+x = torch.randn(n, 256, generator=g)
+y = ((x[:, :8].sum(1) + 0.5 * torch.randn(n, generator=g)) > 1.5).float()
+heldout = (torch.rand(n, generator=g) < 0.15) & (site < 6)
+torch.save({"x": x, "y": y, "site": site, "heldout": heldout}, "comments.pt")
+json.dump({"0": [0, 1, 2], "1": [6, 7, 8], "2": [3, 4, 5]}, open("sites.json", "w"))
+EOF2"""
+# node-local scratch per rank; rank 2's (a 4 MiB volume standing in for a nearly full NVMe) still holds 2.5 MB of a
+# previous job's files
+SCRATCH56 = r"""mkdir -p scratch/rank0 scratch/rank1 scratch/rank2 && mount -t tmpfs -o size=4m tmpfs scratch/rank2 &&
+head -c 2621440 /dev/urandom > scratch/rank2/prev_job_optim_shard.pt &&
+cat > run_rank.sh <<'EOF2'
+#!/bin/bash
+# keep the console readable: only rank 0 talks
+if [ "$RANK" != "0" ]; then
+    exec python train_tagger.py "$@" > /dev/null 2>&1
+fi
+exec python train_tagger.py "$@"
+EOF2
+chmod +x run_rank.sh"""
+SCENARIOS += [
+    Scenario("b56_uc_last_rank_remainder_view_mae_print_r2", "main_pretrain.py",
+             "torchrun --nproc-per-node 3 --master-port {port} main_pretrain.py", env=dict(ENV56)),
+    Scenario("b56_data_jsonl_bad_line_ranks_filter_r3", "train_intent.py",
+             "torchrun --nproc-per-node 4 --role rank --tee 3 --local-ranks-filter 0 --master-port {port} train_intent.py",
+             setup=CHAT56, env=dict(ENV56)),
+    # rank 2 SIGKILLed when rank 0 logs step 120 (a node agent / an operator's kill -9 on the wrong PID)
+    Scenario("b56_inf_sigkill_r2_logging_rank0", "train_basket.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_basket.py", env=dict(ENV56),
+             action=("kill", 2, signal.SIGKILL, "step 120/400")),
+    # rank 1's container memory limit (cgroup v1) of 600 MiB; the kernel OOM killer ends it
+    Scenario("b56_oom_memcg_r1_hardneg_cache_print0", "train_retrieval.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_retrieval.py", env=dict(ENV56),
+             action=("cgroup", 1, 600)),
+    # rank 2's container paused (cgroup v1 freezer, as `docker pause` / a node's live migration) when rank 0 starts
+    # epoch 1's evaluation; thawed 28 s later, after the others' 20 s barrier timeout
+    Scenario("b56_hang_paused_r2_eval_barrier_print0", "train_kws.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_kws.py", env=dict(ENV56),
+             action=("freeze", 2, "epoch 1 train done", 28)),
+    Scenario("b56_hang_nan_temp_scaling_empty_val_r1", "train_tox.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tox.py", setup=TOX56, env=dict(ENV56)),
+    # from rank 0's step-60 line rank 1 is stopped 150 ms after every 300 ms running, to the end
+    Scenario("b56_slow_stopcont_r1_rank0_steptime", "train_credit.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_credit.py", env=dict(ENV56),
+             action=("stopcont_until", 1, "step 60/160", None, 300, 150)),
+    # ranks pinned one per core; from rank 0's step-60 line 2 busy processes of another tenant on rank 1's core
+    Scenario("b56_slow_pinhog_r1_rank0_steptime_2r", "train_fraud.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_fraud.py", env=dict(ENV56),
+             action=("pin_hogx", 1, "[step  60]", 2)),
+    Scenario("b56_slow_uc_anomaly_mode_after_spike_print0", "train_charlm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_charlm.py", env=dict(ENV56)),
+    Scenario("b56_st_local_scratch_full_r2_devnull_wrapper", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --no-python ./run_rank.sh", setup=SCRATCH56,
+             teardown="umount scratch/rank2", env=dict(ENV56)),
+]
