@@ -438,3 +438,14 @@ def test_a_callers_report_that_an_nccl_call_failed_is_an_error_not_a_warning() -
     d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n69b-008.log"), kb=False, llm=False))
     assert d.failure_mode.value == "fail_hang", d.root_cause.summary
     assert "NCCL warnings that no rank turned into an error" in d.root_cause.summary
+
+
+@pytest.mark.parametrize("case", ["n44b-009", "n31c-005", "n70a-003"])
+def test_a_wait_for_the_roots_nccl_unique_id_says_the_root_was_late(case: str) -> None:
+    # ProcessGroupNCCL's "retrieving ncclUniqueId from [0] via c10d key-value store ... got error: Socket Timeout":
+    # rank 0 had not reached the group's first collective (n44b-009: still tokenising 2.3 M samples; fixed by a longer
+    # timeout), not a store that cannot be reached
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    top = d.signature_hits[0]
+    assert top.details.get("context_rule") == "nccl_unique_id_wait", [h.details for h in d.signature_hits]
+    assert d.category.value == "config" and "root rank" in d.root_cause.summary
