@@ -359,7 +359,8 @@ class Bundle:
             first = min(self._feeds, key=lambda f: feed_preference(f.name))
             self.report.warnings.append(
                 f"{len(self._feeds)} timing feeds ({', '.join(f.name for f in self._feeds[:4])}); "
-                f"the slow analysis reads {first.name}")
+                f"the slow analysis reads the JSONL ones together when each holds other ranks (a file per rank), "
+                f"else {first.name}")
 
     # -- what was captured -----------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from diag_service.slow.feeds import (
     load_json_array,
     load_jsonl,
     load_table,
+    merge_rank_feeds,
 )
 from diag_service.slow.logs import RANK_PHASE_MIN_STEPS, load_log_bundle
 from diag_service.slow.material import MATERIAL_SLOWDOWN_S, immaterial
@@ -72,7 +73,7 @@ def load_feed(path: str | Path, root: str | Path | None = None) -> Feed:
         found = sorted((f for f in p.iterdir() if f.is_file() and FEED_MEMBER.search(f.name)),
                        key=lambda f: feed_preference(f.name))
         if found:
-            return load_feed(found[0], root=p)
+            return _per_rank_feeds(found, lambda f: load_feed(f, root=p)) or load_feed(found[0], root=p)
     name = p.name.lower()
     if not name.endswith((*_JSONL, ".parquet", ".json", ".csv")):
         try:
@@ -975,13 +976,32 @@ def load_feed_member(member: FeedMember) -> Feed:
     return jsonl_feed(text.splitlines(), member.name, member.first_line)
 
 
+_M = TypeVar("_M", Path, FeedMember)
+
+
+def _per_rank_feeds(members: Sequence[_M], load: Callable[[_M], Feed]) -> Feed | None:
+    """The JSONL feeds among ``members`` (in preference order) read together when there are several and each holds
+    other ranks (:func:`~diag_service.slow.feeds.merge_rank_feeds`: a file per rank); None otherwise (the caller then
+    reads the first). Trial 44 r11: of timing-rank0.jsonl and timing-rank1.jsonl only rank 0's was read, and its wait
+    for the slow rank 1 read as a network slowdown."""
+    jsonl = [m for m in members if feed_preference(_name(m))[0] <= 1]
+    if len(jsonl) < 2:
+        return None
+    return merge_rank_feeds([load(m) for m in jsonl], f"{_name(jsonl[0])} (+{len(jsonl) - 1} per-rank feed(s))")
+
+
+def _name(m: object) -> str:
+    return m.name if isinstance(m, Path | FeedMember) else str(m)
+
+
 def analyze_feeds(feeds: list[FeedMember], config: SlowConfig | None = None) -> SlowReport | None:
     """The fail-slow report of a bundle's preferred timing feed (of
     :meth:`~diag_service.ingest.open.Bundle.feeds`, by :func:`~diag_service.ingest.members.feed_preference`),
     or None without a feed or without records. Raises :class:`~diag_service.slow.feeds.FeedError`."""
     if not feeds:
         return None
-    feed = load_feed_member(min(feeds, key=lambda f: feed_preference(f.name)))
+    ordered = sorted(feeds, key=lambda f: feed_preference(f.name))
+    feed = _per_rank_feeds(ordered, load_feed_member) or load_feed_member(ordered[0])
     if len(feed.batch) == 0:
         return None
     return analyze_slow(feed, config)

@@ -30,7 +30,7 @@ import io
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -211,6 +211,35 @@ class Feed:
     #: for logs: the lines that are neither step readings nor errors, each with the step of its file's last reading
     #: before it, in log order (the last :data:`~diag_service.slow.logs.NOTE_LINES`): what the job said between steps
     notes: tuple[tuple[int, str], ...] = ()
+
+
+def merge_rank_feeds(feeds: list[Feed], source: str) -> Feed | None:
+    """One feed of several that each hold other ranks' records (one file per rank, ``timing-rank<R>.jsonl``, as each
+    rank of a job naturally writes its own): their records together, node codes mapped to one table. None when a rank
+    has records in two of them (another attempt or a copy of the same run: not one job's ranks side by side) or a
+    feed has no per-rank record. ``source``: the merged feed's name in :attr:`FeedStats.source`."""
+    seen: set[int] = set()
+    for f in feeds:
+        ranks = {int(r) for r in np.unique(f.batch.rank) if r >= 0}
+        if not ranks or ranks & seen:
+            return None
+        seen |= ranks
+    names: list[str] = []
+    pos: dict[str, int] = {}
+    parts = []
+    for f in feeds:
+        b = f.batch
+        node = b.node
+        if b.node_names:
+            m = np.array([pos.setdefault(n, len(pos)) for n in b.node_names], dtype=np.int32)
+            node = np.where(b.node >= 0, m[np.clip(b.node, 0, len(m) - 1)], -1).astype(np.int32)
+        parts.append(replace(b, node=node, node_names=names))
+    names.extend(sorted(pos, key=lambda n: pos[n]))
+    batch = StepBatch.concat(parts)
+    warnings = [f"{Path(f.stats.source).name}: {w}" for f in feeds for w in f.stats.warnings]
+    stats = FeedStats(source=source, format=feeds[0].stats.format, records=len(batch),
+                      bad_records=sum(f.stats.bad_records for f in feeds), warnings=warnings, phases=batch.phases())
+    return Feed(batch, stats, units=feeds[0].units)
 
 
 def _pick(rec: Mapping[str, Any], names: tuple[str, ...]) -> Any:

@@ -1,0 +1,33 @@
+"""A new user's trial 44 (/work/trial44_inputs/REPORT.md): inputs the tool misread at first contact
+(``tests/fixtures/trial44``: real runs recorded on this machine)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from diag_service.pipeline import DiagnoseRequest, diagnose
+from diag_service.slow.analyze import analyze_slow
+
+RUNS = Path(__file__).parent / "fixtures" / "trial44"
+
+
+def test_a_timing_feed_per_rank_is_read_as_one_job() -> None:
+    """r11 (torchrun, 2 ranks, each writing its own timing-rank<R>.jsonl in the documented record format): rank 1's
+    compute x1.35 from step 120. Only timing-rank0.jsonl was read, and rank 0's wait for rank 1 read as a network
+    slowdown in the communication phase with no rank named; read together, rank 1 is the compute straggler."""
+    rep = analyze_slow(RUNS / "r11_per_rank_feeds")
+    assert [(s.rank, s.kind.value) for s in rep.stragglers][:1] == [(1, "compute")], rep.summary
+    assert 110 <= rep.stragglers[0].first_step <= 130 and "persistent" in rep.summary
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r11_per_rank_feeds"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_slow", 1)
+    assert d.category.value != "network"
+
+
+def test_feeds_that_hold_the_same_ranks_are_not_merged(tmp_path: Path) -> None:
+    """Two files with the same rank's records (a copy, or another attempt of the run) are not one job's ranks side by
+    side: the preferred one is read alone, as before."""
+    shutil.copy(RUNS / "r11_per_rank_feeds" / "timing-rank0.jsonl", tmp_path / "timing.jsonl")
+    shutil.copy(RUNS / "r11_per_rank_feeds" / "timing-rank0.jsonl", tmp_path / "timing-copy.jsonl")
+    rep = analyze_slow(tmp_path)
+    assert rep.input.source.endswith("timing-copy.jsonl") and rep.input.ranks == 1
