@@ -31,3 +31,13 @@ def test_feeds_that_hold_the_same_ranks_are_not_merged(tmp_path: Path) -> None:
     shutil.copy(RUNS / "r11_per_rank_feeds" / "timing-rank0.jsonl", tmp_path / "timing-copy.jsonl")
     rep = analyze_slow(tmp_path)
     assert rep.input.source.endswith("timing-copy.jsonl") and rep.input.ranks == 1
+
+
+def test_a_reset_connection_to_127_0_1_1_is_not_a_loopback_misconfiguration() -> None:
+    """p04 (pytorch/pytorch #132644, torchrun --nproc-per-node 4 on one machine, a pipelining deadlock fixed upstream):
+    rank 0's "Read error [127.0.1.1]:42417: Connection reset by peer" was read as "a rank connects to a loopback
+    address ... set MASTER_ADDR to a routable address" (config, 0.53). The connection had been made (a reset ends an
+    open connection): loopback worked, as between ranks of one machine it does."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "p04_pipelining_reset_loopback.log"), kb=False, llm=False))
+    assert d.category.value != "config" and "MASTER_ADDR" not in d.root_cause.summary
+    assert not any(h.details.get("context_rule") == "peer_address_is_loopback" for h in d.signature_hits)
