@@ -134,3 +134,21 @@ def test_lab_source_named_on_another_file_is_an_input_error():
         load_events(RUN / "timing.jsonl", source="lab")
     ev, _ = load_events(RUN / "events.jsonl", source="lab")
     assert set(ev.get_column("job")) == {"lab_stop_sigkill_restart"}
+
+
+def test_time_between_steps_is_not_a_slower_rate_when_the_steps_give_their_own_time():
+    # trial 44 r14: a clean 2-rank run evaluating every 40 steps (a 3 s pause between two steps) was booked 18.5 %
+    # reduced quality, the pause read as a slow stretch; the steps' own times say the rate never changed
+    from diag_service.etpr.sources.lab import timing_progress
+
+    recs, t = [], 1000.0
+    for step in range(1, 81):
+        if step == 41:
+            t += 3.0  # an evaluation pass between steps 40 and 41
+        t += 0.25
+        recs += [{"step": step, "rank": r, "step_time_s": 0.25, "end": t} for r in (0, 1)]
+    rates = [p["throughput"] for p in timing_progress(recs, "j")]
+    assert len(rates) == 15 and max(rates) == pytest.approx(4.0) and min(rates) == pytest.approx(4.0)
+    # without a step time of their own, the records keep the wall-clock rate (the pause slows its sample)
+    bare = [{k: v for k, v in r.items() if k != "step_time_s"} for r in recs]
+    assert min(p["throughput"] for p in timing_progress(bare, "j")) < 2.0

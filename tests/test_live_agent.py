@@ -557,6 +557,33 @@ def test_a_checkpoint_saved_once_is_one_event_at_the_step_it_names(tmp_path: Pat
     assert [e.step for e in saved] == [39, 79]
 
 
+def test_every_ranks_line_of_one_save_is_one_event_with_the_step_its_file_names_and_its_duration(
+        tmp_path: Path) -> None:
+    # trial 44 r14: each rank's logger writes "saved checkpoint step_50.pt in 4.93s"; the line names no "step N", so each
+    # got the last step read (50, then 51) and two events without the save's duration (ETPR's ckpt_stall stayed 0)
+    clock = Clock()
+    agent = _agent(tmp_path, clock)
+    logs = [tmp_path / "logs" / "run" / "attempt_0" / str(r) / "stderr.log" for r in (0, 1)]
+    for r, log in enumerate(logs):
+        for step in range(48, 51):
+            _append(log, f"2026-12-07 19:23:16,100 INFO [rank{r}] step {step}/240 loss=2.30 step_time: 0.281s\n")
+    _append(logs[0], "2026-12-07 19:23:21,903 INFO [rank0] saved checkpoint step_50.pt in 4.93s\n")
+    agent.step()
+    clock.t += 0.5
+    _append(logs[1], "2026-12-07 19:23:16,400 INFO [rank1] step 51/240 loss=2.30 step_time: 0.281s\n")
+    _append(logs[1], "2026-12-07 19:23:21,903 INFO [rank1] saved checkpoint step_50.pt in 4.93s\n")
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [(e.step, e.duration) for e in saved] == [(50, 4.93)]
+    # a save line naming no step at all, printed by two ranks: one event, at the last step read
+    clock.t += 30
+    for log in logs:
+        _append(log, "2026-12-07 19:24:00,000 INFO checkpoint saved to ckpt/last.pt (took 850 ms)\n")
+    agent.step()
+    saved = [e for b in _batches(agent) for e in b.events if e.event is LiveEventKind.CHECKPOINT_SAVED]
+    assert [(e.step, e.duration) for e in saved] == [(50, 4.93), (51, 0.85)]
+
+
 def _two_nodes(tmp_path: Path, job: str) -> tuple[Any, dict[str, Agent], dict[str, Path], Clock, Any]:
     """A live service core and two agents (node0, node1; floor 5 s, phase factor 4) on one clock, and ``tick(s)``:
     every agent polls and delivers each 0.5 s of it."""

@@ -93,6 +93,15 @@ STEP_LINE = re.compile(
 #: Checkpoint and evaluation phases: training pauses without a step (the hang timeout is stretched).
 PHASE_LINE = re.compile(r"(?i)\b(?:sav(?:e|ing)\w*\s+(?:\w+\s+)?checkpoint|checkpoint\w*\s+sav|evaluat\w*|validat\w*)")
 CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)?checkpoint|checkpoint\s+(?:\w+\s+)?saved")
+#: The step in a checkpoint's own name on a save line (``step_50.pt``, HF's ``checkpoint-500``, DeepSpeed's
+#: ``global_step500``, Megatron's ``iter_0001000``, ``ckpt_e3_s1200``-style ``s``/``it`` suffixes are not read).
+CHECKPOINT_NAME_STEP = re.compile(r"(?i)(?:\bstep|checkpoint|global_step|\biter)[_-]?(\d{1,12})(?=\b|[._/])")
+#: The duration a save line states for itself (``saved checkpoint step_50.pt in 4.93s``, ``checkpoint saved (took 3.2
+#: s)``): seconds, or milliseconds (as :data:`diag_service.slow.logs.SAVE_DURATION` reads them from a log).
+SAVE_TOOK = re.compile(r"(?:\b(?:in|took|taking|after)\s+|\(\s*)([0-9]+(?:\.[0-9]+)?)\s*(ms|s|secs?|seconds)\b")
+#: Save lines that do not name their step and arrive within this many seconds of a reported save are the same save
+#: written by another rank (every rank's logger prints it; trial 44 r14 reported steps 50 and 51 for one save).
+SAVE_SAME_S = 15.0
 RANK_IN_LINE = re.compile(r"\[(?:default|rank)(\d{1,6})\]|\brank[ =:](\d{1,6})\b")
 FEED_NAME = re.compile(r"(?i)(?:^|/)timing[^/]*\.jsonl$")
 #: Seconds by which a repeated acknowledgement's phase end may differ from the one already known (the remaining time
@@ -236,6 +245,7 @@ class Agent:
         # line read just before was that record's first (a log format without a prefix)
         self._barrier_prefix: str | None = None
         self._saved_steps: deque[int] = deque(maxlen=16)  # steps of the latest checkpoints a line named
+        self._last_unnamed_save = -float("inf")  # when the latest save whose line named no step was reported
         self._after_barrier = False
         self._stop = threading.Event()
         self._event(LiveEventKind.STARTED, self.started, pid=self.pid)
@@ -352,11 +362,18 @@ class Agent:
             # the step the line names ("saved checkpoint at step 39", "from iteration 1000"), else the last step read;
             # a named save already reported is the same line read again (the worker's log and the launcher's tee)
             named = STEP_LINE.search(line)
-            step = int(named.group(1) or named.group(2)) if named else (max(self.progress.max_step, 0) or None)
-            if named is None or step not in self._saved_steps:
-                self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=step)
-            if named is not None:
+            in_name = None if named else CHECKPOINT_NAME_STEP.search(line)
+            step = (int(named.group(1) or named.group(2)) if named else int(in_name.group(1)) if in_name
+                    else (max(self.progress.max_step, 0) or None))
+            took = SAVE_TOOK.search(line)
+            duration = None if took is None else float(took.group(1)) / (1000.0 if took.group(2) == "ms" else 1.0)
+            if named or in_name:
+                if step not in self._saved_steps:
+                    self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=step, duration=duration)
                 self._saved_steps.append(step)
+            elif now - self._last_unnamed_save > SAVE_SAME_S:
+                self._event(LiveEventKind.CHECKPOINT_SAVED, now, step=step, duration=duration)
+                self._last_unnamed_save = now
         barrier = EXIT_BARRIER_ERROR.search(line)
         in_barrier_record = barrier is not None or (
             self._barrier_prefix is not None
