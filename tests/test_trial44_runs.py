@@ -41,3 +41,13 @@ def test_a_reset_connection_to_127_0_1_1_is_not_a_loopback_misconfiguration() ->
     d = diagnose(DiagnoseRequest(path=str(RUNS / "p04_pipelining_reset_loopback.log"), kb=False, llm=False))
     assert d.category.value != "config" and "MASTER_ADDR" not in d.root_cause.summary
     assert not any(h.details.get("context_rule") == "peer_address_is_loopback" for h in d.signature_hits)
+
+
+def test_the_one_rank_waiting_in_another_collective_than_the_peers_that_lost_it_is_named() -> None:
+    """r06 (torchrun --tee 3, 3 ranks): rank 1 skipped one step's gradient all-reduces and ran a step ahead; it
+    finished its loop and timed out alone in the final barrier, while ranks 0 and 2, still in step 120's all_reduce,
+    saw its connection close. With only rank 1's timeout as a wait site nobody was named; the lost-peer reports say
+    where ranks 0 and 2 waited, and rank 1 is the one in another collective."""
+    d = diagnose(DiagnoseRequest(path=str(RUNS / "r06_skip_sync_console.log"), kb=False, llm=False))
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1)
+    assert "rank 1 in barrier" in d.root_cause.summary

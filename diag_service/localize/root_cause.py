@@ -1432,6 +1432,17 @@ def localize(
                 if not hang_suspects and not mismatch and not mutual_loss:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                     hang_suspects, why = _pair_wait_sites(wait_sites, progress) or _odd_wait_site(wait_sites)
+                    if not hang_suspects:
+                        # the ranks whose peer's exit ended their wait say where they waited too (a lost peer's error
+                        # is raised in the collective the rank was in): with them, a rank in another collective than
+                        # the rest may stand out (trial 44 r06: rank 1, a step ahead, timed out alone in the final
+                        # barrier; ranks 0 and 2, still in step 120's all_reduce, saw its connection close)
+                        wide = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid,
+                                           sigs, any_mode=True)
+                        odd, odd_why = (_odd_wait_site(wide, "wait (until a timeout or a lost peer ended it)")
+                                        if len(wide) > len(wait_sites) else ([], None))
+                        if odd:
+                            hang_suspects, why = odd, odd_why
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
                 if why:
                     hang_findings.append(why)
@@ -2025,7 +2036,8 @@ DUMPS_ADVICE = "take stack dumps of every rank, or enable the Flight Recorder"
 #: The reading of training logs that end without any error, exit or launcher report, and its finding.
 ALIVE_SUMMARY = ("The logs end without an error, an exit code or a launcher's failure report: the job was still running "
                  f"when they were taken, so it stopped making progress (a hang; {DUMPS_ADVICE}) or ran slowly, unless "
-                 "the excerpt stops short.")
+                 "the excerpt stops short or the run ended without a last line of its own (torchrun prints nothing "
+                 "when every worker exits 0: the launcher's exit status tells).")
 ALIVE_FINDING = "No rank reports an error or an exit, and no launcher reports a failure: the job was alive."
 ALIVE_PACING_FINDING = ("No rank reports an error or an exit, and no launcher reports a failure, and the job's own step "
                         "lines report its pace to the end: the job was alive and making progress.")
@@ -2526,7 +2538,8 @@ def _pair_wait_sites(sites: dict[int, tuple[tuple[str, str], str | None]],
     return [], f"{said}; which rank left the common path is not in these reports (compare their last logged steps)."
 
 
-def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tuple[list[int], str | None]:
+def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]],
+                   verb: str = "time out") -> tuple[list[int], str | None]:
     """The ranks that time out in another place than their peers, from the tracebacks of their collective
     timeouts (``found``: :func:`_wait_sites`, from a ``peer_loss`` hang symptom such as gloo's "Timed out waiting
     ...ms for recv operation"), and why; ``([], None)`` when the sites agree or too few ranks report.
@@ -2555,9 +2568,9 @@ def _odd_wait_site(found: dict[int, tuple[tuple[str, str], str | None]]) -> tupl
     if len(sites) < 3 or n_top < 2 or n_top < 2 * len(odd):
         # the ranks wait in different collectives, and no site is held by enough of them to name the others
         where = "; ".join(f"rank {r} in {f} ({fl})" for r, (fl, f) in sorted(sites.items())[:4])
-        return [], f"The ranks time out in different collectives ({where}): no rank is named."
+        return [], f"The ranks {verb} in different collectives ({where}): no rank is named."
     where = "; ".join(f"rank {r} in {sites[r][1]} ({sites[r][0]})" for r in odd[:4])
-    return odd, (f"{n_top} rank(s) time out in {top[1]} ({top[0]}), but {where}: ranks in another collective "
+    return odd, (f"{n_top} rank(s) {verb} in {top[1]} ({top[0]}), but {where}: ranks in another collective "
                  "than their peers are the ones the others wait for.")
 
 
