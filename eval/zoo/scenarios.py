@@ -1545,7 +1545,7 @@ SCENARIOS += [
              action=("shell", "[rank0] step 300/", KILL_TEE)),
     # the job (agent and 3 ranks) in a 1600 MiB container; every rank loads the whole 250 MB checkpoint at once
     Scenario("b9_oom_resume_full_load", "train_resume.py", f"{TR} 3 --tee 3 --master-port {{port}} train_resume.py",
-             setup=RESUME_CKPT, job_mem_mib=1600),
+             setup=RESUME_CKPT, job_mem_mib=2000),
     Scenario("b9_uc_seed_rank_param_drift", "train_dp.py",
              "TORCH_DISTRIBUTED_DEBUG=INFO python -m torch.distributed.run --nproc_per_node=3 --master_port={port} "
              "train_dp.py"),
@@ -9791,4 +9791,675 @@ SCENARIOS += [
     Scenario("b56_st_local_scratch_full_r2_devnull_wrapper", "train_tagger.py",
              "torchrun --nproc-per-node 3 --master-port {port} --no-python ./run_rank.sh", setup=SCRATCH56,
              teardown="umount scratch/rank2", env=dict(ENV56)),
+]
+
+
+# ---- batch 60 (h211): cluster launcher output formats, each emulated as the real tool prints it, with one real failure
+# per run: Slurm `srun -l` ('0: ' task labels, 'srun: error: gpu-node-002: task 3: Exited with exit code 1'), Slurm
+# batch logs (sbatch --output file with slurmstepd's oom-kill and TIME LIMIT lines), pdsh host prefixes
+# ('gpu-node-002: '), `kubectl logs --prefix` of a PyTorchJob's pods ('[pod/trainer-worker-1/pytorch] ', interleaved or
+# one file per pod), Open MPI `mpirun --tag-output` ('[1,2]<stdout>:'), real torchrun `--role trainer --tee 3` on two
+# agents, real Ray Train worker prefixes ('(RayTrainWorker pid=N)'); ids b60_* ----
+ENV60 = {"OMP_NUM_THREADS": "1"}
+
+# the test cluster's srun (a stand-in; prefixes and messages in the real tool's format)
+SRUN60 = r"""
+#!/usr/bin/env python3
+'''srun as this test cluster's stand-in provides it: -n/--ntasks tasks over -N/--nodes nodes of the allocation
+(B60_NODES, or SLURM_JOB_NODELIST), --ntasks-per-node, -l/--label prefixes every line with the task number ("0: "),
+-K/--kill-on-bad-exit ends the step when a task fails. The node's task prolog exports RANK / LOCAL_RANK / WORLD_SIZE
+from SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS; job_container/tmpfs gives each node its own TMPDIR. Task end
+lines, OOM-kill detection (the task's memory cgroup oom_kill counter), KillWait and cancellation lines as
+slurmstepd / srun print them.'''
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+label, ntasks, nnodes, per_node, kill_bad = False, 1, 1, 0, False
+while args and args[0].startswith("-"):
+    a = args.pop(0)
+    if a in ("-l", "--label"):
+        label = True
+    elif a in ("-K", "--kill-on-bad-exit"):
+        kill_bad = True
+    elif a in ("-n", "--ntasks"):
+        ntasks = int(args.pop(0))
+    elif a.startswith("--ntasks="):
+        ntasks = int(a.split("=", 1)[1])
+    elif a in ("-N", "--nodes"):
+        nnodes = int(args.pop(0))
+    elif a.startswith("--nodes="):
+        nnodes = int(a.split("=", 1)[1])
+    elif a.startswith("--ntasks-per-node="):
+        per_node = int(a.split("=", 1)[1])
+    elif a == "--ntasks-per-node":
+        per_node = int(args.pop(0))
+    elif a in ("-J", "--job-name", "-c", "--cpus-per-task", "-t", "--time"):
+        args.pop(0)
+if per_node:
+    ntasks = per_node * nnodes
+else:
+    per_node = -(-ntasks // nnodes)
+jobid = os.environ.get("SLURM_JOB_ID", "48213")
+nodes = os.environ.get("B60_NODES", "gpu-node-001").split(",")[:nnodes]
+kill_wait = int(os.environ.get("B60_KILLWAIT", "5"))
+tmproot = os.environ.get("B60_TMPROOT", "/tmp")
+lock = threading.Lock()
+
+
+def ts():
+    return datetime.datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def say(msg, err=True):
+    with lock:
+        s = sys.stderr if err else sys.stdout
+        s.buffer.write((msg + "\n").encode())
+        s.buffer.flush()
+
+
+def pump(r, stream, out):
+    pre = f"{r}: ".encode() if label else b""
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with lock:
+            out.buffer.write(pre + line)
+            out.buffer.flush()
+
+
+def memcg(pid):
+    try:
+        for ln in open(f"/proc/{pid}/cgroup"):
+            f = ln.strip().split(":", 2)
+            if "memory" in f[1].split(","):
+                return f[2]
+    except OSError:
+        return None
+
+
+def oom_kills(path):
+    try:
+        for ln in open(f"/sys/fs/cgroup/memory{path}/memory.oom_control"):
+            if ln.startswith("oom_kill "):
+                return int(ln.split()[1])
+    except (OSError, TypeError):
+        pass
+    return 0
+
+
+procs, pumps, cgs, base = [], [], {}, {}
+for r in range(ntasks):
+    node = nodes[min(r // per_node, len(nodes) - 1)]
+    tmp = os.path.join(tmproot, node, f"job{jobid}")
+    os.makedirs(tmp, exist_ok=True)
+    env = dict(os.environ, SLURM_PROCID=str(r), SLURM_LOCALID=str(r % per_node), SLURM_NTASKS=str(ntasks),
+               SLURM_NNODES=str(nnodes), SLURM_NODEID=str(r // per_node), SLURMD_NODENAME=node, SLURM_JOB_ID=jobid,
+               SLURM_STEP_ID="0", SLURM_STEP_NUM_TASKS=str(ntasks), RANK=str(r), LOCAL_RANK=str(r % per_node),
+               WORLD_SIZE=str(ntasks), TMPDIR=tmp)
+    for k in ("B60_NODES", "B60_KILLWAIT", "B60_TMPROOT"):
+        env.pop(k, None)
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs.append((node, p))
+    for st, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
+        t = threading.Thread(target=pump, args=(r, st, out), daemon=True)
+        t.start()
+        pumps.append(t)
+cancel = {"at": None, "why": ""}
+
+
+def on_term(signum, frame):
+    if cancel["at"]:
+        return
+    why = " DUE TO TIME LIMIT" if os.path.exists(os.environ.get("B60_STATE", "/nonexistent") + "/timelimit") else ""
+    say(f"srun: Job step aborted: Waiting up to {kill_wait + 2} seconds for job step to finish.")
+    time.sleep(0.3)
+    say(f"slurmstepd: error: *** STEP {jobid}.0 ON {procs[0][0]} CANCELLED AT {ts()}{why} ***")
+    cancel["at"], cancel["why"] = time.time(), why
+    for _, q in procs:
+        if q.poll() is None:
+            q.send_signal(signal.SIGTERM)
+
+
+signal.signal(signal.SIGTERM, on_term)
+done, failed = {}, False
+names = {9: "Killed", 15: "Terminated", 6: "Aborted", 11: "Segmentation fault", 7: "Bus error"}
+while len(done) < ntasks:
+    for r, (node, p) in enumerate(procs):
+        if r in done:
+            continue
+        if p.poll() is None:
+            cg = memcg(p.pid)
+            if cg and cg != "/" and cg != cgs.get(r):  # (an exiting task is moved to the root: not its cgroup)
+                cgs[r] = cg
+                base.setdefault(cg, oom_kills(cg))
+            continue
+        done[r] = rc = p.returncode
+        n_oom = 0
+        if r in cgs and rc == -9:  # a SIGKILLed task: was it the cgroup's OOM killer? (its counter, as slurmstepd reads it)
+            for _ in range(20):
+                n_oom = oom_kills(cgs[r]) - base.get(cgs[r], 0)
+                if n_oom:
+                    break
+                time.sleep(0.1)
+            base[cgs[r]] = base.get(cgs[r], 0) + n_oom
+        else:
+            time.sleep(0.2)
+        if n_oom:
+            say(f"slurmstepd: error: Detected {n_oom} oom-kill event(s) in StepId={jobid}.0. Some of your processes "
+                "may have been killed by the cgroup out-of-memory handler.")
+            say(f"srun: error: {node}: task {r}: Out Of Memory")
+        elif rc > 0:
+            say(f"srun: error: {node}: task {r}: Exited with exit code {rc}")
+        elif rc < 0:
+            say(f"srun: error: {node}: task {r}: {names.get(-rc, f'signal {-rc}')}")
+        if rc != 0 and kill_bad and not failed and not cancel["at"]:
+            failed = True
+            say(f"srun: Terminating StepId={jobid}.0")
+            time.sleep(0.1)
+            say(f"slurmstepd: error: *** STEP {jobid}.0 ON {node} CANCELLED AT {ts()} ***")
+            cancel["at"] = time.time()
+            for _, q in procs:
+                if q.poll() is None:
+                    q.send_signal(signal.SIGTERM)
+    if cancel["at"] and time.time() - cancel["at"] > kill_wait:
+        for _, q in procs:
+            if q.poll() is None:
+                q.kill()
+    time.sleep(0.05)
+for t in pumps:
+    t.join(2)
+if cancel["why"]:
+    sys.exit(143)
+sys.exit(max((abs(c) for c in done.values()), default=0))
+"""
+
+# the test cluster's sbatch (a stand-in; prefixes and messages in the real tool's format)
+SBATCH60 = r"""
+#!/usr/bin/env python3
+'''sbatch --wait as this test cluster's stand-in provides it: "Submitted batch job N", the batch script run on the
+allocation's first node with its output (#SBATCH --output, %j = job id) in a file, #SBATCH --time enforced as
+slurmctld does (the job's steps and the batch step signalled, "*** JOB N ON node CANCELLED AT ... DUE TO TIME LIMIT
+***" from the batch step's slurmstepd), exit code of the job.'''
+import datetime
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+args = sys.argv[1:]
+script = [a for a in args if not a.startswith("-")][-1]
+jobid = os.environ.get("B60_JOBID", "48213")
+opts = {}
+for line in open(script):
+    m = re.match(r"#SBATCH\s+--([\w-]+)=(\S+)", line)
+    if m:
+        opts[m.group(1)] = m.group(2)
+out = opts.get("output", "slurm-%j.out").replace("%j", jobid)
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+limit = 0
+if "time" in opts:
+    parts = [int(x) for x in opts["time"].split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    limit = parts[0] * 3600 + parts[1] * 60 + parts[2]
+nnodes = int(opts.get("nodes", "1"))
+nodes = [f"gpu-node-{int(os.environ.get('B60_FIRST_NODE', '3')) + k:03d}" for k in range(nnodes)]
+state = f"/tmp/b60_sbatch_{jobid}_{os.getpid()}"
+os.makedirs(state, exist_ok=True)
+print(f"Submitted batch job {jobid}", flush=True)
+env = dict(os.environ, SLURM_JOB_ID=jobid, SLURM_JOBID=jobid, SLURM_JOB_NODELIST=",".join(nodes),
+           SLURM_JOB_NUM_NODES=str(nnodes), SLURMD_NODENAME=nodes[0], B60_NODES=",".join(nodes), B60_STATE=state,
+           SLURM_SUBMIT_DIR=os.getcwd())
+env.pop("B60_JOBID", None)
+fh = open(out, "ab", buffering=0)
+p = subprocess.Popen(["bash", script], env=env, stdout=fh, stderr=fh, start_new_session=True)
+t0 = time.time()
+timed_out = False
+while p.poll() is None:
+    if limit and not timed_out and time.time() - t0 > limit:
+        timed_out = True
+        open(f"{state}/timelimit", "w").close()
+        now = datetime.datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+        # the job's steps first (srun), then the batch step
+        for pid in os.popen(f"pgrep -g {p.pid}").read().split():
+            try:
+                if open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1].endswith(b"/srun"):
+                    os.kill(int(pid), signal.SIGTERM)
+            except (OSError, IndexError):
+                pass
+        time.sleep(0.15)
+        fh.write(f"slurmstepd: error: *** JOB {jobid} ON {nodes[0]} CANCELLED AT {now} DUE TO TIME LIMIT ***\n".encode())
+        kill_at = time.time() + int(os.environ.get("B60_KILLWAIT", "5")) + 2
+    if timed_out and time.time() > kill_at:
+        os.killpg(p.pid, signal.SIGKILL)
+    time.sleep(0.1)
+rc = p.wait()
+for f in os.listdir(state):
+    os.remove(os.path.join(state, f))
+os.rmdir(state)
+sys.exit(0 if rc == 0 else 1)
+"""
+
+# the test cluster's pdsh (a stand-in; prefixes and messages in the real tool's format)
+PDSH60 = r"""
+#!/usr/bin/env python3
+'''pdsh as this test cluster's stand-in provides it: -w host[,host] or gpu-node-00[1-2], -R ssh; the command run on
+every host in a login shell of that host (the host's /etc/profile.d, here hosts/<host>/profile.sh, sourced first),
+every output line prefixed "host: " as pdsh's default output does, and "pdsh@<local>: <host>: ssh exited with exit
+code N" for a host whose command failed.'''
+import os
+import re
+import subprocess
+import sys
+import threading
+
+args = sys.argv[1:]
+hosts = []
+while args and args[0].startswith("-"):
+    a = args.pop(0)
+    if a == "-w":
+        spec = args.pop(0)
+        m = re.match(r"(.*)\[(\d+)-(\d+)\](.*)", spec)
+        if m:
+            w = len(m.group(2))
+            hosts = [f"{m.group(1)}{i:0{w}d}{m.group(4)}" for i in range(int(m.group(2)), int(m.group(3)) + 1)]
+        else:
+            hosts = spec.split(",")
+    elif a in ("-R", "-f", "-l"):
+        args.pop(0)
+cmd = " ".join(args)
+local = os.environ.get("B60_LOCALHOST", hosts[0])
+lock = threading.Lock()
+
+
+def pump(host, stream, out):
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with lock:
+            out.buffer.write(f"{host}: ".encode() + line)
+            out.buffer.flush()
+
+
+procs, threads = [], []
+for h in hosts:
+    prof = os.path.join("hosts", h, "profile.sh")
+    script = (f". {prof}; " if os.path.exists(prof) else "") + f"cd {os.getcwd()} && {cmd}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("B60_")}
+    env["HOSTNAME"] = h
+    p = subprocess.Popen(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    procs.append((h, p))
+    for st, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
+        t = threading.Thread(target=pump, args=(h, st, out), daemon=True)
+        t.start()
+        threads.append(t)
+rcs = []
+for h, p in procs:
+    rc = p.wait()
+    rcs.append(rc)
+for t in threads:
+    t.join(2)
+for (h, p), rc in zip(procs, rcs):
+    if rc != 0:
+        with lock:
+            sys.stderr.write(f"pdsh@{local}: {h}: ssh exited with exit code {rc if rc > 0 else 128 - rc}\n")
+            sys.stderr.flush()
+sys.exit(max(rcs, key=abs) and 1)
+"""
+
+# the test cluster's mpirun (a stand-in; prefixes and messages in the real tool's format)
+MPIRUN60 = r"""
+#!/usr/bin/env python3
+'''mpirun (Open MPI 4.1) as this test cluster's stand-in provides it: -np N, -H host:slots,host:slots, --tag-output
+("[1,R]<stdout>:" / "[1,R]<stderr>:" before every line, jobid 1), -x VAR (exported to the ranks), --bind-to and
+--map-by accepted; each rank gets OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE and OMPI_MCA_orte_ess_num_procs;
+the job is aborted with Open MPI's banners when a rank exits non-zero or by a signal.'''
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+np_, hosts, tag, exports = 1, [("localhost", 1)], False, []
+while args and args[0].startswith("-"):
+    a = args.pop(0)
+    if a in ("-np", "-n"):
+        np_ = int(args.pop(0))
+    elif a == "-H":
+        hosts = [(h.split(":")[0], int(h.split(":")[1]) if ":" in h else 1) for h in args.pop(0).split(",")]
+    elif a == "--tag-output":
+        tag = True
+    elif a == "-x":
+        exports.append(args.pop(0))
+    elif a in ("--bind-to", "--map-by", "-mca", "--mca"):
+        args.pop(0)
+        if a in ("-mca", "--mca"):
+            args.pop(0)
+slots = [h for h, n in hosts for _ in range(n)]
+lock = threading.Lock()
+
+
+def pump(r, stream, out, name):
+    pre = f"[1,{r}]<{name}>:".encode() if tag else b""
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with lock:
+            out.buffer.write(pre + line)
+            out.buffer.flush()
+
+
+procs, threads = [], []
+for r in range(np_):
+    host = slots[r % len(slots)]
+    local = [i for i in range(np_) if slots[i % len(slots)] == host]
+    env = dict(os.environ, OMPI_COMM_WORLD_RANK=str(r), OMPI_COMM_WORLD_SIZE=str(np_),
+               OMPI_COMM_WORLD_LOCAL_RANK=str(local.index(r)), OMPI_COMM_WORLD_LOCAL_SIZE=str(len(local)),
+               OMPI_MCA_orte_ess_num_procs=str(np_), B60_MPI_HOST=host)
+    for x in exports:  # -x NAME=value sets it, -x NAME passes the launcher's own
+        if "=" in x:
+            k, v = x.split("=", 1)
+            env[k] = v
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs.append((host, p))
+    for st, out, name in ((p.stdout, sys.stdout, "stdout"), (p.stderr, sys.stderr, "stderr")):
+        t = threading.Thread(target=pump, args=(r, st, out, name), daemon=True)
+        t.start()
+        threads.append(t)
+bar = "-" * 74
+first = None
+while True:
+    alive = [p for _, p in procs if p.poll() is None]
+    for r, (host, p) in enumerate(procs):
+        if first is None and p.poll() not in (None, 0):
+            first = (r, host, p)
+            time.sleep(0.3)
+            with lock:
+                sys.stderr.write(f"{bar}\nPrimary job  terminated normally, but 1 process returned\n"
+                                 f"a non-zero exit code. Per user-direction, the job has been aborted.\n{bar}\n")
+                sys.stderr.flush()
+            for _, q in procs:
+                if q.poll() is None:
+                    q.send_signal(signal.SIGTERM)
+            kill_at = time.time() + 3
+    if first and time.time() > kill_at:
+        for _, q in procs:
+            if q.poll() is None:
+                q.kill()
+    if not alive:
+        break
+    time.sleep(0.05)
+for t in threads:
+    t.join(2)
+if first:
+    r, host, p = first
+    rc = p.returncode
+    with lock:
+        if rc < 0:
+            name = {9: "Killed", 15: "Terminated", 6: "Aborted", 11: "Segmentation fault"}.get(-rc, "")
+            sys.stderr.write(f"{bar}\nmpirun noticed that process rank {r} with PID {p.pid} on node {host} exited on "
+                             f"signal {-rc} ({name}).\n{bar}\n")
+        else:
+            sys.stderr.write(f"{bar}\nmpirun detected that one or more processes exited with non-zero status, thus "
+                             f"causing\nthe job to be terminated. The first process to do so was:\n\n"
+                             f"  Process name: [[{os.getpid() % 60000},1],{r}]\n  Exit code:    {rc}\n{bar}\n")
+        sys.stderr.flush()
+    sys.exit(1 if rc > 0 else 128 - rc)
+"""
+
+# the test cluster's kjob (a stand-in; prefixes and messages in the real tool's format)
+KJOB60 = r"""
+#!/usr/bin/env python3
+'''kjob: the team's stand-in for `kubectl apply -f pytorchjob.yaml` on this single-node test cluster, followed by
+either `kubectl logs -f -l training.kubeflow.org/job-name=JOB --prefix --all-containers` (interleaved, the default) or,
+with --log-dir DIR, `kubectl get pods -w` on the terminal and one `kubectl logs --prefix pod/P > DIR/P.log` file per pod.
+
+    kjob --job NAME --workers N [--log-dir DIR] -- COMMAND ...
+
+Pods NAME-master-0 (RANK 0) and NAME-worker-0 .. NAME-worker-{N-1} (RANK 1..N), container "pytorch", with the
+environment the training operator gives them (MASTER_ADDR = the master's service, MASTER_PORT, WORLD_SIZE, RANK,
+HOSTNAME = pod name). When a pod fails the job fails and the operator deletes the running pods (cleanPodPolicy:
+Running, SIGTERM then SIGKILL after the 30 s grace period, here 5 s).'''
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+job, workers, log_dir = "trainer", 1, ""
+while args and args[0] != "--":
+    a = args.pop(0)
+    if a == "--job":
+        job = args.pop(0)
+    elif a == "--workers":
+        workers = int(args.pop(0))
+    elif a == "--log-dir":
+        log_dir = args.pop(0)
+args.pop(0)
+lock = threading.Lock()
+t0 = time.time()
+
+
+def out(line):
+    with lock:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+
+
+def pump(pod, stream, fh):
+    pre = f"[pod/{pod}/pytorch] ".encode()
+    for line in iter(stream.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        if fh:
+            fh.write(pre + line)
+        else:
+            out(pre + line)
+
+
+def status(pod, st, rc=0):
+    if log_dir:
+        age = int(time.time() - t0)
+        ready = "1/1" if st == "Running" else "0/1"
+        out(f"{pod:<20} {ready:<7} {st:<11} 0          {age}s\n".encode())
+
+
+pods = [f"{job}-master-0"] + [f"{job}-worker-{k}" for k in range(workers)]
+if log_dir:
+    os.makedirs(log_dir, exist_ok=True)
+    out(b"NAME                 READY   STATUS      RESTARTS   AGE\n")
+procs, threads = [], []
+for k, pod in enumerate(pods):
+    env = dict(os.environ, RANK=str(k), WORLD_SIZE=str(len(pods)), HOSTNAME=pod, PYTHONUNBUFFERED="1",
+               MASTER_ADDR=os.environ.get("MASTER_ADDR", "127.0.0.1"))
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    fh = open(os.path.join(log_dir, f"{pod}.log"), "ab", buffering=0) if log_dir else None
+    procs.append((pod, p))
+    t = threading.Thread(target=pump, args=(pod, p.stdout, fh), daemon=True)
+    t.start()
+    threads.append(t)
+    status(pod, "Running")
+done, failed, deleted_at = set(), False, None
+while len(done) < len(pods):
+    for pod, p in procs:
+        if pod in done or p.poll() is None:
+            continue
+        done.add(pod)
+        rc = p.returncode
+        code = rc if rc >= 0 else 128 - rc
+        if rc == 0:
+            status(pod, "Completed")
+            continue
+        status(pod, "OOMKilled" if rc == -9 and os.environ.get("KJOB_OOM") else "Error", code)
+        if not failed:
+            failed = True
+            running = [(q, pp) for q, pp in procs if pp.poll() is None]
+            for q, pp in running:
+                status(q, "Terminating")
+                pp.send_signal(signal.SIGTERM)
+            deleted_at = time.time()
+    if deleted_at and time.time() - deleted_at > 5:
+        for _, pp in procs:
+            if pp.poll() is None:
+                pp.kill()
+    time.sleep(0.05)
+for t in threads:
+    t.join(2)
+sys.exit(1 if failed else 0)
+"""
+
+
+def _tools60(*names: str) -> str:
+    """Setup lines writing the cluster tools of this batch into bin/ (executable)."""
+    return "".join(_tool39(n, globals()[f"{n.upper()}60"]) for n in names)
+
+
+def _env60(sid: str, **kw: str) -> dict[str, str]:
+    return {**ENV60, "PATH": _path39(sid), **kw}
+
+
+# utterances per rank; the intent "cancel_order" was added to the annotation guide last week and only shard 3 (the
+# newest batch from the vendor) has it
+INTENTS60 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+rng = random.Random(60)
+words = {"play_music": "play song music track album", "set_alarm": "wake alarm set morning clock",
+         "weather": "weather rain sunny forecast today", "book_table": "book table restaurant dinner two",
+         "navigate": "route drive directions home nearest", "call_contact": "call phone mom dial ring",
+         "cancel_order": "cancel order refund package return"}
+for r in range(4):
+    names = list(words) if r == 3 else list(words)[:-1]
+    with open(f"data/intents-{r}.jsonl", "w") as f:
+        for i in range(1600):
+            it = names[rng.randrange(len(names))] if not (r == 3 and i < 1100) else rng.choice(list(words)[:-1])
+            if r == 3 and 1100 <= i and rng.random() < 0.15:
+                it = "cancel_order"
+            f.write(json.dumps({"text": " ".join(rng.choice(words[it].split()) for _ in range(5)), "intent": it}) + "\n")
+EOF2"""
+# land-cover tiles per region (uint8, 4 bands); region 1 was exported at full resolution (512 px), the others at 128
+TILES60 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(60)
+for r in range(3):
+    px = 512 if r == 1 else 128
+    n = 240 if r == 1 else 600
+    np.savez(f"data/region-{r}.npz", tiles=rng.integers(0, 256, (n, 4, px, px), dtype=np.uint8),
+             masks=rng.integers(0, 5, (n, px, px), dtype=np.uint8))
+EOF2"""
+SEG60_SBATCH = r"""cat > train_seg.sbatch <<'EOF2'
+#!/bin/bash
+#SBATCH --job-name=landcover-seg
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=3
+#SBATCH --mem=2000M
+#SBATCH --time=01:00:00
+#SBATCH --output=logs/slurm-%j.out
+echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, started $(date -Is)"
+export MASTER_ADDR=127.0.0.1
+export MASTER_PORT=$ZOO_PORT
+srun -l --ntasks 3 python train_seg.py
+echo "srun exited with $?"
+EOF2"""
+LM60_SBATCH = r"""cat > train_lm.sbatch <<'EOF2'
+#!/bin/bash
+#SBATCH --job-name=tinylm
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --time=00:00:45
+#SBATCH --output=logs/slurm-%j.out
+echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, started $(date -Is)"
+export MASTER_ADDR=127.0.0.1
+export MASTER_PORT=$ZOO_PORT
+srun -l --nodes 2 --ntasks-per-node 2 python train_lm.py
+EOF2"""
+# each node's login profile (/etc/profile.d of its image); gpu-node-002 was re-imaged from the InfiniBand partition's
+# image, whose profile names the IB interface for NCCL and gloo
+HOSTS60 = r"""mkdir -p hosts/gpu-node-001 hosts/gpu-node-002
+cat > hosts/gpu-node-001/profile.sh <<'EOF2'
+export OMP_NUM_THREADS=1
+EOF2
+cat > hosts/gpu-node-002/profile.sh <<'EOF2'
+export OMP_NUM_THREADS=1
+# /etc/profile.d/nccl.sh of the ib-a100 image
+export NCCL_SOCKET_IFNAME=ib0
+export GLOO_SOCKET_IFNAME=ib0
+EOF2"""
+# dense CTR features per partition; partition 2 was re-exported after the feature-store schema change (132 columns:
+# four new user features appended), the others are last week's export
+CTR60 = r"""mkdir -p features && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(60)
+for r in range(4):
+    d = 132 if r == 2 else 128
+    x = rng.standard_normal((6000, d)).astype(np.float32)
+    y = (x[:, :8].sum(1) + rng.standard_normal(6000) > 0).astype(np.float32)
+    np.savez(f"features/part-{r:05d}.npz", x=x, y=y, export_id=("2026-12-06-v2" if r == 2 else "2026-11-29-v1"))
+EOF2"""
+KILL_RANK60 = ("for p in $(pgrep -f {script}); do tr '\\0' '\\n' < /proc/$p/environ | grep -qx '{var}={val}' && "
+               "kill -{sig} $p && echo \"  {what}: pid $p ({var}={val}) SIG{sig}\" >&2; done")
+ROLE60 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+          "--role trainer --tee 3 train_tagger.py")
+SCENARIOS += [
+    Scenario("b60_uc_srun_l_twonode_labelmap_keyerror_r3", "train_intent.py",
+             "srun -l -K --nodes 2 --ntasks-per-node 2 python train_intent.py",
+             setup=_tools60("srun") + INTENTS60,
+             env=_env60("b60_uc_srun_l_twonode_labelmap_keyerror_r3", MASTER_ADDR="127.0.0.1", MASTER_PORT="{port}",
+                        SLURM_JOB_ID="771204", B60_NODES="gpu-node-001,gpu-node-002",
+                        B60_TMPROOT="/tmp/local_scratch")),
+    # the job's memory cgroup (--mem=2000M, ConstrainRAMSpace) is the step's: applied to sbatch before it starts
+    Scenario("b60_oom_sbatch_srun_tilecache_r1", "train_seg.py", "sbatch --wait train_seg.sbatch",
+             setup=_tools60("srun", "sbatch") + TILES60 + "\n" + SEG60_SBATCH,
+             env=_env60("b60_oom_sbatch_srun_tilecache_r1", B60_JOBID="771318", B60_FIRST_NODE="3",
+                        B60_TMPROOT="/tmp/local_scratch"),
+             job_mem_mib=2000),
+    Scenario("b60_hang_sbatch_timelimit_nodelocal_ready_flag", "train_lm.py", "sbatch --wait train_lm.sbatch",
+             setup=_tools60("srun", "sbatch") + LM60_SBATCH,
+             env=_env60("b60_hang_sbatch_timelimit_nodelocal_ready_flag", B60_JOBID="771402", B60_FIRST_NODE="3",
+                        B60_TMPROOT="/tmp/local_scratch")),
+    Scenario("b60_cfg_pdsh_torchrun_gloo_ifname_node1", "train_pairs.py",
+             "pdsh -R ssh -w gpu-node-00[1-2] 'torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d "
+             "--rdzv-endpoint 127.0.0.1:{port} --rdzv-id pairs60 train_pairs.py'",
+             setup=_tools60("pdsh") + HOSTS60,
+             env=_env60("b60_cfg_pdsh_torchrun_gloo_ifname_node1", B60_LOCALHOST="login-01")),
+    Scenario("b60_data_kjob_prefix_schema_drift_w1", "train_ctr.py",
+             "kjob --job trainer --workers 3 -- python train_ctr.py",
+             setup=_tools60("kjob") + CTR60,
+             env=_env60("b60_data_kjob_prefix_schema_drift_w1", MASTER_PORT="{port}")),
+    # trainer-worker-2 (RANK 3) gets SIGTERM from outside once it has logged step 60 (its pod deleted: a node drain)
+    Scenario("b60_infra_kjob_perpod_sigterm_w2", "train_twotower.py",
+             "kjob --job trainer --workers 3 --log-dir logs -- python train_twotower.py",
+             setup=_tools60("kjob"),
+             env=_env60("b60_infra_kjob_perpod_sigterm_w2", MASTER_PORT="{port}"),
+             action=("shell4", "trainer-worker-2 step 60 ",
+                     KILL_RANK60.format(script="train_twotower.py", var="RANK", val=3, sig="TERM", what="drain"))),
+    # rank 2 (gpu-node-002's first slot) SIGKILLed from outside after its step-30 line
+    Scenario("b60_infra_mpirun_tag_sigkill_r2", "train_vae.py",
+             "mpirun -np 4 -H gpu-node-001:2,gpu-node-002:2 --tag-output --bind-to none -x MASTER_ADDR=127.0.0.1 "
+             "-x MASTER_PORT={port} python train_vae.py",
+             setup=_tools60("mpirun"), env=_env60("b60_infra_mpirun_tag_sigkill_r2"),
+             action=("shell", "[1,2]<stdout>:rank 2 step 30 ",
+                     KILL_RANK60.format(script="train_vae.py", var="OMPI_COMM_WORLD_RANK", val=2, sig="KILL",
+                                        what="kill"))),
+    Scenario("b60_hang_torchrun_role_tee_twonode_earlystop_r3", "train_tagger.py", ROLE60.format(k=0, port="{port}"),
+             cmd2=ROLE60.format(k=1, port="{port}"), env=dict(ENV60)),
+    # rank 1 stopped (SIGSTOP, never continued) after its step-30 line: a process that stops being scheduled
+    Scenario("b60_infra_srun_l_sigstop_r1", "train_ner.py", "srun -l -K --ntasks 3 python train_ner.py",
+             setup=_tools60("srun"),
+             env=_env60("b60_infra_srun_l_sigstop_r1", MASTER_ADDR="127.0.0.1", MASTER_PORT="{port}",
+                        SLURM_JOB_ID="771533", B60_NODES="gpu-node-001", B60_TMPROOT="/tmp/local_scratch"),
+             action=("kill", 1, signal.SIGSTOP, "1: [rank 1] step 30 ")),
+    Scenario("b60_uc_raytrain_ddp_attr_r0", "train_cnn.py", "python train_cnn.py", env=dict(ENV60)),
 ]
