@@ -449,3 +449,12 @@ def test_a_wait_for_the_roots_nccl_unique_id_says_the_root_was_late(case: str) -
     top = d.signature_hits[0]
     assert top.details.get("context_rule") == "nccl_unique_id_wait", [h.details for h in d.signature_hits]
     assert d.category.value == "config" and "root rank" in d.root_cause.summary
+
+
+def test_deepspeeds_quoted_command_does_not_name_the_failed_rank() -> None:
+    # n21a-007: "['/usr/bin/python3', '-u', 'main.py', '--local_rank=1', ...] exits with return code = -7". DeepSpeed's
+    # sigkill_handler logs the spawn loop's last `cmd` (deepspeed/launcher/launch.py), the highest local rank whichever
+    # child failed: no rank is named from it, and the answer says so
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n21a-007.log"), kb=False, llm=False))
+    assert d.first_failing_rank is None
+    assert "does not name the failed rank" in d.root_cause.summary
