@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h211", "/home/user/proj"),  # batch 60 (h211; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
+    ("/work/wt/h210", "/home/user/proj"),  # batch 59 (h210; before /work/wt/h21 and /work/wt/h2 style prefixes)
     ("/work/wt/h208", "/home/user/proj"),  # batch 57 (h208; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h209", "/home/user/proj"),  # batch 58 (h209; before /work/wt/h20 and /work/wt/h2 style prefixes)
     ("/work/wt/h207", "/home/user/proj"),  # batch 56 (h207; before /work/wt/h20 and /work/wt/h2 style prefixes)
@@ -207,6 +208,9 @@ class Scenario:
     #: batch 53: when the launcher ends, the job's other processes (those that inherited ZOO_RUN: orphaned workers)
     #: are given up to this many seconds to end by themselves before the recorder kills what is left; 0 = killed at once
     orphans_s: float = 0.0
+    #: batch 59: on the first node (node 0) /etc/hosts is this file (relative to the work dir, written by `setup`), as
+    #: `hosts2` is for the second: each node's own resolver view; its agent runs in a mount namespace of its own
+    hosts1: str = ""
 
 
 def _port(i: int) -> int:
@@ -1353,6 +1357,9 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
         out.flush()
         outs.append(out)
         argv = ["bash", "-c", c]
+        if not k and sc.hosts1:  # batch 59: node 0's own /etc/hosts
+            argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
+                    f"mount --bind {shlex.quote(sc.hosts1)} /etc/hosts && exec bash -c {shlex.quote(c)}"]
         if k and sc.netns2:  # batch 6: node 1 in its own network namespace
             argv = ["ip", "netns", "exec", sc.netns2, *argv]
         if k and sc.mask2:  # batch 11

@@ -10463,3 +10463,135 @@ SCENARIOS += [
              action=("kill", 1, signal.SIGSTOP, "1: [rank 1] step 30 ")),
     Scenario("b60_uc_raytrain_ddp_attr_r0", "train_cnn.py", "python train_cnn.py", env=dict(ENV60)),
 ]
+
+# ---- batch 59 (h210): network faults on two-node stand-ins (node 0 = this host, node 1 = the network namespace b59_n1
+# joined by a veth pair, b59h0 10.159.0.1 on node 0 and eth1 10.159.0.2 on node 1): node 1's profile giving gloo NCCL's
+# interface exclusion list; node 1's /etc/hosts holding a stale address for the head node's name; node 1's host
+# firewall reloaded mid-run with only the rendezvous port open (DROP); node 0's firewall answering the data ports with
+# resets mid-run; light (fail_slow) and heavy frame loss on node 1's link from mid-run (nft random drop: no netem here);
+# node 1's switch port left at MTU 1500 between jumbo-frame NICs (large frames dropped, small ones pass); node 1's link
+# down for a few seconds mid-run (it recovered: fail_slow);
+# the rendezvous store's port on node 0 closed mid-run (c10d: RST; static: DROP while the job builds a group); ids b59_*.
+# Each scenario's port is 29600 + 4k (k its place in this batch; the recorder's ZOO_PORT_OFFSET is set per run so), and
+# the firewall rules that name the store's port carry it literally ----
+ENV59 = {"OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "b59h0"}
+ENV59_N1 = {"GLOO_SOCKET_IFNAME": "eth1"}
+N1_59 = "ip netns exec b59_n1"
+NET59 = ("ip netns del b59_n1 2>/dev/null; ip netns del b59_sw 2>/dev/null; ip link del b59h0 2>/dev/null; "
+         "ip link del b59mgmt 2>/dev/null; nft delete table inet b59fw 2>/dev/null; "
+         "ip netns add b59_n1 && ip link add b59h0 type veth peer name b59p && ip link set b59p netns b59_n1 && "
+         f"{N1_59} ip link set b59p name eth1 && ip addr add 10.159.0.1/24 dev b59h0 && ip link set b59h0 up && "
+         f"{N1_59} ip addr add 10.159.0.2/24 dev eth1 && {N1_59} ip link set eth1 up && {N1_59} ip link set lo up")
+NET59_DOWN = ("ip netns del b59_n1 2>/dev/null; ip netns del b59_sw 2>/dev/null; ip link del b59h0 2>/dev/null; "
+              "ip link del b59mgmt 2>/dev/null; nft delete table inet b59fw 2>/dev/null; rm -rf /etc/netns/b59_n1; true")
+STATIC59 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr {addr} --master-port {{port}} "
+            "--rdzv-conf timeout=25{tee} {file}")
+
+
+def P59(k: int) -> int:
+    """Batch 59: the k-th scenario's port (the recorder's ZOO_PORT_OFFSET is chosen per run to give it)."""
+    return 29600 + 4 * k
+
+
+def _two59(sid: str, file: str, addr: str = "10.159.0.1", tee: str = "", **kw) -> Scenario:
+    kw.setdefault("env", dict(ENV59))
+    kw.setdefault("env2", dict(ENV59_N1))
+    kw.setdefault("setup", NET59)
+    return Scenario(sid, file, STATIC59.format(k=0, addr=addr, tee=tee, file=file),
+                    cmd2=STATIC59.format(k=1, addr=addr, tee=tee, file=file), netns2="b59_n1", teardown=NET59_DOWN, **kw)
+
+
+# node 1's profile (its image's /etc/profile.d, written for NCCL jobs) exports NCCL_SOCKET_IFNAME=^lo,docker0 and the same
+# exclusion list as GLOO_SOCKET_IFNAME; node 0's profile gives gloo its data NIC
+# the launch line names the head node trn-head-0; node 0 resolves it to its own data address, node 1's /etc/hosts (the
+# node image's, written when the previous allocation was provisioned) still maps it to 10.159.0.7, which nobody holds now
+HOSTS59 = NET59 + (" && printf '127.0.0.1 localhost\\n10.159.0.1 trn-head-0\\n' > hosts.node0 && mkdir -p /etc/netns/b59_n1"
+                   " && printf '127.0.0.1 localhost\\n10.159.0.7 trn-head-0\\n' > /etc/netns/b59_n1/hosts")
+# node 1's host firewall reloaded by config management: its new policy opens only the rendezvous port; TCP between two
+# ephemeral ports (every gloo pair connection) on the data NIC is dropped both ways; the store connections stay up
+FW_DROP59 = (f"{N1_59} iptables -A INPUT -i eth1 -p tcp --sport 32768:60999 --dport 32768:60999 -j DROP && "
+             f"{N1_59} iptables -A OUTPUT -o eth1 -p tcp --sport 32768:60999 --dport 32768:60999 -j DROP && "
+             "echo '  firewall: node 1 drops tcp ephemeral<->ephemeral on eth1' >&2")
+# node 0's firewall (an nft table of its own) answers TCP between ephemeral ports on its data NIC with resets
+FW_RESET59 = ("nft add table inet b59fw && nft add chain inet b59fw in '{ type filter hook input priority 0; }' && "
+              "nft add chain inet b59fw out '{ type filter hook output priority 0; }' && "
+              "nft add rule inet b59fw in iifname b59h0 tcp sport 32768-60999 tcp dport 32768-60999 reject with tcp reset && "
+              "nft add rule inet b59fw out oifname b59h0 tcp sport 32768-60999 tcp dport 32768-60999 "
+              "tcp flags '& rst == 0' reject with tcp reset && echo '  firewall: node 0 resets ephemeral<->ephemeral' >&2")
+# node 1's switch port left at MTU 1500 while both NICs use jumbo frames (9000): a switch namespace b59_sw bridges node
+# 0's link (swp0, 9000) and node 1's (swp1, 1500); segmentation offload off on both NICs (gso_max_segs 1) so that every
+# frame on the wire is MTU-sized as a physical NIC sends it
+MTU59 = ("ip netns del b59_n1 2>/dev/null; ip netns del b59_sw 2>/dev/null; ip link del b59h0 2>/dev/null; "
+         "ip netns add b59_n1 && ip netns add b59_sw && ip link add b59h0 type veth peer name swp0 && "
+         "ip link set swp0 netns b59_sw && ip netns exec b59_sw ip link add swp1 type veth peer name b59p && "
+         "ip netns exec b59_sw ip link set b59p netns b59_n1 && " f"{N1_59} ip link set b59p name eth1 && "
+         "ip netns exec b59_sw ip link add br0 type bridge && ip netns exec b59_sw ip link set swp0 master br0 && "
+         "ip netns exec b59_sw ip link set swp1 master br0 && ip link set b59h0 mtu 9000 && "
+         "ip netns exec b59_sw ip link set swp0 mtu 9000 && ip netns exec b59_sw ip link set swp1 mtu 1500 && "
+         f"{N1_59} ip link set eth1 mtu 9000 && ip link set dev b59h0 gso_max_segs 1 && "
+         f"{N1_59} ip link set dev eth1 gso_max_segs 1 && ip addr add 10.159.0.1/24 dev b59h0 && ip link set b59h0 up && "
+         "ip netns exec b59_sw ip link set swp0 up && ip netns exec b59_sw ip link set swp1 up && "
+         "ip netns exec b59_sw ip link set br0 up && " f"{N1_59} ip addr add 10.159.0.2/24 dev eth1 && "
+         f"{N1_59} ip link set eth1 up && {N1_59} ip link set lo up && mkdir -p configs && "
+         "echo '{\"classes\": 10, \"lr\": 0.05, \"steps\": 300}' > configs/landcover.json")
+C10D59 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.159.0.1:{port} "
+          "--rdzv-id kws-1207 --rdzv-conf join_timeout=40,read_timeout=10{host} --local-addr {addr} train_kws.py")
+
+
+def _store_fw59(k: int, verdict: str) -> str:
+    """Node 0's firewall (its own nft table) closing the rendezvous store's port (P59(k)) to the data NIC."""
+    return ("nft add table inet b59fw && nft add chain inet b59fw in '{ type filter hook input priority 0; }' && "
+            f"nft add rule inet b59fw in iifname b59h0 tcp dport {P59(k)} {verdict} && "
+            f"echo '  firewall: node 0 port {P59(k)} {verdict}' >&2")
+
+
+# a failing optic / cable on node 1's link: a share of the frames through node 1's eth1 is lost, each way. This host's
+# kernel has no netem qdisc (tc qdisc ... netem: 'Specified qdisc kind is unknown'), so the loss is an nft rule of its own
+# in node 1's namespace that drops that share of the frames at random (numgen random), as netem's loss would
+
+
+def _loss59(pct: int) -> str:
+    t = f"{N1_59} nft"
+    return (f"{t} add table inet b59loss && {t} add chain inet b59loss out '{{ type filter hook output priority 0; }}' && "
+            f"{t} add chain inet b59loss in '{{ type filter hook input priority 0; }}' && "
+            f"{t} add rule inet b59loss out oifname eth1 numgen random mod 100 '<' {pct} drop && "
+            f"{t} add rule inet b59loss in iifname eth1 numgen random mod 100 '<' {pct} drop && "
+            f"echo '  loss: node 1 eth1 {pct}% each way' >&2")
+
+
+# in this order k = 0 ... 9 (the port of each is P59(k))
+SCENARIOS += [
+    _two59("b59_cfg_gloo_ifname_nccl_syntax_node1_twonode_n1", "train_kws_crnn.py",
+           env2={"GLOO_SOCKET_IFNAME": "^lo,docker0", "NCCL_SOCKET_IFNAME": "^lo,docker0"}),
+    _two59("b59_net_hosts_stale_head_node1_twonode_n1", "train_sentiment.py", addr="trn-head-0", setup=HOSTS59,
+           hosts1="hosts.node0"),
+    _two59("b59_hang_fw_drop_data_ports_node1_twonode_n1", "train_churn.py",
+           action=("shell", "node=1 rank=3 step=200/600", FW_DROP59)),
+    _two59("b59_net_fw_reset_data_ports_node0_twonode_n0", "train_htr.py", tee=" --tee 3",
+           action=("shell", "n0:1 ep 0 it 100/150", FW_RESET59)),
+    # from node 1's rank 3 step-80 line node 1's link loses 5 % of the frames it sends and receives
+    _two59("b59_slow_net_loss_node1_twonode_n1", "train_intent.py",
+           action=("shell", "node 1 rank 3 | step 80/", _loss59(5))),
+    # from node 1's rank 3 step-120 record node 1's link loses most frames (60 % each way)
+    _two59("b59_hang_net_loss_heavy_node1_twonode_n1", "train_clicks.py",
+           action=("shell", '"node": 1, "rank": 3, "step": 120,', _loss59(60))),
+    _two59("b59_hang_mtu_mismatch_node1_twonode_n1", "train_landcover.py", setup=MTU59),
+    # at node 1's rank 3 step-160 line node 1's link goes down for 4 s and comes back
+    _two59("b59_net_link_blip_node1_twonode_n1", "train_basket.py", tee=" --tee 3",
+           action=("shell", "node1/rank3 INFO step 160/400", f"{N1_59} ip link set eth1 down && "
+                   "echo '  link down: node 1 eth1' >&2 && sleep 4 && " f"{N1_59} ip link set eth1 up && "
+                   "echo '  link up: node 1 eth1' >&2")),
+    # c10d rendezvous hosted by node 0's agent; at node 1's rank 3 step-200 line node 0's firewall resets every TCP
+    # segment arriving for the store's port on its data NIC
+    # node 0's launch line says is_host=1 (the head node: its agent hosts the store; it would not match its own data
+    # address by hostname here); each node gives its data address as --local-addr (the workers' store address)
+    Scenario("b59_net_store_port_closed_c10d_twonode_n0", "train_kws.py",
+             C10D59.format(port="{port}", host=",is_host=1", addr="10.159.0.1"),
+             cmd2=C10D59.format(port="{port}", host="", addr="10.159.0.2"), netns2="b59_n1",
+             setup=NET59, teardown=NET59_DOWN, env=dict(ENV59), env2=dict(ENV59_N1),
+             action=("shell", "[1/3] step  200/700", _store_fw59(8, "reject with tcp reset"))),
+    # at node 1's rank 3 step-60 line node 0's firewall drops what arrives for the store's port on its data NIC; at
+    # step 100 the job builds its per-node evaluation groups (new_group: through the store)
+    _two59("b59_hang_fw_drop_store_port_newgroup_node0_twonode_n0", "train_biencoder.py",
+           action=("shell", "rank 3 (node 1) step 60 ", _store_fw59(9, "drop"))),
+]
