@@ -368,3 +368,13 @@ def test_a_restart_storm_in_torchelastics_attempt_folders_stops_the_restarts(tmp
     assert d.recovery is not None and (d.recovery.rule_id, d.recovery.level.value) == ("restart_storm", "L4")
     ok = _diagnose("b55_st_restart_ckpt_volume_full_transient_recovers_c10d", tmp_path / "ok")
     assert ok.restarts is not None and (ok.restarts.count, ok.restarts.without_progress) == (1, 0)
+
+
+def test_a_rank_whose_lost_peer_was_raised_in_the_collective_the_others_timed_out_in_was_there(tmp_path: Path) -> None:
+    """b59 (dev, first contact read 'every one but rank 0 timed out: rank 0 never entered it'): a firewall drops node
+    1's data ports from step 200; ranks 1-3 time out at train_churn.py:27's backward, rank 0's "Connection closed by
+    peer" is raised at the very same call. Every rank was in the collective: the link failed (network), no rank is
+    the one that never came."""
+    d = _diagnose("b59_hang_fw_drop_data_ports_node1_twonode_n1", tmp_path)
+    assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_hang", "network", None)
+    assert "All 4 ranks of the job waited" in d.root_cause.summary

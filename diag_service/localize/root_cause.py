@@ -1414,6 +1414,10 @@ def localize(
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world),
                                                          hits=hits, heard=frozenset(progress.rank_last_step))
+                if len(hang_suspects) == 1 and why is not None and not why.startswith(TWO_RANK_ABSENT):
+                    present = _present_absentee(hang_suspects[0], symptoms, roots, by_tid, sigs)
+                    if present is not None:
+                        hang_suspects, why = [], present
                 if len(hang_suspects) == 1 and why is not None and why.startswith(TWO_RANK_ABSENT):
                     # the rank that did not time out may have been waiting too, in another collective: its report of
                     # the lost peer (raised where it waited) says where
@@ -1457,6 +1461,11 @@ def localize(
                 if wait_sites is None:
                     wait_sites = _wait_sites(symptoms, by_tid, sigs)
                 common = _common_wait_site(wait_sites, world or ranks_seen)
+                if common is None:
+                    # ranks whose lost peer ended the wait were in it too (their error is raised where they waited)
+                    common = _common_wait_site(
+                        _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs,
+                                    any_mode=True), world or ranks_seen, "waited (until a timeout or a lost peer ended it)")
                 late = _late_timeout(groups, world or ranks_seen) if common is not None else None
                 if late is not None:
                     # the same collective, but one rank's timeout fired long after its peers': it entered late
@@ -2508,6 +2517,30 @@ def _lost_before_timeout(rank: int, hits: list[SignatureHit], by_tid: dict[int, 
     return rank in ends and bool(others) and ends[rank] + 1.0 < min(others)
 
 
+#: A rank named absent by the others' timeouts whose own report of a lost peer was raised in the same call
+#: (:func:`_present_absentee`); ``{rank}``, ``{site}``.
+PRESENT_ABSENTEE_FINDING = (
+    "Rank {rank} did not time out, but its own error (a lost peer) was raised in the same collective call as the "
+    "others' timeouts ({site}): it was in the collective too, not the rank that never came.")
+
+
+def _present_absentee(rank: int, symptoms: list[SignatureHit], roots: list[SignatureHit],
+                      by_tid: dict[int, list[TemplateGroup]], sigs: SignatureSet | None) -> str | None:
+    """The finding when ``rank`` (the one rank of several that did not time out) reported a lost peer from the very
+    call every timed-out rank waited in (the innermost frame and the job's own line, :func:`_wait_sites`): a rank's
+    lost-peer error is raised where it waited, so it had entered that collective (zoo dev b59_hang_fw_drop_data_ports: a
+    firewall dropping one node's traffic; the one rank whose connection closed first was named as never entering);
+    None otherwise."""
+    timeouts = _wait_sites(symptoms, by_tid, sigs)
+    if rank in timeouts or not timeouts or len(set(timeouts.values())) != 1:
+        return None
+    site = next(iter(timeouts.values()))
+    if site[1] is None:
+        return None
+    wide = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True)
+    return PRESENT_ABSENTEE_FINDING.format(rank=rank, site=site[1]) if wide.get(rank) == site else None
+
+
 #: How :func:`_reported_absentees`' two-rank reading begins ("... only rank 0 timed out ...: rank 1 never entered it").
 TWO_RANK_ABSENT = "Of the job's two ranks only"
 
@@ -2684,7 +2717,7 @@ def _late_timeout(groups: list[TemplateGroup], world: set[int]) -> tuple[int, fl
 
 #: What :func:`_common_wait_site` finds; ``{n}`` ranks, ``{site}`` the job's call of the collective.
 COMMON_SITE_FINDING = (
-    "All {n} ranks of the job timed out waiting in the same collective, called from the same place ({site}): every "
+    "All {n} ranks of the job {waited} in the same collective, called from the same place ({site}): every "
     "rank had joined it and none was elsewhere, so its data never arrived. The connection between the ranks failed "
     "(a link or interface down, a partition, a firewall dropping the traffic), not a rank's code; check the path "
     "between the hosts on the interface the job uses (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).")
@@ -2715,7 +2748,7 @@ P2P_CYCLE_FINDING = (
 
 
 def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]],
-                      world: set[int]) -> tuple[str, Category] | None:
+                      world: set[int], waited: str = "timed out waiting") -> tuple[str, Category] | None:
     """``(finding, category)`` when every rank of the job times out in one and the same call, else None (``sites``:
     :func:`_wait_sites`): ``network`` for a collective, ``user_code`` for a point-to-point call (:data:`P2P_CALLS`:
     every rank blocked in the same recv or send waits for a peer that waits too, a cycle of the job's own order),
@@ -2742,7 +2775,7 @@ def _common_wait_site(sites: dict[int, tuple[tuple[str, str], str | None]],
         return P2P_CYCLE_FINDING.format(n=len(world), op=func, site=call), Category.USER_CODE
     if file == "distributed_c10d.py" and func in ROOTED_CALLS:
         return ROOTED_SITE_FINDING.format(n=len(world), op=func, site=call), Category.UNKNOWN
-    return COMMON_SITE_FINDING.format(n=len(world), site=call), Category.NETWORK
+    return COMMON_SITE_FINDING.format(n=len(world), site=call, waited=waited), Category.NETWORK
 
 
 def _hang_source(hang: HangReport) -> str:
