@@ -10595,3 +10595,205 @@ SCENARIOS += [
     _two59("b59_hang_fw_drop_store_port_newgroup_node0_twonode_n0", "train_biencoder.py",
            action=("shell", "rank 3 (node 1) step 60 ", _store_fw59(9, "drop"))),
 ]
+
+# ---- batch 62 (h213): checkpoint resume failures: a head resized for a new label set against last week's
+# checkpoint, one rank's resume shard cut short by a killed save, a DCP checkpoint loaded with another FFN width, a DCP
+# checkpoint staged to scratch by a glob that skips its .metadata, an optimizer whose no-decay group changed, strict=False
+# hiding renamed normaliser buffers until the loss is no longer finite, a checkpoint rotation that deletes the step
+# 'latest' names (lexicographic sort), weights_only=True refusing a numpy scalar of an old checkpoint, a resumed job's
+# first save on a full checkpoint volume, a hand-written ZeRO-1 optimizer's per-rank shards saved with 4 ranks and
+# loaded with 3; ids b62_* ----
+ENV62 = {"OMP_NUM_THREADS": "1"}
+# last week's checkpoint of the intent model: 20 intents (the taxonomy now has 23)
+INTENT62 = r"""mkdir -p ckpt && python - <<'EOF2'
+import torch, torch.nn as nn
+torch.manual_seed(62)
+class IntentModel(nn.Module):
+    def __init__(self, vocab, dim, num_labels):
+        super().__init__()
+        self.embed = nn.EmbeddingBag(vocab, dim, mode="mean")
+        self.encoder = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))
+        self.classifier = nn.Linear(dim, num_labels)
+    def forward(self, ids):
+        return self.classifier(self.encoder(self.embed(ids)))
+m = IntentModel(8000, 128, 20)
+o = torch.optim.AdamW(m.parameters(), lr=3e-4)
+m(torch.randint(0, 8000, (4, 24))).sum().backward(); o.step()
+torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "step": 2000}, "ckpt/intent-step2000.pt")
+EOF2"""
+# every rank's resume shard of step 600; the save of rank 2's shard was killed (preemption) after 40 % of its bytes
+KWS62 = r"""mkdir -p ckpt/step_600 && python - <<'EOF2'
+import torch, torch.nn as nn
+for r in range(3):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv1d(40, 64, 5, padding=2), nn.ReLU(), nn.Conv1d(64, 64, 5, padding=2), nn.ReLU(),
+                      nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 12))
+    o = torch.optim.Adam(m.parameters(), lr=1e-3)
+    m(torch.randn(2, 40, 98)).sum().backward(); o.step()
+    torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "rng": torch.get_rng_state(), "step": 600,
+                "sampler_pos": 600 * 32}, f"ckpt/step_600/shard_r{r}.pt")
+p = "ckpt/step_600/shard_r2.pt"
+raw = open(p, "rb").read()
+open(p, "wb").write(raw[: int(len(raw) * 0.4)])
+open("ckpt/LATEST", "w").write("step_600\n")
+EOF2"""
+# a DCP checkpoint of step 1200 saved with ffn_dim 512; the config was since edited to ffn_dim 1024
+LM62 = r"""mkdir -p configs && python - <<'EOF2'
+import json, torch, torch.nn as nn
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict
+class LM(nn.Module):
+    def __init__(self, vocab, d, ffn, layers):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, 4, ffn, dropout=0.0, batch_first=True) for _ in range(layers))
+        self.out = nn.Linear(d, vocab)
+    def forward(self, x):
+        h = self.tok(x)
+        for b in self.blocks:
+            h = b(h)
+        return self.out(h)
+m = LM(2000, 128, 512, 2)
+o = torch.optim.AdamW(m.parameters(), lr=3e-4)
+m(torch.randint(0, 2000, (2, 16))).sum().backward(); o.step()
+msd, osd = get_state_dict(m, o)
+dcp.save({"model": msd, "optim": osd, "step": 1200}, checkpoint_id="checkpoints/lm-step1200")
+json.dump({"vocab": 2000, "d_model": 128, "ffn_dim": 1024, "layers": 2, "lr": 3e-4,
+           "resume_from": "checkpoints/lm-step1200"}, open("configs/lm.json", "w"), indent=1)
+EOF2"""
+# a DCP checkpoint of step 4000 on the shared volume (.metadata and one .distcp file)
+REC62 = r"""mkdir -p shared/ckpt scratch && python - <<'EOF2'
+import torch, torch.nn as nn
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict
+m = nn.Sequential(nn.Embedding(20000, 32), nn.Flatten(), nn.Linear(32 * 8, 256), nn.ReLU(), nn.Linear(256, 1))
+o = torch.optim.Adam(m.parameters(), lr=1e-3)
+m(torch.randint(0, 20000, (2, 8))).sum().backward(); o.step()
+msd, osd = get_state_dict(m, o)
+dcp.save({"model": msd, "optim": osd, "step": 4000}, checkpoint_id="shared/ckpt/step_4000")
+open("shared/ckpt/latest", "w").write("step_4000\n")
+EOF2
+ls -A shared/ckpt/step_4000"""
+# ckpt/last.pt of step 1500 written by last week's code: embeddings were still in the decay group
+CLS62 = r"""mkdir -p ckpt && python - <<'EOF2'
+import torch, torch.nn as nn
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(5000, 64)
+        self.pos = nn.Embedding(64, 64)
+        self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, batch_first=True), 2)
+        self.head = nn.Linear(64, 6)
+    def forward(self, x):
+        h = self.embed(x) + self.pos(torch.arange(x.shape[1]))
+        return self.head(self.enc(h).mean(1))
+m = Classifier()
+decay, no_decay = [], []
+for name, p in m.named_parameters():
+    (no_decay if p.ndim < 2 or "norm" in name else decay).append(p)
+o = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}], lr=2e-4)
+m(torch.randint(0, 5000, (2, 48))).sum().backward(); o.step()
+torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "step": 1500}, "ckpt/last.pt")
+EOF2"""
+# ckpt/flows_last.pt of step 3000 from before the refactor: the normaliser module was `normalizer`, no aux head
+FLOW62 = r"""mkdir -p ckpt && python - <<'EOF2'
+import torch, torch.nn as nn
+class FeatureNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(d))
+        self.register_buffer("std", torch.ones(d))
+class Old(nn.Module):
+    def __init__(self, d=12):
+        super().__init__()
+        self.normalizer = FeatureNorm(d)
+        self.body = nn.Sequential(nn.Linear(d, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.out = nn.Linear(64, 1)
+m = Old()
+scale = torch.tensor([1e6, 1e5, 3e4, 2e3, 5e2, 1e2, 60.0, 30.0, 10.0, 5.0, 1.0, 1.0])
+x = torch.rand(20000, 12) * scale
+m.normalizer.mean.copy_(x.mean(0)); m.normalizer.std.copy_(x.std(0))
+torch.save({"model": m.state_dict(), "step": 3000}, "ckpt/flows_last.pt")
+EOF2"""
+# the checkpoints of the previous segments (steps 800 and 900), latest -> step_900
+TAG62 = r"""mkdir -p checkpoints/step_800 checkpoints/step_900 && python - <<'EOF2'
+import torch, torch.nn as nn
+m = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 40))
+o = torch.optim.Adam(m.parameters(), lr=1e-3)
+m(torch.randn(2, 512)).sum().backward(); o.step()
+for s in (800, 900):
+    torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "step": s}, f"checkpoints/step_{s}/state.pt")
+open("checkpoints/latest", "w").write("step_900\n")
+EOF2"""
+# last quarter's best checkpoint: the best validation AUC was stored as the numpy scalar sklearn returned
+CHURN62 = r"""mkdir -p runs/churn && python - <<'EOF2'
+import numpy as np, torch, torch.nn as nn
+m = nn.Sequential(nn.Linear(30, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1))
+o = torch.optim.Adam(m.parameters(), lr=1e-3)
+m(torch.randn(2, 30)).sum().backward(); o.step()
+torch.save({"state_dict": m.state_dict(), "optimizer": o.state_dict(), "epoch": 14,
+            "best_auc": np.float64(0.8713)}, "runs/churn/checkpoint_best.pth")
+EOF2"""
+# the team's checkpoint volume (14 MiB quota, a tmpfs here) holding the two newest checkpoints (~5.8 MB each)
+VOL62 = (r"""mkdir -p /mnt/b62_ckpt && (mountpoint -q /mnt/b62_ckpt && umount /mnt/b62_ckpt || true) && """
+         r"""mount -t tmpfs -o size=14m tmpfs /mnt/b62_ckpt && mkdir -p /mnt/b62_ckpt/tagger && python - <<'EOF2'
+import torch, torch.nn as nn
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6000, 64)
+        self.gru = nn.GRU(64, 96, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(192, 17)
+    def forward(self, x):
+        return self.out(self.gru(self.emb(x))[0])
+m = Tagger()
+o = torch.optim.Adam(m.parameters(), lr=1e-3)
+m(torch.randint(0, 6000, (2, 40))).sum().backward(); o.step()
+for s in (1100, 1200):
+    torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "step": s}, f"/mnt/b62_ckpt/tagger/ckpt_{s}.pt")
+EOF2
+df -h /mnt/b62_ckpt | tail -1""")
+# step 2000 of the same job when it ran on 4 ranks: model.pt and one optimizer slice per rank (ceil(82689 / 4))
+ZERO62 = r"""mkdir -p ckpt/step_2000 && python - <<'EOF2'
+import math, torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 1))
+n = sum(p.numel() for p in m.parameters())
+shard = math.ceil(n / 4)
+torch.save({"model": m.state_dict(), "step": 2000}, "ckpt/step_2000/model.pt")
+for r in range(4):
+    torch.save({"exp_avg": torch.randn(shard) * 1e-3, "exp_avg_sq": torch.rand(shard) * 1e-6, "t": 2000},
+               f"ckpt/step_2000/optim_rank{r}.pt")
+open("ckpt/latest", "w").write("step_2000\n")
+EOF2"""
+SCENARIOS += [
+    Scenario("b62_cfg_resume_num_labels_head_mismatch", "finetune_intents.py",
+             "torchrun --nproc-per-node 2 --master-port {port} finetune_intents.py --num-labels 23 "
+             "--resume ckpt/intent-step2000.pt", setup=INTENT62, env=dict(ENV62)),
+    Scenario("b62_st_rank_shard_truncated_killed_save_r2", "train_kws.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --tee 3 train_kws.py",
+             setup=KWS62, env=dict(ENV62)),
+    Scenario("b62_cfg_dcp_resume_ffn_dim_changed", "train_lm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_lm.py", setup=LM62, env=dict(ENV62)),
+    Scenario("b62_uc_dcp_stage_glob_skips_metadata", "train_rec.py",
+             "python -m torch.distributed.run --nproc-per-node 3 --master-port {port} train_rec.py",
+             setup=REC62, env=dict(ENV62)),
+    Scenario("b62_uc_optim_no_decay_groups_resume_4r", "train_cls.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_cls.py", setup=CLS62, env=dict(ENV62)),
+    Scenario("b62_uc_strict_false_norm_buffers_nan_spawn", "train_flows.py", "python train_flows.py",
+             setup=FLOW62, env={**ENV62, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"}),
+    # two segments of the chain run back to back (the scheduler's requeue after the wall-clock limit)
+    Scenario("b62_uc_latest_tag_lexsort_rotation_requeue", "train_tags.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_tags.py --until 1000 && "
+             "torchrun --nproc-per-node 2 --master-port {port} train_tags.py --until 1100",
+             setup=TAG62, env=dict(ENV62)),
+    Scenario("b62_cfg_weights_only_numpy_best_metric", "main_churn.py",
+             "torchrun --nnodes 1 --nproc-per-node 3 --master-port {port} main_churn.py", setup=CHURN62,
+             env=dict(ENV62)),
+    Scenario("b62_st_resume_first_save_volume_full_r0", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tagger.py", setup=VOL62,
+             teardown="umount /mnt/b62_ckpt && rmdir /mnt/b62_ckpt", env=dict(ENV62)),
+    Scenario("b62_cfg_zero1_optim_shards_resume_ws4_to_3", "train_zero.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_zero.py", setup=ZERO62, env=dict(ENV62)),
+]
