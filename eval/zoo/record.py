@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
+    ("/work/wt/h212", "/home/user/proj"),  # batch 61 (h212; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h211", "/home/user/proj"),  # batch 60 (h211; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h210", "/home/user/proj"),  # batch 59 (h210; before /work/wt/h21 and /work/wt/h2 style prefixes)
     ("/work/wt/h208", "/home/user/proj"),  # batch 57 (h208; before /work/wt/h20 and /work/wt/h2 style prefixes)
@@ -193,6 +194,9 @@ class Scenario:
     #: batch 20: variables only the second node's agent (and its workers) has in its environment: that node's own
     #: profile, invisible in the command as typed
     env2: dict[str, str] = field(default_factory=dict)
+    #: batch 61: variables the second node's agent (and its workers) does NOT have although the first node's does: a
+    #: profile line, module or secret missing on that node only, invisible in the command as typed
+    unset2: tuple[str, ...] = ()
     #: batch 48: the second node's container: its /dev/shm a tmpfs of this many MiB (0 = this host's); a file of the
     #: work dir bind-mounted over another ("src:dst", relative: that node's own checkout of a file); its agent as PID 1
     #: of a PID namespace of its own (a container whose main process is torchrun: when it dies, the kernel kills every
@@ -1382,7 +1386,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
             if sc.netns2:
                 argv = ["ip", "netns", "exec", sc.netns2, *argv]
         env2 = {key: _ports(v, port) for key, v in sc.env2.items()}  # batch 34: ports in the second node's profile
-        procs.append(subprocess.Popen(argv, cwd=wd, env={**env, **env2} if k else env, stdout=out,
+        env_k = {key: v for key, v in {**env, **env2}.items() if key not in sc.unset2} if k else env  # batch 61
+        procs.append(subprocess.Popen(argv, cwd=wd, env=env_k, stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True))
     stop = threading.Event()
     th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)

@@ -10797,3 +10797,83 @@ SCENARIOS += [
     Scenario("b62_cfg_zero1_optim_shards_resume_ws4_to_3", "train_zero.py",
              "torchrun --nproc-per-node 3 --master-port {port} train_zero.py", setup=ZERO62, env=dict(ENV62)),
 ]
+
+# ---- batch 61 (h212): start-up failures, before or at the first step, as real clusters produce them: a (dp, tp) mesh
+# bigger than the world torchrun started; the --master-port still held by the previous run's leftover store; node 1's
+# profile exporting a stale rendezvous head; node 1 launched with --node-rank 2 of 2; a secret, a PYTHONPATH entry and
+# an experiment config present on node 0 only; node 1's module file choosing the MPI backend; the process group
+# initialised twice; CUDA_VISIBLE_DEVICES naming one device for two local ranks on a CPU job; ids b61_* ----
+ENV61 = {"OMP_NUM_THREADS": "1"}
+# recorded one at a time with ZOO_PORT_OFFSET = 29700 + 5k - (31100 + 7 * index) = -7609 - 2k for the k-th scenario below
+# (k = 0..9; indices 887-896): its port at 29700 + 5k (29700-29745)
+STATIC61 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+            "{file}{args}")
+# the previous run of the same job (Ctrl-C'd an hour ago) left its launcher's TCPStore process behind, still bound to
+# the port the team's launch script always uses; it carries ZOO_RUN, so the recorder ends it after the run
+ORPHAN61 = r"""setsid nohup python -c "import time, torch.distributed as d; s = d.TCPStore('0.0.0.0', {port}, 1, True, wait_for_workers=False); time.sleep(150)" > /dev/null 2>&1 &
+for i in $(seq 120); do ss -ltnH | grep -q ':{port} ' && break; sleep 0.5; done"""
+TEXTAUG61 = r"""mkdir -p vendor/textaug && cat > vendor/textaug/__init__.py <<'EOF2'
+# The team's text-image augmentations (vendored).
+import torch
+
+
+def random_stroke_noise(x, g, p=0.05):
+    mask = torch.rand(x.shape, generator=g) < p
+    return torch.where(mask, 1.0 - x, x)
+EOF2"""
+MTCFG61 = r"""mkdir -p configs/exp && cat > configs/exp/mt_base.yaml <<'EOF2'
+vocab: 8000
+d_model: 128
+lr: 0.0005
+steps: 100
+EOF2"""
+SCENARIOS += [
+    # dp 2 x tp 2 from the script's defaults; the job was resized to 3 processes
+    Scenario("b61_cfg_mesh_dp2_tp2_nproc3", "train_tp.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tp.py",
+             env={**ENV61}),
+    Scenario("b61_inf_master_port_orphan_prev_run", "train_seg.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_seg.py", setup=ORPHAN61,
+             env={**ENV61}),
+    # node 1's ~/.bashrc still exports the head node of last week's allocation (192.0.2.10, TEST-NET-1: unroutable)
+    Scenario("b61_cfg_rdzv_endpoint_stale_head_node1_c10d_twonode_n1", "train_kws.py",
+             "torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-id kws-61 --rdzv-endpoint "
+             "$HEAD_NODE:{port} --rdzv-conf join_timeout=30,read_timeout=25 train_kws.py",
+             cmd2="torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-id kws-61 --rdzv-endpoint "
+                  "$HEAD_NODE:{port} --rdzv-conf join_timeout=30,read_timeout=25 train_kws.py",
+             env={**ENV61, "HEAD_NODE": "127.0.0.1"}, env2={"HEAD_NODE": "192.0.2.10"}),
+    # node 1 typed --node-rank 2 (1-based, from the hostfile's line number)
+    Scenario("b61_cfg_node_rank_2_static_twonode_n1", "train_twotower.py",
+             STATIC61.format(k=0, port="{port}", file="--rdzv-conf timeout=25,read_timeout=25 train_twotower.py",
+                             args=""),
+             cmd2=STATIC61.format(k=2, port="{port}", file="--rdzv-conf timeout=25,read_timeout=25 train_twotower.py",
+                                  args=""),
+             env={**ENV61}),
+    # the feature-store secret is mounted into node 0's environment only (node 1's secret mount did not come up)
+    Scenario("b61_cfg_env_token_missing_node1_static_twonode_n1", "train_ctr.py",
+             STATIC61.format(k=0, port="{port}", file="train_ctr.py", args=""),
+             cmd2=STATIC61.format(k=1, port="{port}", file="train_ctr.py", args=""),
+             env={**ENV61, "FEATURE_STORE_TOKEN": "fs_live_7Hq2c9XkP1"},
+             unset2=("FEATURE_STORE_TOKEN",)),
+    # PYTHONPATH=vendor comes from node 0's profile; node 1's profile (a fresh image) does not set it
+    Scenario("b61_cfg_pythonpath_vendor_missing_node1_static_twonode_n1", "train_ocr.py",
+             STATIC61.format(k=0, port="{port}", file="train_ocr.py", args=""),
+             cmd2=STATIC61.format(k=1, port="{port}", file="train_ocr.py", args=""), setup=TEXTAUG61,
+             env={**ENV61, "PYTHONPATH": "vendor"}, unset2=("PYTHONPATH",)),
+    # node 1 is from the MPI partition, whose module file exports DIST_BACKEND=mpi
+    Scenario("b61_cfg_backend_mpi_node1_static_twonode_n1", "train_vit.py",
+             STATIC61.format(k=0, port="{port}", file="train_vit.py", args=""),
+             cmd2=STATIC61.format(k=1, port="{port}", file="train_vit.py", args=""),
+             env={**ENV61}, env2={"DIST_BACKEND": "mpi"}),
+    Scenario("b61_uc_init_process_group_twice_trainer", "train_charlm.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_charlm.py", env={**ENV61}),
+    # the job script still exports CUDA_VISIBLE_DEVICES=0 from a one-GPU debugging session; the job runs on a CPU node
+    Scenario("b61_cfg_cuda_visible_one_device_nproc2_r1", "train_det.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_det.py",
+             env={**ENV61, "CUDA_VISIBLE_DEVICES": "0"}),
+    # node 1's checkout predates the commit that added configs/exp/ (its configs/exp is empty: an empty tmpfs)
+    Scenario("b61_cfg_exp_config_missing_node1_static_twonode_n1", "train_mt.py",
+             STATIC61.format(k=0, port="{port}", file="train_mt.py", args=" --config configs/exp/mt_base.yaml"),
+             cmd2=STATIC61.format(k=1, port="{port}", file="train_mt.py", args=" --config configs/exp/mt_base.yaml"),
+             setup=MTCFG61, mask2="configs/exp", env={**ENV61}),
+]
