@@ -10877,3 +10877,106 @@ SCENARIOS += [
              cmd2=STATIC61.format(k=1, port="{port}", file="train_mt.py", args=" --config configs/exp/mt_base.yaml"),
              setup=MTCFG61, mask2="configs/exp", env={**ENV61}),
 ]
+
+# ---- batch 64 (h215): two things go wrong in one log and on-call must find the first cause: a harmless warning or a
+# retry that succeeded early, then the real crash from another cause (a DataLoader worker-count warning, then a label
+# out of range in one rank's shard; a late assets mount retried, then a checkpoint volume that fills); a crash on one
+# rank followed by a louder error on another while it is torn down (an emergency checkpoint's chained traceback, C++
+# stack traces of the site profile); torchrun restarts (--max-restarts 1) whose attempt 1 fails from a second cause
+# (a run directory that exists, a resume key); hangs whose timeout is followed by a crash in an atexit hook; a rank
+# OOM-killed by its memory cgroup after another rank printed a caught traceback; a slowdown that ends in a timeout;
+# ids b64_* ----
+ENV64 = {"OMP_NUM_THREADS": "1"}
+# each rank's shard of the labelling tool's export (1,600 embeddings); shard 1's sample 1000 carries the label id 12
+# of a class the tool added after the 10-class head was set up
+SHARDS64 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(64)
+for r in range(3):
+    y = torch.randint(0, 10, (1600,), generator=g)
+    x = torch.randn(1600, 128, generator=g)
+    x[torch.arange(1600), y] += 2.0
+    if r == 1:
+        y[1000] = 12
+    torch.save({"emb": x, "label": y}, f"data/shard-{r}.pt")
+EOF2"""
+# the pretrained encoder sits in staged/ until the assets mount "comes up" (the recorder copies it into assets/ once
+# rank 0 logs its first retry); the checkpoint volume is a 12 MiB tmpfs (one full checkpoint is ~7.4 MB)
+KWS64 = (r"""mkdir -p assets staged /mnt/b64_ckpt && (mountpoint -q /mnt/b64_ckpt && umount /mnt/b64_ckpt || true) && """
+         r"""mount -t tmpfs -o size=12m tmpfs /mnt/b64_ckpt && python - <<'EOF2'
+import torch, torch.nn as nn
+torch.manual_seed(3)
+enc = nn.Sequential(nn.Linear(40 * 16, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU())
+torch.save(enc.state_dict(), "staged/encoder-v3.pt")
+EOF2""")
+# one .npz per turbine-day per rank (64 windows each); rank 1's sixth file was cut short by an interrupted sync
+NPZ64 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(64)
+for r in range(3):
+    os.makedirs(f"data/r{r}", exist_ok=True)
+    for d in range(12):
+        x = rng.standard_normal((64, 24, 12)).astype(np.float32)
+        y = x[:, -6:, 0].copy()
+        p = f"data/r{r}/turbine-{r * 12 + d:03d}-day{d:02d}.npz"
+        np.savez_compressed(p, x=x, y=y)
+        if r == 1 and d == 5:
+            raw = open(p, "rb").read()
+            open(p, "wb").write(raw[: len(raw) // 2])
+EOF2"""
+# two review shards of 2,000 records; rank 1's line 900 was cut mid-record by the export job
+REVIEWS64 = r"""mkdir -p data && python - <<'EOF2'
+import json, random
+words = "great terrible fine slow fast broken love hate ok refund again never always works".split()
+for r in range(2):
+    rng = random.Random(r)
+    lines = [json.dumps({"id": r * 10000 + i, "text": " ".join(rng.choice(words) for _ in range(12)),
+                         "stars": rng.randint(1, 5)}) for i in range(2000)]
+    if r == 1:
+        lines[900] = lines[900][:37]
+    open(f"data/reviews-{r}.jsonl", "w").write("\n".join(lines) + "\n")
+EOF2"""
+# two validation files for three ranks
+VAL64 = r"""mkdir -p val && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(7)
+for i in range(2):
+    x = torch.randn(500, 96, generator=g)
+    torch.save({"x": x, "y": (x[:, :3].sum(1) > 0).long()}, f"val/part-{i}.pt")
+EOF2"""
+TR64 = "torchrun --nproc-per-node {n} --master-port {{port}} {f}"
+RESTART64 = ("torchrun --nproc-per-node {n} --max-restarts 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{{port}} "
+             "--log-dir logs --tee 3 {f}")
+SCENARIOS += [
+    Scenario("b64_data_loader_workers_warn_then_label_oob_r1", "train_scenes.py", TR64.format(n=3, f="train_scenes.py"),
+             setup=SHARDS64, env=dict(ENV64)),
+    # the assets mount comes up 0-1 s after rank 0's first retry warning: the second attempt loads the encoder
+    Scenario("b64_st_ckpt_enospc_after_weights_retry_r0", "train_kws.py", TR64.format(n=3, f="train_kws.py"),
+             setup=KWS64, teardown="umount /mnt/b64_ckpt && rmdir /mnt/b64_ckpt", env=dict(ENV64),
+             action=("shell", "retrying in", "sleep 1; cp staged/encoder-v3.pt assets/encoder-v3.pt")),
+    # the team's launch script passes --monitor-interval 5 (the agent looks at its workers every 5 s)
+    Scenario("b64_uc_class_counts_keyerror_r2_then_r0_emergency_save", "train_landcover.py",
+             "torchrun --nproc-per-node 3 --monitor-interval 5 --master-port {port} train_landcover.py",
+             env=dict(ENV64)),
+    # the post-mortem share (/mnt/postmortem) is not mounted on this node; the launch script passes --monitor-interval 3;
+    # the site profile sets
+    # TORCH_SHOW_CPP_STACKTRACES=1 on every node
+    Scenario("b64_data_bad_npz_r1_then_r0_postmortem_save", "train_wind.py",
+             "torchrun --nproc-per-node 3 --monitor-interval 3 --master-port {port} train_wind.py",
+             setup=NPZ64, env={**ENV64, "TORCH_SHOW_CPP_STACKTRACES": "1"}),
+    Scenario("b64_data_restart_bad_jsonl_r1_then_rundir_exists", "train_reviews.py",
+             RESTART64.format(n=2, f="train_reviews.py --name sentiment-base"), setup=REVIEWS64, env=dict(ENV64)),
+    # rank 1's container has a smaller memory limit (cgroup v1, from its start); attempt 1's rank 1 is a new process
+    Scenario("b64_oom_restart_memcg_r1_then_resume_keyerror", "train_ctr.py", RESTART64.format(n=3, f="train_ctr.py"),
+             env=dict(ENV64), action=("cgroup", 1, 420), dmesg="/kubepods/burstable/pod-ctr-w1"),
+    Scenario("b64_hang_eval_shard_skip_r2_then_atexit_save", "train_defects.py",
+             TR64.format(n=3, f="train_defects.py"), setup=VAL64, env=dict(ENV64)),
+    # rank 1's container paused (cgroup freezer) from its step-300 line, thawed 32 s later
+    Scenario("b64_hang_frozen_r1_then_atexit_metrics_flush", "train_demand.py", TR64.format(n=3, f="train_demand.py"),
+             env=dict(ENV64), action=("freeze", 1, "rank=1 step=300 ", 32)),
+    Scenario("b64_oom_memcg_r2_after_r0_caught_metrics_tb", "train_recs.py", TR64.format(n=3, f="train_recs.py"),
+             env=dict(ENV64), action=("cgroup", 2, 480), dmesg="/kubepods/burstable/pod-recs-w2"),
+    Scenario("b64_hang_slowdown_r0_growing_eval_timeout", "train_fraud.py", TR64.format(n=3, f="train_fraud.py"),
+             env=dict(ENV64)),
+]
