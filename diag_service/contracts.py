@@ -183,7 +183,8 @@ class TemplateGroup:
     """All occurrences of one template. ``first`` is the earliest event (by time, then bundle order).
 
     ``examples``: up to 8 events with distinct keys; ``rank_first``: each rank's first event, for the first
-    64 ranks met (the same message on several ranks keeps each rank's own traceback frames)."""
+    64 ranks met (the same message on several ranks keeps each rank's own traceback frames); ``paths``: the first 64
+    files it occurred in."""
 
     template_id: int
     template: str
@@ -197,9 +198,13 @@ class TemplateGroup:
     _example_keys: set[str] = field(default_factory=set)
     rank_first_ts: dict[int, float] = field(default_factory=dict)
     rank_first: dict[int, RawEvent] = field(default_factory=dict)
+    #: the files it occurred in (the first :data:`_RANK_EXAMPLES`): where a message was seen, beyond its examples
+    paths: set[str] = field(default_factory=set)
 
     def add(self, ev: RawEvent, order: int) -> None:
         self.count += 1
+        if len(self.paths) < _RANK_EXAMPLES:
+            self.paths.add(ev.path)
         if ev.rank is not None:
             self.ranks.add(ev.rank)
             if ev.rank not in self.rank_first and len(self.rank_first) < _RANK_EXAMPLES:

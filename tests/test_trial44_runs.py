@@ -51,3 +51,20 @@ def test_the_one_rank_waiting_in_another_collective_than_the_peers_that_lost_it_
     d = diagnose(DiagnoseRequest(path=str(RUNS / "r06_skip_sync_console.log"), kb=False, llm=False))
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_hang", 1)
     assert "rank 1 in barrier" in d.root_cause.summary
+
+
+def test_the_memory_cgroups_own_oom_kill_count_confirms_the_kill(tmp_path: Path) -> None:
+    """Trial 45 r07: a rank SIGKILLed by its memory cgroup; beside the console the user saved the cgroup's
+    memory.oom_control ("oom_kill 1"). Without it the kill stayed unconfirmed (restart as it is, the platform acts);
+    the cgroup's count is the OOM killer's own word (kernel cgroup-v2 docs, memory.events: oom_kill)."""
+    console = ("[rank1] step 40 | rss 410 MB\n"
+               "E1207 20:31:02.113000 4242 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+               "(exitcode: -9) local_rank: 1 (pid: 4301) of binary: /opt/venv/bin/python3.11\n")
+    for sub in ("bare", "with_cgroup"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "console.log").write_text(console)
+    (tmp_path / "with_cgroup" / "cgroup_memory_after.txt").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    bare = diagnose(DiagnoseRequest(path=str(tmp_path / "bare"), kb=False, llm=False))
+    d = diagnose(DiagnoseRequest(path=str(tmp_path / "with_cgroup"), kb=False, llm=False))
+    assert d.category.value == "host_oom" and d.confidence > bare.confidence
+    assert d.recovery is not None and d.recovery.rule_id != bare.recovery.rule_id  # type: ignore[union-attr]

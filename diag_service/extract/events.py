@@ -1558,6 +1558,7 @@ class Extractor:
             m_agent = AGENT_FAILED.search(body)
             if m_agent:  # a torchelastic agent's "failed (exitcode: N) local_rank: R (pid: P)"
                 fields["agent_exitcode"] = m_agent.group(1)
+                fields["agent_pid"] = m_agent.group(3)
                 if who[1] is None:
                     who = (who[0], int(m_agent.group(2)), who[2])
         who = self._global(rd.src.path, who)

@@ -529,6 +529,54 @@ def _demote_late_roots(
     return kept
 
 
+#: The kernel's OOM killer naming its victim (mm/oom_kill.c: "Out of memory: Killed process %d (%s)", the memory
+#: cgroup's "Memory cgroup out of memory: Killed process %d (%s)").
+_OOM_KILLED_PID = re.compile(r"\bKilled process (\d{1,10}) \(")
+
+
+def _oom_killed_rank(pevs: list[RawEvent], groups: list[TemplateGroup], one_node: bool) -> int | None:
+    """The rank of the one process the OOM killer's report (``pevs``, the root's events) names, from torchelastic's
+    report of that process id ("failed (exitcode: -9) local_rank: R (pid: P)", ``fields['agent_pid']``): its global
+    rank, or on one node its local rank; None when the report names no pid, several, or no agent line names it
+    (zoo dev b64: the kernel killed pid 20382, the agent's line says local_rank 1, and the later attempt's table
+    named rank 2)."""
+    pids = {m.group(1) for ev in pevs for ln in ev.lines[:4] if (m := _OOM_KILLED_PID.search(ln))}
+    if len(pids) != 1:
+        return None
+    pid = next(iter(pids))
+    ranks = {ev.rank if ev.rank is not None else ev.local_rank if one_node else None
+             for g in groups for ev in g.examples if ev.fields.get("agent_pid") == pid}
+    ranks.discard(None)
+    return next(iter(ranks)) if len(ranks) == 1 else None  # type: ignore[return-value]
+
+
+def _later_attempt_folders(roots: list[SignatureHit], by_tid: dict[int, list[TemplateGroup]],
+                           findings: list[str]) -> list[SignatureHit]:
+    """The roots seen only in a later ``attempt_N`` folder of torchelastic's ``--log-dir`` than another root's
+    (``<log_dir>/<run_id>/attempt_N/<local_rank>/``, N counting the agent's restarts) are that later attempt's: the
+    first attempt's failure is the cause, whatever the times (a first attempt's traceback often has none, while a
+    later one's logger stamps its lines; zoo dev b64: attempt 0's bad JSON line, attempt 1's "File exists" for the run
+    directory attempt 0 had made). Said in a finding, as :func:`_demote_late_roots` says a later attempt's failure.
+    Hardware reports keep their place."""
+    seen: dict[int, int] = {}
+    for h in roots:
+        att = [int(m.group(1)) for tid in h.template_ids for g in by_tid.get(tid, []) for p in g.paths
+               if (m := _ATTEMPT_DIR.search(p))]
+        if att:
+            seen[id(h)] = min(att)
+    if len(set(seen.values())) < 2:
+        return roots
+    first = min(seen.values())
+    later = [h for h in roots if seen.get(id(h), first) > first and h.priority < HARDWARE_PRIORITY]
+    if not later:
+        return roots
+    names = list(dict.fromkeys(h.name for h in later))
+    findings.append(f"A later attempt of the job (torchelastic's attempt_{max(seen[id(h)] for h in later)} logs) failed "
+                    f"too: {'; '.join(names[:4])}. The root cause above is attempt_{first}'s; fix this one as well before "
+                    "the next restart.")
+    return [h for h in roots if h not in later]
+
+
 _SRUN_CLEANUP = ("Killed", "Terminated")
 
 
@@ -1088,6 +1136,7 @@ def localize(
         after = [h for h in hits if (t := _ts_of(h)) is None or t >= resumed]
         roots = _demote_late_roots([h for h in after if h.role is EventRole.ROOT], after, findings, sigs,
                                    progress.launches)
+    roots = _later_attempt_folders(roots, by_tid, findings)
     roots = _srun_cleanup(roots, groups, root_events, findings)
     roots = _elastic_teardown_kill(roots, groups, root_events, findings)
     roots = _peer_loss_yields(roots, findings, sigs)
@@ -1206,6 +1255,10 @@ def localize(
                    and (progress.launcher_local_ranks.get(ev.path) == ev.local_rank or same)}
             if len(own) == 1:
                 first_rank = next(iter(own))
+        if first_rank is None and not primary.ranks and category is Category.HOST_OOM:
+            # the kernel's OOM report names the process it killed, and the agent's "failed (exitcode: -9) local_rank: R
+            # (pid: P)" names the rank of that process: the rank (before a later attempt's table names another)
+            first_rank = _oom_killed_rank(pevs, groups, len(nodes_seen | progress.source_nodes) <= 1)
         if elastic_root is not None and elastic_root.rank is not None and not waiting and not hang_root and (
             first_rank is None and (not primary.ranks or elastic_root.rank in primary.ranks)
             # a cause reported only on other nodes (an agent signalled on node1): another node's table is a cascade
