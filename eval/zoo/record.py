@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h214", "/home/user/proj"),  # batch 63 (h214; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h211", "/home/user/proj"),  # batch 60 (h211; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h210", "/home/user/proj"),  # batch 59 (h210; before /work/wt/h21 and /work/wt/h2 style prefixes)
