@@ -10980,3 +10980,126 @@ SCENARIOS += [
     Scenario("b64_hang_slowdown_r0_growing_eval_timeout", "train_fraud.py", TR64.format(n=3, f="train_fraud.py"),
              env=dict(ENV64)),
 ]
+
+# ---- batch 63 (h214): fail-slow at realistic sizes with a clean truth: each step's main cost is a fixed time standing
+# for the accelerator's kernels (simgpu.kernels: a sleep of the nominal kernel time scaled by the device's current SM
+# clock, which the node reports in node/gpu<R>/sm_clock_mhz), plus a tiny CPU model and a real gloo all-reduce of its
+# gradients; the fault is a change of the node's state written by the recorder at a step's line (one GPU's clock cut
+# by thermal slowdown x1.2 / x1.3 / x1.5, the whole job's GPUs power-capped x1.2 / x1.3, every NIC or node 1's NICs
+# renegotiated to half rate, one rank's shard reads falling through to the object store), so the injected factor is
+# exact; two periodic costs in the script's own code (rank 0's preview decode every 10 steps, the last rank's debug
+# activation dump every 5 steps: x2 on those steps); one clean control with evaluation and checkpoint pauses (under
+# clean/); ids b63_* ----
+ENV63 = {"OMP_NUM_THREADS": "1"}
+# the node's devices as the job sees them (this host has no GPU): simgpu.py and node/ written by every scenario's setup
+SIMGPU63 = r"""mkdir -p node && for r in 0 1 2 3; do mkdir -p node/gpu$r node/nic$r node/store$r;
+echo 1950 > node/gpu$r/sm_clock_mhz; echo 200 > node/nic$r/link_gbps; echo 12 > node/store$r/read_latency_ms; done
+cat > simgpu.py <<'EOF2'
+'''Stand-in for the node's accelerators, NICs and shard store on a host without them: each call takes the time the
+real work takes, at the rate the node reports now (node/<device>/...). It knows nothing of the job's steps.'''
+import os
+import time
+
+_NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node")
+FULL_SM_CLOCK_MHZ, FULL_LINK_GBPS = 1950.0, 200.0
+
+
+def _now(device, key, full):
+    try:
+        with open(os.path.join(_NODE, device, key)) as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return full
+
+
+def kernels(seconds, device):
+    '''The device's kernels for `seconds` of work at full clock (a slower SM clock stretches them).'''
+    time.sleep(seconds * FULL_SM_CLOCK_MHZ / _now(device, "sm_clock_mhz", FULL_SM_CLOCK_MHZ))
+
+
+def wire(seconds, nic):
+    '''A transfer that takes `seconds` at the NIC's full link rate.'''
+    time.sleep(seconds * FULL_LINK_GBPS / _now(nic, "link_gbps", FULL_LINK_GBPS))
+
+
+def store_read(client):
+    '''One chunk read through the shard store client (its current read latency).'''
+    time.sleep(_now(client, "read_latency_ms", 12.0) / 1000.0)
+EOF2"""
+# clip features per rank for the shard store run: 6,400 clips of 64 features, 16 classes
+CLIPS63 = SIMGPU63 + r"""
+mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(63)
+for r in range(3):
+    y = rng.integers(0, 16, 6400)
+    x = rng.standard_normal((6400, 64)).astype(np.float32)
+    x[np.arange(6400), y * 4] += 2.0
+    np.save(f"data/shard-{r}.npy", x)
+    np.save(f"data/labels-{r}.npy", y)
+EOF2"""
+
+
+def _node63(what: str, files: str, value: int) -> str:
+    """The recorder's outside action: the node's state changes (a message on the recorder's stderr only)."""
+    return f"for f in {files}; do echo {value} > node/$f; done; echo '  b63: {what}' >&2"
+
+
+INTENT63 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+            "train_intent.py")
+SCENARIOS += [
+    # from rank 1's step-113 line GPU 1's SM clock is 1625 MHz of 1950 (HW thermal slowdown): its kernels x1.2
+    Scenario("b63_slow_gpu_clock_r1_x12_feed", "train_kws.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_kws.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", "[rank1] step 113 |",
+                     _node63("gpu1 sm clock 1950 -> 1625 MHz", "gpu1/sm_clock_mhz", 1625))),
+    # from rank 2's step-103 line GPU 2's SM clock is 1500 MHz (x1.3)
+    Scenario("b63_slow_gpu_clock_r2_x13_logging", "train_reviews.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_reviews.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", "[rank2] train_reviews: step=103 ",
+                     _node63("gpu2 sm clock 1950 -> 1500 MHz", "gpu2/sm_clock_mhz", 1500))),
+    # from rank 0's step-115 record GPU 3's SM clock is 1300 MHz (x1.5); only rank 0 prints
+    Scenario("b63_slow_gpu_clock_r3_x15_rank0json_feed", "train_ctr.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_ctr.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", '{"step": 115, ',
+                     _node63("gpu3 sm clock 1950 -> 1300 MHz", "gpu3/sm_clock_mhz", 1300))),
+    # no outside action: rank 0 decodes a preview batch every 10 steps before the all-reduce (the script's own code)
+    Scenario("b63_slow_uc_preview_every10_r0_hfdict", "train_captions.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_captions.py", setup=SIMGPU63, env=dict(ENV63)),
+    # from rank 0's iter-127 line both GPUs of the job are power-capped: SM clock 1625 MHz (x1.2)
+    Scenario("b63_slow_inf_power_cap_job_x12_rank0_feed", "train_fraud.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_fraud.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", "| iter 127/200 |",
+                     _node63("gpu0-1 power cap: sm clock 1950 -> 1625 MHz", "gpu0/sm_clock_mhz gpu1/sm_clock_mhz",
+                             1625))),
+    # from rank 0's iteration-90 line all three GPUs are power-capped: SM clock 1500 MHz (x1.3)
+    Scenario("b63_slow_inf_power_cap_job_x13_megatron", "pretrain_gpt.py",
+             "torchrun --nproc-per-node 3 --master-port {port} pretrain_gpt.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", "iteration       90/     200 |",
+                     _node63("gpu0-2 power cap: sm clock 1950 -> 1500 MHz",
+                             "gpu0/sm_clock_mhz gpu1/sm_clock_mhz gpu2/sm_clock_mhz", 1500))),
+    # from rank 0's step-109 record every NIC of the job runs at 100 of 200 Gb/s (the fabric's links renegotiated)
+    Scenario("b63_slow_net_fabric_job_comm_jsonl_feed", "train_twotower.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_twotower.py", setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", '{"rank": 0, "step": 109, ',
+                     _node63("nic0-2 link 200 -> 100 Gb/s", "nic0/link_gbps nic1/link_gbps nic2/link_gbps", 100))),
+    # two agents as two nodes (ranks 2-3 on node 1); from rank 2's step-132 line node 1's NICs run at 100 Gb/s
+    Scenario("b63_slow_net_node1_link_twonode_n1", "train_intent.py", INTENT63.format(k=0, port="{port}"),
+             cmd2=INTENT63.format(k=1, port="{port}"), setup=SIMGPU63, env=dict(ENV63),
+             action=("shell", "[node1 rank2] step 132/200 ",
+                     _node63("node1 nic2-3 link 200 -> 100 Gb/s", "nic2/link_gbps nic3/link_gbps", 100))),
+    # from rank 1's step-101 line rank 1's shard reads miss the node-local cache: 12 -> 72 ms per chunk
+    Scenario("b63_slow_st_shard_cache_lost_r1_feed", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tagger.py", setup=CLIPS63, env=dict(ENV63),
+             action=("shell", "tagger.rank1 | step 101/200 ",
+                     _node63("store1 read latency 12 -> 72 ms", "store1/read_latency_ms", 72))),
+    # clean control (clean/runs/): evaluation every 50 steps, checkpoint every 100, no fault
+    Scenario("b63_clean_ckpt_eval_pause_hfdict", "train_router.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_router.py", setup=SIMGPU63, env=dict(ENV63),
+             clean=True),
+]
+SCENARIOS += [
+    # no outside action: from step 80 the last rank dumps its activations every 5 steps (a debug flag left on)
+    Scenario("b63_slow_uc_act_dump_every5_r2_logfmt", "train_rewrite.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_rewrite.py", setup=SIMGPU63, env=dict(ENV63)),
+]
