@@ -68,3 +68,12 @@ def test_the_memory_cgroups_own_oom_kill_count_confirms_the_kill(tmp_path: Path)
     d = diagnose(DiagnoseRequest(path=str(tmp_path / "with_cgroup"), kb=False, llm=False))
     assert d.category.value == "host_oom" and d.confidence > bare.confidence
     assert d.recovery is not None and d.recovery.rule_id != bare.recovery.rule_id  # type: ignore[union-attr]
+
+
+def test_diag_slow_honours_the_bundles_diagignore(tmp_path: Path) -> None:
+    """Trial 45: `diag slow` on a folder read a file its .diagignore excluded (the diagnosis did not)."""
+    (tmp_path / "train.log").write_text("".join(f"step {s} | loss 2.3 | 0.250s/it\n" for s in range(1, 61)))
+    (tmp_path / "old_run.txt").write_text("".join(f"step {s} | loss 2.3 | 0.900s/it\n" for s in range(100, 160)))
+    (tmp_path / ".diagignore").write_text("old_run.txt\n")
+    rep = analyze_slow(tmp_path)
+    assert rep.input.records == 60 and rep.input.last_step == 60

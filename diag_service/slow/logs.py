@@ -39,6 +39,7 @@ from __future__ import annotations
 import collections
 import datetime as _dt
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from diag_service.domain import Evidence, InputReport
 from diag_service.ingest import read_bundle
 from diag_service.ingest.bundle import Block
 from diag_service.ingest.members import FEED_MEMBER
+from diag_service.ingest.open import excluded_by, read_diagignore
 from diag_service.limits import LIMITS
 from diag_service.logformat import attribute, iso, parse_timestamp
 from diag_service.slow.feeds import Feed, RecordConverter, StepBatch, jsonl_records
@@ -724,7 +726,10 @@ def load_log_bundle(path: str | Path) -> Feed:
     lines gives an empty feed with a warning.
     """
     report = InputReport(path=str(path))
-    return log_feed(read_bundle(path, report, redraws=True), str(path), report)
+    # the bundle's own .diagignore holds for this reader too, as for the diagnosis (trial 45: `diag slow` read the
+    # notes a user had excluded)
+    skip = excluded_by(read_diagignore(str(path), report)) if os.path.isdir(path) else None
+    return log_feed(read_bundle(path, report, skip=skip, redraws=True), str(path), report)
 
 
 def _median(vals: list[float]) -> float:
