@@ -77,3 +77,19 @@ def test_diag_slow_honours_the_bundles_diagignore(tmp_path: Path) -> None:
     (tmp_path / ".diagignore").write_text("old_run.txt\n")
     rep = analyze_slow(tmp_path)
     assert rep.input.records == 60 and rep.input.last_step == 60
+
+
+def test_a_missing_data_file_named_bin_is_not_a_checkpoint_race(tmp_path: Path) -> None:
+    """Session 27's clean-clone check: FileNotFoundError on a data file '/données/été.bin' read as "Checkpoint path
+    missing on this rank (save/rotate race)" because of its .bin suffix (Megatron's indexed datasets are .bin/.idx
+    pairs); a checkpoint's own .bin names (pytorch_model.bin, optimizer.bin) still are."""
+    def run(path: str) -> str:
+        log = tmp_path / f"{abs(hash(path))}.log"
+        log.write_text("Traceback (most recent call last):\n"
+                       '  File "/home/user/proj/train.py", line 40, in <module>\n'
+                       "    data = np.memmap(path, dtype=np.uint16, mode='r')\n"
+                       f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n")
+        d = diagnose(DiagnoseRequest(path=str(log), kb=False, llm=False))
+        return d.signature_hits[0].signature_id if d.signature_hits else ""
+    assert run("/data/corpus_text_document.bin") != "checkpoint_path_race"
+    assert run("/ckpt/step_500/pytorch_model.bin") == "checkpoint_path_race"
