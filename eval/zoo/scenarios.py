@@ -10810,8 +10810,9 @@ STATIC61 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-add
             "{file}{args}")
 # the previous run of the same job (Ctrl-C'd an hour ago) left its launcher's TCPStore process behind, still bound to
 # the port the team's launch script always uses; it carries ZOO_RUN, so the recorder ends it after the run
-ORPHAN61 = r"""setsid nohup python -c "import time, torch.distributed as d; s = d.TCPStore('0.0.0.0', {port}, 1, True, wait_for_workers=False); time.sleep(150)" > /dev/null 2>&1 &
-for i in $(seq 120); do ss -ltnH | grep -q ':{port} ' && break; sleep 0.5; done"""
+ORPHAN61 = (r"""setsid nohup python -c "import time, torch.distributed as d; """
+            r"""s = d.TCPStore('0.0.0.0', {port}, 1, True, wait_for_workers=False); time.sleep(150)" > /dev/null 2>&1 &
+for i in $(seq 120); do ss -ltnH | grep -q ':{port} ' && break; sleep 0.5; done""")
 TEXTAUG61 = r"""mkdir -p vendor/textaug && cat > vendor/textaug/__init__.py <<'EOF2'
 # The team's text-image augmentations (vendored).
 import torch
