@@ -96,9 +96,6 @@ CHECKPOINT_SAVED = re.compile(r"(?i)(?:saved|wrote|finished saving)\s+(?:\w+\s+)
 #: The step in a checkpoint's own name on a save line (``step_50.pt``, HF's ``checkpoint-500``, DeepSpeed's
 #: ``global_step500``, Megatron's ``iter_0001000``, ``ckpt_e3_s1200``-style ``s``/``it`` suffixes are not read).
 CHECKPOINT_NAME_STEP = re.compile(r"(?i)(?:\bstep|checkpoint|global_step|\biter)[_-]?(\d{1,12})(?=\b|[._/])")
-#: The duration a save line states for itself (``saved checkpoint step_50.pt in 4.93s``, ``checkpoint saved (took 3.2
-#: s)``): seconds, or milliseconds (as :data:`diag_service.slow.logs.SAVE_DURATION` reads them from a log).
-SAVE_TOOK = re.compile(r"(?:\b(?:in|took|taking|after)\s+|\(\s*)([0-9]+(?:\.[0-9]+)?)\s*(ms|s|secs?|seconds)\b")
 #: Save lines that do not name their step and arrive within this many seconds of a reported save are the same save
 #: written by another rank (every rank's logger prints it; trial 44 r14 reported steps 50 and 51 for one save).
 SAVE_SAME_S = 15.0
@@ -218,9 +215,10 @@ class Agent:
         self.stacks: list[StackSample] = []
         self.steps: list[dict[str, Any]] = []
         self.feed_seen = False  # a timing feed gives this node's step records; step lines then do not
-        from diag_service.slow.logs import StepLineReader  # numpy and the log formats: only once an agent runs
+        from diag_service.slow.logs import SAVE_DURATION, StepLineReader  # numpy and the log formats: once an agent runs
 
         self.step_lines = StepLineReader()  # step records from the logs' step lines (their stated time per step)
+        self._save_took = SAVE_DURATION  # the duration a save line states for itself ("... step_50.pt in 4.93s")
         self.fr: list[FrDump] = []
         self._fr_seen: dict[str, tuple[int, int]] = {}  # name -> (size, mtime_ns) last polled
         self._fr_sent: dict[str, tuple[int, int]] = {}
@@ -365,7 +363,7 @@ class Agent:
             in_name = None if named else CHECKPOINT_NAME_STEP.search(line)
             step = (int(named.group(1) or named.group(2)) if named else int(in_name.group(1)) if in_name
                     else (max(self.progress.max_step, 0) or None))
-            took = SAVE_TOOK.search(line)
+            took = self._save_took.search(line)
             duration = None if took is None else float(took.group(1)) / (1000.0 if took.group(2) == "ms" else 1.0)
             if named or in_name:
                 if step not in self._saved_steps:

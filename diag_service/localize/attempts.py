@@ -19,7 +19,8 @@ from diag_service.domain import JobRestarts
 ATTEMPT_DIR = re.compile(r"(?:^|/)attempt_(\d{1,4})/")
 
 
-def _attempt(path: str) -> int | None:
+def attempt_of(path: str) -> int | None:
+    """The torchelastic attempt number of a bundle path (``.../attempt_N/...``), None outside an attempt folder."""
     m = ATTEMPT_DIR.search(path)
     return int(m.group(1)) if m else None
 
@@ -37,14 +38,14 @@ def restarts_from_logs(progress: ProgressLog, members: list[str] | tuple[str, ..
     steps: dict[int, list[tuple[float | None, int]]] = {}  # per attempt: each file's first step time and last step
     firsts: dict[str, float] = {}
     for (path, _rank, _node), points in progress.series.items():
-        if points and _attempt(path) is not None:
+        if points and attempt_of(path) is not None:
             firsts[path] = min(points[0][0], firsts.get(path, points[0][0]))
     for path, last in progress.file_last_step.items():
-        a = _attempt(path)
+        a = attempt_of(path)
         if a is not None:
             # a file's last step is how far it got (its first may be a configuration banner's "steps=60")
             steps.setdefault(a, []).append((firsts.get(path), last))
-    seen = set(steps) | {a for p in members if (a := _attempt(p)) is not None}
+    seen = set(steps) | {a for p in members if (a := attempt_of(p)) is not None}
     if not seen or max(seen) == 0:
         return None
     last = max(seen)

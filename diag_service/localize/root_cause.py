@@ -57,6 +57,7 @@ from diag_service.domain import (
     refused_nodes_finding,
 )
 from diag_service.limits import LIMITS
+from diag_service.localize.attempts import attempt_of
 from diag_service.logformat import SRUN_REPORT, attribute, iso, parse_timestamp
 from diag_service.signatures import SignatureSet
 from diag_service.signatures.catalog import frame_file_owner
@@ -560,8 +561,8 @@ def _later_attempt_folders(roots: list[SignatureHit], by_tid: dict[int, list[Tem
     Hardware reports keep their place."""
     seen: dict[int, int] = {}
     for h in roots:
-        att = [int(m.group(1)) for tid in h.template_ids for g in by_tid.get(tid, []) for p in g.paths
-               if (m := _ATTEMPT_DIR.search(p))]
+        att = [a for tid in h.template_ids for g in by_tid.get(tid, []) for p in g.paths
+               if (a := attempt_of(p)) is not None]
         if att:
             seen[id(h)] = min(att)
     if len(set(seen.values())) < 2:
@@ -1462,21 +1463,28 @@ def localize(
                 # one rank issued a collective that every peer skipped: its code took a path theirs did not
                 hang_suspects, mismatch = [lone], True
                 hang_findings.append(LONE_FINDING.format(rank=lone))
-            wait_sites = None  # where each rank's collective timeout waited (_wait_sites), read once when needed
+            read_sites: dict[bool, dict[int, tuple[tuple[str, str], str | None]]] = {}
+
+            def sites(wide: bool) -> dict[int, tuple[tuple[str, str], str | None]]:
+                """Where each rank waited (:func:`_wait_sites`), read once each when needed: from its collective
+                timeout, or (``wide``) also from its report of a lost peer (raised in the collective it was in)."""
+                if wide not in read_sites:
+                    reports = symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"] if wide else symptoms
+                    read_sites[wide] = _wait_sites(reports, by_tid, sigs, any_mode=wide)
+                return read_sites[wide]
+
             mutual_loss = False
             if not hang_suspects:
                 hang_suspects, why = _reported_absentees(symptoms, ranks_seen | world, sigs, world_known=bool(world),
                                                          hits=hits, heard=frozenset(progress.rank_last_step))
                 if len(hang_suspects) == 1 and why is not None and not why.startswith(TWO_RANK_ABSENT):
-                    present = _present_absentee(hang_suspects[0], symptoms, roots, by_tid, sigs)
+                    present = _present_absentee(hang_suspects[0], sites(False), sites(True))
                     if present is not None:
                         hang_suspects, why = [], present
                 if len(hang_suspects) == 1 and why is not None and why.startswith(TWO_RANK_ABSENT):
                     # the rank that did not time out may have been waiting too, in another collective: its report of
                     # the lost peer (raised where it waited) says where
-                    pair = _pair_wait_sites(_wait_sites(
-                        symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True),
-                        progress)
+                    pair = _pair_wait_sites(sites(True), progress)
                     if pair is not None:
                         hang_suspects, why = pair
                         mismatch = True
@@ -1487,17 +1495,14 @@ def localize(
                         why = MUTUAL_LOSS_FINDING.format(rank=other)
                         mutual_loss = True
                 if not hang_suspects and not mismatch and not mutual_loss:
-                    wait_sites = _wait_sites(symptoms, by_tid, sigs)
-                    hang_suspects, why = _pair_wait_sites(wait_sites, progress) or _odd_wait_site(wait_sites)
+                    hang_suspects, why = _pair_wait_sites(sites(False), progress) or _odd_wait_site(sites(False))
                     if not hang_suspects:
                         # the ranks whose peer's exit ended their wait say where they waited too (a lost peer's error
                         # is raised in the collective the rank was in): with them, a rank in another collective than
                         # the rest may stand out (trial 44 r06: rank 1, a step ahead, timed out alone in the final
                         # barrier; ranks 0 and 2, still in step 120's all_reduce, saw its connection close)
-                        wide = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid,
-                                           sigs, any_mode=True)
-                        odd, odd_why = (_odd_wait_site(wide, "wait (until a timeout or a lost peer ended it)")
-                                        if len(wide) > len(wait_sites) else ([], None))
+                        odd, odd_why = (_odd_wait_site(sites(True), "wait (until a timeout or a lost peer ended it)")
+                                        if len(sites(True)) > len(sites(False)) else ([], None))
                         if odd:
                             hang_suspects, why = odd, odd_why
                     mismatch = why is not None  # a site apart, named or not: ranks in different collectives
@@ -1511,14 +1516,11 @@ def localize(
             if mutual_loss:
                 category, responsible, confidence = Category.NETWORK, DEFAULT_RESPONSIBLE[Category.NETWORK], 0.35
             elif not hang_suspects and not mismatch:
-                if wait_sites is None:
-                    wait_sites = _wait_sites(symptoms, by_tid, sigs)
-                common = _common_wait_site(wait_sites, world or ranks_seen)
+                common = _common_wait_site(sites(False), world or ranks_seen)
                 if common is None:
                     # ranks whose lost peer ended the wait were in it too (their error is raised where they waited)
-                    common = _common_wait_site(
-                        _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs,
-                                    any_mode=True), world or ranks_seen, "waited (until a timeout or a lost peer ended it)")
+                    common = _common_wait_site(sites(True), world or ranks_seen,
+                                               "waited (until a timeout or a lost peer ended it)")
                 late = _late_timeout(groups, world or ranks_seen) if common is not None else None
                 if late is not None:
                     # the same collective, but one rank's timeout fired long after its peers': it entered late
@@ -2577,20 +2579,19 @@ PRESENT_ABSENTEE_FINDING = (
     "others' timeouts ({site}): it was in the collective too, not the rank that never came.")
 
 
-def _present_absentee(rank: int, symptoms: list[SignatureHit], roots: list[SignatureHit],
-                      by_tid: dict[int, list[TemplateGroup]], sigs: SignatureSet | None) -> str | None:
+def _present_absentee(rank: int, timeouts: dict[int, tuple[tuple[str, str], str | None]],
+                      wide: dict[int, tuple[tuple[str, str], str | None]]) -> str | None:
     """The finding when ``rank`` (the one rank of several that did not time out) reported a lost peer from the very
     call every timed-out rank waited in (the innermost frame and the job's own line, :func:`_wait_sites`): a rank's
     lost-peer error is raised where it waited, so it had entered that collective (zoo dev b59_hang_fw_drop_data_ports: a
     firewall dropping one node's traffic; the one rank whose connection closed first was named as never entering);
-    None otherwise."""
-    timeouts = _wait_sites(symptoms, by_tid, sigs)
+    None otherwise. ``timeouts``: the ranks' :func:`_wait_sites` from their timeouts; ``wide``: also from their
+    reports of a lost peer."""
     if rank in timeouts or not timeouts or len(set(timeouts.values())) != 1:
         return None
     site = next(iter(timeouts.values()))
     if site[1] is None:
         return None
-    wide = _wait_sites(symptoms + [h for h in roots if _cascade(h, sigs) == "peer_loss"], by_tid, sigs, any_mode=True)
     return PRESENT_ABSENTEE_FINDING.format(rank=rank, site=site[1]) if wide.get(rank) == site else None
 
 

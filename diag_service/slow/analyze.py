@@ -984,14 +984,10 @@ def _per_rank_feeds(members: Sequence[_M], load: Callable[[_M], Feed]) -> Feed |
     other ranks (:func:`~diag_service.slow.feeds.merge_rank_feeds`: a file per rank); None otherwise (the caller then
     reads the first). Trial 44 r11: of timing-rank0.jsonl and timing-rank1.jsonl only rank 0's was read, and its wait
     for the slow rank 1 read as a network slowdown."""
-    jsonl = [m for m in members if feed_preference(_name(m))[0] <= 1]
+    jsonl = [m for m in members if feed_preference(m.name)[0] <= 1]
     if len(jsonl) < 2:
         return None
-    return merge_rank_feeds([load(m) for m in jsonl], f"{_name(jsonl[0])} (+{len(jsonl) - 1} per-rank feed(s))")
-
-
-def _name(m: object) -> str:
-    return m.name if isinstance(m, Path | FeedMember) else str(m)
+    return merge_rank_feeds([load(m) for m in jsonl], f"{jsonl[0].name} (+{len(jsonl) - 1} per-rank feed(s))")
 
 
 def analyze_feeds(feeds: list[FeedMember], config: SlowConfig | None = None) -> SlowReport | None:
