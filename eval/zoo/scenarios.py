@@ -9441,7 +9441,9 @@ SCENARIOS += [
 # evaluation whose DataLoader worker stops on one rank), accelerate (a config-file key the launcher rejects as from
 # another version; an encoder exported by a newer transformers; a notebook_launcher process SIGKILLed mid-epoch); ids
 # b57_* ----
-ENV57 = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+# the scripts load the tokenizer and encoder from folders their setup writes ("tok", "models/encoder-small"); offline,
+# so that a missing folder is an error and never a hub download (added after recording: the folders were there)
+ENV57 = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
 # the support team's word-level tokenizer (tok/), saved with transformers
 TOK57 = r"""python - <<'EOF2'
 from tokenizers import Tokenizer, models, pre_tokenizers
