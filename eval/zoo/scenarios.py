@@ -11106,3 +11106,185 @@ SCENARIOS += [
     Scenario("b63_slow_uc_act_dump_every5_r2_logfmt", "train_rewrite.py",
              "torchrun --nproc-per-node 3 --master-port {port} train_rewrite.py", setup=SIMGPU63, env=dict(ENV63)),
 ]
+
+# ---- batch 66 (h218): numerics and training-state failures in data-parallel jobs: a NaN / inf loss caught by the
+# job's own finite-loss check, caused by one bad sample in one rank's shard (an empty CSV cell; a reading exported as
+# 1e999); autograd's anomaly detection naming LogBackward0 on the rank whose shard has zero counts (a guarded
+# torch.where(log)); a learning rate 100x too high and an Adam eps of 0 in the config files; DDP replicas that start
+# from different weights (init_sync=False, no seed) caught by the job's checksum check; all-reduces whose dtype (rank
+# 0's in-place model.float() for evaluation) or size (ranks that read a stale resolved config) differ, with gloo's
+# size error; a resume where one rank picks a newer per-rank state and the step counts disagree; a gradient-norm
+# explosion from one rank's unscaled shard caught by the job's clip assertion; ids b66_* ----
+ENV66 = {"OMP_NUM_THREADS": "1"}
+# the listings export, one CSV per rank; in part 1 the 'sqft' cell of listing 2,347 (row 2,348) is empty: genfromtxt
+# reads it as nan
+LISTINGS66 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(66)
+cols = ["sqft", "beds", "baths", "age", "lot", "dist_cbd", "school", "crime", "garage", "floor", "renov", "view", "price"]
+w = rng.standard_normal(12)
+allx = []
+for r in range(3):
+    x = rng.standard_normal((3000, 12)).astype(np.float32) * [800, 1, 1, 20, 3000, 8, 1, 1, 1, 5, 1, 1] + \
+        [1800, 3, 2, 35, 6000, 12, 7, 3, 1, 3, 0, 0]
+    y = ((x - x.mean(0)) / x.std(0)) @ w * 80000 + 450000 + rng.standard_normal(3000) * 20000
+    allx.append(np.c_[x, y])
+    rows = [",".join(cols)] + [",".join(f"{v:.2f}" for v in row) for row in np.c_[x, y]]
+    if r == 1:
+        cells = rows[2348].split(",")
+        cells[0] = ""
+        rows[2348] = ",".join(cells)
+    open(f"data/listings-part-{r}.csv", "w").write("\n".join(rows) + "\n")
+a = np.concatenate(allx)
+np.savez("data/stats.npz", mean=a[:, :-1].mean(0), std=a[:, :-1].std(0), y_mean=a[:, -1].mean(), y_std=a[:, -1].std())
+EOF2"""
+# each turbine group's windows as JSON lines; in group 3 one window's pitch reading was exported as 1e999 (the
+# logger's overflow value), which json.loads reads as inf
+TURBINE66 = r"""mkdir -p data && python - <<'EOF2'
+import json
+import numpy as np
+rng = np.random.default_rng(66)
+for r in range(4):
+    with open(f"data/group-{r}.jsonl", "w") as f:
+        for i in range(640):
+            t = np.arange(49)[:, None] * 0.2 + rng.uniform(0, 6.28, 3)
+            x = np.sin(t) + 0.05 * rng.standard_normal((49, 3))
+            line = json.dumps({"turbine": f"T{r}-{i % 16:02d}", "window": i, "readings": np.round(x, 4).tolist()})
+            if r == 3 and i == 417:
+                line = line.replace(str(round(float(x[30, 1]), 4)), "1e999", 1)
+            f.write(line + "\n")
+EOF2"""
+# engagement counts per listing; shard 2 ends with 900 new listings that have no views or saves yet (zeros)
+CONV66 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(66)
+for r in range(3):
+    n = 3840
+    counts = torch.poisson(torch.full((n, 8), 6.0), generator=g) + 1
+    if r == 2:
+        counts[2940:, :2] = 0
+    dense = torch.randn(n, 16, generator=g)
+    y = ((counts.log().sum(1) / 8 + dense[:, 0] + 0.3 * torch.randn(n, generator=g)) > 1.8).float()
+    torch.save({"counts": counts, "dense": dense, "converted": y}, f"data/listings-{r}.pt")
+EOF2"""
+LRYAML66 = r"""mkdir -p configs && cat > configs/train.yaml <<'EOF2'
+# demand forecaster, SGD; lr tuned on the 2-rank sweep (3e-3)
+optim:
+  lr: 3.0e-1
+  momentum: 0.9
+train:
+  steps: 300
+  batch_size: 256
+  log_every: 2
+EOF2"""
+ROUTER66 = r"""mkdir -p configs data && cat > configs/router.yaml <<'EOF2'
+model:
+  vocab: 20000
+  dim: 64
+  queues: 24
+optim:
+  lr: 2.0e-3
+  betas: [0.9, 0.98]
+  eps: 0.0
+train:
+  batch_size: 64
+EOF2
+python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(66)
+for r in range(3):
+    n = 1920
+    tickets = [torch.randint(0, 20000, (int(torch.randint(8, 60, (1,), generator=g)),), generator=g) for _ in range(n)]
+    queue = torch.tensor([int(t[:3].sum()) % 24 for t in tickets])
+    torch.save({"tickets": tickets, "queue": queue}, f"data/tickets-{r}.pt")
+EOF2"""
+CORPUS66 = r"""mkdir -p data && python - <<'EOF2'
+import random
+random.seed(66)
+words = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
+lines = [" ".join(random.choice(words) for _ in range(random.randint(5, 14))).capitalize() + "." for _ in range(3000)]
+open("data/corpus.txt", "w").write("\n".join(lines))
+EOF2"""
+# the base config, a large utterance file (rank 0 counts its words) and yesterday's run/resolved_config.json (hidden
+# 256, a vocabulary of 1,874) left in the run directory
+INTENT66 = r"""mkdir -p configs data run && cat > configs/intent.yaml <<'EOF2'
+hidden: 256
+intents: 12
+min_count: 3
+lr: 1.0e-3
+EOF2
+echo '{"hidden": 256, "intents": 12, "min_count": 3, "lr": 0.001, "vocab": 1874}' > run/resolved_config.json
+touch -d '2026-12-06 18:41' run/resolved_config.json
+python - <<'EOF2'
+import random
+random.seed(66)
+vocab = [f"w{i}" for i in range(2400)]
+with open("data/utterances.txt", "w") as f:
+    for i in range(400000):
+        f.write(f"intent{random.randint(0, 11)} " + " ".join(random.choice(vocab) for _ in range(8)) + "\n")
+EOF2"""
+# the previous run (300 steps from 0) saved step 100 and 200 on every rank; it was preempted while writing step 300:
+# rank 1's file was complete, ranks 0 and 2 had not written theirs
+RESUME66 = r"""mkdir -p ckpt && python - <<'EOF2'
+import os
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+g = torch.Generator().manual_seed(5)
+for step in range(1, 301):
+    x = torch.randn(256, 32, generator=g)
+    loss = nn.functional.binary_cross_entropy_with_logits(net(x), (x[:, :3].sum(1, keepdim=True) > 0).float())
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step % 100 == 0:
+        os.makedirs(f"ckpt/step-{step:05d}", exist_ok=True)
+        for r in range(3):
+            if step == 300 and r != 1:
+                continue
+            torch.save({"model": net.state_dict(), "optim": opt.state_dict(), "step": step, "rng": g.get_state()},
+                       f"ckpt/step-{step:05d}/rank{r}.pt")
+EOF2"""
+# three lines' exported patches (about 8 % of the inspectors' labels wrong); line 2's export after its exporter upgrade (patches 1,280 on) stores raw 0-255 values
+PATCH66 = r"""python - <<'EOF2'
+import os
+import numpy as np
+rng = np.random.default_rng(66)
+for r in range(3):
+    os.makedirs(f"data/line-{r}", exist_ok=True)
+    n = 1920
+    y = rng.integers(0, 4, n)
+    x = rng.uniform(0.2, 0.5, (n, 16, 16)).astype(np.float32)
+    for k in range(4):
+        x[y == k, 4 * k:4 * k + 4, :] += 0.15
+    flip = rng.random(n) < 0.08  # the inspectors' labelling error rate
+    y[flip] = rng.integers(0, 4, flip.sum())
+    if r == 2:
+        x[1280:] = np.round(x[1280:] * 255.0)
+    np.save(f"data/line-{r}/patches.npy", x.astype(np.float32))
+    np.save(f"data/line-{r}/labels.npy", y.astype(np.int64))
+EOF2"""
+SCENARIOS += [
+    Scenario("b66_data_nan_sample_isfinite_guard_r1", "train_price.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_price.py", setup=LISTINGS66, env=dict(ENV66)),
+    Scenario("b66_data_inf_reading_isfinite_spawn_r3", "train_turbine.py",
+             "MASTER_PORT={port} python train_turbine.py", setup=TURBINE66, env=dict(ENV66)),
+    Scenario("b66_uc_where_log_zero_detect_anomaly_r2", "train_conv.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_conv.py", setup=CONV66, env=dict(ENV66)),
+    Scenario("b66_cfg_lr_100x_yaml_divergence", "train_demand.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_demand.py --config configs/train.yaml",
+             setup=LRYAML66, env=dict(ENV66)),
+    Scenario("b66_cfg_adam_eps_zero_yaml_nan", "train_router.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_router.py", setup=ROUTER66, env=dict(ENV66)),
+    Scenario("b66_uc_ddp_init_sync_false_noseed_replica_check", "train_ae.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ae.py", env=dict(ENV66)),
+    Scenario("b66_uc_rank0_eval_float_bf16_allreduce_r0", "train_charlm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_charlm.py", setup=CORPUS66, env=dict(ENV66)),
+    Scenario("b66_uc_stale_resolved_config_allreduce_shape", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py --config configs/intent.yaml "
+             "--hidden 384", setup=INTENT66, env=dict(ENV66)),
+    Scenario("b66_uc_resume_latest_per_rank_step_mismatch_r1", "train_click.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_click.py", setup=RESUME66, env=dict(ENV66)),
+    Scenario("b66_data_unscaled_shard_gradnorm_assert_r2", "train_defects.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_defects.py", setup=PATCH66, env=dict(ENV66)),
+]
