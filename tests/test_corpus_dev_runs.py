@@ -152,6 +152,17 @@ def test_horovods_stall_warning_is_named_as_such_with_every_missing_rank_counted
     assert d.failure_mode.value == "fail_hang" and d.first_failing_rank is None
 
 
+@pytest.mark.parametrize(("case", "rank"), [("n13a-005", 16), ("n45a-004", 3)])
+def test_horovods_older_ready_ranks_list_names_the_rank_absent_from_it(case: str, rank: int) -> None:
+    """Horovod before 0.16 lists the ranks that did submit a stalled tensor ("[ready ranks: 21, 25, ...]",
+    operations.cc): the one rank below the highest listed that is absent never submitted it (dev cases n13a-005, 31
+    of 32 listed, and n45a-004, 15 of 16), and it is named; the cause stays unknown (neither thread settled it)."""
+    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / f"{case}.log"), kb=False, llm=False))
+    assert d.first_failing_rank == rank, d.root_cause.summary
+    assert f"Horovod's stall warning reports that rank(s) [{rank}] never reached it" in d.root_cause.summary
+    assert d.failure_mode.value == "fail_hang" and d.category.value == "unknown"
+
+
 def test_a_guard_worded_valueerror_without_frames_is_a_configuration_refusal() -> None:
     """LLaMA-Factory's guard "DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models." pasted with its
     frame cut (dev case n22a-021): the library's wording decides, as when its frame is shown."""

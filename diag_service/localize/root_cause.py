@@ -1616,7 +1616,7 @@ def localize(
             for h in symptoms:  # evidence: the report that names the culprit, or the culprit's own report, first
                 if len(evidence) >= 2:
                     break
-                if h.details.get("missing"):
+                if _missing_ranks(h):
                     evidence += [_evidence(ev) for ev in primary_events(h)[:1]]
                 elif first_rank is not None and h.failure_mode is FailureMode.FAIL_HANG:
                     evidence += [_evidence(g.rank_first[first_rank]) for tid in h.template_ids
@@ -2161,10 +2161,21 @@ def _lost_node(hits: list[SignatureHit], source_nodes: set[str], nodes_seen: set
     return node if closed else None
 
 
+def _rank_list(h: SignatureHit, key: str) -> set[int]:
+    return {int(x) for x in str(h.details.get(key) or "").replace(" ", "").split(",") if x.isdigit()}
+
+
 def _missing_ranks(h: SignatureHit) -> set[int]:
     """The ranks a hit's ``missing`` detail names (monitored_barrier's "Ranks 1, 2 failed to pass", Horovod's
-    "[missing ranks: 1]"); empty without one."""
-    return {int(x) for x in str(h.details.get("missing") or "").replace(" ", "").split(",") if x.isdigit()}
+    "[missing ranks: 1]"); failing that, the gaps below the highest rank of its ``ready`` detail (Horovod before
+    0.16 lists the ranks that did submit a stalled tensor, "[ready ranks: 0, 2, 3]" (operations.cc): rank 1 never
+    did; ranks above the highest listed may be missing too, but the job's size is not printed); empty without
+    either."""
+    named = _rank_list(h, "missing")
+    ready = _rank_list(h, "ready")
+    if not named and ready:
+        named = set(range(max(ready) + 1)) - ready
+    return named
 
 
 def _one_unanswered_by(hits: list[SignatureHit]) -> int | None:

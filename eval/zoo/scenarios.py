@@ -11245,7 +11245,8 @@ for step in range(1, 301):
             torch.save({"model": net.state_dict(), "optim": opt.state_dict(), "step": step, "rng": g.get_state()},
                        f"ckpt/step-{step:05d}/rank{r}.pt")
 EOF2"""
-# three lines' exported patches (about 8 % of the inspectors' labels wrong); line 2's export after its exporter upgrade (patches 1,280 on) stores raw 0-255 values
+# three lines' exported patches (about 8 % of the inspectors' labels wrong); line 2's export after its exporter
+# upgrade (patches 1,280 on) stores raw 0-255 values
 PATCH66 = r"""python - <<'EOF2'
 import os
 import numpy as np
