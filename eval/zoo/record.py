@@ -47,6 +47,7 @@ HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h218", "/home/user/proj"),  # batch 66 (h218; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
+    ("/work/wt/h219", "/home/user/proj"),  # batch 67 (h219; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h215", "/home/user/proj"),  # batch 64 (h215; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h214", "/home/user/proj"),  # batch 63 (h214; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
@@ -219,6 +220,19 @@ class Scenario:
     #: batch 59: on the first node (node 0) /etc/hosts is this file (relative to the work dir, written by `setup`), as
     #: `hosts2` is for the second: each node's own resolver view; its agent runs in a mount namespace of its own
     hosts1: str = ""
+    #: batch 67: the job's processes (every node's agent and all it starts) run as root without CAP_DAC_OVERRIDE and
+    #: CAP_DAC_READ_SEARCH (dropped from the bounding set by `setpriv` before the launcher starts): file permissions
+    #: apply to them as to a non-root container user, so a directory another user owns is not writable; the console's
+    #: first line stays the command as typed
+    drop_dac: bool = False
+
+
+def _nodac(sc: Scenario, argv: list[str]) -> list[str]:
+    """Batch 67: ``argv`` run without the DAC-override capabilities when the scenario asks for it."""
+    if not sc.drop_dac:
+        return argv
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps",
+            "-dac_override,-dac_read_search", *argv]
 
 
 def _port(i: int) -> int:
@@ -1262,7 +1276,7 @@ def record(sc: Scenario, i: int) -> None:
             if sc.shm_mb:  # batch 5: the container's /dev/shm size, in a mount namespace of the job's own
                 argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                         f"mount -t tmpfs -o size={sc.shm_mb}m tmpfs /dev/shm && exec bash -c {shlex.quote(cmd)}"]
-            proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(_nodac(sc, argv), cwd=wd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_limits(sc),
                                     stdin=subprocess.PIPE if sc.stdin_open else None)  # batch 8
             stop = threading.Event()
@@ -1390,7 +1404,7 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
                 argv = ["ip", "netns", "exec", sc.netns2, *argv]
         env2 = {key: _ports(v, port) for key, v in sc.env2.items()}  # batch 34: ports in the second node's profile
         env_k = {key: v for key, v in {**env, **env2}.items() if key not in sc.unset2} if k else env  # batch 61
-        procs.append(subprocess.Popen(argv, cwd=wd, env=env_k, stdout=out,
+        procs.append(subprocess.Popen(_nodac(sc, argv), cwd=wd, env=env_k, stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True))
     stop = threading.Event()
     th = threading.Thread(target=_act, args=(sc, procs[0], stop, procs, wd), daemon=True)

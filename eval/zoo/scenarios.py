@@ -11289,3 +11289,174 @@ SCENARIOS += [
     Scenario("b66_data_unscaled_shard_gradnorm_assert_r2", "train_defects.py",
              "torchrun --nproc-per-node 3 --master-port {port} train_defects.py", setup=PATCH66, env=dict(ENV66)),
 ]
+
+# ---- batch 67 (h219): software-environment failures that differ between nodes or ranks, as heterogeneous clusters
+# produce them (each simulated node has its own environment: its own site directory on PYTHONPATH, its own library
+# directory, its own profile variables, its own local scratch, its own leftover processes): an older copy of a team
+# package on node 1 (version check), a team package missing from node 1's site directory (ModuleNotFoundError after
+# init), a native library missing from node 1's image (ctypes 'cannot open shared object file'), a compiled extension
+# whose core library on node 1 is older ('undefined symbol'), a training flag set differently in node 1's profile (flat
+# all-reduce sizes differ), a stage-in that ran on the first node only, a stale torch_extensions lock left by a killed
+# build (local rank 0 waits forever, the others time out), a leftover process of the previous job on node 1 holding the
+# token-cache file lock, a per-rank cache directory owned by another user, node 1's XDG_CACHE_HOME on a directory the
+# job cannot write; ids b67_* ----
+ENV67 = {"OMP_NUM_THREADS": "1"}
+# recorded one at a time with ZOO_PORT_OFFSET = 30250 + 5k - (31100 + 7 * index) for the k-th scenario below (k = 0..9):
+# its port at 30250 + 5k (30250-30295)
+STATIC67 = "torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} {file}"
+C10D67 = ("torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-id asr-67 --rdzv-endpoint 127.0.0.1:{port} "
+          "--rdzv-conf join_timeout=40,read_timeout=30 {file}")
+# the team's site directory (site/, on PYTHONPATH in every node's profile); node 1's copy of it (site_node1/, bind-mounted
+# over site/ on that node) holds subword_lite 1.9.0 from the image of two months ago, node 0's holds 2.3.1
+SUBWORD67 = r"""mkdir -p site/subword_lite site_node1/subword_lite
+for d in site:2.3.1:259 site_node1:1.9.0:250; do IFS=: read dir ver vocab <<< "$d"; cat > $dir/subword_lite/__init__.py <<EOF2
+# subword_lite: the team's sub-word tokenizer
+__version__ = "$ver"
+
+
+class Tokenizer:
+    vocab_size = 8000 + $vocab
+
+    def encode(self, text):
+        return [hash(t) % self.vocab_size for t in text.split()]
+EOF2
+done"""
+# site/ on node 0 holds fastctc and textnorm; node 1's site (site_node1/, bind-mounted over site/) was synced before
+# fastctc was added and holds textnorm only
+FASTCTC67 = r"""mkdir -p site/fastctc site/textnorm site_node1/textnorm
+cat > site/fastctc/__init__.py <<'EOF2'
+"""'"""'"""fastctc: CTC loss with blank collapsing (the team's kernel; CPU fallback)."""'"""'"""
+import torch
+import torch.nn.functional as F
+
+
+def ctc_loss(logp, targets, blank=0):
+    t, b = logp.shape[1], logp.shape[0]
+    lengths = torch.full((b,), t, dtype=torch.long)
+    tl = torch.full((b,), targets.shape[1], dtype=torch.long)
+    return F.ctc_loss(logp.transpose(0, 1), targets, lengths, tl, blank=blank, zero_infinity=True)
+EOF2
+echo 'def normalize(s): return " ".join(s.lower().split())' > site/textnorm/__init__.py
+cp site/textnorm/__init__.py site_node1/textnorm/__init__.py"""
+# the platform's feature-hashing library, installed by the node image under opt/hashemb/lib (on LD_LIBRARY_PATH);
+# node 1 runs an image built without it (its opt/hashemb/lib is empty)
+HASHEMB67 = r"""mkdir -p opt/hashemb/lib opt/hashemb/src && cat > opt/hashemb/src/hashemb.c <<'EOF2'
+#include <stdint.h>
+void hash_features(const int64_t *ids, long n, long buckets, int64_t *out) {
+    for (long i = 0; i < n; i++) {
+        uint64_t h = (uint64_t)ids[i] * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+        out[i] = (int64_t)(h % (uint64_t)buckets);
+    }
+}
+EOF2
+gcc -O2 -shared -fPIC -o opt/hashemb/lib/libhashemb.so opt/hashemb/src/hashemb.c"""
+# the team's _fastpool extension (ext/, built against libfastpool_core 2.1, found through its rpath $ORIGIN/lib);
+# node 1's image ships libfastpool_core 1.4 in ext/lib (ext_lib_node1/, bind-mounted over ext/lib on that node),
+# which has no fp_segment_max_v2
+FASTPOOL67 = r"""mkdir -p ext/lib ext/src ext_lib_node1 && cd ext/src
+cat > core_v2.c <<'EOF2'
+const char *fp_version(void) { return "2.1.0"; }
+float fp_segment_max(const float *x, long n) { float m = x[0]; for (long i = 1; i < n; i++) if (x[i] > m) m = x[i]; return m; }
+float fp_segment_max_v2(const float *x, long n, long stride) {
+    float m = x[0]; for (long i = stride; i < n; i += stride) if (x[i] > m) m = x[i]; return m; }
+EOF2
+cat > core_v1.c <<'EOF2'
+const char *fp_version(void) { return "1.4.2"; }
+float fp_segment_max(const float *x, long n) { float m = x[0]; for (long i = 1; i < n; i++) if (x[i] > m) m = x[i]; return m; }
+EOF2
+cat > fastpool.c <<'EOF2'
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+const char *fp_version(void);
+float fp_segment_max_v2(const float *x, long n, long stride);
+static PyObject *version(PyObject *self, PyObject *args) { return PyUnicode_FromString(fp_version()); }
+static PyObject *probe(PyObject *self, PyObject *args) {
+    float x[4] = {1, 3, 2, 0}; return PyFloat_FromDouble(fp_segment_max_v2(x, 4, 1)); }
+static PyMethodDef methods[] = {{"version", version, METH_NOARGS, ""}, {"probe", probe, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_fastpool", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__fastpool(void) { return PyModule_Create(&mod); }
+EOF2
+gcc -O2 -shared -fPIC -Wl,-soname,libfastpool_core.so -o ../lib/libfastpool_core.so core_v2.c
+gcc -O2 -shared -fPIC -Wl,-soname,libfastpool_core.so -o ../../ext_lib_node1/libfastpool_core.so core_v1.c
+gcc -O2 -shared -fPIC $(python -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])') fastpool.c \
+    -L../lib -lfastpool_core '-Wl,-rpath,$ORIGIN/lib' \
+    -o ../_fastpool$(python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"""
+# the job script's stage-in (shared filesystem -> the node's local scratch) ran on the batch host only: node 0's
+# scratch/tiles-v2 holds the four shards, node 1's scratch is empty (an empty tmpfs on that node)
+TILES67 = r"""mkdir -p scratch/tiles-v2 && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(67)
+for r in range(4):
+    y = rng.integers(0, 10, 640)
+    x = (rng.standard_normal((640, 3, 32, 32)) * 0.5).astype(np.float32)
+    x[np.arange(640), y % 3, y, :] += 1.0
+    np.savez(f"scratch/tiles-v2/train-{r:02d}-of-04.npz", x=x, y=y.astype(np.int64))
+EOF2"""
+# yesterday's run of the job was killed (preempted) while local rank 0 was compiling fused_rowscale into the shared
+# extensions cache: its build directory holds the sources and the lock file of that build, no .so
+EXTLOCK67 = r"""mkdir -p cache/torch_extensions/fused_rowscale
+touch -d '2026-12-06 23:41:07' cache/torch_extensions/fused_rowscale/lock"""
+# node 1's local scratch (scratch_node1/, bind-mounted over scratch/ on that node) still runs a process of the previous
+# job (its tokenizer step hung on a dead NFS read and survived the job's cancellation): it holds the flock of the token
+# cache's lock file; it carries ZOO_RUN, so the recorder ends it after the run
+TOKLOCK67 = r"""mkdir -p scratch scratch_node1/tok-cache
+setsid nohup python -c "
+import fcntl, time
+f = open('scratch_node1/tok-cache/intents.v3.json.lock', 'a')
+fcntl.flock(f, fcntl.LOCK_EX)
+time.sleep(170)
+" > /dev/null 2>&1 &
+for i in $(seq 100); do [ -e scratch_node1/tok-cache/intents.v3.json.lock ] && break; sleep 0.1; done; sleep 0.5"""
+# the shared scratch's feature cache: rank1/ was created by another user's job with the same layout (uid 1001, 0755,
+# holding that job's mfcc cache); the job runs as a non-root container user would (no DAC override)
+FEATPERM67 = r"""mkdir -p scratch/featcache/rank1 && python -c "
+import numpy as np; np.save('scratch/featcache/rank1/mfcc-00.npy', np.zeros((4, 13), np.float32))"
+chown -R 1001:1001 scratch/featcache/rank1 && chmod 0755 scratch/featcache/rank1"""
+# node 0's profile puts XDG_CACHE_HOME in the job's own directory (.cache); node 1's image profile points it at the
+# node's shared, read-only-for-users cache (shared/cache, owned by uid 1001, 0755)
+XDG67 = r"""mkdir -p .cache shared/cache && chown 1001:1001 shared/cache && chmod 0755 shared/cache"""
+SCENARIOS += [
+    Scenario("b67_cfg_shim_tokenizer_old_version_node1_static_twonode_n1", "train_ner.py",
+             STATIC67.format(k=0, port="{port}", file="train_ner.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_ner.py"), setup=SUBWORD67,
+             env={**ENV67, "PYTHONPATH": "site"}, bind2="site_node1:site"),
+    Scenario("b67_cfg_module_missing_after_init_node1_c10d_twonode_n1", "train_asr.py",
+             C10D67.format(port="{port}", file="train_asr.py"), cmd2=C10D67.format(port="{port}", file="train_asr.py"),
+             setup=FASTCTC67, env={**ENV67, "PYTHONPATH": "site"}, bind2="site_node1:site"),
+    Scenario("b67_inf_ctypes_lib_missing_node1_static_twonode_n1", "train_rec.py",
+             STATIC67.format(k=0, port="{port}", file="train_rec.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_rec.py"), setup=HASHEMB67,
+             env={**ENV67, "LD_LIBRARY_PATH": "opt/hashemb/lib"}, mask2="opt/hashemb/lib"),
+    Scenario("b67_cfg_ext_undefined_symbol_node1_static_twonode_n1", "train_pointseg.py",
+             STATIC67.format(k=0, port="{port}", file="train_pointseg.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_pointseg.py"), setup=FASTPOOL67,
+             env={**ENV67}, bind2="ext_lib_node1:ext/lib"),
+    # ADAPTER_DIM / ADAPTER_DROPOUT come from each node's training profile; node 1's says 96 (last sweep's value)
+    Scenario("b67_cfg_env_adapter_dim_node1_flat_allreduce_twonode_n1", "train_adapters.py",
+             STATIC67.format(k=0, port="{port}", file="train_adapters.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_adapters.py"),
+             env={**ENV67, "ADAPTER_DIM": "64", "ADAPTER_DROPOUT": "0.1"}, env2={"ADAPTER_DIM": "96"}),
+    Scenario("b67_cfg_stagein_first_node_only_static_twonode_n1", "train_tiles.py",
+             STATIC67.format(k=0, port="{port}", file="train_tiles.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_tiles.py"), setup=TILES67, mask2="scratch",
+             env={**ENV67}),
+    # py-spy dumps of the three ranks 8 s after rank 2 says it waits for local rank 0's build
+    Scenario("b67_hang_torch_ext_stale_lock_pyspy_r0", "train_tabular.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tabular.py", setup=EXTLOCK67,
+             env={**ENV67, "TORCH_EXTENSIONS_DIR": "cache/torch_extensions"},
+             action=("pyspy", "rank 2: waiting for local rank 0 to build fused_rowscale", 3, 8)),
+    # py-spy dumps of the four ranks 8 s after rank 3 says it waits for its node's token cache
+    Scenario("b67_hang_filelock_orphan_holder_node1_pyspy_twonode_n1", "train_intents.py",
+             STATIC67.format(k=0, port="{port}", file="train_intents.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_intents.py"), setup=TOKLOCK67,
+             bind2="scratch_node1:scratch", env={**ENV67},
+             action=("pyspy", "rank 3: waiting for the node's token cache", 4, 8)),
+    Scenario("b67_cfg_rank_feature_cache_perm_r1", "train_events.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_events.py", setup=FEATPERM67, env={**ENV67},
+             drop_dac=True),
+    Scenario("b67_inf_xdg_cache_not_writable_node1_static_twonode_n1", "train_bytelm.py",
+             STATIC67.format(k=0, port="{port}", file="train_bytelm.py"),
+             cmd2=STATIC67.format(k=1, port="{port}", file="train_bytelm.py"), setup=XDG67,
+             env={**ENV67, "XDG_CACHE_HOME": ".cache"}, env2={"XDG_CACHE_HOME": "shared/cache"}, drop_dac=True),
+]
