@@ -48,6 +48,7 @@ REWRITES = [
     (str(VENV), "/opt/venv"),
     ("/work/wt/h218", "/home/user/proj"),  # batch 66 (h218; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h219", "/home/user/proj"),  # batch 67 (h219; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
+    ("/work/wt/h220", "/home/user/proj"),  # batch 68 (h220; before /work/wt/h22, /work/wt/h2 style prefixes)
     ("/work/wt/h215", "/home/user/proj"),  # batch 64 (h215; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h214", "/home/user/proj"),  # batch 63 (h214; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
@@ -192,6 +193,8 @@ class Scenario:
     #: come up on that node, leaving the bare mount point; the agent runs in a mount namespace of its own (gone with
     #: it), the console's first line stays the command as typed
     mask2: str = ""
+    #: batch 68: the size of that tmpfs ("6m": node 1's own small local scratch instead of a bare mount point); "" = 1m
+    mask2_size: str = ""
     #: batch 19: on the second node /etc/hosts is this file (relative to the work dir, written by `setup`): the
     #: node's own resolver view (a name that does not resolve there); the agent runs in a mount namespace of its own
     hosts2: str = ""
@@ -1386,7 +1389,8 @@ def _run_two_nodes(sc: Scenario, cmd: str, wd: Path, env: dict[str, str], port: 
             argv = ["ip", "netns", "exec", sc.netns2, *argv]
         if k and sc.mask2:  # batch 11
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
-                    f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(sc.mask2)} && exec bash -c {shlex.quote(c)}"]
+                    f"mount -t tmpfs -o size={sc.mask2_size or '1m'} tmpfs {shlex.quote(sc.mask2)} && "
+                    f"exec bash -c {shlex.quote(c)}"]
         if k and sc.hosts2:  # batch 19
             argv = ["unshare", "-m", "--propagation", "private", "bash", "-c",
                     f"mount --bind {shlex.quote(sc.hosts2)} /etc/hosts && exec bash -c {shlex.quote(c)}"]

@@ -11460,3 +11460,119 @@ SCENARIOS += [
              cmd2=STATIC67.format(k=1, port="{port}", file="train_bytelm.py"), setup=XDG67,
              env={**ENV67, "XDG_CACHE_HOME": ".cache"}, env2={"XDG_CACHE_HOME": "shared/cache"}, drop_dac=True),
 ]
+
+# ---- batch 68 (h220): storage faults as shared and local file systems show them: node 1's local scratch (a 6 MiB
+# tmpfs in node 1's own mount namespace) filling in the middle of the second checkpoint's shards; a feature cache on a
+# tmpfs with few inodes (ENOSPC while the free-space check passed); the run volume (a loop ext4, errors=remount-ro)
+# remounted read-only by the kernel after a file-system error (the log handler's error, then the checkpoint's); the
+# run directory with the staged data deleted by a scratch cleanup (DataLoader worker FileNotFoundError); rank 0's
+# fsync of the checkpoint throttled on the checkpoint volume (blkio) past the barrier's timeout; rank 1's data shard
+# rewritten in place by an export job; the user's quota (btrfs qgroup, EDQUOT) on rank 2's node scratch (numpy's short
+# write) and on rank 1's (a JSONL append: 'Disk quota exceeded'); a thin-provisioned checkpoint volume whose pool is
+# full (fsync ENOSPC while the volume's df shows free space); the results volume frozen by a snapshot job (fsfreeze)
+# while rank 0 writes its metrics, the others timing out in the all-reduce; ids b68_* ----
+ENV68 = {"OMP_NUM_THREADS": "1"}
+TAGGER68 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port} "
+            "train_tagger.py")
+# a loop-mounted ext4 volume at /mnt/<name> (img in the work dir); errors=remount-ro as the site's fstab has it
+def _vol68(name: str, mb: int = 64) -> str:
+    return (f"truncate -s {mb}M {name}.img && mkfs.ext4 -q -F {name}.img && mkdir -p /mnt/{name} && "
+            f"(mountpoint -q /mnt/{name} && umount /mnt/{name} || true) && "
+            f"mount -o loop,errors=remount-ro {name}.img /mnt/{name}")
+
+
+def _unvol68(name: str) -> str:
+    return f"umount /mnt/{name}; rmdir /mnt/{name}"
+
+
+# the staged feature chunks of the run (24 chunks of 192 clips, 40x32 log-mel each)
+CHUNKS68 = r"""mkdir -p scratch/run-7731/data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(68)
+for c in range(24):
+    y = rng.integers(0, 12, 192)
+    x = (rng.standard_normal((192, 40, 32)) * 0.5).astype(np.float32)
+    x[np.arange(192), y * 3] += 1.0
+    np.savez(f"scratch/run-7731/data/chunk-{c:04d}.npz", x=x, y=y)
+EOF2"""
+# three shards of 7,680 transaction records (48 float32 features + label)
+TXN68 = r"""mkdir -p data && python - <<'EOF2'
+import numpy as np
+rng = np.random.default_rng(68)
+for r in range(3):
+    x = rng.standard_normal((7680, 48)).astype(np.float32)
+    y = (x[:, :4].sum(1) > 1.5).astype(np.float32)
+    np.concatenate([x, y[:, None]], 1).astype(np.float32).tofile(f"data/txn-shard-{r}.bin")
+EOF2"""
+# each rank's node scratch: one btrfs subvolume per node with the user's quota (qgroup limit 20 MiB); node {node}'s
+# holds {fill} of an earlier run's leftovers
+QUOTA68 = (r"""truncate -s 256M scratch.img && mkfs.btrfs -q -f scratch.img && mkdir -p /mnt/b68_scratch && """
+           r"""(mountpoint -q /mnt/b68_scratch && umount /mnt/b68_scratch || true) && """
+           r"""mount -o loop scratch.img /mnt/b68_scratch && btrfs quota enable /mnt/b68_scratch && """
+           r"""for n in 0 1 2; do btrfs subvolume create /mnt/b68_scratch/node$n > /dev/null && """
+           r"""btrfs qgroup limit 20M /mnt/b68_scratch/node$n; done && mkdir -p /mnt/b68_scratch/node{node}/mlusr/old-runs && """
+           r"""head -c {fill} /dev/urandom > /mnt/b68_scratch/node{node}/mlusr/old-runs/{old} && sync""")
+SCENARIOS += [
+    # node 1's local scratch (scratch/) is a 6 MiB tmpfs in node 1's mount namespace; node 0's is the work dir
+    Scenario("b68_st_ckpt_node1_scratch_enospc_twonode_n1", "train_tagger.py", TAGGER68.format(k=0, port="{port}"),
+             cmd2=TAGGER68.format(k=1, port="{port}"), setup="mkdir -p scratch", env=dict(ENV68), mask2="scratch",
+             mask2_size="6m"),
+    # the shared feature cache: a 256 MiB tmpfs with 1,600 inodes
+    Scenario("b68_st_inode_exhaust_feature_cache", "featurize_train.py",
+             "torchrun --nproc-per-node 3 --master-port {port} featurize_train.py",
+             setup="mkdir -p /mnt/b68_featcache && (mountpoint -q /mnt/b68_featcache && umount /mnt/b68_featcache "
+                   "|| true) && mount -t tmpfs -o size=256m,nr_inodes=1600 tmpfs /mnt/b68_featcache",
+             teardown="umount /mnt/b68_featcache; rmdir /mnt/b68_featcache", env=dict(ENV68)),
+    # from rank 0's step-60 line the run volume has a file-system error (ext4's trigger_fs_error): the kernel
+    # remounts it read-only (errors=remount-ro)
+    Scenario("b68_st_erofs_remount_log_then_ckpt_r0", "train_ctr.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_ctr.py", setup=_vol68("b68_runs"),
+             teardown=_unvol68("b68_runs"), env=dict(ENV68),
+             action=("shell", "[rank0] step 60/200",
+                     "echo 1 > /sys/fs/ext4/$(basename $(findmnt -no SOURCE /mnt/b68_runs))/trigger_fs_error; "
+                     "echo '  b68: ext4 error on the run volume -> remounted read-only' >&2")),
+    # from rank 0's epoch-2 step-100 line the scratch cleanup job deletes the run directory (older than its limit)
+    Scenario("b68_st_rundir_purged_data_read", "train_kws.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_kws.py", setup=CHUNKS68, env=dict(ENV68),
+             action=("shell", "[rank0] epoch 2 step 100 ",
+                     "rm -rf scratch/run-7731; echo '  b68: scratch cleanup removed scratch/run-7731' >&2")),
+    # after rank 0's first checkpoint, its writes to the checkpoint volume are throttled to 250 kB/s (blkio, v1):
+    # the second checkpoint's fsync takes ~30 s
+    Scenario("b68_hang_ckpt_fsync_stalled_r0", "train_retrieval.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_retrieval.py", setup=_vol68("b68_ckptvol"),
+             teardown=_unvol68("b68_ckptvol"), env=dict(ENV68),
+             action=("blkio_write", 0, "rank0 checkpoint step 50 written", "/mnt/b68_ckptvol", 250000)),
+    # at rank 1's step-40 line the export job rewrites shard 1 in place: the file is reopened for writing (truncated)
+    # and holds only its first 3,000 records when rank 1 reads on
+    Scenario("b68_data_shard_truncated_concurrent_export_r1", "train_fraud.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_fraud.py", setup=TXN68, env=dict(ENV68),
+             action=("shell", "[rank1] epoch 0 batch 39/",
+                     "head -c 588000 data/txn-shard-1.bin > ../b68_export.part && cat ../b68_export.part > "
+                     "data/txn-shard-1.bin && rm ../b68_export.part; "
+                     "echo '  b68: export job rewriting data/txn-shard-1.bin (3000 records written so far)' >&2")),
+    Scenario("b68_st_user_quota_edquot_r2", "train_recs.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_recs.py",
+             setup=QUOTA68.format(node=2, fill="17M", old="hardneg-0529.npy"),
+             teardown="umount /mnt/b68_scratch; rmdir /mnt/b68_scratch", env=dict(ENV68)),
+    # node 1's scratch holds 19M of the user's earlier runs (quota 20 MiB)
+    Scenario("b68_st_user_quota_preds_jsonl_edquot_r1", "train_intent.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_intent.py",
+             setup=QUOTA68.format(node=1, fill="19M", old="intent-preds-1121.jsonl"),
+             teardown="umount /mnt/b68_scratch; rmdir /mnt/b68_scratch", env=dict(ENV68)),
+    # the checkpoint volume (/mnt/b68_ckpt, a 128 MiB ext4 image, thin: sparse) lives in a storage pool (/mnt/b68_pool,
+    # a 24 MiB tmpfs) that is overcommitted: when the pool is full the volume's writes fail although its own df shows
+    # free space
+    Scenario("b68_st_thin_volume_pool_full_fsync_r0", "train_retrieval.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_retrieval.py",
+             setup="mkdir -p /mnt/b68_pool /mnt/b68_ckpt && mount -t tmpfs -o size=24m tmpfs /mnt/b68_pool && "
+                   "truncate -s 128M /mnt/b68_pool/ckpt-vol.img && mkfs.ext4 -q -F /mnt/b68_pool/ckpt-vol.img && "
+                   "mount -o loop /mnt/b68_pool/ckpt-vol.img /mnt/b68_ckpt",
+             teardown="umount /mnt/b68_ckpt; umount /mnt/b68_pool; rmdir /mnt/b68_ckpt /mnt/b68_pool", env=dict(ENV68)),
+    # from rank 0's step-100 line the results volume is frozen for 30 s (fsfreeze: the storage team's snapshot job)
+    Scenario("b68_hang_fsfreeze_metrics_write_r0", "train_demand.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_demand.py", setup=_vol68("b68_results"),
+             teardown="fsfreeze -u /mnt/b68_results 2>/dev/null; " + _unvol68("b68_results"), env=dict(ENV68),
+             action=("shell", "rank 0 step 100/300",
+                     "fsfreeze -f /mnt/b68_results && echo '  b68: /mnt/b68_results frozen' >&2 && sleep 30; "
+                     "fsfreeze -u /mnt/b68_results; echo '  b68: /mnt/b68_results thawed' >&2")),
+]
