@@ -370,6 +370,15 @@ def test_a_restart_storm_in_torchelastics_attempt_folders_stops_the_restarts(tmp
     assert ok.restarts is not None and (ok.restarts.count, ok.restarts.without_progress) == (1, 0)
 
 
+def test_a_numpy_short_write_is_the_disk_or_quota_running_out(tmp_path: Path) -> None:
+    """b68 (dev, first contact unknown): rank 2's np.save to a scratch directory at the user's quota fails as numpy
+    words a short fwrite, "OSError: 327680 requested and 120800 written" (convert.c, PyArray_ToFile): no errno is
+    printed, but a write cut short on a regular file is the file system or the quota running out."""
+    d = _diagnose("b68_st_user_quota_edquot_r2", tmp_path)
+    assert (d.category.value, d.first_failing_rank) == ("storage", 2), d.root_cause.summary
+    assert d.signature_hits[0].signature_id == "no_space_left"
+
+
 def test_a_rank_whose_lost_peer_was_raised_in_the_collective_the_others_timed_out_in_was_there(tmp_path: Path) -> None:
     """b59 (dev, first contact read 'every one but rank 0 timed out: rank 0 never entered it'): a firewall drops node
     1's data ports from step 200; ranks 1-3 time out at train_churn.py:27's backward, rank 0's "Connection closed by
@@ -378,3 +387,18 @@ def test_a_rank_whose_lost_peer_was_raised_in_the_collective_the_others_timed_ou
     d = _diagnose("b59_hang_fw_drop_data_ports_node1_twonode_n1", tmp_path)
     assert (d.failure_mode.value, d.category.value, d.first_failing_rank) == ("fail_hang", "network", None)
     assert "All 4 ranks of the job waited" in d.root_cause.summary
+
+
+@pytest.mark.parametrize(("run", "rank", "frame"), [
+    ("b67_hang_torch_ext_stale_lock_pyspy_r0", 0, "FileBaton.wait (torch/utils/file_baton.py:50)"),
+    ("b67_hang_filelock_orphan_holder_node1_pyspy_twonode_n1", 2, "filelock/_core/_acquire.py"),
+])
+def test_a_rank_stuck_polling_a_lock_file_is_named_with_the_lock_as_the_reason(run: str, rank: int, frame: str,
+                                                                              tmp_path: Path) -> None:
+    """b67 (dev, first contact: unknown / user_code): py-spy places the one rank that never reached the barrier in
+    torch_extensions' FileBaton.wait (a lock left by a preempted build) or in filelock's acquire loop (a leftover
+    process holds the cache lock). The stack says why: a lock file nobody releases, a storage-side state (as the
+    catalogue's file_lock_timeout), not the job's own code."""
+    d = _diagnose(run, tmp_path)
+    assert (d.failure_mode.value, d.first_failing_rank, d.category.value) == ("fail_hang", rank, "storage")
+    assert "waiting for a lock file" in d.root_cause.summary and frame in d.root_cause.summary

@@ -2882,6 +2882,11 @@ _IN_PROCESS_FETCH = re.compile(r"^_(?:Map|Iterable)DatasetFetcher\.fetch\b")
 _OUTPUT_WAIT = re.compile(r"^(?:StreamHandler\.(?:emit|flush) \((?:.*/)?logging/__init__\.py"
                           r"|(?:TextIOWrapper|BufferedWriter)\.(?:write|flush) \()")
 #: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
+#: A wait for a lock file: torch.utils.file_baton's FileBaton.wait (torch/utils/file_baton.py polls while the lock
+#: file exists; torch.utils.cpp_extension takes it around a JIT build) and the filelock package's acquire loop (the
+#: Hugging Face datasets and hub caches lock with it; py-filelock.readthedocs.io).
+_LOCK_WAIT = re.compile(r"^(?:FileBaton\.wait \((?:.*/)?torch/utils/file_baton\.py"
+                        r"|[\w.]+ \((?:.*/)?filelock/[\w/]+\.py)")
 _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
 
 
@@ -2944,6 +2949,15 @@ def hang_culprit_category(top: HangSuspect) -> tuple[Category, str] | None:
                                          "a pipe whose reader stopped (a log shipper, tee or collector paused or dead), "
                                          "and the write blocks once the pipe is full; restart or replace the reader, or "
                                          "send the output to a file")
+    lock = next((f for f in top.top_frames if _LOCK_WAIT.match(f)), None)
+    if lock is not None and top.kind != "moving":
+        # the rank polls for a lock file that another process holds, or that a killed process left behind (a
+        # torch_extensions build lock after a preempted build, a datasets cache lock): nothing releases a stale one
+        return Category.STORAGE, (f"stuck outside any collective waiting for a lock file ({lock}): another process "
+                                  "holds it, or a process killed while holding it left it behind (a torch_extensions "
+                                  "build lock, a datasets or hub cache lock), and nothing removes a stale one; find "
+                                  "who holds it (fuser/lsof on the lock file), remove a stale lock, or give each node "
+                                  "its own cache directory")
     loader = next((f for f in top.top_frames if _DATALOADER_WAIT.search(f)), None)
     if loader is not None:
         # the rank waits for its DataLoader workers' next batch (PyTorch's _MultiProcessingDataLoaderIter): a worker
