@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h217", "/home/user/proj"),  # batch 65 (h217; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h215", "/home/user/proj"),  # batch 64 (h215; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h214", "/home/user/proj"),  # batch 63 (h214; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
@@ -218,6 +219,19 @@ class Scenario:
     #: batch 59: on the first node (node 0) /etc/hosts is this file (relative to the work dir, written by `setup`), as
     #: `hosts2` is for the second: each node's own resolver view; its agent runs in a mount namespace of its own
     hosts1: str = ""
+    #: batch 65: files the job writes outside logs/ that the user hands over too (globs relative to the work dir, e.g.
+    #: "worker_*/*.log", "out/node*/*", "slurm-*.out": a script or launcher writing one file per rank, task or node);
+    #: copied into the run folder under the same relative paths (paths rewritten like the consoles), and read, like the
+    #: consoles and logs/, when an action waits for a line fragment
+    keep: tuple[str, ...] = ()
+
+
+#: batch 65: the running scenario's `keep` globs (read by _waited and _logs_text)
+_KEEP: tuple[str, ...] = ()
+
+
+def _kept_files(wd: Path) -> list[Path]:
+    return sorted({f for g in _KEEP for f in wd.glob(g) if f.is_file()})
 
 
 def _port(i: int) -> int:
@@ -369,7 +383,7 @@ def _waited(stop: threading.Event, after: float | str, wd: Path) -> bool:
     if not isinstance(after, str):
         return stop.wait(after)
     while not stop.wait(0.1):
-        for con in wd.glob("console*.log"):
+        for con in [*wd.glob("console*.log"), *_kept_files(wd)]:  # kept files: batch 65
             if after in con.read_text(errors="replace"):
                 return False
     return True
@@ -490,6 +504,7 @@ def _logs_text(wd: Path) -> str:
     parts = [c.read_text(errors="replace") for c in wd.glob("console*.log")]
     if (wd / "logs").is_dir():
         parts += [f.read_text(errors="replace") for f in (wd / "logs").rglob("*.log")]
+    parts += [f.read_text(errors="replace") for f in _kept_files(wd)]  # batch 65
     return "\n".join(parts)
 
 
@@ -1228,6 +1243,8 @@ def _ports(value: str, port: int) -> str:
 
 
 def record(sc: Scenario, i: int) -> None:
+    global _KEEP
+    _KEEP = sc.keep  # batch 65
     wd = WORK / sc.id
     if wd.exists():
         shutil.rmtree(wd)
@@ -1316,6 +1333,10 @@ def record(sc: Scenario, i: int) -> None:
     dest.mkdir(parents=True)
     for con in sorted([*wd.glob("console*.log"), *wd.glob("dmesg.txt")]):  # dmesg.txt: batch 53
         _copy_rewritten(con, dest / con.name, wd)
+    for f in _kept_files(wd):  # batch 65: per-rank / per-task / per-node files outside logs/
+        target = dest / f.relative_to(wd)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _copy_rewritten(f, target, wd)
     for sub in ("logs", "dumps", "fr"):  # dumps/: batch 5's py-spy snapshots; fr/: batch 44's Flight Recorder dumps
         if not (wd / sub).is_dir():
             continue
