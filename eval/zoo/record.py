@@ -49,6 +49,7 @@ REWRITES = [
     ("/work/wt/h218", "/home/user/proj"),  # batch 66 (h218; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h219", "/home/user/proj"),  # batch 67 (h219; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h220", "/home/user/proj"),  # batch 68 (h220; before /work/wt/h22, /work/wt/h2 style prefixes)
+    ("/work/wt/h217", "/home/user/proj"),  # batch 65 (h217; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h215", "/home/user/proj"),  # batch 64 (h215; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h214", "/home/user/proj"),  # batch 63 (h214; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h213", "/home/user/proj"),  # batch 62 (h213; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
@@ -228,6 +229,11 @@ class Scenario:
     #: apply to them as to a non-root container user, so a directory another user owns is not writable; the console's
     #: first line stays the command as typed
     drop_dac: bool = False
+    #: batch 65: files the job writes outside logs/ that the user hands over too (globs relative to the work dir, e.g.
+    #: "worker_*/*.log", "out/node*/*", "slurm-*.out": a script or launcher writing one file per rank, task or node);
+    #: copied into the run folder under the same relative paths (paths rewritten like the consoles), and read, like the
+    #: consoles and logs/, when an action waits for a line fragment
+    keep: tuple[str, ...] = ()
 
 
 def _nodac(sc: Scenario, argv: list[str]) -> list[str]:
@@ -236,6 +242,14 @@ def _nodac(sc: Scenario, argv: list[str]) -> list[str]:
         return argv
     return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps",
             "-dac_override,-dac_read_search", *argv]
+
+
+#: batch 65: the running scenario's `keep` globs (read by _waited and _logs_text)
+_KEEP: tuple[str, ...] = ()
+
+
+def _kept_files(wd: Path) -> list[Path]:
+    return sorted({f for g in _KEEP for f in wd.glob(g) if f.is_file()})
 
 
 def _port(i: int) -> int:
@@ -387,7 +401,7 @@ def _waited(stop: threading.Event, after: float | str, wd: Path) -> bool:
     if not isinstance(after, str):
         return stop.wait(after)
     while not stop.wait(0.1):
-        for con in wd.glob("console*.log"):
+        for con in [*wd.glob("console*.log"), *_kept_files(wd)]:  # kept files: batch 65
             if after in con.read_text(errors="replace"):
                 return False
     return True
@@ -508,6 +522,7 @@ def _logs_text(wd: Path) -> str:
     parts = [c.read_text(errors="replace") for c in wd.glob("console*.log")]
     if (wd / "logs").is_dir():
         parts += [f.read_text(errors="replace") for f in (wd / "logs").rglob("*.log")]
+    parts += [f.read_text(errors="replace") for f in _kept_files(wd)]  # batch 65
     return "\n".join(parts)
 
 
@@ -1246,6 +1261,8 @@ def _ports(value: str, port: int) -> str:
 
 
 def record(sc: Scenario, i: int) -> None:
+    global _KEEP
+    _KEEP = sc.keep  # batch 65
     wd = WORK / sc.id
     if wd.exists():
         shutil.rmtree(wd)
@@ -1334,6 +1351,10 @@ def record(sc: Scenario, i: int) -> None:
     dest.mkdir(parents=True)
     for con in sorted([*wd.glob("console*.log"), *wd.glob("dmesg.txt")]):  # dmesg.txt: batch 53
         _copy_rewritten(con, dest / con.name, wd)
+    for f in _kept_files(wd):  # batch 65: per-rank / per-task / per-node files outside logs/
+        target = dest / f.relative_to(wd)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _copy_rewritten(f, target, wd)
     for sub in ("logs", "dumps", "fr"):  # dumps/: batch 5's py-spy snapshots; fr/: batch 44's Flight Recorder dumps
         if not (wd / sub).is_dir():
             continue

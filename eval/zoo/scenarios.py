@@ -11576,3 +11576,209 @@ SCENARIOS += [
                      "fsfreeze -f /mnt/b68_results && echo '  b68: /mnt/b68_results frozen' >&2 && sleep 30; "
                      "fsfreeze -u /mnt/b68_results; echo '  b68: /mnt/b68_results thawed' >&2")),
 ]
+
+# ---- batch 65 (h217): the first failing rank when every rank, task or node writes its own log file (logs/rank<R>.log,
+# worker_<R>/stdout.log, out/node<N>/train.err, torchrun --log-dir trees with @record's error.json, Slurm-like
+# slurm-<jobid>_<task>.out, logs/node<N>/rank<R>.log, JSON-lines per rank), with one node's logging clock shifted by
+# several seconds on four two-node stand-ins (NTP drift: the script's formatter adds ZOO_CLOCK_OFFSET_S, which the
+# recorder sets per node); kinds: a rank SIGKILLed with no traceback while its peers log connection errors; an
+# exception on a rank k > 0 while rank 0 logs only the collective timeout; a run whose earliest-stamped error is a
+# symptom on the other node; a node's launcher (and both its ranks) killed; a rank stuck in a C call; ids b65_* ----
+ENV65 = {"OMP_NUM_THREADS": "1"}
+# Slurm-like batch step: each node's share of the job starts one task per rank (srun -o slurm-%j_%t.out style)
+SLURM65 = r"""cat > job.sh <<'EOF2'
+#!/bin/bash
+# one node's share of job 48213: two tasks, each task's stdout+stderr in slurm-<jobid>_<task>.out
+NODE=$1
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 SLURM_JOB_ID=48213 SLURM_NTASKS=4 SLURMD_NODENAME=trn-a0$((17 + NODE))
+pids=()
+for lid in 0 1; do
+  t=$((NODE * 2 + lid))
+  SLURM_PROCID=$t SLURM_LOCALID=$lid RANK=$t python -u train_seg.py > slurm-48213_$t.out 2>&1 &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait $p || rc=$?; done
+exit $rc
+EOF2"""
+# each rank's character shard; the corpus was split by document, so the shards differ in length (rank 2's slice is
+# the smallest, 43,077 tokens)
+TOK65 = r"""mkdir -p tokens && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(65)
+for r, n in enumerate([301337, 289954, 43077]):
+    base = torch.randint(0, 96, (n,), generator=g)
+    base[1::2] = (base[0::2][: len(base[1::2])] * 7 + 3) % 96
+    torch.save(base, f"tokens/shard-{r}.pt")
+EOF2"""
+SCENARIOS += [
+    # at rank 2's step-160 line (in its own log file) rank 2 is SIGKILLed from outside (no traceback)
+    Scenario("b65_inf_sigkill_r2_rankfiles_4r", "train_ranker.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_ranker.py", env=dict(ENV65),
+             keep=("logs/*.log",), action=("kill", 2, signal.SIGKILL, "rank2 INFO step 160/400")),
+    # two nodes (tasks 0-1 on node 0, 2-3 on node 1); node 1's clock runs 11.4 s ahead; at task 3's step-120 line task 3
+    # is SIGKILLed from outside
+    Scenario("b65_inf_sigkill_r3_slurm_task_files_twonode_n1", "train_seg.py", "bash job.sh 0 {port}",
+             cmd2="bash job.sh 1 {port}", setup=SLURM65, env=dict(ENV65), env2={"ZOO_CLOCK_OFFSET_S": "11.4"},
+             keep=("slurm-*.out",), action=("kill", 3, signal.SIGKILL, "task 3: step 120 ")),
+    # no outside action: rank 2's prefetch thread dies on the shard's partial last block; its loop waits forever
+    Scenario("b65_hang_prefetch_thread_exc_r2_logdir_record", "train_charlm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} --log-dir logs --redirects 3 train_charlm.py",
+             setup=TOK65, env=dict(ENV65)),
+    # no outside action: rank 3's validation slice has 161 utterances; its last batch of 1 breaks .squeeze()
+    Scenario("b65_hang_eval_squeeze_except_r3_worker_dirs", "train_intent.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_intent.py", env=dict(ENV65),
+             keep=("worker_*/*.log",)),
+]
+# each node's launch script (node 0: ranks 0-1, node 1: ranks 2-3), the node's stdout/stderr in out/node<N>/; each
+# rank's shard in parts of 40 batches; rank 1's part-003 was cut short by an interrupted copy (first 60 % of its bytes)
+OUT65 = r"""cat > launch_node.sh <<'EOF2'
+#!/bin/bash
+# start this node's two ranks; the node's output goes to out/node<N>/ for the log collector
+NODE=$1
+mkdir -p out/node$NODE
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 WORLD_SIZE=4 NODE_RANK=$NODE
+for lr in 0 1; do
+  RANK=$((NODE * 2 + lr)) LOCAL_RANK=$lr python train_tagger.py >> out/node$NODE/train.out 2>> out/node$NODE/train.err &
+done
+wait
+EOF2
+python - <<'EOF2'
+import os
+import torch
+g = torch.Generator().manual_seed(65)
+w = torch.randn(128, 20, generator=g)
+for r in range(4):
+    os.makedirs(f"shards/rank{r}", exist_ok=True)
+    for p in range(8):
+        x = torch.randn(2560, 128, generator=g)
+        y = (x @ w > 1.0).float()
+        path = f"shards/rank{r}/part-{p:03d}.pt"
+        torch.save({"x": x, "y": y}, path)
+        if r == 1 and p == 3:
+            data = open(path, "rb").read()
+            open(path, "wb").write(data[: int(len(data) * 0.6)])
+EOF2"""
+# each rank's slice of the query log (a topic id per query, 300 batches of 128); rank 3's slice holds a seller's bulk
+# catalogue ingest: 1,280 consecutive queries of one topic from query 21,760 (batch 171)
+TOPIC65 = r"""mkdir -p data && python - <<'EOF2'
+import torch
+g = torch.Generator().manual_seed(65)
+for r in range(4):
+    t = torch.randint(0, 40, (300 * 128,), generator=g)
+    if r == 3:
+        t[170 * 128:180 * 128] = 7
+    torch.save(t, f"data/query-topics-{r}.pt")
+EOF2"""
+RETR65 = "python train_retrieval.py --node-rank {k} --nproc-per-node 2 --world-size 4"
+STATIC65 = ("torchrun --nnodes 2 --node-rank {k} --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {{port}} "
+            "--log-dir logs/node{k} --tee 3 train_kws.py")
+SCENARIOS += [
+    # no outside action: rank 1 (node 0) fails on its truncated part; node 1's clock runs 9.2 s behind, so node 1's
+    # connection errors are stamped before the cause
+    Scenario("b65_data_part_truncated_r1_clock_skew_out_node_twonode_n0", "train_tagger.py",
+             "bash launch_node.sh 0 {port}", cmd2="bash launch_node.sh 1 {port}", setup=OUT65, env=dict(ENV65),
+             env2={"ZOO_CLOCK_OFFSET_S": "-9.2"}, keep=("out/node*/*",)),
+    # no outside action: rank 3 (node 1) meets a one-topic batch (no negatives for topk); node 1's clock runs 8.3 s ahead
+    Scenario("b65_uc_empty_hard_negatives_r3_clock_ahead_spawn_twonode_n1", "train_retrieval.py", RETR65.format(k=0),
+             cmd2=RETR65.format(k=1), setup=TOPIC65,
+             env={**ENV65, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{port}"}, env2={"ZOO_CLOCK_OFFSET_S": "8.3"}),
+    # at node 0's rank-1 step-200 line node 0 (the head: its torchrun hosts the store) is lost: its agent and both
+    # ranks SIGKILLed together
+    Scenario("b65_inf_node0_head_lost_logdir_twonode_n0", "train_kws.py", STATIC65.format(k=0),
+             cmd2=STATIC65.format(k=1), env=dict(ENV65),
+             action=("kill_node", 0, signal.SIGKILL, "node=0 rank=1 step=200 ")),
+]
+# each node's launch script; the node's name comes from its profile (NODE_NAME)
+RUNNODE65 = r"""cat > run_node.sh <<'EOF2'
+#!/bin/bash
+NODE=$1
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 WORLD_SIZE=4 NODE_RANK=$NODE
+for lr in 0 1; do
+  RANK=$((NODE * 2 + lr)) LOCAL_RANK=$lr python {file} &
+done
+wait
+EOF2"""
+SCENARIOS += [
+    # two nodes; node 0's clock runs 4.6 s behind; at the first step-300 line (any rank's file) node 1's launch script and both
+    # its ranks are SIGKILLed (the node lost)
+    Scenario("b65_inf_node1_launcher_killed_clock_behind_twonode_n1", "train_fraud.py", "bash run_node.sh 0 {port}",
+             cmd2="bash run_node.sh 1 {port}", setup=RUNNODE65.replace("{file}", "train_fraud.py"),
+             env={**ENV65, "NODE_NAME": "trn-b01", "ZOO_CLOCK_OFFSET_S": "-4.6"},
+             env2={"NODE_NAME": "trn-b02", "ZOO_CLOCK_OFFSET_S": "0"}, keep=("logs/*.log",),
+             action=("kill_node", 1, signal.SIGKILL, "<INFO> step 300/600 ")),
+]
+# the team's native tokenizer (C, ctypes): a global lock around the shared vocabulary table; its invalid-UTF-8 path
+# returns -1 without unlocking. Each rank's corpus part: 6,000 lines; rank 1's line 1,925 is Latin-1 (a scraped page
+# saved in the wrong encoding)
+TOKLIB65 = r"""mkdir -p native corpus && cat > native/libtok.c <<'EOF2'
+#include <pthread.h>
+static pthread_mutex_t vocab_lock = PTHREAD_MUTEX_INITIALIZER;
+/* UTF-8 code points hashed into the shared vocabulary; -1 on invalid UTF-8 */
+long tok_encode(const unsigned char *s, long n, int *out, long cap) {
+    pthread_mutex_lock(&vocab_lock);
+    long k = 0;
+    for (long i = 0; i < n && k < cap;) {
+        unsigned char c = s[i];
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > n) return -1;
+        for (int j = 1; j < len; j++) if ((s[i + j] & 0xC0) != 0x80) return -1;
+        unsigned h = 0;
+        for (int j = 0; j < len; j++) h = h * 31u + s[i + j];
+        out[k++] = 2 + (int)(h % 7998u);
+        i += len;
+    }
+    pthread_mutex_unlock(&vocab_lock);
+    return k;
+}
+EOF2
+gcc -O2 -shared -fPIC -o native/libtok.so native/libtok.c -lpthread
+python - <<'EOF2'
+import random
+random.seed(65)
+words = "der die das und zu den nicht von sie ist des sich mit dem für über straße grüße mädchen öffnung".split()
+for r in range(3):
+    lines = [" ".join(random.choice(words) for _ in range(random.randint(8, 40))) for _ in range(6000)]
+    data = [l.encode("utf-8") for l in lines]
+    if r == 1:
+        data[1924] = "Öffnungszeiten für die Straße: Grüße aus München".encode("latin-1")
+    open(f"corpus/part-{r}.txt", "wb").write(b"\n".join(data))
+EOF2"""
+# node 1's local cache directory still has a process of an earlier job on that node holding the cache build lock (it
+# carries ZOO_RUN, so the recorder ends it with the run); each node's run_node.sh stops its other rank when one fails
+LOCK65 = r"""cat > run_node.sh <<'EOF2'
+#!/bin/bash
+# start this node's two ranks, each rank's output in worker_<R>/; when one rank exits with an error, stop the other
+NODE=$1
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 WORLD_SIZE=4 NODE_RANK=$NODE
+for lr in 0 1; do
+  r=$((NODE * 2 + lr))
+  mkdir -p worker_$r
+  RANK=$r LOCAL_RANK=$lr python train_titles.py > worker_$r/stdout.log 2> worker_$r/stderr.log &
+done
+wait -n
+rc=$?
+if [ $rc -ne 0 ]; then
+  echo "run_node.sh: node $NODE: a rank exited with status $rc, stopping the others" >&2
+  kill $(jobs -p) 2>/dev/null
+fi
+wait
+exit $rc
+EOF2
+mkdir -p cache/node0 cache/node1
+(cd cache/node1 && setsid nohup python3 -c 'import fcntl, time
+f = open(".build.lock", "w"); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(600)' > /dev/null 2>&1 &)
+sleep 1"""
+SCENARIOS += [
+    # no outside action: rank 1 deadlocks in the native tokenizer after its invalid line; py-spy dumps of every rank
+    # 8 s after rank 1's warning
+    Scenario("b65_hang_native_tok_mutex_r1_jsonl_pyspy", "train_bytelm.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_bytelm.py", setup=TOKLIB65, env=dict(ENV65),
+             keep=("logs/*.jsonl",), action=("pyspy", '"rank": 1, "level": "WARNING"', 3, 8)),
+    # node 1's rank 2 (its local rank 0) blocks in flock on the cache lock a stale process holds; py-spy of every rank
+    # 8 s after rank 2 starts building the cache
+    Scenario("b65_hang_stale_cache_lock_r2_worker_dirs_pyspy_twonode_n1", "train_titles.py",
+             "bash run_node.sh 0 {port}", cmd2="bash run_node.sh 1 {port}", setup=LOCK65,
+             env={**ENV65, "LOCAL_CACHE": "cache/node0"}, env2={"LOCAL_CACHE": "cache/node1"},
+             keep=("worker_*/*.log",), action=("pyspy", "[r2] building n-gram cache", 4, 8)),
+]
