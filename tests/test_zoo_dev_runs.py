@@ -402,3 +402,14 @@ def test_a_rank_stuck_polling_a_lock_file_is_named_with_the_lock_as_the_reason(r
     d = _diagnose(run, tmp_path)
     assert (d.failure_mode.value, d.first_failing_rank, d.category.value) == ("fail_hang", rank, "storage")
     assert "waiting for a lock file" in d.root_cause.summary and frame in d.root_cause.summary
+
+
+def test_a_crash_on_another_nodes_clock_is_named_by_its_own_error_not_by_the_first_timestamp(tmp_path: Path) -> None:
+    """b65 (dev, first contact: fail_slow, "Throughput collapsed about 3x", no rank): two nodes of
+    torch.multiprocessing.spawn, node 1's logging clock 8.3 s ahead. Rank 3 (node 1's spawn process 1) raises
+    "RuntimeError: selected index k out of range"; ranks 0-2 fail with "Connection closed by peer", stamped earlier.
+    A job that crashed is fail_stop whatever its last steps' pace; node 1's "Process 1" is its local rank, not rank 1;
+    and the one rank that raised an error of its own while the others lost a peer is the rank that failed."""
+    d = _diagnose("b65_uc_empty_hard_negatives_r3_clock_ahead_spawn_twonode_n1", tmp_path)
+    assert (d.failure_mode.value, d.first_failing_rank) == ("fail_stop", 3), d.root_cause.summary
+    assert "Throughput collapsed" not in d.root_cause.summary

@@ -1581,8 +1581,12 @@ class Extractor:
             if ev is not None and quoted is not None and quoted[0] == ev.path and ev.rank is None \
                     and ev.local_rank is None and 0 < line_no - quoted[1] <= SPAWN_QUOTE_LINES:
                 # spawn's ProcessRaisedException quotes the failed process's own traceback right after its "-- Process
-                # N terminated with the following error:": that error is process N's, whoever printed the report
-                ev.rank = ev.local_rank = quoted[2]
+                # N terminated with the following error:": that error is process N's, whoever printed the report. N is
+                # the spawn index, the local rank; it is the rank too unless the file is one node's of several (a
+                # node's spawn numbers its processes from 0: zoo dev b65, node 1's "Process 1" is rank 3)
+                ev.local_rank = quoted[2]
+                if ev.node is None:
+                    ev.rank = quoted[2]
             thread, self._thread_exc = self._thread_exc, None
             if ev is not None and thread is not None and thread[0] == ev.path and 0 < line_no - thread[1] <= 2:
                 # threading's excepthook: "Exception in thread NAME:" then the thread's traceback. The thread died;
@@ -1791,15 +1795,16 @@ class Extractor:
                      signal: str, line_no: int, local: bool = True) -> RawEvent:
         """An ``elastic_summary`` root event (as torchelastic's "first observed failure") for the process that
         torch.multiprocessing.spawn reports failed (at ``line_no`` of ``path``). The spawn index is the local
-        rank; on one node (spawn's usual use) it is the rank too. ``local=False``: ``idx`` is a global rank only
-        (mpirun's :data:`MPI_NOTICED`)."""
+        rank; on one node (spawn's usual use) it is the rank too, but not in a file of one node of several (``node``
+        given: each node's spawn numbers its processes from 0), whose global rank comes from elsewhere or not at all.
+        ``local=False``: ``idx`` is a global rank only (mpirun's :data:`MPI_NOTICED`)."""
         key = f"launcher first observed failure: rank {idx} exitcode: {exitcode}".strip()
         if signal:
             key += f" signal: {signal}"
         return RawEvent(
             kind=EventKind.ELASTIC_SUMMARY, key=key, lines=[key], path=path, line=line_no,
-            rank=idx, local_rank=idx if local else None, node=node, ts=ts, ts_approx=approx,
-            fields={"root": "1", "exitcode": exitcode, "signal": signal},
+            rank=idx if not local or node is None else None, local_rank=idx if local else None, node=node, ts=ts,
+            ts_approx=approx, fields={"root": "1", "exitcode": exitcode, "signal": signal},
         )
 
     def _collective(self, key: str, who: tuple, ts: float | None) -> None:

@@ -885,6 +885,15 @@ def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozense
     return False
 
 
+def _raised(groups: list[TemplateGroup], benign: frozenset[int] = frozenset()) -> bool:
+    """True when some rank's logs hold an exception or traceback of its own: not one of the ``benign`` templates, nor
+    a KeyboardInterrupt or torchelastic's SignalException (the operator's Ctrl-C, or a scheduler's signal, stopping a
+    job that slowed is no crash of its own)."""
+    return any(g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION) and g.template_id not in benign
+               and not (g.first is not None and ("KeyboardInterrupt" in g.first.key or "SignalException" in g.first.key))
+               for g in groups)
+
+
 def _training_output(groups: list[TemplateGroup], progress: ProgressLog, ranks_seen: set[int],
                      nodes_seen: set[str]) -> bool:
     """True when the text is recognisably a distributed job's output: a line only such a job writes
@@ -1624,7 +1633,10 @@ def localize(
             for h in symptoms[:2]:
                 for ev in primary_events(h)[:2]:
                     evidence.append(_evidence(ev))
-        elif slow is not None:
+        elif slow is not None and not _raised(groups, benign):
+            # a collapse read from the step lines is the story only when no rank raised an error of its own: a job
+            # that crashed is fail_stop whatever its last steps' pace (zoo dev b65: a rank's topk on an empty
+            # candidate set, unmatched, read "Throughput collapsed about 3x"; corpus dev n49b-013, zoo dev b21)
             mode = FailureMode.FAIL_SLOW
             confidence = 0.35
             summary = (
@@ -1798,6 +1810,16 @@ def localize(
             # a suspect too weak to name the category (e.g. an unspecified launch failure) is still that rank's
             # own error: the rank it happened on failed first. A lost peer's report names the rank that noticed.
             first_rank = primary.ranks[0]
+        if (first_rank is None and not noticed and mode is FailureMode.FAIL_STOP and primary is not None
+                and _cascade(primary, sigs) == "peer_loss"):
+            # the suspect is a lost peer, noticed by the ranks it names; one rank that did not notice but raised an
+            # error of its own (a root too weak to name the category) is the peer they lost, whatever the clocks of
+            # their nodes say (zoo dev b65: rank 3's RuntimeError stamped after its peers' "Connection closed by peer"
+            # by node 1's clock running 8 s ahead)
+            own = {r for h in hits if h.role is EventRole.ROOT and _cascade(h, sigs) != "peer_loss"
+                   and h.signature_id != "traceback_cut_short" for r in h.ranks}  # (a cut one may be a lost peer)
+            if len(own) == 1 and not own & set(primary.ranks):
+                first_rank = next(iter(own))
         if first_rank is None and lost is None and not noticed and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed)
             first_rank = _sole_erring_rank(events)
