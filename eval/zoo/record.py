@@ -46,6 +46,7 @@ CGROUP = Path(f"/sys/fs/cgroup/memory/zoo_rank{_TAG}")
 HARD_TIMEOUT_S = 90
 REWRITES = [
     (str(VENV), "/opt/venv"),
+    ("/work/wt/h221", "/home/user/proj"),  # batch 69 (h221; before /work/wt/h22, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h218", "/home/user/proj"),  # batch 66 (h218; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h219", "/home/user/proj"),  # batch 67 (h219; before /work/wt/h21, /work/wt/h2 and /work/wt/h1 style prefixes)
     ("/work/wt/h220", "/home/user/proj"),  # batch 68 (h220; before /work/wt/h22, /work/wt/h2 style prefixes)

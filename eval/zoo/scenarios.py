@@ -11782,3 +11782,151 @@ SCENARIOS += [
              env={**ENV65, "LOCAL_CACHE": "cache/node0"}, env2={"LOCAL_CACHE": "cache/node1"},
              keep=("worker_*/*.log",), action=("pyspy", "[r2] building n-gram cache", 4, 8)),
 ]
+
+# ---- batch 69 (h221): fail-slow with realistic patterns and a clean truth: each step's main cost is a fixed time
+# standing for the accelerator's kernels (simgpu69.kernels: a sleep of the nominal kernel time stretched by the GPU's
+# current SM clock and by the share of its SMs the job gets), plus a tiny CPU model and a real gloo all-reduce through a
+# communication wrapper whose wire time follows the NIC's current effective bandwidth; the fault is the script's own
+# periodic work on one rank (x2 on every 5th / every 10th step), a change of the node's state written by the recorder at
+# a step line (every NIC's effective bandwidth from a mid-run step: x1.2 / x1.3 on the nominal step; a co-tenant process
+# on one GPU from step k to step m: kernels x1.5; one GPU's clock drifting down over 100 steps: kernels x1.0 -> x1.5), or
+# the data (one rank's shard turns to 3x larger samples: its 4 DataLoader workers fall behind, a stall every 4 steps);
+# two clean controls (one with an evaluation every 50 steps and checkpoint saves, one plain; under clean/); ids b69_* ----
+ENV69 = {"OMP_NUM_THREADS": "1"}
+# the node's devices as the job sees them (this host has no GPU): simgpu69.py and node/ written by every scenario's setup
+SIMGPU69 = r"""mkdir -p node && for r in 0 1 2 3; do mkdir -p node/gpu$r node/nic$r;
+echo 1980 > node/gpu$r/sm_clock_mhz; echo 1.0 > node/gpu$r/sm_share; echo 200 > node/nic$r/effective_gbps; done
+cat > simgpu69.py <<'EOF2'
+'''Stand-in for the node's accelerators and NICs on a host without them: each call takes the time the real work
+takes at the rate the node reports now (node/<device>/...). It knows nothing of the job's steps.'''
+import os
+import time
+
+_NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node")
+FULL_SM_CLOCK_MHZ, FULL_GBPS = 1980.0, 200.0
+
+
+def _now(device, key, full):
+    try:
+        with open(os.path.join(_NODE, device, key)) as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return full
+
+
+def kernels(seconds, device):
+    '''`seconds` of kernels at full clock on the whole device; a lower SM clock or a smaller share of the SMs
+    (another process on the same GPU) stretches them.'''
+    clock = _now(device, "sm_clock_mhz", FULL_SM_CLOCK_MHZ)
+    share = _now(device, "sm_share", 1.0)
+    time.sleep(seconds * FULL_SM_CLOCK_MHZ / clock / share)
+
+
+def wire(seconds, nic):
+    '''A transfer that takes `seconds` at the NIC's full bandwidth (less when the fabric is congested).'''
+    time.sleep(seconds * FULL_GBPS / _now(nic, "effective_gbps", FULL_GBPS))
+EOF2"""
+
+
+def _node69(what: str, files: str, value: str) -> str:
+    """The recorder's outside action: the node's state changes (a message on the recorder's stderr only)."""
+    # written to a temporary file and renamed: a reader never sees the file empty
+    return f"for f in {files}; do echo {value} > node/$f.tmp && mv node/$f.tmp node/$f; done; echo '  b69: {what}' >&2"
+
+
+def _until69(line: str, then: str, limit_s: int = 80) -> str:
+    """Wait (at most limit_s) for a line fragment in the console, then run `then` (the state set back)."""
+    frag = line.replace("'", "'\\''")
+    return (f"for i in $(seq {limit_s * 20}); do grep -qF -- '{frag}' console.log && break; sleep 0.05; done; "
+            f"{then}")
+
+
+# one GPU's clock drifting down (thermal throttling as the heat sink saturates): from the first rank-0 line of step
+# `k` on, the clock is set for each new step N to 1980 / (1 + 0.5 * min(1, (N - k) / 100)): kernels x1.0 -> x1.5 over
+# 100 steps, then held; the step is read from rank 0's console lines (the ranks are in lockstep); each value is written
+# to a temporary file and renamed (a truncating write let a kernel call read an empty file: the first recording)
+DRIFT69 = r"""python3 - <<'EOF2'
+import os, re, time
+pat, k, gpu, t_end = re.compile(r"{pat}"), {k}, "{gpu}", time.time() + 80
+last = None
+while time.time() < t_end:
+    steps = [int(m.group(1)) for m in pat.finditer(open("console.log", errors="replace").read())]
+    n = max(steps) if steps else 0
+    if n >= {last_step}:
+        break
+    if n >= k and n != last:
+        f = 1 + 0.5 * min(1.0, (n + 1 - k) / 100)
+        open(f"node/{{gpu}}/sm_clock_mhz.tmp", "w").write(f"{{1980 / f:.1f}}\n")
+        os.replace(f"node/{{gpu}}/sm_clock_mhz.tmp", f"node/{{gpu}}/sm_clock_mhz")  # atomic: a reader never sees it empty
+        last = n
+    time.sleep(0.02)
+EOF2
+echo '  b69: drift done' >&2"""
+# tile shards for the land-cover run: each rank's index lists 1,800 tiles of 1.0 MP; rank 1's shard (another region's
+# export) holds 3.0 MP tiles from tile 800 (batch 101 at 8 tiles per batch) on
+TILES69 = SIMGPU69 + r"""
+mkdir -p data && python - <<'EOF2'
+import numpy as np
+for r in range(3):
+    mp = np.full(1800, 1.0)
+    if r == 1:
+        mp[800:] = 3.0
+    np.save(f"data/shard-{r}.npy", mp)
+EOF2"""
+SCENARIOS += [
+    # no outside action: rank 1 holds the hard-negative bank and re-mines it every 5 steps after step 60 (0.18 s more
+    # kernels on those steps: its step x2), the other ranks wait for it in the all-reduce
+    Scenario("b69_slow_uc_hardneg_every5_r1_feed", "train_search.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_search.py", setup=SIMGPU69, env=dict(ENV69)),
+    # no outside action: after step 80 the last rank (3) builds gradient histograms every 10 steps (0.16 s more
+    # kernels on those steps: x2)
+    Scenario("b69_slow_uc_gradhist_every10_r3_mmcv", "train_defectseg.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_defectseg.py", setup=SIMGPU69, env=dict(ENV69)),
+    # from rank 0's step-123 record (a step drawn at random in 80-140) every NIC's effective bandwidth is 100 of 200
+    # Gb/s (another job's traffic on the shared spine): the comm wrapper's wire time 0.04 -> 0.08 s, the nominal
+    # 0.20 s step x1.2
+    Scenario("b69_slow_net_congestion_job_x12_jsonl_feed", "train_twotower.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_twotower.py", setup=SIMGPU69, env=dict(ENV69),
+             action=("shell", '"rank": 0, "step": 123, ',
+                     _node69("fabric congestion: nic0-2 effective 200 -> 100 Gb/s",
+                             "nic0/effective_gbps nic1/effective_gbps nic2/effective_gbps", "100"))),
+    # from rank 0's iter-82 line (drawn at random in 80-140) both NICs at 80 Gb/s effective: wire 0.04 -> 0.10 s,
+    # the nominal 0.20 s step x1.3
+    Scenario("b69_slow_net_congestion_job_x13_nanogpt", "train.py",
+             "torchrun --standalone --nproc-per-node 2 train.py", setup=SIMGPU69, env=dict(ENV69),
+             action=("shell", "iter 82: ",
+                     _node69("fabric congestion: nic0-1 effective 200 -> 80 Gb/s",
+                             "nic0/effective_gbps nic1/effective_gbps", "80"))),
+    # from rank 2's batch-88 line to its batch-148 line another process shares GPU 2 (the job gets 2/3 of its SMs:
+    # kernels x1.5), then it ends and the GPU is the job's alone again
+    Scenario("b69_slow_inf_gpu_cotenant_r2_k90_m150_feed", "train_tagger.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_tagger.py", setup=SIMGPU69, env=dict(ENV69),
+             action=("shell", "rank 2 | epoch 0 | batch 88/200 |",
+                     _node69("co-tenant on gpu2: sm share 1.0 -> 0.667", "gpu2/sm_share", "0.667") + "; " +
+                     _until69("rank 2 | epoch 0 | batch 148/200 |",
+                              _node69("co-tenant on gpu2 gone: sm share 1.0", "gpu2/sm_share", "1.0")))),
+    # from rank 0's step-50 line GPU 1's clock drifts down step by step (thermal throttling): kernels x1.0 -> x1.5
+    # over steps 51-150, then held at x1.5 to the end
+    Scenario("b69_slow_gpu_thermal_drift_r1_accel_feed", "train_invoice.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_invoice.py", setup=SIMGPU69, env=dict(ENV69),
+             action=("shell", "INFO:__main__:step 50 |",
+                     DRIFT69.format(pat=r"INFO:__main__:step (\d+) \|", k=50, gpu="gpu1", last_step=200))),
+    # no outside action: rank 1's shard holds 3x larger tiles from batch 101 on; its 4 loader workers fall behind
+    Scenario("b69_slow_data_large_samples_r1_loader_stall", "train_landcover.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_landcover.py", setup=TILES69, env=dict(ENV69)),
+    # clean controls (clean/runs/): validation every 50 iterations and checkpoints every 100; a plain run with a feed
+    Scenario("b69_clean_eval50_ckpt_mmengine", "train_intent.py",
+             "torchrun --nproc-per-node 2 --master-port {port} train_intent.py", setup=SIMGPU69, env=dict(ENV69),
+             clean=True),
+    Scenario("b69_clean_plain_feed", "train_iqa.py",
+             "torchrun --nproc-per-node 3 --master-port {port} train_iqa.py", setup=SIMGPU69, env=dict(ENV69),
+             clean=True),
+]
+SCENARIOS += [
+    # from rank 0's step=60 line GPU 3's clock drifts down step by step (thermal throttling): kernels x1.0 -> x1.5
+    # over steps 61-160, then held to the end; every rank logs logfmt, no feed
+    Scenario("b69_slow_gpu_thermal_drift_r3_4r_logfmt", "train_churn.py",
+             "torchrun --nproc-per-node 4 --master-port {port} train_churn.py", setup=SIMGPU69, env=dict(ENV69),
+             action=("shell", " rank=0 step=60 ",
+                     DRIFT69.format(pat=r" rank=0 step=(\d+) ", k=60, gpu="gpu3", last_step=200))),
+]
