@@ -21,7 +21,8 @@ def _labels() -> list[dict]:
 
 #: batch 4's fail_slow labels add the fault's onset and size (eval/zoo/README.md, "Batch 4")
 #: batch 63's also say which kind of slowdown was injected (``kind``: persistent, intermittent, job-wide, data)
-SLOW_KEYS = {"onset_step", "intended_factor", "measured_factor", "measured_how", "duty", "kind"}
+#: batch 69's transient slowdown also says where it ended (``end_step``, the last slow step)
+SLOW_KEYS = {"onset_step", "intended_factor", "measured_factor", "measured_how", "duty", "kind", "end_step"}
 #: batch 5: a recording's note (a kept re-recording and why), optional on any run
 NOTE_KEYS = {"note"}
 #: batch 12's labels also carry what the corpus's do (README, "Batch 12"): the cause in a sentence, substrings of the
