@@ -163,14 +163,6 @@ def test_horovods_older_ready_ranks_list_names_the_rank_absent_from_it(case: str
     assert d.failure_mode.value == "fail_hang" and d.category.value == "unknown"
 
 
-def test_a_job_whose_ranks_raised_errors_is_not_read_as_a_slowdown_from_its_last_steps() -> None:
-    """Dev case n49b-013: the step lines' last interval is 59x the median, and a rank's "Connection reset by peer"
-    ended the job: it stopped (fail_stop); a throughput collapse is the reading only when no rank raised an error."""
-    d = diagnose(DiagnoseRequest(path=str(ROOT / "eval" / "corpus" / "logs" / "n49b-013.log"), kb=False, llm=False))
-    assert d.failure_mode.value == "fail_stop", d.root_cause.summary
-    assert "Throughput collapsed" not in d.root_cause.summary
-
-
 def test_a_guard_worded_valueerror_without_frames_is_a_configuration_refusal() -> None:
     """LLaMA-Factory's guard "DeepSpeed ZeRO-3 or FSDP is incompatible with PTQ-quantized models." pasted with its
     frame cut (dev case n22a-021): the library's wording decides, as when its frame is shown."""

@@ -408,7 +408,8 @@ def test_a_crash_on_another_nodes_clock_is_named_by_its_own_error_not_by_the_fir
     """b65 (dev, first contact: fail_slow, "Throughput collapsed about 3x", no rank): two nodes of
     torch.multiprocessing.spawn, node 1's logging clock 8.3 s ahead. Rank 3 (node 1's spawn process 1) raises
     "RuntimeError: selected index k out of range"; ranks 0-2 fail with "Connection closed by peer", stamped earlier.
-    A job that crashed is fail_stop whatever its last steps' pace; node 1's "Process 1" is its local rank, not rank 1;
+    A job whose rank raised an error of its own (not a lost peer: incidents_dev dev-013 slowed, then lost a peer, and
+    stays fail_slow) is fail_stop whatever its last steps' pace; node 1's "Process 1" is its local rank, not rank 1;
     and the one rank that raised an error of its own while the others lost a peer is the rank that failed."""
     d = _diagnose("b65_uc_empty_hard_negatives_r3_clock_ahead_spawn_twonode_n1", tmp_path)
     assert (d.failure_mode.value, d.first_failing_rank) == ("fail_stop", 3), d.root_cause.summary

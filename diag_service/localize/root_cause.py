@@ -885,13 +885,11 @@ def _own_errors(groups: list[TemplateGroup], nccl: bool = True, benign: frozense
     return False
 
 
-def _raised(groups: list[TemplateGroup], benign: frozenset[int] = frozenset()) -> bool:
-    """True when some rank's logs hold an exception or traceback of its own: not one of the ``benign`` templates, nor
-    a KeyboardInterrupt or torchelastic's SignalException (the operator's Ctrl-C, or a scheduler's signal, stopping a
-    job that slowed is no crash of its own)."""
-    return any(g.kind in (EventKind.TRACEBACK, EventKind.EXCEPTION) and g.template_id not in benign
-               and not (g.first is not None and ("KeyboardInterrupt" in g.first.key or "SignalException" in g.first.key))
-               for g in groups)
+def _own_roots(hits: list[SignatureHit], sigs: SignatureSet | None) -> set[int | None]:
+    """The ranks (None for an unattributed one) of the root hits that are a rank's own error: not a lost peer (its
+    ``peer_loss`` cascade), nor a traceback cut before its exception line (which may be one)."""
+    return {r for h in hits if h.role is EventRole.ROOT and _cascade(h, sigs) != "peer_loss"
+            and h.signature_id != "traceback_cut_short" for r in (h.ranks or [None])}
 
 
 def _training_output(groups: list[TemplateGroup], progress: ProgressLog, ranks_seen: set[int],
@@ -1633,10 +1631,11 @@ def localize(
             for h in symptoms[:2]:
                 for ev in primary_events(h)[:2]:
                     evidence.append(_evidence(ev))
-        elif slow is not None and not _raised(groups, benign):
+        elif slow is not None and not _own_roots(hits, sigs):
             # a collapse read from the step lines is the story only when no rank raised an error of its own: a job
             # that crashed is fail_stop whatever its last steps' pace (zoo dev b65: a rank's topk on an empty
-            # candidate set, unmatched, read "Throughput collapsed about 3x"; corpus dev n49b-013, zoo dev b21)
+            # candidate set, unmatched, read "Throughput collapsed about 3x"). A lost peer after the collapse is no
+            # error of its own (incidents_dev dev-013: the slowdown, then a gloo "Connection reset by peer")
             mode = FailureMode.FAIL_SLOW
             confidence = 0.35
             summary = (
@@ -1816,9 +1815,8 @@ def localize(
             # error of its own (a root too weak to name the category) is the peer they lost, whatever the clocks of
             # their nodes say (zoo dev b65: rank 3's RuntimeError stamped after its peers' "Connection closed by peer"
             # by node 1's clock running 8 s ahead)
-            own = {r for h in hits if h.role is EventRole.ROOT and _cascade(h, sigs) != "peer_loss"
-                   and h.signature_id != "traceback_cut_short" for r in h.ranks}  # (a cut one may be a lost peer)
-            if len(own) == 1 and not own & set(primary.ranks):
+            own = _own_roots(hits, sigs)
+            if len(own) == 1 and None not in own and not own & set(primary.ranks):
                 first_rank = next(iter(own))
         if first_rank is None and lost is None and not noticed and (mode is FailureMode.FAIL_STOP or nccl_waiting):
             # (a lost node's ranks wrote nothing; the one erring rank is then a survivor that noticed)
