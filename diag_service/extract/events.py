@@ -285,8 +285,10 @@ def _last_block_mark(marks: dict[str, str], path: str, line: str | None) -> None
 #: ``{'loss': 2.04``, Megatron's ``lm loss: 2.3E+00``, Lightning's ``loss=2.31``, nanoGPT's ``iter 100: loss
 #: 2.34``, torchtitan's ``loss: 7.9``) or DeepSpeed's ``step=10, skipped=6``. A job that printed one trained
 #: before it failed; data-preparation progress bars print none.
+#: Also a named loss of RL and multi-task trainers (OpenRLHF's tqdm postfix ``act_loss=0.0466``, ``policy_loss``,
+#: ``critic_loss``).
 TRAINING_LINE = (
-    r"""(?i)(?:['"]?\b(?:lm |train(?:ing)?_?|total_?|avg_?|mean_?)?loss['"]?\s*[:=]\s*|\bloss\s+)"""
+    r"""(?i)(?:['"]?\b(?:lm |train(?:ing)?_?|total_?|avg_?|mean_?|[a-z]{1,16}_)?loss['"]?\s*[:=]\s*|\bloss\s+)"""
     r"[-+]?(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)\b|\bstep=\d+, skipped=\d+"
 )
 TRAINING_FAST = re2.compile(TRAINING_LINE)

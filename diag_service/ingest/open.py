@@ -98,11 +98,31 @@ def read_diagignore(path: str, report: InputReport, limits: IngestLimits | None 
 
 
 def excluded_by(patterns: list[str]):  # noqa: ANN201 - Callable[[str], bool]
-    """The test "member name or base name matches one of ``patterns`` (fnmatch)"."""
+    """The test "member name or base name matches one of ``patterns`` (fnmatch)", or, as ``.gitignore`` reads them,
+    one of the member's folders does: a pattern that ends with ``/`` names a folder (``_live/``: everything under any
+    folder ``_live``; with a ``/`` before its end, a folder path from the top, ``runs/_live/``), and a pattern without
+    a ``/`` also matches a folder name (``_live``). A new user's trial 46 wrote ``_live/`` as for git, which matched no
+    file, and the tool's own live output copied there was read as the job's logs."""
+    folders = [p.rstrip("/") for p in patterns if p.endswith("/") and p.rstrip("/")]
+    names = [p for p in patterns if "/" not in p]
+    files = [p for p in patterns if not p.endswith("/")]
 
     def test(path: str) -> bool:
         base = path.rsplit("/", 1)[-1]
-        return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(base, p) for p in patterns)
+        if any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(base, p) for p in files):
+            return True
+        dirs = path.split("/")[:-1]
+        if not dirs:
+            return False
+        if any(fnmatch.fnmatch(d, p) for d in dirs for p in names):
+            return True
+        for p in folders:
+            if "/" in p:
+                if any(fnmatch.fnmatch("/".join(dirs[: i + 1]), p) for i in range(len(dirs))):
+                    return True
+            elif any(fnmatch.fnmatch(d, p) for d in dirs):
+                return True
+        return False
 
     return test
 
