@@ -250,6 +250,28 @@ def batch(agent: str, node: str, seq: int, **parts: Any) -> AgentBatch:
     return AgentBatch.model_validate({"agent_id": agent, "node": node, "seq": seq, "sent": T0, **parts})
 
 
+def test_a_slow_alarm_of_an_attempt_a_restart_ended_does_not_keep_the_job_slow(tmp_path: Path) -> None:
+    # a new user's trial 46, r08: a 1.09x alarm of attempt 0, then a rank's failure, torchrun's restart and a normal
+    # attempt 1: the view read "slow" while attempt 1 trained; an alarm after the restart is the new attempt's own
+    jobs = LiveJobs(tmp_path, LiveSettings(), clock=lambda: T0)
+    jobs.apply("r08", batch("a0", "node0", 0, events=[{"event": "started", "time": T0},
+                                                       {"event": "first_step", "time": T0 + 7, "step": 1}]))
+    live = jobs._get("r08", create=False)
+    assert live is not None
+    live.state.slow_alarms = ["job step time 1.09x its baseline (0.111 s) since step 36"]
+    assert jobs.view("r08").status == "slow"  # type: ignore[union-attr]
+    jobs.apply("r08", batch("a0", "node0", 1, events=[{"event": "failure", "time": T0 + 12, "exitcode": 1}]))
+    assert jobs.view("r08").status == "failed"  # type: ignore[union-attr]
+    jobs.apply("r08", batch("a0", "node0", 2, events=[{"event": "restart", "time": T0 + 19, "cause": "torchrun attempt 1"},
+                                                       {"event": "progress", "time": T0 + 24, "step": 41}]))
+    view = jobs.view("r08")
+    assert view is not None and view.status == "running" and view.slow_alarms  # the alarm stays on record
+    live.state.slow_alarms = [*live.state.slow_alarms, "job step time 1.4x its baseline since step 120"]
+    live.state.slow_restarted = False  # (what a new alarm of the streaming detector does)
+    assert jobs.view("r08").status == "slow"  # type: ignore[union-attr]
+    jobs.close()
+
+
 def test_stale_agent_is_flagged(tmp_path: Path) -> None:
     now = [T0]
     jobs = LiveJobs(tmp_path, LiveSettings(heartbeat_s=10), clock=lambda: now[0])

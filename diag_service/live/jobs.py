@@ -162,6 +162,7 @@ class JobState(BaseModel):
     last_evidence: float | None = None  # service clock
     triggered: bool = False  # some evidence ever asked for a diagnosis
     slow_alarms: list[str] = Field(default_factory=list)  # the streaming fail-slow detector's first alarms
+    slow_restarted: bool = False  # a restart came after the last of them: the attempt they timed is over
     dirty: bool = False  # evidence arrived since the last diagnosis was requested
     final_for: float | None = None  # last_evidence the final diagnosis covered
     diagnosed_logged: bool = False  # a ``diagnosed`` event was written for the current failure
@@ -652,6 +653,7 @@ class LiveJobs:
             return False
         first_alarm = not st.slow_alarms
         st.slow_alarms = [*st.slow_alarms, *(redact(a.message)[:500] for a in alarms)][:10]
+        st.slow_restarted = False
         if not first_alarm:
             return True
         if st.slow_time is None:  # when the service knew (its clock)
@@ -727,6 +729,7 @@ class LiveJobs:
                 if kind == LiveEventKind.RESTART:
                     st.diagnosed_logged = False
                     st.incident_open = False
+                    st.slow_restarted = bool(st.slow_alarms)
             elif kind in (LiveEventKind.FIRST_STEP, LiveEventKind.PROGRESS, LiveEventKind.CHECKPOINT_SAVED):
                 if agent.state in ("hung", "slow"):
                     agent.state = "running"
@@ -830,7 +833,9 @@ class LiveJobs:
                 return s  # type: ignore[return-value]
         if states and all(s == "finished" for s in states):
             return "finished"
-        return "slow" if st.slow_alarms else "running"
+        # an alarm of an attempt that a restart ended no longer says how the job runs (a new user's trial 46, r08: a
+        # 1.09x alarm before a rank's failure read "slow" for the whole restarted attempt, which trained normally)
+        return "slow" if st.slow_alarms and not st.slow_restarted else "running"
 
     def _final_wait(self, st: JobState, now: float) -> float | None:
         """Seconds until the final diagnosis is due (0 or less: now), or None when none is pending (nothing
