@@ -2901,12 +2901,12 @@ _IN_PROCESS_FETCH = re.compile(r"^_(?:Map|Iterable)DatasetFetcher\.fetch\b")
 #: The standard library's writes of a process's output (logging's stream handler, a text or buffered stream's write).
 _OUTPUT_WAIT = re.compile(r"^(?:StreamHandler\.(?:emit|flush) \((?:.*/)?logging/__init__\.py"
                           r"|(?:TextIOWrapper|BufferedWriter)\.(?:write|flush) \()")
-#: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
 #: A wait for a lock file: torch.utils.file_baton's FileBaton.wait (torch/utils/file_baton.py polls while the lock
 #: file exists; torch.utils.cpp_extension takes it around a JIT build) and the filelock package's acquire loop (the
 #: Hugging Face datasets and hub caches lock with it; py-filelock.readthedocs.io).
 _LOCK_WAIT = re.compile(r"^(?:FileBaton\.wait \((?:.*/)?torch/utils/file_baton\.py"
                         r"|[\w.]+ \((?:.*/)?filelock/[\w/]+\.py)")
+#: The standard library's network reads, by file: a rank stuck in one waits for a server (:func:`hang_culprit_category`).
 _NETWORK_WAIT = re.compile(r"(?:^|/)(?:socket|ssl|http/client|urllib/request|selectors)\.py$")
 
 
