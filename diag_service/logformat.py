@@ -53,10 +53,12 @@ MPI_PREFIX = re.compile(
 #: the "Log deduplication" section of https://docs.ray.io/en/latest/ray-observability/user-guides/
 #: configure-logging.html); SkyPilot's ``(head, rank=0, pid=N[, ip=...])`` / ``(worker1, rank=1, ...)``
 #: (the rank there is the node's, SKYPILOT_NODE_RANK). A name alone needs ``pid=``/``ip=``/``rank=`` or a
-#: Ray daemon's name, so that a shell prompt's ``(venv) `` is not taken for one.
+#: Ray daemon's name, so that a shell prompt's ``(venv) `` is not taken for one. A prefix with nothing after it (an empty
+#: line the worker printed, or a paste cut right after the prefix) is one too (a new user's trial 46, p03: the bare
+#: "(SGLangWorker pid=8544)" ending a cut traceback was read as its exception line).
 RAY_PREFIX = re.compile(
     r"\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,80})(?: pid=\d+)?(?:, ?(?:rank|pid|ip|node)=[\w.:-]{1,64})*"
-    r"|pid=\d+(?:, ?ip=[\w.:-]{1,64})?)\)(?: ?\[repeated \d+x across cluster\])? "
+    r"|pid=\d+(?:, ?ip=[\w.:-]{1,64})?)\)(?: ?\[repeated \d+x across cluster\])?(?: |$)"
 )
 _RAY_DAEMONS = frozenset({"raylet", "gcs_server", "autoscaler", "monitor", "dashboard", "dashboard_agent",
                           "log_monitor", "runtime_env_agent"})
