@@ -189,3 +189,25 @@ def test_the_advice_to_take_stack_dumps_is_dropped_once_they_were_taken(tmp_path
     assert d.first_failing_rank == 0
     assert any("the logs do not show which rank never joined" in f for f in d.findings)
     assert not any("take stack dumps" in f for f in [d.root_cause.summary, *d.findings])
+
+
+def test_one_snapshot_is_undecided_but_says_where_each_rank_is(tmp_path: Path) -> None:
+    """A clean-clone check (session 28): `diag hang` on one snapshot of a real 4-rank hang said only "undecided, take 2
+    more", though the snapshot showed three ranks in all_reduce and one in barrier. One snapshot still decides nothing
+    (a rank may be passing through), but the report places the ranks and says which would be the culprit."""
+    from diag_service.hang.analyzer import HangRequest, analyze_hang
+
+    one = tmp_path / "snap"
+    one.mkdir()
+    for f in (FIX / "collective_mismatch" / "0007").glob("*.txt"):
+        shutil.copy(f, one / f.name)
+    r = analyze_hang(HangRequest(dumps_dir=str(one)))
+    assert (r.hung, r.undecided) == (False, True)
+    assert "rank(s) [0, 1, 2] in all_reduce at _allreduce_grads" in r.explanation
+    assert "rank(s) [3] in barrier at _sync_metrics" in r.explanation
+    assert "where a hang's culprit would be" in r.explanation
+    same = tmp_path / "same"  # every rank at one place: nothing to contrast, nothing added
+    same.mkdir()
+    for rank in range(2):
+        shutil.copy(FIX / "collective_mismatch" / "0007" / "rank-0.txt", same / f"rank-{rank}.txt")
+    assert "The last snapshot places them" not in analyze_hang(HangRequest(dumps_dir=str(same))).explanation

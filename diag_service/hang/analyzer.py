@@ -380,6 +380,8 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     unchanged = sum(1 for r in all_ranks if len(sigs.get(r, {})) >= 2 and len({v[0] for v in sigs[r].values()}) == 1)
     explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n, placed,
                            need=k if undecided else 0, unchanged=unchanged)
+    if undecided:
+        explanation += _last_placement(sigs)
     for r in sorted(bad):
         if r not in sigs:
             warnings.append(f"rank {r}: no readable dump in any snapshot")
@@ -388,6 +390,37 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
         stuck_since=since, stuck_since_time=times.get(since) if since else None, groups=groups, suspects=suspects,
         suspect_nodes=suspect_nodes, explanation=explanation, warnings=warnings[:200],
     )
+
+
+def _last_placement(sigs: dict[int, dict[int, tuple[str, list]]]) -> str:
+    """Where each rank's last dump places it, when too few snapshots decide a hang: the ranks by place, the largest
+    group first (at most three), and, when some wait in one collective and others in another or in none, that this is
+    what a hang's culprit looks like if the job is stuck (a clean-clone check, session 28: one snapshot showed three
+    ranks in all_reduce and one in barrier, and the report said only "undecided"). '' without two places."""
+    places: dict[str, list[int]] = defaultdict(list)
+    frames_of: dict[str, list] = {}
+    for r, per in sigs.items():
+        sig, frames = per[max(per)]
+        places[sig].append(r)
+        frames_of[sig] = frames
+    if len(places) < 2:
+        return ""
+    order = sorted(places, key=lambda g: (-len(places[g]), min(places[g])))
+    parts = []
+    colls = []
+    for g in order[:3]:
+        frames = frames_of[g]
+        coll = _collective(frames)
+        colls.append(coll)
+        site = frames[1].short() if coll is not None and len(frames) > 1 else (frames[0].short() if frames else "?")
+        where = f"in {coll} at {site}" if coll is not None else f"outside any collective in {site}"
+        ranks = sorted(places[g])
+        parts.append(f"rank(s) {ranks[:8]}{'...' if len(ranks) > 8 else ''} {where}")
+    more = f"; {len(order) - 3} more place(s)" if len(order) > 3 else ""
+    odd = colls[0] is not None and any(c != colls[0] for c in colls[1:])
+    why = (" If the job is stuck, the ranks outside the first group are where a hang's culprit would be: they are not in "
+           "the collective the others wait in." if odd else "")
+    return f" The last snapshot places them: {'; '.join(parts)}{more}.{why}"
 
 
 def _explain(
