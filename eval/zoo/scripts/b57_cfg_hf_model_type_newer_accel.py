@@ -9,9 +9,9 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, PreTrai
 
 acc = Accelerator(cpu=True)
 acc.print(f"world size {acc.num_processes}, loading models/encoder-small")
-tok = PreTrainedTokenizerFast.from_pretrained("tok")
-config = AutoConfig.from_pretrained("models/encoder-small", num_labels=2)
-model = AutoModelForSequenceClassification.from_pretrained("models/encoder-small", config=config)
+tok = PreTrainedTokenizerFast.from_pretrained("./tok")
+config = AutoConfig.from_pretrained("./models/encoder-small", num_labels=2)
+model = AutoModelForSequenceClassification.from_pretrained("./models/encoder-small", config=config)
 rows = [json.loads(line) for line in open("data/reviews.jsonl")]
 enc = tok([r["text"] for r in rows], padding="max_length", truncation=True, max_length=24, return_tensors="pt")
 ds = torch.utils.data.TensorDataset(enc["input_ids"], enc["attention_mask"], torch.tensor([r["y"] for r in rows]))

@@ -10,7 +10,7 @@ from transformers import (BertConfig, BertForSequenceClassification, HfArgumentP
 cfg_path = sys.argv[1] if len(sys.argv) > 1 else "configs/train_args.json"
 (args,) = HfArgumentParser(TrainingArguments).parse_json_file(cfg_path)
 print(f"[rank {args.process_index}] loaded {cfg_path}: lr={args.learning_rate} sched={args.lr_scheduler_type}")
-tok = PreTrainedTokenizerFast.from_pretrained("tok")
+tok = PreTrainedTokenizerFast.from_pretrained("./tok")
 rows = [json.loads(line) for line in open("data/tickets.jsonl")]
 queues = sorted({r["queue"] for r in rows})
 enc = tok([r["text"] for r in rows], padding="max_length", truncation=True, max_length=24)

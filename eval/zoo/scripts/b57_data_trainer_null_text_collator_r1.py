@@ -7,7 +7,7 @@ import torch
 from transformers import (BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast, Trainer,
                           TrainingArguments)
 
-tok = PreTrainedTokenizerFast.from_pretrained("tok")
+tok = PreTrainedTokenizerFast.from_pretrained("./tok")
 rows = [json.loads(line) for line in open("data/chats.jsonl")]
 intents = sorted({r["intent"] for r in rows})
 label2id = {k: i for i, k in enumerate(intents)}

@@ -13,7 +13,7 @@ from transformers import (BertConfig, BertForSequenceClassification, PreTrainedT
 # the site's default: fail within half a minute instead of torch's 30 min when a peer stops answering
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=25))
 rank = dist.get_rank()
-tok = PreTrainedTokenizerFast.from_pretrained("tok")
+tok = PreTrainedTokenizerFast.from_pretrained("./tok")
 
 
 class Shard(torch.utils.data.Dataset):

@@ -11,7 +11,7 @@ from transformers import (BertConfig, BertForSequenceClassification, PreTrainedT
 
 @record
 def main():
-    tok = PreTrainedTokenizerFast.from_pretrained("tok")
+    tok = PreTrainedTokenizerFast.from_pretrained("./tok")
     rows = [json.loads(line) for line in open("data/titles.jsonl")]
     cats = sorted({r["cat"] for r in rows})
     enc = tok([r["title"] for r in rows], padding="max_length", truncation=True, max_length=24)
