@@ -21,6 +21,7 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -287,17 +288,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
             stuck[r] = run_start
         else:
             moving.append(r)
-    groups_map: dict[str, list[int]] = defaultdict(list)
-    for r in stuck:
-        groups_map[sigs[r][max(sigs[r])][0]].append(r)
-    groups: list[StackGroup] = []
-    for sig, ranks in sorted(groups_map.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
-        frames = sigs[ranks[0]][max(sigs[ranks[0]])][1]
-        coll = _collective(frames)
-        groups.append(
-            StackGroup(signature=sig, ranks=sorted(ranks), top_frames=[f.short() for f in frames[:TOP_FRAMES]],
-                       in_collective=coll is not None, collective=coll)
-        )
+    groups = _stack_groups(sigs, stuck)
     # How routine each stuck place is: how often any rank was seen there before the job stopped
     # moving. With two ranks (or two equal groups) the routine place is the training loop's own
     # collective, and the rank stuck somewhere new is the culprit.
@@ -381,7 +372,7 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     explanation = _explain(hung, len(all_ranks), stuck, moving, groups, majority, suspects, since, n, placed,
                            need=k if undecided else 0, unchanged=unchanged)
     if undecided:
-        explanation += _last_placement(sigs)
+        explanation += _last_placement(_stack_groups(sigs, sigs))
     for r in sorted(bad):
         if r not in sigs:
             warnings.append(f"rank {r}: no readable dump in any snapshot")
@@ -392,32 +383,39 @@ def analyze_dumps(dumps: StackDumps, min_stuck_snapshots: int = 3, hung_from_log
     )
 
 
-def _last_placement(sigs: dict[int, dict[int, tuple[str, list]]]) -> str:
-    """Where each rank's last dump places it, when too few snapshots decide a hang: the ranks by place, the largest
-    group first (at most three), and, when some wait in one collective and others in another or in none, that this is
-    what a hang's culprit looks like if the job is stuck (a clean-clone check, session 28: one snapshot showed three
-    ranks in all_reduce and one in barrier, and the report said only "undecided"). '' without two places."""
-    places: dict[str, list[int]] = defaultdict(list)
-    frames_of: dict[str, list] = {}
-    for r, per in sigs.items():
-        sig, frames = per[max(per)]
-        places[sig].append(r)
-        frames_of[sig] = frames
-    if len(places) < 2:
-        return ""
-    order = sorted(places, key=lambda g: (-len(places[g]), min(places[g])))
-    parts = []
-    colls = []
-    for g in order[:3]:
-        frames = frames_of[g]
+def _stack_groups(sigs: dict[int, dict[int, tuple[str, list]]], ranks: Iterable[int]) -> list[StackGroup]:
+    """``ranks`` grouped by the stack of their last dump (``sigs``: rank -> snapshot -> (signature, frames)), the
+    largest group first, then by lowest rank."""
+    by_sig: dict[str, list[int]] = defaultdict(list)
+    for r in ranks:
+        by_sig[sigs[r][max(sigs[r])][0]].append(r)
+    groups: list[StackGroup] = []
+    for sig, members in sorted(by_sig.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
+        frames = sigs[members[0]][max(sigs[members[0]])][1]
         coll = _collective(frames)
-        colls.append(coll)
-        site = frames[1].short() if coll is not None and len(frames) > 1 else (frames[0].short() if frames else "?")
-        where = f"in {coll} at {site}" if coll is not None else f"outside any collective in {site}"
-        ranks = sorted(places[g])
-        parts.append(f"rank(s) {ranks[:8]}{'...' if len(ranks) > 8 else ''} {where}")
-    more = f"; {len(order) - 3} more place(s)" if len(order) > 3 else ""
-    odd = colls[0] is not None and any(c != colls[0] for c in colls[1:])
+        groups.append(
+            StackGroup(signature=sig, ranks=sorted(members), top_frames=[f.short() for f in frames[:TOP_FRAMES]],
+                       in_collective=coll is not None, collective=coll)
+        )
+    return groups
+
+
+def _last_placement(groups: list[StackGroup]) -> str:
+    """Where each rank's last dump places it (``groups``: :func:`_stack_groups` of every rank), when too few snapshots
+    decide a hang: the places, the largest group first (at most three), and, when some wait in one collective and others
+    in another or in none, that this is what a hang's culprit looks like if the job is stuck (a clean-clone check,
+    session 28: one snapshot showed three ranks in all_reduce and one in barrier, and the report said only
+    "undecided"). '' without two places."""
+    if len(groups) < 2:
+        return ""
+    parts = []
+    for g in groups[:3]:
+        site = (g.top_frames[1] if g.in_collective and len(g.top_frames) > 1
+                else g.top_frames[0] if g.top_frames else "?")
+        where = f"in {g.collective} at {site}" if g.in_collective else f"outside any collective in {site}"
+        parts.append(f"rank(s) {g.ranks[:8]}{'...' if len(g.ranks) > 8 else ''} {where}")
+    more = f"; {len(groups) - 3} more place(s)" if len(groups) > 3 else ""
+    odd = groups[0].in_collective and any(g.collective != groups[0].collective for g in groups[1:3])
     why = (" If the job is stuck, the ranks outside the first group are where a hang's culprit would be: they are not in "
            "the collective the others wait in." if odd else "")
     return f" The last snapshot places them: {'; '.join(parts)}{more}.{why}"
